@@ -1,0 +1,54 @@
+/* main.c - tenantctl: the command line of tenantd. Dispatches to one verb
+ * per file (see cli.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} verb;
+
+static const verb verbs[] = {
+    {"quantity", td_cmd_quantity, "print the canonical Kubernetes form of quantities"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tenantctl VERB [flags]    (tenantctl VERB --help for a verb's flags)\n\n"
+               "verbs:\n");
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+}
+
+int td_cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return 0;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return TD_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return TD_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (strcmp(argv[1], verbs[i].name) == 0)
+            return verbs[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "tenantctl: unknown verb \"%s\"; run 'tenantctl --help' for the list\n",
+            argv[1]);
+    return TD_EXIT_USAGE;
+}

@@ -29,8 +29,9 @@ typedef struct {
     uint8_t format; /* td_qformat */
 } td_quantity;
 
-/* Longest canonical string td_quantity_format can produce, with NUL. */
-#define TD_QUANTITY_STR_MAX 160
+/* Longest canonical string td_quantity_format can produce, with NUL
+ * (a BinarySI sum near the top of the range can print ~170 characters). */
+#define TD_QUANTITY_STR_MAX 192
 
 /* Parses s (NUL-terminated) as Kubernetes' ParseQuantity does. TD_OK with *q
  * set; TD_EINVAL with a message naming s if it is not a quantity, and *q
@@ -66,5 +67,23 @@ int64_t td_quantity_milli_value(const td_quantity *q);
 
 /* Nearest double, for ratios and reports (never for decisions). */
 double td_quantity_as_double(const td_quantity *q);
+
+/* The format the quantity prints in (Quantity.Format). */
+td_qformat td_quantity_get_format(const td_quantity *q);
+
+/* *q = -*q, keeping its format (Quantity.Neg). */
+void td_quantity_neg(td_quantity *q);
+
+/* *q *= factor, exactly (Quantity.Mul). TD_EINVAL (q unchanged) only if the
+ * result would not fit the representation. */
+td_status td_quantity_mul(td_quantity *q, int64_t factor);
+
+/* Rounds q away from zero to a multiple of 10^scale if it has finer digits
+ * (Quantity.RoundUp). Returns true if no precision was lost. */
+bool td_quantity_round_up(td_quantity *q, int32_t scale);
+
+/* ScaledValue(): q / 10^scale rounded away from zero, saturated at
+ * INT64_MIN/INT64_MAX. td_quantity_value is scale 0, milli_value -3. */
+int64_t td_quantity_scaled_value(const td_quantity *q, int32_t scale);
 
 #endif

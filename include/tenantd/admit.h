@@ -1,0 +1,59 @@
+/* admit.h - one admission decision for one Pod, in kube-apiserver's order:
+ * the API server's own defaulting, then mutation (LimitRange defaults,
+ * PriorityClass, inherited cost labels, GPU pool tolerations), then
+ * validation (LimitRange, Pod Security, cost labels, node pools,
+ * ResourceQuota). The same function serves `tenantctl admit`, the webhook
+ * and the daemon; it is pure: everything it reads is in its arguments. */
+#ifndef TENANTD_ADMIT_H
+#define TENANTD_ADMIT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "tenantd/config.h"
+#include "tenantd/status.h"
+
+typedef struct {
+    /* Pods already in the namespace (a quota's "used"); borrowed. When
+     * has_used is false, Pods of the snapshot are used instead, and a quota
+     * with no pods to count falls back to its status.used. */
+    json_t *const *used_pods;
+    size_t nused;
+    bool has_used;
+    /* Skip ResourceQuota (e.g. on UPDATE, where k8s charges only deltas). */
+    bool skip_quota;
+} td_admit_opts;
+
+typedef struct {
+    bool allowed;
+    int code;              /* 200 allowed, 403 denied, 400 bad input */
+    const char *rule;      /* which rule decided: "LimitRange", "PodSecurity", ... */
+    char message[TD_ERR_MAX];
+    bool validating;       /* the decision was made after mutation succeeded */
+    json_t *patch;         /* JSON Patch of the mutations (array); NULL if none */
+    json_t *pod;           /* the pod after mutation; owned */
+} td_admit_result;
+
+/* Decides pod (borrowed) in namespace ns (NULL: the pod's own, else
+ * "default"). Always fills r (call td_admit_result_fini); returns TD_OK for a
+ * decision (allowed or denied) and TD_EINVAL for bad input, with r->code 400
+ * and the reason in r->message. */
+td_status td_admit_pod(const td_config *cfg, const json_t *pod, const char *ns,
+                       const td_admit_opts *opts, td_admit_result *r);
+
+void td_admit_result_fini(td_admit_result *r);
+
+typedef enum { TD_REVIEW_MUTATE_AND_VALIDATE, TD_REVIEW_MUTATE, TD_REVIEW_VALIDATE } td_review_mode;
+
+/* Decides an AdmissionReview v1 request, or a bare Pod, and builds the
+ * AdmissionReview v1 response (uid echoed; allowed; status.code/message;
+ * patchType JSONPatch and base64 patch when it mutates and mode allows).
+ * Never fails on bad input: that is a response with allowed=false and code
+ * 400. *out is new; *allowed and *code summarise it. TD_ENOMEM only. */
+td_status td_admission_review(const td_config *cfg, const json_t *input, td_review_mode mode,
+                              const td_admit_opts *opts, json_t **out, int *code);
+
+/* Base64 (standard alphabet, padded) of n bytes; a new string or NULL. */
+char *td_base64_encode(const unsigned char *data, size_t n);
+
+#endif

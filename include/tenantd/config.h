@@ -1,0 +1,99 @@
+/* config.h - an immutable, reference-counted snapshot of the objects tenantd
+ * was given: Kubernetes kinds (Namespace, ResourceQuota, LimitRange,
+ * PriorityClass, ...), Kueue kinds and tenantd's own (Tenant, Route, NodePool,
+ * AdmissionPolicy, CostPolicy, LoadScenario). A snapshot is built completely
+ * and validated by a builder; readers never lock and never see a half-built
+ * or invalid one. */
+#ifndef TENANTD_CONFIG_H
+#define TENANTD_CONFIG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tenantd/manifest.h"
+#include "tenantd/status.h"
+
+#define TD_API_TENANTD "tenantd.dev/v1alpha1"
+
+typedef struct td_config td_config;
+typedef struct td_config_builder td_config_builder;
+
+/* The identity of an object: "Kind", "namespace" ("" if cluster-scoped),
+ * "name". */
+typedef struct {
+    const char *kind;
+    const char *namespace_;
+    const char *name;
+} td_object_id;
+
+/* Creates a builder holding the objects of base (may be NULL: empty). */
+td_status td_config_builder_create(const td_config *base, td_config_builder **out, td_err *err);
+void td_config_builder_destroy(td_config_builder *b);
+
+/* Validates obj (borrowed; a copy is kept) and adds it, replacing an
+ * object of the same identity. src (may be NULL) is where obj came from,
+ * for messages: "platform.yaml:14: ResourceQuota team-a/q: spec.hard.cpu:
+ * \"8Gx\" is not a quantity". The builder is unchanged on error. */
+td_status td_config_builder_add(td_config_builder *b, json_t *obj, const td_manifest *src,
+                                td_err *err);
+
+/* Adds every document of m, stopping at the first invalid one. */
+td_status td_config_builder_add_manifest(td_config_builder *b, const td_manifest *m, td_err *err);
+
+/* Removes an object; TD_ENOTFOUND if absent. Kind is matched without
+ * regard to case, and plural/short names ("quota", "resourcequotas") are
+ * accepted. */
+td_status td_config_builder_delete(td_config_builder *b, const char *kind, const char *namespace_,
+                                   const char *name, td_err *err);
+
+/* Cross-object checks (a namespace claimed by two tenants, one global
+ * default PriorityClass, ...), then the snapshot (refcount 1). The builder
+ * may be destroyed afterwards. */
+td_status td_config_builder_finish(td_config_builder *b, td_config **out, td_err *err);
+
+td_config *td_config_ref(td_config *c);
+void td_config_unref(td_config *c);
+
+/* An empty snapshot. */
+td_status td_config_empty(td_config **out, td_err *err);
+
+/* Loads one or more manifest files into a new snapshot. */
+td_status td_config_load_files(const char *const *paths, size_t n, td_config **out, td_err *err);
+
+/* The canonical kind name for a user's spelling ("quota" -> ResourceQuota),
+ * or NULL if unknown. */
+const char *td_kind_canonical(const char *user_kind);
+
+/* true if objects of kind live in a namespace. */
+bool td_kind_namespaced(const char *kind);
+
+/* All objects of kind (canonical name) in namespace_ (NULL = any), in the
+ * order they were added. *out is a borrowed array valid for the snapshot's
+ * life (NULL when the count is 0). */
+size_t td_config_list(const td_config *c, const char *kind, const char *namespace_,
+                      json_t *const **out);
+
+/* Every object, in a stable order (kind, namespace, name). Borrowed. */
+size_t td_config_all(const td_config *c, json_t *const **out);
+
+/* One object, or NULL. Borrowed. */
+json_t *td_config_get(const td_config *c, const char *kind, const char *namespace_,
+                      const char *name);
+
+/* The Tenant object whose spec.namespaces holds ns, or NULL. Borrowed. */
+json_t *td_config_tenant_for_namespace(const td_config *c, const char *ns);
+
+/* The AdmissionPolicy in force (the one named "default", else the first),
+ * or NULL when none is configured (defaults apply). Borrowed. */
+json_t *td_config_admission_policy(const td_config *c);
+
+/* Small accessors for jansson objects; each returns NULL/def when the path
+ * is missing or of another type. path is dot-separated ("metadata.name"). */
+const char *td_json_str(const json_t *obj, const char *path);
+json_t *td_json_path(const json_t *obj, const char *path);
+
+/* Identity of obj (borrowed strings). */
+td_object_id td_object_identity(const json_t *obj);
+
+#endif

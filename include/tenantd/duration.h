@@ -1,0 +1,14 @@
+/* duration.h - Go-style durations ("1s", "500ms", "1m30s", "2h"), as
+ * Kubernetes and Kueue write them. */
+#ifndef TENANTD_DURATION_H
+#define TENANTD_DURATION_H
+
+#include <stdint.h>
+
+#include "tenantd/status.h"
+
+/* Parses s into nanoseconds. Units ns, us, µs, ms, s, m, h; a fraction is
+ * allowed ("1.5s"); no sign. TD_EINVAL if s is not a duration or overflows. */
+td_status td_duration_parse(const char *s, int64_t *ns, td_err *err);
+
+#endif

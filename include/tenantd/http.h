@@ -1,0 +1,130 @@
+/* http.h - the HTTP/1.1 server of tenantd's admin listener (admission
+ * webhook, control API) on a caller's libuv loop, plain or TLS, and a small
+ * blocking client for tenantctl and the tests. Bodies are whole buffers:
+ * the server hands a handler the complete request and sends its complete
+ * response, with Content-Length; nothing is streamed. */
+#ifndef TENANTD_HTTP_H
+#define TENANTD_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tenantd/status.h"
+
+/* Repeated from uv.h and openssl/types.h (C11 allows an identical typedef
+ * twice) so that users of the client need neither header. */
+typedef struct uv_loop_s uv_loop_t;
+typedef struct ssl_ctx_st SSL_CTX;
+
+/* ---- server ---- */
+
+#define TD_HTTP_MAX_HEADER_BYTES (64u * 1024u) /* request line + headers; more -> 431 */
+#define TD_HTTP_MAX_HEADERS      128u          /* header fields; more -> 431 */
+#define TD_HTTP_IDLE_TIMEOUT_MS  60000u        /* default idle timeout per connection */
+
+typedef struct {
+    const char *name;  /* as the client spelled it */
+    const char *value; /* leading and trailing blanks removed */
+} td_http_header_field;
+
+/* A complete request, valid only during the handler call. Every string is
+ * NUL-terminated; body is NUL-terminated too (body[body_len] == 0) and is
+ * "" when there is no body. path and query are raw (not percent-decoded). */
+typedef struct {
+    const char *method; /* "GET", "POST", ... */
+    const char *path;   /* "/v1/admit"; for an absolute-form target, its path */
+    const char *query;  /* after '?', without it; "" if none */
+    int version_major, version_minor;
+    const td_http_header_field *headers;
+    size_t n_headers;
+    const char *body;
+    size_t body_len;
+} td_http_request;
+
+/* Filled in by a handler. The server starts it zeroed. status 0, or one
+ * outside 200..599, is sent as 500. body is malloc'd by the handler and
+ * taken over by the server (freed after it is copied out), also when the
+ * connection has gone away meanwhile. content_type and extra_headers are
+ * borrowed until the handler returns; extra_headers is zero or more full
+ * header lines, each ending in "\r\n" (e.g. "Retry-After: 1\r\n"). The
+ * server adds Date, Content-Length and, when it will close, Connection. */
+typedef struct {
+    int status;
+    const char *content_type; /* NULL: no Content-Type header */
+    char *body;               /* NULL with body_len 0: empty body */
+    size_t body_len;
+    const char *extra_headers; /* NULL: none */
+} td_http_response;
+
+/* Called on the loop thread, once per request, in the order the requests
+ * arrived on the connection. It may call td_http_server_stop. */
+typedef void (*td_http_handler)(const td_http_request *req, td_http_response *resp, void *user);
+
+typedef struct td_http_server td_http_server;
+
+/* Value of the first header named name (case-insensitive), or NULL. */
+const char *td_http_header(const td_http_request *req, const char *name);
+
+/* Starts listening on addr ("127.0.0.1:8081", "[::1]:0", "0.0.0.0:443";
+ * port 0 picks a free one, see td_http_server_port) on loop, serving
+ * HTTP/1.1 with keep-alive and pipelining. tls NULL serves plain HTTP;
+ * otherwise TLS with that context, on which the server takes its own
+ * reference (the caller may free its own at once). Request bodies larger
+ * than max_body get 413 without calling h; header sections larger than
+ * TD_HTTP_MAX_HEADER_BYTES get 431; malformed requests get 400; each of
+ * these then closes the connection. If SIGPIPE is at its default
+ * disposition, it is set to ignored, as a peer that resets a connection
+ * must not kill the daemon.
+ * loop, h and user are borrowed until the server has stopped; addr is
+ * only read during the call.
+ * TD_OK with *out set; TD_EINVAL if addr is not host:port; TD_EIO if the
+ * address cannot be bound (the message names it). On failure nothing is
+ * left registered on loop. */
+td_status td_http_server_start(uv_loop_t *loop, const char *addr, SSL_CTX *tls, size_t max_body,
+                               td_http_handler h, void *user, td_http_server **out, td_err *err);
+
+/* The port the server listens on. */
+int td_http_server_port(const td_http_server *s);
+
+/* Sets the idle timeout: a connection that has neither sent nor received
+ * anything for idle_ms is closed (counted from each connection's next
+ * activity). 0 restores TD_HTTP_IDLE_TIMEOUT_MS. Call on the loop thread. */
+void td_http_server_set_idle_timeout(td_http_server *s, uint64_t idle_ms);
+
+/* Closes the listener and every connection (responses not yet written are
+ * dropped); when all handles are closed, frees s and calls done(arg) on the
+ * loop thread (done may be NULL). Call on the loop thread, once. */
+void td_http_server_stop(td_http_server *s, void (*done)(void *), void *arg);
+
+/* ---- client ---- */
+
+typedef struct {
+    const char *ca_file;      /* PEM CA bundle to verify the server; NULL: system default */
+    bool insecure;            /* do not verify the server's certificate or name */
+    const char *cert_file;    /* client certificate chain (PEM) for mTLS; NULL: none */
+    const char *key_file;     /* its private key (PEM); NULL: in cert_file */
+    int timeout_ms;           /* for the whole exchange; <= 0: 30000 */
+    const char *bearer_token; /* sent as "Authorization: Bearer ..."; NULL: none */
+    size_t max_response;      /* largest response body accepted; 0: 64 MiB */
+    const char *const *extra_headers; /* NULL-terminated "Name: value" lines; NULL: none */
+} td_http_client_opts;
+
+/* Sends one request to url ("http://host:port/path?query" or https://, IPv6
+ * hosts in brackets) and waits for the response, on a new connection that
+ * is closed afterwards. Every argument is borrowed for the call only.
+ * content_type may be NULL; body (body_len bytes) may be NULL when body_len
+ * is 0; opts may be NULL. For https, the server's certificate must chain
+ * to ca_file and name the URL's host (DNS name or IP address) unless
+ * insecure.
+ * TD_OK with *status set and, if resp_body is not NULL, *resp_body a
+ * malloc'd NUL-terminated copy of the body (the caller frees it) and
+ * *resp_len its length; any HTTP status is TD_OK. TD_EINVAL for a bad URL
+ * or argument; TD_EIO if the server cannot be reached, TLS fails or the
+ * response is malformed, with a message naming host:port; TD_EAGAIN on
+ * timeout. On failure the out-parameters are untouched. */
+td_status td_http_request_do(const char *url, const char *method, const char *content_type,
+                             const char *body, size_t body_len, const td_http_client_opts *opts,
+                             int *status, char **resp_body, size_t *resp_len, td_err *err);
+
+#endif

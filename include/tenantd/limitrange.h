@@ -1,0 +1,43 @@
+/* limitrange.h - Kubernetes' LimitRanger admission for Pods (a port of
+ * plugin/pkg/admission/limitranger): defaulting of container requests and
+ * limits from LimitRange `default`/`defaultRequest`, and validation against
+ * `min`, `max` and `maxLimitRequestRatio` of type Container and Pod. Pods and
+ * LimitRanges are v1 objects as jansson values. */
+#ifndef TENANTD_LIMITRANGE_H
+#define TENANTD_LIMITRANGE_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "tenantd/status.h"
+
+/* The annotation LimitRanger sets on a pod it defaulted. */
+#define TD_LIMITRANGE_ANNOTATION "kubernetes.io/limit-ranger"
+
+/* The mutating half (PodMutateLimitFunc), for a pod being created: for each
+ * LimitRange in order, sets every container's and init container's missing
+ * limits from the type Container items' `default` and missing requests from
+ * their `defaultRequest` (a later item overrides an earlier one), and, if it
+ * set anything, the annotation "kubernetes.io/limit-ranger" to
+ * "LimitRanger plugin set: cpu, memory request for container x; ..." (each
+ * LimitRange that sets something replaces the annotation, as in
+ * Kubernetes). Defaulted values are written in canonical quantity form.
+ * TD_EINVAL (pod unchanged) for a malformed pod or LimitRange, with a
+ * message naming the field; TD_ENOMEM (pod unchanged). Borrows all
+ * arguments; modifies pod in place. limitranges may be NULL if n is 0. */
+td_status td_limitrange_default(json_t *pod, json_t *const *limitranges, size_t n, td_err *err);
+
+/* The validating half (PodValidateLimitFunc), run on the pod after
+ * defaulting (td_pod_default_requests, td_limitrange_default): checks each
+ * LimitRange in order and stops at the first that the pod violates. TD_OK;
+ * TD_EFORBIDDEN with kube-apiserver's message, e.g. "minimum cpu usage per
+ * Container is 100m, but request is 50m", several violations of one
+ * LimitRange joined as Kubernetes' error aggregate does ("[a, b]",
+ * duplicates dropped); TD_EINVAL for a malformed pod or LimitRange;
+ * TD_ENOMEM. The message omits the `pods "NAME" is forbidden: ` prefix that
+ * the API server puts before it. Borrows all arguments. */
+td_status td_limitrange_validate(const json_t *pod, json_t *const *limitranges, size_t n,
+                                 td_err *err);
+
+#endif

@@ -1,0 +1,52 @@
+/* manifest.h - multi-document YAML (or JSON) manifests as jansson values,
+ * with the source line of every node kept aside so that validation errors
+ * can say `platform.yaml:14: spec.hard: "8Gx" is not a quantity`. */
+#ifndef TENANTD_MANIFEST_H
+#define TENANTD_MANIFEST_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "tenantd/status.h"
+
+typedef struct td_manifest td_manifest;
+
+/* Largest manifest accepted, in bytes. */
+#define TD_MANIFEST_MAX (16u << 20)
+
+/* Parses buf (len bytes, need not be NUL-terminated) as a stream of YAML
+ * documents; name is used in messages (copied). Empty documents are
+ * skipped. Each document must be a mapping. TD_EINVAL with
+ * "name:line:col: reason" on a syntax error; nothing is returned then. */
+td_status td_manifest_parse(const char *name, const char *buf, size_t len, td_manifest **out,
+                            td_err *err);
+
+/* Reads path ("-" for standard input) and parses it. TD_EIO if it cannot be
+ * read, naming the path and the reason. */
+td_status td_manifest_load_file(const char *path, td_manifest **out, td_err *err);
+
+void td_manifest_destroy(td_manifest *m);
+
+size_t td_manifest_count(const td_manifest *m);
+
+/* The i-th document; borrowed, valid until the manifest is destroyed. */
+json_t *td_manifest_doc(const td_manifest *m, size_t i);
+
+const char *td_manifest_name(const td_manifest *m);
+
+/* The 1-based source line of a node of one of m's documents, or 0 if not
+ * known (e.g. a node added after parsing). m may be NULL. */
+int td_manifest_line(const td_manifest *m, const json_t *node);
+
+/* Formats "name:line: " + fmt into err for node (or "name: " if the line is
+ * unknown) and returns s. m may be NULL (no prefix then). */
+td_status td_manifest_err(const td_manifest *m, const json_t *node, td_err *err, td_status s,
+                          const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Writes v as a block-style YAML document to f, the way kubectl prints
+ * objects: strings plain where YAML reads them back as the same string,
+ * double-quoted otherwise. Returns 0, or -1 on a write error. */
+int td_yaml_write(const json_t *v, FILE *f);
+
+#endif

@@ -1,0 +1,102 @@
+/* podres.h - resource arithmetic on v1 Pods (jansson objects), shared by the
+ * LimitRanger and ResourceQuota admission plugins: kube-apiserver's request
+ * defaulting (SetDefaults_Pod) and the effective pod requests and limits as
+ * k8s.io/component-helpers/resource PodRequests/PodLimits compute them. */
+#ifndef TENANTD_PODRES_H
+#define TENANTD_PODRES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "tenantd/resources.h"
+#include "tenantd/status.h"
+
+/* kube-apiserver's own defaulting of a Pod's resources: for every container
+ * and init container with a limit and no request for a resource, sets the
+ * request to the limit (the JSON value is copied as written). Then, when
+ * spec.resources.limits (pod-level resources) is set, defaults missing
+ * pod-level cpu/memory requests to the containers' aggregate requests, and
+ * any still missing supported pod-level request to the pod-level limit.
+ * TD_EINVAL (pod unchanged) if a quantity does not parse or a field has the
+ * wrong JSON type, with a message naming the field; TD_ENOMEM (pod
+ * unchanged). Borrows pod and modifies it in place. */
+td_status td_pod_default_requests(json_t *pod, td_err *err);
+
+/* The pod's effective requests and limits as Kubernetes computes them for
+ * quota (PodRequests/PodLimits with spec resources only): per resource the
+ * larger of the sum over app containers plus restartable (sidecar) init
+ * containers and the largest init container (an init container counts with
+ * the sidecars started before it); pod-level spec.resources, where set,
+ * replace cpu, memory and hugepages-*; spec.overhead is added to the
+ * requests and to each limit that is set and non-zero. requests and limits must be
+ * initialised (td_resources_init); they are cleared and filled. TD_EINVAL
+ * for a malformed pod (message names the field), TD_ENOMEM; on failure both
+ * lists are left empty. Borrows pod. */
+td_status td_pod_requests_limits(const json_t *pod, td_resources *requests, td_resources *limits,
+                                 td_err *err);
+
+/* ---- Internal to src/admission (limitrange.c, quota.c). ---- */
+
+/* One container's resource fields, parsed. */
+typedef struct {
+    const char *name;  /* borrowed from the pod JSON; "" if absent */
+    bool restartable;  /* init container with restartPolicy "Always" */
+    td_resources requests;
+    td_resources limits;
+} td__pod_container;
+
+/* A pod's resource-related fields, parsed and validated. Strings are
+ * borrowed from the JSON, which must outlive this. */
+typedef struct {
+    td__pod_container *containers;
+    size_t ncontainers;
+    td__pod_container *init_containers;
+    size_t ninit_containers;
+    bool has_overhead;
+    td_resources overhead;
+    bool has_pod_resources; /* spec.resources is an object */
+    td_resources pod_requests;
+    td_resources pod_limits;
+} td__pod;
+
+/* Parses pod's containers, init containers, overhead and pod-level
+ * resources into *out (initialised by this call; td__pod_fini it on TD_OK).
+ * TD_EINVAL with a message naming the field, or TD_ENOMEM; *out needs no
+ * fini on failure. */
+td_status td__pod_parse(const json_t *pod, td__pod *out, td_err *err);
+void td__pod_fini(td__pod *p);
+
+/* Flags for td__pod_aggregate. */
+#define TD__POD_OVERHEAD  1u /* add spec.overhead */
+#define TD__POD_LEVEL     2u /* let pod-level spec.resources replace cpu/memory/hugepages */
+
+/* The aggregate of p's containers as in PodRequests/PodLimits (see
+ * td_pod_requests_limits), with the parts flags select. requests and
+ * limits are initialised by the caller, cleared and filled here; either
+ * may be NULL. */
+td_status td__pod_aggregate(const td__pod *p, unsigned flags, td_resources *requests,
+                            td_resources *limits);
+
+/* true for pod-level resource names Kubernetes supports (cpu, memory,
+ * hugepages-*). */
+bool td__pod_level_resource(const char *name);
+
+/* Parses a JSON ResourceList (an object of name -> quantity; null or absent
+ * is empty) into out (initialised by the caller, added to). path names the
+ * object in messages: `PATH.NAME: "2x" is not a quantity`. TD_EINVAL or
+ * TD_ENOMEM. */
+td_status td__resources_parse(const json_t *list, const char *path, td_resources *out,
+                              td_err *err);
+
+/* Replaces pod's top-level members with those of copy (a mutated deep
+ * copy of pod): keys new to pod first, then replacements, which do not
+ * allocate, so TD_ENOMEM leaves pod unchanged. Borrows both. */
+td_status td__pod_commit(json_t *pod, json_t *copy);
+
+/* Parses one quantity JSON value (a string, or a JSON integer as Kubernetes
+ * also accepts) into *q. path names it in the message. */
+td_status td__quantity_parse_json(const json_t *v, const char *path, td_quantity *q, td_err *err);
+
+#endif

@@ -1,0 +1,50 @@
+/* quota.h - Kubernetes' ResourceQuota admission for Pods: a port of the
+ * pod evaluator (pkg/quota/v1/evaluator/core/pods.go), the resource-list
+ * helpers (pkg/quota/v1/resources.go) and the admission check
+ * (k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go),
+ * with Kubernetes' messages. Objects are v1 JSON as jansson values. */
+#ifndef TENANTD_QUOTA_H
+#define TENANTD_QUOTA_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "tenantd/status.h"
+
+/* Decides whether creating pod fits every ResourceQuota in quotas (all of
+ * them apply: the caller passes only the pod's namespace's quotas, in the
+ * order the API server lists them).
+ *
+ * A quota applies if it tracks a resource pods use (cpu, memory,
+ * ephemeral-storage with or without requests./limits., pods, count/pods,
+ * hugepages-*, requests.<extended resource>) and the pod matches all its
+ * scopes (spec.scopes and spec.scopeSelector.matchExpressions: Terminating,
+ * NotTerminating, BestEffort, NotBestEffort, PriorityClass with In, NotIn,
+ * Exists, DoesNotExist, CrossNamespacePodAffinity).
+ *
+ * Usage already charged to a quota: if used_pods is NULL, its status.used
+ * (as kube-apiserver does), with hard limits from status.hard (spec.hard if
+ * status.hard is absent); otherwise the sum of the usage of the nused
+ * used_pods that match the quota's scopes (pods in phase Succeeded or
+ * Failed count only towards count/pods), with hard limits from spec.hard
+ * (status.hard if spec.hard is absent). used_pods must not include pod.
+ *
+ * pod is taken as given: run td_pod_default_requests and the LimitRange
+ * defaulting first, as the API server does before quota admission.
+ *
+ * TD_OK if admitted. TD_EFORBIDDEN with Kubernetes' message otherwise:
+ *   "failed quota: NAME: must specify limits.memory for: app; ..." when a
+ *     quota tracks cpu or memory and a container does not set it (checked
+ *     for every quota before any usage is compared);
+ *   "status unknown for quota: NAME, resources: ..." (used_pods NULL only);
+ *   "quota usage is negative for resource(s): ...";
+ *   "exceeded quota: NAME, requested: cpu=2, used: cpu=1, limited: cpu=2"
+ *     for the first quota, in order, that the pod would exceed.
+ * TD_EINVAL for a malformed pod, quota or used pod (message names the
+ * object and field); TD_ENOMEM. The messages omit the API server's
+ * `pods "NAME" is forbidden: ` prefix. Borrows all arguments. */
+td_status td_quota_check(const json_t *pod, json_t *const *quotas, size_t nquotas,
+                         json_t *const *used_pods, size_t nused, td_err *err);
+
+#endif

@@ -1,0 +1,302 @@
+/* admit.c - the admission pipeline and its AdmissionReview v1 envelope.
+ * The order follows kube-apiserver: defaulting, then every mutating step,
+ * then every validating step; the first denial ends the decision, as the
+ * first failing plugin does in the API server. */
+#include "tenantd/admit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tenantd/jsonpatch.h"
+#include "tenantd/limitrange.h"
+#include "tenantd/podres.h"
+#include "tenantd/policy.h"
+#include "tenantd/pss.h"
+#include "tenantd/quota.h"
+
+void td_admit_result_fini(td_admit_result *r)
+{
+    if (!r)
+        return;
+    json_decref(r->patch);
+    json_decref(r->pod);
+    r->patch = NULL;
+    r->pod = NULL;
+}
+
+static void decide(td_admit_result *r, td_status st, const char *rule, const td_err *err)
+{
+    r->rule = rule;
+    if (st == TD_OK) {
+        r->allowed = true;
+        r->code = 200;
+        r->message[0] = '\0';
+        return;
+    }
+    r->allowed = false;
+    r->code = st == TD_EFORBIDDEN ? 403 : st == TD_ENOMEM ? 500 : 400;
+    snprintf(r->message, sizeof r->message, "%s", err->msg);
+}
+
+static td_status pss_level_of(const td_config *cfg, const char *ns, td_pss_level *level,
+                              td_err *err)
+{
+    json_t *nsobj = td_config_get(cfg, "Namespace", NULL, ns);
+    const char *l =
+        json_string_value(json_object_get(td_json_path(nsobj, "metadata.labels"),
+                                          "pod-security.kubernetes.io/enforce"));
+    *level = TD_PSS_PRIVILEGED;
+    if (!l)
+        return TD_OK;
+    if (td_pss_level_parse(l, level) != TD_OK)
+        return td_err_set(err, TD_EINVAL,
+                          "namespace %s: label pod-security.kubernetes.io/enforce: \"%s\" is not "
+                          "privileged, baseline or restricted",
+                          ns, l);
+    return TD_OK;
+}
+
+td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *ns,
+                       const td_admit_opts *opts, td_admit_result *r)
+{
+    td_admit_opts none = {0};
+    td_err err = {{0}};
+    td_status st;
+    memset(r, 0, sizeof *r);
+    if (!opts)
+        opts = &none;
+
+    if (!json_is_object(pod_in) || !json_is_object(json_object_get(pod_in, "spec")) ||
+        !json_is_array(td_json_path(pod_in, "spec.containers"))) {
+        td_err_set(&err, TD_EINVAL, "not a Pod: spec.containers is required");
+        decide(r, TD_EINVAL, "BadRequest", &err);
+        return TD_EINVAL;
+    }
+    const char *kind = td_json_str(pod_in, "kind");
+    if (kind && strcmp(kind, "Pod") != 0) {
+        td_err_set(&err, TD_EINVAL, "kind \"%s\" is not a Pod", kind);
+        decide(r, TD_EINVAL, "BadRequest", &err);
+        return TD_EINVAL;
+    }
+    json_t *pod = json_deep_copy(pod_in);
+    if (!pod) {
+        td_err_set(&err, TD_ENOMEM, "out of memory");
+        decide(r, TD_ENOMEM, "Internal", &err);
+        return TD_ENOMEM;
+    }
+    r->pod = pod;
+    if (!json_is_object(json_object_get(pod, "metadata")))
+        json_object_set_new(pod, "metadata", json_object());
+    /* A copy: the steps below may replace the pod's nodes, strings too. */
+    char ns_buf[256];
+    if (!ns || !*ns)
+        ns = td_json_str(pod_in, "metadata.namespace");
+    snprintf(ns_buf, sizeof ns_buf, "%s", ns && *ns ? ns : "default");
+    ns = ns_buf;
+
+    json_t *const *ranges;
+    size_t nranges = td_config_list(cfg, "LimitRange", ns, &ranges);
+    json_t *const *quotas;
+    size_t nquotas = td_config_list(cfg, "ResourceQuota", ns, &quotas);
+
+    /* The API server's own defaulting, then the mutating steps. */
+    const char *rule = "Defaults";
+    st = td_pod_default_requests(pod, &err);
+    if (st == TD_OK && (rule = "LimitRange"))
+        st = td_limitrange_default(pod, ranges, nranges, &err);
+    if (st == TD_OK && (rule = "Priority"))
+        st = td_priority_mutate(cfg, pod, &err);
+    if (st == TD_OK && (rule = "CostLabels"))
+        st = td_labels_mutate(cfg, ns, pod, &err);
+    if (st == TD_OK && (rule = "NodePool"))
+        st = td_pools_mutate(cfg, ns, pod, &err);
+    if (st != TD_OK)
+        goto out;
+    rule = "Internal";
+    st = td_jsonpatch_diff(pod_in, pod, &r->patch, &err);
+    if (st != TD_OK)
+        goto out;
+    if (json_array_size(r->patch) == 0) {
+        json_decref(r->patch);
+        r->patch = NULL;
+    }
+
+    /* Validation, against the mutated pod. */
+    r->validating = true;
+    td_pss_level level;
+    rule = "LimitRange";
+    st = td_limitrange_validate(pod, ranges, nranges, &err);
+    if (st == TD_OK && (rule = "PodSecurity") && (st = pss_level_of(cfg, ns, &level, &err)) == TD_OK)
+        st = td_pss_check(pod, level, &err);
+    if (st == TD_OK && (rule = "CostLabels"))
+        st = td_labels_validate(cfg, ns, pod, &err);
+    if (st == TD_OK && (rule = "NodePool"))
+        st = td_pools_validate(cfg, ns, pod, &err);
+    if (st == TD_OK && !opts->skip_quota && nquotas && (rule = "ResourceQuota")) {
+        if (opts->has_used) {
+            st = td_quota_check(pod, quotas, nquotas, opts->used_pods, opts->nused, &err);
+        } else {
+            /* Pods of the snapshot are the used; with none, a quota's own
+             * status.used (as `kubectl get quota -o yaml` shows it) counts,
+             * and a namespace with neither starts from zero. */
+            static json_t *const no_pods[1] = {NULL};
+            json_t *const *pods;
+            size_t npods = td_config_list(cfg, "Pod", ns, &pods);
+            int have_status = 0;
+            for (size_t i = 0; i < nquotas; i++)
+                have_status |= td_json_path(quotas[i], "status.used") != NULL;
+            if (!npods)
+                pods = have_status ? NULL : no_pods;
+            st = td_quota_check(pod, quotas, nquotas, pods, npods, &err);
+        }
+    }
+    if (st == TD_OK)
+        rule = NULL;
+out:
+    decide(r, st, rule, &err);
+    if (st == TD_EFORBIDDEN)
+        return TD_OK; /* a denial is a decision, not an error */
+    return st;
+}
+
+char *td_base64_encode(const unsigned char *data, size_t n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = malloc(4 * ((n + 2) / 3) + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)data[i] << 16;
+        if (i + 1 < n)
+            v |= (unsigned)data[i + 1] << 8;
+        if (i + 2 < n)
+            v |= data[i + 2];
+        out[o++] = tab[(v >> 18) & 63];
+        out[o++] = tab[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < n ? tab[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static json_t *response_envelope(const char *uid, bool allowed, int code, const char *message,
+                                 const char *reason)
+{
+    json_t *resp = json_pack("{s:s, s:b}", "uid", uid ? uid : "", "allowed", allowed);
+    if (!resp)
+        return NULL;
+    if (!allowed) {
+        json_t *status = json_pack("{s:i, s:s, s:s}", "code", code, "message",
+                                   message ? message : "", "reason", reason);
+        if (!status || json_object_set_new(resp, "status", status) < 0) {
+            json_decref(resp);
+            return NULL;
+        }
+    }
+    json_t *review = json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind",
+                               "AdmissionReview", "response", resp);
+    return review;
+}
+
+td_status td_admission_review(const td_config *cfg, const json_t *input, td_review_mode mode,
+                              const td_admit_opts *opts, json_t **out, int *code)
+{
+    const char *uid = "";
+    const json_t *pod = input;
+    const char *ns = NULL;
+    td_admit_opts local = opts ? *opts : (td_admit_opts){0};
+    char bad[512] = "";
+
+    if (!json_is_object(input)) {
+        snprintf(bad, sizeof bad, "the body must be a JSON object (an AdmissionReview or a Pod)");
+    } else if (td_json_str(input, "kind") && strcmp(td_json_str(input, "kind"), "AdmissionReview") == 0) {
+        const char *av = td_json_str(input, "apiVersion");
+        json_t *req = json_object_get(input, "request");
+        if (!av || strcmp(av, "admission.k8s.io/v1") != 0)
+            snprintf(bad, sizeof bad, "apiVersion \"%s\" is not served; use admission.k8s.io/v1",
+                     av ? av : "");
+        else if (!json_is_object(req))
+            snprintf(bad, sizeof bad, "AdmissionReview: request is required");
+        else {
+            uid = td_json_str(req, "uid");
+            if (!uid)
+                uid = "";
+            ns = td_json_str(req, "namespace");
+            const char *op = td_json_str(req, "operation");
+            const char *rkind = td_json_str(req, "kind.kind");
+            const char *sub = td_json_str(req, "subResource");
+            pod = json_object_get(req, "object");
+            if (op && (strcmp(op, "DELETE") == 0 || strcmp(op, "CONNECT") == 0)) {
+                *out = response_envelope(uid, true, 200, NULL, NULL);
+                *code = 200;
+                return *out ? TD_OK : TD_ENOMEM;
+            }
+            if ((rkind && strcmp(rkind, "Pod") != 0) || (sub && *sub)) {
+                /* Only pods are decided; anything else routed here passes. */
+                *out = response_envelope(uid, true, 200, NULL, NULL);
+                *code = 200;
+                return *out ? TD_OK : TD_ENOMEM;
+            }
+            if (op && strcmp(op, "UPDATE") == 0)
+                local.skip_quota = true; /* quota charges creations */
+            if (!json_is_object(pod))
+                snprintf(bad, sizeof bad, "AdmissionReview: request.object is required");
+        }
+    }
+    if (*bad) {
+        *out = response_envelope(uid, false, 400, bad, "BadRequest");
+        *code = 400;
+        return *out ? TD_OK : TD_ENOMEM;
+    }
+
+    td_admit_result r;
+    td_status st = td_admit_pod(cfg, pod, ns, &local, &r);
+    if (st == TD_ENOMEM) {
+        td_admit_result_fini(&r);
+        return TD_ENOMEM;
+    }
+    const char *reason = r.code == 403 ? "Forbidden" : "BadRequest";
+    *out = response_envelope(uid, r.allowed, r.code, r.message, reason);
+    *code = r.code;
+    if (!*out) {
+        td_admit_result_fini(&r);
+        return TD_ENOMEM;
+    }
+    json_t *resp = json_object_get(*out, "response");
+    if (r.allowed && r.rule == NULL)
+        json_object_set_new(resp, "status", json_pack("{s:i}", "code", 200));
+    else if (!r.allowed && r.rule)
+        json_object_set_new(json_object_get(resp, "status"), "details",
+                            json_pack("{s:s}", "kind", r.rule));
+    if (mode == TD_REVIEW_MUTATE && !r.allowed && r.code == 403 && r.validating) {
+        /* The mutating endpoint mutates; validation's denials are the
+         * validating endpoint's to make, so the patch still goes out. */
+        json_decref(*out);
+        *out = response_envelope(uid, true, 200, NULL, NULL);
+        *code = 200;
+        if (!*out) {
+            td_admit_result_fini(&r);
+            return TD_ENOMEM;
+        }
+        resp = json_object_get(*out, "response");
+        r.allowed = true;
+    }
+    if (r.allowed && r.patch && mode != TD_REVIEW_VALIDATE) {
+        char *s = json_dumps(r.patch, JSON_COMPACT);
+        char *b64 = s ? td_base64_encode((const unsigned char *)s, strlen(s)) : NULL;
+        free(s);
+        if (!b64) {
+            td_admit_result_fini(&r);
+            json_decref(*out);
+            return TD_ENOMEM;
+        }
+        json_object_set_new(resp, "patchType", json_string("JSONPatch"));
+        json_object_set_new(resp, "patch", json_string(b64));
+        free(b64);
+    }
+    td_admit_result_fini(&r);
+    return *out ? TD_OK : TD_ENOMEM;
+}

@@ -1,0 +1,661 @@
+/* limitrange.c - LimitRanger admission for Pods, ported from Kubernetes'
+ * plugin/pkg/admission/limitranger/admission.go: request/limit defaulting
+ * (mergePodResourceRequirements) and min/max/ratio validation with the same
+ * messages. Map iteration, random in Go, is by sorted resource name here. */
+#include "tenantd/limitrange.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tenantd/podres.h"
+#include "tenantd/resources.h"
+
+/* resource.MaxMilliValue: the largest value whose milli-value fits int64. */
+#define MAX_MILLI_VALUE (INT64_MAX / 1000)
+
+typedef enum { LR_OTHER = 0, LR_CONTAINER, LR_POD } lr_type;
+
+typedef struct {
+    lr_type type;
+    td_resources min, max, def, def_request, ratio;
+} lr_item;
+
+typedef struct {
+    const char *name;
+    lr_item *items;
+    size_t nitems;
+} limit_range;
+
+static void lr_fini(limit_range *lr)
+{
+    size_t i;
+
+    for (i = 0; i < lr->nitems; i++) {
+        td_resources_fini(&lr->items[i].min);
+        td_resources_fini(&lr->items[i].max);
+        td_resources_fini(&lr->items[i].def);
+        td_resources_fini(&lr->items[i].def_request);
+        td_resources_fini(&lr->items[i].ratio);
+    }
+    free(lr->items);
+    lr->items = NULL;
+    lr->nitems = 0;
+}
+
+static void lrs_free(limit_range *lrs, size_t n)
+{
+    size_t i;
+
+    if (lrs == NULL)
+        return;
+    for (i = 0; i < n; i++)
+        lr_fini(&lrs[i]);
+    free(lrs);
+}
+
+static td_status lr_parse(const json_t *obj, size_t index, limit_range *lr, td_err *err)
+{
+    static const struct {
+        const char *field;
+        size_t offset;
+    } lists[] = {
+        {"min", offsetof(lr_item, min)},
+        {"max", offsetof(lr_item, max)},
+        {"default", offsetof(lr_item, def)},
+        {"defaultRequest", offsetof(lr_item, def_request)},
+        {"maxLimitRequestRatio", offsetof(lr_item, ratio)},
+    };
+    const json_t *meta, *name, *spec, *limits;
+    char where[128], path[512];
+    size_t i, j;
+    td_status s;
+
+    lr->name = "";
+    lr->items = NULL;
+    lr->nitems = 0;
+    if (!json_is_object(obj))
+        return td_err_set(err, TD_EINVAL, "limitranges[%zu]: must be an object", index);
+    meta = json_object_get(obj, "metadata");
+    name = json_is_object(meta) ? json_object_get(meta, "name") : NULL;
+    if (json_is_string(name))
+        lr->name = json_string_value(name);
+    snprintf(where, sizeof where, "LimitRange \"%.64s\"", lr->name);
+
+    spec = json_object_get(obj, "spec");
+    if (spec == NULL || json_is_null(spec))
+        return TD_OK;
+    if (!json_is_object(spec))
+        return td_err_set(err, TD_EINVAL, "%s: spec: must be an object", where);
+    limits = json_object_get(spec, "limits");
+    if (limits == NULL || json_is_null(limits))
+        return TD_OK;
+    if (!json_is_array(limits))
+        return td_err_set(err, TD_EINVAL, "%s: spec.limits: must be an array", where);
+    if (json_array_size(limits) == 0)
+        return TD_OK;
+    lr->items = calloc(json_array_size(limits), sizeof *lr->items);
+    if (lr->items == NULL)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    lr->nitems = json_array_size(limits);
+    for (i = 0; i < lr->nitems; i++) {
+        lr_item *it = &lr->items[i];
+        td_resources_init(&it->min);
+        td_resources_init(&it->max);
+        td_resources_init(&it->def);
+        td_resources_init(&it->def_request);
+        td_resources_init(&it->ratio);
+    }
+    for (i = 0; i < lr->nitems; i++) {
+        const json_t *item = json_array_get(limits, i);
+        const json_t *type;
+        lr_item *it = &lr->items[i];
+
+        if (!json_is_object(item)) {
+            s = td_err_set(err, TD_EINVAL, "%s: spec.limits[%zu]: must be an object", where, i);
+            goto fail;
+        }
+        type = json_object_get(item, "type");
+        if (json_is_string(type) && strcmp(json_string_value(type), "Container") == 0)
+            it->type = LR_CONTAINER;
+        else if (json_is_string(type) && strcmp(json_string_value(type), "Pod") == 0)
+            it->type = LR_POD;
+        else
+            it->type = LR_OTHER;
+        for (j = 0; j < sizeof lists / sizeof lists[0]; j++) {
+            snprintf(path, sizeof path, "%s: spec.limits[%zu].%s", where, i, lists[j].field);
+            s = td__resources_parse(json_object_get(item, lists[j].field), path,
+                                    (td_resources *)((char *)it + lists[j].offset), err);
+            if (s != TD_OK)
+                goto fail;
+        }
+    }
+    return TD_OK;
+fail:
+    lr_fini(lr);
+    return s;
+}
+
+static td_status lrs_parse(json_t *const *objs, size_t n, limit_range **out, td_err *err)
+{
+    limit_range *lrs;
+    size_t i;
+
+    *out = NULL;
+    if (n == 0)
+        return TD_OK;
+    if (objs == NULL)
+        return td_err_set(err, TD_EINVAL, "limitranges: NULL with n = %zu", n);
+    lrs = calloc(n, sizeof *lrs);
+    if (lrs == NULL)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    for (i = 0; i < n; i++) {
+        td_status s = lr_parse(objs[i], i, &lrs[i], err);
+        if (s != TD_OK) {
+            lrs_free(lrs, i);
+            return s;
+        }
+    }
+    *out = lrs;
+    return TD_OK;
+}
+
+/* ---- defaulting ---- */
+
+/* A growable string with a hard maximum; on overflow or ENOMEM, failed is
+ * set and appends are ignored. */
+typedef struct {
+    char *s;
+    size_t len, cap, max;
+    bool failed;
+} strbuf;
+
+static void sb_append(strbuf *b, const char *text)
+{
+    size_t n = strlen(text);
+
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->max) {
+        b->failed = true;
+        return;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 128;
+        char *p;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        p = realloc(b->s, cap);
+        if (p == NULL) {
+            b->failed = true;
+            return;
+        }
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, text, n + 1);
+    b->len += n;
+}
+
+/* Gets obj[key] as an object, creating it (as {}) if absent or null. */
+static json_t *child_object(json_t *obj, const char *key)
+{
+    json_t *c = json_object_get(obj, key);
+
+    if (json_is_object(c))
+        return c;
+    c = json_object();
+    if (c == NULL || json_object_set_new(obj, key, c) != 0)
+        return NULL;
+    return c;
+}
+
+/* Sets each name of defaults missing from container.resources.<field>,
+ * appending the names set (sorted, as defaults is) to *names. */
+static td_status merge_list(json_t *container, const char *field, const td_resources *defaults,
+                            strbuf *names)
+{
+    json_t *res, *list;
+    size_t i;
+    bool first = true;
+
+    if (defaults->n == 0)
+        return TD_OK;
+    res = child_object(container, "resources");
+    if (res == NULL)
+        return TD_ENOMEM;
+    list = json_object_get(res, field);
+    for (i = 0; i < defaults->n; i++) {
+        char buf[TD_QUANTITY_STR_MAX];
+        const td_resource *d = &defaults->items[i];
+        if (json_is_object(list) && json_object_get(list, d->name) != NULL)
+            continue;
+        if (!json_is_object(list)) {
+            list = child_object(res, field);
+            if (list == NULL)
+                return TD_ENOMEM;
+        }
+        td_quantity_format(&d->q, buf, sizeof buf);
+        if (json_object_set_new(list, d->name, json_string(buf)) != 0)
+            return TD_ENOMEM;
+        if (!first)
+            sb_append(names, ", ");
+        sb_append(names, d->name);
+        first = false;
+    }
+    return TD_OK;
+}
+
+/* mergeContainerResources for one container; appends its annotation parts
+ * to note. */
+static td_status merge_container(json_t *container, const td_resources *def_requests,
+                                 const td_resources *def_limits, const char *kind, strbuf *note)
+{
+    strbuf reqs = {NULL, 0, 0, TD_ERR_MAX, false}, lims = {NULL, 0, 0, TD_ERR_MAX, false};
+    const json_t *name = json_object_get(container, "name");
+    const char *cname = json_is_string(name) ? json_string_value(name) : "";
+    td_status s;
+
+    s = merge_list(container, "limits", def_limits, &lims);
+    if (s == TD_OK)
+        s = merge_list(container, "requests", def_requests, &reqs);
+    if (s == TD_OK) {
+        if (reqs.len > 0) {
+            if (note->len > 0)
+                sb_append(note, "; ");
+            sb_append(note, reqs.s);
+            sb_append(note, " request for ");
+            sb_append(note, kind);
+            sb_append(note, " ");
+            sb_append(note, cname);
+        }
+        if (lims.len > 0) {
+            if (note->len > 0)
+                sb_append(note, "; ");
+            sb_append(note, lims.s);
+            sb_append(note, " limit for ");
+            sb_append(note, kind);
+            sb_append(note, " ");
+            sb_append(note, cname);
+        }
+    }
+    if (s == TD_OK && (reqs.failed || lims.failed))
+        s = TD_ENOMEM;
+    free(reqs.s);
+    free(lims.s);
+    return s;
+}
+
+static td_status merge_pod(json_t *pod, const limit_range *lr)
+{
+    td_resources def_requests, def_limits;
+    strbuf note = {NULL, 0, 0, 1u << 20, false};
+    json_t *spec = json_object_get(pod, "spec");
+    td_status s = TD_OK;
+    size_t i, k;
+    static const struct {
+        const char *field, *kind;
+    } groups[] = {{"containers", "container"}, {"initContainers", "init container"}};
+
+    td_resources_init(&def_requests);
+    td_resources_init(&def_limits);
+    /* defaultContainerResourceRequirements: later items win. */
+    for (i = 0; i < lr->nitems && s == TD_OK; i++) {
+        const lr_item *it = &lr->items[i];
+        if (it->type != LR_CONTAINER)
+            continue;
+        for (k = 0; k < it->def_request.n && s == TD_OK; k++)
+            s = td_resources_set(&def_requests, it->def_request.items[k].name,
+                                 &it->def_request.items[k].q);
+        for (k = 0; k < it->def.n && s == TD_OK; k++)
+            s = td_resources_set(&def_limits, it->def.items[k].name, &it->def.items[k].q);
+    }
+    for (k = 0; k < 2 && s == TD_OK; k++) {
+        json_t *arr = json_is_object(spec) ? json_object_get(spec, groups[k].field) : NULL;
+        json_t *c;
+        if (!json_is_array(arr))
+            continue;
+        json_array_foreach(arr, i, c)
+        {
+            s = merge_container(c, &def_requests, &def_limits, groups[k].kind, &note);
+            if (s != TD_OK)
+                break;
+        }
+    }
+    if (s == TD_OK && note.failed)
+        s = TD_ENOMEM;
+    if (s == TD_OK && note.len > 0) {
+        json_t *meta = child_object(pod, "metadata");
+        json_t *annotations = meta ? child_object(meta, "annotations") : NULL;
+        strbuf val = {NULL, 0, 0, (1u << 20) + 64, false};
+        sb_append(&val, "LimitRanger plugin set: ");
+        sb_append(&val, note.s);
+        if (annotations == NULL || val.failed ||
+            json_object_set_new(annotations, TD_LIMITRANGE_ANNOTATION, json_string(val.s)) != 0)
+            s = TD_ENOMEM;
+        free(val.s);
+    }
+    free(note.s);
+    td_resources_fini(&def_requests);
+    td_resources_fini(&def_limits);
+    return s;
+}
+
+/* metadata and metadata.annotations, if present, must be objects. */
+static td_status check_metadata(const json_t *pod, td_err *err)
+{
+    const json_t *meta = json_object_get(pod, "metadata");
+    const json_t *ann;
+
+    if (meta == NULL || json_is_null(meta))
+        return TD_OK;
+    if (!json_is_object(meta))
+        return td_err_set(err, TD_EINVAL, "metadata: must be an object");
+    ann = json_object_get(meta, "annotations");
+    if (ann != NULL && !json_is_null(ann) && !json_is_object(ann))
+        return td_err_set(err, TD_EINVAL, "metadata.annotations: must be an object");
+    return TD_OK;
+}
+
+td_status td_limitrange_default(json_t *pod, json_t *const *limitranges, size_t n, td_err *err)
+{
+    td__pod p;
+    limit_range *lrs;
+    json_t *copy;
+    td_status s;
+    size_t i;
+
+    s = td__pod_parse(pod, &p, err);
+    if (s != TD_OK)
+        return s;
+    td__pod_fini(&p);
+    s = check_metadata(pod, err);
+    if (s != TD_OK)
+        return s;
+    s = lrs_parse(limitranges, n, &lrs, err);
+    if (s != TD_OK)
+        return s;
+
+    copy = json_deep_copy(pod);
+    if (copy == NULL) {
+        lrs_free(lrs, n);
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
+    for (i = 0; i < n && s == TD_OK; i++)
+        s = merge_pod(copy, &lrs[i]);
+    if (s == TD_OK)
+        s = td__pod_commit(pod, copy);
+    json_decref(copy);
+    lrs_free(lrs, n);
+    if (s != TD_OK)
+        return td_err_set(err, s, "applying LimitRange defaults: %s", td_strerror(s));
+    return TD_OK;
+}
+
+/* ---- validation ---- */
+
+/* The violations found for one LimitRange, joined as utilerrors'
+ * aggregate.Error() does: one message alone, several as "[a, b]", repeated
+ * messages once. */
+typedef struct {
+    char **msgs;
+    size_t n, cap;
+    bool nomem;
+} violations;
+
+static void add_violation(violations *v, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void add_violation(violations *v, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    char *m;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (v->nomem)
+        return;
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 8;
+        char **p = realloc(v->msgs, cap * sizeof *p);
+        if (p == NULL) {
+            v->nomem = true;
+            return;
+        }
+        v->msgs = p;
+        v->cap = cap;
+    }
+    m = strdup(buf);
+    if (m == NULL) {
+        v->nomem = true;
+        return;
+    }
+    v->msgs[v->n++] = m;
+}
+
+static void violations_free(violations *v)
+{
+    size_t i;
+
+    for (i = 0; i < v->n; i++)
+        free(v->msgs[i]);
+    free(v->msgs);
+}
+
+static td_status violations_report(const violations *v, td_err *err)
+{
+    strbuf b = {NULL, 0, 0, 1u << 20, false};
+    size_t i, j, unique = 0;
+    td_status s;
+
+    for (i = 0; i < v->n; i++) {
+        for (j = 0; j < i; j++)
+            if (strcmp(v->msgs[i], v->msgs[j]) == 0)
+                break;
+        if (j < i)
+            continue;
+        if (unique++ > 0)
+            sb_append(&b, ", ");
+        sb_append(&b, v->msgs[i]);
+    }
+    if (b.failed)
+        s = td_err_set(err, TD_ENOMEM, "out of memory");
+    else if (unique == 1)
+        s = td_err_set(err, TD_EFORBIDDEN, "%s", b.s);
+    else
+        s = td_err_set(err, TD_EFORBIDDEN, "[%s]", b.s);
+    free(b.s);
+    return s;
+}
+
+/* requestLimitEnforcedValues: compare in milli-units when nothing
+ * overflows, else in units. An absent quantity counts as 0. */
+static void enforced_values(const td_quantity *req, const td_quantity *lim,
+                            const td_quantity *enforced, int64_t *r, int64_t *l, int64_t *e)
+{
+    *r = req ? td_quantity_value(req) : 0;
+    *l = lim ? td_quantity_value(lim) : 0;
+    *e = td_quantity_value(enforced);
+    if (*r <= MAX_MILLI_VALUE && *l <= MAX_MILLI_VALUE && *e <= MAX_MILLI_VALUE) {
+        *r = req ? td_quantity_milli_value(req) : 0;
+        *l = lim ? td_quantity_milli_value(lim) : 0;
+        *e = td_quantity_milli_value(enforced);
+    }
+}
+
+static void min_constraint(violations *v, const char *type, const char *name,
+                           const td_quantity *enforced, const td_resources *requests,
+                           const td_resources *limits)
+{
+    const td_quantity *req = td_resources_get(requests, name);
+    const td_quantity *lim = td_resources_get(limits, name);
+    char es[TD_QUANTITY_STR_MAX], qs[TD_QUANTITY_STR_MAX];
+    int64_t r, l, e;
+
+    enforced_values(req, lim, enforced, &r, &l, &e);
+    td_quantity_format(enforced, es, sizeof es);
+    if (req == NULL) {
+        add_violation(v, "minimum %s usage per %s is %s.  No request is specified", name, type,
+                      es);
+        return;
+    }
+    if (r < e) {
+        td_quantity_format(req, qs, sizeof qs);
+        add_violation(v, "minimum %s usage per %s is %s, but request is %s", name, type, es, qs);
+        return;
+    }
+    if (lim != NULL && l < e) {
+        td_quantity_format(lim, qs, sizeof qs);
+        add_violation(v, "minimum %s usage per %s is %s, but limit is %s", name, type, es, qs);
+    }
+}
+
+static void max_constraint(violations *v, const char *type, const char *name,
+                           const td_quantity *enforced, const td_resources *requests,
+                           const td_resources *limits)
+{
+    const td_quantity *req = td_resources_get(requests, name);
+    const td_quantity *lim = td_resources_get(limits, name);
+    char es[TD_QUANTITY_STR_MAX], qs[TD_QUANTITY_STR_MAX];
+    int64_t r, l, e;
+
+    enforced_values(req, lim, enforced, &r, &l, &e);
+    td_quantity_format(enforced, es, sizeof es);
+    if (lim == NULL) {
+        add_violation(v, "maximum %s usage per %s is %s.  No limit is specified", name, type, es);
+        return;
+    }
+    if (l > e) {
+        td_quantity_format(lim, qs, sizeof qs);
+        add_violation(v, "maximum %s usage per %s is %s, but limit is %s", name, type, es, qs);
+        return;
+    }
+    if (req != NULL && r > e) {
+        td_quantity_format(req, qs, sizeof qs);
+        add_violation(v, "maximum %s usage per %s is %s, but request is %s", name, type, es, qs);
+    }
+}
+
+static void ratio_constraint(violations *v, const char *type, const char *name,
+                             const td_quantity *enforced, const td_resources *requests,
+                             const td_resources *limits)
+{
+    const td_quantity *req = td_resources_get(requests, name);
+    const td_quantity *lim = td_resources_get(limits, name);
+    char es[TD_QUANTITY_STR_MAX];
+    int64_t r, l, e, ev;
+    double observed, display, allowed;
+
+    enforced_values(req, lim, enforced, &r, &l, &e);
+    td_quantity_format(enforced, es, sizeof es);
+    if (req == NULL || r == 0) {
+        add_violation(v,
+                      "%s max limit to request ratio per %s is %s, but no request is specified or "
+                      "request is 0",
+                      name, type, es);
+        return;
+    }
+    if (lim == NULL || l == 0) {
+        add_violation(v,
+                      "%s max limit to request ratio per %s is %s, but no limit is specified or "
+                      "limit is 0",
+                      name, type, es);
+        return;
+    }
+    observed = (double)l / (double)r;
+    display = observed;
+    ev = td_quantity_value(enforced);
+    allowed = (double)ev;
+    if (ev <= MAX_MILLI_VALUE) {
+        observed = observed * 1000;
+        allowed = (double)td_quantity_milli_value(enforced);
+    }
+    if (observed > allowed)
+        add_violation(v, "%s max limit to request ratio per %s is %s, but provided ratio is %f",
+                      name, type, es, display);
+}
+
+/* Checks one item's min, max and maxLimitRequestRatio against one set of
+ * requests and limits (a container's, or the pod's). */
+static void check_item(violations *v, const lr_item *it, const char *type,
+                       const td_resources *requests, const td_resources *limits)
+{
+    size_t k;
+
+    for (k = 0; k < it->min.n; k++)
+        min_constraint(v, type, it->min.items[k].name, &it->min.items[k].q, requests, limits);
+    for (k = 0; k < it->max.n; k++)
+        max_constraint(v, type, it->max.items[k].name, &it->max.items[k].q, requests, limits);
+    for (k = 0; k < it->ratio.n; k++)
+        ratio_constraint(v, type, it->ratio.items[k].name, &it->ratio.items[k].q, requests,
+                         limits);
+}
+
+static td_status validate_one(const td__pod *p, const limit_range *lr, violations *v)
+{
+    size_t i, j;
+
+    for (i = 0; i < lr->nitems; i++) {
+        const lr_item *it = &lr->items[i];
+        if (it->type == LR_CONTAINER) {
+            for (j = 0; j < p->ncontainers; j++)
+                check_item(v, it, "Container", &p->containers[j].requests,
+                           &p->containers[j].limits);
+            for (j = 0; j < p->ninit_containers; j++)
+                check_item(v, it, "Container", &p->init_containers[j].requests,
+                           &p->init_containers[j].limits);
+        } else if (it->type == LR_POD) {
+            /* LimitRanger's own podRequests/podLimits: containers, sidecars
+             * and init containers, without overhead or pod-level resources. */
+            td_resources reqs, lims;
+            td_status s;
+            td_resources_init(&reqs);
+            td_resources_init(&lims);
+            s = td__pod_aggregate(p, 0, &reqs, &lims);
+            if (s == TD_OK)
+                check_item(v, it, "Pod", &reqs, &lims);
+            td_resources_fini(&reqs);
+            td_resources_fini(&lims);
+            if (s != TD_OK)
+                return s;
+        }
+    }
+    return v->nomem ? TD_ENOMEM : TD_OK;
+}
+
+td_status td_limitrange_validate(const json_t *pod, json_t *const *limitranges, size_t n,
+                                 td_err *err)
+{
+    td__pod p;
+    limit_range *lrs;
+    td_status s;
+    size_t i;
+
+    s = td__pod_parse(pod, &p, err);
+    if (s != TD_OK)
+        return s;
+    s = lrs_parse(limitranges, n, &lrs, err);
+    if (s != TD_OK) {
+        td__pod_fini(&p);
+        return s;
+    }
+    for (i = 0; i < n && s == TD_OK; i++) {
+        violations v = {NULL, 0, 0, false};
+        s = validate_one(&p, &lrs[i], &v);
+        if (s == TD_OK && v.n > 0)
+            s = violations_report(&v, err);
+        else if (s != TD_OK)
+            s = td_err_set(err, s, "checking LimitRange \"%s\": %s", lrs[i].name,
+                           td_strerror(s));
+        violations_free(&v);
+    }
+    lrs_free(lrs, n);
+    td__pod_fini(&p);
+    return s;
+}

@@ -1,0 +1,606 @@
+/* podres.c - resource arithmetic on v1 Pods, shared by LimitRanger and
+ * ResourceQuota: request defaulting as kube-apiserver's SetDefaults_Pod, and
+ * pod requests/limits as k8s.io/component-helpers/resource computes them. */
+#include "tenantd/podres.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PATH_MAX_LEN 512
+
+static const char *json_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+    default:
+        return "null";
+    }
+}
+
+td_status td__quantity_parse_json(const json_t *v, const char *path, td_quantity *q, td_err *err)
+{
+    char buf[64];
+    const char *s;
+
+    if (json_is_string(v)) {
+        s = json_string_value(v);
+        /* A string with an embedded NUL would be read short: not a quantity. */
+        if (strlen(s) != json_string_length(v))
+            return td_err_set(err, TD_EINVAL, "%s: %s is not a quantity", path, "string with NUL");
+    } else if (json_is_integer(v)) {
+        /* Quantity.UnmarshalJSON parses the raw number text as a quantity. */
+        snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        s = buf;
+    } else if (json_is_real(v)) {
+        /* jansson keeps no source text for reals: print the shortest form
+         * that reads back as the same double, which is what was written in
+         * every ordinary case ("0.5", "1e3"). */
+        double d = json_real_value(v);
+        int prec;
+        for (prec = 1; prec <= 17; prec++) {
+            snprintf(buf, sizeof buf, "%.*g", prec, d);
+            if (strtod(buf, NULL) == d)
+                break;
+        }
+        s = buf;
+    } else if (json_is_null(v)) {
+        /* encoding/json leaves a null map value as the zero Quantity. */
+        s = "0";
+    } else {
+        return td_err_set(err, TD_EINVAL, "%s: must be a quantity, not %s", path, json_kind(v));
+    }
+    if (td_quantity_parse(s, q, NULL) != TD_OK)
+        return td_err_set(err, TD_EINVAL, "%s: \"%s\" is not a quantity", path, s);
+    return TD_OK;
+}
+
+td_status td__resources_parse(const json_t *list, const char *path, td_resources *out, td_err *err)
+{
+    const char *name;
+    json_t *value;
+    char where[PATH_MAX_LEN];
+
+    if (list == NULL || json_is_null(list))
+        return TD_OK;
+    if (!json_is_object(list))
+        return td_err_set(err, TD_EINVAL, "%s: must be an object, not %s", path, json_kind(list));
+    json_object_foreach((json_t *)list, name, value)
+    {
+        td_quantity q;
+        td_status s;
+        snprintf(where, sizeof where, "%s.%s", path, name);
+        s = td__quantity_parse_json(value, where, &q, err);
+        if (s != TD_OK)
+            return s;
+        if (name[0] == '\0' || strlen(name) >= TD_RESOURCE_NAME_MAX)
+            return td_err_set(err, TD_EINVAL, "%s: invalid resource name", where);
+        s = td_resources_set(out, name, &q);
+        if (s == TD_ENOMEM)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        if (s != TD_OK)
+            return td_err_set(err, s, "%s: invalid resource name", where);
+    }
+    return TD_OK;
+}
+
+static void container_init(td__pod_container *c)
+{
+    c->name = "";
+    c->restartable = false;
+    td_resources_init(&c->requests);
+    td_resources_init(&c->limits);
+}
+
+static void container_fini(td__pod_container *c)
+{
+    td_resources_fini(&c->requests);
+    td_resources_fini(&c->limits);
+}
+
+/* Parses spec.<field> (an array of containers) into *out and *n. */
+static td_status parse_containers(const json_t *spec, const char *field, bool init,
+                                  td__pod_container **out, size_t *n, td_err *err)
+{
+    const json_t *arr = json_object_get(spec, field);
+    size_t i, count;
+    td__pod_container *cs;
+    char path[PATH_MAX_LEN];
+
+    *out = NULL;
+    *n = 0;
+    if (arr == NULL || json_is_null(arr))
+        return TD_OK;
+    if (!json_is_array(arr))
+        return td_err_set(err, TD_EINVAL, "spec.%s: must be an array, not %s", field,
+                          json_kind(arr));
+    count = json_array_size(arr);
+    if (count == 0)
+        return TD_OK;
+    cs = calloc(count, sizeof *cs);
+    if (cs == NULL)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    for (i = 0; i < count; i++)
+        container_init(&cs[i]);
+    for (i = 0; i < count; i++) {
+        const json_t *c = json_array_get(arr, i);
+        const json_t *name, *res, *policy;
+        td_status s;
+
+        if (!json_is_object(c)) {
+            s = td_err_set(err, TD_EINVAL, "spec.%s[%zu]: must be an object, not %s", field, i,
+                           json_kind(c));
+            goto fail;
+        }
+        name = json_object_get(c, "name");
+        if (json_is_string(name))
+            cs[i].name = json_string_value(name);
+        else if (name != NULL && !json_is_null(name)) {
+            s = td_err_set(err, TD_EINVAL, "spec.%s[%zu].name: must be a string", field, i);
+            goto fail;
+        }
+        policy = json_object_get(c, "restartPolicy");
+        cs[i].restartable = init && json_is_string(policy) &&
+                            strcmp(json_string_value(policy), "Always") == 0;
+        res = json_object_get(c, "resources");
+        if (res == NULL || json_is_null(res))
+            continue;
+        if (!json_is_object(res)) {
+            s = td_err_set(err, TD_EINVAL, "spec.%s[%zu].resources: must be an object, not %s",
+                           field, i, json_kind(res));
+            goto fail;
+        }
+        snprintf(path, sizeof path, "spec.%s[%zu].resources.requests", field, i);
+        s = td__resources_parse(json_object_get(res, "requests"), path, &cs[i].requests, err);
+        if (s != TD_OK)
+            goto fail;
+        snprintf(path, sizeof path, "spec.%s[%zu].resources.limits", field, i);
+        s = td__resources_parse(json_object_get(res, "limits"), path, &cs[i].limits, err);
+        if (s != TD_OK)
+            goto fail;
+        continue;
+    fail:
+        for (i = 0; i < count; i++)
+            container_fini(&cs[i]);
+        free(cs);
+        return s;
+    }
+    *out = cs;
+    *n = count;
+    return TD_OK;
+}
+
+static void pod_init(td__pod *p)
+{
+    memset(p, 0, sizeof *p);
+    td_resources_init(&p->overhead);
+    td_resources_init(&p->pod_requests);
+    td_resources_init(&p->pod_limits);
+}
+
+void td__pod_fini(td__pod *p)
+{
+    size_t i;
+
+    if (p == NULL)
+        return;
+    for (i = 0; i < p->ncontainers; i++)
+        container_fini(&p->containers[i]);
+    for (i = 0; i < p->ninit_containers; i++)
+        container_fini(&p->init_containers[i]);
+    free(p->containers);
+    free(p->init_containers);
+    td_resources_fini(&p->overhead);
+    td_resources_fini(&p->pod_requests);
+    td_resources_fini(&p->pod_limits);
+    pod_init(p);
+}
+
+td_status td__pod_parse(const json_t *pod, td__pod *out, td_err *err)
+{
+    const json_t *spec, *overhead, *res;
+    td_status s;
+
+    pod_init(out);
+    if (!json_is_object(pod))
+        return td_err_set(err, TD_EINVAL, "pod: must be an object, not %s",
+                          pod ? json_kind(pod) : "null");
+    spec = json_object_get(pod, "spec");
+    if (spec == NULL || json_is_null(spec))
+        return TD_OK;
+    if (!json_is_object(spec))
+        return td_err_set(err, TD_EINVAL, "spec: must be an object, not %s", json_kind(spec));
+
+    s = parse_containers(spec, "containers", false, &out->containers, &out->ncontainers, err);
+    if (s == TD_OK)
+        s = parse_containers(spec, "initContainers", true, &out->init_containers,
+                             &out->ninit_containers, err);
+    if (s != TD_OK)
+        goto fail;
+
+    overhead = json_object_get(spec, "overhead");
+    if (overhead != NULL && !json_is_null(overhead)) {
+        out->has_overhead = true;
+        s = td__resources_parse(overhead, "spec.overhead", &out->overhead, err);
+        if (s != TD_OK)
+            goto fail;
+    }
+    res = json_object_get(spec, "resources");
+    if (res != NULL && !json_is_null(res)) {
+        if (!json_is_object(res)) {
+            s = td_err_set(err, TD_EINVAL, "spec.resources: must be an object, not %s",
+                           json_kind(res));
+            goto fail;
+        }
+        out->has_pod_resources = true;
+        s = td__resources_parse(json_object_get(res, "requests"), "spec.resources.requests",
+                                &out->pod_requests, err);
+        if (s == TD_OK)
+            s = td__resources_parse(json_object_get(res, "limits"), "spec.resources.limits",
+                                    &out->pod_limits, err);
+        if (s != TD_OK)
+            goto fail;
+    }
+    return TD_OK;
+fail:
+    td__pod_fini(out);
+    return s;
+}
+
+bool td__pod_level_resource(const char *name)
+{
+    return strcmp(name, "cpu") == 0 || strcmp(name, "memory") == 0 ||
+           strncmp(name, "hugepages-", 10) == 0;
+}
+
+static bool any_pod_level(const td_resources *r)
+{
+    size_t i;
+
+    for (i = 0; i < r->n; i++)
+        if (td__pod_level_resource(r->items[i].name))
+            return true;
+    return false;
+}
+
+static void clear(td_resources *r)
+{
+    td_resources_fini(r);
+    td_resources_init(r);
+}
+
+/* maxResourceList: list[name] = max(list[name], other[name]) for each name. */
+static td_status max_list(td_resources *list, const td_resources *other)
+{
+    size_t i;
+
+    for (i = 0; i < other->n; i++) {
+        td_status s = td_resources_max_one(list, other->items[i].name, &other->items[i].q);
+        if (s != TD_OK)
+            return s;
+    }
+    return TD_OK;
+}
+
+/* aggregateContainerResourcesByFn over spec: requests (want_limits false)
+ * or limits. out is empty on entry. */
+static td_status aggregate_containers(const td__pod *p, bool want_limits, td_resources *out)
+{
+    td_resources restartable, init_max, combined;
+    td_status s = TD_OK;
+    size_t i;
+
+#define PICK(c) (want_limits ? &(c)->limits : &(c)->requests)
+    for (i = 0; i < p->ncontainers && s == TD_OK; i++)
+        s = td_resources_add(out, PICK(&p->containers[i]));
+    if (s != TD_OK)
+        return s;
+
+    td_resources_init(&restartable);
+    td_resources_init(&init_max);
+    td_resources_init(&combined);
+    for (i = 0; i < p->ninit_containers && s == TD_OK; i++) {
+        const td__pod_container *c = &p->init_containers[i];
+        if (c->restartable) {
+            /* A sidecar runs alongside the app containers and every init
+             * container after it. */
+            s = td_resources_add(out, PICK(c));
+            if (s == TD_OK)
+                s = td_resources_add(&restartable, PICK(c));
+            if (s == TD_OK)
+                s = max_list(&init_max, &restartable);
+        } else {
+            clear(&combined);
+            s = td_resources_add(&combined, PICK(c));
+            if (s == TD_OK)
+                s = td_resources_add(&combined, &restartable);
+            if (s == TD_OK)
+                s = max_list(&init_max, &combined);
+        }
+    }
+#undef PICK
+    if (s == TD_OK)
+        s = max_list(out, &init_max);
+    td_resources_fini(&restartable);
+    td_resources_fini(&init_max);
+    td_resources_fini(&combined);
+    return s;
+}
+
+static td_status aggregate_requests(const td__pod *p, unsigned flags, td_resources *reqs)
+{
+    td_status s = aggregate_containers(p, false, reqs);
+    size_t i;
+
+    if (s == TD_OK && (flags & TD__POD_LEVEL) && any_pod_level(&p->pod_requests)) {
+        for (i = 0; i < p->pod_requests.n && s == TD_OK; i++)
+            if (td__pod_level_resource(p->pod_requests.items[i].name))
+                s = td_resources_set(reqs, p->pod_requests.items[i].name,
+                                     &p->pod_requests.items[i].q);
+    }
+    if (s == TD_OK && (flags & TD__POD_OVERHEAD) && p->has_overhead)
+        s = td_resources_add(reqs, &p->overhead);
+    return s;
+}
+
+static td_status aggregate_limits(const td__pod *p, unsigned flags, td_resources *limits)
+{
+    td_status s = aggregate_containers(p, true, limits);
+    size_t i;
+
+    if (s == TD_OK && (flags & TD__POD_LEVEL) &&
+        (any_pod_level(&p->pod_requests) || any_pod_level(&p->pod_limits))) {
+        for (i = 0; i < p->pod_limits.n && s == TD_OK; i++)
+            if (td__pod_level_resource(p->pod_limits.items[i].name))
+                s = td_resources_set(limits, p->pod_limits.items[i].name,
+                                     &p->pod_limits.items[i].q);
+    }
+    if (s == TD_OK && (flags & TD__POD_OVERHEAD) && p->has_overhead) {
+        /* Overhead raises only limits that are set and non-zero: an unset
+         * limit means unbounded. */
+        for (i = 0; i < p->overhead.n && s == TD_OK; i++) {
+            const td_quantity *cur = td_resources_get(limits, p->overhead.items[i].name);
+            if (cur != NULL && td_quantity_sign(cur) != 0)
+                s = td_resources_add_one(limits, p->overhead.items[i].name,
+                                         &p->overhead.items[i].q);
+        }
+    }
+    return s;
+}
+
+td_status td__pod_aggregate(const td__pod *p, unsigned flags, td_resources *requests,
+                            td_resources *limits)
+{
+    td_status s = TD_OK;
+
+    if (requests != NULL) {
+        clear(requests);
+        s = aggregate_requests(p, flags, requests);
+        if (s != TD_OK)
+            clear(requests);
+    }
+    if (s == TD_OK && limits != NULL) {
+        clear(limits);
+        s = aggregate_limits(p, flags, limits);
+        if (s != TD_OK) {
+            clear(limits);
+            if (requests != NULL)
+                clear(requests);
+        }
+    }
+    return s;
+}
+
+td_status td_pod_requests_limits(const json_t *pod, td_resources *requests, td_resources *limits,
+                                 td_err *err)
+{
+    td__pod p;
+    td_status s;
+
+    clear(requests);
+    clear(limits);
+    s = td__pod_parse(pod, &p, err);
+    if (s != TD_OK)
+        return s;
+    s = td__pod_aggregate(&p, TD__POD_OVERHEAD | TD__POD_LEVEL, requests, limits);
+    td__pod_fini(&p);
+    if (s != TD_OK)
+        return td_err_set(err, s, "computing pod requests and limits: %s", td_strerror(s));
+    return TD_OK;
+}
+
+/* ---- defaulting ---- */
+
+/* Requests default to limits in one container (SetDefaults_Pod). */
+static td_status default_container(json_t *c)
+{
+    json_t *res = json_object_get(c, "resources");
+    json_t *limits, *requests;
+    const char *name;
+    json_t *value;
+
+    if (!json_is_object(res))
+        return TD_OK;
+    limits = json_object_get(res, "limits");
+    if (!json_is_object(limits) || json_object_size(limits) == 0)
+        return TD_OK;
+    requests = json_object_get(res, "requests");
+    if (!json_is_object(requests)) {
+        requests = json_object();
+        if (requests == NULL || json_object_set_new(res, "requests", requests) != 0)
+            return TD_ENOMEM;
+    }
+    json_object_foreach(limits, name, value)
+    {
+        if (json_object_get(requests, name) != NULL)
+            continue;
+        if (json_object_set_new(requests, name, json_deep_copy(value)) != 0)
+            return TD_ENOMEM;
+    }
+    return TD_OK;
+}
+
+static td_status default_containers(json_t *spec, const char *field)
+{
+    json_t *arr = json_object_get(spec, field);
+    size_t i;
+    json_t *c;
+
+    if (!json_is_array(arr))
+        return TD_OK;
+    json_array_foreach(arr, i, c)
+    {
+        td_status s = default_container(c);
+        if (s != TD_OK)
+            return s;
+    }
+    return TD_OK;
+}
+
+static bool is_hugepages(const char *name)
+{
+    return strncmp(name, "hugepages-", 10) == 0;
+}
+
+/* defaultPodRequests: pod-level requests from the containers' aggregate
+ * requests, else from the pod-level limits. Runs after container
+ * defaulting, on the already-defaulted copy. */
+static td_status default_pod_level(json_t *spec, td_err *err)
+{
+    json_t *res = json_object_get(spec, "resources");
+    json_t *limits, *requests;
+    td__pod p;
+    td_resources aggr;
+    td_status s;
+    size_t i;
+    const char *name;
+    json_t *value, *wrapper;
+    bool created = false;
+
+    if (!json_is_object(res))
+        return TD_OK;
+    limits = json_object_get(res, "limits");
+    if (!json_is_object(limits) || json_object_size(limits) == 0)
+        return TD_OK;
+
+    wrapper = json_object();
+    if (wrapper == NULL || json_object_set(wrapper, "spec", spec) != 0) {
+        json_decref(wrapper);
+        return TD_ENOMEM;
+    }
+    s = td__pod_parse(wrapper, &p, err);
+    if (s != TD_OK) {
+        json_decref(wrapper);
+        return s;
+    }
+    td_resources_init(&aggr);
+    s = td__pod_aggregate(&p, 0, &aggr, NULL);
+    td__pod_fini(&p);
+    json_decref(wrapper);
+    if (s != TD_OK)
+        goto out;
+
+    requests = json_object_get(res, "requests");
+    if (!json_is_object(requests)) {
+        requests = json_object();
+        if (requests == NULL) {
+            s = TD_ENOMEM;
+            goto out;
+        }
+        created = true;
+    }
+    for (i = 0; i < aggr.n; i++) {
+        char buf[TD_QUANTITY_STR_MAX];
+        name = aggr.items[i].name;
+        if (json_object_get(requests, name) != NULL || !td__pod_level_resource(name) ||
+            is_hugepages(name))
+            continue;
+        td_quantity_format(&aggr.items[i].q, buf, sizeof buf);
+        if (json_object_set_new(requests, name, json_string(buf)) != 0) {
+            s = TD_ENOMEM;
+            goto out_requests;
+        }
+    }
+    json_object_foreach(limits, name, value)
+    {
+        if (json_object_get(requests, name) != NULL || !td__pod_level_resource(name))
+            continue;
+        if (json_object_set_new(requests, name, json_deep_copy(value)) != 0) {
+            s = TD_ENOMEM;
+            goto out_requests;
+        }
+    }
+    if (created) {
+        if (json_object_size(requests) > 0 && json_object_set(res, "requests", requests) != 0)
+            s = TD_ENOMEM;
+    }
+out_requests:
+    if (created)
+        json_decref(requests);
+out:
+    td_resources_fini(&aggr);
+    return s;
+}
+
+/* Replaces pod's members with copy's: new keys first (they allocate), then
+ * the existing ones (a replace in jansson does not), so that a failure
+ * leaves pod as it was. */
+td_status td__pod_commit(json_t *pod, json_t *copy)
+{
+    const char *key;
+    json_t *value;
+
+    json_object_foreach(copy, key, value)
+    {
+        if (json_object_get(pod, key) == NULL && json_object_set(pod, key, value) != 0)
+            return TD_ENOMEM;
+    }
+    json_object_foreach(copy, key, value)
+    {
+        if (json_object_get(pod, key) != value && json_object_set(pod, key, value) != 0)
+            return TD_ENOMEM;
+    }
+    return TD_OK;
+}
+
+td_status td_pod_default_requests(json_t *pod, td_err *err)
+{
+    td__pod p;
+    json_t *copy, *spec;
+    td_status s;
+
+    s = td__pod_parse(pod, &p, err);
+    if (s != TD_OK)
+        return s;
+    td__pod_fini(&p);
+
+    spec = json_object_get(pod, "spec");
+    if (!json_is_object(spec))
+        return TD_OK;
+    copy = json_deep_copy(spec);
+    if (copy == NULL)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    s = default_containers(copy, "containers");
+    if (s == TD_OK)
+        s = default_containers(copy, "initContainers");
+    if (s == TD_OK)
+        s = default_pod_level(copy, err);
+    if (s == TD_OK && json_object_set(pod, "spec", copy) != 0)
+        s = TD_ENOMEM;
+    json_decref(copy);
+    if (s == TD_ENOMEM)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    return s;
+}

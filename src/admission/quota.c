@@ -1,0 +1,1043 @@
+/* quota.c - ResourceQuota admission for Pods, ported from Kubernetes' pod
+ * quota evaluator (pkg/quota/v1/evaluator/core/pods.go), quota resource
+ * lists (pkg/quota/v1/resources.go) and the admission controller's
+ * CheckRequest (k8s.io/apiserver/.../resourcequota/controller.go). */
+#include "tenantd/quota.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tenantd/podres.h"
+#include "tenantd/resources.h"
+
+/* ---- small helpers ---- */
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+    bool failed;
+} strbuf;
+
+#define STRBUF_MAX (1u << 20)
+
+static void sb_append(strbuf *b, const char *text)
+{
+    size_t n = strlen(text);
+
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > STRBUF_MAX) {
+        b->failed = true;
+        return;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 128;
+        char *p;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        p = realloc(b->s, cap);
+        if (p == NULL) {
+            b->failed = true;
+            return;
+        }
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, text, n + 1);
+    b->len += n;
+}
+
+static const char *sb_str(const strbuf *b)
+{
+    return b->s ? b->s : "";
+}
+
+/* prettyPrint: "a=1,b=2" in name order (td_resources is sorted). */
+static void pretty_print(strbuf *b, const td_resources *r)
+{
+    size_t i;
+    char q[TD_QUANTITY_STR_MAX];
+
+    for (i = 0; i < r->n; i++) {
+        if (i > 0)
+            sb_append(b, ",");
+        sb_append(b, r->items[i].name);
+        sb_append(b, "=");
+        td_quantity_format(&r->items[i].q, q, sizeof q);
+        sb_append(b, q);
+    }
+}
+
+static void clear(td_resources *r)
+{
+    td_resources_fini(r);
+    td_resources_init(r);
+}
+
+/* quota.Mask: the entries of r whose names are in names. */
+static td_status mask(const td_resources *r, const td_resources *names, td_resources *out)
+{
+    size_t i;
+    td_status s = TD_OK;
+
+    clear(out);
+    for (i = 0; i < r->n && s == TD_OK; i++)
+        if (td_resources_get(names, r->items[i].name) != NULL)
+            s = td_resources_set(out, r->items[i].name, &r->items[i].q);
+    return s;
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* helper.IsNativeResource: no domain, or a kubernetes.io domain. */
+static bool is_native_resource(const char *name)
+{
+    return strchr(name, '/') == NULL || strstr(name, "kubernetes.io/") != NULL;
+}
+
+static bool is_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* validation.IsDNS1123Subdomain. */
+static bool is_dns_subdomain(const char *s, size_t n)
+{
+    size_t i;
+
+    if (n == 0 || n > 253)
+        return false;
+    for (i = 0; i < n; i++) {
+        char c = s[i];
+        bool lower_alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (lower_alnum)
+            continue;
+        if (c != '-' && c != '.')
+            return false;
+        /* '-' and '.' only between alphanumerics; '.' separates labels. */
+        if (i == 0 || i == n - 1)
+            return false;
+        if (c == '.' && (s[i - 1] == '.' || s[i - 1] == '-' || s[i + 1] == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* validation.IsQualifiedName: [prefix/]name, name <= 63 of
+ * ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]. */
+static bool is_qualified_name(const char *s)
+{
+    const char *slash = strchr(s, '/');
+    const char *name = s;
+    size_t n, i;
+
+    if (slash != NULL) {
+        if (strchr(slash + 1, '/') != NULL || !is_dns_subdomain(s, (size_t)(slash - s)))
+            return false;
+        name = slash + 1;
+    }
+    n = strlen(name);
+    if (n == 0 || n > 63 || !is_alnum(name[0]) || !is_alnum(name[n - 1]))
+        return false;
+    for (i = 0; i < n; i++)
+        if (!is_alnum(name[i]) && name[i] != '-' && name[i] != '_' && name[i] != '.')
+            return false;
+    return true;
+}
+
+/* helper.IsExtendedResourceName, or an implicit DRA device-class name
+ * (schedutil.IsDRAExtendedResourceName). */
+static bool is_extended_resource(const char *name)
+{
+    char buf[TD_RESOURCE_NAME_MAX + 16];
+
+    if (has_prefix(name, "deviceclass.resource.kubernetes.io/"))
+        return true;
+    if (is_native_resource(name) || has_prefix(name, "requests."))
+        return false;
+    snprintf(buf, sizeof buf, "requests.%s", name);
+    return is_qualified_name(buf);
+}
+
+/* podEvaluator.MatchingResources, for one name. */
+static bool pod_tracks(const char *name)
+{
+    static const char *const pod_resources[] = {
+        "count/pods",        "cpu",
+        "memory",            "ephemeral-storage",
+        "requests.cpu",      "requests.memory",
+        "requests.ephemeral-storage", "limits.cpu",
+        "limits.memory",     "limits.ephemeral-storage",
+        "pods",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof pod_resources / sizeof pod_resources[0]; i++)
+        if (strcmp(name, pod_resources[i]) == 0)
+            return true;
+    if (has_prefix(name, "hugepages-") || has_prefix(name, "requests.hugepages-"))
+        return true;
+    /* isExtendedResourceNameForQuota: only requests.<name> for extended. */
+    return (!is_native_resource(name) ||
+            has_prefix(name, "requests.deviceclass.resource.kubernetes.io/")) &&
+           has_prefix(name, "requests.");
+}
+
+/* ---- pods ---- */
+
+typedef struct {
+    td__pod res;
+    const json_t *spec;         /* may be NULL */
+    const char *priority_class; /* "" if none */
+    const char *phase;          /* "" if none */
+    const char *qos_class;      /* "" if none */
+    bool terminating;           /* activeDeadlineSeconds >= 0 */
+} pod_info;
+
+static td_status optional_string(const json_t *obj, const char *key, const char *path,
+                                 const char **out, td_err *err)
+{
+    const json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+    *out = "";
+    if (v == NULL || json_is_null(v))
+        return TD_OK;
+    if (!json_is_string(v))
+        return td_err_set(err, TD_EINVAL, "%s: must be a string", path);
+    *out = json_string_value(v);
+    return TD_OK;
+}
+
+static td_status pod_info_parse(const json_t *pod, pod_info *pi, td_err *err)
+{
+    const json_t *status, *deadline;
+    td_status s;
+
+    s = td__pod_parse(pod, &pi->res, err);
+    if (s != TD_OK)
+        return s;
+    pi->spec = json_object_get(pod, "spec");
+    if (!json_is_object(pi->spec))
+        pi->spec = NULL;
+    status = json_object_get(pod, "status");
+    if (status != NULL && !json_is_null(status) && !json_is_object(status)) {
+        s = td_err_set(err, TD_EINVAL, "status: must be an object");
+        goto fail;
+    }
+    if (!json_is_object(status))
+        status = NULL;
+    s = optional_string(pi->spec, "priorityClassName", "spec.priorityClassName",
+                        &pi->priority_class, err);
+    if (s == TD_OK)
+        s = optional_string(status, "phase", "status.phase", &pi->phase, err);
+    if (s == TD_OK)
+        s = optional_string(status, "qosClass", "status.qosClass", &pi->qos_class, err);
+    if (s != TD_OK)
+        goto fail;
+    deadline = pi->spec ? json_object_get(pi->spec, "activeDeadlineSeconds") : NULL;
+    pi->terminating = false;
+    if (deadline != NULL && !json_is_null(deadline)) {
+        if (!json_is_integer(deadline)) {
+            s = td_err_set(err, TD_EINVAL, "spec.activeDeadlineSeconds: must be an integer");
+            goto fail;
+        }
+        pi->terminating = json_integer_value(deadline) >= 0;
+    }
+    return TD_OK;
+fail:
+    td__pod_fini(&pi->res);
+    return s;
+}
+
+static bool any_pod_level(const td_resources *r)
+{
+    size_t i;
+
+    for (i = 0; i < r->n; i++)
+        if (td__pod_level_resource(r->items[i].name))
+            return true;
+    return false;
+}
+
+/* resourcehelper.IsPodLevelResourcesSet. */
+static bool pod_level_set(const td__pod *p)
+{
+    return p->has_pod_resources && (any_pod_level(&p->pod_requests) || any_pod_level(&p->pod_limits));
+}
+
+static bool positive_cpu_or_memory(const td_resources *r)
+{
+    const td_quantity *cpu = td_resources_get(r, "cpu");
+    const td_quantity *mem = td_resources_get(r, "memory");
+
+    return (cpu && td_quantity_sign(cpu) > 0) || (mem && td_quantity_sign(mem) > 0);
+}
+
+/* qos.GetPodQOS(pod) == BestEffort: no positive cpu or memory request or
+ * limit anywhere (pod-level resources, when given, decide alone). */
+static bool is_best_effort(const pod_info *pi)
+{
+    size_t i;
+
+    if (pi->qos_class[0] != '\0')
+        return strcmp(pi->qos_class, "BestEffort") == 0;
+    if (pi->res.has_pod_resources)
+        return !positive_cpu_or_memory(&pi->res.pod_requests) &&
+               !positive_cpu_or_memory(&pi->res.pod_limits);
+    for (i = 0; i < pi->res.ncontainers; i++)
+        if (positive_cpu_or_memory(&pi->res.containers[i].requests) ||
+            positive_cpu_or_memory(&pi->res.containers[i].limits))
+            return false;
+    for (i = 0; i < pi->res.ninit_containers; i++)
+        if (positive_cpu_or_memory(&pi->res.init_containers[i].requests) ||
+            positive_cpu_or_memory(&pi->res.init_containers[i].limits))
+            return false;
+    return true;
+}
+
+static bool cross_namespace_term(const json_t *term)
+{
+    const json_t *ns = json_object_get(term, "namespaces");
+    const json_t *sel = json_object_get(term, "namespaceSelector");
+
+    return (json_is_array(ns) && json_array_size(ns) > 0) || (sel != NULL && !json_is_null(sel));
+}
+
+static bool cross_namespace_terms(const json_t *affinity)
+{
+    const json_t *req, *pref, *t;
+    size_t i;
+
+    if (!json_is_object(affinity))
+        return false;
+    req = json_object_get(affinity, "requiredDuringSchedulingIgnoredDuringExecution");
+    pref = json_object_get(affinity, "preferredDuringSchedulingIgnoredDuringExecution");
+    if (json_is_array(req))
+        json_array_foreach(req, i, t) if (json_is_object(t) && cross_namespace_term(t)) return true;
+    if (json_is_array(pref))
+        json_array_foreach(pref, i, t)
+        {
+            const json_t *term = json_is_object(t) ? json_object_get(t, "podAffinityTerm") : NULL;
+            if (json_is_object(term) && cross_namespace_term(term))
+                return true;
+        }
+    return false;
+}
+
+static bool uses_cross_namespace_affinity(const pod_info *pi)
+{
+    const json_t *aff = pi->spec ? json_object_get(pi->spec, "affinity") : NULL;
+
+    if (!json_is_object(aff))
+        return false;
+    return cross_namespace_terms(json_object_get(aff, "podAffinity")) ||
+           cross_namespace_terms(json_object_get(aff, "podAntiAffinity"));
+}
+
+/* podComputeUsageHelper: the quota resource names a set of requests and
+ * limits charges. */
+static td_status compute_usage(const td_resources *requests, const td_resources *limits,
+                               td_resources *out)
+{
+    static const struct {
+        const char *resource, *plain, *req, *lim;
+    } map[] = {
+        {"cpu", "cpu", "requests.cpu", "limits.cpu"},
+        {"memory", "memory", "requests.memory", "limits.memory"},
+        {"ephemeral-storage", "ephemeral-storage", "requests.ephemeral-storage",
+         "limits.ephemeral-storage"},
+    };
+    td_quantity one;
+    td_status s;
+    size_t i;
+    char name[TD_RESOURCE_NAME_MAX + 16];
+
+    td_quantity_from_int(&one, 1, 0, TD_QFMT_DECIMAL_SI);
+    s = td_resources_set(out, "pods", &one);
+    for (i = 0; i < sizeof map / sizeof map[0] && s == TD_OK; i++) {
+        const td_quantity *r = td_resources_get(requests, map[i].resource);
+        const td_quantity *l = td_resources_get(limits, map[i].resource);
+        if (r != NULL) {
+            s = td_resources_set(out, map[i].plain, r);
+            if (s == TD_OK)
+                s = td_resources_set(out, map[i].req, r);
+        }
+        if (l != NULL && s == TD_OK)
+            s = td_resources_set(out, map[i].lim, l);
+    }
+    for (i = 0; i < requests->n && s == TD_OK; i++) {
+        const td_resource *r = &requests->items[i];
+        bool huge = has_prefix(r->name, "hugepages-");
+        if (huge)
+            s = td_resources_set(out, r->name, &r->q);
+        if (s == TD_OK && (huge || is_extended_resource(r->name))) {
+            snprintf(name, sizeof name, "requests.%s", r->name);
+            /* A name too long to be a quota resource cannot be quota'd. */
+            if (strlen(name) < TD_RESOURCE_NAME_MAX)
+                s = td_resources_set(out, name, &r->q);
+        }
+    }
+    return s;
+}
+
+/* PodUsageFunc. */
+static td_status pod_usage(const pod_info *pi, td_resources *out)
+{
+    td_resources reqs, lims;
+    td_quantity one;
+    td_status s;
+
+    clear(out);
+    td_quantity_from_int(&one, 1, 0, TD_QFMT_DECIMAL_SI);
+    s = td_resources_set(out, "count/pods", &one);
+    /* Terminal pods still exist in storage (count/pods) but use nothing. */
+    if (s != TD_OK || strcmp(pi->phase, "Failed") == 0 || strcmp(pi->phase, "Succeeded") == 0)
+        return s;
+    td_resources_init(&reqs);
+    td_resources_init(&lims);
+    s = td__pod_aggregate(&pi->res, TD__POD_OVERHEAD | TD__POD_LEVEL, &reqs, &lims);
+    if (s == TD_OK)
+        s = compute_usage(&reqs, &lims, out);
+    td_resources_fini(&reqs);
+    td_resources_fini(&lims);
+    return s;
+}
+
+/* ---- quotas ---- */
+
+typedef struct {
+    const char *scope_name;
+    const char *op;
+    const json_t *values; /* array of strings, or NULL */
+} scope_selector;
+
+typedef struct {
+    const char *name;
+    scope_selector *selectors;
+    size_t nselectors;
+    td_resources hard;
+    td_resources used; /* status.used, or computed from used pods */
+} quota;
+
+static void quota_fini(quota *q)
+{
+    free(q->selectors);
+    td_resources_fini(&q->hard);
+    td_resources_fini(&q->used);
+}
+
+static void quotas_free(quota *qs, size_t n)
+{
+    size_t i;
+
+    if (qs == NULL)
+        return;
+    for (i = 0; i < n; i++)
+        quota_fini(&qs[i]);
+    free(qs);
+}
+
+static td_status quota_parse(const json_t *obj, size_t index, bool from_status, quota *q,
+                             td_err *err)
+{
+    const json_t *meta, *name, *spec, *status, *scopes, *sel, *exprs, *hard;
+    char where[128], path[512];
+    size_t nscopes = 0, nexprs = 0, i, j;
+    td_status s;
+
+    q->name = "";
+    q->selectors = NULL;
+    q->nselectors = 0;
+    td_resources_init(&q->hard);
+    td_resources_init(&q->used);
+    if (!json_is_object(obj))
+        return td_err_set(err, TD_EINVAL, "quotas[%zu]: must be an object", index);
+    meta = json_object_get(obj, "metadata");
+    name = json_is_object(meta) ? json_object_get(meta, "name") : NULL;
+    if (json_is_string(name))
+        q->name = json_string_value(name);
+    snprintf(where, sizeof where, "ResourceQuota \"%.64s\"", q->name);
+
+    spec = json_object_get(obj, "spec");
+    status = json_object_get(obj, "status");
+    if (spec != NULL && !json_is_null(spec) && !json_is_object(spec))
+        return td_err_set(err, TD_EINVAL, "%s: spec: must be an object", where);
+    if (status != NULL && !json_is_null(status) && !json_is_object(status))
+        return td_err_set(err, TD_EINVAL, "%s: status: must be an object", where);
+    if (!json_is_object(spec))
+        spec = NULL;
+    if (!json_is_object(status))
+        status = NULL;
+
+    scopes = spec ? json_object_get(spec, "scopes") : NULL;
+    if (scopes != NULL && !json_is_null(scopes)) {
+        if (!json_is_array(scopes))
+            return td_err_set(err, TD_EINVAL, "%s: spec.scopes: must be an array", where);
+        nscopes = json_array_size(scopes);
+    }
+    sel = spec ? json_object_get(spec, "scopeSelector") : NULL;
+    exprs = json_is_object(sel) ? json_object_get(sel, "matchExpressions") : NULL;
+    if (sel != NULL && !json_is_null(sel) && !json_is_object(sel))
+        return td_err_set(err, TD_EINVAL, "%s: spec.scopeSelector: must be an object", where);
+    if (exprs != NULL && !json_is_null(exprs)) {
+        if (!json_is_array(exprs))
+            return td_err_set(err, TD_EINVAL,
+                              "%s: spec.scopeSelector.matchExpressions: must be an array", where);
+        nexprs = json_array_size(exprs);
+    }
+    if (nscopes + nexprs > 0) {
+        q->selectors = calloc(nscopes + nexprs, sizeof *q->selectors);
+        if (q->selectors == NULL)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
+    /* getScopeSelectorsFromQuota: scopes as Exists, then the expressions. */
+    for (i = 0; i < nscopes; i++) {
+        const json_t *v = json_array_get(scopes, i);
+        if (!json_is_string(v)) {
+            s = td_err_set(err, TD_EINVAL, "%s: spec.scopes[%zu]: must be a string", where, i);
+            goto fail;
+        }
+        q->selectors[q->nselectors].scope_name = json_string_value(v);
+        q->selectors[q->nselectors].op = "Exists";
+        q->nselectors++;
+    }
+    for (i = 0; i < nexprs; i++) {
+        const json_t *e = json_array_get(exprs, i);
+        const json_t *sn, *op, *values;
+        scope_selector *ss = &q->selectors[q->nselectors];
+        snprintf(path, sizeof path, "%s: spec.scopeSelector.matchExpressions[%zu]", where, i);
+        if (!json_is_object(e)) {
+            s = td_err_set(err, TD_EINVAL, "%s: must be an object", path);
+            goto fail;
+        }
+        sn = json_object_get(e, "scopeName");
+        op = json_object_get(e, "operator");
+        values = json_object_get(e, "values");
+        if (!json_is_string(sn) || !json_is_string(op)) {
+            s = td_err_set(err, TD_EINVAL, "%s: scopeName and operator must be strings", path);
+            goto fail;
+        }
+        if (values != NULL && !json_is_null(values)) {
+            const json_t *v;
+            if (!json_is_array(values)) {
+                s = td_err_set(err, TD_EINVAL, "%s.values: must be an array", path);
+                goto fail;
+            }
+            json_array_foreach(values, j, v) if (!json_is_string(v))
+            {
+                s = td_err_set(err, TD_EINVAL, "%s.values[%zu]: must be a string", path, j);
+                goto fail;
+            }
+        } else {
+            values = NULL;
+        }
+        ss->scope_name = json_string_value(sn);
+        ss->op = json_string_value(op);
+        ss->values = values;
+        q->nselectors++;
+    }
+
+    /* The controller copies spec.hard into status.hard; admission reads
+     * status. Read whichever side the usage comes from, else the other. */
+    {
+        const json_t *primary = from_status ? status : spec;
+        const json_t *secondary = from_status ? spec : status;
+        const char *pname = from_status ? "status.hard" : "spec.hard";
+        const char *sname = from_status ? "spec.hard" : "status.hard";
+        hard = primary ? json_object_get(primary, "hard") : NULL;
+        if (hard == NULL || json_is_null(hard)) {
+            hard = secondary ? json_object_get(secondary, "hard") : NULL;
+            pname = sname;
+        }
+        snprintf(path, sizeof path, "%s: %s", where, pname);
+        s = td__resources_parse(hard, path, &q->hard, err);
+        if (s != TD_OK)
+            goto fail;
+    }
+    if (from_status) {
+        snprintf(path, sizeof path, "%s: status.used", where);
+        s = td__resources_parse(status ? json_object_get(status, "used") : NULL, path, &q->used,
+                                err);
+        if (s != TD_OK)
+            goto fail;
+    }
+    return TD_OK;
+fail:
+    quota_fini(q);
+    q->selectors = NULL;
+    return s;
+}
+
+/* Go's %v of a ScopedResourceSelectorRequirement: {PriorityClass In [a b]}. */
+static void format_selector(strbuf *b, const scope_selector *sel)
+{
+    size_t i;
+    const json_t *v;
+
+    sb_append(b, "{");
+    sb_append(b, sel->scope_name);
+    sb_append(b, " ");
+    sb_append(b, sel->op);
+    sb_append(b, " [");
+    if (sel->values)
+        json_array_foreach(sel->values, i, v)
+        {
+            if (i > 0)
+                sb_append(b, " ");
+            sb_append(b, json_string_value(v));
+        }
+    sb_append(b, "]}");
+}
+
+/* podMatchesScopeFunc. TD_EINVAL (message set) for a selector that
+ * ScopedResourceSelectorRequirementsAsSelector rejects. */
+static td_status scope_matches(const scope_selector *sel, const pod_info *pi, const quota *q,
+                               bool *match, td_err *err)
+{
+    const char *sn = sel->scope_name;
+    size_t nvalues = sel->values ? json_array_size(sel->values) : 0;
+    const char *problem = NULL;
+    char problem_buf[256];
+    bool has_label, in_values = false;
+    size_t i;
+    const json_t *v;
+
+    *match = false;
+    if (strcmp(sn, "Terminating") == 0)
+        *match = pi->terminating;
+    else if (strcmp(sn, "NotTerminating") == 0)
+        *match = !pi->terminating;
+    else if (strcmp(sn, "BestEffort") == 0)
+        *match = is_best_effort(pi);
+    else if (strcmp(sn, "NotBestEffort") == 0)
+        *match = !is_best_effort(pi);
+    else if (strcmp(sn, "CrossNamespacePodAffinity") == 0)
+        *match = uses_cross_namespace_affinity(pi);
+    if (strcmp(sn, "PriorityClass") != 0)
+        return TD_OK;
+
+    has_label = pi->priority_class[0] != '\0';
+    if (strcmp(sel->op, "Exists") == 0) {
+        /* Checked for existence alone, without building a selector. */
+        *match = has_label;
+        return TD_OK;
+    }
+    if (strcmp(sel->op, "In") == 0 || strcmp(sel->op, "NotIn") == 0) {
+        if (nvalues == 0)
+            problem = "values: Invalid value: []string{}: for 'in', 'notin' operators, values "
+                      "set can't be empty";
+    } else if (strcmp(sel->op, "DoesNotExist") == 0) {
+        if (nvalues != 0)
+            problem = "values: Invalid value: values set must be empty for exists and does not "
+                      "exist";
+    } else {
+        snprintf(problem_buf, sizeof problem_buf, "\"%.200s\" is not a valid scope selector operator",
+                 sel->op);
+        problem = problem_buf;
+    }
+    if (problem != NULL) {
+        strbuf b = {NULL, 0, 0, false};
+        td_status s;
+        format_selector(&b, sel);
+        if (b.failed)
+            s = td_err_set(err, TD_ENOMEM, "out of memory");
+        else
+            s = td_err_set(err, TD_EINVAL,
+                           "error matching scopes of quota %s, err: error on matching scope %s: "
+                           "failed to parse and convert selector: %s",
+                           q->name, sb_str(&b), problem);
+        free(b.s);
+        return s;
+    }
+    if (sel->values)
+        json_array_foreach(sel->values, i, v) if (strcmp(json_string_value(v), pi->priority_class) == 0)
+            in_values = true;
+    if (strcmp(sel->op, "In") == 0)
+        *match = has_label && in_values;
+    else if (strcmp(sel->op, "NotIn") == 0)
+        *match = !has_label || !in_values;
+    else
+        *match = !has_label;
+    return TD_OK;
+}
+
+/* true if the pod matches every scope selector of q. */
+static td_status quota_scopes_match(const quota *q, const pod_info *pi, bool *match, td_err *err)
+{
+    size_t i;
+
+    *match = true;
+    for (i = 0; i < q->nselectors; i++) {
+        bool m;
+        td_status s = scope_matches(&q->selectors[i], pi, q, &m, err);
+        if (s != TD_OK)
+            return s;
+        *match = *match && m;
+    }
+    return TD_OK;
+}
+
+/* The hard names the pod evaluator tracks (MatchingResources). */
+static td_status restricted_resources(const quota *q, td_resources *out)
+{
+    size_t i;
+    td_status s = TD_OK;
+
+    clear(out);
+    for (i = 0; i < q->hard.n && s == TD_OK; i++)
+        if (pod_tracks(q->hard.items[i].name))
+            s = td_resources_set(out, q->hard.items[i].name, &q->hard.items[i].q);
+    return s;
+}
+
+/* Whether a container's own usage names include a validation-set name. */
+static bool container_sets(const td__pod_container *c, const char *name)
+{
+    if (strcmp(name, "cpu") == 0 || strcmp(name, "requests.cpu") == 0)
+        return td_resources_get(&c->requests, "cpu") != NULL;
+    if (strcmp(name, "memory") == 0 || strcmp(name, "requests.memory") == 0)
+        return td_resources_get(&c->requests, "memory") != NULL;
+    if (strcmp(name, "limits.cpu") == 0)
+        return td_resources_get(&c->limits, "cpu") != NULL;
+    if (strcmp(name, "limits.memory") == 0)
+        return td_resources_get(&c->limits, "memory") != NULL;
+    return true;
+}
+
+static bool in_validation_set(const char *name)
+{
+    static const char *const set[] = {"cpu",          "memory",          "requests.cpu",
+                                      "requests.memory", "limits.cpu", "limits.memory"};
+    size_t i;
+
+    for (i = 0; i < sizeof set / sizeof set[0]; i++)
+        if (strcmp(name, set[i]) == 0)
+            return true;
+    return false;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* podEvaluator.Constraints: every container must set the cpu/memory
+ * requests and limits a matching quota tracks (a historical mistake kept for
+ * compatibility), unless the pod sets pod-level resources. On a violation
+ * appends "cpu for: a,b; memory for: a" to msg. */
+static td_status constraints(const td_resources *restricted, const pod_info *pi, strbuf *msg)
+{
+    const td__pod *p = &pi->res;
+    size_t total = p->ncontainers + p->ninit_containers;
+    const char **names;
+    size_t i, j, n;
+    bool any = false;
+
+    if (pod_level_set(p) || total == 0)
+        return TD_OK;
+    names = malloc(total * sizeof *names);
+    if (names == NULL)
+        return TD_ENOMEM;
+    for (i = 0; i < restricted->n; i++) {
+        const char *r = restricted->items[i].name;
+        if (!in_validation_set(r))
+            continue;
+        n = 0;
+        for (j = 0; j < total; j++) {
+            const td__pod_container *c = j < p->ncontainers
+                                             ? &p->containers[j]
+                                             : &p->init_containers[j - p->ncontainers];
+            if (!container_sets(c, r))
+                names[n++] = c->name;
+        }
+        if (n == 0)
+            continue;
+        qsort(names, n, sizeof *names, cmp_str);
+        if (any)
+            sb_append(msg, "; ");
+        any = true;
+        sb_append(msg, r);
+        sb_append(msg, " for: ");
+        for (j = 0; j < n; j++) {
+            if (j > 0 && strcmp(names[j], names[j - 1]) == 0)
+                continue; /* a set of names */
+            if (j > 0)
+                sb_append(msg, ",");
+            sb_append(msg, names[j]);
+        }
+    }
+    free(names);
+    return msg->failed ? TD_ENOMEM : TD_OK;
+}
+
+/* hasUsageStats: every tracked hard name has a status.used value. */
+static bool has_usage_stats(const quota *q, const td_resources *restricted)
+{
+    size_t i;
+
+    for (i = 0; i < restricted->n; i++)
+        if (td_resources_get(&q->used, restricted->items[i].name) == NULL)
+            return false;
+    return true;
+}
+
+/* The quota controller's CalculateUsage for pods: zero for each tracked
+ * name, plus the usage of each used pod in the quota's scopes. */
+static td_status compute_used(quota *q, const td_resources *restricted, const pod_info *used_pods,
+                              const td_resources *usages, size_t nused, td_err *err)
+{
+    td_resources sum, masked;
+    td_quantity zero;
+    size_t i;
+    td_status s = TD_OK;
+
+    td_resources_init(&sum);
+    td_resources_init(&masked);
+    td_quantity_zero(&zero, TD_QFMT_DECIMAL_SI);
+    for (i = 0; i < restricted->n && s == TD_OK; i++)
+        s = td_resources_set(&sum, restricted->items[i].name, &zero);
+    for (i = 0; i < nused && s == TD_OK; i++) {
+        bool match;
+        s = quota_scopes_match(q, &used_pods[i], &match, err);
+        if (s == TD_OK && match)
+            s = td_resources_add(&sum, &usages[i]);
+    }
+    if (s == TD_OK)
+        s = mask(&sum, restricted, &masked);
+    if (s == TD_OK) {
+        td_resources_fini(&q->used);
+        q->used = masked;
+        td_resources_init(&masked);
+    }
+    td_resources_fini(&sum);
+    td_resources_fini(&masked);
+    return s;
+}
+
+/* The admission check proper, on parsed input. */
+static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info *used_pods,
+                       const td_resources *usages, size_t nused, bool from_status, td_err *err)
+{
+    td_resources restricted, usage, delta, requested, new_usage, exceeded, tmp;
+    bool *interesting = NULL;
+    size_t i, ninteresting = 0;
+    td_status s = TD_OK;
+    strbuf msg = {NULL, 0, 0, false};
+
+    if (nq == 0)
+        return TD_OK;
+    td_resources_init(&restricted);
+    td_resources_init(&usage);
+    td_resources_init(&delta);
+    td_resources_init(&requested);
+    td_resources_init(&new_usage);
+    td_resources_init(&exceeded);
+    td_resources_init(&tmp);
+    interesting = calloc(nq, sizeof *interesting);
+    if (interesting == NULL) {
+        s = TD_ENOMEM;
+        goto out;
+    }
+
+    for (i = 0; i < nq; i++) {
+        bool match;
+        s = quota_scopes_match(&qs[i], pod, &match, err);
+        if (s != TD_OK)
+            goto out_err;
+        s = restricted_resources(&qs[i], &restricted);
+        if (s != TD_OK)
+            goto out;
+        if (!match || restricted.n == 0)
+            continue;
+        s = constraints(&restricted, pod, &msg);
+        if (s != TD_OK)
+            goto out;
+        if (msg.len > 0) {
+            s = td_err_set(err, TD_EFORBIDDEN, "failed quota: %s: must specify %s", qs[i].name,
+                           sb_str(&msg));
+            goto out_err;
+        }
+        if (from_status && !has_usage_stats(&qs[i], &restricted)) {
+            for (size_t k = 0; k < restricted.n; k++) {
+                if (k > 0)
+                    sb_append(&msg, ",");
+                sb_append(&msg, restricted.items[k].name);
+            }
+            s = td_err_set(err, TD_EFORBIDDEN, "status unknown for quota: %s, resources: %s",
+                           qs[i].name, sb_str(&msg));
+            goto out_err;
+        }
+        if (!from_status) {
+            s = compute_used(&qs[i], &restricted, used_pods, usages, nused, err);
+            if (s != TD_OK)
+                goto out_err;
+        }
+        interesting[i] = true;
+        ninteresting++;
+    }
+
+    s = pod_usage(pod, &usage);
+    if (s != TD_OK)
+        goto out;
+    for (i = 0; i < usage.n; i++) {
+        if (td_quantity_sign(&usage.items[i].q) >= 0)
+            continue;
+        if (msg.len > 0)
+            sb_append(&msg, ",");
+        sb_append(&msg, usage.items[i].name);
+    }
+    if (msg.len > 0) {
+        s = td_err_set(err, TD_EFORBIDDEN, "quota usage is negative for resource(s): %s",
+                       sb_str(&msg));
+        goto out_err;
+    }
+    /* RemoveZeros: a zero request changes no quota. */
+    for (i = 0; i < usage.n; i++)
+        if (td_quantity_sign(&usage.items[i].q) != 0) {
+            s = td_resources_set(&delta, usage.items[i].name, &usage.items[i].q);
+            if (s != TD_OK)
+                goto out;
+        }
+    if (ninteresting == 0 || delta.n == 0)
+        goto out;
+
+    for (i = 0; i < nq; i++) {
+        const quota *q = &qs[i];
+        size_t k;
+        if (!interesting[i])
+            continue;
+        s = mask(&delta, &q->hard, &requested);
+        td_resources_fini(&new_usage);
+        if (s == TD_OK)
+            s = td_resources_copy(&new_usage, &q->used);
+        else
+            td_resources_init(&new_usage);
+        if (s == TD_OK)
+            s = td_resources_add(&new_usage, &requested);
+        clear(&exceeded);
+        for (k = 0; k < requested.n && s == TD_OK; k++) {
+            const char *name = requested.items[k].name;
+            const td_quantity *now = td_resources_get(&new_usage, name);
+            const td_quantity *hard = td_resources_get(&q->hard, name);
+            if (now != NULL && hard != NULL && td_quantity_cmp(now, hard) > 0)
+                s = td_resources_set(&exceeded, name, hard);
+        }
+        td_resources_fini(&new_usage);
+        td_resources_init(&new_usage);
+        if (s != TD_OK)
+            goto out;
+        if (exceeded.n == 0)
+            continue;
+        sb_append(&msg, "exceeded quota: ");
+        sb_append(&msg, q->name);
+        sb_append(&msg, ", requested: ");
+        s = mask(&requested, &exceeded, &tmp);
+        pretty_print(&msg, &tmp);
+        sb_append(&msg, ", used: ");
+        if (s == TD_OK)
+            s = mask(&q->used, &exceeded, &tmp);
+        pretty_print(&msg, &tmp);
+        sb_append(&msg, ", limited: ");
+        if (s == TD_OK)
+            s = mask(&q->hard, &exceeded, &tmp);
+        pretty_print(&msg, &tmp);
+        if (s != TD_OK || msg.failed) {
+            s = TD_ENOMEM;
+            goto out;
+        }
+        s = td_err_set(err, TD_EFORBIDDEN, "%s", sb_str(&msg));
+        goto out_err;
+    }
+
+out:
+    if (s == TD_OK && msg.failed)
+        s = TD_ENOMEM;
+    if (s != TD_OK)
+        s = td_err_set(err, s, "checking resource quotas: %s", td_strerror(s));
+out_err:
+    free(interesting);
+    free(msg.s);
+    td_resources_fini(&restricted);
+    td_resources_fini(&usage);
+    td_resources_fini(&delta);
+    td_resources_fini(&requested);
+    td_resources_fini(&new_usage);
+    td_resources_fini(&exceeded);
+    td_resources_fini(&tmp);
+    return s;
+}
+
+td_status td_quota_check(const json_t *pod, json_t *const *quotas, size_t nquotas,
+                         json_t *const *used_pods, size_t nused, td_err *err)
+{
+    bool from_status = used_pods == NULL;
+    pod_info pi;
+    pod_info *used = NULL;
+    td_resources *usages = NULL;
+    quota *qs = NULL;
+    size_t i, nused_parsed = 0, nq_parsed = 0;
+    td_status s;
+
+    if (nquotas > 0 && quotas == NULL)
+        return td_err_set(err, TD_EINVAL, "quotas: NULL with nquotas = %zu", nquotas);
+    if (from_status)
+        nused = 0;
+
+    s = pod_info_parse(pod, &pi, err);
+    if (s != TD_OK)
+        return s;
+    if (nquotas > 0) {
+        qs = calloc(nquotas, sizeof *qs);
+        if (qs == NULL) {
+            s = td_err_set(err, TD_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    for (i = 0; i < nquotas; i++) {
+        s = quota_parse(quotas[i], i, from_status, &qs[i], err);
+        if (s != TD_OK)
+            goto out;
+        nq_parsed++;
+    }
+    if (nused > 0) {
+        used = calloc(nused, sizeof *used);
+        usages = calloc(nused, sizeof *usages);
+        if (used == NULL || usages == NULL) {
+            s = td_err_set(err, TD_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    for (i = 0; i < nused; i++) {
+        const json_t *meta = json_object_get(used_pods[i], "metadata");
+        const json_t *name = json_is_object(meta) ? json_object_get(meta, "name") : NULL;
+        s = pod_info_parse(used_pods[i], &used[i], err);
+        if (s != TD_OK) {
+            s = td_err_prefix(err, s, "used_pods[%zu] \"%.64s\"", i,
+                              json_is_string(name) ? json_string_value(name) : "");
+            goto out;
+        }
+        td_resources_init(&usages[i]);
+        nused_parsed++;
+        s = pod_usage(&used[i], &usages[i]);
+        if (s != TD_OK) {
+            s = td_err_set(err, s, "used_pods[%zu]: %s", i, td_strerror(s));
+            goto out;
+        }
+    }
+    s = check(&pi, qs, nquotas, used, usages, nused, from_status, err);
+out:
+    for (i = 0; i < nused_parsed; i++) {
+        td__pod_fini(&used[i].res);
+        td_resources_fini(&usages[i]);
+    }
+    free(used);
+    free(usages);
+    quotas_free(qs, nq_parsed);
+    td__pod_fini(&pi.res);
+    return s;
+}

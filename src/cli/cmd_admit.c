@@ -1,0 +1,238 @@
+/* cmd_admit.c - `tenantctl admit`: one admission decision, offline, with
+ * the same code the webhook runs. Prints an AdmissionReview v1 response. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "tenantd/admit.h"
+#include "tenantd/config.h"
+#include "tenantd/manifest.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tenantctl admit -f POD.yaml [-c PLATFORM.yaml]... [--used PODS.yaml]\n"
+            "                       [--mode both|mutate|validate] [-o review|summary] [-q]\n\n"
+            "Decides one Pod (or an AdmissionReview v1 request wrapping one) against the\n"
+            "objects of its namespace in PLATFORM (Namespace, ResourceQuota, LimitRange,\n"
+            "PriorityClass, Tenant, NodePool, AdmissionPolicy), as kube-apiserver and\n"
+            "tenantd's webhook would, and prints the AdmissionReview v1 response.\n\n"
+            "  -f, --file FILE      the Pod or AdmissionReview (YAML or JSON; - for stdin)\n"
+            "  -c, --config FILE    platform objects (repeatable)\n"
+            "      --used FILE      pods already running in the namespace (the quota's used):\n"
+            "                       several documents, or a List with items\n"
+            "      --mode MODE      both (default): mutate then validate, as `admit` does;\n"
+            "                       mutate or validate: as the webhook's /mutate or /validate\n"
+            "  -o, --output FMT     review (default): the AdmissionReview v1 response as JSON;\n"
+            "                       summary: the decision and each change, for a person\n"
+            "  -q, --quiet          no one-line summary on stderr\n\n"
+            "exit status: 0 allowed, 1 denied, 2 bad input\n");
+}
+
+/* Appends the pods of m (documents, or the items of a List) to *pods. */
+static int collect_pods(const td_manifest *m, json_t *arr)
+{
+    for (size_t i = 0; i < td_manifest_count(m); i++) {
+        json_t *d = td_manifest_doc(m, i);
+        const char *kind = td_json_str(d, "kind");
+        json_t *items = json_object_get(d, "items");
+        if (kind && (strcmp(kind, "List") == 0 || strcmp(kind, "PodList") == 0) &&
+            json_is_array(items)) {
+            size_t k;
+            json_t *p;
+            json_array_foreach(items, k, p)
+            {
+                if (!json_is_object(p) || !json_is_array(td_json_path(p, "spec.containers"))) {
+                    fprintf(stderr, "tenantctl admit: %s: items[%zu] is not a Pod\n",
+                            td_manifest_name(m), k);
+                    return -1;
+                }
+                json_array_append(arr, p);
+            }
+        } else if (kind && strcmp(kind, "Pod") == 0) {
+            json_array_append(arr, d);
+        } else {
+            td_err err;
+            td_manifest_err(m, d, &err, TD_EINVAL, "document %zu is a %s, not a Pod or a List",
+                            i + 1, kind ? kind : "object without kind");
+            fprintf(stderr, "tenantctl admit: %s\n", err.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The decision and each JSONPatch operation on its own line. */
+static int print_summary(const td_config *cfg, json_t *input, const td_admit_opts *opts)
+{
+    json_t *pod = input;
+    const char *ns = NULL;
+    if (td_json_str(input, "kind") && strcmp(td_json_str(input, "kind"), "AdmissionReview") == 0) {
+        pod = td_json_path(input, "request.object");
+        ns = td_json_str(input, "request.namespace");
+    }
+    td_admit_result r;
+    td_admit_pod(cfg, pod, ns, opts, &r);
+    const char *name = td_json_str(pod, "metadata.name");
+    if (!ns)
+        ns = td_json_str(pod, "metadata.namespace");
+    printf("%s/%s: %s", ns ? ns : "default", name ? name : "(unnamed)",
+           r.allowed ? "ALLOWED" : r.code == 400 ? "BAD INPUT" : "DENIED");
+    if (!r.allowed)
+        printf(" by %s\n  %s\n", r.rule ? r.rule : "?", r.message);
+    else
+        printf("%s\n", r.patch ? ", with changes:" : "");
+    size_t i;
+    json_t *op;
+    json_array_foreach(r.allowed ? r.patch : NULL, i, op)
+    {
+        char *v = json_dumps(json_object_get(op, "value"), JSON_COMPACT | JSON_ENCODE_ANY);
+        printf("  %s %s%s%s\n", td_json_str(op, "op"), td_json_str(op, "path"), v ? " = " : "",
+               v ? v : "");
+        free(v);
+    }
+    int rc = r.allowed ? TD_EXIT_OK : r.code == 400 ? TD_EXIT_USAGE : TD_EXIT_DENIED;
+    td_admit_result_fini(&r);
+    return rc;
+}
+
+int td_cmd_admit(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"file", required_argument, NULL, 'f'}, {"config", required_argument, NULL, 'c'},
+        {"used", required_argument, NULL, 'u'}, {"mode", required_argument, NULL, 'm'},
+        {"quiet", no_argument, NULL, 'q'},      {"help", no_argument, NULL, 'h'},
+        {"output", required_argument, NULL, 'o'},
+        {NULL, 0, NULL, 0}};
+    const char *file = NULL, *used = NULL, *mode_s = "both", *output = "review";
+    const char *configs[64];
+    size_t nconfigs = 0;
+    int quiet = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "f:c:o:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            file = optarg;
+            break;
+        case 'c':
+            if (nconfigs == sizeof configs / sizeof configs[0]) {
+                fprintf(stderr, "tenantctl admit: too many -c files\n");
+                return TD_EXIT_USAGE;
+            }
+            configs[nconfigs++] = optarg;
+            break;
+        case 'u':
+            used = optarg;
+            break;
+        case 'm':
+            mode_s = optarg;
+            break;
+        case 'q':
+            quiet = 1;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return TD_EXIT_OK;
+        default:
+            fprintf(stderr, "tenantctl admit: unknown or incomplete flag \"%s\"\n",
+                    argv[optind - 1]);
+            usage(stderr);
+            return TD_EXIT_USAGE;
+        }
+    }
+    if (!file || optind < argc) {
+        fprintf(stderr, "tenantctl admit: %s\n",
+                !file ? "-f POD.yaml is required" : "unexpected argument");
+        usage(stderr);
+        return TD_EXIT_USAGE;
+    }
+    if (strcmp(output, "review") != 0 && strcmp(output, "summary") != 0) {
+        fprintf(stderr, "tenantctl admit: -o must be review or summary\n");
+        return TD_EXIT_USAGE;
+    }
+    td_review_mode mode;
+    if (strcmp(mode_s, "both") == 0)
+        mode = TD_REVIEW_MUTATE_AND_VALIDATE;
+    else if (strcmp(mode_s, "mutate") == 0)
+        mode = TD_REVIEW_MUTATE;
+    else if (strcmp(mode_s, "validate") == 0)
+        mode = TD_REVIEW_VALIDATE;
+    else {
+        fprintf(stderr, "tenantctl admit: --mode must be both, mutate or validate\n");
+        return TD_EXIT_USAGE;
+    }
+
+    int rc = TD_EXIT_USAGE;
+    td_err err;
+    td_config *cfg = NULL;
+    td_manifest *input = NULL, *usedm = NULL;
+    json_t *pods = json_array(), *out = NULL;
+    if (td_config_load_files(configs, nconfigs, &cfg, &err) != TD_OK) {
+        fprintf(stderr, "tenantctl admit: %s\n", err.msg);
+        goto done;
+    }
+    if (td_manifest_load_file(file, &input, &err) != TD_OK) {
+        fprintf(stderr, "tenantctl admit: %s\n", err.msg);
+        goto done;
+    }
+    if (td_manifest_count(input) != 1) {
+        fprintf(stderr, "tenantctl admit: %s: expected one Pod or AdmissionReview, found %zu "
+                        "documents\n",
+                td_manifest_name(input), td_manifest_count(input));
+        goto done;
+    }
+    td_admit_opts opts = {0};
+    if (used) {
+        if (td_manifest_load_file(used, &usedm, &err) != TD_OK) {
+            fprintf(stderr, "tenantctl admit: %s\n", err.msg);
+            goto done;
+        }
+        if (collect_pods(usedm, pods) < 0)
+            goto done;
+        opts.has_used = true;
+        opts.nused = json_array_size(pods);
+        opts.used_pods = opts.nused ? (json_t *const *)calloc(opts.nused, sizeof(json_t *)) : NULL;
+        for (size_t i = 0; i < opts.nused; i++)
+            ((json_t **)opts.used_pods)[i] = json_array_get(pods, i);
+    }
+    if (strcmp(output, "summary") == 0) {
+        rc = print_summary(cfg, td_manifest_doc(input, 0), &opts);
+        free((void *)opts.used_pods);
+        goto done;
+    }
+    int code = 0;
+    if (td_admission_review(cfg, td_manifest_doc(input, 0), mode, &opts, &out, &code) != TD_OK) {
+        fprintf(stderr, "tenantctl admit: out of memory\n");
+        free((void *)opts.used_pods);
+        goto done;
+    }
+    free((void *)opts.used_pods);
+    json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    fputc('\n', stdout);
+    json_t *resp = json_object_get(out, "response");
+    const char *msg = td_json_str(resp, "status.message");
+    if (json_is_true(json_object_get(resp, "allowed"))) {
+        rc = TD_EXIT_OK;
+        if (!quiet)
+            fprintf(stderr, "allowed%s\n",
+                    json_object_get(resp, "patch") ? " (with a JSON patch: see response.patch)"
+                                                   : "");
+    } else {
+        rc = code == 400 ? TD_EXIT_USAGE : TD_EXIT_DENIED;
+        if (!quiet)
+            fprintf(stderr, "%s: %s\n", code == 400 ? "bad input" : "denied", msg ? msg : "");
+    }
+done:
+    json_decref(out);
+    json_decref(pods);
+    td_manifest_destroy(input);
+    td_manifest_destroy(usedm);
+    td_config_unref(cfg);
+    return rc;
+}

@@ -1,0 +1,337 @@
+/* cmd_remote.c - verbs that talk to a running tenantd over its admin
+ * listener: `apply`, `get`, `delete`. The server is --server URL, else
+ * $TENANTD_SERVER, else http://127.0.0.1:8081. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "tenantd/config.h"
+#include "tenantd/http.h"
+#include "tenantd/manifest.h"
+
+typedef struct {
+    const char *server;
+    td_http_client_opts http;
+} remote;
+
+static const char remote_flags_help[] =
+    "  -s, --server URL     tenantd's admin listener (default $TENANTD_SERVER, else\n"
+    "                       http://127.0.0.1:8081)\n"
+    "      --cacert FILE    CA to verify an https server\n"
+    "      --insecure       do not verify the server's certificate\n"
+    "      --cert FILE      client certificate (mTLS), --key FILE its key\n";
+
+enum { O_SERVER = 's', O_CACERT = 1000, O_INSECURE, O_CERT, O_KEY };
+
+#define REMOTE_LONGOPTS                                                                            \
+    {"server", required_argument, NULL, O_SERVER}, {"cacert", required_argument, NULL, O_CACERT}, \
+        {"insecure", no_argument, NULL, O_INSECURE}, {"cert", required_argument, NULL, O_CERT},   \
+        {"key", required_argument, NULL, O_KEY}, {"help", no_argument, NULL, 'h'}
+
+static void remote_init(remote *r)
+{
+    memset(r, 0, sizeof *r);
+    r->server = getenv("TENANTD_SERVER");
+    if (!r->server || !*r->server)
+        r->server = "http://127.0.0.1:8081";
+    r->http.timeout_ms = 30000;
+}
+
+/* 1 if c was a remote flag (consumed). */
+static int remote_flag(remote *r, int c)
+{
+    switch (c) {
+    case O_SERVER: r->server = optarg; return 1;
+    case O_CACERT: r->http.ca_file = optarg; return 1;
+    case O_INSECURE: r->http.insecure = true; return 1;
+    case O_CERT: r->http.cert_file = optarg; return 1;
+    case O_KEY: r->http.key_file = optarg; return 1;
+    }
+    return 0;
+}
+
+/* Sends the request; returns the HTTP status, or -1 after printing why the
+ * server could not be reached. *body is the parsed JSON body (or NULL). */
+static int call(const char *verb, remote *r, const char *method, const char *path,
+                const char *extra_ct, const char *payload, size_t len, json_t **body)
+{
+    char url[2048];
+    snprintf(url, sizeof url, "%s%s", r->server, path);
+    int status = 0;
+    char *resp = NULL;
+    size_t rlen = 0;
+    td_err err;
+    if (td_http_request_do(url, method, extra_ct, payload, len, &r->http, &status, &resp, &rlen,
+                           &err) != TD_OK) {
+        fprintf(stderr, "tenantctl %s: %s (is tenantd running? set --server or TENANTD_SERVER)\n",
+                verb, err.msg);
+        return -1;
+    }
+    *body = json_loadb(resp, rlen, 0, NULL);
+    free(resp);
+    return status;
+}
+
+static void print_error(const char *verb, int status, json_t *body)
+{
+    const char *msg = json_string_value(json_object_get(body, "error"));
+    fprintf(stderr, "tenantctl %s: %s (HTTP %d)\n", verb, msg ? msg : "request failed", status);
+}
+
+static int exit_for(int status)
+{
+    if (status < 0 || status >= 500)
+        return TD_EXIT_UNAVAILABLE;
+    return status >= 400 ? TD_EXIT_USAGE : TD_EXIT_OK;
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0)
+            break;
+        if (n == cap) {
+            char *nb = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (f != stdin)
+        fclose(f);
+    *len = n;
+    return buf;
+}
+
+int td_cmd_apply(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"file", required_argument, NULL, 'f'},
+                                             REMOTE_LONGOPTS, {NULL, 0, NULL, 0}};
+    remote r;
+    remote_init(&r);
+    const char *files[64];
+    size_t nfiles = 0;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "f:s:h", longopts, NULL)) != -1) {
+        if (remote_flag(&r, c))
+            continue;
+        if (c == 'f' && nfiles < 64) {
+            files[nfiles++] = optarg;
+        } else if (c == 'h') {
+            printf("usage: tenantctl apply -f FILE... [--server URL]\n\n"
+                   "Validates the objects of each FILE (multi-document YAML or JSON) and stores\n"
+                   "them in a running tenantd, all of a file or none of it; an invalid file\n"
+                   "changes nothing and the error names its file, line and field.\n\n"
+                   "  -f, --file FILE      objects to apply (repeatable; - for stdin)\n%s",
+                   remote_flags_help);
+            return TD_EXIT_OK;
+        } else {
+            fprintf(stderr, "tenantctl apply: unknown or incomplete flag \"%s\"; see --help\n",
+                    argv[optind - 1]);
+            return TD_EXIT_USAGE;
+        }
+    }
+    if (!nfiles || optind < argc) {
+        fprintf(stderr, "tenantctl apply: -f FILE is required; see --help\n");
+        return TD_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < nfiles; i++) {
+        size_t len;
+        char *buf = read_all(files[i], &len);
+        if (!buf) {
+            fprintf(stderr, "tenantctl apply: %s: cannot read\n", files[i]);
+            return TD_EXIT_USAGE;
+        }
+        /* The file name travels so the server's errors can name it; control
+         * characters in it would break the header, so they become '?'. */
+        char hdr[1100];
+        snprintf(hdr, sizeof hdr, "X-Tenantd-Filename: %s", files[i]);
+        for (char *p = hdr; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = '?';
+        const char *headers[] = {hdr, NULL};
+        r.http.extra_headers = headers;
+        json_t *body = NULL;
+        int status = call("apply", &r, "POST", "/v1/apply", "application/yaml", buf, len, &body);
+        r.http.extra_headers = NULL;
+        free(buf);
+        if (status != 200) {
+            if (status > 0)
+                print_error("apply", status, body);
+            json_decref(body);
+            return exit_for(status);
+        }
+        size_t k;
+        json_t *a;
+        json_array_foreach(json_object_get(body, "applied"), k, a)
+        {
+            const char *ns = td_json_str(a, "namespace");
+            printf("%s %s%s%s %s\n", td_json_str(a, "kind"), ns && *ns ? ns : "",
+                   ns && *ns ? "/" : "", td_json_str(a, "name"), td_json_str(a, "action"));
+        }
+        json_decref(body);
+    }
+    return TD_EXIT_OK;
+}
+
+int td_cmd_get(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"namespace", required_argument, NULL, 'n'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             REMOTE_LONGOPTS, {NULL, 0, NULL, 0}};
+    remote r;
+    remote_init(&r);
+    const char *ns = "", *output = "table";
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "n:o:s:h", longopts, NULL)) != -1) {
+        if (remote_flag(&r, c))
+            continue;
+        if (c == 'n') {
+            ns = optarg;
+        } else if (c == 'o') {
+            output = optarg;
+        } else if (c == 'h') {
+            printf("usage: tenantctl get KIND [NAME] [-n NAMESPACE] [-o table|yaml|json]\n\n"
+                   "Lists the objects of KIND (Tenant, ResourceQuota, quota, ns, ...) held by a\n"
+                   "running tenantd.\n\n"
+                   "  -n, --namespace NS   only objects in NS\n"
+                   "  -o, --output FMT     table (default), yaml or json\n%s",
+                   remote_flags_help);
+            return TD_EXIT_OK;
+        } else {
+            fprintf(stderr, "tenantctl get: unknown or incomplete flag \"%s\"; see --help\n",
+                    argv[optind - 1]);
+            return TD_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc || argc - optind > 2) {
+        fprintf(stderr, "tenantctl get: give KIND [NAME]; see --help\n");
+        return TD_EXIT_USAGE;
+    }
+    if (strcmp(output, "table") && strcmp(output, "yaml") && strcmp(output, "json")) {
+        fprintf(stderr, "tenantctl get: -o must be table, yaml or json\n");
+        return TD_EXIT_USAGE;
+    }
+    const char *kind = td_kind_canonical(argv[optind]);
+    if (!kind) {
+        fprintf(stderr, "tenantctl get: unknown kind \"%s\"\n", argv[optind]);
+        return TD_EXIT_USAGE;
+    }
+    const char *name = argc - optind == 2 ? argv[optind + 1] : "";
+    char path[1024];
+    snprintf(path, sizeof path, "/v1/objects?kind=%s&namespace=%s&name=%s", kind, ns, name);
+    json_t *body = NULL;
+    int status = call("get", &r, "GET", path, NULL, NULL, 0, &body);
+    if (status != 200) {
+        if (status > 0)
+            print_error("get", status, body);
+        json_decref(body);
+        return exit_for(status);
+    }
+    json_t *items = json_object_get(body, "items");
+    int rc = TD_EXIT_OK;
+    if (strcmp(output, "json") == 0) {
+        json_t *out = *name && json_array_size(items) == 1 ? json_array_get(items, 0) : items;
+        json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fputc('\n', stdout);
+    } else if (strcmp(output, "yaml") == 0) {
+        size_t i;
+        json_t *o;
+        json_array_foreach(items, i, o)
+        {
+            if (i)
+                fputs("---\n", stdout);
+            if (td_yaml_write(o, stdout) < 0)
+                rc = TD_EXIT_UNAVAILABLE;
+        }
+    } else if (json_array_size(items) == 0) {
+        fprintf(stderr, "No %s objects%s%s.\n", kind, *ns ? " in namespace " : "", ns);
+    } else {
+        int namespaced = td_kind_namespaced(kind);
+        if (namespaced)
+            printf("%-24s %-32s\n", "NAMESPACE", "NAME");
+        else
+            printf("%-32s\n", "NAME");
+        size_t i;
+        json_t *o;
+        json_array_foreach(items, i, o)
+        {
+            if (namespaced)
+                printf("%-24s %-32s\n", td_json_str(o, "metadata.namespace"),
+                       td_json_str(o, "metadata.name"));
+            else
+                printf("%-32s\n", td_json_str(o, "metadata.name"));
+        }
+    }
+    json_decref(body);
+    return rc;
+}
+
+int td_cmd_delete(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"namespace", required_argument, NULL, 'n'},
+                                             REMOTE_LONGOPTS, {NULL, 0, NULL, 0}};
+    remote r;
+    remote_init(&r);
+    const char *ns = "";
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "n:s:h", longopts, NULL)) != -1) {
+        if (remote_flag(&r, c))
+            continue;
+        if (c == 'n') {
+            ns = optarg;
+        } else if (c == 'h') {
+            printf("usage: tenantctl delete KIND NAME [-n NAMESPACE]\n\n"
+                   "Removes one object from a running tenantd.\n\n"
+                   "  -n, --namespace NS   the object's namespace (namespaced kinds)\n%s",
+                   remote_flags_help);
+            return TD_EXIT_OK;
+        } else {
+            fprintf(stderr, "tenantctl delete: unknown or incomplete flag \"%s\"; see --help\n",
+                    argv[optind - 1]);
+            return TD_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 2) {
+        fprintf(stderr, "tenantctl delete: give KIND NAME; see --help\n");
+        return TD_EXIT_USAGE;
+    }
+    const char *kind = td_kind_canonical(argv[optind]);
+    if (!kind) {
+        fprintf(stderr, "tenantctl delete: unknown kind \"%s\"\n", argv[optind]);
+        return TD_EXIT_USAGE;
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "/v1/objects?kind=%s&namespace=%s&name=%s", kind, ns,
+             argv[optind + 1]);
+    json_t *body = NULL;
+    int status = call("delete", &r, "DELETE", path, NULL, NULL, 0, &body);
+    if (status != 200) {
+        if (status > 0)
+            print_error("delete", status, body);
+        json_decref(body);
+        return exit_for(status);
+    }
+    printf("%s %s%s%s deleted\n", kind, ns, *ns ? "/" : "", argv[optind + 1]);
+    json_decref(body);
+    return TD_EXIT_OK;
+}

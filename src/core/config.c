@@ -1,0 +1,1022 @@
+/* config.c - validated, immutable snapshots of tenantd's objects.
+ * Objects are kept as JSON (they are Kubernetes objects, and are served back
+ * as such), sorted by (kind, namespace, name) so that a namespace's objects
+ * of one kind are one contiguous run. Validation names file, line, object
+ * and field, and a failed add leaves the builder as it was. */
+#include "tenantd/config.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tenantd/duration.h"
+#include "tenantd/quantity.h"
+
+typedef struct {
+    char *key; /* "Kind\x1fnamespace\x1fname": sorts as (kind, ns, name) */
+    json_t *obj;
+} entry;
+
+struct td_config_builder {
+    entry *items;
+    size_t n, cap;
+};
+
+struct td_config {
+    atomic_int refs;
+    entry *items; /* sorted by key */
+    json_t **objs; /* same order, for borrowed runs */
+    size_t n;
+};
+
+/* ---- validation context ------------------------------------------------ */
+
+typedef struct {
+    const td_manifest *src;
+    const json_t *obj;
+    const char *kind;
+    char who[300]; /* "ResourceQuota team-a/compute" */
+    td_err *err;
+} vctx;
+
+static td_status vfail(vctx *v, const json_t *node, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static td_status vfail(vctx *v, const json_t *node, const char *field, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!node || !td_manifest_line(v->src, node))
+        node = v->obj;
+    return td_manifest_err(v->src, node, v->err, TD_EINVAL, "%s: %s: %s", v->who, field, msg);
+}
+
+const char *td_json_str(const json_t *obj, const char *path)
+{
+    return json_string_value(td_json_path(obj, path));
+}
+
+json_t *td_json_path(const json_t *obj, const char *path)
+{
+    const json_t *cur = obj;
+    const char *p = path;
+    while (cur && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        char key[256];
+        if (n >= sizeof key)
+            return NULL;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        if (!json_is_object(cur))
+            return NULL;
+        cur = json_object_get(cur, key);
+        p += n;
+        if (*p == '.')
+            p++;
+    }
+    return (json_t *)cur;
+}
+
+/* DNS-1123 subdomain: lowercase alphanumerics, '-' and '.', starting and
+ * ending alphanumeric, at most 253 characters. */
+static int dns_subdomain(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+        if (!ok)
+            return 0;
+    }
+    return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
+}
+
+/* DNS-1123 label (namespace names): at most 63, no dots. */
+static int dns_label(const char *s)
+{
+    return dns_subdomain(s) && strlen(s) <= 63 && !strchr(s, '.');
+}
+
+static td_status check_string_map(vctx *v, const json_t *m, const char *field)
+{
+    if (!m)
+        return TD_OK;
+    if (!json_is_object(m))
+        return vfail(v, m, field, "must be a map of strings");
+    const char *k;
+    json_t *val;
+    json_object_foreach((json_t *)m, k, val)
+    {
+        if (!json_is_string(val))
+            return vfail(v, val, field, "value of \"%s\" must be a string (quote it)", k);
+    }
+    return TD_OK;
+}
+
+static td_status check_quantity(vctx *v, const json_t *node, const char *field)
+{
+    char buf[64];
+    const char *s;
+    if (json_is_string(node)) {
+        s = json_string_value(node);
+    } else if (json_is_integer(node)) {
+        snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(node));
+        s = buf;
+    } else if (json_is_real(node)) {
+        snprintf(buf, sizeof buf, "%.15g", json_real_value(node));
+        s = buf;
+    } else {
+        return vfail(v, node, field, "must be a quantity such as \"500m\" or \"8Gi\"");
+    }
+    td_quantity q;
+    td_err qe;
+    if (td_quantity_parse(s, &q, &qe) != TD_OK)
+        return vfail(v, node, field, "\"%s\" is not a quantity", s);
+    if (td_quantity_sign(&q) < 0)
+        return vfail(v, node, field, "\"%s\" must not be negative", s);
+    return TD_OK;
+}
+
+static td_status check_quantity_map(vctx *v, const json_t *m, const char *field)
+{
+    if (!m)
+        return TD_OK;
+    if (!json_is_object(m))
+        return vfail(v, m, field, "must be a map of resource name to quantity");
+    const char *k;
+    json_t *val;
+    json_object_foreach((json_t *)m, k, val)
+    {
+        char f[512];
+        snprintf(f, sizeof f, "%s.%s", field, k);
+        td_status st = check_quantity(v, val, f);
+        if (st != TD_OK)
+            return st;
+    }
+    return TD_OK;
+}
+
+static td_status check_string_array(vctx *v, const json_t *a, const char *field)
+{
+    if (!a)
+        return TD_OK;
+    if (!json_is_array(a))
+        return vfail(v, a, field, "must be a list of strings");
+    size_t i;
+    json_t *x;
+    json_array_foreach((json_t *)a, i, x)
+    {
+        if (!json_is_string(x))
+            return vfail(v, x, field, "item %zu must be a string", i);
+    }
+    return TD_OK;
+}
+
+/* Strict decoding for tenantd's own kinds: an unknown field is an error
+ * that names it, never silently ignored. allowed is NULL-terminated. */
+static td_status check_fields(vctx *v, const json_t *m, const char *field,
+                              const char *const *allowed)
+{
+    if (!m)
+        return TD_OK;
+    if (!json_is_object(m))
+        return vfail(v, m, field, "must be a mapping");
+    const char *k;
+    json_t *val;
+    json_object_foreach((json_t *)m, k, val)
+    {
+        int ok = 0;
+        for (const char *const *a = allowed; *a; a++)
+            if (strcmp(*a, k) == 0)
+                ok = 1;
+        if (!ok) {
+            char list[512] = "";
+            for (const char *const *a = allowed; *a; a++) {
+                strncat(list, *a, sizeof list - strlen(list) - 1);
+                if (a[1])
+                    strncat(list, ", ", sizeof list - strlen(list) - 1);
+            }
+            return vfail(v, val, field, "unknown field \"%s\" (known: %s)", k, list);
+        }
+    }
+    return TD_OK;
+}
+
+static td_status check_duration(vctx *v, const json_t *node, const char *field)
+{
+    if (!node)
+        return TD_OK;
+    int64_t ns;
+    if (!json_is_string(node) || td_duration_parse(json_string_value(node), &ns, NULL) != TD_OK)
+        return vfail(v, node, field, "must be a duration such as \"1s\" or \"500ms\"");
+    return TD_OK;
+}
+
+static td_status check_number(vctx *v, const json_t *node, const char *field, double min)
+{
+    if (!node)
+        return TD_OK;
+    if (!json_is_number(node))
+        return vfail(v, node, field, "must be a number");
+    if (json_number_value(node) < min)
+        return vfail(v, node, field, "must be at least %g", min);
+    return TD_OK;
+}
+
+static td_status check_integer(vctx *v, const json_t *node, const char *field, long long min)
+{
+    if (!node)
+        return TD_OK;
+    if (!json_is_integer(node))
+        return vfail(v, node, field, "must be an integer");
+    if (json_integer_value(node) < min)
+        return vfail(v, node, field, "must be at least %lld", min);
+    return TD_OK;
+}
+
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        td_status st_ = (x);                                                                       \
+        if (st_ != TD_OK)                                                                          \
+            return st_;                                                                            \
+    } while (0)
+
+/* ---- Kubernetes kinds -------------------------------------------------- */
+
+static td_status validate_meta_only(vctx *v)
+{
+    (void)v;
+    return TD_OK;
+}
+
+static td_status validate_namespace(vctx *v)
+{
+    const char *name = td_json_str(v->obj, "metadata.name");
+    if (!dns_label(name))
+        return vfail(v, td_json_path(v->obj, "metadata.name"), "metadata.name",
+                     "\"%s\" is not a valid namespace name (a DNS-1123 label: lowercase "
+                     "letters, digits and '-', at most 63)",
+                     name);
+    return TD_OK;
+}
+
+static const char *const quota_scopes[] = {"Terminating", "NotTerminating", "BestEffort",
+                                           "NotBestEffort", "PriorityClass",
+                                           "CrossNamespacePodAffinity", NULL};
+
+static int in_list(const char *s, const char *const *list)
+{
+    for (; s && *list; list++)
+        if (strcmp(s, *list) == 0)
+            return 1;
+    return 0;
+}
+
+static td_status validate_quota(vctx *v)
+{
+    json_t *spec = td_json_path(v->obj, "spec");
+    if (spec && !json_is_object(spec))
+        return vfail(v, spec, "spec", "must be a mapping");
+    TRY(check_quantity_map(v, td_json_path(v->obj, "spec.hard"), "spec.hard"));
+    json_t *scopes = td_json_path(v->obj, "spec.scopes");
+    TRY(check_string_array(v, scopes, "spec.scopes"));
+    size_t i;
+    json_t *x;
+    json_array_foreach(scopes, i, x)
+    {
+        if (!in_list(json_string_value(x), quota_scopes))
+            return vfail(v, x, "spec.scopes", "unsupported scope \"%s\"", json_string_value(x));
+    }
+    json_t *exprs = td_json_path(v->obj, "spec.scopeSelector.matchExpressions");
+    if (exprs && !json_is_array(exprs))
+        return vfail(v, exprs, "spec.scopeSelector.matchExpressions", "must be a list");
+    json_array_foreach(exprs, i, x)
+    {
+        char f[128];
+        snprintf(f, sizeof f, "spec.scopeSelector.matchExpressions[%zu]", i);
+        const char *scope = td_json_str(x, "scopeName");
+        const char *op = td_json_str(x, "operator");
+        json_t *values = json_object_get(x, "values");
+        if (!in_list(scope, quota_scopes))
+            return vfail(v, x, f, "unsupported scopeName \"%s\"", scope ? scope : "");
+        if (!op || !(strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0 ||
+                     strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0))
+            return vfail(v, x, f, "operator must be In, NotIn, Exists or DoesNotExist");
+        TRY(check_string_array(v, values, f));
+        int want_values = strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0;
+        size_t nv = json_array_size(values);
+        if (want_values && nv == 0)
+            return vfail(v, x, f, "must be at least one value when `operator` is 'In' or 'NotIn' "
+                                  "for scope selector");
+        if (!want_values && nv)
+            return vfail(v, x, f, "must be no value when `operator` is '%s'", op);
+        if (strcmp(scope, "PriorityClass") != 0 && !(strcmp(op, "Exists") == 0 ||
+                                                      strcmp(op, "DoesNotExist") == 0))
+            return vfail(v, x, f, "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity");
+    }
+    return TD_OK;
+}
+
+static td_status validate_limitrange(vctx *v)
+{
+    json_t *limits = td_json_path(v->obj, "spec.limits");
+    if (!json_is_array(limits))
+        return vfail(v, limits, "spec.limits", "required: a list of limits");
+    size_t i;
+    json_t *l;
+    json_array_foreach(limits, i, l)
+    {
+        char f[128];
+        snprintf(f, sizeof f, "spec.limits[%zu]", i);
+        if (!json_is_object(l))
+            return vfail(v, l, f, "must be a mapping");
+        const char *type = td_json_str(l, "type");
+        static const char *const types[] = {"Container", "Pod", "PersistentVolumeClaim", NULL};
+        if (!in_list(type, types))
+            return vfail(v, l, f, "type must be Container, Pod or PersistentVolumeClaim");
+        static const char *const maps[] = {"max", "min", "default", "defaultRequest",
+                                           "maxLimitRequestRatio", NULL};
+        for (const char *const *m = maps; *m; m++) {
+            char mf[160];
+            snprintf(mf, sizeof mf, "%s.%s", f, *m);
+            TRY(check_quantity_map(v, json_object_get(l, *m), mf));
+        }
+        if (strcmp(type, "Container") != 0 &&
+            (json_object_get(l, "default") || json_object_get(l, "defaultRequest")))
+            return vfail(v, l, f, "default and defaultRequest may only be set for type "
+                                  "Container");
+    }
+    return TD_OK;
+}
+
+static td_status validate_priorityclass(vctx *v)
+{
+    json_t *value = json_object_get(v->obj, "value");
+    if (!json_is_integer(value))
+        return vfail(v, value, "value", "required: an integer priority");
+    json_int_t x = json_integer_value(value);
+    if (x > 1000000000LL && strncmp(td_json_str(v->obj, "metadata.name"), "system-", 7) != 0)
+        return vfail(v, value, "value", "must be at most 1000000000 for user classes");
+    json_t *gd = json_object_get(v->obj, "globalDefault");
+    if (gd && !json_is_boolean(gd))
+        return vfail(v, gd, "globalDefault", "must be true or false");
+    const char *pp = td_json_str(v->obj, "preemptionPolicy");
+    if (json_object_get(v->obj, "preemptionPolicy") &&
+        !(pp && (strcmp(pp, "Never") == 0 || strcmp(pp, "PreemptLowerPriority") == 0)))
+        return vfail(v, json_object_get(v->obj, "preemptionPolicy"), "preemptionPolicy",
+                     "must be Never or PreemptLowerPriority");
+    return TD_OK;
+}
+
+static td_status validate_pod(vctx *v)
+{
+    json_t *c = td_json_path(v->obj, "spec.containers");
+    if (!json_is_array(c) || json_array_size(c) == 0)
+        return vfail(v, c, "spec.containers", "required: at least one container");
+    return TD_OK;
+}
+
+/* ---- tenantd kinds ----------------------------------------------------- */
+
+static td_status validate_tenant(vctx *v)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
+    static const char *const spec[] = {"namespaces", "labels", "apiKeys", "gateway", "tenancy",
+                                       NULL};
+    static const char *const gw[] = {"rate", "concurrency", "criticality", "weight", NULL};
+    static const char *const rate[] = {"cost", "per", "burst", NULL};
+    TRY(check_fields(v, v->obj, "", top));
+    json_t *s = json_object_get(v->obj, "spec");
+    if (!json_is_object(s))
+        return vfail(v, s, "spec", "required: a mapping");
+    TRY(check_fields(v, s, "spec", spec));
+    json_t *nss = json_object_get(s, "namespaces");
+    TRY(check_string_array(v, nss, "spec.namespaces"));
+    size_t i;
+    json_t *x;
+    json_array_foreach(nss, i, x)
+    {
+        if (!dns_label(json_string_value(x)))
+            return vfail(v, x, "spec.namespaces", "\"%s\" is not a valid namespace name",
+                         json_string_value(x));
+    }
+    TRY(check_string_map(v, json_object_get(s, "labels"), "spec.labels"));
+    json_t *keys = json_object_get(s, "apiKeys");
+    if (keys && !json_is_array(keys))
+        return vfail(v, keys, "spec.apiKeys", "must be a list of {sha256: HEX}");
+    json_array_foreach(keys, i, x)
+    {
+        const char *h = td_json_str(x, "sha256");
+        size_t n = h ? strlen(h) : 0;
+        int hex = n == 64;
+        for (size_t k = 0; hex && k < n; k++)
+            hex = isxdigit((unsigned char)h[k]);
+        if (!hex)
+            return vfail(v, x, "spec.apiKeys", "item %zu: sha256 must be 64 hex digits (the "
+                                               "SHA-256 of the key, e.g. from `printf %%s KEY "
+                                               "| sha256sum`)",
+                         i);
+    }
+    const char *tenancy = td_json_str(s, "tenancy");
+    if (json_object_get(s, "tenancy") &&
+        !(tenancy && (strcmp(tenancy, "team") == 0 || strcmp(tenancy, "customer") == 0)))
+        return vfail(v, json_object_get(s, "tenancy"), "spec.tenancy", "must be team or customer");
+    json_t *g = json_object_get(s, "gateway");
+    if (g) {
+        TRY(check_fields(v, g, "spec.gateway", gw));
+        json_t *r = json_object_get(g, "rate");
+        if (r) {
+            TRY(check_fields(v, r, "spec.gateway.rate", rate));
+            TRY(check_number(v, json_object_get(r, "cost"), "spec.gateway.rate.cost", 0));
+            TRY(check_duration(v, json_object_get(r, "per"), "spec.gateway.rate.per"));
+            TRY(check_number(v, json_object_get(r, "burst"), "spec.gateway.rate.burst", 0));
+        }
+        TRY(check_integer(v, json_object_get(g, "concurrency"), "spec.gateway.concurrency", 0));
+        TRY(check_number(v, json_object_get(g, "weight"), "spec.gateway.weight", 0));
+        static const char *const crit[] = {"critical_plus", "critical", "sheddable_plus",
+                                           "sheddable", NULL};
+        json_t *c = json_object_get(g, "criticality");
+        if (c) {
+            char low[32] = "";
+            const char *cs = json_string_value(c);
+            for (size_t k = 0; cs && cs[k] && k < sizeof low - 1; k++)
+                low[k] = (char)tolower((unsigned char)cs[k]);
+            if (!in_list(low, crit))
+                return vfail(v, c, "spec.gateway.criticality",
+                             "must be critical_plus, critical, sheddable_plus or sheddable");
+        }
+    }
+    return TD_OK;
+}
+
+static td_status validate_route(vctx *v)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
+    static const char *const spec[] = {"match", "upstream", "cost", "timeout", NULL};
+    static const char *const up[] = {"address", "capacity", "queue", NULL};
+    TRY(check_fields(v, v->obj, "", top));
+    json_t *s = json_object_get(v->obj, "spec");
+    if (!json_is_object(s))
+        return vfail(v, s, "spec", "required: a mapping");
+    TRY(check_fields(v, s, "spec", spec));
+    const char *prefix = td_json_str(s, "match.pathPrefix");
+    if (!prefix || prefix[0] != '/')
+        return vfail(v, td_json_path(s, "match"), "spec.match.pathPrefix",
+                     "required: a path starting with '/'");
+    json_t *u = json_object_get(s, "upstream");
+    TRY(check_fields(v, u, "spec.upstream", up));
+    const char *addr = td_json_str(s, "upstream.address");
+    if (!addr || !strrchr(addr, ':'))
+        return vfail(v, u, "spec.upstream.address", "required: HOST:PORT");
+    TRY(check_integer(v, td_json_path(s, "upstream.capacity"), "spec.upstream.capacity", 1));
+    TRY(check_integer(v, td_json_path(s, "upstream.queue"), "spec.upstream.queue", 0));
+    const char *model = td_json_str(s, "cost.model");
+    static const char *const models[] = {"tokens", "gpuSeconds", "requests", NULL};
+    if (td_json_path(s, "cost.model") && !in_list(model, models))
+        return vfail(v, td_json_path(s, "cost.model"), "spec.cost.model",
+                     "must be tokens, gpuSeconds or requests");
+    TRY(check_duration(v, json_object_get(s, "timeout"), "spec.timeout"));
+    return TD_OK;
+}
+
+static td_status validate_nodepool(vctx *v)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
+    static const char *const spec[] = {"flavor", "nodes", "capacity", "taint", "nodeSelector",
+                                       "tenants", "dedicated", NULL};
+    static const char *const taint[] = {"key", "value", "effect", NULL};
+    TRY(check_fields(v, v->obj, "", top));
+    json_t *s = json_object_get(v->obj, "spec");
+    if (!json_is_object(s))
+        return vfail(v, s, "spec", "required: a mapping");
+    TRY(check_fields(v, s, "spec", spec));
+    TRY(check_integer(v, json_object_get(s, "nodes"), "spec.nodes", 0));
+    TRY(check_quantity_map(v, json_object_get(s, "capacity"), "spec.capacity"));
+    json_t *t = json_object_get(s, "taint");
+    if (t) {
+        TRY(check_fields(v, t, "spec.taint", taint));
+        if (!td_json_str(t, "key"))
+            return vfail(v, t, "spec.taint.key", "required");
+        const char *eff = td_json_str(t, "effect");
+        static const char *const effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute",
+                                              NULL};
+        if (!in_list(eff, effects))
+            return vfail(v, t, "spec.taint.effect",
+                         "must be NoSchedule, PreferNoSchedule or NoExecute");
+    }
+    TRY(check_string_map(v, json_object_get(s, "nodeSelector"), "spec.nodeSelector"));
+    TRY(check_string_array(v, json_object_get(s, "tenants"), "spec.tenants"));
+    if (!t && !json_object_size(json_object_get(s, "nodeSelector")))
+        return vfail(v, s, "spec", "a NodePool needs a taint or a nodeSelector to keep other "
+                                   "tenants off it");
+    return TD_OK;
+}
+
+static td_status validate_admission_policy(vctx *v)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
+    static const char *const spec[] = {"requiredLabels", "inheritLabelsFromNamespace", NULL};
+    TRY(check_fields(v, v->obj, "", top));
+    json_t *s = json_object_get(v->obj, "spec");
+    TRY(check_fields(v, s, "spec", spec));
+    TRY(check_string_array(v, json_object_get(s, "requiredLabels"), "spec.requiredLabels"));
+    json_t *inh = json_object_get(s, "inheritLabelsFromNamespace");
+    if (inh && !json_is_boolean(inh))
+        return vfail(v, inh, "spec.inheritLabelsFromNamespace", "must be true or false");
+    return TD_OK;
+}
+
+/* ---- the kind table ---------------------------------------------------- */
+
+typedef struct {
+    const char *kind;
+    const char *api_versions; /* comma-separated */
+    bool namespaced;
+    td_status (*validate)(vctx *v);
+    const char *aliases; /* comma-separated, lowercase */
+} kind_info;
+
+#define KUEUE_API "kueue.x-k8s.io/v1beta1,kueue.x-k8s.io/v1beta2"
+
+static const kind_info kinds[] = {
+    {"Namespace", "v1", false, validate_namespace, "ns,namespace,namespaces"},
+    {"ResourceQuota", "v1", true, validate_quota, "quota,resourcequota,resourcequotas"},
+    {"LimitRange", "v1", true, validate_limitrange, "limits,limitrange,limitranges"},
+    {"PriorityClass", "scheduling.k8s.io/v1", false, validate_priorityclass,
+     "pc,priorityclass,priorityclasses"},
+    {"Pod", "v1", true, validate_pod, "po,pod,pods"},
+    {"RoleBinding", "rbac.authorization.k8s.io/v1", true, validate_meta_only,
+     "rolebinding,rolebindings"},
+    {"NetworkPolicy", "networking.k8s.io/v1", true, validate_meta_only,
+     "netpol,networkpolicy,networkpolicies"},
+    {"RuntimeClass", "node.k8s.io/v1", false, validate_meta_only, "runtimeclass,runtimeclasses"},
+    {"ResourceFlavor", KUEUE_API, false, validate_meta_only,
+     "rf,flavor,flavors,resourceflavor,resourceflavors"},
+    {"ClusterQueue", KUEUE_API, false, validate_meta_only, "cq,clusterqueue,clusterqueues"},
+    {"LocalQueue", KUEUE_API, true, validate_meta_only, "lq,queue,queues,localqueue,localqueues"},
+    {"Cohort", KUEUE_API, false, validate_meta_only, "cohort,cohorts"},
+    {"Workload", KUEUE_API, true, validate_meta_only, "wl,workload,workloads"},
+    {"WorkloadPriorityClass", KUEUE_API, false, validate_meta_only,
+     "wpc,workloadpriorityclass,workloadpriorityclasses"},
+    {"Tenant", TD_API_TENANTD, false, validate_tenant, "tenant,tenants"},
+    {"Route", TD_API_TENANTD, false, validate_route, "route,routes"},
+    {"NodePool", TD_API_TENANTD, false, validate_nodepool, "pool,pools,nodepool,nodepools"},
+    {"AdmissionPolicy", TD_API_TENANTD, false, validate_admission_policy,
+     "admissionpolicy,admissionpolicies"},
+    {"CostPolicy", TD_API_TENANTD, false, validate_meta_only, "costpolicy,costpolicies"},
+    {"LoadScenario", TD_API_TENANTD, false, validate_meta_only, "loadscenario,loadscenarios"},
+};
+
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+
+static const kind_info *find_kind(const char *kind)
+{
+    for (size_t i = 0; kind && i < NKINDS; i++)
+        if (strcmp(kinds[i].kind, kind) == 0)
+            return &kinds[i];
+    return NULL;
+}
+
+static int in_csv(const char *csv, const char *word)
+{
+    size_t n = strlen(word);
+    const char *p = csv;
+    while (p && *p) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len == n && strncmp(p, word, n) == 0)
+            return 1;
+        p = c ? c + 1 : NULL;
+    }
+    return 0;
+}
+
+const char *td_kind_canonical(const char *user_kind)
+{
+    if (!user_kind)
+        return NULL;
+    char low[64];
+    size_t n = strlen(user_kind);
+    if (n >= sizeof low)
+        return NULL;
+    for (size_t i = 0; i <= n; i++)
+        low[i] = (char)tolower((unsigned char)user_kind[i]);
+    for (size_t i = 0; i < NKINDS; i++)
+        if (strcasecmp(kinds[i].kind, user_kind) == 0 || in_csv(kinds[i].aliases, low))
+            return kinds[i].kind;
+    return NULL;
+}
+
+bool td_kind_namespaced(const char *kind)
+{
+    const kind_info *k = find_kind(kind);
+    return k && k->namespaced;
+}
+
+td_object_id td_object_identity(const json_t *obj)
+{
+    td_object_id id;
+    id.kind = td_json_str(obj, "kind");
+    id.namespace_ = td_json_str(obj, "metadata.namespace");
+    id.name = td_json_str(obj, "metadata.name");
+    if (!id.kind)
+        id.kind = "";
+    if (!id.namespace_ || !td_kind_namespaced(id.kind))
+        id.namespace_ = "";
+    if (!id.name)
+        id.name = "";
+    return id;
+}
+
+static char *make_key(const char *kind, const char *ns, const char *name)
+{
+    size_t n = strlen(kind) + strlen(ns) + strlen(name) + 3;
+    char *k = malloc(n);
+    if (k)
+        snprintf(k, n, "%s\x1f%s\x1f%s", kind, ns, name);
+    return k;
+}
+
+/* Checks the envelope every object shares, then the kind's own rules. */
+static td_status validate_object(json_t *obj, const td_manifest *src, td_err *err)
+{
+    vctx v = {src, obj, NULL, "object", err};
+    if (!json_is_object(obj))
+        return td_manifest_err(src, obj, err, TD_EINVAL, "an object must be a mapping");
+    json_t *kindj = json_object_get(obj, "kind");
+    const char *kind = json_string_value(kindj);
+    if (!kind)
+        return vfail(&v, obj, "kind", "required (e.g. ResourceQuota, Tenant)");
+    const kind_info *k = find_kind(kind);
+    if (!k)
+        return vfail(&v, kindj, "kind", "unknown kind \"%s\"; tenantd knows Namespace, "
+                                        "ResourceQuota, LimitRange, PriorityClass, Pod, "
+                                        "RoleBinding, NetworkPolicy, RuntimeClass, Kueue's "
+                                        "kinds and Tenant, Route, NodePool, AdmissionPolicy, "
+                                        "CostPolicy, LoadScenario",
+                     kind);
+    v.kind = k->kind;
+    const char *name = td_json_str(obj, "metadata.name");
+    const char *ns = td_json_str(obj, "metadata.namespace");
+    snprintf(v.who, sizeof v.who, "%s %s%s%s", k->kind, k->namespaced && ns ? ns : "",
+             k->namespaced && ns ? "/" : "", name ? name : "(unnamed)");
+    json_t *av = json_object_get(obj, "apiVersion");
+    if (!json_is_string(av))
+        return vfail(&v, obj, "apiVersion", "required (%s)", k->api_versions);
+    if (!in_csv(k->api_versions, json_string_value(av)))
+        return vfail(&v, av, "apiVersion", "\"%s\" is not served for %s; use %s",
+                     json_string_value(av), k->kind, k->api_versions);
+    json_t *meta = json_object_get(obj, "metadata");
+    if (!json_is_object(meta))
+        return vfail(&v, obj, "metadata", "required: a mapping with a name");
+    if (!name)
+        return vfail(&v, meta, "metadata.name", "required");
+    if (!dns_subdomain(name))
+        return vfail(&v, json_object_get(meta, "name"), "metadata.name",
+                     "\"%s\" is not a valid name (lowercase letters, digits, '-' and '.')",
+                     name);
+    if (k->namespaced) {
+        if (!ns)
+            return vfail(&v, meta, "metadata.namespace",
+                         "required for a %s (tenantd has no current namespace)", k->kind);
+        if (!dns_label(ns))
+            return vfail(&v, json_object_get(meta, "namespace"), "metadata.namespace",
+                         "\"%s\" is not a valid namespace name", ns);
+    }
+    TRY(check_string_map(&v, json_object_get(meta, "labels"), "metadata.labels"));
+    TRY(check_string_map(&v, json_object_get(meta, "annotations"), "metadata.annotations"));
+    return k->validate(&v);
+}
+
+/* ---- builder ----------------------------------------------------------- */
+
+static int entry_cmp(const void *a, const void *b)
+{
+    return strcmp(((const entry *)a)->key, ((const entry *)b)->key);
+}
+
+td_status td_config_builder_create(const td_config *base, td_config_builder **out, td_err *err)
+{
+    td_config_builder *b = calloc(1, sizeof *b);
+    if (!b)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    if (base && base->n) {
+        b->items = calloc(base->n, sizeof *b->items);
+        if (!b->items) {
+            free(b);
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        }
+        b->cap = base->n;
+        for (size_t i = 0; i < base->n; i++) {
+            b->items[i].key = strdup(base->items[i].key);
+            if (!b->items[i].key) {
+                td_config_builder_destroy(b);
+                return td_err_set(err, TD_ENOMEM, "out of memory");
+            }
+            b->items[i].obj = json_incref(base->items[i].obj);
+            b->n++;
+        }
+    }
+    *out = b;
+    return TD_OK;
+}
+
+void td_config_builder_destroy(td_config_builder *b)
+{
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->items[i].key);
+        json_decref(b->items[i].obj);
+    }
+    free(b->items);
+    free(b);
+}
+
+static size_t builder_find(const td_config_builder *b, const char *key)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (strcmp(b->items[i].key, key) == 0)
+            return i;
+    return (size_t)-1;
+}
+
+td_status td_config_builder_add(td_config_builder *b, json_t *obj, const td_manifest *src,
+                                td_err *err)
+{
+    TRY(validate_object(obj, src, err));
+    td_object_id id = td_object_identity(obj);
+    char *key = make_key(id.kind, id.namespace_, id.name);
+    json_t *copy = json_deep_copy(obj);
+    if (!key || !copy) {
+        free(key);
+        json_decref(copy);
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
+    size_t at = builder_find(b, key);
+    if (at != (size_t)-1) {
+        free(key);
+        json_decref(b->items[at].obj);
+        b->items[at].obj = copy;
+        return TD_OK;
+    }
+    if (b->n == b->cap) {
+        size_t ncap = b->cap ? b->cap * 2 : 16;
+        entry *ni = realloc(b->items, ncap * sizeof *ni);
+        if (!ni) {
+            free(key);
+            json_decref(copy);
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        }
+        b->items = ni;
+        b->cap = ncap;
+    }
+    b->items[b->n].key = key;
+    b->items[b->n].obj = copy;
+    b->n++;
+    return TD_OK;
+}
+
+td_status td_config_builder_add_manifest(td_config_builder *b, const td_manifest *m, td_err *err)
+{
+    for (size_t i = 0; i < td_manifest_count(m); i++)
+        TRY(td_config_builder_add(b, td_manifest_doc(m, i), m, err));
+    return TD_OK;
+}
+
+td_status td_config_builder_delete(td_config_builder *b, const char *kind, const char *namespace_,
+                                   const char *name, td_err *err)
+{
+    const char *k = td_kind_canonical(kind);
+    if (!k)
+        return td_err_set(err, TD_EINVAL, "unknown kind \"%s\"", kind);
+    const char *ns = td_kind_namespaced(k) ? (namespace_ ? namespace_ : "") : "";
+    if (td_kind_namespaced(k) && !*ns)
+        return td_err_set(err, TD_EINVAL, "%s is namespaced: give a namespace", k);
+    char *key = make_key(k, ns, name);
+    if (!key)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    size_t at = builder_find(b, key);
+    free(key);
+    if (at == (size_t)-1)
+        return td_err_set(err, TD_ENOTFOUND, "%s %s%s%s not found", k, ns, *ns ? "/" : "", name);
+    free(b->items[at].key);
+    json_decref(b->items[at].obj);
+    memmove(&b->items[at], &b->items[at + 1], (b->n - at - 1) * sizeof *b->items);
+    b->n--;
+    return TD_OK;
+}
+
+/* Rules that span objects. */
+static td_status cross_check(entry *items, size_t n, td_err *err)
+{
+    const char *global_default = NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = items[i].obj;
+        const char *kind = td_json_str(o, "kind");
+        if (strcmp(kind, "PriorityClass") == 0 && json_is_true(json_object_get(o, "globalDefault"))) {
+            if (global_default)
+                return td_err_set(err, TD_EINVAL,
+                                  "PriorityClass %s: globalDefault: PriorityClass %s is already "
+                                  "the global default; only one may be",
+                                  td_json_str(o, "metadata.name"), global_default);
+            global_default = td_json_str(o, "metadata.name");
+        }
+        if (strcmp(kind, "Tenant") != 0)
+            continue;
+        json_t *nss = td_json_path(o, "spec.namespaces");
+        size_t a;
+        json_t *ns;
+        json_array_foreach(nss, a, ns)
+        {
+            for (size_t j = i + 1; j < n; j++) {
+                json_t *p = items[j].obj;
+                if (strcmp(td_json_str(p, "kind"), "Tenant") != 0)
+                    continue;
+                size_t b;
+                json_t *ns2;
+                json_array_foreach(td_json_path(p, "spec.namespaces"), b, ns2)
+                {
+                    if (json_equal(ns, ns2))
+                        return td_err_set(err, TD_EINVAL,
+                                          "Tenant %s: spec.namespaces: namespace \"%s\" already "
+                                          "belongs to tenant %s; a namespace has one owner",
+                                          td_json_str(p, "metadata.name"), json_string_value(ns),
+                                          td_json_str(o, "metadata.name"));
+                }
+            }
+        }
+    }
+    return TD_OK;
+}
+
+td_status td_config_builder_finish(td_config_builder *b, td_config **out, td_err *err)
+{
+    td_config *c = calloc(1, sizeof *c);
+    if (!c)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    atomic_init(&c->refs, 1);
+    if (b->n) {
+        c->items = calloc(b->n, sizeof *c->items);
+        c->objs = calloc(b->n, sizeof *c->objs);
+        if (!c->items || !c->objs) {
+            free(c->items);
+            free(c->objs);
+            free(c);
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        }
+        for (size_t i = 0; i < b->n; i++) {
+            c->items[i].key = strdup(b->items[i].key);
+            c->items[i].obj = json_incref(b->items[i].obj);
+            c->n++;
+            if (!c->items[i].key) {
+                td_config_unref(c);
+                return td_err_set(err, TD_ENOMEM, "out of memory");
+            }
+        }
+        qsort(c->items, c->n, sizeof *c->items, entry_cmp);
+        for (size_t i = 0; i < c->n; i++)
+            c->objs[i] = c->items[i].obj;
+    }
+    td_status st = cross_check(c->items, c->n, err);
+    if (st != TD_OK) {
+        td_config_unref(c);
+        return st;
+    }
+    *out = c;
+    return TD_OK;
+}
+
+td_config *td_config_ref(td_config *c)
+{
+    if (c)
+        atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    return c;
+}
+
+void td_config_unref(td_config *c)
+{
+    if (!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->items[i].key);
+        json_decref(c->items[i].obj);
+    }
+    free(c->items);
+    free(c->objs);
+    free(c);
+}
+
+td_status td_config_empty(td_config **out, td_err *err)
+{
+    td_config_builder *b = NULL;
+    TRY(td_config_builder_create(NULL, &b, err));
+    td_status st = td_config_builder_finish(b, out, err);
+    td_config_builder_destroy(b);
+    return st;
+}
+
+td_status td_config_load_files(const char *const *paths, size_t n, td_config **out, td_err *err)
+{
+    td_config_builder *b = NULL;
+    TRY(td_config_builder_create(NULL, &b, err));
+    td_status st = TD_OK;
+    for (size_t i = 0; i < n && st == TD_OK; i++) {
+        td_manifest *m = NULL;
+        st = td_manifest_load_file(paths[i], &m, err);
+        if (st == TD_OK)
+            st = td_config_builder_add_manifest(b, m, err);
+        td_manifest_destroy(m);
+    }
+    if (st == TD_OK)
+        st = td_config_builder_finish(b, out, err);
+    td_config_builder_destroy(b);
+    return st;
+}
+
+/* First index whose key starts with prefix (keys are sorted). */
+static size_t lower_bound(const td_config *c, const char *prefix)
+{
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(c->items[mid].key, prefix) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+size_t td_config_list(const td_config *c, const char *kind, const char *namespace_,
+                      json_t *const **out)
+{
+    *out = NULL;
+    if (!c || !kind)
+        return 0;
+    char prefix[512];
+    if (namespace_ && td_kind_namespaced(kind))
+        snprintf(prefix, sizeof prefix, "%s\x1f%s\x1f", kind, namespace_);
+    else
+        snprintf(prefix, sizeof prefix, "%s\x1f", kind);
+    size_t plen = strlen(prefix);
+    size_t i = lower_bound(c, prefix), j = i;
+    while (j < c->n && strncmp(c->items[j].key, prefix, plen) == 0)
+        j++;
+    if (j > i)
+        *out = &c->objs[i];
+    return j - i;
+}
+
+size_t td_config_all(const td_config *c, json_t *const **out)
+{
+    *out = c && c->n ? c->objs : NULL;
+    return c ? c->n : 0;
+}
+
+json_t *td_config_get(const td_config *c, const char *kind, const char *namespace_,
+                      const char *name)
+{
+    if (!c || !kind || !name)
+        return NULL;
+    char key[1024];
+    snprintf(key, sizeof key, "%s\x1f%s\x1f%s", kind,
+             td_kind_namespaced(kind) && namespace_ ? namespace_ : "", name);
+    size_t i = lower_bound(c, key);
+    return i < c->n && strcmp(c->items[i].key, key) == 0 ? c->items[i].obj : NULL;
+}
+
+json_t *td_config_tenant_for_namespace(const td_config *c, const char *ns)
+{
+    json_t *const *tenants;
+    size_t n = td_config_list(c, "Tenant", NULL, &tenants);
+    for (size_t i = 0; ns && i < n; i++) {
+        size_t k;
+        json_t *x;
+        json_array_foreach(td_json_path(tenants[i], "spec.namespaces"), k, x)
+        {
+            if (strcmp(json_string_value(x), ns) == 0)
+                return tenants[i];
+        }
+    }
+    return NULL;
+}
+
+json_t *td_config_admission_policy(const td_config *c)
+{
+    json_t *p = td_config_get(c, "AdmissionPolicy", NULL, "default");
+    if (p)
+        return p;
+    json_t *const *all;
+    return td_config_list(c, "AdmissionPolicy", NULL, &all) ? all[0] : NULL;
+}

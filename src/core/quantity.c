@@ -1,0 +1,792 @@
+/* quantity.c - Kubernetes resource quantities, exactly as
+ * k8s.io/apimachinery/pkg/api/resource parses (ParseQuantity) and prints
+ * (Quantity.String / CanonicalizeBytes) them. A value is sign * mag * 10^scale
+ * with mag a fixed-width integer; no floating point except as_double. */
+#include "tenantd/quantity.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QW TD_QUANTITY_WORDS
+/* Scratch width: a stored magnitude times 10^140 still fits, which covers
+ * every alignment cmp and format need, and add before its fit check. */
+#define XW (2 * QW + 8)
+/* Most significant digits a parse may keep before it is sure not to fit. */
+#define MAX_KEPT_DIGITS (QW * 10 + 8)
+/* Largest exponent a parse accepts, and so the largest one format may print
+ * (a multiple of 3) so that its output always parses back. */
+#define EXP_MAX 2147483647LL
+#define EXP_PRINT_MAX 2147483646LL
+
+static const char regex_msg[] =
+    "quantities must match the regular expression "
+    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+static const char numeric_msg[] = "unable to parse numeric part of quantity";
+static const char suffix_msg[] = "unable to parse quantity's suffix";
+
+/* ---- fixed-width unsigned integers, little-endian 32-bit words ---- */
+
+typedef struct {
+    uint32_t w[XW];
+} big;
+
+static void big_zero(big *a)
+{
+    memset(a, 0, sizeof *a);
+}
+
+static int big_is_zero(const big *a)
+{
+    for (size_t i = 0; i < XW; i++)
+        if (a->w[i])
+            return 0;
+    return 1;
+}
+
+static int big_cmp(const big *a, const big *b)
+{
+    for (size_t i = XW; i-- > 0;)
+        if (a->w[i] != b->w[i])
+            return a->w[i] < b->w[i] ? -1 : 1;
+    return 0;
+}
+
+static void big_set_u64(big *a, uint64_t v)
+{
+    big_zero(a);
+    a->w[0] = (uint32_t)v;
+    a->w[1] = (uint32_t)(v >> 32);
+}
+
+/* a = a * m + add; returns the carry out of the top word (non-zero: overflow). */
+static uint32_t big_mul_small(big *a, uint32_t m, uint32_t add)
+{
+    uint64_t carry = add;
+    for (size_t i = 0; i < XW; i++) {
+        uint64_t x = (uint64_t)a->w[i] * m + carry;
+        a->w[i] = (uint32_t)x;
+        carry = x >> 32;
+    }
+    return (uint32_t)carry;
+}
+
+/* a /= d; returns the remainder. */
+static uint32_t big_div_small(big *a, uint32_t d)
+{
+    uint64_t rem = 0;
+    for (size_t i = XW; i-- > 0;) {
+        uint64_t x = (rem << 32) | a->w[i];
+        a->w[i] = (uint32_t)(x / d);
+        rem = x % d;
+    }
+    return (uint32_t)rem;
+}
+
+static uint32_t big_add(big *a, const big *b)
+{
+    uint64_t carry = 0;
+    for (size_t i = 0; i < XW; i++) {
+        uint64_t x = (uint64_t)a->w[i] + b->w[i] + carry;
+        a->w[i] = (uint32_t)x;
+        carry = x >> 32;
+    }
+    return (uint32_t)carry;
+}
+
+/* a -= b, for a >= b. */
+static void big_sub(big *a, const big *b)
+{
+    uint64_t borrow = 0;
+    for (size_t i = 0; i < XW; i++) {
+        uint64_t x = (uint64_t)a->w[i] - b->w[i] - borrow;
+        a->w[i] = (uint32_t)x;
+        borrow = (x >> 32) & 1;
+    }
+}
+
+/* a *= 10^k; -1 (a garbage) on overflow of the scratch width. */
+static int big_mul_pow10(big *a, int64_t k)
+{
+    if (big_is_zero(a))
+        return 0;
+    if (k > (int64_t)XW * 10)
+        return -1;
+    for (; k >= 9; k -= 9)
+        if (big_mul_small(a, 1000000000u, 0))
+            return -1;
+    static const uint32_t p10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                    100000000};
+    if (k > 0 && big_mul_small(a, p10[k], 0))
+        return -1;
+    return 0;
+}
+
+static unsigned big_bits(const big *a)
+{
+    for (size_t i = XW; i-- > 0;)
+        if (a->w[i]) {
+            unsigned n = 0;
+            for (uint32_t x = a->w[i]; x; x >>= 1)
+                n++;
+            return (unsigned)(i * 32) + n;
+        }
+    return 0;
+}
+
+/* An upper bound on the decimal digits of a. */
+static int64_t big_digits_max(const big *a)
+{
+    return (int64_t)big_bits(a) * 30103 / 100000 + 1;
+}
+
+static int big_fits(const big *a, size_t words)
+{
+    for (size_t i = words; i < XW; i++)
+        if (a->w[i])
+            return 0;
+    return 1;
+}
+
+/* Decimal digits of a into out (room for XW * 10 + 1), NUL-terminated;
+ * returns the length. Zero is "0". */
+static size_t big_to_dec(const big *a, char *out)
+{
+    big t = *a;
+    char rev[XW * 10 + 1];
+    size_t n = 0;
+    do {
+        uint32_t chunk = big_div_small(&t, 1000000000u);
+        int last = big_is_zero(&t);
+        for (int i = 0; i < 9; i++) {
+            rev[n++] = (char)('0' + chunk % 10);
+            chunk /= 10;
+            if (last && chunk == 0)
+                break;
+        }
+    } while (!big_is_zero(&t));
+    for (size_t i = 0; i < n; i++)
+        out[i] = rev[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
+
+/* ---- values: sign * mag * 10^scale with room to compute ---- */
+
+typedef struct {
+    big mag;
+    int64_t scale;
+    int sign;
+} value;
+
+static void load(const td_quantity *q, value *v)
+{
+    big_zero(&v->mag);
+    memcpy(v->mag.w, q->mag, sizeof q->mag);
+    v->scale = q->scale;
+    v->sign = q->sign;
+    if (big_is_zero(&v->mag))
+        v->sign = 0;
+}
+
+/* Moves factors of ten from mag into scale, up to scale == limit. */
+static void strip_tens(big *mag, int64_t *scale, int64_t limit)
+{
+    if (big_is_zero(mag))
+        return;
+    while (*scale + 9 <= limit) {
+        big t = *mag;
+        if (big_div_small(&t, 1000000000u) != 0)
+            break;
+        *mag = t;
+        *scale += 9;
+    }
+    while (*scale < limit) {
+        big t = *mag;
+        if (big_div_small(&t, 10) != 0)
+            break;
+        *mag = t;
+        *scale += 1;
+    }
+}
+
+/* Normalises v into *q (format fmt): trailing zeros of mag go into the
+ * scale. TD_EINVAL, q untouched, if it does not fit the representation. */
+static td_status store(value *v, int fmt, td_quantity *q)
+{
+    td_quantity out;
+    memset(&out, 0, sizeof out);
+    out.format = (uint8_t)fmt;
+    if (v->sign == 0 || big_is_zero(&v->mag)) {
+        *q = out;
+        return TD_OK;
+    }
+    strip_tens(&v->mag, &v->scale, INT32_MAX);
+    if (v->scale > INT32_MAX) {
+        if (big_mul_pow10(&v->mag, v->scale - INT32_MAX) != 0)
+            return TD_EINVAL;
+        v->scale = INT32_MAX;
+    }
+    if (v->scale < INT32_MIN || !big_fits(&v->mag, QW))
+        return TD_EINVAL;
+    memcpy(out.mag, v->mag.w, sizeof out.mag);
+    out.scale = (int32_t)v->scale;
+    out.sign = (int8_t)(v->sign < 0 ? -1 : 1);
+    *q = out;
+    return TD_OK;
+}
+
+/* Compares |a| and |b|. */
+static int cmp_abs(const value *a, const value *b)
+{
+    int za = big_is_zero(&a->mag), zb = big_is_zero(&b->mag);
+    if (za || zb)
+        return za && zb ? 0 : (za ? -1 : 1);
+    if (a->scale == b->scale)
+        return big_cmp(&a->mag, &b->mag);
+    const value *hi = a->scale > b->scale ? a : b;
+    const value *lo = a->scale > b->scale ? b : a;
+    int sign = hi == a ? 1 : -1;
+    int64_t d = hi->scale - lo->scale;
+    /* hi >= 10^d; if lo has fewer digits than that, hi is larger. */
+    if (d >= big_digits_max(&lo->mag))
+        return sign;
+    big t = hi->mag;
+    if (big_mul_pow10(&t, d) != 0)
+        return sign;
+    return big_cmp(&t, &lo->mag) * sign;
+}
+
+static int cmp_value(const value *a, const value *b)
+{
+    if (a->sign != b->sign)
+        return a->sign < b->sign ? -1 : 1;
+    return cmp_abs(a, b) * a->sign;
+}
+
+/* *a += b (signed). TD_EINVAL if the aligned operands overflow the scratch. */
+static td_status add_value(value *a, const value *b)
+{
+    if (b->sign == 0)
+        return TD_OK;
+    if (a->sign == 0) {
+        *a = *b;
+        return TD_OK;
+    }
+    value x = *a, y = *b;
+    int64_t s = x.scale < y.scale ? x.scale : y.scale;
+    if (big_mul_pow10(&x.mag, x.scale - s) != 0 || big_mul_pow10(&y.mag, y.scale - s) != 0)
+        return TD_EINVAL;
+    x.scale = y.scale = s;
+    if (x.sign == y.sign) {
+        if (big_add(&x.mag, &y.mag))
+            return TD_EINVAL;
+    } else {
+        int c = big_cmp(&x.mag, &y.mag);
+        if (c == 0) {
+            big_zero(&x.mag);
+            x.sign = 0;
+            x.scale = 0;
+        } else if (c > 0) {
+            big_sub(&x.mag, &y.mag);
+        } else {
+            big_sub(&y.mag, &x.mag);
+            x.mag = y.mag;
+            x.sign = y.sign;
+        }
+    }
+    *a = x;
+    return TD_OK;
+}
+
+/* Rounds |v| up (away from zero) to a multiple of 10^scale; *exact says
+ * whether nothing was lost. */
+static void round_up_value(value *v, int64_t scale, int *exact)
+{
+    *exact = 1;
+    if (v->sign == 0 || v->scale >= scale)
+        return;
+    int64_t drop = scale - v->scale;
+    int sticky = 0;
+    if (drop >= big_digits_max(&v->mag)) {
+        sticky = 1; /* 0 < |v| < 10^scale */
+        big_zero(&v->mag);
+    } else {
+        for (; drop >= 9; drop -= 9)
+            sticky |= big_div_small(&v->mag, 1000000000u) != 0;
+        for (; drop > 0; drop--)
+            sticky |= big_div_small(&v->mag, 10) != 0;
+    }
+    if (sticky) {
+        big one;
+        big_set_u64(&one, 1);
+        big_add(&v->mag, &one);
+        *exact = 0;
+    }
+    v->scale = scale;
+}
+
+/* ---- parsing ---- */
+
+/* Writes s into out as a quoted, escaped and possibly shortened string. */
+static void quote(const char *s, char *out, size_t n)
+{
+    size_t o = 0;
+    out[o++] = '"';
+    for (size_t i = 0; s[i] && o + 8 < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (i >= 64) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+            break;
+        }
+        if (c == '"' || c == '\\') {
+            out[o++] = '\\';
+            out[o++] = (char)c;
+        } else if (c < 0x20 || c >= 0x7f) {
+            o += (size_t)snprintf(out + o, n - o, "\\x%02x", c);
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    out[o++] = '"';
+    out[o] = '\0';
+}
+
+static td_status parse_error(td_err *err, const char *s, const char *why)
+{
+    char q[300];
+    quote(s, q, sizeof q);
+    return td_err_set(err, TD_EINVAL, "%s is not a valid quantity: %s", q, why);
+}
+
+/* Kubernetes' suffixer.interpret: base 10 or 2, exponent, format. */
+static int interpret_suffix(const char *s, size_t n, int *base, int64_t *exponent, int *fmt)
+{
+    static const struct {
+        const char *name;
+        int base;
+        int exponent;
+    } table[] = {
+        {"", 10, 0},   {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3}, {"k", 10, 3},
+        {"M", 10, 6},  {"G", 10, 9},  {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18},
+        {"Ki", 2, 10}, {"Mi", 2, 20}, {"Gi", 2, 30}, {"Ti", 2, 40}, {"Pi", 2, 50},
+        {"Ei", 2, 60},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (strlen(table[i].name) == n && memcmp(table[i].name, s, n) == 0) {
+            *base = table[i].base;
+            *exponent = table[i].exponent;
+            *fmt = table[i].base == 2 ? TD_QFMT_BINARY_SI : TD_QFMT_DECIMAL_SI;
+            return 1;
+        }
+    }
+    if (n < 2 || (s[0] != 'e' && s[0] != 'E'))
+        return 0;
+    /* strconv.ParseInt(s[1:], 10, 64), then bounded to +-MaxInt32 so the
+     * scale and its negation fit an int32. */
+    size_t i = 1;
+    int neg = 0;
+    if (s[i] == '+' || s[i] == '-')
+        neg = s[i++] == '-';
+    if (i == n)
+        return 0;
+    int64_t e = 0;
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        e = e * 10 + (s[i] - '0');
+        if (e > EXP_MAX)
+            return 0;
+    }
+    *base = 10;
+    *exponent = neg ? -e : e;
+    *fmt = TD_QFMT_DECIMAL_EXPONENT;
+    return 1;
+}
+
+/* The digits of num followed by denom, as one string of n digits. */
+typedef struct {
+    const char *num, *denom;
+    size_t nl, dl;
+} digits;
+
+static int digit_at(const digits *g, size_t i)
+{
+    return (i < g->nl ? g->num[i] : g->denom[i - g->nl]) - '0';
+}
+
+td_status td_quantity_parse(const char *s, td_quantity *q, td_err *err)
+{
+    if (s == NULL || s[0] == '\0')
+        return parse_error(err, s ? s : "", regex_msg);
+
+    /* parseQuantityString: sign, number, suffix. */
+    size_t end = strlen(s), pos = 0;
+    int positive = 1;
+    if (s[0] == '-') {
+        positive = 0;
+        pos++;
+    } else if (s[0] == '+') {
+        pos++;
+    }
+    size_t num_start = pos;
+    while (pos < end && s[pos] == '0')
+        pos++;
+    digits g = {"", "", 0, 0};
+    size_t suf_start = end, suf_len = 0;
+    int has_digit = pos > num_start;
+    if (pos < end) {
+        size_t i = pos;
+        while (i < end && s[i] >= '0' && s[i] <= '9')
+            i++;
+        g.num = s + pos;
+        g.nl = i - pos;
+        has_digit |= g.nl > 0;
+        pos = i;
+        if (pos < end && s[pos] == '.') {
+            pos++;
+            i = pos;
+            while (i < end && s[i] >= '0' && s[i] <= '9')
+                i++;
+            g.denom = s + pos;
+            g.dl = i - pos;
+            has_digit |= g.dl > 0;
+            pos = i;
+        }
+        suf_start = pos;
+        while (pos < end && strchr("eEinumkKMGTP", s[pos]))
+            pos++;
+        if (pos < end && (s[pos] == '-' || s[pos] == '+'))
+            pos++;
+        while (pos < end && s[pos] >= '0' && s[pos] <= '9')
+            pos++;
+        if (pos < end)
+            return parse_error(err, s, regex_msg);
+        suf_len = end - suf_start;
+    }
+
+    int base, fmt;
+    int64_t exponent;
+    if (!interpret_suffix(s + suf_start, suf_len, &base, &exponent, &fmt))
+        return parse_error(err, s, suffix_msg);
+
+    /* Kubernetes takes its inf.Dec path, which needs at least one digit,
+     * exactly when the int64 fast path does not apply; with no digits that
+     * is a decimal scale below nano or a binary suffix from Pi up. */
+    if (!has_digit && ((base == 10 && exponent < -9) || (base == 2 && exponent >= 50)))
+        return parse_error(err, s, numeric_msg);
+
+    /* The value is G * 2^p * 10^e10 with G the digits of num and denom. */
+    size_t first = 0, n = g.nl + g.dl;
+    while (first < n && digit_at(&g, first) == 0)
+        first++;
+    value v;
+    big_zero(&v.mag);
+    v.scale = 0;
+    v.sign = 0;
+    if (first < n) {
+        size_t last = n;
+        while (digit_at(&g, last - 1) == 0)
+            last--;
+        unsigned p2 = base == 2 ? (unsigned)exponent : 0;
+        int64_t e10 = (base == 10 ? exponent : 0) - (int64_t)g.dl + (int64_t)(n - last);
+        /* Rounding up to nano (inf.RoundUp, away from zero) drops the
+         * lowest `drop` digits of Y = G * 2^p and adds one if any was set. */
+        int64_t drop = e10 < -9 ? -9 - e10 : 0;
+        char kept[MAX_KEPT_DIGITS];
+        int64_t nkept = 0, k = 0;
+        int sticky = 0;
+        uint64_t carry = 0;
+        size_t i = last;
+        while (i > first || carry) {
+            uint64_t x = carry;
+            if (i > first)
+                x += (uint64_t)digit_at(&g, --i) << p2;
+            int d = (int)(x % 10);
+            carry = x / 10;
+            if (k++ < drop) {
+                sticky |= d != 0;
+            } else if (nkept < MAX_KEPT_DIGITS) {
+                kept[nkept++] = (char)d;
+            } else {
+                return parse_error(err, s, "too many significant digits to hold exactly");
+            }
+        }
+        for (int64_t j = nkept; j-- > 0;)
+            big_mul_small(&v.mag, 10, (uint32_t)kept[j]);
+        if (sticky) {
+            big one;
+            big_set_u64(&one, 1);
+            big_add(&v.mag, &one);
+        }
+        v.scale = e10 + drop;
+        v.sign = positive ? 1 : -1;
+    }
+
+    if (fmt == TD_QFMT_BINARY_SI && v.sign != 0) {
+        /* The cap is just a simple cap, applied to the magnitude. */
+        value max = {.scale = 0, .sign = 1};
+        big_set_u64(&max.mag, (uint64_t)INT64_MAX);
+        value one = {.scale = 0, .sign = 1};
+        big_set_u64(&one.mag, 1);
+        if (cmp_abs(&v, &max) > 0) {
+            v.mag = max.mag;
+            v.scale = 0;
+        }
+        if (cmp_abs(&v, &one) < 0)
+            fmt = TD_QFMT_DECIMAL_SI;
+    }
+    td_quantity out;
+    if (store(&v, fmt, &out) != TD_OK)
+        return parse_error(err, s, "too large to hold exactly");
+    *q = out;
+    return TD_OK;
+}
+
+/* ---- printing ---- */
+
+typedef struct {
+    char *buf;
+    size_t n, len;
+} sink;
+
+static void put(sink *o, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++, o->len++)
+        if (o->len + 1 < o->n)
+            o->buf[o->len] = s[i];
+}
+
+static void put_zeros(sink *o, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        put(o, "0", 1);
+}
+
+/* AsCanonicalBytes plus its suffix: mantissa with the exponent lowered to a
+ * multiple of 3, then an SI suffix or "e<exp>". */
+static void put_decimal(sink *o, const value *v, int fmt)
+{
+    char d[XW * 10 + 1];
+    size_t len = big_to_dec(&v->mag, d);
+    int64_t exp = v->scale;
+    while (len > 1 && d[len - 1] == '0') {
+        len--;
+        exp++;
+    }
+    int64_t adjust = ((exp % 3) + 3) % 3;
+    exp -= adjust;
+    /* Kubernetes wraps its int32 exponent here; keep the output parseable. */
+    if (exp > EXP_PRINT_MAX) {
+        adjust += exp - EXP_PRINT_MAX;
+        exp = EXP_PRINT_MAX;
+    }
+    put(o, d, len);
+    put_zeros(o, adjust);
+    static const char *si[] = {"n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
+    if (fmt == TD_QFMT_DECIMAL_SI && exp >= -9 && exp <= 18) {
+        const char *suf = si[(exp + 9) / 3];
+        put(o, suf, strlen(suf));
+    } else if (exp != 0) {
+        char e[24];
+        int m = snprintf(e, sizeof e, "e%lld", (long long)exp);
+        put(o, e, (size_t)m);
+    }
+}
+
+size_t td_quantity_format(const td_quantity *q, char *buf, size_t n)
+{
+    sink o = {buf, n, 0};
+    value v;
+    load(q, &v);
+    if (v.sign == 0) {
+        put(&o, "0", 1);
+    } else {
+        int fmt = q->format;
+        if (fmt != TD_QFMT_DECIMAL_SI && fmt != TD_QFMT_BINARY_SI)
+            fmt = TD_QFMT_DECIMAL_EXPONENT;
+        if (v.sign < 0)
+            put(&o, "-", 1);
+        if (fmt == TD_QFMT_BINARY_SI) {
+            value k1024 = {.scale = 0, .sign = 1};
+            big_set_u64(&k1024.mag, 1024);
+            value r = v;
+            int exact;
+            round_up_value(&r, 0, &exact);
+            if (cmp_abs(&v, &k1024) < 0 || !exact)
+                fmt = TD_QFMT_DECIMAL_SI;
+            /* 10^70 and up has more than 6 factors of 1024: past Ei. */
+            else if (r.scale >= 70)
+                fmt = -1;
+            else {
+                big_mul_pow10(&r.mag, r.scale); /* < 2^384 * 10^69 fits XW */
+                int count = 0;
+                while (count <= 6 && (r.mag.w[0] & 1023) == 0) {
+                    big_div_small(&r.mag, 1024);
+                    count++;
+                }
+                if (count > 6) {
+                    fmt = -1;
+                } else {
+                    static const char *bin[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+                    char d[XW * 10 + 1];
+                    size_t len = big_to_dec(&r.mag, d);
+                    put(&o, d, len);
+                    put(&o, bin[count], strlen(bin[count]));
+                }
+            }
+            /* Past Ei there is no binary suffix: print the exact value in
+             * decimal exponent notation rather than drop the magnitude. */
+            if (fmt == -1)
+                put_decimal(&o, &v, TD_QFMT_DECIMAL_EXPONENT);
+        }
+        if (fmt != TD_QFMT_BINARY_SI && fmt != -1)
+            put_decimal(&o, &v, fmt);
+    }
+    if (n > 0)
+        buf[o.len < n ? o.len : n - 1] = '\0';
+    return o.len;
+}
+
+/* ---- arithmetic and accessors ---- */
+
+int td_quantity_cmp(const td_quantity *a, const td_quantity *b)
+{
+    value x, y;
+    load(a, &x);
+    load(b, &y);
+    return cmp_value(&x, &y);
+}
+
+int td_quantity_sign(const td_quantity *q)
+{
+    value v;
+    load(q, &v);
+    return v.sign;
+}
+
+static td_status add_sub(td_quantity *a, const td_quantity *b, int negate)
+{
+    value x, y;
+    load(a, &x);
+    load(b, &y);
+    if (negate)
+        y.sign = -y.sign;
+    int fmt = x.sign == 0 ? b->format : a->format;
+    if (add_value(&x, &y) != TD_OK)
+        return TD_EINVAL;
+    return store(&x, fmt, a);
+}
+
+td_status td_quantity_add(td_quantity *a, const td_quantity *b)
+{
+    return add_sub(a, b, 0);
+}
+
+td_status td_quantity_sub(td_quantity *a, const td_quantity *b)
+{
+    return add_sub(a, b, 1);
+}
+
+void td_quantity_from_int(td_quantity *q, int64_t v, int32_t scale, td_qformat format)
+{
+    value x;
+    big_set_u64(&x.mag, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    x.scale = scale;
+    x.sign = v < 0 ? -1 : (v > 0 ? 1 : 0);
+    (void)store(&x, (int)format, q); /* 64 bits always fit */
+}
+
+void td_quantity_zero(td_quantity *q, td_qformat format)
+{
+    td_quantity_from_int(q, 0, 0, format);
+}
+
+int64_t td_quantity_scaled_value(const td_quantity *q, int32_t scale)
+{
+    value v;
+    load(q, &v);
+    if (v.sign == 0)
+        return 0;
+    int exact;
+    round_up_value(&v, scale, &exact);
+    /* Now |q| / 10^scale is mag * 10^(v.scale - scale), an integer. */
+    int64_t up = v.scale - scale;
+    big limit;
+    big_set_u64(&limit, v.sign < 0 ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX);
+    if (up > 19 || big_mul_pow10(&v.mag, up) != 0 || big_cmp(&v.mag, &limit) > 0)
+        return v.sign < 0 ? INT64_MIN : INT64_MAX;
+    uint64_t m = (uint64_t)v.mag.w[0] | (uint64_t)v.mag.w[1] << 32;
+    return v.sign < 0 ? (int64_t)(0 - m) : (int64_t)m;
+}
+
+int64_t td_quantity_value(const td_quantity *q)
+{
+    return td_quantity_scaled_value(q, 0);
+}
+
+int64_t td_quantity_milli_value(const td_quantity *q)
+{
+    return td_quantity_scaled_value(q, -3);
+}
+
+double td_quantity_as_double(const td_quantity *q)
+{
+    value v;
+    load(q, &v);
+    if (v.sign == 0)
+        return 0.0;
+    char s[XW * 10 + 32];
+    size_t len = 0;
+    if (v.sign < 0)
+        s[len++] = '-';
+    len += big_to_dec(&v.mag, s + len);
+    snprintf(s + len, sizeof s - len, "e%lld", (long long)v.scale);
+    return strtod(s, NULL); /* correctly rounded; +-HUGE_VAL past the range */
+}
+
+td_qformat td_quantity_get_format(const td_quantity *q)
+{
+    return (td_qformat)q->format;
+}
+
+void td_quantity_neg(td_quantity *q)
+{
+    q->sign = (int8_t)-q->sign;
+}
+
+td_status td_quantity_mul(td_quantity *q, int64_t factor)
+{
+    value v;
+    load(q, &v);
+    uint64_t m = factor < 0 ? 0 - (uint64_t)factor : (uint64_t)factor;
+    if (m == 0 || v.sign == 0) {
+        td_quantity_zero(q, (td_qformat)q->format);
+        return TD_OK;
+    }
+    /* mag * m = mag * lo32 + (mag * hi32) << 32 */
+    big lo = v.mag, hi = v.mag;
+    if (big_mul_small(&lo, (uint32_t)m, 0) || big_mul_small(&hi, (uint32_t)(m >> 32), 0) ||
+        hi.w[XW - 1])
+        return TD_EINVAL;
+    memmove(hi.w + 1, hi.w, (XW - 1) * sizeof hi.w[0]);
+    hi.w[0] = 0;
+    if (big_add(&lo, &hi))
+        return TD_EINVAL;
+    v.mag = lo;
+    if (factor < 0)
+        v.sign = -v.sign;
+    return store(&v, q->format, q);
+}
+
+bool td_quantity_round_up(td_quantity *q, int32_t scale)
+{
+    value v;
+    load(q, &v);
+    int exact;
+    round_up_value(&v, scale, &exact);
+    (void)store(&v, q->format, q); /* rounding up to a coarser scale never grows past it */
+    return exact != 0;
+}

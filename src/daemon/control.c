@@ -1,0 +1,262 @@
+/* control.c - routing and handlers of the admin listener. */
+#include "daemon/control.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tenantd/admit.h"
+#include "tenantd/manifest.h"
+
+void td_control_init(td_control *c, td_config *cfg, td_store *store)
+{
+    atomic_init(&c->snapshot, cfg);
+    c->store = store;
+    c->ready = 1;
+}
+
+void td_control_fini(td_control *c)
+{
+    td_config_unref(atomic_exchange(&c->snapshot, NULL));
+}
+
+static void reply_text(td_http_response *resp, int status, const char *text)
+{
+    resp->status = status;
+    resp->content_type = "text/plain; charset=utf-8";
+    resp->body = strdup(text);
+    resp->body_len = resp->body ? strlen(resp->body) : 0;
+}
+
+static void reply_json(td_http_response *resp, int status, json_t *j)
+{
+    resp->status = status;
+    resp->content_type = "application/json";
+    resp->body = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    if (!resp->body) {
+        reply_text(resp, 500, "out of memory\n");
+        return;
+    }
+    resp->body_len = strlen(resp->body);
+    json_decref(j);
+}
+
+static void reply_error(td_http_response *resp, int status, const char *msg)
+{
+    reply_json(resp, status, json_pack("{s:s}", "error", msg));
+}
+
+static void handle_review(td_control *c, const td_http_request *req, td_http_response *resp,
+                          td_review_mode mode)
+{
+    json_error_t je;
+    json_t *in = json_loadb(req->body, req->body_len, 0, &je);
+    json_t *out = NULL;
+    int code = 0;
+    td_config *cfg = td_config_ref(atomic_load(&c->snapshot));
+    if (!in) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "request body is not JSON: line %d: %s", je.line, je.text);
+        out = json_pack("{s:s, s:s, s:{s:s, s:b, s:{s:i, s:s, s:s}}}", "apiVersion",
+                        "admission.k8s.io/v1", "kind", "AdmissionReview", "response", "uid", "",
+                        "allowed", 0, "status", "code", 400, "message", msg, "reason",
+                        "BadRequest");
+    } else if (td_admission_review(cfg, in, mode, NULL, &out, &code) != TD_OK) {
+        out = NULL;
+    }
+    td_config_unref(cfg);
+    json_decref(in);
+    if (!out) {
+        reply_text(resp, 500, "out of memory\n");
+        return;
+    }
+    reply_json(resp, 200, out);
+}
+
+/* Decodes %XX and '+' in place. */
+static void url_decode(char *s)
+{
+    char *o = s;
+    for (char *p = s; *p; p++) {
+        if (*p == '%' && p[1] && p[2]) {
+            char hex[3] = {p[1], p[2], 0};
+            char *end;
+            long v = strtol(hex, &end, 16);
+            if (*end == '\0') {
+                *o++ = (char)v;
+                p += 2;
+                continue;
+            }
+        }
+        *o++ = *p == '+' ? ' ' : *p;
+    }
+    *o = '\0';
+}
+
+/* Copies the value of query parameter key into out (decoded); 0 if absent. */
+static int query_param(const char *query, const char *key, char *out, size_t n)
+{
+    size_t klen = strlen(key);
+    const char *p = query;
+    while (p && *p) {
+        const char *amp = strchr(p, '&');
+        size_t len = amp ? (size_t)(amp - p) : strlen(p);
+        if (len > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+            size_t vlen = len - klen - 1;
+            if (vlen >= n)
+                vlen = n - 1;
+            memcpy(out, p + klen + 1, vlen);
+            out[vlen] = '\0';
+            url_decode(out);
+            return 1;
+        }
+        p = amp ? amp + 1 : NULL;
+    }
+    return 0;
+}
+
+static void handle_apply(td_control *c, const td_http_request *req, td_http_response *resp)
+{
+    const char *fname = td_http_header(req, "X-Tenantd-Filename");
+    char name[256];
+    snprintf(name, sizeof name, "%s", fname && *fname ? fname : "request");
+    td_err err;
+    td_manifest *m = NULL;
+    if (td_manifest_parse(name, req->body, req->body_len, &m, &err) != TD_OK) {
+        reply_error(resp, 400, err.msg);
+        return;
+    }
+    if (td_manifest_count(m) == 0) {
+        td_manifest_destroy(m);
+        reply_error(resp, 400, "nothing to apply: the body holds no object");
+        return;
+    }
+    td_config *cur = td_config_ref(atomic_load(&c->snapshot));
+    td_config_builder *b = NULL;
+    td_config *next = NULL;
+    json_t *result = json_array();
+    json_t **objs = calloc(td_manifest_count(m), sizeof *objs);
+    td_status st = objs && result ? td_config_builder_create(cur, &b, &err) : TD_ENOMEM;
+    for (size_t i = 0; st == TD_OK && i < td_manifest_count(m); i++) {
+        json_t *doc = td_manifest_doc(m, i);
+        st = td_config_builder_add(b, doc, m, &err);
+        if (st != TD_OK)
+            break;
+        td_object_id id = td_object_identity(doc);
+        json_t *old = td_config_get(cur, id.kind, id.namespace_, id.name);
+        const char *action = !old ? "created" : json_equal(old, doc) ? "unchanged" : "configured";
+        objs[i] = doc;
+        json_array_append_new(result, json_pack("{s:s, s:s, s:s, s:s}", "kind", id.kind,
+                                                "namespace", id.namespace_, "name", id.name,
+                                                "action", action));
+    }
+    if (st == TD_OK)
+        st = td_config_builder_finish(b, &next, &err);
+    if (st == TD_OK)
+        st = td_store_write(c->store, objs, td_manifest_count(m), NULL, 0, &err);
+    if (st == TD_OK) {
+        td_config *old = atomic_exchange(&c->snapshot, next);
+        td_config_unref(old);
+        next = NULL;
+        reply_json(resp, 200, json_pack("{s:O}", "applied", result));
+    } else if (st == TD_ENOMEM) {
+        reply_error(resp, 500, "out of memory");
+    } else {
+        reply_error(resp, st == TD_EIO ? 503 : 400, err.msg);
+    }
+    td_config_unref(next);
+    json_decref(result);
+    free(objs);
+    td_config_builder_destroy(b);
+    td_config_unref(cur);
+    td_manifest_destroy(m);
+}
+
+static void handle_objects(td_control *c, const td_http_request *req, td_http_response *resp)
+{
+    char kind_in[128] = "", ns[256] = "", name[256] = "";
+    query_param(req->query, "kind", kind_in, sizeof kind_in);
+    query_param(req->query, "namespace", ns, sizeof ns);
+    query_param(req->query, "name", name, sizeof name);
+    const char *kind = td_kind_canonical(kind_in);
+    if (!kind) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "unknown kind \"%s\"; give ?kind= one of tenantd's kinds",
+                 kind_in);
+        reply_error(resp, 400, msg);
+        return;
+    }
+    td_config *cur = td_config_ref(atomic_load(&c->snapshot));
+    if (strcmp(req->method, "GET") == 0) {
+        json_t *items = json_array();
+        json_t *const *list;
+        size_t n = td_config_list(cur, kind, *ns ? ns : NULL, &list);
+        for (size_t i = 0; i < n; i++)
+            if (!*name || strcmp(td_json_str(list[i], "metadata.name"), name) == 0)
+                json_array_append(items, list[i]);
+        if (*name && json_array_size(items) == 0) {
+            char msg[700];
+            snprintf(msg, sizeof msg, "%s %s%s%s not found", kind, ns, *ns ? "/" : "", name);
+            json_decref(items);
+            reply_error(resp, 404, msg);
+        } else {
+            reply_json(resp, 200, json_pack("{s:s, s:o}", "kind", kind, "items", items));
+        }
+        td_config_unref(cur);
+        return;
+    }
+    /* DELETE */
+    td_err err;
+    td_config_builder *b = NULL;
+    td_config *next = NULL;
+    td_status st = td_config_builder_create(cur, &b, &err);
+    if (st == TD_OK && !*name)
+        st = td_err_set(&err, TD_EINVAL, "give ?name= of the object to delete");
+    if (st == TD_OK)
+        st = td_config_builder_delete(b, kind, ns, name, &err);
+    if (st == TD_OK)
+        st = td_config_builder_finish(b, &next, &err);
+    if (st == TD_OK) {
+        td_object_id id = {kind, td_kind_namespaced(kind) ? ns : "", name};
+        st = td_store_write(c->store, NULL, 0, &id, 1, &err);
+    }
+    if (st == TD_OK) {
+        td_config_unref(atomic_exchange(&c->snapshot, next));
+        next = NULL;
+        reply_json(resp, 200, json_pack("{s:{s:s, s:s, s:s}}", "deleted", "kind", kind,
+                                        "namespace", td_kind_namespaced(kind) ? ns : "", "name",
+                                        name));
+    } else {
+        reply_error(resp, st == TD_ENOTFOUND ? 404 : st == TD_EIO ? 503 : 400, err.msg);
+    }
+    td_config_unref(next);
+    td_config_builder_destroy(b);
+    td_config_unref(cur);
+}
+
+void td_control_handle(const td_http_request *req, td_http_response *resp, void *user)
+{
+    td_control *c = user;
+    const char *m = req->method, *p = req->path;
+    int get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0;
+    if (strcmp(p, "/healthz") == 0 && get)
+        reply_text(resp, 200, "ok\n");
+    else if (strcmp(p, "/readyz") == 0 && get)
+        reply_text(resp, c->ready ? 200 : 503, c->ready ? "ok\n" : "not ready\n");
+    else if (strcmp(p, "/validate") == 0 && post)
+        handle_review(c, req, resp, TD_REVIEW_VALIDATE);
+    else if (strcmp(p, "/mutate") == 0 && post)
+        handle_review(c, req, resp, TD_REVIEW_MUTATE);
+    else if (strcmp(p, "/admit") == 0 && post)
+        handle_review(c, req, resp, TD_REVIEW_MUTATE_AND_VALIDATE);
+    else if (strcmp(p, "/v1/apply") == 0 && post)
+        handle_apply(c, req, resp);
+    else if (strcmp(p, "/v1/objects") == 0 && (get || strcmp(m, "DELETE") == 0))
+        handle_objects(c, req, resp);
+    else if (!strcmp(p, "/healthz") || !strcmp(p, "/readyz") || !strcmp(p, "/validate") ||
+             !strcmp(p, "/mutate") || !strcmp(p, "/admit") || !strcmp(p, "/v1/apply") ||
+             !strcmp(p, "/v1/objects"))
+        reply_error(resp, 405, "method not allowed");
+    else
+        reply_error(resp, 404, "no such endpoint; see the README's API section");
+}

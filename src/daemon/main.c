@@ -1,0 +1,214 @@
+/* main.c - tenantd, the daemon: loads its configuration and its store,
+ * and serves the admin listener (admission webhook and control API) on a
+ * libuv loop until SIGINT or SIGTERM. */
+#include <getopt.h>
+#include <openssl/ssl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "daemon/control.h"
+#include "tenantd/config.h"
+#include "tenantd/http.h"
+#include "tenantd/store.h"
+#include "tenantd/tls.h"
+
+#define MAX_BODY (3u << 20) /* kube-apiserver's own request limit */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tenantd --data DIR [--config PLATFORM.yaml]... [flags]\n\n"
+            "Serves tenantd's admission webhook (/validate, /mutate), health checks\n"
+            "(/healthz, /readyz) and control API (/v1/apply, /v1/objects) on the admin\n"
+            "listener, keeping applied objects in SQLite under DIR.\n\n"
+            "  -c, --config FILE        objects to load at start (repeatable); they are stored\n"
+            "                           and win over stored objects of the same name\n"
+            "  -d, --data DIR           data directory (created if missing), required\n"
+            "      --admin-listen ADDR  admin listener (default 127.0.0.1:8081; port 0 = any)\n"
+            "      --tls-cert FILE      serve HTTPS with this PEM certificate chain\n"
+            "      --tls-key FILE       and this PEM private key\n"
+            "      --tls-client-ca FILE require client certificates signed by this CA (mTLS)\n"
+            "      --port-file FILE     write the bound admin port to FILE once listening\n");
+}
+
+typedef struct {
+    uv_signal_t sigint, sigterm;
+    td_http_server *server;
+} daemon_state;
+
+static void on_server_stopped(void *arg)
+{
+    daemon_state *d = arg;
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    daemon_state *d = h->data;
+    fprintf(stderr, "tenantd: signal %d, shutting down\n", signum);
+    uv_signal_stop(&d->sigint);
+    uv_signal_stop(&d->sigterm);
+    if (d->server) {
+        td_http_server_stop(d->server, on_server_stopped, d);
+        d->server = NULL;
+    }
+}
+
+/* Stored objects, then the --config files over them; the files' objects are
+ * written back so that the store holds everything being served. */
+static td_status load_state(td_store *store, const char *const *configs, size_t n,
+                            td_config **out, td_err *err)
+{
+    td_config_builder *b = NULL;
+    td_status st = td_config_builder_create(NULL, &b, err);
+    if (st == TD_OK)
+        st = td_store_load(store, b, err);
+    json_t *objs = json_array();
+    td_manifest **ms = calloc(n ? n : 1, sizeof *ms);
+    if (!objs || !ms)
+        st = td_err_set(err, TD_ENOMEM, "out of memory");
+    for (size_t i = 0; st == TD_OK && i < n; i++) {
+        st = td_manifest_load_file(configs[i], &ms[i], err);
+        if (st == TD_OK)
+            st = td_config_builder_add_manifest(b, ms[i], err);
+        for (size_t k = 0; st == TD_OK && k < td_manifest_count(ms[i]); k++)
+            json_array_append(objs, td_manifest_doc(ms[i], k));
+    }
+    if (st == TD_OK)
+        st = td_config_builder_finish(b, out, err);
+    if (st == TD_OK && json_array_size(objs)) {
+        size_t k = json_array_size(objs);
+        json_t **arr = calloc(k, sizeof *arr);
+        for (size_t i = 0; arr && i < k; i++)
+            arr[i] = json_array_get(objs, i);
+        st = arr ? td_store_write(store, arr, k, NULL, 0, err) : TD_ENOMEM;
+        free(arr);
+        if (st != TD_OK) {
+            td_config_unref(*out);
+            *out = NULL;
+        }
+    }
+    for (size_t i = 0; ms && i < n; i++)
+        td_manifest_destroy(ms[i]);
+    free(ms);
+    json_decref(objs);
+    td_config_builder_destroy(b);
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE };
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"data", required_argument, NULL, 'd'},
+        {"admin-listen", required_argument, NULL, O_LISTEN},
+        {"tls-cert", required_argument, NULL, O_CERT},
+        {"tls-key", required_argument, NULL, O_KEY},
+        {"tls-client-ca", required_argument, NULL, O_CLIENT_CA},
+        {"port-file", required_argument, NULL, O_PORT_FILE},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *configs[64];
+    size_t nconfigs = 0;
+    const char *data = NULL, *listen = "127.0.0.1:8081", *cert = NULL, *key = NULL,
+               *client_ca = NULL, *port_file = NULL;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "c:d:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            if (nconfigs == sizeof configs / sizeof configs[0]) {
+                fprintf(stderr, "tenantd: too many --config files\n");
+                return 2;
+            }
+            configs[nconfigs++] = optarg;
+            break;
+        case 'd': data = optarg; break;
+        case O_LISTEN: listen = optarg; break;
+        case O_CERT: cert = optarg; break;
+        case O_KEY: key = optarg; break;
+        case O_CLIENT_CA: client_ca = optarg; break;
+        case O_PORT_FILE: port_file = optarg; break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            fprintf(stderr, "tenantd: unknown or incomplete flag \"%s\"\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!data || optind < argc) {
+        fprintf(stderr, "tenantd: %s\n", !data ? "--data DIR is required" : "unexpected argument");
+        usage(stderr);
+        return 2;
+    }
+    if (!cert != !key) {
+        fprintf(stderr, "tenantd: --tls-cert and --tls-key go together\n");
+        return 2;
+    }
+    td_err err;
+    SSL_CTX *tls = NULL;
+    if (cert && td_tls_server_ctx(cert, key, client_ca, &tls, &err) != TD_OK) {
+        fprintf(stderr, "tenantd: %s\n", err.msg);
+        return 2;
+    }
+    td_store *store = NULL;
+    if (td_store_open(data, &store, &err) != TD_OK) {
+        fprintf(stderr, "tenantd: %s\n", err.msg);
+        SSL_CTX_free(tls);
+        return 1;
+    }
+    td_config *cfg = NULL;
+    td_status st = load_state(store, configs, nconfigs, &cfg, &err);
+    if (st != TD_OK) {
+        fprintf(stderr, "tenantd: %s\n", err.msg);
+        td_store_close(store);
+        SSL_CTX_free(tls);
+        return st == TD_EINVAL ? 2 : 1;
+    }
+    td_control control;
+    td_control_init(&control, cfg, store);
+
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    daemon_state d = {0};
+    if (td_http_server_start(&loop, listen, tls, MAX_BODY, td_control_handle, &control, &d.server,
+                             &err) != TD_OK) {
+        fprintf(stderr, "tenantd: %s\n", err.msg);
+        SSL_CTX_free(tls);
+        td_control_fini(&control);
+        td_store_close(store);
+        uv_loop_close(&loop);
+        return 1;
+    }
+    SSL_CTX_free(tls); /* the server holds its own reference */
+    int port = td_http_server_port(d.server);
+    json_t *const *all;
+    fprintf(stderr, "tenantd: %zu objects loaded; admin listener on %s://%s (port %d)\n",
+            td_config_all(cfg, &all), cert ? "https" : "http", listen, port);
+    if (port_file) {
+        /* Written aside and renamed, so a reader never sees half a number. */
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0 || rename(tmp, port_file) < 0)
+            fprintf(stderr, "tenantd: cannot write --port-file %s\n", port_file);
+    }
+    uv_signal_init(&loop, &d.sigint);
+    uv_signal_init(&loop, &d.sigterm);
+    d.sigint.data = d.sigterm.data = &d;
+    uv_signal_start(&d.sigint, on_signal, SIGINT);
+    uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    td_control_fini(&control);
+    td_store_close(store);
+    fprintf(stderr, "tenantd: stopped\n");
+    return 0;
+}

@@ -1,0 +1,115 @@
+/* http_internal.h - the socket-free parts of tenantd's HTTP stack, shared by
+ * http_server.c, http_client.c, tls.c, the unit tests and the fuzzer: a
+ * bounded byte buffer, one connection's HTTP/1.1 request processing (bytes
+ * in, response bytes out), and a TLS engine over OpenSSL memory BIOs. */
+#ifndef TENANTD_HTTP_INTERNAL_H
+#define TENANTD_HTTP_INTERNAL_H
+
+#include <http_parser.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "tenantd/http.h"
+#include "tenantd/status.h"
+
+/* ---- bounded growable buffer ---- */
+
+typedef struct {
+    char *p; /* NULL until the first append; always NUL-terminated after */
+    size_t len;
+    size_t cap;
+    size_t max; /* appends that would pass max fail */
+} td__buf;
+
+/* An empty buffer that will refuse to grow past max bytes. */
+void td__buf_init(td__buf *b, size_t max);
+void td__buf_fini(td__buf *b);
+/* Appends n bytes of d. TD_OK; TD_EQUOTA if len + n > max; TD_ENOMEM. On
+ * failure b is unchanged. */
+td_status td__buf_append(td__buf *b, const void *d, size_t n);
+td_status td__buf_printf(td__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hands the bytes to the caller (free them) and leaves b empty. */
+char *td__buf_take(td__buf *b, size_t *len);
+
+/* ---- one connection's HTTP/1.1 request processing ---- */
+
+typedef struct {
+    size_t name_off, value_off; /* into hdr */
+} td__hdr_ix;
+
+/* Private to http_server.c; here so that callers can embed it. */
+typedef struct {
+    http_parser parser;
+    size_t max_body;
+    td_http_handler handler;
+    void *user;
+
+    td__buf url;
+    td__buf hdr; /* "name\0value\0" for every header field */
+    td__hdr_ix *ix;
+    size_t n_ix, cap_ix;
+    td__buf body;
+    size_t header_bytes;
+    int in_value;     /* the last header callback was for a value */
+    int headers_done; /* header callbacks now are trailers, ignored */
+    int err_status;   /* 4xx/5xx our callbacks chose when they failed */
+
+    int stop;        /* process no more requests (closing or closed) */
+    int close_after; /* close the connection once out has been written */
+
+    td__buf out; /* response bytes not yet handed to the transport */
+    time_t date_sec;
+    char date[40];
+} td__http_conn;
+
+/* Prepares c for a new connection. Borrows handler and user. */
+void td__http_conn_init(td__http_conn *c, size_t max_body, td_http_handler h, void *user);
+void td__http_conn_fini(td__http_conn *c);
+
+/* Processes n bytes a client sent, calling the handler for each complete
+ * request and appending the responses to c->out. After it returns, the
+ * caller writes out c->out; if c->close_after, it then closes the
+ * connection, and it feeds no more bytes once c->stop is set. Errors in the
+ * input become 4xx responses, never failures of this call. */
+void td__http_conn_feed(td__http_conn *c, const char *data, size_t n);
+
+/* Runs one connection's worth of input through a fresh td__http_conn, as
+ * the pieces arrived (n_pieces buffers), and returns everything the server
+ * would write in *out (malloc'd, caller frees, NUL-terminated) and whether
+ * it would then close. For tests and the fuzzer. */
+td_status td__http_serve_pieces(const char *const *pieces, const size_t *lens, size_t n_pieces,
+                                size_t max_body, td_http_handler h, void *user, char **out,
+                                size_t *out_len, int *closes);
+
+/* ---- TLS over memory BIOs ---- */
+
+typedef struct td__tls td__tls;
+
+/* A TLS endpoint for one connection, server side if is_server. Takes a
+ * reference on ctx. Ciphertext from the network goes in with
+ * td__tls_feed; ciphertext for the network comes out of td__tls_out. */
+td_status td__tls_create(SSL_CTX *ctx, int is_server, td__tls **out, td_err *err);
+void td__tls_destroy(td__tls *t);
+struct ssl_st *td__tls_ssl(td__tls *t);
+/* Hands n bytes received from the peer to OpenSSL. TD_OK or TD_ENOMEM. */
+td_status td__tls_feed(td__tls *t, const char *data, size_t n);
+/* Advances the handshake. TD_OK once complete; TD_EAGAIN if it needs more
+ * input (first write out what td__tls_out has); TD_EIO if it failed, with
+ * the reason in err (and an alert may be waiting in td__tls_out). */
+td_status td__tls_handshake(td__tls *t, td_err *err);
+int td__tls_handshake_done(const td__tls *t);
+/* Decrypts into buf. TD_OK with *n > 0 bytes, or *n == 0 when the peer
+ * sent close_notify; TD_EAGAIN when it needs more input; TD_EIO on error. */
+td_status td__tls_read(td__tls *t, char *buf, size_t cap, size_t *n, td_err *err);
+/* Encrypts all n bytes into the output. TD_OK; TD_EIO on error. */
+td_status td__tls_write(td__tls *t, const char *data, size_t n, td_err *err);
+/* Queues close_notify. */
+void td__tls_shutdown(td__tls *t);
+/* Bytes waiting to be sent to the peer. */
+size_t td__tls_out_pending(const td__tls *t);
+/* Moves up to cap waiting bytes into buf; returns how many. */
+size_t td__tls_out(td__tls *t, char *buf, size_t cap);
+/* Describes the last OpenSSL error on this thread (and clears the queue). */
+const char *td__tls_last_error(char *buf, size_t n);
+
+#endif

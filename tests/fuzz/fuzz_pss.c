@@ -1,0 +1,33 @@
+/* fuzz_pss.c - libFuzzer target for td_pss_check: any bytes that jansson
+ * accepts as JSON are checked at every level; nothing may crash, leak or
+ * leave a message that is not NUL-terminated within td_err. */
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tenantd/pss.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const td_pss_level levels[] = {TD_PSS_PRIVILEGED, TD_PSS_BASELINE, TD_PSS_RESTRICTED};
+    json_t *pod = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
+    size_t i;
+
+    if (!pod)
+        return 0;
+    for (i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        td_err err;
+        td_status st;
+        memset(err.msg, 'x', sizeof err.msg);
+        st = td_pss_check(pod, levels[i], &err);
+        if (st != TD_OK)
+            assert(memchr(err.msg, '\0', sizeof err.msg) != NULL);
+        assert(st == TD_OK || st == TD_EFORBIDDEN || st == TD_EINVAL || st == TD_ENOMEM);
+        assert(td_pss_check(pod, levels[i], NULL) == st);
+    }
+    json_decref(pod);
+    return 0;
+}

@@ -1,0 +1,105 @@
+/* fuzz_quota.c - libFuzzer target for the pod resource admission path: any
+ * bytes jansson accepts as JSON go through request defaulting, LimitRange
+ * defaulting and validation, and the quota check (status.used and used-pod
+ * modes, the input also standing in as a used pod) against a fixed
+ * LimitRange and ResourceQuotas. Nothing may crash or leak, and every
+ * failure leaves a NUL-terminated message. */
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tenantd/limitrange.h"
+#include "tenantd/podres.h"
+#include "tenantd/quota.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char limitrange_json[] =
+    "{\"metadata\":{\"name\":\"lr\"},\"spec\":{\"limits\":["
+    "{\"type\":\"Pod\",\"max\":{\"cpu\":\"4\",\"memory\":\"8Gi\"},\"min\":{\"cpu\":\"10m\"},"
+    "\"maxLimitRequestRatio\":{\"memory\":\"2\"}},"
+    "{\"type\":\"Container\",\"max\":{\"cpu\":\"2\",\"memory\":\"4Gi\"},"
+    "\"min\":{\"cpu\":\"1m\",\"memory\":\"1Mi\"},\"default\":{\"cpu\":\"500m\",\"memory\":\"512Mi\"},"
+    "\"defaultRequest\":{\"cpu\":\"100m\",\"memory\":\"128Mi\"},"
+    "\"maxLimitRequestRatio\":{\"cpu\":\"10\"}}]}}";
+
+static const char quotas_json[] =
+    "[{\"metadata\":{\"name\":\"compute\"},\"spec\":{\"hard\":{\"requests.cpu\":\"8\","
+    "\"limits.memory\":\"16Gi\",\"pods\":\"10\",\"count/pods\":\"20\","
+    "\"requests.nvidia.com/gpu\":\"2\",\"requests.ephemeral-storage\":\"10Gi\","
+    "\"hugepages-2Mi\":\"1Gi\"}},"
+    "\"status\":{\"hard\":{\"requests.cpu\":\"8\",\"limits.memory\":\"16Gi\",\"pods\":\"10\","
+    "\"count/pods\":\"20\",\"requests.nvidia.com/gpu\":\"2\",\"requests.ephemeral-storage\":\"10Gi\","
+    "\"hugepages-2Mi\":\"1Gi\"},"
+    "\"used\":{\"requests.cpu\":\"7500m\",\"limits.memory\":\"15Gi\",\"pods\":\"9\","
+    "\"count/pods\":\"19\",\"requests.nvidia.com/gpu\":\"1\",\"requests.ephemeral-storage\":\"0\","
+    "\"hugepages-2Mi\":\"0\"}}},"
+    "{\"metadata\":{\"name\":\"besteffort\"},\"spec\":{\"scopes\":[\"BestEffort\"],"
+    "\"hard\":{\"pods\":\"1\"}},\"status\":{\"hard\":{\"pods\":\"1\"},\"used\":{\"pods\":\"0\"}}},"
+    "{\"metadata\":{\"name\":\"prio\"},\"spec\":{\"scopeSelector\":{\"matchExpressions\":["
+    "{\"scopeName\":\"PriorityClass\",\"operator\":\"In\",\"values\":[\"high\"]},"
+    "{\"scopeName\":\"Terminating\",\"operator\":\"Exists\"}]},"
+    "\"hard\":{\"cpu\":\"1\",\"memory\":\"1Gi\"}},"
+    "\"status\":{\"hard\":{\"cpu\":\"1\",\"memory\":\"1Gi\"},\"used\":{\"cpu\":\"0\",\"memory\":\"0\"}}}]";
+
+static void check_err(td_status st, const td_err *err)
+{
+    if (st != TD_OK)
+        assert(memchr(err->msg, '\0', sizeof err->msg) != NULL);
+    assert(st == TD_OK || st == TD_EFORBIDDEN || st == TD_EINVAL || st == TD_ENOMEM);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    json_t *pod = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
+    json_t *lr = json_loads(limitrange_json, 0, NULL);
+    json_t *quotas = json_loads(quotas_json, 0, NULL);
+    json_t *qobjs[3];
+    json_t *used[2];
+    td_resources req, lim;
+    td_err err;
+    td_status st;
+    size_t i;
+
+    assert(lr != NULL && quotas != NULL && json_array_size(quotas) == 3);
+    for (i = 0; i < 3; i++)
+        qobjs[i] = json_array_get(quotas, i);
+    if (pod == NULL)
+        goto out;
+
+    td_resources_init(&req);
+    td_resources_init(&lim);
+    memset(err.msg, 'x', sizeof err.msg);
+    st = td_pod_requests_limits(pod, &req, &lim, &err);
+    check_err(st, &err);
+    td_resources_fini(&req);
+    td_resources_fini(&lim);
+
+    /* The input as an existing pod in the namespace. */
+    used[0] = pod;
+    used[1] = pod;
+    memset(err.msg, 'x', sizeof err.msg);
+    st = td_quota_check(pod, qobjs, 3, used, 2, &err);
+    check_err(st, &err);
+
+    memset(err.msg, 'x', sizeof err.msg);
+    st = td_pod_default_requests(pod, &err);
+    check_err(st, &err);
+    memset(err.msg, 'x', sizeof err.msg);
+    st = td_limitrange_default(pod, &lr, 1, &err);
+    check_err(st, &err);
+    memset(err.msg, 'x', sizeof err.msg);
+    st = td_limitrange_validate(pod, &lr, 1, &err);
+    check_err(st, &err);
+    assert(td_limitrange_validate(pod, &lr, 1, NULL) == st);
+    memset(err.msg, 'x', sizeof err.msg);
+    st = td_quota_check(pod, qobjs, 3, NULL, 0, &err);
+    check_err(st, &err);
+    assert(td_quota_check(pod, qobjs, 3, NULL, 0, NULL) == st);
+    json_decref(pod);
+out:
+    json_decref(lr);
+    json_decref(quotas);
+    return 0;
+}

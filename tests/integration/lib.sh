@@ -1,0 +1,77 @@
+# lib.sh - shared helpers of the integration tests: checks that count, a
+# temp dir removed on exit, and starting the real tenantd on a free port.
+set -u
+TD_BIN=${TD_BIN:-$(cd "$(dirname "$0")/../.." && pwd)/build}
+TD_SOURCE_DIR=${TD_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+TENANTCTL="$TD_BIN/tenantctl"
+TENANTD="$TD_BIN/tenantd"
+EX="$TD_SOURCE_DIR/examples"
+PASS=0
+FAIL=0
+TMP=$(mktemp -d)
+PIDS=()
+
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+ok() { PASS=$((PASS + 1)); echo "ok - $*"; }
+not_ok() { FAIL=$((FAIL + 1)); echo "not ok - $*"; }
+
+# expect_rc NAME WANT CMD... : runs CMD, output to $TMP/out and $TMP/err.
+expect_rc() {
+    local name=$1 want=$2
+    shift 2
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    local rc=$?
+    if [ "$rc" -eq "$want" ]; then ok "$name (exit $rc)"; else
+        not_ok "$name: exit $rc, want $want"; sed 's/^/    out: /' "$TMP/out" | head -20
+        sed 's/^/    err: /' "$TMP/err" | head -20
+    fi
+}
+
+# expect_grep NAME FILE PATTERN : FILE contains the fixed string PATTERN.
+expect_grep() {
+    if grep -qF -- "$3" "$2"; then ok "$1"; else
+        not_ok "$1: '$3' not in $2"; sed 's/^/    /' "$2" | head -20
+    fi
+}
+
+expect_no_grep() {
+    if grep -qF -- "$3" "$2"; then not_ok "$1: '$3' unexpectedly in $2"; else ok "$1"; fi
+}
+
+# start_tenantd DATA_DIR [ARGS...] : starts tenantd on 127.0.0.1:0, sets
+# TD_PORT and TD_PID; fails the test if it is not listening within 10 s.
+start_tenantd() {
+    local data=$1
+    shift
+    rm -f "$TMP/port"
+    "$TENANTD" --data "$data" --admin-listen 127.0.0.1:0 --port-file "$TMP/port" "$@" \
+        2>>"$TMP/tenantd.log" &
+    TD_PID=$!
+    PIDS+=("$TD_PID")
+    for _ in $(seq 1 100); do
+        [ -s "$TMP/port" ] && break
+        kill -0 "$TD_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ ! -s "$TMP/port" ]; then
+        not_ok "tenantd did not start"; cat "$TMP/tenantd.log"; return 1
+    fi
+    TD_PORT=$(cat "$TMP/port")
+}
+
+stop_tenantd() {
+    kill "$TD_PID" 2>/dev/null
+    wait "$TD_PID" 2>/dev/null
+    local rc=$?
+    if [ "$rc" -eq 0 ]; then ok "tenantd stops cleanly on SIGTERM"; else not_ok "tenantd exit $rc on SIGTERM"; cat "$TMP/tenantd.log"; fi
+}
+
+finish() {
+    echo "$PASS passed, $FAIL failed"
+    [ "$FAIL" -eq 0 ]
+}

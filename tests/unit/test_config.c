@@ -1,0 +1,168 @@
+/* test_config.c - snapshot building: every kind validated with a message
+ * that names file, line, object and field; a failed add changes nothing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "tenantd/config.h"
+
+static const char *const base_yaml =
+    "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n"
+    "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t}\n"
+    "spec: {namespaces: [a]}\n";
+
+static const struct {
+    const char *name;
+    const char *yaml;
+    td_status st;
+    const char *msg; /* substring of the error */
+} rows[] = {
+    {"valid quota", "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: a}\n"
+                    "spec: {hard: {requests.cpu: '2', pods: 10}}\n",
+     TD_OK, NULL},
+    {"bad quantity", "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: a}\n"
+                     "spec:\n  hard:\n    cpu: 2x\n",
+     TD_EINVAL, "c.yaml:6: ResourceQuota a/q: spec.hard.cpu: \"2x\" is not a quantity"},
+    {"negative quantity", "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: a}\n"
+                          "spec:\n  hard:\n    cpu: '-1'\n",
+     TD_EINVAL, "must not be negative"},
+    {"unknown kind", "apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n", TD_EINVAL,
+     "c.yaml:2: object: kind: unknown kind \"Gadget\""},
+    {"wrong apiVersion", "apiVersion: v1\nkind: Tenant\nmetadata: {name: g}\nspec: {}\n",
+     TD_EINVAL, "apiVersion: \"v1\" is not served for Tenant"},
+    {"missing name", "apiVersion: v1\nkind: Namespace\nmetadata: {labels: {a: b}}\n", TD_EINVAL,
+     "metadata.name: required"},
+    {"bad name", "apiVersion: v1\nkind: Namespace\nmetadata: {name: Team_A}\n", TD_EINVAL,
+     "is not a valid name"},
+    {"namespaced kind needs namespace",
+     "apiVersion: v1\nkind: LimitRange\nmetadata: {name: l}\nspec: {limits: []}\n", TD_EINVAL,
+     "metadata.namespace: required for a LimitRange"},
+    {"label values are strings", "apiVersion: v1\nkind: Namespace\nmetadata: {name: b, labels: {x: 1}}\n",
+     TD_EINVAL, "metadata.labels: value of \"x\" must be a string"},
+    {"limitrange default on Pod type",
+     "apiVersion: v1\nkind: LimitRange\nmetadata: {name: l, namespace: a}\n"
+     "spec: {limits: [{type: Pod, default: {cpu: '1'}}]}\n",
+     TD_EINVAL, "default and defaultRequest may only be set for type Container"},
+    {"scope selector In needs values",
+     "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: a}\n"
+     "spec: {scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In}]}}\n",
+     TD_EINVAL, "must be at least one value"},
+    {"tenant unknown field", "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: u}\n"
+                             "spec:\n  namespacez: [a]\n",
+     TD_EINVAL, "c.yaml:5: Tenant u: spec: unknown field \"namespacez\""},
+    {"tenant bad key hash", "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: u}\n"
+                            "spec: {apiKeys: [{sha256: abc}]}\n",
+     TD_EINVAL, "sha256 must be 64 hex digits"},
+    {"tenant bad rate period",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: u}\n"
+     "spec: {gateway: {rate: {cost: 10, per: soon}}}\n",
+     TD_EINVAL, "spec.gateway.rate.per: must be a duration"},
+    {"namespace owned twice", "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: u}\n"
+                              "spec: {namespaces: [a]}\n",
+     TD_EINVAL, "namespace \"a\" already belongs to tenant"},
+    {"nodepool bad effect",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: NodePool\nmetadata: {name: p}\n"
+     "spec: {taint: {key: k, effect: Sometimes}}\n",
+     TD_EINVAL, "spec.taint.effect: must be NoSchedule"},
+    {"route without prefix", "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+                             "spec: {match: {}, upstream: {address: '127.0.0.1:1'}}\n",
+     TD_EINVAL, "spec.match.pathPrefix: required"},
+    {"two global default priority classes",
+     "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: p1}\nvalue: 1\n"
+     "globalDefault: true\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+     "metadata: {name: p2}\nvalue: 2\nglobalDefault: true\n",
+     TD_EINVAL, "only one may be"},
+    {"kueue v1beta2 accepted",
+     "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec: {}\n",
+     TD_OK, NULL},
+};
+
+static void test_rows(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        td_err err = {{0}};
+        td_manifest *base = NULL, *m = NULL;
+        assert_int_equal(td_manifest_parse("base.yaml", base_yaml, strlen(base_yaml), &base, &err),
+                         TD_OK);
+        td_config_builder *b = NULL;
+        assert_int_equal(td_config_builder_create(NULL, &b, &err), TD_OK);
+        assert_int_equal(td_config_builder_add_manifest(b, base, &err), TD_OK);
+        td_status st = td_manifest_parse("c.yaml", rows[i].yaml, strlen(rows[i].yaml), &m, &err);
+        if (st == TD_OK)
+            st = td_config_builder_add_manifest(b, m, &err);
+        td_config *c = NULL;
+        if (st == TD_OK)
+            st = td_config_builder_finish(b, &c, &err);
+        if (st != rows[i].st)
+            fail_msg("%s: status %d, want %d (%s)", rows[i].name, st, rows[i].st, err.msg);
+        if (rows[i].msg && !strstr(err.msg, rows[i].msg))
+            fail_msg("%s: message \"%s\" lacks \"%s\"", rows[i].name, err.msg, rows[i].msg);
+        td_config_unref(c);
+        td_config_builder_destroy(b);
+        td_manifest_destroy(m);
+        td_manifest_destroy(base);
+    }
+}
+
+static void test_lookup_and_snapshots(void **state)
+{
+    (void)state;
+    const char *y = "apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n---\n"
+                    "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q2, namespace: b}\n"
+                    "spec: {hard: {pods: '1'}}\n---\n"
+                    "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q1, namespace: b}\n"
+                    "spec: {hard: {pods: '2'}}\n---\n"
+                    "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q0, namespace: a}\n"
+                    "spec: {hard: {pods: '3'}}\n---\n"
+                    "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: tb}\n"
+                    "spec: {namespaces: [b]}\n";
+    td_manifest *m = NULL;
+    td_err err;
+    assert_int_equal(td_manifest_parse("l.yaml", y, strlen(y), &m, &err), TD_OK);
+    td_config_builder *b = NULL;
+    td_config *c1 = NULL, *c2 = NULL;
+    assert_int_equal(td_config_builder_create(NULL, &b, &err), TD_OK);
+    assert_int_equal(td_config_builder_add_manifest(b, m, &err), TD_OK);
+    assert_int_equal(td_config_builder_finish(b, &c1, &err), TD_OK);
+    td_config_builder_destroy(b);
+
+    json_t *const *list;
+    assert_int_equal(td_config_list(c1, "ResourceQuota", "b", &list), 2);
+    assert_string_equal(td_json_str(list[0], "metadata.name"), "q1"); /* sorted */
+    assert_string_equal(td_json_str(list[1], "metadata.name"), "q2");
+    assert_int_equal(td_config_list(c1, "ResourceQuota", NULL, &list), 3);
+    assert_int_equal(td_config_list(c1, "LimitRange", "b", &list), 0);
+    assert_non_null(td_config_get(c1, "ResourceQuota", "a", "q0"));
+    assert_null(td_config_get(c1, "ResourceQuota", "b", "q0"));
+    assert_string_equal(td_json_str(td_config_tenant_for_namespace(c1, "b"), "metadata.name"),
+                        "tb");
+    assert_null(td_config_tenant_for_namespace(c1, "zzz"));
+    assert_string_equal(td_kind_canonical("quota"), "ResourceQuota");
+    assert_string_equal(td_kind_canonical("NAMESPACES"), "Namespace");
+    assert_null(td_kind_canonical("widgets"));
+
+    /* A new snapshot from the old one; the old is unchanged. */
+    assert_int_equal(td_config_builder_create(c1, &b, &err), TD_OK);
+    assert_int_equal(td_config_builder_delete(b, "quota", "b", "q1", &err), TD_OK);
+    assert_int_equal(td_config_builder_delete(b, "quota", "b", "q1", &err), TD_ENOTFOUND);
+    assert_int_equal(td_config_builder_finish(b, &c2, &err), TD_OK);
+    td_config_builder_destroy(b);
+    assert_int_equal(td_config_list(c2, "ResourceQuota", "b", &list), 1);
+    assert_int_equal(td_config_list(c1, "ResourceQuota", "b", &list), 2);
+    td_config_unref(c1);
+    td_config_unref(c2);
+    td_manifest_destroy(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_lookup_and_snapshots),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,388 @@
+/* test_limitrange.c - LimitRanger for pods against Kubernetes' own cases,
+ * ported from plugin/pkg/admission/limitranger/admission_test.go:
+ *   TestPodLimitFunc (every success and error case, with the message the
+ *     plugin produces, which the Go test does not pin down),
+ *   TestPodLimitFuncApplyDefault, TestMergePodResourceRequirements,
+ *   TestDefaultContainerResourceRequirements, TestLimitRangerAdmitPod,
+ * plus sidecar, aggregate and malformed-input rows of ours.
+ * TestLimitRangerIgnoresSubresource has no counterpart: the API takes no
+ * subresource (the caller admits pod creates only).
+ * JSON is written with ' for ". Each table loop reports every failing row,
+ * then fails once. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tenantd/limitrange.h"
+#include "tenantd/podres.h"
+
+static json_t *J(const char *s)
+{
+    char *copy = strdup(s);
+    json_t *v;
+    json_error_t e;
+
+    for (char *p = copy; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    v = json_loads(copy, 0, &e);
+    if (v == NULL)
+        fail_msg("bad test JSON (%s): %s", e.text, copy);
+    free(copy);
+    return v;
+}
+
+/* admission_test.go's helpers, as JSON. */
+#define CPU(x) "'cpu':'" x "'"
+#define MEM(x) "'memory':'" x "'"
+#define CM(c, m) CPU(c) "," MEM(m)
+#define CTR(name, req, lim)                                                                      \
+    "{'name':'" name "','image':'foo:V','resources':{'requests':{" req "},'limits':{" lim "}}}"
+#define SIDECAR(name, req, lim)                                                                  \
+    "{'name':'" name "','restartPolicy':'Always','resources':{'requests':{" req                 \
+    "},'limits':{" lim "}}}"
+#define POD(name, ctrs) "{'metadata':{'name':'" name "','namespace':'test'},'spec':{'containers':[" ctrs "]}}"
+#define PODI(name, ctrs, inits)                                                                  \
+    "{'metadata':{'name':'" name "','namespace':'test'},'spec':{'containers':[" ctrs             \
+    "],'initContainers':[" inits "]}}"
+#define POD1(name, req, lim) POD(name, CTR("foo-0", req, lim))
+#define POD2(name, req, lim) POD(name, CTR("foo-0", req, lim) "," CTR("foo-1", req, lim))
+#define POD3(name, req, lim)                                                                     \
+    POD(name, CTR("foo-0", req, lim) "," CTR("foo-1", req, lim) "," CTR("foo-2", req, lim))
+#define ITEM(type, min, max, def, defreq, ratio)                                                 \
+    "{'type':'" type "','min':{" min "},'max':{" max "},'default':{" def                         \
+    "},'defaultRequest':{" defreq "},'maxLimitRequestRatio':{" ratio "}}"
+/* createLimitRange(type, min, max, default, defaultRequest, ratio) */
+#define LR(type, min, max, def, defreq, ratio)                                                   \
+    "[{'metadata':{'name':'abc','namespace':'test'},'spec':{'limits':[" ITEM(                  \
+        type, min, max, def, defreq, ratio) "]}}]"
+#define CTRLR(min, max, ratio) LR("Container", min, max, "", "", ratio)
+#define PODLR(min, max, ratio) LR("Pod", min, max, "", "", ratio)
+/* validLimitRange() and validLimitRangeNoDefaults() */
+#define VALID_LR                                                                                 \
+    "[{'metadata':{'name':'abc','namespace':'test'},'spec':{'limits':["                        \
+    "{'type':'Pod','max':{" CM("200m", "4Gi") "},'min':{" CM("50m", "2Mi") "}},"                 \
+    "{'type':'Container','max':{" CM("100m", "2Gi") "},'min':{" CM("25m", "1Mi") "},"            \
+    "'default':{" CM("75m", "10Mi") "},'defaultRequest':{" CM("50m", "5Mi") "}}]}}]"
+#define VALID_LR_NO_DEFAULTS                                                                     \
+    "[{'metadata':{'name':'abc','namespace':'test'},'spec':{'limits':["                        \
+    "{'type':'Pod','max':{" CM("200m", "4Gi") "},'min':{" CM("50m", "2Mi") "}},"                 \
+    "{'type':'Container','max':{" CM("100m", "2Gi") "},'min':{" CM("25m", "1Mi") "}}]}}]"
+
+/* Runs both halves, as the API server does: Admit (defaults), Validate. */
+static const struct {
+    const char *name;
+    const char *pod;
+    const char *limitranges; /* a JSON array */
+    td_status st;
+    const char *msg;
+} admit_rows[] = {
+    /* TestPodLimitFunc successCases */
+    {"ctr-min-cpu-request", POD1("ctr-min-cpu-request", CPU("100m"), ""), CTRLR(CPU("50m"), "", ""), TD_OK, ""},
+    {"ctr-min-cpu-request-limit", POD1("ctr-min-cpu-request-limit", CPU("100m"), CPU("200m")), CTRLR(CPU("50m"), "", ""), TD_OK, ""},
+    {"ctr-min-memory-request", POD1("ctr-min-memory-request", MEM("60Mi"), ""), CTRLR(MEM("50Mi"), "", ""), TD_OK, ""},
+    {"ctr-min-memory-request-limit", POD1("ctr-min-memory-request-limit", MEM("60Mi"), MEM("100Mi")), CTRLR(MEM("50Mi"), "", ""), TD_OK, ""},
+    {"ctr-max-cpu-request-limit", POD1("ctr-max-cpu-request-limit", CPU("500m"), CPU("1")), CTRLR("", CPU("2"), ""), TD_OK, ""},
+    {"ctr-max-cpu-limit", POD1("ctr-max-cpu-limit", "", CPU("1")), CTRLR("", CPU("2"), ""), TD_OK, ""},
+    {"ctr-max-mem-request-limit", POD1("ctr-max-mem-request-limit", MEM("250Mi"), MEM("500Mi")), CTRLR("", MEM("1Gi"), ""), TD_OK, ""},
+    {"ctr-max-cpu-ratio", POD1("ctr-max-cpu-ratio", CPU("500m"), CPU("750m")), CTRLR("", "", CPU("1.5")), TD_OK, ""},
+    {"ctr-max-mem-limit", POD1("ctr-max-mem-limit", "", MEM("500Mi")), CTRLR("", MEM("1Gi"), ""), TD_OK, ""},
+    {"pod-min-cpu-request", POD2("pod-min-cpu-request", CPU("75m"), ""), PODLR(CPU("100m"), "", ""), TD_OK, ""},
+    {"pod-min-cpu-request-limit", POD2("pod-min-cpu-request-limit", CPU("75m"), CPU("200m")), PODLR(CPU("100m"), "", ""), TD_OK, ""},
+    {"pod-min-memory-request", POD2("pod-min-memory-request", MEM("60Mi"), ""), PODLR(MEM("100Mi"), "", ""), TD_OK, ""},
+    {"pod-min-memory-request-limit", POD2("pod-min-memory-request-limit", MEM("60Mi"), MEM("100Mi")), PODLR(MEM("100Mi"), "", ""), TD_OK, ""},
+    {"pod-init-min-memory-request",
+     PODI("pod-init-min-memory-request", CTR("foo-0", MEM("60Mi"), "") "," CTR("foo-1", MEM("60Mi"), ""), CTR("foo-0", MEM("100Mi"), "")),
+     PODLR(MEM("100Mi"), "", ""), TD_OK, ""},
+    {"pod-init-min-memory-request-limit",
+     PODI("pod-init-min-memory-request-limit", CTR("foo-0", MEM("60Mi"), MEM("100Mi")) "," CTR("foo-1", MEM("60Mi"), MEM("100Mi")), CTR("foo-0", MEM("80Mi"), MEM("100Mi"))),
+     PODLR(MEM("100Mi"), "", ""), TD_OK, ""},
+    {"pod-max-cpu-request-limit", POD2("pod-max-cpu-request-limit", CPU("500m"), CPU("1")), PODLR("", CPU("2"), ""), TD_OK, ""},
+    {"pod-max-cpu-limit", POD2("pod-max-cpu-limit", "", CPU("1")), PODLR("", CPU("2"), ""), TD_OK, ""},
+    {"pod-init-max-cpu-request-limit",
+     PODI("pod-init-max-cpu-request-limit", CTR("foo-0", CPU("500m"), CPU("1")) "," CTR("foo-1", CPU("500m"), CPU("1")),
+          CTR("foo-0", CPU("1"), CPU("2")) "," CTR("foo-1", CPU("1"), CPU("1"))),
+     PODLR("", CPU("2"), ""), TD_OK, ""},
+    {"pod-init-max-cpu-limit",
+     PODI("pod-init-max-cpu-limit", CTR("foo-0", "", CPU("1")) "," CTR("foo-1", "", CPU("1")),
+          CTR("foo-0", "", CPU("2")) "," CTR("foo-1", "", CPU("2"))),
+     PODLR("", CPU("2"), ""), TD_OK, ""},
+    {"pod-max-mem-request-limit", POD2("pod-max-mem-request-limit", MEM("250Mi"), MEM("500Mi")), PODLR("", MEM("1Gi"), ""), TD_OK, ""},
+    {"pod-max-mem-limit", POD2("pod-max-mem-limit", "", MEM("500Mi")), PODLR("", MEM("1Gi"), ""), TD_OK, ""},
+    {"pod-max-mem-ratio", POD3("pod-max-mem-ratio", MEM("300Mi"), MEM("450Mi")), PODLR("", MEM("2Gi"), MEM("1.5")), TD_OK, ""},
+
+    /* TestPodLimitFunc errorCases */
+    {"ctr-min-cpu-request (error)", POD1("ctr-min-cpu-request", CPU("40m"), ""), CTRLR(CPU("50m"), "", ""),
+     TD_EFORBIDDEN, "minimum cpu usage per Container is 50m, but request is 40m"},
+    {"ctr-min-cpu-request-limit (error)", POD1("ctr-min-cpu-request-limit", CPU("40m"), CPU("200m")), CTRLR(CPU("50m"), "", ""),
+     TD_EFORBIDDEN, "minimum cpu usage per Container is 50m, but request is 40m"},
+    {"ctr-min-cpu-no-request-limit", POD1("ctr-min-cpu-no-request-limit", "", ""), CTRLR(CPU("50m"), "", ""),
+     TD_EFORBIDDEN, "minimum cpu usage per Container is 50m.  No request is specified"},
+    {"ctr-min-memory-request (error)", POD1("ctr-min-memory-request", MEM("40Mi"), ""), CTRLR(MEM("50Mi"), "", ""),
+     TD_EFORBIDDEN, "minimum memory usage per Container is 50Mi, but request is 40Mi"},
+    {"ctr-min-memory-request-limit (error)", POD1("ctr-min-memory-request-limit", MEM("40Mi"), MEM("100Mi")), CTRLR(MEM("50Mi"), "", ""),
+     TD_EFORBIDDEN, "minimum memory usage per Container is 50Mi, but request is 40Mi"},
+    {"ctr-min-memory-no-request-limit", POD1("ctr-min-memory-no-request-limit", "", ""), CTRLR(MEM("50Mi"), "", ""),
+     TD_EFORBIDDEN, "minimum memory usage per Container is 50Mi.  No request is specified"},
+    {"ctr-max-cpu-request-limit (error)", POD1("ctr-max-cpu-request-limit", CPU("500m"), CPU("2500m")), CTRLR("", CPU("2"), ""),
+     TD_EFORBIDDEN, "maximum cpu usage per Container is 2, but limit is 2500m"},
+    {"ctr-max-cpu-limit (error)", POD1("ctr-max-cpu-limit", "", CPU("2500m")), CTRLR("", CPU("2"), ""),
+     TD_EFORBIDDEN, "maximum cpu usage per Container is 2, but limit is 2500m"},
+    {"ctr-max-cpu-no-request-limit", POD1("ctr-max-cpu-no-request-limit", "", ""), CTRLR("", CPU("2"), ""),
+     TD_EFORBIDDEN, "maximum cpu usage per Container is 2.  No limit is specified"},
+    {"ctr-max-cpu-ratio (error)", POD1("ctr-max-cpu-ratio", CPU("1250m"), CPU("2500m")), CTRLR("", "", CPU("1")),
+     TD_EFORBIDDEN, "cpu max limit to request ratio per Container is 1, but provided ratio is 2.000000"},
+    {"ctr-max-mem-request-limit (error)", POD1("ctr-max-mem-request-limit", MEM("250Mi"), MEM("2Gi")), CTRLR("", MEM("1Gi"), ""),
+     TD_EFORBIDDEN, "maximum memory usage per Container is 1Gi, but limit is 2Gi"},
+    {"ctr-max-mem-limit (error)", POD1("ctr-max-mem-limit", "", MEM("2Gi")), CTRLR("", MEM("1Gi"), ""),
+     TD_EFORBIDDEN, "maximum memory usage per Container is 1Gi, but limit is 2Gi"},
+    {"ctr-max-mem-no-request-limit", POD1("ctr-max-mem-no-request-limit", "", ""), CTRLR("", MEM("1Gi"), ""),
+     TD_EFORBIDDEN, "maximum memory usage per Container is 1Gi.  No limit is specified"},
+    {"pod-min-cpu-request (error)", POD1("pod-min-cpu-request", CPU("75m"), ""), PODLR(CPU("100m"), "", ""),
+     TD_EFORBIDDEN, "minimum cpu usage per Pod is 100m, but request is 75m"},
+    {"pod-min-cpu-request-limit (error)", POD1("pod-min-cpu-request-limit", CPU("75m"), CPU("200m")), PODLR(CPU("100m"), "", ""),
+     TD_EFORBIDDEN, "minimum cpu usage per Pod is 100m, but request is 75m"},
+    {"pod-min-memory-request (error)", POD1("pod-min-memory-request", MEM("60Mi"), ""), PODLR(MEM("100Mi"), "", ""),
+     TD_EFORBIDDEN, "minimum memory usage per Pod is 100Mi, but request is 60Mi"},
+    {"pod-min-memory-request-limit (error)", POD1("pod-min-memory-request-limit", MEM("60Mi"), MEM("100Mi")), PODLR(MEM("100Mi"), "", ""),
+     TD_EFORBIDDEN, "minimum memory usage per Pod is 100Mi, but request is 60Mi"},
+    {"pod-max-cpu-request-limit (error)", POD3("pod-max-cpu-request-limit", CPU("500m"), CPU("1")), PODLR("", CPU("2"), ""),
+     TD_EFORBIDDEN, "maximum cpu usage per Pod is 2, but limit is 3"},
+    {"pod-max-cpu-limit (error)", POD3("pod-max-cpu-limit", "", CPU("1")), PODLR("", CPU("2"), ""),
+     TD_EFORBIDDEN, "maximum cpu usage per Pod is 2, but limit is 3"},
+    {"pod-max-mem-request-limit (error)", POD3("pod-max-mem-request-limit", MEM("250Mi"), MEM("500Mi")), PODLR("", MEM("1Gi"), ""),
+     TD_EFORBIDDEN, "maximum memory usage per Pod is 1Gi, but limit is 1500Mi"},
+    {"pod-max-mem-limit (error)", POD3("pod-max-mem-limit", "", MEM("500Mi")), PODLR("", MEM("1Gi"), ""),
+     TD_EFORBIDDEN, "maximum memory usage per Pod is 1Gi, but limit is 1500Mi"},
+    {"pod-init-max-mem-limit",
+     PODI("pod-init-max-mem-limit", CTR("foo-0", "", MEM("500Mi")), CTR("foo-0", "", MEM("1.5Gi"))),
+     PODLR("", MEM("1Gi"), ""), TD_EFORBIDDEN, "maximum memory usage per Pod is 1Gi, but limit is 1536Mi"},
+    {"pod-max-mem-ratio (error)", POD3("pod-max-mem-ratio", MEM("250Mi"), MEM("500Mi")), PODLR("", MEM("2Gi"), MEM("1.5")),
+     TD_EFORBIDDEN, "memory max limit to request ratio per Pod is 1500m, but provided ratio is 2.000000"},
+
+    /* TestLimitRangerAdmitPod: no resources against validLimitRangeNoDefaults */
+    {"TestLimitRangerAdmitPod", POD1("testPod", "", ""), VALID_LR_NO_DEFAULTS, TD_EFORBIDDEN,
+     "[minimum cpu usage per Pod is 50m.  No request is specified, "
+     "minimum memory usage per Pod is 2Mi.  No request is specified, "
+     "maximum cpu usage per Pod is 200m.  No limit is specified, "
+     "maximum memory usage per Pod is 4Gi.  No limit is specified, "
+     "minimum cpu usage per Container is 25m.  No request is specified, "
+     "minimum memory usage per Container is 1Mi.  No request is specified, "
+     "maximum cpu usage per Container is 100m.  No limit is specified, "
+     "maximum memory usage per Container is 2Gi.  No limit is specified]"},
+    /* TestPodLimitFuncApplyDefault: defaults make the pod valid */
+    {"TestPodLimitFuncApplyDefault", PODI("foo", CTR("foo-0", "", ""), CTR("foo-0", "", "")), VALID_LR, TD_OK, ""},
+
+    /* the examples of the LimitRanger documentation */
+    {"min cpu per container", POD1("p", CPU("50m"), ""), CTRLR(CPU("100m"), "", ""), TD_EFORBIDDEN,
+     "minimum cpu usage per Container is 100m, but request is 50m"},
+    {"min cpu limit per container", POD1("p", CPU("150m"), CPU("80m")), CTRLR(CPU("100m"), "", ""), TD_EFORBIDDEN,
+     "minimum cpu usage per Container is 100m, but limit is 80m"},
+    {"max request per container", POD1("p", CPU("3"), CPU("1")), CTRLR("", CPU("2"), ""), TD_EFORBIDDEN,
+     "maximum cpu usage per Container is 2, but request is 3"},
+    {"max memory per pod", POD2("p", "", MEM("1Gi")), PODLR("", MEM("1Gi"), ""), TD_EFORBIDDEN,
+     "maximum memory usage per Pod is 1Gi, but limit is 2Gi"},
+    {"cpu ratio 4", POD1("p", CPU("250m"), CPU("1")), CTRLR("", "", CPU("2")), TD_EFORBIDDEN,
+     "cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000"},
+    {"ratio without request", POD1("p", "", CPU("1")), CTRLR("", "", CPU("2")), TD_EFORBIDDEN,
+     "cpu max limit to request ratio per Container is 2, but no request is specified or request is 0"},
+    {"ratio with zero request", POD1("p", CPU("0"), CPU("1")), CTRLR("", "", CPU("2")), TD_EFORBIDDEN,
+     "cpu max limit to request ratio per Container is 2, but no request is specified or request is 0"},
+    {"ratio without limit", POD1("p", CPU("1"), ""), CTRLR("", "", CPU("2")), TD_EFORBIDDEN,
+     "cpu max limit to request ratio per Container is 2, but no limit is specified or limit is 0"},
+    {"ratio of a third", POD1("p", CPU("300m"), CPU("1")), CTRLR("", "", CPU("3")), TD_EFORBIDDEN,
+     "cpu max limit to request ratio per Container is 3, but provided ratio is 3.333333"},
+    {"milli comparison: 0.5m rounds up to 1m", POD1("p", CPU("0.5m"), ""), CTRLR(CPU("1m"), "", ""), TD_OK, ""},
+    {"init container checked as a Container", PODI("p", CTR("a", CPU("100m"), ""), CTR("i", CPU("10m"), "")),
+     CTRLR(CPU("50m"), "", ""), TD_EFORBIDDEN, "minimum cpu usage per Container is 50m, but request is 10m"},
+    {"several violations aggregate", POD1("p", "", ""), CTRLR(CPU("50m"), MEM("1Gi"), ""), TD_EFORBIDDEN,
+     "[minimum cpu usage per Container is 50m.  No request is specified, "
+     "maximum memory usage per Container is 1Gi.  No limit is specified]"},
+    {"repeated violations reported once", POD2("p", CPU("10m"), ""), CTRLR(CPU("50m"), "", ""), TD_EFORBIDDEN,
+     "minimum cpu usage per Container is 50m, but request is 10m"},
+    {"first violated LimitRange wins",
+     POD1("p", CPU("10m"), ""),
+     "[{'metadata':{'name':'ok'},'spec':{'limits':[" ITEM("Container", CPU("1m"), "", "", "", "") "]}},"
+     "{'metadata':{'name':'one'},'spec':{'limits':[" ITEM("Container", CPU("20m"), "", "", "", "") "]}},"
+     "{'metadata':{'name':'two'},'spec':{'limits':[" ITEM("Container", CPU("30m"), "", "", "", "") "]}}]",
+     TD_EFORBIDDEN, "minimum cpu usage per Container is 20m, but request is 10m"},
+    {"PersistentVolumeClaim items ignored", POD1("p", "", ""),
+     LR("PersistentVolumeClaim", "'storage':'1Gi'", "", "", "", ""), TD_OK, ""},
+    {"no limit ranges", POD1("p", "", ""), "[]", TD_OK, ""},
+    /* restartable init containers (sidecars) in the Pod sums */
+    {"pod max with sidecar before init",
+     PODI("p", CTR("a", "", CPU("1")), SIDECAR("s", "", CPU("1")) "," CTR("i", "", CPU("1500m"))),
+     PODLR("", CPU("2"), ""), TD_EFORBIDDEN, "maximum cpu usage per Pod is 2, but limit is 2500m"},
+    {"pod max with init before sidecar",
+     PODI("p", CTR("a", "", CPU("1")), CTR("i", "", CPU("1500m")) "," SIDECAR("s", "", CPU("1"))),
+     PODLR("", CPU("2"), ""), TD_OK, ""},
+    {"pod sums leave out overhead",
+     "{'spec':{'overhead':{'cpu':'1'},'containers':[" CTR("a", CPU("1"), CPU("2")) "]}}",
+     PODLR("", CPU("2"), ""), TD_OK, ""},
+    /* malformed input */
+    {"bad pod quantity", POD1("p", "", CPU("2x")), CTRLR(CPU("50m"), "", ""), TD_EINVAL,
+     "spec.containers[0].resources.limits.cpu: \"2x\" is not a quantity"},
+    {"bad limit range quantity", POD1("p", "", ""), CTRLR("", CPU("x"), ""), TD_EINVAL,
+     "LimitRange \"abc\": spec.limits[0].max.cpu: \"x\" is not a quantity"},
+    {"limits not an array", POD1("p", "", ""), "[{'metadata':{'name':'abc'},'spec':{'limits':{}}}]", TD_EINVAL,
+     "LimitRange \"abc\": spec.limits: must be an array"},
+    {"limit range not an object", POD1("p", "", ""), "[7]", TD_EINVAL, "limitranges[0]: must be an object"},
+};
+
+static void test_admit(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (size_t i = 0; i < sizeof admit_rows / sizeof admit_rows[0]; i++) {
+        json_t *pod = J(admit_rows[i].pod);
+        json_t *lrs = J(admit_rows[i].limitranges);
+        json_t **objs = calloc(json_array_size(lrs) + 1, sizeof *objs);
+        size_t n = json_array_size(lrs);
+        td_err err = {{0}};
+        td_status st;
+
+        for (size_t k = 0; k < n; k++)
+            objs[k] = json_array_get(lrs, k);
+        st = td_limitrange_default(pod, objs, n, &err);
+        if (st == TD_OK)
+            st = td_limitrange_validate(pod, objs, n, &err);
+        if (st != admit_rows[i].st) {
+            print_message("%s: status %d, want %d (%s)\n", admit_rows[i].name, st,
+                          admit_rows[i].st, err.msg);
+            failed++;
+        } else if (st != TD_OK && strcmp(err.msg, admit_rows[i].msg) != 0) {
+            print_message("%s: message\n  got  %s\n  want %s\n", admit_rows[i].name, err.msg,
+                          admit_rows[i].msg);
+            failed++;
+        }
+        free(objs);
+        json_decref(lrs);
+        json_decref(pod);
+    }
+    if (failed)
+        fail_msg("%d admit row(s) failed", failed);
+}
+
+/* td_limitrange_default alone: the pod it leaves. */
+static const struct {
+    const char *name;
+    const char *pod;
+    const char *limitranges;
+    const char *want; /* the pod afterwards */
+} default_rows[] = {
+    /* TestMergePodResourceRequirements, TestDefaultContainerResourceRequirements */
+    {"empty-resources", POD1("empty-resources", "", ""), VALID_LR,
+     "{'metadata':{'name':'empty-resources','namespace':'test','annotations':{'kubernetes.io/limit-ranger':"
+     "'LimitRanger plugin set: cpu, memory request for container foo-0; cpu, memory limit for container foo-0'}},"
+     "'spec':{'containers':[" CTR("foo-0", CM("50m", "5Mi"), CM("75m", "10Mi")) "]}}"},
+    {"limit-memory",
+     PODI("limit-memory", CTR("foo-0", MEM("512Mi"), ""), CTR("foo-0", MEM("512Mi"), "")), VALID_LR,
+     "{'metadata':{'name':'limit-memory','namespace':'test','annotations':{'kubernetes.io/limit-ranger':"
+     "'LimitRanger plugin set: cpu request for container foo-0; cpu, memory limit for container foo-0; "
+     "cpu request for init container foo-0; cpu, memory limit for init container foo-0'}},"
+     "'spec':{'containers':[" CTR("foo-0", CM("50m", "512Mi"), CM("75m", "10Mi")) "],"
+     "'initContainers':[" CTR("foo-0", CM("50m", "512Mi"), CM("75m", "10Mi")) "]}}"},
+    {"all enumerated: nothing merged, no annotation",
+     PODI("limit-memory", CTR("foo-0", CM("100m", "512Mi"), CM("200m", "1G")), CTR("foo-0", CM("200m", "1G"), CM("400m", "2G"))),
+     VALID_LR,
+     PODI("limit-memory", CTR("foo-0", CM("100m", "512Mi"), CM("200m", "1G")), CTR("foo-0", CM("200m", "1G"), CM("400m", "2G")))},
+    /* TestPodLimitFuncApplyDefault */
+    {"TestPodLimitFuncApplyDefault", PODI("foo", "{'name':'foo-0'}", "{'name':'foo-0'}"), VALID_LR,
+     "{'metadata':{'name':'foo','namespace':'test','annotations':{'kubernetes.io/limit-ranger':"
+     "'LimitRanger plugin set: cpu, memory request for container foo-0; cpu, memory limit for container foo-0; "
+     "cpu, memory request for init container foo-0; cpu, memory limit for init container foo-0'}},"
+     "'spec':{'containers':[{'name':'foo-0','resources':{'requests':{" CM("50m", "5Mi") "},'limits':{" CM("75m", "10Mi") "}}}],"
+     "'initContainers':[{'name':'foo-0','resources':{'requests':{" CM("50m", "5Mi") "},'limits':{" CM("75m", "10Mi") "}}}]}}"},
+    {"defaults printed canonically",
+     "{'spec':{'containers':[{'name':'a'}]}}",
+     LR("Container", "", "", CPU("0.5"), "'memory':'1024Mi'", ""),
+     "{'metadata':{'annotations':{'kubernetes.io/limit-ranger':"
+     "'LimitRanger plugin set: memory request for container a; cpu limit for container a'}},"
+     "'spec':{'containers':[{'name':'a','resources':{'limits':{'cpu':'500m'},'requests':{'memory':'1Gi'}}}]}}"},
+    {"later LimitRange replaces the annotation",
+     "{'metadata':{'annotations':{'x':'y'}},'spec':{'containers':[{'name':'a'}]}}",
+     "[{'metadata':{'name':'one'},'spec':{'limits':[" ITEM("Container", "", "", CPU("1"), "", "") "]}},"
+     "{'metadata':{'name':'two'},'spec':{'limits':[" ITEM("Container", "", "", CM("2", "1Gi"), "", "") "]}}]",
+     "{'metadata':{'annotations':{'x':'y','kubernetes.io/limit-ranger':"
+     "'LimitRanger plugin set: memory limit for container a'}},"
+     "'spec':{'containers':[{'name':'a','resources':{'limits':{'cpu':'1','memory':'1Gi'}}}]}}"},
+    {"later item of one LimitRange wins",
+     "{'spec':{'containers':[{'name':'a'}]}}",
+     "[{'metadata':{'name':'one'},'spec':{'limits':[" ITEM("Container", "", "", CPU("1"), "", "") ","
+     ITEM("Pod", "", "", "", "", "") "," ITEM("Container", "", "", CPU("2"), "", "") "]}}]",
+     "{'metadata':{'annotations':{'kubernetes.io/limit-ranger':"
+     "'LimitRanger plugin set: cpu limit for container a'}},"
+     "'spec':{'containers':[{'name':'a','resources':{'limits':{'cpu':'2'}}}]}}"},
+    {"Pod items give no defaults",
+     "{'spec':{'containers':[{'name':'a'}]}}", LR("Pod", "", "", CPU("1"), CPU("1"), ""),
+     "{'spec':{'containers':[{'name':'a'}]}}"},
+};
+
+static void test_default(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (size_t i = 0; i < sizeof default_rows / sizeof default_rows[0]; i++) {
+        json_t *pod = J(default_rows[i].pod);
+        json_t *lrs = J(default_rows[i].limitranges);
+        json_t *want = J(default_rows[i].want);
+        json_t *objs[8];
+        size_t n = json_array_size(lrs);
+        td_err err = {{0}};
+
+        assert_true(n <= 8);
+        for (size_t k = 0; k < n; k++)
+            objs[k] = json_array_get(lrs, k);
+        td_status st = td_limitrange_default(pod, objs, n, &err);
+        if (st != TD_OK) {
+            print_message("%s: status %d (%s)\n", default_rows[i].name, st, err.msg);
+            failed++;
+        } else if (!json_equal(pod, want)) {
+            char *got = json_dumps(pod, JSON_SORT_KEYS | JSON_COMPACT);
+            print_message("%s: got %s\n", default_rows[i].name, got);
+            free(got);
+            failed++;
+        }
+        json_decref(want);
+        json_decref(lrs);
+        json_decref(pod);
+    }
+    if (failed)
+        fail_msg("%d default row(s) failed", failed);
+}
+
+/* A failed call changes nothing. */
+static void test_failure_leaves_pod(void **state)
+{
+    (void)state;
+    json_t *pod = J(POD1("p", "", ""));
+    json_t *before = json_deep_copy(pod);
+    json_t *lrs = J("[" "{'metadata':{'name':'abc'},'spec':{'limits':[" ITEM("Container", "", "", CPU("1"), "", "") "]}},"
+                    "{'metadata':{'name':'bad'},'spec':{'limits':[" ITEM("Container", "", "", CPU("1y"), "", "") "]}}]");
+    json_t *objs[2] = {json_array_get(lrs, 0), json_array_get(lrs, 1)};
+    td_err err = {{0}};
+
+    assert_int_equal(td_limitrange_default(pod, objs, 2, &err), TD_EINVAL);
+    assert_string_equal(err.msg, "LimitRange \"bad\": spec.limits[0].default.cpu: \"1y\" is not a quantity");
+    assert_true(json_equal(pod, before));
+    assert_int_equal(td_limitrange_validate(pod, objs, 2, NULL), TD_EINVAL);
+    json_decref(lrs);
+    json_decref(before);
+    json_decref(pod);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_admit),
+        cmocka_unit_test(test_default),
+        cmocka_unit_test(test_failure_leaves_pod),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -19,8 +19,10 @@ typedef enum {
 
 /* Private representation: a sign, an unsigned magnitude of
  * TD_QUANTITY_WORDS 32-bit words (little-endian), and a base-10 scale, so
- * value = sign * mag * 10^scale. Wide enough for any quantity Kubernetes
- * accepts at nano precision, and for sums of many of them. */
+ * value = sign * mag * 10^scale, with no trailing zeros in mag. 384 bits
+ * hold about 115 significant digits: every quantity Kubernetes accepts at
+ * nano precision up to that, and sums of many of them; parse rejects the
+ * rare longer one rather than round it. */
 #define TD_QUANTITY_WORDS 12
 typedef struct {
     uint32_t mag[TD_QUANTITY_WORDS];

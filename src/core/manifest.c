@@ -333,6 +333,45 @@ static void diag_message(const first_diag *fd, const char *name, td_err *err)
         td_err_set(err, TD_EINVAL, "%s: invalid YAML", name);
 }
 
+/* Offset of the first byte that is not well-formed UTF-8 (RFC 3629: no
+ * overlongs, no surrogates, at most U+10FFFF), or len if all is well.
+ * YAML is UTF-8; libfyaml 0.7 may loop forever on some invalid input, so
+ * nothing invalid reaches it. */
+static size_t utf8_invalid_at(const unsigned char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        size_t n;
+        unsigned cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            n = 1;
+            cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 2;
+            cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return i;
+        }
+        for (size_t k = 1; k <= n; k++) {
+            if (i + k >= len || (s[i + k] & 0xc0) != 0x80)
+                return i;
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return i;
+        i += n + 1;
+    }
+    return len;
+}
+
 void td_manifest_destroy(td_manifest *m)
 {
     if (!m)
@@ -395,6 +434,19 @@ td_status td_manifest_parse(const char *name, const char *buf, size_t len, td_ma
         fy_parser_destroy(fyp);
         td_manifest_destroy(m);
         return td_err_set(err, TD_EINVAL, "%s: contains a NUL byte; not a YAML text", name);
+    }
+    size_t bad = utf8_invalid_at((const unsigned char *)copy, len);
+    if (bad < len) {
+        int line = 1, col = 1;
+        for (size_t i = 0; i < bad; i++) {
+            col = copy[i] == '\n' ? 1 : col + 1;
+            line += copy[i] == '\n';
+        }
+        free(copy);
+        fy_parser_destroy(fyp);
+        td_manifest_destroy(m);
+        return td_err_set(err, TD_EINVAL, "%s:%d:%d: invalid UTF-8 (YAML text must be UTF-8)",
+                          name, line, col);
     }
     td_status st = TD_OK;
     if (fy_parser_set_string(fyp, copy, len) != 0) {

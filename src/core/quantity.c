@@ -17,12 +17,11 @@
 #define MAX_KEPT_DIGITS (QW * 10 + 8)
 /* Largest exponent a parse accepts, and so the largest one format may print
  * (a multiple of 3) so that its output always parses back. */
-#define EXP_MAX 2147483647LL
+#define EXP_MAX       2147483647LL
 #define EXP_PRINT_MAX 2147483646LL
 
-static const char regex_msg[] =
-    "quantities must match the regular expression "
-    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+static const char regex_msg[] = "quantities must match the regular expression "
+                                "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 static const char numeric_msg[] = "unable to parse numeric part of quantity";
 static const char suffix_msg[] = "unable to parse quantity's suffix";
 
@@ -116,8 +115,7 @@ static int big_mul_pow10(big *a, int64_t k)
     for (; k >= 9; k -= 9)
         if (big_mul_small(a, 1000000000u, 0))
             return -1;
-    static const uint32_t p10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
-                                    100000000};
+    static const uint32_t p10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
     if (k > 0 && big_mul_small(a, p10[k], 0))
         return -1;
     return 0;
@@ -369,10 +367,9 @@ static int interpret_suffix(const char *s, size_t n, int *base, int64_t *exponen
         int base;
         int exponent;
     } table[] = {
-        {"", 10, 0},   {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3}, {"k", 10, 3},
-        {"M", 10, 6},  {"G", 10, 9},  {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18},
-        {"Ki", 2, 10}, {"Mi", 2, 20}, {"Gi", 2, 30}, {"Ti", 2, 40}, {"Pi", 2, 50},
-        {"Ei", 2, 60},
+        {"", 10, 0},   {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3}, {"k", 10, 3},  {"M", 10, 6},
+        {"G", 10, 9},  {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18}, {"Ki", 2, 10}, {"Mi", 2, 20},
+        {"Gi", 2, 30}, {"Ti", 2, 40}, {"Pi", 2, 50}, {"Ei", 2, 60},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strlen(table[i].name) == n && memcmp(table[i].name, s, n) == 0) {

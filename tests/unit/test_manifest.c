@@ -65,6 +65,13 @@ static const struct {
     {"duplicate keys", "a: 1\na: 2\n", "t.yaml:", TD_EINVAL},
     {"top level list", "- a\n- b\n", "t.yaml:1: document 1 is not a mapping", TD_EINVAL},
     {"scalar document", "hello\n", "document 1 is not a mapping", TD_EINVAL},
+    {"invalid UTF-8 after a directive (libfyaml would hang)", "%\xca", "t.yaml:1:2: invalid UTF-8",
+     TD_EINVAL},
+    {"overlong UTF-8", "a: \xc0\xaf\n", "t.yaml:1:4: invalid UTF-8", TD_EINVAL},
+    {"surrogate in UTF-8", "a: \xed\xa0\x80\n", "invalid UTF-8", TD_EINVAL},
+    {"truncated UTF-8", "a: \xe2\x82", "invalid UTF-8", TD_EINVAL},
+    {"valid multibyte", "a: \"\xc3\xa9t\xc3\xa9 \xf0\x9f\x9a\x80\"\n",
+     "{\"a\": \"\xc3\xa9t\xc3\xa9 \xf0\x9f\x9a\x80\"}", TD_OK},
     {"unclosed quote", "a: \"abc\n", "t.yaml:", TD_EINVAL},
 };
 

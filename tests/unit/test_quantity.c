@@ -32,11 +32,11 @@
 
 #include "tenantd/quantity.h"
 
-#define DSI TD_QFMT_DECIMAL_SI
-#define BIN TD_QFMT_BINARY_SI
+#define DSI  TD_QFMT_DECIMAL_SI
+#define BIN  TD_QFMT_BINARY_SI
 #define DEXP TD_QFMT_DECIMAL_EXPONENT
 /* Go's Format("invalidFormatDefaultsToExponent"). */
-#define BADFMT ((td_qformat)99)
+#define BADFMT        ((td_qformat)99)
 #define MOST_POSITIVE INT64_MAX
 #define MOST_NEGATIVE INT64_MIN
 
@@ -246,21 +246,61 @@ static void test_quantity_parse(void **state)
  * TestQuantityValueSet, the rejected rows of TestInterpretExponentInt32Bounds
  * (as full quantities) and ours. */
 static const char *const invalid_table[] = {
-    "", "1.1.M", "1+1.0M", "0.1mi", "0.1am", "aoeu", ".5i", "1i", "-3.01i", "-3.01e-",
+    "",
+    "1.1.M",
+    "1+1.0M",
+    "0.1mi",
+    "0.1am",
+    "aoeu",
+    ".5i",
+    "1i",
+    "-3.01i",
+    "-3.01e-",
     /* an exponent outside the int32 scale is rejected rather than truncated */
     "1e4294967297",
     /* trailing whitespace is forbidden */
-    " 1", "1 ",
+    " 1",
+    "1 ",
     /* TestQuantityParseNonNumericPanic, TestQuantityValueSet */
-    "Non-Numeric", "invalid",
+    "Non-Numeric",
+    "invalid",
     /* TestInterpretExponentInt32Bounds: MaxInt32+1, MinInt32, 2^32+1, 2^33,
      * MaxInt64, MaxInt64+1, far past int32 */
-    "1E2147483648", "1E-2147483648", "1E4294967297", "1E8589934592", "1E9223372036854775807",
-    "1E9223372036854775808", "1E6024865272343",
+    "1E2147483648",
+    "1E-2147483648",
+    "1E4294967297",
+    "1E8589934592",
+    "1E9223372036854775807",
+    "1E9223372036854775808",
+    "1E6024865272343",
     /* ours: the inf.Dec path needs a digit; suffix case matters; bare e */
-    "e-10", "Pi", "-Ei", ".n0", "1e", "1e+", "1E-", "1Ki5", "1KI", "1kI", "1ki", "1mi", "1K",
-    "1Ki1", "--1", "+-1", "1..", "1.5.", "0x10", "1_000", "1,5", "1\n", "\t1", "1e3.5", "1.5e",
-    "1Mi ", "∞",
+    "e-10",
+    "Pi",
+    "-Ei",
+    ".n0",
+    "1e",
+    "1e+",
+    "1E-",
+    "1Ki5",
+    "1KI",
+    "1kI",
+    "1ki",
+    "1mi",
+    "1K",
+    "1Ki1",
+    "--1",
+    "+-1",
+    "1..",
+    "1.5.",
+    "0x10",
+    "1_000",
+    "1,5",
+    "1\n",
+    "\t1",
+    "1e3.5",
+    "1.5e",
+    "1Mi ",
+    "∞",
 };
 
 static void test_quantity_parse_invalid(void **state)
@@ -486,8 +526,8 @@ static void test_quantity_string(void **state)
     int failures = 0;
     char buf[TD_QUANTITY_STR_MAX], buf2[TD_QUANTITY_STR_MAX], want[TD_QUANTITY_STR_MAX];
     for (size_t i = 0; i < sizeof string_table / sizeof string_table[0]; i++) {
-        td_quantity in = dec_q(string_table[i].mantissa, string_table[i].exponent,
-                               string_table[i].format);
+        td_quantity in =
+            dec_q(string_table[i].mantissa, string_table[i].exponent, string_table[i].format);
         const char *expect = string_table[i].expect;
         if (strcmp(str(&in, buf), expect) != 0) {
             print_error("row %zu: expected %s, got %s\n", i, expect, buf);
@@ -540,8 +580,11 @@ static void test_quantity_string_edges(void **state)
         td_qformat format;
         const char *want;
     } rows[] = {
-        {2000, 0, BIN, "2000"},   {-2000, 0, BIN, "-2000"},  {1, -12, DSI, "1e-12"},
-        {1, -10, DSI, "100e-12"}, {1, 2147483647, DSI, "10e2147483646"},
+        {2000, 0, BIN, "2000"},
+        {-2000, 0, BIN, "-2000"},
+        {1, -12, DSI, "1e-12"},
+        {1, -10, DSI, "100e-12"},
+        {1, 2147483647, DSI, "10e2147483646"},
         {100, 2147483647, DEXP, "1000e2147483646"}, /* ours: stays parseable */
         {1, INT32_MIN, DEXP, "10e-2147483649"},
     };
@@ -691,7 +734,8 @@ static void test_quantity_cmp(void **state)
         int64_t x, y;
         int expect;
     } rows2[] = {
-        {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 10, -1}, {0, -10, 1}, {10, 0, 1}, {-10, 0, -1},
+        {0, 0, 0},   {0, 0, 0},   {0, 0, 0},  {0, 0, 0},
+        {0, 10, -1}, {0, -10, 1}, {10, 0, 1}, {-10, 0, -1},
     };
     for (size_t i = 0; i < sizeof rows2 / sizeof rows2[0]; i++) {
         td_quantity a = dec_q(rows2[i].x, 0, DSI), b = dec_q(rows2[i].y, 0, DSI);
@@ -759,8 +803,8 @@ static void test_quantity_neg(void **state)
         int64_t a, expected;
         td_qformat format;
     } rows[] = {
-        {0, 0, DSI}, {0, 0, DEXP}, {10, -10, BIN}, {-10, 10, BIN}, {0, 0, DSI}, {10, -10, BIN},
-        {-10, 10, BIN},
+        {0, 0, DSI}, {0, 0, DEXP},   {10, -10, BIN}, {-10, 10, BIN},
+        {0, 0, DSI}, {10, -10, BIN}, {-10, 10, BIN},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         td_quantity a = dec_q(rows[i].a, 0, rows[i].format);
@@ -782,10 +826,10 @@ static void test_quantity_round_up(void **state)
         int32_t exponent;
         bool ok;
     } rows[] = {
-        {"9.01", -3, 901, -2, true},  {"9.01", -2, 901, -2, true},  {"9.01", -1, 91, -1, false},
-        {"9.01", 0, 10, 0, false},    {"9.01", 1, 10, 0, false},    {"9.01", 2, 100, 0, false},
+        {"9.01", -3, 901, -2, true},   {"9.01", -2, 901, -2, true},   {"9.01", -1, 91, -1, false},
+        {"9.01", 0, 10, 0, false},     {"9.01", 1, 10, 0, false},     {"9.01", 2, 100, 0, false},
         {"-9.01", -3, -901, -2, true}, {"-9.01", -2, -901, -2, true}, {"-9.01", -1, -91, -1, false},
-        {"-9.01", 0, -10, 0, false},  {"-9.01", 1, -10, 0, false},  {"-9.01", 2, -100, 0, false},
+        {"-9.01", 0, -10, 0, false},   {"-9.01", 1, -10, 0, false},   {"-9.01", 2, -100, 0, false},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         td_quantity got = must_parse(rows[i].in);
@@ -808,11 +852,12 @@ static void test_quantity_add_sub(void **state)
         td_qformat bf;
         int64_t ev;
         td_qformat ef;
-    } add_rows[] = {
-        {10, 0, DSI, 1, 1, DSI, 20, DSI}, {10, 0, DSI, 1, 0, BIN, 11, DSI},
-        {10, 0, BIN, 1, 0, DSI, 11, BIN}, {0, 0, DSI, 50, 0, DSI, 50, DSI},
-        {50, 0, DSI, 0, 0, DSI, 50, DSI}, {0, 0, DSI, 0, 0, DSI, 0, DSI},
-    },
+    } add_rows[] =
+        {
+            {10, 0, DSI, 1, 1, DSI, 20, DSI}, {10, 0, DSI, 1, 0, BIN, 11, DSI},
+            {10, 0, BIN, 1, 0, DSI, 11, BIN}, {0, 0, DSI, 50, 0, DSI, 50, DSI},
+            {50, 0, DSI, 0, 0, DSI, 50, DSI}, {0, 0, DSI, 0, 0, DSI, 0, DSI},
+        },
       sub_rows[] = {
           {10, 0, DSI, 1, 1, DSI, 0, DSI},  {10, 0, DSI, 1, 0, BIN, 9, DSI},
           {10, 0, BIN, 1, 0, DSI, 9, BIN},  {0, 0, DSI, 50, 0, DSI, -50, DSI},
@@ -1078,8 +1123,7 @@ static void test_quantity_value_rounding(void **state)
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         td_quantity q = must_parse(rows[i].input);
-        if (td_quantity_value(&q) != rows[i].value ||
-            td_quantity_milli_value(&q) != rows[i].milli)
+        if (td_quantity_value(&q) != rows[i].value || td_quantity_milli_value(&q) != rows[i].milli)
             fail_msg("%s: Value()=%lld MilliValue()=%lld, want %lld %lld", rows[i].input,
                      (long long)td_quantity_value(&q), (long long)td_quantity_milli_value(&q),
                      (long long)rows[i].value, (long long)rows[i].milli);
@@ -1097,12 +1141,9 @@ static void test_quantity_new_set(void **state)
         const char *expect;
         bool exact;
     } milli[] = {
-        {1, DSI, "1m", true},
-        {1000, DSI, "1", true},
-        {1234000, DSI, "1234", true},
-        {1024, BIN, "1024m", false}, /* Format changes */
-        {1000000, BADFMT, "1e3", true},
-        {1024 * 1024, BIN, "1048576m", false}, /* Format changes */
+        {1, DSI, "1m", true},           {1000, DSI, "1", true},
+        {1234000, DSI, "1234", true},   {1024, BIN, "1024m", false},           /* Format changes */
+        {1000000, BADFMT, "1e3", true}, {1024 * 1024, BIN, "1048576m", false}, /* Format changes */
     };
     for (size_t i = 0; i < sizeof milli / sizeof milli[0]; i++) {
         td_quantity q = dec_q(milli[i].value, -3, milli[i].format);
@@ -1117,8 +1158,8 @@ static void test_quantity_new_set(void **state)
         td_qformat format;
         const char *expect;
     } set[] = {
-        {1, DSI, "1"},        {1000, DSI, "1k"},    {1234000, DSI, "1234k"},
-        {1024, BIN, "1Ki"},   {1000000, BADFMT, "1e6"}, {1024 * 1024, BIN, "1Mi"},
+        {1, DSI, "1"},      {1000, DSI, "1k"},        {1234000, DSI, "1234k"},
+        {1024, BIN, "1Ki"}, {1000000, BADFMT, "1e6"}, {1024 * 1024, BIN, "1Mi"},
     };
     for (size_t i = 0; i < sizeof set / sizeof set[0]; i++) {
         td_quantity q = dec_q(set[i].value, 0, set[i].format);
@@ -1151,11 +1192,10 @@ static void test_quantity_scaled_value(void **state)
         int32_t from, to;
         int64_t expected;
     } rows[] = {
-        {-9, -9, 1},       {-9, -6, 1},   {-9, -3, 1},      {-9, 0, 1},
-        {-6, -9, 1000},    {-6, -6, 1},   {-6, -3, 1},      {-6, 0, 1},
-        {-3, -9, 1000000}, {-3, -6, 1000}, {-3, -3, 1},     {-3, 0, 1},
-        {0, -9, 1000000000}, {0, -6, 1000000}, {0, -3, 1000}, {0, 0, 1},
-        {2, -2, 100 * 100},
+        {-9, -9, 1}, {-9, -6, 1},        {-9, -3, 1},         {-9, 0, 1},        {-6, -9, 1000},
+        {-6, -6, 1}, {-6, -3, 1},        {-6, 0, 1},          {-3, -9, 1000000}, {-3, -6, 1000},
+        {-3, -3, 1}, {-3, 0, 1},         {0, -9, 1000000000}, {0, -6, 1000000},  {0, -3, 1000},
+        {0, 0, 1},   {2, -2, 100 * 100},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         td_quantity q = dec_q(1, rows[i].from, DSI);
@@ -1231,7 +1271,8 @@ static void test_quantity_as_double(void **state)
     static const struct {
         const char *in;
         double out;
-    } strs[] = {{"2Ki", 2048}, {"1.1Ki", 1126.4e+0}, {"1Mi", 1.048576e+06}, {"2Gi", 2.147483648e+09}};
+    } strs[] = {
+        {"2Ki", 2048}, {"1.1Ki", 1126.4e+0}, {"1Mi", 1.048576e+06}, {"2Gi", 2.147483648e+09}};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
         td_quantity q = must_parse(strs[i].in);
         assert_true(td_quantity_as_double(&q) == strs[i].out);

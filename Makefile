@@ -4,7 +4,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build build-asan test test-fast demo fuzz clean format
+.PHONY: all deps build build-asan build-fuzz test test-fast demo fuzz fuzz-replay clean format
 
 all: build
 
@@ -19,8 +19,10 @@ build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTD_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS) -- -s --no-print-directory
 
-# Every suite runs twice: a normal build and an ASan+UBSan build.
-test: build build-asan
+# Every fuzz target replays its seed corpus (regression inputs included),
+# then every suite runs twice: a normal build and an ASan+UBSan build.
+test: build build-asan build-fuzz
+	@bash scripts/fuzz.sh build-fuzz 0
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS)
@@ -31,9 +33,13 @@ test-fast: build
 demo: build
 	@bash scripts/demo.sh $(BUILD)
 
-fuzz: deps
+build-fuzz: deps
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DTD_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	@cmake --build build-fuzz -j $(JOBS)
+	@cmake --build build-fuzz -j $(JOBS) --target $$(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$$//') \
+		-- -s --no-print-directory
+
+# FUZZ_SECONDS per target (default 60).
+fuzz: build-fuzz
 	@bash scripts/fuzz.sh build-fuzz $(or $(FUZZ_SECONDS),60)
 
 clean:

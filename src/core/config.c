@@ -476,10 +476,18 @@ static td_status validate_route(vctx *v)
     json_t *u = json_object_get(s, "upstream");
     TRY(check_fields(v, u, "spec.upstream", up));
     const char *addr = td_json_str(s, "upstream.address");
-    if (!addr || !strrchr(addr, ':'))
-        return vfail(v, u, "spec.upstream.address", "required: HOST:PORT");
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || colon == addr || !end || *end || port < 1 || port > 65535)
+        return vfail(v, u ? json_object_get(u, "address") : NULL, "spec.upstream.address",
+                     "required: HOST:PORT (e.g. \"127.0.0.1:8000\", \"[::1]:8000\")");
     TRY(check_integer(v, td_json_path(s, "upstream.capacity"), "spec.upstream.capacity", 1));
     TRY(check_integer(v, td_json_path(s, "upstream.queue"), "spec.upstream.queue", 0));
+    static const char *const cost[] = {"model", "gpuSecondsEstimate", NULL};
+    TRY(check_fields(v, json_object_get(s, "cost"), "spec.cost", cost));
+    TRY(check_number(v, td_json_path(s, "cost.gpuSecondsEstimate"), "spec.cost.gpuSecondsEstimate",
+                     0));
     const char *model = td_json_str(s, "cost.model");
     static const char *const models[] = {"tokens", "gpuSeconds", "requests", NULL};
     if (td_json_path(s, "cost.model") && !in_list(model, models))
@@ -834,6 +842,29 @@ static td_status cross_check(entry *items, size_t n, td_err *err)
         }
         if (strcmp(kind, "Tenant") != 0)
             continue;
+        size_t ka;
+        json_t *key;
+        json_array_foreach(td_json_path(o, "spec.apiKeys"), ka, key)
+        {
+            const char *h = td_json_str(key, "sha256");
+            for (size_t j = i; h && j < n; j++) {
+                json_t *p = items[j].obj;
+                if (strcmp(td_json_str(p, "kind"), "Tenant") != 0)
+                    continue;
+                size_t kb;
+                json_t *key2;
+                json_array_foreach(td_json_path(p, "spec.apiKeys"), kb, key2)
+                {
+                    const char *h2 = td_json_str(key2, "sha256");
+                    if ((j > i || kb > ka) && h2 && strcasecmp(h, h2) == 0)
+                        return td_err_set(err, TD_EINVAL,
+                                          "Tenant %s: spec.apiKeys: key %s is already a key of "
+                                          "tenant %s; a key names one tenant",
+                                          td_json_str(p, "metadata.name"), "(sha256)",
+                                          td_json_str(o, "metadata.name"));
+                }
+            }
+        }
         json_t *nss = td_json_path(o, "spec.namespaces");
         size_t a;
         json_t *ns;

@@ -8,11 +8,29 @@
 #include "tenantd/admit.h"
 #include "tenantd/manifest.h"
 
-void td_control_init(td_control *c, td_config *cfg, td_store *store)
+void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway)
 {
     atomic_init(&c->snapshot, cfg);
     c->store = store;
+    c->gateway = gateway;
     c->ready = 1;
+}
+
+td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,
+                            const td_object_id *dels, size_t ndels, td_err *err)
+{
+    td_status st = td_store_write(c->store, objs, nobjs, dels, ndels, err);
+    if (st != TD_OK) {
+        td_config_unref(next);
+        return st;
+    }
+    td_config_unref(atomic_exchange(&c->snapshot, next));
+    /* Config validation already accepted every Tenant and Route, so a reload
+     * fails only for lack of memory or slots; the store is the truth then,
+     * and the next reload catches the gateway up. */
+    if (c->gateway && td_gateway_reload(c->gateway, next, err) != TD_OK)
+        fprintf(stderr, "tenantd: gateway reload failed: %s\n", err->msg);
+    return TD_OK;
 }
 
 void td_control_fini(td_control *c)
@@ -152,12 +170,11 @@ static void handle_apply(td_control *c, const td_http_request *req, td_http_resp
     }
     if (st == TD_OK)
         st = td_config_builder_finish(b, &next, &err);
-    if (st == TD_OK)
-        st = td_store_write(c->store, objs, td_manifest_count(m), NULL, 0, &err);
     if (st == TD_OK) {
-        td_config *old = atomic_exchange(&c->snapshot, next);
-        td_config_unref(old);
+        st = td_control_commit(c, next, objs, td_manifest_count(m), NULL, 0, &err);
         next = NULL;
+    }
+    if (st == TD_OK) {
         reply_json(resp, 200, json_pack("{s:O}", "applied", result));
     } else if (st == TD_ENOMEM) {
         reply_error(resp, 500, "out of memory");
@@ -218,11 +235,10 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
         st = td_config_builder_finish(b, &next, &err);
     if (st == TD_OK) {
         td_object_id id = {kind, td_kind_namespaced(kind) ? ns : "", name};
-        st = td_store_write(c->store, NULL, 0, &id, 1, &err);
+        st = td_control_commit(c, next, NULL, 0, &id, 1, &err);
+        next = NULL;
     }
     if (st == TD_OK) {
-        td_config_unref(atomic_exchange(&c->snapshot, next));
-        next = NULL;
         reply_json(resp, 200, json_pack("{s:{s:s, s:s, s:s}}", "deleted", "kind", kind,
                                         "namespace", td_kind_namespaced(kind) ? ns : "", "name",
                                         name));
@@ -232,6 +248,24 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
     td_config_unref(next);
     td_config_builder_destroy(b);
     td_config_unref(cur);
+}
+
+static void handle_metrics(td_control *c, td_http_response *resp)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (!c->gateway) {
+        reply_text(resp, 200, "");
+        return;
+    }
+    if (td_gateway_metrics_text(c->gateway, &text, &len) != TD_OK) {
+        reply_text(resp, 500, "out of memory\n");
+        return;
+    }
+    resp->status = 200;
+    resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    resp->body = text;
+    resp->body_len = len;
 }
 
 void td_control_handle(const td_http_request *req, td_http_response *resp, void *user)
@@ -249,13 +283,15 @@ void td_control_handle(const td_http_request *req, td_http_response *resp, void 
         handle_review(c, req, resp, TD_REVIEW_MUTATE);
     else if (strcmp(p, "/admit") == 0 && post)
         handle_review(c, req, resp, TD_REVIEW_MUTATE_AND_VALIDATE);
+    else if (strcmp(p, "/metrics") == 0 && get)
+        handle_metrics(c, resp);
     else if (strcmp(p, "/v1/apply") == 0 && post)
         handle_apply(c, req, resp);
     else if (strcmp(p, "/v1/objects") == 0 && (get || strcmp(m, "DELETE") == 0))
         handle_objects(c, req, resp);
     else if (!strcmp(p, "/healthz") || !strcmp(p, "/readyz") || !strcmp(p, "/validate") ||
              !strcmp(p, "/mutate") || !strcmp(p, "/admit") || !strcmp(p, "/v1/apply") ||
-             !strcmp(p, "/v1/objects"))
+             !strcmp(p, "/v1/objects") || !strcmp(p, "/metrics"))
         reply_error(resp, 405, "method not allowed");
     else
         reply_error(resp, 404, "no such endpoint; see the README's API section");

@@ -9,17 +9,25 @@
 #include <stdatomic.h>
 
 #include "tenantd/config.h"
+#include "tenantd/gateway.h"
 #include "tenantd/http.h"
 #include "tenantd/store.h"
 
 typedef struct {
     _Atomic(td_config *) snapshot; /* owned reference */
     td_store *store;               /* borrowed */
+    td_gateway *gateway;           /* borrowed; NULL: no gateway */
     int ready;
 } td_control;
 
-/* Takes over cfg. */
-void td_control_init(td_control *c, td_config *cfg, td_store *store);
+/* Takes over cfg. gateway may be NULL. */
+void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway);
+
+/* Stores objs (borrowed) and the deletions, then makes next (taken over)
+ * the snapshot everyone sees and reloads the gateway from it. On error
+ * nothing changed and next is released. Loop thread only. */
+td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,
+                            const td_object_id *dels, size_t ndels, td_err *err);
 void td_control_fini(td_control *c);
 
 /* The td_http_handler of the admin listener; user is a td_control. */

@@ -7,11 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "daemon/control.h"
 #include "tenantd/config.h"
+#include "tenantd/gateway.h"
 #include "tenantd/http.h"
+#include "tenantd/proxy.h"
 #include "tenantd/store.h"
 #include "tenantd/tls.h"
 
@@ -21,12 +24,21 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tenantd --data DIR [--config PLATFORM.yaml]... [flags]\n\n"
-            "Serves tenantd's admission webhook (/validate, /mutate), health checks\n"
-            "(/healthz, /readyz) and control API (/v1/apply, /v1/objects) on the admin\n"
-            "listener, keeping applied objects in SQLite under DIR.\n\n"
+            "Serves the gateway (per-tenant cost limits, criticality queue, reverse proxy\n"
+            "to each Route's upstream) on the data listener, and the admission webhook\n"
+            "(/validate, /mutate), health checks (/healthz, /readyz), /metrics and the\n"
+            "control API (/v1/apply, /v1/objects) on the admin listener, keeping applied\n"
+            "objects in SQLite under DIR. SIGHUP re-reads the --config files.\n\n"
             "  -c, --config FILE        objects to load at start (repeatable); they are stored\n"
             "                           and win over stored objects of the same name\n"
             "  -d, --data DIR           data directory (created if missing), required\n"
+            "      --listen ADDR        data listener (default 127.0.0.1:8080; port 0 = any)\n"
+            "      --workers N          gateway worker threads (default: cores)\n"
+            "      --redis HOST:PORT    share tenants' limits with other replicas through Redis\n"
+            "      --replicas N         replicas sharing Redis (fallback share, default 1)\n"
+            "      --allow-x-tenant     demo mode: trust an X-Tenant header (off by default)\n"
+            "      --access-log FILE    one line per gateway request (- for stderr)\n"
+            "      --listen-port-file FILE  write the bound data port to FILE\n"
             "      --admin-listen ADDR  admin listener (default 127.0.0.1:8081; port 0 = any)\n"
             "      --tls-cert FILE      serve HTTPS with this PEM certificate chain\n"
             "      --tls-key FILE       and this PEM private key\n"
@@ -35,8 +47,11 @@ static void usage(FILE *f)
 }
 
 typedef struct {
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sighup;
     td_http_server *server;
+    td_control *control;
+    const char *const *configs;
+    size_t nconfigs;
 } daemon_state;
 
 static void on_server_stopped(void *arg)
@@ -44,6 +59,7 @@ static void on_server_stopped(void *arg)
     daemon_state *d = arg;
     uv_close((uv_handle_t *)&d->sigint, NULL);
     uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sighup, NULL);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -52,10 +68,66 @@ static void on_signal(uv_signal_t *h, int signum)
     fprintf(stderr, "tenantd: signal %d, shutting down\n", signum);
     uv_signal_stop(&d->sigint);
     uv_signal_stop(&d->sigterm);
+    uv_signal_stop(&d->sighup);
     if (d->server) {
         td_http_server_stop(d->server, on_server_stopped, d);
         d->server = NULL;
     }
+}
+
+/* SIGHUP: the --config files again, over the current objects, as one
+ * apply: all of them or, if any is invalid, none (the old state serves). */
+static void on_reload(uv_signal_t *h, int signum)
+{
+    (void)signum;
+    daemon_state *d = h->data;
+    td_err err;
+    td_config *cur = td_config_ref(atomic_load(&d->control->snapshot));
+    td_config_builder *b = NULL;
+    td_config *next = NULL;
+    json_t *objs = json_array();
+    td_status st = objs ? td_config_builder_create(cur, &b, &err) : TD_ENOMEM;
+    for (size_t i = 0; st == TD_OK && i < d->nconfigs; i++) {
+        td_manifest *m = NULL;
+        st = td_manifest_load_file(d->configs[i], &m, &err);
+        if (st == TD_OK)
+            st = td_config_builder_add_manifest(b, m, &err);
+        for (size_t k = 0; st == TD_OK && k < td_manifest_count(m); k++)
+            json_array_append(objs, td_manifest_doc(m, k));
+        td_manifest_destroy(m);
+    }
+    if (st == TD_OK)
+        st = td_config_builder_finish(b, &next, &err);
+    if (st == TD_OK) {
+        size_t n = json_array_size(objs);
+        json_t **arr = calloc(n ? n : 1, sizeof *arr);
+        for (size_t i = 0; arr && i < n; i++)
+            arr[i] = json_array_get(objs, i);
+        st = arr ? td_control_commit(d->control, next, arr, n, NULL, 0, &err) : TD_ENOMEM;
+        free(arr);
+    }
+    if (st == TD_OK)
+        fprintf(stderr, "tenantd: SIGHUP: configuration reloaded\n");
+    else
+        fprintf(stderr, "tenantd: SIGHUP: reload rejected, the old configuration keeps serving: "
+                        "%s\n",
+                st == TD_ENOMEM ? "out of memory" : err.msg);
+    json_decref(objs);
+    td_config_builder_destroy(b);
+    td_config_unref(cur);
+}
+
+static int write_port_file(const char *path, int port)
+{
+    /* Written aside and renamed, so a reader never sees half a number. */
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0 || rename(tmp, path) < 0) {
+        fprintf(stderr, "tenantd: cannot write port file %s\n", path);
+        return -1;
+    }
+    return 0;
 }
 
 /* Stored objects, then the --config files over them; the files' objects are
@@ -102,7 +174,8 @@ static td_status load_state(td_store *store, const char *const *configs, size_t 
 
 int main(int argc, char **argv)
 {
-    enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE };
+    enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
+           O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"data", required_argument, NULL, 'd'},
@@ -111,12 +184,22 @@ int main(int argc, char **argv)
         {"tls-key", required_argument, NULL, O_KEY},
         {"tls-client-ca", required_argument, NULL, O_CLIENT_CA},
         {"port-file", required_argument, NULL, O_PORT_FILE},
+        {"listen", required_argument, NULL, O_DATA_LISTEN},
+        {"workers", required_argument, NULL, O_WORKERS},
+        {"redis", required_argument, NULL, O_REDIS},
+        {"replicas", required_argument, NULL, O_REPLICAS},
+        {"allow-x-tenant", no_argument, NULL, O_XTENANT},
+        {"access-log", required_argument, NULL, O_ACCESS_LOG},
+        {"listen-port-file", required_argument, NULL, O_DATA_PORT_FILE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *configs[64];
     size_t nconfigs = 0;
     const char *data = NULL, *listen = "127.0.0.1:8081", *cert = NULL, *key = NULL,
-               *client_ca = NULL, *port_file = NULL;
+               *client_ca = NULL, *port_file = NULL, *data_listen = "127.0.0.1:8080",
+               *redis = NULL, *access_log = NULL, *data_port_file = NULL;
+    long workers = sysconf(_SC_NPROCESSORS_ONLN), replicas = 1;
+    bool allow_x_tenant = false;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "c:d:h", longopts, NULL)) != -1) {
@@ -134,6 +217,26 @@ int main(int argc, char **argv)
         case O_KEY: key = optarg; break;
         case O_CLIENT_CA: client_ca = optarg; break;
         case O_PORT_FILE: port_file = optarg; break;
+        case O_DATA_LISTEN: data_listen = optarg; break;
+        case O_REDIS: redis = optarg; break;
+        case O_XTENANT: allow_x_tenant = true; break;
+        case O_ACCESS_LOG: access_log = optarg; break;
+        case O_DATA_PORT_FILE: data_port_file = optarg; break;
+        case O_WORKERS:
+        case O_REPLICAS: {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 256) {
+                fprintf(stderr, "tenantd: --%s must be a number from 1 to 256\n",
+                        c == O_WORKERS ? "workers" : "replicas");
+                return 2;
+            }
+            if (c == O_WORKERS)
+                workers = v;
+            else
+                replicas = v;
+            break;
+        }
         case 'h':
             usage(stdout);
             return 0;
@@ -172,8 +275,41 @@ int main(int argc, char **argv)
         SSL_CTX_free(tls);
         return st == TD_EINVAL ? 2 : 1;
     }
+    td_gateway *gateway = NULL;
+    td_gateway_opts gopts = {redis, (uint32_t)replicas, allow_x_tenant};
+    if (td_gateway_create(cfg, &gopts, &gateway, &err) != TD_OK) {
+        fprintf(stderr, "tenantd: %s\n", err.msg);
+        td_config_unref(cfg);
+        td_store_close(store);
+        SSL_CTX_free(tls);
+        return 2;
+    }
+    FILE *alog = NULL;
+    if (access_log) {
+        alog = strcmp(access_log, "-") == 0 ? stderr : fopen(access_log, "a");
+        if (!alog) {
+            fprintf(stderr, "tenantd: --access-log %s: cannot open\n", access_log);
+            td_gateway_destroy(gateway);
+            td_config_unref(cfg);
+            td_store_close(store);
+            SSL_CTX_free(tls);
+            return 2;
+        }
+    }
+    td_proxy *proxy = NULL;
+    td_proxy_opts popts = {data_listen, workers > 0 ? (unsigned)workers : 1, alog, 0};
+    if (td_proxy_start(gateway, &popts, &proxy, &err) != TD_OK) {
+        fprintf(stderr, "tenantd: %s\n", err.msg);
+        if (alog && alog != stderr)
+            fclose(alog);
+        td_gateway_destroy(gateway);
+        td_config_unref(cfg);
+        td_store_close(store);
+        SSL_CTX_free(tls);
+        return 1;
+    }
     td_control control;
-    td_control_init(&control, cfg, store);
+    td_control_init(&control, cfg, store, gateway);
 
     uv_loop_t loop;
     uv_loop_init(&loop);
@@ -182,7 +318,9 @@ int main(int argc, char **argv)
                              &err) != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
         SSL_CTX_free(tls);
+        td_proxy_stop(proxy);
         td_control_fini(&control);
+        td_gateway_destroy(gateway);
         td_store_close(store);
         uv_loop_close(&loop);
         return 1;
@@ -190,24 +328,33 @@ int main(int argc, char **argv)
     SSL_CTX_free(tls); /* the server holds its own reference */
     int port = td_http_server_port(d.server);
     json_t *const *all;
-    fprintf(stderr, "tenantd: %zu objects loaded; admin listener on %s://%s (port %d)\n",
-            td_config_all(cfg, &all), cert ? "https" : "http", listen, port);
-    if (port_file) {
-        /* Written aside and renamed, so a reader never sees half a number. */
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
-        FILE *f = fopen(tmp, "w");
-        if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0 || rename(tmp, port_file) < 0)
-            fprintf(stderr, "tenantd: cannot write --port-file %s\n", port_file);
-    }
+    fprintf(stderr,
+            "tenantd: %zu objects loaded; admin listener on %s://%s (port %d); gateway on "
+            "%s (port %d, %ld workers%s%s)\n",
+            td_config_all(cfg, &all), cert ? "https" : "http", listen, port, data_listen,
+            td_proxy_port(proxy), workers, redis ? ", limits shared through redis " : "",
+            redis ? redis : "");
+    if (data_port_file)
+        write_port_file(data_port_file, td_proxy_port(proxy));
+    if (port_file)
+        write_port_file(port_file, port);
+    d.control = &control;
+    d.configs = configs;
+    d.nconfigs = nconfigs;
     uv_signal_init(&loop, &d.sigint);
     uv_signal_init(&loop, &d.sigterm);
-    d.sigint.data = d.sigterm.data = &d;
+    uv_signal_init(&loop, &d.sighup);
+    d.sigint.data = d.sigterm.data = d.sighup.data = &d;
     uv_signal_start(&d.sigint, on_signal, SIGINT);
     uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&d.sighup, on_reload, SIGHUP);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
+    td_proxy_stop(proxy);
     td_control_fini(&control);
+    td_gateway_destroy(gateway);
+    if (alog && alog != stderr)
+        fclose(alog);
     td_store_close(store);
     fprintf(stderr, "tenantd: stopped\n");
     return 0;

@@ -43,13 +43,16 @@ expect_no_grep() {
     if grep -qF -- "$3" "$2"; then not_ok "$1: '$3' unexpectedly in $2"; else ok "$1"; fi
 }
 
-# start_tenantd DATA_DIR [ARGS...] : starts tenantd on 127.0.0.1:0, sets
-# TD_PORT and TD_PID; fails the test if it is not listening within 10 s.
+# start_tenantd DATA_DIR [ARGS...] : starts tenantd with both listeners on
+# 127.0.0.1:0, sets TD_PORT (admin), TD_DATA_PORT (gateway) and TD_PID;
+# fails the test if it is not listening within 10 s.
 start_tenantd() {
     local data=$1
     shift
     rm -f "$TMP/port"
-    "$TENANTD" --data "$data" --admin-listen 127.0.0.1:0 --port-file "$TMP/port" "$@" \
+    rm -f "$TMP/dataport"
+    "$TENANTD" --data "$data" --admin-listen 127.0.0.1:0 --port-file "$TMP/port" \
+        --listen 127.0.0.1:0 --listen-port-file "$TMP/dataport" --workers 2 "$@" \
         2>>"$TMP/tenantd.log" &
     TD_PID=$!
     PIDS+=("$TD_PID")
@@ -62,6 +65,7 @@ start_tenantd() {
         not_ok "tenantd did not start"; cat "$TMP/tenantd.log"; return 1
     fi
     TD_PORT=$(cat "$TMP/port")
+    TD_DATA_PORT=$(cat "$TMP/dataport" 2>/dev/null)
 }
 
 stop_tenantd() {

@@ -75,6 +75,20 @@ static const struct {
      "globalDefault: true\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
      "metadata: {name: p2}\nvalue: 2\nglobalDefault: true\n",
      TD_EINVAL, "only one may be"},
+    {"one key, two tenants",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: k1}\n"
+     "spec: {apiKeys: [{sha256: 7dbaf6a9f8103761445f073645d544d53cc1f4584dbcd673ec93ce854bdedae5}]}\n---\n"
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: k2}\n"
+     "spec: {apiKeys: [{sha256: 7DBAF6A9F8103761445F073645D544D53CC1F4584DBCD673EC93CE854BDEDAE5}]}\n",
+     TD_EINVAL, "a key names one tenant"},
+    {"route port out of range",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'localhost:70000'}}\n",
+     TD_EINVAL, "spec.upstream.address: required: HOST:PORT"},
+    {"route unknown cost field",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1'}, cost: {modle: tokens}}\n",
+     TD_EINVAL, "spec.cost: unknown field \"modle\""},
     {"kueue v1beta2 accepted",
      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec: {}\n",
      TD_OK, NULL},

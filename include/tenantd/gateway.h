@@ -1,0 +1,108 @@
+/* gateway.h - what the gateway's workers share: an immutable view of the
+ * Tenants and Routes of a config snapshot (keys hashed, limits parsed,
+ * routes sorted for longest-prefix match), and the runtime state that
+ * outlives reloads (limiter, metrics, shared limits), indexed by slots that
+ * stay fixed for a tenant or route name across reloads. */
+#ifndef TENANTD_GATEWAY_H
+#define TENANTD_GATEWAY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include "tenantd/config.h"
+#include "tenantd/critqueue.h"
+#include "tenantd/limiter.h"
+#include "tenantd/metrics.h"
+#include "tenantd/shared.h"
+#include "tenantd/status.h"
+
+#define TD_GW_MAX_TENANTS 65536
+#define TD_GW_MAX_ROUTES 1024
+
+typedef enum { TD_COST_TOKENS, TD_COST_GPU_SECONDS, TD_COST_REQUESTS } td_cost_model;
+
+typedef struct {
+    char *name;
+    uint32_t slot;              /* stable across reloads */
+    td_rate rate;               /* rate.cost <= 0: unlimited */
+    uint32_t concurrency;       /* 0: unlimited */
+    td_criticality criticality; /* default for its requests */
+    double weight;              /* > 0 */
+    unsigned char (*key_sha256)[32];
+    size_t nkeys;
+} td_gw_tenant;
+
+typedef struct {
+    char *name;
+    uint32_t slot;       /* stable across reloads */
+    char *path_prefix;
+    char *upstream;      /* "host:port" as configured */
+    char *upstream_host;
+    uint16_t upstream_port;
+    uint32_t capacity;   /* in flight to the upstream (default 64) */
+    uint32_t queue;      /* waiting behind them (default 256) */
+    td_cost_model cost_model;
+    uint64_t timeout_ns; /* default 30 s */
+    double default_gpu_seconds; /* estimate for gpuSeconds routes (default 1) */
+} td_gw_route;
+
+typedef struct td_gw_config td_gw_config;
+struct td_gw_config {
+    atomic_int refs;
+    uint64_t generation;
+    td_gw_tenant *tenants;
+    size_t ntenants;
+    td_gw_route *routes; /* longest prefix first */
+    size_t nroutes;
+};
+
+typedef struct td_gateway td_gateway;
+
+typedef struct {
+    const char *redis;      /* NULL: local limits only */
+    uint32_t replicas;      /* for the Redis fallback share */
+    bool allow_x_tenant;    /* demo mode: trust an X-Tenant header */
+} td_gateway_opts;
+
+/* The runtime state, with the gateway view of cfg as its first config. */
+td_status td_gateway_create(const td_config *cfg, const td_gateway_opts *o, td_gateway **out,
+                            td_err *err);
+void td_gateway_destroy(td_gateway *g);
+
+/* Builds the view of cfg and swaps it in (new tenant/route names get new
+ * slots; a tenant whose rate changed has its limiter state reset).
+ * TD_EINVAL (nothing changed) if a Route or Tenant cannot be served, e.g.
+ * an upstream address that is not host:port. Any thread. */
+td_status td_gateway_reload(td_gateway *g, const td_config *cfg, td_err *err);
+
+/* A worker's view: returns the current config, keeping *held (the
+ * worker's own reference, NULL at first) up to date with one atomic load
+ * when nothing changed. The worker releases *held with td_gw_config_unref
+ * when it stops. */
+const td_gw_config *td_gateway_config(td_gateway *g, td_gw_config **held);
+void td_gw_config_unref(td_gw_config *c);
+
+/* The tenant whose key this is (SHA-256, compared in constant time with
+ * every configured hash), or NULL. */
+const td_gw_tenant *td_gw_tenant_by_key(const td_gw_config *c, const char *key, size_t len);
+const td_gw_tenant *td_gw_tenant_by_name(const td_gw_config *c, const char *name);
+
+/* The route with the longest path prefix matching path, or NULL. */
+const td_gw_route *td_gw_route_match(const td_gw_config *c, const char *path);
+
+/* Shared state. */
+td_limiter *td_gateway_limiter(td_gateway *g);
+td_metrics *td_gateway_metrics(td_gateway *g);
+td_shared *td_gateway_shared(td_gateway *g); /* NULL without --redis */
+bool td_gateway_allow_x_tenant(const td_gateway *g);
+
+/* Name of a tenant ('t') or route ('r') slot for metrics labels, or NULL. */
+const char *td_gateway_slot_name(void *g, char kind, uint32_t slot);
+
+/* Renders /metrics. */
+td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len);
+
+#endif

@@ -1,0 +1,59 @@
+/* metrics.h - the gateway's Prometheus metrics: counters and histograms
+ * indexed by tenant slot and route slot, updated lock-free (relaxed atomics)
+ * from any worker, rendered in the Prometheus text format (0.0.4). */
+#ifndef TENANTD_METRICS_H
+#define TENANTD_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tenantd/critqueue.h"
+#include "tenantd/status.h"
+
+typedef enum {
+    TD_OUT_ACCEPTED = 0,       /* proxied, upstream answered */
+    TD_OUT_RATE_LIMITED,       /* 429 rate */
+    TD_OUT_CONCURRENCY_LIMITED,/* 429 in-flight cap */
+    TD_OUT_SHED,               /* 503 shed by the criticality queue (or deadline) */
+    TD_OUT_UPSTREAM_ERROR,     /* 502 */
+    TD_OUT_TIMEOUT,            /* 504 */
+    TD_OUT_BAD_REQUEST,        /* 400/404/413/431 */
+    TD_OUT_UNAUTHORIZED,       /* 401: no tenant; counted under tenant "" */
+    TD_OUT_COUNT
+} td_outcome;
+
+const char *td_outcome_name(td_outcome o); /* "accepted", "rate_limited", ... */
+
+typedef struct td_metrics td_metrics;
+
+/* Room for tenant slots 0..max_tenants-1 and route slots 0..max_routes-1. */
+td_status td_metrics_create(size_t max_tenants, size_t max_routes, td_metrics **out);
+void td_metrics_destroy(td_metrics *m);
+
+/* A tenant or route slot for a request that has none (no API key, no
+ * route matched): counted under the label value "". */
+#define TD_METRICS_NONE UINT32_MAX
+
+/* One finished request: outcome, end-to-end latency, cost units charged
+ * (actual after reconciliation). Slots out of range are ignored. The
+ * latency histogram observes only requests that reached the upstream
+ * (accepted, upstream_error, timeout): fast rejections would drag its
+ * quantiles towards zero. */
+void td_metrics_request(td_metrics *m, uint32_t tenant, uint32_t route, td_outcome o,
+                        uint64_t latency_ns, double cost);
+
+/* Gauges: queue depth per route and criticality, in-flight per tenant. */
+void td_metrics_queue_add(td_metrics *m, uint32_t route, td_criticality c, int delta);
+void td_metrics_inflight_add(td_metrics *m, uint32_t tenant, int delta);
+
+/* Counter of shared-limit (Redis) degradations and of reconciliations. */
+void td_metrics_shared_degraded(td_metrics *m, int degraded);
+
+/* Renders every series with a non-zero value. name_of(kind, slot) gives
+ * the label value of a tenant (kind 't') or route (kind 'r') slot, or NULL
+ * for a slot not in use (skipped). *out is malloc'd text. */
+td_status td_metrics_render(const td_metrics *m,
+                            const char *(*name_of)(void *arg, char kind, uint32_t slot),
+                            void *arg, char **out, size_t *len);
+
+#endif

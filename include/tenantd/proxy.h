@@ -1,0 +1,34 @@
+/* proxy.h - the gateway's data listener: an HTTP/1.1 reverse proxy on N
+ * worker threads, each with its own libuv loop and SO_REUSEPORT listener,
+ * deciding every request with the shared td_gateway state (tenant by API
+ * key, cost estimate, rate and concurrency limits, criticality queue) and
+ * forwarding it over pooled keep-alive upstream connections. */
+#ifndef TENANTD_PROXY_H
+#define TENANTD_PROXY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tenantd/gateway.h"
+#include "tenantd/status.h"
+
+typedef struct td_proxy td_proxy;
+
+typedef struct {
+    const char *listen;  /* "127.0.0.1:8080"; port 0 picks a free one (all workers share it) */
+    unsigned workers;    /* >= 1 */
+    FILE *access_log;    /* one line per request; NULL: none */
+    size_t max_body;     /* request bodies larger get 413 (default 1 MiB) */
+} td_proxy_opts;
+
+/* Binds, then starts the worker threads. g is borrowed and must outlive
+ * the proxy. TD_EIO naming the address if it cannot be bound. */
+td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, td_err *err);
+
+/* The bound port. */
+int td_proxy_port(const td_proxy *p);
+
+/* Stops accepting, closes connections, joins the workers, frees p. */
+void td_proxy_stop(td_proxy *p);
+
+#endif

@@ -1,0 +1,470 @@
+/* gateway.c - the gateway's view of a config snapshot and the state its
+ * workers share. A view is immutable and reference-counted; a reload builds
+ * a whole new one and publishes it under a generation number, so that a
+ * worker's check for a new view is one atomic load. Tenant and route slots
+ * are handed out once per name and never reused, so limiter and metrics
+ * state survive reloads. */
+#include "tenantd/gateway.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tenantd/duration.h"
+
+typedef struct {
+    char **names; /* slot -> name; entries are set once, before n grows past them */
+    _Atomic size_t n;
+    size_t max;
+} slot_table;
+
+typedef struct {
+    unsigned char sha[32];
+    size_t tenant; /* index into tenants */
+} key_entry;
+
+/* The view's private part: keys sorted by hash for lookup. */
+typedef struct {
+    td_gw_config pub;
+    key_entry *keys;
+    size_t nkeys;
+} view;
+
+struct td_gateway {
+    pthread_mutex_t lock; /* reloads and the swap of `current` */
+    td_gw_config *current;
+    _Atomic uint64_t generation;
+    slot_table tenants, routes;
+    td_limiter *limiter;
+    td_metrics *metrics;
+    td_shared *shared;
+    bool allow_x_tenant;
+};
+
+/* ---- slots ------------------------------------------------------------- */
+
+static td_status slots_init(slot_table *t, size_t max)
+{
+    t->names = calloc(max, sizeof *t->names);
+    atomic_init(&t->n, 0);
+    t->max = max;
+    return t->names ? TD_OK : TD_ENOMEM;
+}
+
+static void slots_fini(slot_table *t)
+{
+    size_t n = atomic_load(&t->n);
+    for (size_t i = 0; i < n; i++)
+        free(t->names[i]);
+    free(t->names);
+}
+
+/* The slot of name, allocating one if new. Called under the gateway lock. */
+static td_status slot_of(slot_table *t, const char *name, uint32_t *slot)
+{
+    size_t n = atomic_load(&t->n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(t->names[i], name) == 0) {
+            *slot = (uint32_t)i;
+            return TD_OK;
+        }
+    if (n == t->max)
+        return TD_EQUOTA;
+    t->names[n] = strdup(name);
+    if (!t->names[n])
+        return TD_ENOMEM;
+    atomic_store(&t->n, n + 1);
+    *slot = (uint32_t)n;
+    return TD_OK;
+}
+
+const char *td_gateway_slot_name(void *arg, char kind, uint32_t slot)
+{
+    td_gateway *g = arg;
+    slot_table *t = kind == 't' ? &g->tenants : &g->routes;
+    return slot < atomic_load(&t->n) ? t->names[slot] : NULL;
+}
+
+/* ---- views ------------------------------------------------------------- */
+
+static void view_free(view *v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < v->pub.ntenants; i++) {
+        free(v->pub.tenants[i].name);
+        free(v->pub.tenants[i].key_sha256);
+    }
+    for (size_t i = 0; i < v->pub.nroutes; i++) {
+        td_gw_route *r = &v->pub.routes[i];
+        free(r->name);
+        free(r->path_prefix);
+        free(r->upstream);
+        free(r->upstream_host);
+    }
+    free(v->pub.tenants);
+    free(v->pub.routes);
+    free(v->keys);
+    free(v);
+}
+
+void td_gw_config_unref(td_gw_config *c)
+{
+    if (c && atomic_fetch_sub(&c->refs, 1) == 1)
+        view_free((view *)c);
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)tolower((unsigned char)c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static double num_or(const json_t *j, double def)
+{
+    return json_is_number(j) ? json_number_value(j) : def;
+}
+
+static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_err *err)
+{
+    const char *name = td_json_str(obj, "metadata.name");
+    json_t *gw = td_json_path(obj, "spec.gateway");
+    t->name = strdup(name);
+    if (!t->name)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    td_status st = slot_of(&g->tenants, name, &t->slot);
+    if (st != TD_OK)
+        return td_err_set(err, st, "Tenant %s: more than %d tenants", name, TD_GW_MAX_TENANTS);
+    json_t *rate = json_object_get(gw, "rate");
+    t->rate.cost = num_or(json_object_get(rate, "cost"), 0);
+    int64_t per = 1000000000LL;
+    const char *pers = json_string_value(json_object_get(rate, "per"));
+    if (pers && td_duration_parse(pers, &per, err) != TD_OK)
+        return td_err_prefix(err, TD_EINVAL, "Tenant %s: spec.gateway.rate.per", name);
+    if (per <= 0)
+        return td_err_set(err, TD_EINVAL, "Tenant %s: spec.gateway.rate.per must be > 0", name);
+    t->rate.per_ns = (uint64_t)per;
+    t->rate.burst = num_or(json_object_get(rate, "burst"), t->rate.cost);
+    t->concurrency = (uint32_t)num_or(json_object_get(gw, "concurrency"), 0);
+    t->weight = num_or(json_object_get(gw, "weight"), 1);
+    if (t->weight <= 0)
+        t->weight = 1;
+    t->criticality = TD_CRIT_CRITICAL;
+    const char *crit = json_string_value(json_object_get(gw, "criticality"));
+    if (crit && td_criticality_parse(crit, &t->criticality) != TD_OK)
+        return td_err_set(err, TD_EINVAL, "Tenant %s: spec.gateway.criticality \"%s\" is unknown",
+                          name, crit);
+    json_t *keys = td_json_path(obj, "spec.apiKeys");
+    t->nkeys = json_array_size(keys);
+    if (t->nkeys) {
+        t->key_sha256 = calloc(t->nkeys, sizeof *t->key_sha256);
+        if (!t->key_sha256)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < t->nkeys; k++) {
+        const char *hex = td_json_str(json_array_get(keys, k), "sha256");
+        for (size_t i = 0; hex && i < 32; i++) {
+            int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+            if (hi < 0 || lo < 0)
+                return td_err_set(err, TD_EINVAL, "Tenant %s: apiKeys[%zu].sha256 is not hex",
+                                  name, k);
+            t->key_sha256[k][i] = (unsigned char)(hi << 4 | lo);
+        }
+    }
+    return TD_OK;
+}
+
+/* "host:port" or "[v6]:port" into parts. */
+static td_status split_hostport(const char *addr, char **host, uint16_t *port)
+{
+    const char *colon = strrchr(addr, ':');
+    if (!colon || colon == addr)
+        return TD_EINVAL;
+    char *end;
+    long p = strtol(colon + 1, &end, 10);
+    if (*end || p <= 0 || p > 65535)
+        return TD_EINVAL;
+    const char *h = addr;
+    size_t n = (size_t)(colon - addr);
+    if (h[0] == '[') {
+        if (n < 3 || h[n - 1] != ']')
+            return TD_EINVAL;
+        h++;
+        n -= 2;
+    }
+    *host = strndup(h, n);
+    if (!*host)
+        return TD_ENOMEM;
+    *port = (uint16_t)p;
+    return TD_OK;
+}
+
+static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err *err)
+{
+    const char *name = td_json_str(obj, "metadata.name");
+    json_t *s = json_object_get(obj, "spec");
+    r->name = strdup(name);
+    r->path_prefix = strdup(td_json_str(s, "match.pathPrefix"));
+    r->upstream = strdup(td_json_str(s, "upstream.address"));
+    if (!r->name || !r->path_prefix || !r->upstream)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    td_status st = slot_of(&g->routes, name, &r->slot);
+    if (st != TD_OK)
+        return td_err_set(err, st, "Route %s: more than %d routes", name, TD_GW_MAX_ROUTES);
+    st = split_hostport(r->upstream, &r->upstream_host, &r->upstream_port);
+    if (st != TD_OK)
+        return td_err_set(err, st, "Route %s: spec.upstream.address \"%s\" is not HOST:PORT", name,
+                          r->upstream);
+    r->capacity = (uint32_t)num_or(td_json_path(s, "upstream.capacity"), 64);
+    r->queue = (uint32_t)num_or(td_json_path(s, "upstream.queue"), 256);
+    const char *model = td_json_str(s, "cost.model");
+    r->cost_model = !model || strcmp(model, "tokens") == 0 ? TD_COST_TOKENS
+                    : strcmp(model, "gpuSeconds") == 0     ? TD_COST_GPU_SECONDS
+                                                           : TD_COST_REQUESTS;
+    r->default_gpu_seconds = num_or(td_json_path(s, "cost.gpuSecondsEstimate"), 1);
+    int64_t timeout = 30000000000LL;
+    const char *ts = td_json_str(s, "timeout");
+    if (ts && td_duration_parse(ts, &timeout, err) != TD_OK)
+        return td_err_prefix(err, TD_EINVAL, "Route %s: spec.timeout", name);
+    r->timeout_ns = (uint64_t)timeout;
+    return TD_OK;
+}
+
+static int route_cmp(const void *a, const void *b)
+{
+    size_t la = strlen(((const td_gw_route *)a)->path_prefix);
+    size_t lb = strlen(((const td_gw_route *)b)->path_prefix);
+    return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+    return memcmp(((const key_entry *)a)->sha, ((const key_entry *)b)->sha, 32);
+}
+
+/* Called under g->lock. */
+static td_status build_view(td_gateway *g, const td_config *cfg, view **out, td_err *err)
+{
+    view *v = calloc(1, sizeof *v);
+    if (!v)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    atomic_init(&v->pub.refs, 1);
+    json_t *const *tenants, *const *routes;
+    size_t nt = td_config_list(cfg, "Tenant", NULL, &tenants);
+    size_t nr = td_config_list(cfg, "Route", NULL, &routes);
+    v->pub.tenants = nt ? calloc(nt, sizeof *v->pub.tenants) : NULL;
+    v->pub.routes = nr ? calloc(nr, sizeof *v->pub.routes) : NULL;
+    td_status st = (nt && !v->pub.tenants) || (nr && !v->pub.routes) ? TD_ENOMEM : TD_OK;
+    if (st != TD_OK)
+        td_err_set(err, st, "out of memory");
+    size_t nkeys = 0;
+    for (size_t i = 0; st == TD_OK && i < nt; i++) {
+        v->pub.ntenants = i + 1;
+        st = build_tenant(g, tenants[i], &v->pub.tenants[i], err);
+        nkeys += v->pub.tenants[i].nkeys;
+    }
+    for (size_t i = 0; st == TD_OK && i < nr; i++) {
+        v->pub.nroutes = i + 1;
+        st = build_route(g, routes[i], &v->pub.routes[i], err);
+    }
+    if (st == TD_OK && nkeys) {
+        v->keys = calloc(nkeys, sizeof *v->keys);
+        if (!v->keys)
+            st = td_err_set(err, TD_ENOMEM, "out of memory");
+        for (size_t i = 0; st == TD_OK && i < v->pub.ntenants; i++)
+            for (size_t k = 0; k < v->pub.tenants[i].nkeys; k++) {
+                memcpy(v->keys[v->nkeys].sha, v->pub.tenants[i].key_sha256[k], 32);
+                v->keys[v->nkeys++].tenant = i;
+            }
+        if (st == TD_OK) {
+            qsort(v->keys, v->nkeys, sizeof *v->keys, key_cmp);
+            for (size_t i = 1; i < v->nkeys; i++)
+                if (memcmp(v->keys[i - 1].sha, v->keys[i].sha, 32) == 0)
+                    st = td_err_set(err, TD_EINVAL,
+                                    "Tenant %s and Tenant %s share an API key; a key names one "
+                                    "tenant",
+                                    v->pub.tenants[v->keys[i - 1].tenant].name,
+                                    v->pub.tenants[v->keys[i].tenant].name);
+        }
+    }
+    if (st != TD_OK) {
+        view_free(v);
+        return st;
+    }
+    if (v->pub.nroutes > 1)
+        qsort(v->pub.routes, v->pub.nroutes, sizeof *v->pub.routes, route_cmp);
+    *out = v;
+    return TD_OK;
+}
+
+/* ---- lookups ----------------------------------------------------------- */
+
+const td_gw_tenant *td_gw_tenant_by_key(const td_gw_config *c, const char *key, size_t len)
+{
+    const view *v = (const view *)c;
+    unsigned char sha[32];
+    if (!v || !v->nkeys)
+        return NULL;
+    SHA256((const unsigned char *)key, len, sha);
+    /* The search runs over hashes of secrets, so its timing tells nothing
+     * about a key; the final comparison is constant-time anyway. */
+    size_t lo = 0, hi = v->nkeys;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (memcmp(v->keys[mid].sha, sha, 32) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < v->nkeys && CRYPTO_memcmp(v->keys[lo].sha, sha, 32) == 0)
+        return &v->pub.tenants[v->keys[lo].tenant];
+    return NULL;
+}
+
+const td_gw_tenant *td_gw_tenant_by_name(const td_gw_config *c, const char *name)
+{
+    for (size_t i = 0; c && name && i < c->ntenants; i++)
+        if (strcmp(c->tenants[i].name, name) == 0)
+            return &c->tenants[i];
+    return NULL;
+}
+
+const td_gw_route *td_gw_route_match(const td_gw_config *c, const char *path)
+{
+    for (size_t i = 0; c && path && i < c->nroutes; i++)
+        if (strncmp(path, c->routes[i].path_prefix, strlen(c->routes[i].path_prefix)) == 0)
+            return &c->routes[i];
+    return NULL;
+}
+
+/* ---- the gateway ------------------------------------------------------- */
+
+static int same_rate(const td_rate *a, const td_rate *b)
+{
+    return a->cost == b->cost && a->per_ns == b->per_ns && a->burst == b->burst;
+}
+
+static void publish(td_gateway *g, view *v)
+{
+    td_gw_config *old = g->current;
+    for (size_t i = 0; old && i < v->pub.ntenants; i++) {
+        const td_gw_tenant *was = td_gw_tenant_by_name(old, v->pub.tenants[i].name);
+        if (was && !same_rate(&was->rate, &v->pub.tenants[i].rate))
+            td_limiter_reset(g->limiter, v->pub.tenants[i].slot);
+    }
+    v->pub.generation = atomic_load(&g->generation) + 1;
+    g->current = &v->pub;
+    atomic_store(&g->generation, v->pub.generation);
+    td_gw_config_unref(old);
+}
+
+td_status td_gateway_create(const td_config *cfg, const td_gateway_opts *o, td_gateway **out,
+                            td_err *err)
+{
+    td_gateway *g = calloc(1, sizeof *g);
+    if (!g)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    pthread_mutex_init(&g->lock, NULL);
+    atomic_init(&g->generation, 0);
+    g->allow_x_tenant = o && o->allow_x_tenant;
+    td_status st = slots_init(&g->tenants, TD_GW_MAX_TENANTS);
+    if (st == TD_OK)
+        st = slots_init(&g->routes, TD_GW_MAX_ROUTES);
+    if (st == TD_OK)
+        st = td_limiter_create(TD_GW_MAX_TENANTS, &g->limiter);
+    if (st == TD_OK)
+        st = td_metrics_create(TD_GW_MAX_TENANTS, TD_GW_MAX_ROUTES, &g->metrics);
+    if (st != TD_OK) {
+        td_gateway_destroy(g);
+        return td_err_set(err, st, "out of memory");
+    }
+    if (o && o->redis) {
+        td_shared_opts so = {o->redis, o->replicas ? o->replicas : 1, 0, 0, NULL};
+        st = td_shared_create(&so, TD_GW_MAX_TENANTS, &g->shared, err);
+        if (st != TD_OK) {
+            td_gateway_destroy(g);
+            return st;
+        }
+    }
+    view *v = NULL;
+    st = build_view(g, cfg, &v, err);
+    if (st != TD_OK) {
+        td_gateway_destroy(g);
+        return st;
+    }
+    publish(g, v);
+    *out = g;
+    return TD_OK;
+}
+
+void td_gateway_destroy(td_gateway *g)
+{
+    if (!g)
+        return;
+    td_shared_destroy(g->shared);
+    td_gw_config_unref(g->current);
+    td_metrics_destroy(g->metrics);
+    td_limiter_destroy(g->limiter);
+    slots_fini(&g->tenants);
+    slots_fini(&g->routes);
+    pthread_mutex_destroy(&g->lock);
+    free(g);
+}
+
+td_status td_gateway_reload(td_gateway *g, const td_config *cfg, td_err *err)
+{
+    pthread_mutex_lock(&g->lock);
+    view *v = NULL;
+    td_status st = build_view(g, cfg, &v, err);
+    if (st == TD_OK)
+        publish(g, v);
+    pthread_mutex_unlock(&g->lock);
+    return st;
+}
+
+const td_gw_config *td_gateway_config(td_gateway *g, td_gw_config **held)
+{
+    uint64_t gen = atomic_load_explicit(&g->generation, memory_order_acquire);
+    if (*held && (*held)->generation == gen)
+        return *held;
+    pthread_mutex_lock(&g->lock);
+    td_gw_config *cur = g->current;
+    atomic_fetch_add(&cur->refs, 1);
+    pthread_mutex_unlock(&g->lock);
+    td_gw_config_unref(*held);
+    *held = cur;
+    return cur;
+}
+
+td_limiter *td_gateway_limiter(td_gateway *g)
+{
+    return g->limiter;
+}
+
+td_metrics *td_gateway_metrics(td_gateway *g)
+{
+    return g->metrics;
+}
+
+td_shared *td_gateway_shared(td_gateway *g)
+{
+    return g->shared;
+}
+
+bool td_gateway_allow_x_tenant(const td_gateway *g)
+{
+    return g->allow_x_tenant;
+}
+
+td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
+{
+    if (g->shared)
+        td_metrics_shared_degraded(g->metrics, td_shared_degraded(g->shared));
+    return td_metrics_render(g->metrics, td_gateway_slot_name, g, out, len);
+}

@@ -1,0 +1,440 @@
+/* metrics.c - the gateway's counters, histograms and gauges, lock-free.
+ * Tenant x route x outcome is too big to allocate densely (65536 x 1024 x
+ * 8), and few tenants use many routes, so each tenant gets a block on its
+ * first request (published with one CAS), and within it routes come in
+ * chunks of 16, also allocated on first use. After that, recording is a few
+ * relaxed atomic adds. Gauges are dense arrays. A failed lazy allocation
+ * drops that one sample: metrics never fail a request. Cost is summed in
+ * fixed point (millionths of a unit) so that sums are exact and independent
+ * of the order in which threads add. */
+#include "tenantd/metrics.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROUTES_PER_CHUNK 16
+#define COST_SCALE       1000000.0 /* fixed-point cost: millionths */
+#define NBUCKETS         14
+
+static const uint64_t bucket_ns[NBUCKETS] = {
+    500000ULL,     1000000ULL,    2500000ULL,    5000000ULL,    10000000ULL,
+    25000000ULL,   50000000ULL,   100000000ULL,  250000000ULL,  500000000ULL,
+    1000000000ULL, 2500000000ULL, 5000000000ULL, 10000000000ULL};
+static const char *const bucket_le[NBUCKETS] = {"0.0005", "0.001", "0.0025", "0.005", "0.01",
+                                                "0.025",  "0.05",  "0.1",    "0.25",  "0.5",
+                                                "1",      "2.5",   "5",      "10"};
+
+typedef struct {
+    _Atomic uint64_t requests[ROUTES_PER_CHUNK][TD_OUT_COUNT];
+    _Atomic uint64_t cost_micro[ROUTES_PER_CHUNK];
+} route_chunk;
+
+typedef struct {
+    _Atomic uint64_t buckets[NBUCKETS + 1]; /* per bucket, not cumulative; last is +Inf */
+    _Atomic uint64_t sum_ns;
+    _Atomic(route_chunk *) chunks[];
+} tenant_block;
+
+struct td_metrics {
+    size_t max_tenants, max_routes; /* slot max_* stands for TD_METRICS_NONE */
+    size_t nchunks;
+    _Atomic(tenant_block *) *tenants;
+    _Atomic int64_t *inflight;               /* [max_tenants + 1] */
+    _Atomic int64_t (*queue)[TD_CRIT_COUNT]; /* [max_routes + 1] */
+    _Atomic int64_t shared_degraded;
+    _Atomic uint64_t shared_degradations;
+};
+
+static const char *const outcome_names[TD_OUT_COUNT] = {
+    "accepted",       "rate_limited", "concurrency_limited", "shed",
+    "upstream_error", "timeout",      "bad_request",         "unauthorized"};
+
+const char *td_outcome_name(td_outcome o)
+{
+    return (unsigned)o < TD_OUT_COUNT ? outcome_names[o] : "unknown";
+}
+
+td_status td_metrics_create(size_t max_tenants, size_t max_routes, td_metrics **out)
+{
+    if (max_tenants == 0 || max_routes == 0 || max_tenants >= (1u << 24) ||
+        max_routes >= (1u << 20))
+        return TD_EINVAL;
+    td_metrics *m = calloc(1, sizeof *m);
+    if (!m)
+        return TD_ENOMEM;
+    m->max_tenants = max_tenants;
+    m->max_routes = max_routes;
+    m->nchunks = (max_routes + 1 + ROUTES_PER_CHUNK - 1) / ROUTES_PER_CHUNK;
+    /* calloc's zero bytes are a valid initial state for lock-free atomics
+     * on every target we build for. */
+    m->tenants = calloc(max_tenants + 1, sizeof *m->tenants);
+    m->inflight = calloc(max_tenants + 1, sizeof *m->inflight);
+    m->queue = calloc(max_routes + 1, sizeof *m->queue);
+    if (!m->tenants || !m->inflight || !m->queue) {
+        td_metrics_destroy(m);
+        return TD_ENOMEM;
+    }
+    *out = m;
+    return TD_OK;
+}
+
+void td_metrics_destroy(td_metrics *m)
+{
+    if (!m)
+        return;
+    if (m->tenants)
+        for (size_t t = 0; t <= m->max_tenants; t++) {
+            tenant_block *b = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
+            if (!b)
+                continue;
+            for (size_t c = 0; c < m->nchunks; c++)
+                free(atomic_load_explicit(&b->chunks[c], memory_order_acquire));
+            free(b);
+        }
+    free(m->tenants);
+    free((void *)m->inflight);
+    free((void *)m->queue);
+    free(m);
+}
+
+/* The index of a tenant or route slot (max for TD_METRICS_NONE), or -1 if
+ * it is out of range. */
+static long slot_index(uint32_t slot, size_t max)
+{
+    if (slot == TD_METRICS_NONE)
+        return (long)max;
+    return slot < max ? (long)slot : -1;
+}
+
+static tenant_block *tenant_block_get(td_metrics *m, size_t t)
+{
+    tenant_block *b = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
+    if (b)
+        return b;
+    tenant_block *fresh = calloc(1, sizeof *fresh + m->nchunks * sizeof fresh->chunks[0]);
+    if (!fresh)
+        return NULL;
+    if (atomic_compare_exchange_strong_explicit(&m->tenants[t], &b, fresh, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return fresh;
+    free(fresh); /* another thread published first; b is theirs */
+    return b;
+}
+
+static route_chunk *route_chunk_get(tenant_block *b, size_t c)
+{
+    route_chunk *ch = atomic_load_explicit(&b->chunks[c], memory_order_acquire);
+    if (ch)
+        return ch;
+    route_chunk *fresh = calloc(1, sizeof *fresh);
+    if (!fresh)
+        return NULL;
+    if (atomic_compare_exchange_strong_explicit(&b->chunks[c], &ch, fresh, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return fresh;
+    free(fresh);
+    return ch;
+}
+
+void td_metrics_request(td_metrics *m, uint32_t tenant, uint32_t route, td_outcome o,
+                        uint64_t latency_ns, double cost)
+{
+    long t = slot_index(tenant, m->max_tenants), r = slot_index(route, m->max_routes);
+    if (t < 0 || r < 0 || (unsigned)o >= TD_OUT_COUNT)
+        return;
+    tenant_block *b = tenant_block_get(m, (size_t)t);
+    if (!b)
+        return;
+    route_chunk *ch = route_chunk_get(b, (size_t)r / ROUTES_PER_CHUNK);
+    if (!ch)
+        return;
+    size_t i = (size_t)r % ROUTES_PER_CHUNK;
+    atomic_fetch_add_explicit(&ch->requests[i][o], 1, memory_order_relaxed);
+    if (cost > 0) {
+        double micro = nearbyint(cost * COST_SCALE);
+        uint64_t add = micro >= 0x1p63 ? (uint64_t)1 << 63 : (uint64_t)micro;
+        atomic_fetch_add_explicit(&ch->cost_micro[i], add, memory_order_relaxed);
+    }
+    if (o == TD_OUT_ACCEPTED || o == TD_OUT_UPSTREAM_ERROR || o == TD_OUT_TIMEOUT) {
+        int k = 0;
+        while (k < NBUCKETS && latency_ns > bucket_ns[k])
+            k++;
+        atomic_fetch_add_explicit(&b->buckets[k], 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&b->sum_ns, latency_ns, memory_order_relaxed);
+    }
+}
+
+void td_metrics_queue_add(td_metrics *m, uint32_t route, td_criticality c, int delta)
+{
+    long r = slot_index(route, m->max_routes);
+    if (r >= 0 && (unsigned)c < TD_CRIT_COUNT)
+        atomic_fetch_add_explicit(&m->queue[r][c], delta, memory_order_relaxed);
+}
+
+void td_metrics_inflight_add(td_metrics *m, uint32_t tenant, int delta)
+{
+    long t = slot_index(tenant, m->max_tenants);
+    if (t >= 0)
+        atomic_fetch_add_explicit(&m->inflight[t], delta, memory_order_relaxed);
+}
+
+void td_metrics_shared_degraded(td_metrics *m, int degraded)
+{
+    int64_t was =
+        atomic_exchange_explicit(&m->shared_degraded, degraded ? 1 : 0, memory_order_relaxed);
+    if (degraded && !was)
+        atomic_fetch_add_explicit(&m->shared_degradations, 1, memory_order_relaxed);
+}
+
+/* ---- rendering ---- */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} buf;
+
+static void grow(buf *b, size_t need)
+{
+    if (b->oom || b->len + need < b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap <= b->len + need)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = true;
+        return;
+    }
+    b->p = p;
+    b->cap = cap;
+}
+
+static void put(buf *b, const char *s, size_t n)
+{
+    grow(b, n);
+    if (b->oom)
+        return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void puts_(buf *b, const char *s)
+{
+    put(b, s, strlen(s));
+}
+
+static void printf_(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void printf_(buf *b, const char *fmt, ...)
+{
+    char tmp[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* A label value, escaped as the text format wants: \\, \" and \n. */
+static void put_label(buf *b, const char *name, const char *value, bool first)
+{
+    if (!first)
+        put(b, ",", 1);
+    puts_(b, name);
+    put(b, "=\"", 2);
+    for (const char *s = value; *s; s++) {
+        if (*s == '\\')
+            put(b, "\\\\", 2);
+        else if (*s == '"')
+            put(b, "\\\"", 2);
+        else if (*s == '\n')
+            put(b, "\\n", 2);
+        else
+            put(b, s, 1);
+    }
+    put(b, "\"", 1);
+}
+
+/* A fixed-point value v / 10^digits in the shortest exact decimal. */
+static void put_fixed(buf *b, uint64_t v, uint64_t scale, int digits)
+{
+    uint64_t whole = v / scale, frac = v % scale;
+    if (!frac) {
+        printf_(b, "%" PRIu64, whole);
+        return;
+    }
+    char f[24];
+    snprintf(f, sizeof f, "%0*" PRIu64, digits, frac);
+    size_t n = strlen(f);
+    while (n > 0 && f[n - 1] == '0')
+        n--;
+    f[n] = '\0';
+    printf_(b, "%" PRIu64 ".%s", whole, f);
+}
+
+static void family(buf *b, const char *name, const char *type, const char *help)
+{
+    printf_(b, "# HELP %s ", name);
+    puts_(b, help);
+    printf_(b, "\n# TYPE %s %s\n", name, type);
+}
+
+typedef const char *(*name_fn)(void *arg, char kind, uint32_t slot);
+
+static const char *slot_name(name_fn name_of, void *arg, char kind, size_t i, size_t max)
+{
+    return i == max ? "" : name_of(arg, kind, (uint32_t)i);
+}
+
+static uint64_t load(const _Atomic uint64_t *p)
+{
+    return atomic_load_explicit((_Atomic uint64_t *)p, memory_order_relaxed);
+}
+
+td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, char **out,
+                            size_t *len)
+{
+    buf b = {0};
+    if (!m || !name_of || !out)
+        return TD_EINVAL;
+    const char **routes = malloc((m->max_routes + 1) * sizeof *routes);
+    if (!routes)
+        return TD_ENOMEM;
+    for (size_t r = 0; r <= m->max_routes; r++)
+        routes[r] = slot_name(name_of, arg, 'r', r, m->max_routes);
+    grow(&b, 1);
+
+    family(&b, "tenantd_requests_total", "counter",
+           "Requests finished at the gateway, by tenant, route and outcome.");
+    for (size_t t = 0; t <= m->max_tenants; t++) {
+        tenant_block *tb = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
+        const char *tenant = tb ? slot_name(name_of, arg, 't', t, m->max_tenants) : NULL;
+        if (!tenant)
+            continue;
+        for (size_t r = 0; r <= m->max_routes; r++) {
+            route_chunk *ch =
+                atomic_load_explicit(&tb->chunks[r / ROUTES_PER_CHUNK], memory_order_acquire);
+            if (!ch || !routes[r])
+                continue;
+            for (int o = 0; o < TD_OUT_COUNT; o++) {
+                uint64_t v = load(&ch->requests[r % ROUTES_PER_CHUNK][o]);
+                if (!v)
+                    continue;
+                puts_(&b, "tenantd_requests_total{");
+                put_label(&b, "tenant", tenant, true);
+                put_label(&b, "route", routes[r], false);
+                put_label(&b, "outcome", outcome_names[o], false);
+                printf_(&b, "} %" PRIu64 "\n", v);
+            }
+        }
+    }
+
+    family(&b, "tenantd_cost_units_total", "counter",
+           "Cost units charged (after reconciliation), in the route's cost model.");
+    for (size_t t = 0; t <= m->max_tenants; t++) {
+        tenant_block *tb = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
+        const char *tenant = tb ? slot_name(name_of, arg, 't', t, m->max_tenants) : NULL;
+        if (!tenant)
+            continue;
+        for (size_t r = 0; r <= m->max_routes; r++) {
+            route_chunk *ch =
+                atomic_load_explicit(&tb->chunks[r / ROUTES_PER_CHUNK], memory_order_acquire);
+            if (!ch || !routes[r])
+                continue;
+            uint64_t v = load(&ch->cost_micro[r % ROUTES_PER_CHUNK]);
+            if (!v)
+                continue;
+            puts_(&b, "tenantd_cost_units_total{");
+            put_label(&b, "tenant", tenant, true);
+            put_label(&b, "route", routes[r], false);
+            puts_(&b, "} ");
+            put_fixed(&b, v, (uint64_t)COST_SCALE, 6);
+            puts_(&b, "\n");
+        }
+    }
+
+    family(&b, "tenantd_request_duration_seconds", "histogram",
+           "End-to-end latency of requests that reached the upstream.");
+    for (size_t t = 0; t <= m->max_tenants; t++) {
+        tenant_block *tb = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
+        const char *tenant = tb ? slot_name(name_of, arg, 't', t, m->max_tenants) : NULL;
+        if (!tenant)
+            continue;
+        uint64_t counts[NBUCKETS + 1], total = 0;
+        for (int k = 0; k <= NBUCKETS; k++)
+            total += counts[k] = load(&tb->buckets[k]);
+        if (!total)
+            continue;
+        /* _count is the +Inf bucket, so the two always agree even while
+         * other threads observe. */
+        uint64_t cum = 0;
+        for (int k = 0; k <= NBUCKETS; k++) {
+            cum += counts[k];
+            puts_(&b, "tenantd_request_duration_seconds_bucket{");
+            put_label(&b, "tenant", tenant, true);
+            put_label(&b, "le", k < NBUCKETS ? bucket_le[k] : "+Inf", false);
+            printf_(&b, "} %" PRIu64 "\n", cum);
+        }
+        puts_(&b, "tenantd_request_duration_seconds_sum{");
+        put_label(&b, "tenant", tenant, true);
+        puts_(&b, "} ");
+        put_fixed(&b, load(&tb->sum_ns), 1000000000ULL, 9);
+        puts_(&b, "\ntenantd_request_duration_seconds_count{");
+        put_label(&b, "tenant", tenant, true);
+        printf_(&b, "} %" PRIu64 "\n", total);
+    }
+
+    family(&b, "tenantd_queue_depth", "gauge", "Requests waiting in a route's criticality queue.");
+    for (size_t r = 0; r <= m->max_routes; r++) {
+        if (!routes[r])
+            continue;
+        for (int c = 0; c < TD_CRIT_COUNT; c++) {
+            int64_t v = atomic_load_explicit(&m->queue[r][c], memory_order_relaxed);
+            if (!v)
+                continue;
+            puts_(&b, "tenantd_queue_depth{");
+            put_label(&b, "route", routes[r], true);
+            put_label(&b, "criticality", td_criticality_name((td_criticality)c), false);
+            printf_(&b, "} %" PRId64 "\n", v);
+        }
+    }
+
+    family(&b, "tenantd_inflight", "gauge", "Requests of a tenant in flight to upstreams.");
+    for (size_t t = 0; t <= m->max_tenants; t++) {
+        int64_t v = atomic_load_explicit(&m->inflight[t], memory_order_relaxed);
+        const char *tenant = v ? slot_name(name_of, arg, 't', t, m->max_tenants) : NULL;
+        if (!tenant)
+            continue;
+        puts_(&b, "tenantd_inflight{");
+        put_label(&b, "tenant", tenant, true);
+        printf_(&b, "} %" PRId64 "\n", v);
+    }
+
+    /* Always present, so that an alert can tell 0 from "not exported". */
+    family(&b, "tenantd_shared_limit_degraded", "gauge",
+           "1 while shared (Redis) limits are unreachable and local limits decide.");
+    printf_(&b, "tenantd_shared_limit_degraded %" PRId64 "\n",
+            atomic_load_explicit(&m->shared_degraded, memory_order_relaxed));
+    family(&b, "tenantd_shared_limit_degradations_total", "counter",
+           "Times shared (Redis) limits became unreachable.");
+    printf_(&b, "tenantd_shared_limit_degradations_total %" PRIu64 "\n",
+            load(&m->shared_degradations));
+
+    free(routes);
+    if (b.oom) {
+        free(b.p);
+        return TD_ENOMEM;
+    }
+    *out = b.p;
+    if (len)
+        *len = b.len;
+    return TD_OK;
+}

@@ -1,0 +1,283 @@
+/* proxy_internal.h - what the three parts of the gateway's data listener
+ * share: proxy.c (workers, listeners, client connections and their HTTP
+ * parsing), proxy_request.c (the decision for each request: tenant, route,
+ * cost, limits, criticality queue, and its end: reconciliation, metrics,
+ * access log) and proxy_upstream.c (per-route connection pools, forwarding,
+ * streaming the response back). Everything here belongs to one worker
+ * thread and is touched only from its loop. */
+#ifndef TENANTD_PROXY_INTERNAL_H
+#define TENANTD_PROXY_INTERNAL_H
+
+#include <http_parser.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <uv.h>
+
+#include "io/http_internal.h"
+#include "tenantd/cost.h"
+#include "tenantd/gateway.h"
+#include "tenantd/http.h"
+#include "tenantd/proxy.h"
+
+#define PX_HEADER_MAX        TD_HTTP_MAX_HEADER_BYTES /* request line + headers; more -> 431 */
+#define PX_MAX_HEADERS       TD_HTTP_MAX_HEADERS      /* fields; more -> 431 */
+#define PX_HEADER_TIMEOUT_MS 10000u  /* a request's headers must arrive within this */
+#define PX_BODY_TIMEOUT_MS   30000u  /* longest silence while a body arrives */
+#define PX_BODY_TOTAL_MS     120000u /* longest time for a whole body */
+#define PX_IDLE_TIMEOUT_MS   60000u  /* keep-alive connection with no request */
+#define PX_LINGER_MS         2000u /* drain a client we are closing on, so no RST eats the answer */
+#define PX_UP_IDLE_MS        30000u /* idle pooled upstream connection */
+#define PX_READ_BUF          (64u * 1024u)
+#define PX_WRITE_HIGH        ((size_t)1 << 20) /* stop reading the upstream above this backlog */
+#define PX_WRITE_LOW         ((size_t)256 << 10)
+#define PX_MAX_CONNS         16384u /* client connections per worker */
+
+typedef struct px_worker px_worker;
+typedef struct px_conn px_conn;
+typedef struct px_up px_up;
+typedef struct px_route px_route;
+typedef struct px_cfg px_cfg;
+
+struct td_proxy {
+    td_gateway *g;
+    td_limiter *limiter;
+    td_metrics *metrics;
+    td_shared *shared; /* NULL without --redis */
+    FILE *access_log;
+    size_t max_body;
+    unsigned nworkers;
+    int port;
+    px_worker **workers;
+};
+
+/* A worker's reference to one config view, counted per request without
+ * atomics; the view is released when no request of the worker uses it and
+ * a newer one is current. */
+struct px_cfg {
+    td_gw_config *c;
+    unsigned nreq;
+    px_cfg *next; /* in w->cfg_old */
+};
+
+/* A route as one worker serves it: its share of the route's capacity and
+ * queue (see proxy.c's header for why the split), and its idle upstream
+ * connections. Replaced when a reload changes the upstream or the sizes;
+ * the old one lives on (retired) until its requests and connections end. */
+struct px_route {
+    px_worker *w;
+    uint32_t slot;
+    uint64_t generation; /* the config generation it was last matched against */
+    char *host;
+    uint16_t port;
+    uint32_t route_capacity, route_queue; /* as configured, to notice changes */
+    uint32_t cap;                         /* this worker's share of the capacity */
+    struct sockaddr_storage addr;
+    int addr_ok;
+    td_critqueue *q;
+    px_up *idle; /* most recently used first */
+    size_t n_idle;
+    size_t n_conns; /* upstream connections open, idle or busy */
+    unsigned refs;  /* requests holding it */
+    int retired;
+    int pumping, pump_again;
+    px_route *next_retired;
+};
+
+typedef enum {
+    RQ_IDLE = 0, /* no request (between requests) */
+    RQ_READING,  /* headers or body arriving */
+    RQ_QUEUED,   /* waiting in the route's criticality queue */
+    RQ_UPSTREAM, /* forwarded; waiting for or streaming the response */
+} px_rq_state;
+
+/* Where the one timer of a client connection points. */
+typedef enum {
+    TM_NONE = 0,
+    TM_HEADER,   /* request headers must be complete by then */
+    TM_BODY,     /* silence while reading a body */
+    TM_IDLE,     /* keep-alive idle */
+    TM_QUEUE,    /* the request's deadline while queued */
+    TM_UPSTREAM, /* the request's deadline while waiting for response headers */
+    TM_STREAM,   /* silence from the upstream while streaming the body */
+    TM_LINGER,
+} px_timer_mode;
+
+/* The request being served on a connection (one at a time: pipelined
+ * requests wait in the connection's input until it ends). */
+typedef struct {
+    px_rq_state state;
+    /* parsing */
+    td__buf url;     /* the target as received */
+    size_t path_off; /* of the path in url (SIZE_MAX: none, i.e. "/") */
+    size_t path_len; /* up to '?' or '#' */
+    td__buf hdr;     /* "name\0value\0" per field */
+    td__hdr_ix ix[PX_MAX_HEADERS];
+    size_t n_ix;
+    size_t header_bytes;
+    int in_value, headers_done;
+    td__buf body;
+    int err_status;    /* set by a parser callback that refused input */
+    int reject_status; /* decided at the headers: answer at the end, body discarded */
+    const char *reject_error;
+    td_outcome reject_outcome;
+    int expect_continue;
+    /* headers we act on (into hdr; valid from headers complete) */
+    const char *h_auth, *h_xtenant, *h_crit, *h_timeout, *h_gpu, *h_connection, *h_host, *h_xff;
+    int method;
+    int http_minor;
+    int keep_alive;
+    /* the decision */
+    px_cfg *cfg;
+    const td_gw_tenant *tenant;
+    const td_gw_route *route;
+    px_route *rs;
+    td_criticality crit;
+    double estimate, actual;
+    uint64_t deadline_ns;
+    uint64_t t_start, t_decided, t_started, t_first_byte, t_end, t_body_start;
+    int conc_held, rate_charged, cq_started, queued;
+    /* upstream */
+    px_up *up;
+    int retried;
+    int resp_started; /* response head handed to the client */
+    int resp_chunked; /* we chunk the body for the client */
+    int resp_close;   /* the client connection closes after this response */
+    int resp_status;
+    int scan_on;
+    td_cost_scanner scan;
+    char gpu_hdr[32];
+    int have_gpu_hdr;
+    const char *outcome_name; /* for the access log */
+    int status;               /* what the client got */
+} px_req;
+
+struct px_conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    uv_shutdown_t shutdown_req;
+    px_worker *w;
+    px_conn *prev, *next;
+    http_parser parser;
+    td__buf in; /* received, not yet parsed */
+    size_t in_off;
+    td__buf out; /* response bytes not yet handed to libuv */
+    px_req rq;
+    px_timer_mode timer_mode;
+    char peer[64];
+    int open_handles;
+    unsigned closing : 1;   /* uv_close called */
+    unsigned finishing : 1; /* no more requests; shutting down */
+    unsigned shut_done : 1;
+    unsigned peer_eof : 1;
+    unsigned read_paused : 1; /* too much pipelined input waiting */
+    unsigned in_parser : 1;   /* inside http_parser_execute */
+    unsigned stop : 1;        /* parse nothing more */
+    unsigned up_paused : 1;   /* the upstream's reading stopped for our backlog */
+};
+
+struct px_up {
+    uv_tcp_t tcp;
+    uv_connect_t connect_req;
+    px_route *rs;
+    px_up *prev, *next; /* idle list */
+    px_conn *c;         /* the client whose request it carries; NULL when idle */
+    http_parser parser;
+    td__buf hdr;
+    td__hdr_ix ix[PX_MAX_HEADERS];
+    size_t n_ix;
+    size_t header_bytes;
+    int in_value;
+    uint64_t idle_since;
+    unsigned closing : 1;
+    unsigned connected : 1;
+    unsigned reused : 1;    /* it served a request before this one */
+    unsigned got_bytes : 1; /* any of this response arrived */
+    unsigned interim : 1;   /* the message being parsed is a 1xx */
+    unsigned msg_done : 1;  /* the response is complete */
+    unsigned bad : 1;       /* not reusable */
+    unsigned keep : 1;      /* the response allows reuse */
+    unsigned idle : 1;      /* in rs->idle */
+    unsigned reading : 1;   /* uv_read_start is in effect */
+};
+
+struct px_worker {
+    td_proxy *p;
+    unsigned index;
+    pthread_t thread;
+    int thread_started;
+    uv_loop_t loop;
+    int loop_ok;
+    uv_tcp_t listener;
+    uv_async_t stop_async;
+    uv_timer_t tick;
+    uv_check_t log_check;
+    int fd;
+    int stopping;
+    px_conn *conns;
+    size_t n_conns;
+    px_route **routes; /* [TD_GW_MAX_ROUTES], by route slot */
+    px_route *retired;
+    td_gw_config *held;
+    px_cfg *cfg_cur, *cfg_old;
+    td__buf log;
+    time_t date_sec;
+    char date[40];
+    char rbuf[PX_READ_BUF];
+};
+
+/* ---- proxy.c ---- */
+
+/* Hands c->out to libuv (tries a direct write first). 0, or -1 if the
+ * connection failed (it is then closing). */
+int px_flush(px_conn *c);
+/* Closes c at once (reset semantics): its request, if any, is aborted. */
+void px_conn_close(px_conn *c);
+/* The request on c has ended: continue with pipelined input, or wait. */
+void px_conn_request_done(px_conn *c);
+void px_timer_set(px_conn *c, px_timer_mode mode, uint64_t ms);
+const char *px_date(px_worker *w);
+uint64_t px_now(void);
+
+/* ---- proxy_request.c ---- */
+
+/* Steps a and b at the end of the headers; the body is read next. */
+void px_req_headers(px_conn *c);
+/* The request is complete (body read): steps c-f. On return the request
+ * has either been answered (c->rq.state == RQ_IDLE) or is queued / upstream. */
+void px_req_message(px_conn *c);
+/* Appends a whole JSON error response to c->out. */
+void px_respond(px_conn *c, int status, const char *extra_headers, const char *body);
+/* Ends the request: reconciles cost, releases limits and the queue slot,
+ * counts metrics, logs. outcome < 0: the client went away (no metric). */
+void px_req_end(px_conn *c, int outcome);
+/* Timer of a queued or upstream request fired. */
+void px_req_timeout(px_conn *c);
+/* The client connection is going away with a request in progress. */
+void px_req_abort(px_conn *c);
+/* Starts queued requests while the route's worker share has room. */
+void px_route_pump(px_route *rs);
+void px_cfg_release(px_worker *w, px_cfg *pc);
+void px_log_flush(px_worker *w);
+
+/* ---- proxy_upstream.c ---- */
+
+/* The worker's state of route r (made or replaced as needed), or NULL when
+ * out of memory. */
+px_route *px_route_get(px_worker *w, const td_gw_config *cfg, const td_gw_route *r);
+void px_route_unref(px_route *rs);
+/* Retires every route state and closes idle upstream connections (worker
+ * stop); frees what is no longer used. */
+void px_routes_shutdown(px_worker *w);
+void px_routes_free(px_worker *w);
+/* Closes pooled connections idle too long. */
+void px_routes_sweep(px_worker *w, uint64_t now_ns);
+/* Sends c's request upstream (step g). Failures are answered (502) here. */
+void px_forward(px_conn *c);
+/* Detaches and closes the request's upstream connection, if any. */
+void px_up_abandon(px_conn *c);
+/* The client's backlog drained: read the upstream again. */
+void px_up_resume(px_conn *c);
+
+#endif

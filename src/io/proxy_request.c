@@ -1,0 +1,582 @@
+/* proxy_request.c - the gateway's decision for one request, in the order
+ * users rely on: (a) tenant from the API key, (b) route, (c) whole body and
+ * cost estimate, (d) tenant concurrency, (e) tenant rate, (f) the route's
+ * criticality queue; then forwarding (proxy_upstream.c) and (h) the end:
+ * cost reconciled, limits released, the queue pumped, metrics counted, one
+ * access-log line. The rejections of (a)-(e) touch no upstream and allocate
+ * nothing beyond the response bytes. A charge taken and then refused (shed,
+ * deadline, upstream never reached) is given back. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "io/proxy_internal.h"
+
+/* ---- config views per worker ---- */
+
+static px_cfg *cfg_acquire(px_worker *w)
+{
+    const td_gw_config *c = td_gateway_config(w->p->g, &w->held);
+    if (!w->cfg_cur || w->cfg_cur->c != c) {
+        px_cfg *n = malloc(sizeof *n);
+        if (!n)
+            return NULL;
+        /* our own reference, so a request keeps its view past w->held's */
+        atomic_fetch_add(&((td_gw_config *)c)->refs, 1);
+        n->c = (td_gw_config *)c;
+        n->nreq = 0;
+        n->next = NULL;
+        px_cfg *old = w->cfg_cur;
+        w->cfg_cur = n;
+        if (old && old->nreq == 0) {
+            td_gw_config_unref(old->c);
+            free(old);
+        } else if (old) {
+            old->next = w->cfg_old;
+            w->cfg_old = old;
+        }
+    }
+    w->cfg_cur->nreq++;
+    return w->cfg_cur;
+}
+
+void px_cfg_release(px_worker *w, px_cfg *pc)
+{
+    if (!pc || --pc->nreq > 0 || pc == w->cfg_cur)
+        return;
+    for (px_cfg **pp = &w->cfg_old; *pp; pp = &(*pp)->next)
+        if (*pp == pc) {
+            *pp = pc->next;
+            break;
+        }
+    td_gw_config_unref(pc->c);
+    free(pc);
+}
+
+/* ---- responses ---- */
+
+static const char *reason(int status)
+{
+    const char *r = http_status_str((enum http_status)status);
+    return r && r[0] != '<' ? r : "Error";
+}
+
+void px_respond(px_conn *c, int status, const char *extra, const char *body)
+{
+    px_req *r = &c->rq;
+    int keep = r->keep_alive && !c->stop;
+    size_t blen = strlen(body);
+    const char *date = px_date(c->w);
+    td_status st = td__buf_printf(
+        &c->out,
+        "HTTP/1.1 %d %s\r\n%s%s%sContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s\r\n",
+        status, reason(status), date[0] ? "Date: " : "", date, date[0] ? "\r\n" : "", blen,
+        keep ? (r->http_minor == 0 ? "Connection: keep-alive\r\n" : "") : "Connection: close\r\n",
+        extra ? extra : "");
+    if (st == TD_OK && r->method != HTTP_HEAD)
+        st = td__buf_append(&c->out, body, blen);
+    if (!keep || st != TD_OK)
+        c->stop = 1;
+    r->status = status;
+}
+
+/* JSON string contents of s (quotes and controls escaped), bounded. */
+static void json_escape(char *dst, size_t cap, const char *s)
+{
+    size_t k = 0;
+    for (; *s && k + 7 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            dst[k++] = '\\';
+            dst[k++] = (char)ch;
+        } else if (ch < 0x20) {
+            k += (size_t)snprintf(dst + k, cap - k, "\\u%04x", ch);
+        } else {
+            dst[k++] = (char)ch;
+        }
+    }
+    dst[k] = '\0';
+}
+
+static void respond_bad_request(px_conn *c, const char *msg)
+{
+    char esc[600], body[700];
+    json_escape(esc, sizeof esc, msg);
+    snprintf(body, sizeof body, "{\"error\":\"bad_request\",\"message\":\"%s\"}", esc);
+    px_respond(c, 400, NULL, body);
+}
+
+static void respond_shed(px_conn *c, const char *why)
+{
+    char body[300], esc[200];
+    json_escape(esc, sizeof esc, c->rq.tenant ? c->rq.tenant->name : "");
+    snprintf(body, sizeof body, "{\"error\":\"overloaded\",\"reason\":\"%s\",\"tenant\":\"%s\"}",
+             why, esc);
+    char extra[80];
+    snprintf(extra, sizeof extra, "Retry-After: 1\r\nX-Tenantd-Shed: %s\r\n", why);
+    px_respond(c, 503, extra, body);
+}
+
+static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns)
+{
+    uint64_t ms = (retry_ns + 999999) / 1000000;
+    uint64_t secs = (retry_ns + 999999999) / 1000000000;
+    if (secs < 1)
+        secs = 1;
+    char body[300], esc[200], extra[64];
+    json_escape(esc, sizeof esc, c->rq.tenant->name);
+    snprintf(body, sizeof body, "{\"error\":\"%s\",\"tenant\":\"%s\",\"retry_after_ms\":%llu}",
+             error, esc, (unsigned long long)ms);
+    snprintf(extra, sizeof extra, "Retry-After: %llu\r\n", (unsigned long long)secs);
+    px_respond(c, 429, extra, body);
+}
+
+/* ---- the access log ---- */
+
+void px_log_flush(px_worker *w)
+{
+    FILE *f = w->p->access_log;
+    if (f && w->log.len) {
+        flockfile(f);
+        fwrite(w->log.p, 1, w->log.len, f);
+        fflush(f);
+        funlockfile(f);
+    }
+    w->log.len = 0;
+    if (w->log.p)
+        w->log.p[0] = '\0';
+    if (w->log.cap > (1u << 20))
+        td__buf_fini(&w->log);
+}
+
+/* A logfmt value: bare when safe, else quoted with escapes. */
+static void log_value(td__buf *b, const char *s, size_t n)
+{
+    int bare = n > 0;
+    for (size_t i = 0; i < n && bare; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        bare = ch > 0x20 && ch < 0x7f && ch != '"' && ch != '=' && ch != '\\';
+    }
+    if (bare) {
+        td__buf_append(b, s, n);
+        return;
+    }
+    td__buf_append(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\')
+            td__buf_printf(b, "\\%c", ch);
+        else if (ch < 0x20 || ch >= 0x7f)
+            td__buf_printf(b, "\\x%02x", ch);
+        else
+            td__buf_append(b, s + i, 1);
+    }
+    td__buf_append(b, "\"", 1);
+}
+
+static double ms_between(uint64_t a, uint64_t b)
+{
+    return b > a ? (double)(b - a) / 1e6 : 0;
+}
+
+static void log_line(px_conn *c, const char *outcome, double cost)
+{
+    px_req *r = &c->rq;
+    td__buf *b = &c->w->log;
+    struct timespec ts;
+    struct tm tm;
+    char when[40] = "-";
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (gmtime_r(&ts.tv_sec, &tm)) {
+        size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(when + n, sizeof when - n, ".%03ldZ", ts.tv_nsec / 1000000);
+    }
+    uint64_t queue_end = r->t_started ? r->t_started : r->t_end;
+    td__buf_printf(b, "ts=%s tenant=", when);
+    const char *tn = r->tenant ? r->tenant->name : "";
+    log_value(b, tn, strlen(tn));
+    td__buf_append(b, " route=", 7);
+    const char *rn = r->route ? r->route->name : "";
+    log_value(b, rn, strlen(rn));
+    td__buf_printf(b, " crit=%s method=%s path=", r->route ? td_criticality_name(r->crit) : "-",
+                   http_method_str((enum http_method)r->method));
+    if (r->url.p && r->path_off != SIZE_MAX && r->path_off < r->url.len)
+        log_value(b, r->url.p + r->path_off, r->path_len);
+    else
+        td__buf_append(b, "/", 1);
+    td__buf_printf(b,
+                   " status=%d outcome=%s cost_est=%g cost=%g queue_ms=%.3f upstream_ms=%.3f "
+                   "total_ms=%.3f peer=%s\n",
+                   r->status ? r->status : 499, outcome, r->estimate, cost,
+                   r->t_decided ? ms_between(r->t_decided, queue_end) : 0.0,
+                   r->t_started ? ms_between(r->t_started, r->t_end) : 0.0,
+                   ms_between(r->t_start, r->t_end), c->peer);
+    if (b->len > 32 * 1024)
+        px_log_flush(c->w);
+}
+
+/* ---- the end of a request ---- */
+
+void px_req_end(px_conn *c, int outcome)
+{
+    px_req *r = &c->rq;
+    px_worker *w = c->w;
+    td_proxy *p = w->p;
+    uint64_t now = px_now();
+    if (r->state == RQ_IDLE && !r->cfg) {
+        /* input that never became a request (garbage before a request
+         * line): counted, not logged */
+        if (outcome >= 0)
+            td_metrics_request(p->metrics, TD_METRICS_NONE, TD_METRICS_NONE, (td_outcome)outcome, 0,
+                               0);
+        return;
+    }
+    r->t_end = now;
+    px_route *rs = r->rs;
+    const td_gw_tenant *t = r->tenant;
+    int pump = 0;
+    if (r->up)
+        px_up_abandon(c);
+    if (r->queued && rs) {
+        td_critqueue_cancel(rs->q, c);
+        td_metrics_queue_add(p->metrics, r->route->slot, r->crit, -1);
+        r->queued = 0;
+    }
+    if (r->cq_started && rs) {
+        td_critqueue_done_tenant(rs->q, t->slot, now - r->t_started);
+        r->cq_started = 0;
+        pump = 1;
+    }
+    double cost = 0;
+    if (r->rate_charged) {
+        double delta = r->actual - r->estimate;
+        if (delta != 0) {
+            if (p->shared)
+                td_shared_adjust(p->shared, t->slot, delta);
+            else
+                td_limiter_adjust(p->limiter, t->slot, &t->rate, delta, now);
+        }
+        cost = r->actual;
+        r->rate_charged = 0;
+    }
+    if (r->conc_held) {
+        td_limiter_release(p->limiter, t->slot);
+        td_metrics_inflight_add(p->metrics, t->slot, -1);
+        r->conc_held = 0;
+    }
+    if (outcome >= 0)
+        td_metrics_request(p->metrics, t ? t->slot : TD_METRICS_NONE,
+                           r->route ? r->route->slot : TD_METRICS_NONE, (td_outcome)outcome,
+                           now - r->t_start, cost);
+    if (p->access_log && r->headers_done)
+        log_line(c, outcome >= 0 ? td_outcome_name((td_outcome)outcome) : "client_closed", cost);
+    r->state = RQ_IDLE;
+    r->headers_done = 0;
+    r->tenant = NULL;
+    r->route = NULL;
+    r->rs = NULL;
+    px_cfg_release(w, r->cfg);
+    r->cfg = NULL;
+    if (rs) {
+        if (pump)
+            px_route_pump(rs);
+        px_route_unref(rs);
+    }
+}
+
+/* An answer given outside the client's own parse loop. */
+static void end_async(px_conn *c, int outcome)
+{
+    px_req_end(c, outcome);
+    if (px_flush(c) == 0)
+        px_conn_request_done(c);
+}
+
+void px_req_abort(px_conn *c)
+{
+    px_req *r = &c->rq;
+    if (r->state == RQ_QUEUED || (r->state == RQ_UPSTREAM && !r->up))
+        r->actual = 0; /* never reached the upstream */
+    px_timer_set(c, TM_NONE, 0);
+    px_req_end(c, -1);
+}
+
+void px_req_timeout(px_conn *c)
+{
+    px_req *r = &c->rq;
+    if (r->state == RQ_QUEUED) {
+        r->actual = 0;
+        px_respond(c, 504, NULL, "{\"error\":\"timeout\",\"where\":\"queue\"}");
+        end_async(c, TD_OUT_TIMEOUT);
+    } else if (r->state == RQ_UPSTREAM && !r->resp_started) {
+        px_up_abandon(c);
+        px_respond(c, 504, NULL, "{\"error\":\"timeout\",\"where\":\"upstream\"}");
+        end_async(c, TD_OUT_TIMEOUT);
+    } else if (r->state == RQ_UPSTREAM) {
+        /* mid-body: the status is out; only closing tells the client */
+        px_up_abandon(c);
+        px_req_end(c, TD_OUT_TIMEOUT);
+        px_conn_close(c);
+    }
+}
+
+/* A queued request the queue shed to make room for a more critical one. */
+static void shed_evicted(px_conn *v)
+{
+    px_req *r = &v->rq;
+    r->queued = 0;
+    td_metrics_queue_add(v->w->p->metrics, r->route->slot, r->crit, -1);
+    r->actual = 0;
+    px_timer_set(v, TM_NONE, 0);
+    respond_shed(v, "overload");
+    end_async(v, TD_OUT_SHED);
+}
+
+void px_route_pump(px_route *rs)
+{
+    if (rs->pumping) {
+        rs->pump_again = 1;
+        return;
+    }
+    rs->pumping = 1;
+    rs->refs++;
+    do {
+        rs->pump_again = 0;
+        td_cq_item it;
+        int k;
+        while (!rs->w->stopping && (k = td_critqueue_next(rs->q, px_now(), &it)) != 0) {
+            px_conn *v = it.req;
+            px_req *r = &v->rq;
+            r->queued = 0;
+            td_metrics_queue_add(rs->w->p->metrics, r->route->slot, r->crit, -1);
+            px_timer_set(v, TM_NONE, 0);
+            if (k == 2) {
+                r->actual = 0;
+                px_respond(v, 504, NULL, "{\"error\":\"timeout\",\"where\":\"queue\"}");
+                end_async(v, TD_OUT_TIMEOUT);
+            } else {
+                r->cq_started = 1;
+                r->t_started = px_now();
+                px_forward(v);
+            }
+        }
+    } while (rs->pump_again);
+    rs->pumping = 0;
+    px_route_unref(rs);
+}
+
+/* ---- the decision ---- */
+
+static void set_reject(px_req *r, int status, const char *body, td_outcome o)
+{
+    if (r->reject_status)
+        return;
+    r->reject_status = status;
+    r->reject_error = body;
+    r->reject_outcome = o;
+}
+
+void px_req_headers(px_conn *c)
+{
+    px_req *r = &c->rq;
+    px_worker *w = c->w;
+    td_proxy *p = w->p;
+    r->tenant = NULL;
+    r->route = NULL;
+    r->rs = NULL;
+    r->reject_status = 0;
+    r->reject_error = NULL;
+    r->estimate = r->actual = 0;
+    r->conc_held = r->rate_charged = r->cq_started = r->queued = 0;
+    r->up = NULL;
+    r->retried = 0;
+    r->resp_started = r->resp_chunked = r->resp_close = r->resp_status = 0;
+    r->scan_on = 0;
+    r->have_gpu_hdr = 0;
+    r->status = 0;
+    r->crit = TD_CRIT_CRITICAL;
+    r->deadline_ns = 0;
+    r->t_decided = r->t_started = r->t_first_byte = r->t_end = 0;
+    r->cfg = cfg_acquire(w);
+    if (!r->cfg) {
+        set_reject(r, 503, "{\"error\":\"overloaded\"}", TD_OUT_SHED);
+    } else {
+        const td_gw_config *cfg = r->cfg->c;
+        /* (a) who: a Bearer key, or in demo mode only, a trusted name */
+        if (r->h_auth) {
+            const char *v = r->h_auth;
+            if (strncasecmp(v, "Bearer ", 7) == 0) {
+                v += 7;
+                while (*v == ' ')
+                    v++;
+                r->tenant = td_gw_tenant_by_key(cfg, v, strlen(v));
+            }
+        } else if (r->h_xtenant && td_gateway_allow_x_tenant(p->g)) {
+            r->tenant = td_gw_tenant_by_name(cfg, r->h_xtenant);
+        }
+        if (!r->tenant) {
+            set_reject(r, 401, "{\"error\":\"unauthorized\"}", TD_OUT_UNAUTHORIZED);
+        } else {
+            /* (b) where: the path alone, NUL-terminated for the lookup */
+            if (r->path_off == SIZE_MAX) {
+                r->route = td_gw_route_match(cfg, "/");
+            } else {
+                char *end = r->url.p + r->path_off + r->path_len;
+                char saved = *end;
+                *end = '\0';
+                r->route = td_gw_route_match(cfg, r->url.p + r->path_off);
+                *end = saved;
+            }
+            if (!r->route)
+                set_reject(r, 404, "{\"error\":\"no_route\"}", TD_OUT_BAD_REQUEST);
+        }
+    }
+    if (r->method == HTTP_CONNECT)
+        set_reject(r, 405, "{\"error\":\"method_not_allowed\"}", TD_OUT_BAD_REQUEST);
+    http_parser *hp = &c->parser;
+    int has_body = (hp->flags & F_CHUNKED) || ((hp->flags & F_CONTENTLENGTH) && hp->content_length);
+    int too_big = (hp->flags & F_CONTENTLENGTH) && hp->content_length > p->max_body;
+    if (too_big)
+        set_reject(r, 413, "{\"error\":\"body_too_large\"}", TD_OUT_BAD_REQUEST);
+    /* Answer now and close rather than read a body we will not use when
+     * it is too big, or when the client waits for 100 Continue. */
+    if (r->reject_status && has_body && (too_big || r->expect_continue)) {
+        r->keep_alive = 0;
+        px_respond(c, r->reject_status, NULL, r->reject_error);
+        px_req_end(c, r->reject_outcome);
+        c->stop = 1;
+        return;
+    }
+    if (!r->reject_status && has_body && r->expect_continue && r->http_minor >= 1)
+        td__buf_append(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+}
+
+/* A positive integer of milliseconds. */
+static int parse_ms(const char *s, uint64_t *ns)
+{
+    uint64_t v = 0;
+    if (!*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > UINT64_MAX / 10000000)
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    if (v == 0)
+        return -1;
+    *ns = v * 1000000;
+    return 0;
+}
+
+void px_req_message(px_conn *c)
+{
+    px_req *r = &c->rq;
+    px_worker *w = c->w;
+    td_proxy *p = w->p;
+    if (r->reject_status) {
+        px_respond(c, r->reject_status, NULL, r->reject_error);
+        px_req_end(c, r->reject_outcome);
+        return;
+    }
+    const td_gw_tenant *t = r->tenant;
+    const td_gw_route *route = r->route;
+
+    /* (c) the whole body is here: estimate, and check the other inputs
+     * before anything is charged */
+    td_err err;
+    double est;
+    int bodyless = r->body.len == 0 && r->method != HTTP_POST && r->method != HTTP_PUT &&
+                   r->method != HTTP_PATCH;
+    if (route->cost_model == TD_COST_TOKENS && bodyless) {
+        est = 1; /* GET /v1/models and the like */
+    } else if (td_cost_estimate(route->cost_model, r->body.p, r->body.len, r->h_gpu,
+                                route->default_gpu_seconds, &est, &err) != TD_OK) {
+        respond_bad_request(c, err.msg);
+        px_req_end(c, TD_OUT_BAD_REQUEST);
+        return;
+    }
+    r->estimate = est;
+    r->actual = est;
+    td_criticality crit = t->criticality;
+    if (r->h_crit && td_criticality_parse(r->h_crit, &crit) != TD_OK) {
+        respond_bad_request(c, "X-Criticality must be critical_plus, critical, sheddable_plus "
+                               "or sheddable");
+        px_req_end(c, TD_OUT_BAD_REQUEST);
+        return;
+    }
+    r->crit = crit;
+    uint64_t timeout_ns = route->timeout_ns ? route->timeout_ns : 30000000000ULL, asked;
+    if (r->h_timeout) {
+        if (parse_ms(r->h_timeout, &asked) < 0) {
+            respond_bad_request(c, "X-Request-Timeout-Ms must be a positive integer");
+            px_req_end(c, TD_OUT_BAD_REQUEST);
+            return;
+        }
+        /* a client may shorten the route's timeout, not stretch it */
+        if (asked < timeout_ns)
+            timeout_ns = asked;
+    }
+
+    /* (d) concurrency */
+    if (td_limiter_acquire(p->limiter, t->slot, t->concurrency) != TD_OK) {
+        respond_limited(c, "concurrency_limited", 1000000000ULL);
+        px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
+        return;
+    }
+    r->conc_held = 1;
+    td_metrics_inflight_add(p->metrics, t->slot, 1);
+
+    /* (e) rate */
+    uint64_t now = px_now(), retry = 0;
+    td_status st = p->shared
+                       ? td_shared_take(p->shared, t->slot, t->name, &t->rate, est, now, &retry)
+                       : td_limiter_take(p->limiter, t->slot, &t->rate, est, now, &retry);
+    if (st != TD_OK) {
+        respond_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL);
+        px_req_end(c, TD_OUT_RATE_LIMITED);
+        return;
+    }
+    r->rate_charged = 1;
+
+    /* (f) the route's criticality queue, this worker's share of it */
+    r->t_decided = now;
+    r->rs = px_route_get(w, r->cfg->c, route);
+    if (!r->rs) {
+        r->actual = 0;
+        respond_shed(c, "overload");
+        px_req_end(c, TD_OUT_SHED);
+        return;
+    }
+    r->deadline_ns = now + timeout_ns;
+    td_cq_item it = {c, crit, t->slot, t->weight, r->deadline_ns, 0};
+    td_cq_item evicted;
+    bool had_eviction = false;
+    switch (td_critqueue_offer(r->rs->q, &it, now, &evicted, &had_eviction)) {
+    case TD_CQ_START:
+        r->cq_started = 1;
+        r->t_started = now;
+        px_forward(c);
+        break;
+    case TD_CQ_QUEUED:
+        r->queued = 1;
+        r->state = RQ_QUEUED;
+        td_metrics_queue_add(p->metrics, route->slot, crit, 1);
+        px_timer_set(c, TM_QUEUE, (r->deadline_ns - now + 999999) / 1000000);
+        if (had_eviction && evicted.req && evicted.req != c)
+            shed_evicted(evicted.req);
+        break;
+    case TD_CQ_SHED:
+        r->actual = 0;
+        respond_shed(c, "overload");
+        px_req_end(c, TD_OUT_SHED);
+        break;
+    case TD_CQ_DEADLINE:
+        r->actual = 0;
+        respond_shed(c, "deadline");
+        px_req_end(c, TD_OUT_SHED);
+        break;
+    }
+}

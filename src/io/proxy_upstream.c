@@ -1,0 +1,797 @@
+/* proxy_upstream.c - step (g) of a gateway request: per worker and route,
+ * a pool of idle keep-alive connections to the upstream (most recently used
+ * first, closed after 30 s idle or when the upstream closes them); the
+ * request sent with hop-by-hop headers dropped and X-Forwarded-For,
+ * X-Tenantd-Tenant and Content-Length set; the response parsed as it comes
+ * and streamed to the client (re-chunked when the upstream's body has no
+ * length and the client speaks HTTP/1.1), its body fed to the cost scanner.
+ * A request that fails on a reused connection before any response byte
+ * (the upstream closed it meanwhile) is sent once more on a new one. */
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "io/proxy_internal.h"
+
+#define HEAD_MAX (2 * PX_HEADER_MAX + 4096)
+
+static void buf_clear(td__buf *b)
+{
+    if (b->cap > 256 * 1024) {
+        td__buf_fini(b);
+    } else {
+        b->len = 0;
+        if (b->p)
+            b->p[0] = '\0';
+    }
+}
+
+/* ---- route states ---- */
+
+static void up_close(px_up *u);
+
+static void route_free(px_route *rs)
+{
+    td_critqueue_destroy(rs->q);
+    free(rs->host);
+    free(rs);
+}
+
+static void maybe_free(px_route *rs)
+{
+    if (!rs->retired || rs->refs || rs->n_conns || rs->pumping)
+        return;
+    px_worker *w = rs->w;
+    for (px_route **pp = &w->retired; *pp; pp = &(*pp)->next_retired)
+        if (*pp == rs) {
+            *pp = rs->next_retired;
+            break;
+        }
+    route_free(rs);
+}
+
+static void close_idle(px_route *rs)
+{
+    while (rs->idle)
+        up_close(rs->idle);
+}
+
+static void retire(px_route *rs)
+{
+    px_worker *w = rs->w;
+    if (w->routes[rs->slot] == rs)
+        w->routes[rs->slot] = NULL;
+    rs->retired = 1;
+    rs->next_retired = w->retired;
+    w->retired = rs;
+    close_idle(rs);
+    maybe_free(rs);
+}
+
+/* Resolves host once, when the route state is made. A name costs one
+ * blocking getaddrinfo on the worker's loop (an IP address costs none). */
+static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof *ss);
+    if (uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0 ||
+        uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss) == 0)
+        return 0;
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
+        return -1;
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    if (ss->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+    else
+        ((struct sockaddr_in *)ss)->sin_port = htons(port);
+    freeaddrinfo(res);
+    return 0;
+}
+
+static uint32_t share(uint32_t total, unsigned workers)
+{
+    return (uint32_t)(((uint64_t)total + workers - 1) / workers);
+}
+
+static px_route *route_new(px_worker *w, const td_gw_route *r)
+{
+    px_route *rs = calloc(1, sizeof *rs);
+    if (!rs)
+        return NULL;
+    unsigned n = w->p->nworkers;
+    uint32_t cap = share(r->capacity ? r->capacity : 1, n);
+    uint32_t queue = share(r->queue, n);
+    rs->w = w;
+    rs->slot = r->slot;
+    rs->port = r->upstream_port;
+    rs->route_capacity = r->capacity;
+    rs->route_queue = r->queue;
+    rs->cap = cap ? cap : 1;
+    rs->host = strdup(r->upstream_host ? r->upstream_host : "");
+    if (!rs->host || td_critqueue_create(cap ? cap : 1, queue, &rs->q) != TD_OK) {
+        free(rs->host);
+        free(rs);
+        return NULL;
+    }
+    rs->addr_ok = resolve(rs->host, rs->port, &rs->addr) == 0;
+    return rs;
+}
+
+static int same_route(const px_route *rs, const td_gw_route *r)
+{
+    return rs->port == r->upstream_port && rs->route_capacity == r->capacity &&
+           rs->route_queue == r->queue &&
+           strcmp(rs->host, r->upstream_host ? r->upstream_host : "") == 0;
+}
+
+px_route *px_route_get(px_worker *w, const td_gw_config *cfg, const td_gw_route *r)
+{
+    if (r->slot >= TD_GW_MAX_ROUTES)
+        return NULL;
+    px_route *rs = w->routes[r->slot];
+    /* an older view than the state's (a request that began before a
+     * reload) keeps to the newer state rather than flip it back */
+    if (rs && (cfg->generation <= rs->generation || same_route(rs, r))) {
+        if (cfg->generation > rs->generation)
+            rs->generation = cfg->generation;
+        rs->refs++;
+        return rs;
+    }
+    px_route *n = route_new(w, r);
+    if (!n)
+        return NULL;
+    n->generation = cfg->generation;
+    if (rs)
+        retire(rs);
+    w->routes[r->slot] = n;
+    n->refs++;
+    return n;
+}
+
+void px_route_unref(px_route *rs)
+{
+    if (rs->refs)
+        rs->refs--;
+    maybe_free(rs);
+}
+
+void px_routes_shutdown(px_worker *w)
+{
+    for (size_t i = 0; i < TD_GW_MAX_ROUTES; i++)
+        if (w->routes[i])
+            retire(w->routes[i]);
+    for (px_route *rs = w->retired; rs; rs = rs->next_retired)
+        close_idle(rs);
+}
+
+void px_routes_free(px_worker *w)
+{
+    for (size_t i = 0; i < TD_GW_MAX_ROUTES; i++)
+        if (w->routes[i]) {
+            route_free(w->routes[i]);
+            w->routes[i] = NULL;
+        }
+    while (w->retired) {
+        px_route *n = w->retired->next_retired;
+        route_free(w->retired);
+        w->retired = n;
+    }
+}
+
+static void sweep(px_route *rs, uint64_t now_ns)
+{
+    px_up *u = rs->idle;
+    while (u) {
+        px_up *next = u->next;
+        if (now_ns - u->idle_since > (uint64_t)PX_UP_IDLE_MS * 1000000)
+            up_close(u);
+        u = next;
+    }
+}
+
+void px_routes_sweep(px_worker *w, uint64_t now_ns)
+{
+    for (size_t i = 0; i < TD_GW_MAX_ROUTES; i++)
+        if (w->routes[i] && w->routes[i]->idle)
+            sweep(w->routes[i], now_ns);
+}
+
+/* ---- upstream connections ---- */
+
+static void idle_unlink(px_up *u)
+{
+    if (!u->idle)
+        return;
+    px_route *rs = u->rs;
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        rs->idle = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    u->prev = u->next = NULL;
+    u->idle = 0;
+    rs->n_idle--;
+}
+
+static void on_up_closed(uv_handle_t *h)
+{
+    px_up *u = h->data;
+    px_route *rs = u->rs;
+    td__buf_fini(&u->hdr);
+    free(u);
+    rs->n_conns--;
+    maybe_free(rs);
+}
+
+static void up_close(px_up *u)
+{
+    if (u->closing)
+        return;
+    u->closing = 1;
+    idle_unlink(u);
+    if (u->c) {
+        u->c->rq.up = NULL;
+        u->c->up_paused = 0;
+        u->c = NULL;
+    }
+    uv_close((uv_handle_t *)&u->tcp, on_up_closed);
+}
+
+static px_up *up_new(px_route *rs)
+{
+    px_up *u = calloc(1, sizeof *u);
+    if (!u)
+        return NULL;
+    u->rs = rs;
+    td__buf_init(&u->hdr, PX_HEADER_MAX + 2 * PX_MAX_HEADERS);
+    if (uv_tcp_init(&rs->w->loop, &u->tcp) < 0) {
+        free(u);
+        return NULL;
+    }
+    u->tcp.data = u;
+    u->connect_req.data = u;
+    rs->n_conns++;
+    return u;
+}
+
+void px_up_abandon(px_conn *c)
+{
+    px_up *u = c->rq.up;
+    if (!u)
+        return;
+    u->bad = 1;
+    up_close(u);
+}
+
+static void on_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    px_up *u = h->data;
+    (void)suggested;
+    *buf = uv_buf_init(u->rs->w->rbuf, sizeof u->rs->w->rbuf);
+}
+
+static void on_up_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+
+/* Reads u unless it already is (libuv refuses a second uv_read_start). */
+static int up_read(px_up *u)
+{
+    if (u->reading)
+        return 0;
+    if (uv_read_start((uv_stream_t *)&u->tcp, on_up_alloc, on_up_read) < 0)
+        return -1;
+    u->reading = 1;
+    return 0;
+}
+
+void px_up_resume(px_conn *c)
+{
+    c->up_paused = 0;
+    px_up *u = c->rq.up;
+    if (u && !u->closing && up_read(u) < 0)
+        up_close(u);
+}
+
+/* The request failed upstream: 502 if the client has heard nothing yet,
+ * else the client connection is cut (the response is incomplete). */
+static void fail_request(px_conn *c, int got_bytes)
+{
+    px_req *r = &c->rq;
+    if (!r->resp_started) {
+        if (!got_bytes)
+            r->actual = 0; /* nothing came back: the upstream is not billed for */
+        px_timer_set(c, TM_NONE, 0);
+        px_respond(c, 502, NULL, "{\"error\":\"upstream_error\"}");
+        px_req_end(c, TD_OUT_UPSTREAM_ERROR);
+        if (px_flush(c) == 0)
+            px_conn_request_done(c);
+    } else {
+        r->status = r->resp_status;
+        px_req_end(c, TD_OUT_UPSTREAM_ERROR);
+        px_conn_close(c);
+    }
+}
+
+static void up_fail(px_up *u)
+{
+    px_conn *c = u->c;
+    int retry = u->reused && !u->got_bytes;
+    int got = u->got_bytes;
+    u->bad = 1;
+    up_close(u);
+    if (!c)
+        return;
+    if (retry && !c->rq.retried && !c->w->stopping) {
+        c->rq.retried = 1;
+        px_forward(c);
+        return;
+    }
+    fail_request(c, got);
+}
+
+/* The response is complete: the connection goes back to the pool (or is
+ * closed), the request ends, and the client's next request may start. */
+static void up_complete(px_up *u)
+{
+    px_conn *c = u->c;
+    px_req *r = &c->rq;
+    px_route *rs = u->rs;
+    u->c = NULL;
+    r->up = NULL;
+    c->up_paused = 0;
+    int reuse =
+        u->keep && !u->bad && !rs->retired && !rs->w->stopping && rs->n_idle < (size_t)rs->cap + 4;
+    if (reuse) {
+        u->reused = 1;
+        u->idle = 1;
+        u->idle_since = px_now();
+        u->prev = NULL;
+        u->next = rs->idle;
+        if (rs->idle)
+            rs->idle->prev = u;
+        rs->idle = u;
+        rs->n_idle++;
+        if (up_read(u) < 0)
+            up_close(u);
+    } else {
+        up_close(u);
+    }
+    td_usage usage = {0};
+    if (r->scan_on)
+        td_cost_scanner_finish(&r->scan, &usage);
+    td_cost_actual(r->route->cost_model, &usage, r->have_gpu_hdr ? r->gpu_hdr : NULL, r->estimate,
+                   &r->actual);
+    px_timer_set(c, TM_NONE, 0);
+    r->status = r->resp_status;
+    if (r->resp_close)
+        c->stop = 1;
+    px_req_end(c, TD_OUT_ACCEPTED);
+    if (px_flush(c) == 0)
+        px_conn_request_done(c);
+}
+
+/* ---- the response ---- */
+
+static int end_field(px_up *u)
+{
+    td_status st = TD_OK;
+    if (u->in_value == 1) {
+        st = td__buf_append(&u->hdr, "", 1);
+        if (st == TD_OK) {
+            u->ix[u->n_ix - 1].value_off = u->hdr.len;
+            st = td__buf_append(&u->hdr, "", 1);
+        }
+    } else if (u->in_value == 2) {
+        st = td__buf_append(&u->hdr, "", 1);
+    }
+    u->in_value = 0;
+    return st == TD_OK ? 0 : -1;
+}
+
+static int r_message_begin(http_parser *p)
+{
+    px_up *u = p->data;
+    buf_clear(&u->hdr);
+    u->n_ix = 0;
+    u->header_bytes = 0;
+    u->in_value = 0;
+    u->interim = 0;
+    return 0;
+}
+
+static int r_header_field(http_parser *p, const char *at, size_t n)
+{
+    px_up *u = p->data;
+    if (n > PX_HEADER_MAX - u->header_bytes)
+        return -1;
+    u->header_bytes += n;
+    if (u->in_value != 1) {
+        if (end_field(u) || u->n_ix == PX_MAX_HEADERS)
+            return -1;
+        u->ix[u->n_ix].name_off = u->hdr.len;
+        u->ix[u->n_ix].value_off = u->hdr.len;
+        u->n_ix++;
+        u->in_value = 1;
+    }
+    return td__buf_append(&u->hdr, at, n) == TD_OK ? 0 : -1;
+}
+
+static int r_header_value(http_parser *p, const char *at, size_t n)
+{
+    px_up *u = p->data;
+    if (n > PX_HEADER_MAX - u->header_bytes)
+        return -1;
+    u->header_bytes += n;
+    if (u->in_value == 1) {
+        if (td__buf_append(&u->hdr, "", 1) != TD_OK)
+            return -1;
+        u->ix[u->n_ix - 1].value_off = u->hdr.len;
+        u->in_value = 2;
+    }
+    return td__buf_append(&u->hdr, at, n) == TD_OK ? 0 : -1;
+}
+
+/* name is in the comma-separated token list (case-insensitive). */
+static int in_token_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    const char *s = list;
+    while (s && *s) {
+        while (*s == ' ' || *s == '\t' || *s == ',')
+            s++;
+        size_t k = strcspn(s, ", \t");
+        if (k == n && strncasecmp(s, name, n) == 0)
+            return 1;
+        s += k;
+    }
+    return 0;
+}
+
+/* RFC 9110 7.6.1: these, and any the Connection header names, belong to
+ * one hop and are not forwarded. */
+static int hop_by_hop(const char *name, const char *connection)
+{
+    static const char *const hop[] = {"connection", "keep-alive",        "proxy-connection", "te",
+                                      "trailer",    "transfer-encoding", "upgrade"};
+    for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
+        if (strcasecmp(name, hop[i]) == 0)
+            return 1;
+    return connection && in_token_list(connection, name);
+}
+
+static int r_headers_complete(http_parser *p)
+{
+    px_up *u = p->data;
+    px_conn *c = u->c;
+    px_req *r = &c->rq;
+    if (end_field(u))
+        return -1;
+    int status = p->status_code;
+    if (status >= 100 && status < 200) {
+        if (status == 101)
+            return -1; /* we asked for no upgrade */
+        u->interim = 1;
+        return 0;
+    }
+    r->resp_status = status;
+    const char *connection = NULL, *ctype = NULL, *encoding = NULL;
+    for (size_t i = 0; i < u->n_ix; i++) {
+        const char *name = u->hdr.p + u->ix[i].name_off;
+        const char *value = u->hdr.p + u->ix[i].value_off;
+        if (!connection && strcasecmp(name, "connection") == 0)
+            connection = value;
+        else if (!ctype && strcasecmp(name, "content-type") == 0)
+            ctype = value;
+        else if (!encoding && strcasecmp(name, "content-encoding") == 0)
+            encoding = value;
+    }
+    td__buf *o = &c->out;
+    td_status st =
+        td__buf_printf(o, "HTTP/1.1 %d %s\r\n", status, http_status_str((enum http_status)status));
+    for (size_t i = 0; st == TD_OK && i < u->n_ix; i++) {
+        const char *name = u->hdr.p + u->ix[i].name_off;
+        char *value = u->hdr.p + u->ix[i].value_off;
+        size_t vlen = strlen(value);
+        while (vlen && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
+            value[--vlen] = '\0';
+        if (hop_by_hop(name, connection) || strncasecmp(name, "x-tenantd-", 10) == 0)
+            continue;
+        if (strcasecmp(name, "x-gpu-seconds") == 0 && vlen < sizeof r->gpu_hdr) {
+            memcpy(r->gpu_hdr, value, vlen + 1);
+            r->have_gpu_hdr = 1;
+        }
+        st = td__buf_printf(o, "%s: %s\r\n", name, value);
+    }
+    int no_body = r->method == HTTP_HEAD || status == 204 || status == 304;
+    if (!no_body && ((p->flags & F_CHUNKED) || !(p->flags & F_CONTENTLENGTH))) {
+        if (r->http_minor >= 1) {
+            r->resp_chunked = 1;
+            if (st == TD_OK)
+                st = td__buf_append(o, "Transfer-Encoding: chunked\r\n", 28);
+        } else {
+            r->resp_close = 1; /* an HTTP/1.0 client: the end of the body is the close */
+        }
+    }
+    if (!r->keep_alive || c->stop)
+        r->resp_close = 1;
+    if (st == TD_OK)
+        st = td__buf_printf(o, "X-Tenantd-Cost-Estimate: %g\r\n%s\r\n", r->estimate,
+                            r->resp_close        ? "Connection: close\r\n"
+                            : r->http_minor == 0 ? "Connection: keep-alive\r\n"
+                                                 : "");
+    if (st != TD_OK)
+        return -1;
+    r->resp_started = 1;
+    r->scan_on = r->route->cost_model != TD_COST_REQUESTS &&
+                 (!encoding || strcasecmp(encoding, "identity") == 0);
+    if (r->scan_on)
+        td_cost_scanner_init(&r->scan, ctype && strncasecmp(ctype, "text/event-stream", 17) == 0);
+    uint64_t silence_ms = r->route->timeout_ns / 1000000;
+    px_timer_set(c, TM_STREAM, silence_ms ? silence_ms : 30000);
+    return r->method == HTTP_HEAD ? 1 : 0;
+}
+
+static int r_body(http_parser *p, const char *at, size_t n)
+{
+    px_up *u = p->data;
+    px_req *r = &u->c->rq;
+    if (u->interim)
+        return 0;
+    if (r->scan_on)
+        td_cost_scanner_feed(&r->scan, at, n);
+    td__buf *o = &u->c->out;
+    if (r->resp_chunked) {
+        if (td__buf_printf(o, "%zx\r\n", n) != TD_OK || td__buf_append(o, at, n) != TD_OK ||
+            td__buf_append(o, "\r\n", 2) != TD_OK)
+            return -1;
+        return 0;
+    }
+    return td__buf_append(o, at, n) == TD_OK ? 0 : -1;
+}
+
+static int r_message_complete(http_parser *p)
+{
+    px_up *u = p->data;
+    if (u->interim) {
+        u->interim = 0;
+        return 0;
+    }
+    if (u->c->rq.resp_chunked && td__buf_append(&u->c->out, "0\r\n\r\n", 5) != TD_OK)
+        return -1;
+    u->keep = http_should_keep_alive(p) != 0;
+    u->msg_done = 1;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static const http_parser_settings response_settings = {
+    .on_message_begin = r_message_begin,
+    .on_header_field = r_header_field,
+    .on_header_value = r_header_value,
+    .on_headers_complete = r_headers_complete,
+    .on_body = r_body,
+    .on_message_complete = r_message_complete,
+};
+
+static void on_up_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+    px_up *u = st->data;
+    if (u->closing || nread == 0)
+        return;
+    px_conn *c = u->c;
+    if (!c) {
+        /* idle in the pool: the upstream closed it, or sent what nobody
+         * asked for */
+        up_close(u);
+        return;
+    }
+    if (nread < 0) {
+        if (nread == UV_EOF && u->got_bytes) {
+            u->bad = 1;
+            http_parser_execute(&u->parser, &response_settings, NULL, 0);
+            if (u->msg_done) {
+                up_complete(u);
+                return;
+            }
+        }
+        up_fail(u);
+        return;
+    }
+    u->got_bytes = 1;
+    if (!c->rq.t_first_byte)
+        c->rq.t_first_byte = px_now();
+    size_t k = http_parser_execute(&u->parser, &response_settings, buf->base, (size_t)nread);
+    if (u->msg_done) {
+        if (k != (size_t)nread)
+            u->bad = 1; /* bytes after the response: do not reuse */
+        http_parser_pause(&u->parser, 0);
+        up_complete(u);
+        return;
+    }
+    if (HTTP_PARSER_ERRNO(&u->parser) != HPE_OK) {
+        up_fail(u);
+        return;
+    }
+    if (px_flush(c) < 0)
+        return; /* the client is gone, and with it this request */
+    if (c->rq.resp_started && c->timer_mode == TM_STREAM) {
+        uint64_t silence_ms = c->rq.route->timeout_ns / 1000000;
+        px_timer_set(c, TM_STREAM, silence_ms ? silence_ms : 30000);
+    }
+    if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > PX_WRITE_HIGH) {
+        c->up_paused = 1;
+        u->reading = 0;
+        uv_read_stop(st);
+    }
+}
+
+/* ---- the request ---- */
+
+typedef struct {
+    uv_write_t req;
+    px_up *u;
+    char data[];
+} up_write;
+
+static void on_up_write(uv_write_t *req, int status)
+{
+    up_write *wr = (up_write *)req;
+    px_up *u = wr->u;
+    free(wr);
+    if (status < 0 && !u->closing && u->c && !u->c->rq.resp_started)
+        up_fail(u);
+}
+
+/* Appends the request head for the upstream to h. */
+static td_status build_head(px_conn *c, td__buf *h)
+{
+    px_req *r = &c->rq;
+    const char *target = r->url.p;
+    if (target[0] != '/' && r->path_off != SIZE_MAX)
+        target += r->path_off; /* absolute-form: the path and query */
+    else if (target[0] != '/')
+        target = "/";
+    td_status st = td__buf_printf(h, "%s %s HTTP/1.1\r\n",
+                                  http_method_str((enum http_method)r->method), target);
+    for (size_t i = 0; st == TD_OK && i < r->n_ix; i++) {
+        const char *name = r->hdr.p + r->ix[i].name_off;
+        const char *value = r->hdr.p + r->ix[i].value_off;
+        if (hop_by_hop(name, r->h_connection) || strcasecmp(name, "content-length") == 0 ||
+            strcasecmp(name, "expect") == 0 || strcasecmp(name, "x-forwarded-for") == 0 ||
+            strcasecmp(name, "x-tenantd-tenant") == 0)
+            continue;
+        st = td__buf_printf(h, "%s: %s\r\n", name, value);
+    }
+    px_route *rs = r->rs;
+    if (st == TD_OK && !r->h_host)
+        st = td__buf_printf(h, "Host: %s:%u\r\n", rs->host, rs->port);
+    if (st == TD_OK)
+        st = td__buf_printf(h, "X-Forwarded-For: %s%s%s\r\nX-Tenantd-Tenant: %s\r\n",
+                            r->h_xff ? r->h_xff : "", r->h_xff ? ", " : "", c->peer,
+                            r->tenant->name);
+    if (st == TD_OK &&
+        (r->body.len || r->method == HTTP_POST || r->method == HTTP_PUT || r->method == HTTP_PATCH))
+        st = td__buf_printf(h, "Content-Length: %zu\r\n", r->body.len);
+    if (st == TD_OK)
+        st = td__buf_append(h, "\r\n", 2);
+    return st;
+}
+
+static void send_request(px_up *u)
+{
+    px_conn *c = u->c;
+    px_req *r = &c->rq;
+    td__buf head;
+    td__buf_init(&head, HEAD_MAX);
+    if (build_head(c, &head) != TD_OK) {
+        td__buf_fini(&head);
+        up_fail(u);
+        return;
+    }
+    static char none[1];
+    uv_buf_t bufs[2] = {uv_buf_init(head.p, (unsigned int)head.len),
+                        uv_buf_init(r->body.p ? r->body.p : none, (unsigned int)r->body.len)};
+    size_t total = head.len + r->body.len, done = 0;
+    uv_stream_t *st = (uv_stream_t *)&u->tcp;
+    int rc = uv_try_write(st, bufs, 2);
+    if (rc > 0)
+        done = (size_t)rc;
+    else if (rc < 0 && rc != UV_EAGAIN) {
+        td__buf_fini(&head);
+        up_fail(u);
+        return;
+    }
+    if (done < total) {
+        /* the rest is copied: the client's buffers may go before the write */
+        up_write *wr = malloc(sizeof *wr + (total - done));
+        if (!wr) {
+            td__buf_fini(&head);
+            up_fail(u);
+            return;
+        }
+        size_t k = 0;
+        if (done < head.len) {
+            memcpy(wr->data, head.p + done, head.len - done);
+            k = head.len - done;
+            if (r->body.len)
+                memcpy(wr->data + k, r->body.p, r->body.len);
+        } else {
+            memcpy(wr->data, r->body.p + (done - head.len), total - done);
+        }
+        wr->u = u;
+        uv_buf_t b = uv_buf_init(wr->data, (unsigned int)(total - done));
+        if (uv_write(&wr->req, st, &b, 1, on_up_write) < 0) {
+            free(wr);
+            td__buf_fini(&head);
+            up_fail(u);
+            return;
+        }
+    }
+    td__buf_fini(&head);
+}
+
+static void on_up_connect(uv_connect_t *req, int status)
+{
+    px_up *u = req->data;
+    if (u->closing)
+        return;
+    if (status < 0 || !u->c) {
+        up_fail(u);
+        return;
+    }
+    u->connected = 1;
+    uv_tcp_nodelay(&u->tcp, 1);
+    if (up_read(u) < 0) {
+        up_fail(u);
+        return;
+    }
+    send_request(u);
+}
+
+static void attach(px_up *u, px_conn *c)
+{
+    u->c = c;
+    c->rq.up = u;
+    http_parser_init(&u->parser, HTTP_RESPONSE);
+    u->parser.data = u;
+    u->got_bytes = u->msg_done = u->interim = u->keep = 0;
+    u->n_ix = 0;
+    u->header_bytes = 0;
+    u->in_value = 0;
+    buf_clear(&u->hdr);
+}
+
+void px_forward(px_conn *c)
+{
+    px_req *r = &c->rq;
+    px_route *rs = r->rs;
+    r->state = RQ_UPSTREAM;
+    uint64_t now = px_now();
+    uint64_t left_ms = r->deadline_ns > now ? (r->deadline_ns - now + 999999) / 1000000 : 1;
+    px_timer_set(c, TM_UPSTREAM, left_ms);
+    if (!rs->addr_ok || rs->w->stopping) {
+        fail_request(c, 0);
+        return;
+    }
+    px_up *u = rs->idle;
+    if (u) {
+        idle_unlink(u);
+        attach(u, c);
+        send_request(u);
+        return;
+    }
+    u = up_new(rs);
+    if (!u) {
+        fail_request(c, 0);
+        return;
+    }
+    attach(u, c);
+    if (uv_tcp_connect(&u->connect_req, &u->tcp, (const struct sockaddr *)&rs->addr,
+                       on_up_connect) < 0)
+        up_fail(u);
+}

@@ -1,0 +1,318 @@
+/* test_metrics.c - metrics.c: the exact Prometheus text for a few series,
+ * label escaping, slots not in use and out of range, and two threads
+ * recording at once (lazy blocks raced into existence, sums exact). */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tenantd/metrics.h"
+
+#define MS 1000000ULL
+
+static const char *const tenant_names[] = {"team-a", "we\"ird\\na\nme", NULL, "team-d"};
+static const char *const route_names[] = {"completions", "chat", NULL};
+
+static const char *names(void *arg, char kind, uint32_t slot)
+{
+    (void)arg;
+    if (kind == 't')
+        return slot < 4 ? tenant_names[slot] : NULL;
+    assert_int_equal(kind, 'r');
+    return slot < 3 ? route_names[slot] : NULL;
+}
+
+static char *render(const td_metrics *m, const char *(*name_of)(void *, char, uint32_t))
+{
+    char *out = NULL;
+    size_t len = 0;
+    assert_int_equal(td_metrics_render(m, name_of, NULL, &out, &len), TD_OK);
+    assert_int_equal(len, strlen(out));
+    return out;
+}
+
+static void test_outcome_names(void **state)
+{
+    (void)state;
+    static const struct {
+        td_outcome o;
+        const char *name;
+    } rows[] = {
+        {TD_OUT_ACCEPTED, "accepted"},
+        {TD_OUT_RATE_LIMITED, "rate_limited"},
+        {TD_OUT_CONCURRENCY_LIMITED, "concurrency_limited"},
+        {TD_OUT_SHED, "shed"},
+        {TD_OUT_UPSTREAM_ERROR, "upstream_error"},
+        {TD_OUT_TIMEOUT, "timeout"},
+        {TD_OUT_BAD_REQUEST, "bad_request"},
+        {TD_OUT_UNAUTHORIZED, "unauthorized"},
+        {TD_OUT_COUNT, "unknown"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        assert_string_equal(td_outcome_name(rows[i].o), rows[i].name);
+}
+
+static const char empty_text[] =
+    "# HELP tenantd_requests_total Requests finished at the gateway, by tenant, route and "
+    "outcome.\n"
+    "# TYPE tenantd_requests_total counter\n"
+    "# HELP tenantd_cost_units_total Cost units charged (after reconciliation), in the route's "
+    "cost model.\n"
+    "# TYPE tenantd_cost_units_total counter\n"
+    "# HELP tenantd_request_duration_seconds End-to-end latency of requests that reached the "
+    "upstream.\n"
+    "# TYPE tenantd_request_duration_seconds histogram\n"
+    "# HELP tenantd_queue_depth Requests waiting in a route's criticality queue.\n"
+    "# TYPE tenantd_queue_depth gauge\n"
+    "# HELP tenantd_inflight Requests of a tenant in flight to upstreams.\n"
+    "# TYPE tenantd_inflight gauge\n"
+    "# HELP tenantd_shared_limit_degraded 1 while shared (Redis) limits are unreachable and "
+    "local limits decide.\n"
+    "# TYPE tenantd_shared_limit_degraded gauge\n"
+    "tenantd_shared_limit_degraded 0\n"
+    "# HELP tenantd_shared_limit_degradations_total Times shared (Redis) limits became "
+    "unreachable.\n"
+    "# TYPE tenantd_shared_limit_degradations_total counter\n"
+    "tenantd_shared_limit_degradations_total 0\n";
+
+static void test_render_empty(void **state)
+{
+    (void)state;
+    td_metrics *m = NULL;
+    assert_int_equal(td_metrics_create(0, 3, &m), TD_EINVAL);
+    assert_int_equal(td_metrics_create(4, 3, &m), TD_OK);
+    char *out = render(m, names);
+    assert_string_equal(out, empty_text);
+    free(out);
+    td_metrics_destroy(m);
+    td_metrics_destroy(NULL);
+}
+
+static void test_render_exact(void **state)
+{
+    (void)state;
+    td_metrics *m = NULL;
+    assert_int_equal(td_metrics_create(4, 3, &m), TD_OK);
+    static const struct {
+        uint32_t tenant, route;
+        td_outcome o;
+        uint64_t latency_ns;
+        double cost;
+    } rows[] = {
+        {0, 0, TD_OUT_ACCEPTED, 300000, 150},
+        {0, 0, TD_OUT_ACCEPTED, 300000, 150},
+        {0, 1, TD_OUT_RATE_LIMITED, 1000, 0},
+        {1, 0, TD_OUT_TIMEOUT, 30000 * MS, 12.25},
+        {2, 0, TD_OUT_ACCEPTED, MS, 1},     /* tenant slot not in use: not rendered */
+        {0, 2, TD_OUT_ACCEPTED, 2 * MS, 7}, /* route not in use: only in the histogram */
+        {TD_METRICS_NONE, TD_METRICS_NONE, TD_OUT_UNAUTHORIZED, 1000, 0},
+        {9, 0, TD_OUT_ACCEPTED, MS, 1}, /* out of range: ignored */
+        {0, 9, TD_OUT_ACCEPTED, MS, 1},
+        {0, 0, TD_OUT_COUNT, MS, 1},
+        {3, 1, TD_OUT_SHED, 500, 0}, /* fast rejection: no latency sample */
+        {3, 1, TD_OUT_UPSTREAM_ERROR, 500000, 0.000001},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        td_metrics_request(m, rows[i].tenant, rows[i].route, rows[i].o, rows[i].latency_ns,
+                           rows[i].cost);
+    td_metrics_queue_add(m, 0, TD_CRIT_CRITICAL, 3);
+    td_metrics_queue_add(m, 0, TD_CRIT_CRITICAL, -1);
+    td_metrics_queue_add(m, 1, TD_CRIT_SHEDDABLE, 1);
+    td_metrics_queue_add(m, 1, TD_CRIT_SHEDDABLE, -1);
+    td_metrics_queue_add(m, 1, TD_CRIT_SHEDDABLE_PLUS, 4);
+    td_metrics_queue_add(m, 7, TD_CRIT_SHEDDABLE, 1); /* ignored */
+    td_metrics_inflight_add(m, 0, 2);
+    td_metrics_inflight_add(m, 3, 1);
+    td_metrics_inflight_add(m, 3, -1);
+    td_metrics_inflight_add(m, 2, 5); /* slot not in use */
+    td_metrics_shared_degraded(m, 1);
+    td_metrics_shared_degraded(m, 1);
+    td_metrics_shared_degraded(m, 0);
+    td_metrics_shared_degraded(m, 1);
+
+    static const char *const want_parts[] = {
+        "# HELP tenantd_requests_total Requests finished at the gateway, by tenant, route and "
+        "outcome.\n",
+        "# TYPE tenantd_requests_total counter\n",
+        "tenantd_requests_total{tenant=\"team-a\",route=\"completions\",outcome=\"accepted\"} 2\n",
+        "tenantd_requests_total{tenant=\"team-a\",route=\"chat\",outcome=\"rate_limited\"} 1\n",
+        "tenantd_requests_total{tenant=\"we\\\"ird\\\\na\\nme\",route=\"completions\","
+        "outcome=\"timeout\"} 1\n",
+        "tenantd_requests_total{tenant=\"team-d\",route=\"chat\",outcome=\"shed\"} 1\n",
+        "tenantd_requests_total{tenant=\"team-d\",route=\"chat\",outcome=\"upstream_error\"} 1\n",
+        "tenantd_requests_total{tenant=\"\",route=\"\",outcome=\"unauthorized\"} 1\n",
+        "# HELP tenantd_cost_units_total Cost units charged (after reconciliation), in the "
+        "route's cost model.\n",
+        "# TYPE tenantd_cost_units_total counter\n",
+        "tenantd_cost_units_total{tenant=\"team-a\",route=\"completions\"} 300\n",
+        "tenantd_cost_units_total{tenant=\"we\\\"ird\\\\na\\nme\",route=\"completions\"} 12.25\n",
+        "tenantd_cost_units_total{tenant=\"team-d\",route=\"chat\"} 0.000001\n",
+        "# HELP tenantd_request_duration_seconds End-to-end latency of requests that reached "
+        "the upstream.\n",
+        "# TYPE tenantd_request_duration_seconds histogram\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"0.0005\"} 2\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"0.001\"} 2\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"0.0025\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"0.005\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"0.01\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"0.025\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"0.05\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"0.1\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"0.25\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"0.5\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"1\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"2.5\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"5\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"10\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-a\",le=\"+Inf\"} 3\n",
+        "tenantd_request_duration_seconds_sum{tenant=\"team-a\"} 0.0026\n",
+        "tenantd_request_duration_seconds_count{tenant=\"team-a\"} 3\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"0.0005\"} "
+        "0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"0.001\"} 0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"0.0025\"} "
+        "0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"0.005\"} 0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"0.01\"} 0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"0.025\"} 0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"0.05\"} 0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"0.1\"} 0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"0.25\"} 0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"0.5\"} 0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"1\"} 0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"2.5\"} 0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"5\"} 0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"10\"} 0\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"we\\\"ird\\\\na\\nme\",le=\"+Inf\"} 1\n",
+        "tenantd_request_duration_seconds_sum{tenant=\"we\\\"ird\\\\na\\nme\"} 30\n",
+        "tenantd_request_duration_seconds_count{tenant=\"we\\\"ird\\\\na\\nme\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"0.0005\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"0.001\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"0.0025\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"0.005\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"0.01\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"0.025\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"0.05\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"0.1\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"0.25\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"0.5\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"1\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"2.5\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"5\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"10\"} 1\n",
+        "tenantd_request_duration_seconds_bucket{tenant=\"team-d\",le=\"+Inf\"} 1\n",
+        "tenantd_request_duration_seconds_sum{tenant=\"team-d\"} 0.0005\n",
+        "tenantd_request_duration_seconds_count{tenant=\"team-d\"} 1\n",
+        "# HELP tenantd_queue_depth Requests waiting in a route's criticality queue.\n",
+        "# TYPE tenantd_queue_depth gauge\n",
+        "tenantd_queue_depth{route=\"completions\",criticality=\"critical\"} 2\n",
+        "tenantd_queue_depth{route=\"chat\",criticality=\"sheddable_plus\"} 4\n",
+        "# HELP tenantd_inflight Requests of a tenant in flight to upstreams.\n",
+        "# TYPE tenantd_inflight gauge\n",
+        "tenantd_inflight{tenant=\"team-a\"} 2\n",
+        "# HELP tenantd_shared_limit_degraded 1 while shared (Redis) limits are unreachable and "
+        "local limits decide.\n",
+        "# TYPE tenantd_shared_limit_degraded gauge\n",
+        "tenantd_shared_limit_degraded 1\n",
+        "# HELP tenantd_shared_limit_degradations_total Times shared (Redis) limits became "
+        "unreachable.\n",
+        "# TYPE tenantd_shared_limit_degradations_total counter\n",
+        "tenantd_shared_limit_degradations_total 2\n",
+    };
+    char want[8192] = "";
+    for (size_t i = 0; i < sizeof want_parts / sizeof want_parts[0]; i++)
+        strcat(want, want_parts[i]);
+    char *out = render(m, names);
+    if (strcmp(out, want) != 0) {
+        /* Show where they part, which the whole strings would hide. */
+        size_t i = 0;
+        while (out[i] && out[i] == want[i])
+            i++;
+        fail_msg("differs at byte %zu:\n--- got\n%s\n--- want\n%s", i, out + i, want + i);
+    }
+    free(out);
+    td_metrics_destroy(m);
+}
+
+/* ---- two threads ---- */
+
+#define ITERS    128000 /* a multiple of lcm(64, 40) = 320 */
+#define NTENANTS 64
+#define NROUTES  40
+
+static const char *numbered(void *arg, char kind, uint32_t slot)
+{
+    static char tnames[NTENANTS][8], rnames[NROUTES][8];
+    (void)arg;
+    if (kind == 't' && slot < NTENANTS) {
+        snprintf(tnames[slot], sizeof tnames[slot], "t%u", slot);
+        return tnames[slot];
+    }
+    if (kind == 'r' && slot < NROUTES) {
+        snprintf(rnames[slot], sizeof rnames[slot], "r%u", slot);
+        return rnames[slot];
+    }
+    return NULL;
+}
+
+static void *record(void *arg)
+{
+    td_metrics *m = arg;
+    for (uint32_t k = 0; k < ITERS; k++) {
+        td_metrics_request(m, k % NTENANTS, k % NROUTES, TD_OUT_ACCEPTED, MS, 0.5);
+        td_metrics_inflight_add(m, k % NTENANTS, 1);
+        td_metrics_queue_add(m, k % NROUTES, TD_CRIT_CRITICAL, 1);
+        td_metrics_inflight_add(m, k % NTENANTS, -1);
+        td_metrics_queue_add(m, k % NROUTES, TD_CRIT_CRITICAL, -1);
+    }
+    return NULL;
+}
+
+static void test_two_threads(void **state)
+{
+    (void)state;
+    td_metrics *m = NULL;
+    assert_int_equal(td_metrics_create(65536, 1024, &m), TD_OK);
+    pthread_t a, b;
+    assert_int_equal(pthread_create(&a, NULL, record, m), 0);
+    assert_int_equal(pthread_create(&b, NULL, record, m), 0);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    char *out = render(m, numbered);
+    /* (t0, r0) is hit when k = 0 mod 320: 400 times per thread. */
+    assert_non_null(strstr(
+        out, "\ntenantd_requests_total{tenant=\"t0\",route=\"r0\",outcome=\"accepted\"} 800\n"));
+    assert_non_null(strstr(out, "\ntenantd_cost_units_total{tenant=\"t0\",route=\"r0\"} 400\n"));
+    assert_non_null(strstr(out, "\ntenantd_request_duration_seconds_count{tenant=\"t63\"} 4000\n"));
+    assert_non_null(strstr(out, "\ntenantd_request_duration_seconds_sum{tenant=\"t63\"} 4\n"));
+    assert_null(strstr(out, "\ntenantd_inflight{"));
+    assert_null(strstr(out, "\ntenantd_queue_depth{"));
+    /* Every request is there once. */
+    uint64_t total = 0, series = 0;
+    for (const char *p = out; (p = strstr(p, "\ntenantd_requests_total{")); p++) {
+        const char *sp = strchr(p + 1, ' ');
+        total += strtoull(sp + 1, NULL, 10);
+        series++;
+    }
+    assert_int_equal(total, 2 * ITERS);
+    assert_int_equal(series, 320);
+    free(out);
+    td_metrics_destroy(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_outcome_names),
+        cmocka_unit_test(test_render_empty),
+        cmocka_unit_test(test_render_exact),
+        cmocka_unit_test(test_two_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

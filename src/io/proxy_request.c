@@ -122,6 +122,18 @@ static void respond_shed(px_conn *c, const char *why)
 
 static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns)
 {
+    if (retry_ns == TD_LIMITER_NEVER) {
+        /* The estimate alone is over the tenant's burst: waiting will not
+         * help, so no Retry-After; the client must ask for less. */
+        char body[400], esc[200];
+        json_escape(esc, sizeof esc, c->rq.tenant->name);
+        snprintf(body, sizeof body,
+                 "{\"error\":\"%s\",\"reason\":\"cost_exceeds_burst\",\"tenant\":\"%s\","
+                 "\"cost\":%.0f,\"burst\":%.0f}",
+                 error, esc, c->rq.estimate, c->rq.tenant->rate.burst);
+        px_respond(c, 429, NULL, body);
+        return;
+    }
     uint64_t ms = (retry_ns + 999999) / 1000000;
     uint64_t secs = (retry_ns + 999999999) / 1000000000;
     if (secs < 1)

@@ -124,6 +124,10 @@ after=$(served)
 grep -qiE '^Retry-After: [1-9][0-9]*' "$TMP/h" && ok "429 has Retry-After in seconds" || not_ok "no Retry-After: $(cat "$TMP/h")"
 expect_grep "429 body names the error" "$TMP/b" '"error":"rate_limited","tenant":"beta","retry_after_ms":'
 [ "$before" = "$after" ] && ok "the rejected request never reached simmodel ($before served)" || not_ok "simmodel served $before -> $after"
+"${C[@]}" -D "$TMP/h" -o "$TMP/b" -H "Authorization: Bearer key-beta" "${JSON[@]}" -d "$(msg abcd 100)" "$CHAT"
+[ "$(code_of "$TMP/h")" = 429 ] && ok "a request costing more than the burst: 429" || not_ok "over burst: $(head -1 "$TMP/h")"
+expect_grep "it says the cost exceeds the burst" "$TMP/b" '"reason":"cost_exceeds_burst","tenant":"beta","cost":101,"burst":20'
+grep -qi '^Retry-After:' "$TMP/h" && not_ok "no Retry-After when waiting cannot help" || ok "no Retry-After when waiting cannot help"
 
 # ---- concurrency limit ----
 "${C[@]}" -o "$TMP/slow" -H "Authorization: Bearer key-gamma" "${JSON[@]}" \
@@ -230,7 +234,7 @@ order=$(grep -ao "HTTP/1.1 [0-9]*" "$TMP/pout" | awk '{print $2}' | tr '\n' ' ')
 # ---- observability ----
 "${C[@]}" -o "$TMP/metrics" "$ADMIN/metrics"
 expect_grep "metrics: alpha accepted" "$TMP/metrics" 'tenantd_requests_total{tenant="alpha",route="chat",outcome="accepted"}'
-expect_grep "metrics: beta rate_limited" "$TMP/metrics" 'tenantd_requests_total{tenant="beta",route="chat",outcome="rate_limited"} 1'
+expect_grep "metrics: beta rate_limited" "$TMP/metrics" 'tenantd_requests_total{tenant="beta",route="chat",outcome="rate_limited"} 2'
 expect_grep "metrics: gamma concurrency_limited" "$TMP/metrics" 'tenantd_requests_total{tenant="gamma",route="chat",outcome="concurrency_limited"} 1'
 expect_grep "metrics: shed counted" "$TMP/metrics" 'tenantd_requests_total{tenant="alpha",route="small",outcome="shed"}'
 expect_grep "metrics: unauthorized under tenant \"\"" "$TMP/metrics" 'tenantd_requests_total{tenant="",route="",outcome="unauthorized"}'

@@ -14,6 +14,7 @@
 
 #include "tenantd/podres.h"
 #include "tenantd/resources.h"
+#include "tenantd/strbuf.h"
 
 /* resource.MaxMilliValue: the largest value whose milli-value fits int64. */
 #define MAX_MILLI_VALUE (INT64_MAX / 1000)
@@ -166,40 +167,6 @@ static td_status lrs_parse(json_t *const *objs, size_t n, limit_range **out, td_
 
 /* ---- defaulting ---- */
 
-/* A growable string with a hard maximum; on overflow or ENOMEM, failed is
- * set and appends are ignored. */
-typedef struct {
-    char *s;
-    size_t len, cap, max;
-    bool failed;
-} strbuf;
-
-static void sb_append(strbuf *b, const char *text)
-{
-    size_t n = strlen(text);
-
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->max) {
-        b->failed = true;
-        return;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 128;
-        char *p;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        p = realloc(b->s, cap);
-        if (p == NULL) {
-            b->failed = true;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, text, n + 1);
-    b->len += n;
-}
 
 /* Gets obj[key] as an object, creating it (as {}) if absent or null. */
 static json_t *child_object(json_t *obj, const char *key)
@@ -217,7 +184,7 @@ static json_t *child_object(json_t *obj, const char *key)
 /* Sets each name of defaults missing from container.resources.<field>,
  * appending the names set (sorted, as defaults is) to *names. */
 static td_status merge_list(json_t *container, const char *field, const td_resources *defaults,
-                            strbuf *names)
+                            td_strbuf *names)
 {
     json_t *res, *list;
     size_t i;
@@ -243,8 +210,8 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
         if (json_object_set_new(list, d->name, json_string(buf)) != 0)
             return TD_ENOMEM;
         if (!first)
-            sb_append(names, ", ");
-        sb_append(names, d->name);
+            td_strbuf_append(names, ", ");
+        td_strbuf_append(names, d->name);
         first = false;
     }
     return TD_OK;
@@ -253,9 +220,9 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
 /* mergeContainerResources for one container; appends its annotation parts
  * to note. */
 static td_status merge_container(json_t *container, const td_resources *def_requests,
-                                 const td_resources *def_limits, const char *kind, strbuf *note)
+                                 const td_resources *def_limits, const char *kind, td_strbuf *note)
 {
-    strbuf reqs = {NULL, 0, 0, TD_ERR_MAX, false}, lims = {NULL, 0, 0, TD_ERR_MAX, false};
+    td_strbuf reqs = TD_STRBUF_INIT(TD_ERR_MAX), lims = TD_STRBUF_INIT(TD_ERR_MAX);
     const json_t *name = json_object_get(container, "name");
     const char *cname = json_is_string(name) ? json_string_value(name) : "";
     td_status s;
@@ -266,21 +233,21 @@ static td_status merge_container(json_t *container, const td_resources *def_requ
     if (s == TD_OK) {
         if (reqs.len > 0) {
             if (note->len > 0)
-                sb_append(note, "; ");
-            sb_append(note, reqs.s);
-            sb_append(note, " request for ");
-            sb_append(note, kind);
-            sb_append(note, " ");
-            sb_append(note, cname);
+                td_strbuf_append(note, "; ");
+            td_strbuf_append(note, reqs.s);
+            td_strbuf_append(note, " request for ");
+            td_strbuf_append(note, kind);
+            td_strbuf_append(note, " ");
+            td_strbuf_append(note, cname);
         }
         if (lims.len > 0) {
             if (note->len > 0)
-                sb_append(note, "; ");
-            sb_append(note, lims.s);
-            sb_append(note, " limit for ");
-            sb_append(note, kind);
-            sb_append(note, " ");
-            sb_append(note, cname);
+                td_strbuf_append(note, "; ");
+            td_strbuf_append(note, lims.s);
+            td_strbuf_append(note, " limit for ");
+            td_strbuf_append(note, kind);
+            td_strbuf_append(note, " ");
+            td_strbuf_append(note, cname);
         }
     }
     if (s == TD_OK && (reqs.failed || lims.failed))
@@ -293,7 +260,7 @@ static td_status merge_container(json_t *container, const td_resources *def_requ
 static td_status merge_pod(json_t *pod, const limit_range *lr)
 {
     td_resources def_requests, def_limits;
-    strbuf note = {NULL, 0, 0, 1u << 20, false};
+    td_strbuf note = TD_STRBUF_INIT(1u << 20);
     json_t *spec = json_object_get(pod, "spec");
     td_status s = TD_OK;
     size_t i, k;
@@ -331,9 +298,9 @@ static td_status merge_pod(json_t *pod, const limit_range *lr)
     if (s == TD_OK && note.len > 0) {
         json_t *meta = child_object(pod, "metadata");
         json_t *annotations = meta ? child_object(meta, "annotations") : NULL;
-        strbuf val = {NULL, 0, 0, (1u << 20) + 64, false};
-        sb_append(&val, "LimitRanger plugin set: ");
-        sb_append(&val, note.s);
+        td_strbuf val = TD_STRBUF_INIT((1u << 20) + 64);
+        td_strbuf_append(&val, "LimitRanger plugin set: ");
+        td_strbuf_append(&val, note.s);
         if (annotations == NULL || val.failed ||
             json_object_set_new(annotations, TD_LIMITRANGE_ANNOTATION, json_string(val.s)) != 0)
             s = TD_ENOMEM;
@@ -450,7 +417,7 @@ static void violations_free(violations *v)
 
 static td_status violations_report(const violations *v, td_err *err)
 {
-    strbuf b = {NULL, 0, 0, 1u << 20, false};
+    td_strbuf b = TD_STRBUF_INIT(1u << 20);
     size_t i, j, unique = 0;
     td_status s;
 
@@ -461,8 +428,8 @@ static td_status violations_report(const violations *v, td_err *err)
         if (j < i)
             continue;
         if (unique++ > 0)
-            sb_append(&b, ", ");
-        sb_append(&b, v->msgs[i]);
+            td_strbuf_append(&b, ", ");
+        td_strbuf_append(&b, v->msgs[i]);
     }
     if (b.failed)
         s = td_err_set(err, TD_ENOMEM, "out of memory");

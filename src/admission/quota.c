@@ -11,62 +11,26 @@
 
 #include "tenantd/podres.h"
 #include "tenantd/resources.h"
+#include "tenantd/strbuf.h"
+
+#define STRBUF_MAX (1u << 20) /* longest message built */
 
 /* ---- small helpers ---- */
 
-typedef struct {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} strbuf;
-
-#define STRBUF_MAX (1u << 20)
-
-static void sb_append(strbuf *b, const char *text)
-{
-    size_t n = strlen(text);
-
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > STRBUF_MAX) {
-        b->failed = true;
-        return;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 128;
-        char *p;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        p = realloc(b->s, cap);
-        if (p == NULL) {
-            b->failed = true;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, text, n + 1);
-    b->len += n;
-}
-
-static const char *sb_str(const strbuf *b)
-{
-    return b->s ? b->s : "";
-}
 
 /* prettyPrint: "a=1,b=2" in name order (td_resources is sorted). */
-static void pretty_print(strbuf *b, const td_resources *r)
+static void pretty_print(td_strbuf *b, const td_resources *r)
 {
     size_t i;
     char q[TD_QUANTITY_STR_MAX];
 
     for (i = 0; i < r->n; i++) {
         if (i > 0)
-            sb_append(b, ",");
-        sb_append(b, r->items[i].name);
-        sb_append(b, "=");
+            td_strbuf_append(b, ",");
+        td_strbuf_append(b, r->items[i].name);
+        td_strbuf_append(b, "=");
         td_quantity_format(&r->items[i].q, q, sizeof q);
-        sb_append(b, q);
+        td_strbuf_append(b, q);
     }
 }
 
@@ -574,24 +538,24 @@ fail:
 }
 
 /* Go's %v of a ScopedResourceSelectorRequirement: {PriorityClass In [a b]}. */
-static void format_selector(strbuf *b, const scope_selector *sel)
+static void format_selector(td_strbuf *b, const scope_selector *sel)
 {
     size_t i;
     const json_t *v;
 
-    sb_append(b, "{");
-    sb_append(b, sel->scope_name);
-    sb_append(b, " ");
-    sb_append(b, sel->op);
-    sb_append(b, " [");
+    td_strbuf_append(b, "{");
+    td_strbuf_append(b, sel->scope_name);
+    td_strbuf_append(b, " ");
+    td_strbuf_append(b, sel->op);
+    td_strbuf_append(b, " [");
     if (sel->values)
         json_array_foreach(sel->values, i, v)
         {
             if (i > 0)
-                sb_append(b, " ");
-            sb_append(b, json_string_value(v));
+                td_strbuf_append(b, " ");
+            td_strbuf_append(b, json_string_value(v));
         }
-    sb_append(b, "]}");
+    td_strbuf_append(b, "]}");
 }
 
 /* podMatchesScopeFunc. TD_EINVAL (message set) for a selector that
@@ -641,7 +605,7 @@ static td_status scope_matches(const scope_selector *sel, const pod_info *pi, co
         problem = problem_buf;
     }
     if (problem != NULL) {
-        strbuf b = {NULL, 0, 0, false};
+        td_strbuf b = TD_STRBUF_INIT(STRBUF_MAX);
         td_status s;
         format_selector(&b, sel);
         if (b.failed)
@@ -650,7 +614,7 @@ static td_status scope_matches(const scope_selector *sel, const pod_info *pi, co
             s = td_err_set(err, TD_EINVAL,
                            "error matching scopes of quota %s, err: error on matching scope %s: "
                            "failed to parse and convert selector: %s",
-                           q->name, sb_str(&b), problem);
+                           q->name, td_strbuf_str(&b), problem);
         free(b.s);
         return s;
     }
@@ -730,7 +694,7 @@ static int cmp_str(const void *a, const void *b)
  * requests and limits a matching quota tracks (a historical mistake kept for
  * compatibility), unless the pod sets pod-level resources. On a violation
  * appends "cpu for: a,b; memory for: a" to msg. */
-static td_status constraints(const td_resources *restricted, const pod_info *pi, strbuf *msg)
+static td_status constraints(const td_resources *restricted, const pod_info *pi, td_strbuf *msg)
 {
     const td__pod *p = &pi->res;
     size_t total = p->ncontainers + p->ninit_containers;
@@ -759,16 +723,16 @@ static td_status constraints(const td_resources *restricted, const pod_info *pi,
             continue;
         qsort(names, n, sizeof *names, cmp_str);
         if (any)
-            sb_append(msg, "; ");
+            td_strbuf_append(msg, "; ");
         any = true;
-        sb_append(msg, r);
-        sb_append(msg, " for: ");
+        td_strbuf_append(msg, r);
+        td_strbuf_append(msg, " for: ");
         for (j = 0; j < n; j++) {
             if (j > 0 && strcmp(names[j], names[j - 1]) == 0)
                 continue; /* a set of names */
             if (j > 0)
-                sb_append(msg, ",");
-            sb_append(msg, names[j]);
+                td_strbuf_append(msg, ",");
+            td_strbuf_append(msg, names[j]);
         }
     }
     free(names);
@@ -827,7 +791,7 @@ static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info
     bool *interesting = NULL;
     size_t i, ninteresting = 0;
     td_status s = TD_OK;
-    strbuf msg = {NULL, 0, 0, false};
+    td_strbuf msg = TD_STRBUF_INIT(STRBUF_MAX);
 
     if (nq == 0)
         return TD_OK;
@@ -859,17 +823,17 @@ static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info
             goto out;
         if (msg.len > 0) {
             s = td_err_set(err, TD_EFORBIDDEN, "failed quota: %s: must specify %s", qs[i].name,
-                           sb_str(&msg));
+                           td_strbuf_str(&msg));
             goto out_err;
         }
         if (from_status && !has_usage_stats(&qs[i], &restricted)) {
             for (size_t k = 0; k < restricted.n; k++) {
                 if (k > 0)
-                    sb_append(&msg, ",");
-                sb_append(&msg, restricted.items[k].name);
+                    td_strbuf_append(&msg, ",");
+                td_strbuf_append(&msg, restricted.items[k].name);
             }
             s = td_err_set(err, TD_EFORBIDDEN, "status unknown for quota: %s, resources: %s",
-                           qs[i].name, sb_str(&msg));
+                           qs[i].name, td_strbuf_str(&msg));
             goto out_err;
         }
         if (!from_status) {
@@ -888,12 +852,12 @@ static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info
         if (td_quantity_sign(&usage.items[i].q) >= 0)
             continue;
         if (msg.len > 0)
-            sb_append(&msg, ",");
-        sb_append(&msg, usage.items[i].name);
+            td_strbuf_append(&msg, ",");
+        td_strbuf_append(&msg, usage.items[i].name);
     }
     if (msg.len > 0) {
         s = td_err_set(err, TD_EFORBIDDEN, "quota usage is negative for resource(s): %s",
-                       sb_str(&msg));
+                       td_strbuf_str(&msg));
         goto out_err;
     }
     /* RemoveZeros: a zero request changes no quota. */
@@ -933,16 +897,16 @@ static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info
             goto out;
         if (exceeded.n == 0)
             continue;
-        sb_append(&msg, "exceeded quota: ");
-        sb_append(&msg, q->name);
-        sb_append(&msg, ", requested: ");
+        td_strbuf_append(&msg, "exceeded quota: ");
+        td_strbuf_append(&msg, q->name);
+        td_strbuf_append(&msg, ", requested: ");
         s = mask(&requested, &exceeded, &tmp);
         pretty_print(&msg, &tmp);
-        sb_append(&msg, ", used: ");
+        td_strbuf_append(&msg, ", used: ");
         if (s == TD_OK)
             s = mask(&q->used, &exceeded, &tmp);
         pretty_print(&msg, &tmp);
-        sb_append(&msg, ", limited: ");
+        td_strbuf_append(&msg, ", limited: ");
         if (s == TD_OK)
             s = mask(&q->hard, &exceeded, &tmp);
         pretty_print(&msg, &tmp);
@@ -950,7 +914,7 @@ static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info
             s = TD_ENOMEM;
             goto out;
         }
-        s = td_err_set(err, TD_EFORBIDDEN, "%s", sb_str(&msg));
+        s = td_err_set(err, TD_EFORBIDDEN, "%s", td_strbuf_str(&msg));
         goto out_err;
     }
 

@@ -1,0 +1,108 @@
+/* queue.h - the batch queue with Kueue's semantics: ResourceFlavors,
+ * ClusterQueues (nominal quota, borrowingLimit, lendingLimit, cohorts,
+ * StrictFIFO / BestEffortFIFO, preemption), LocalQueues and Workloads.
+ * Pure logic: time comes in as now_ns; no I/O, no clock, no randomness, so
+ * the same calls give the same decisions and events every time. */
+#ifndef TENANTD_QUEUE_H
+#define TENANTD_QUEUE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tenantd/manifest.h"
+#include "tenantd/status.h"
+
+typedef struct td_queue td_queue;
+
+#define TD_QUEUE_NONE ((size_t)-1)
+
+typedef enum { TD_WL_PENDING = 0, TD_WL_ADMITTED, TD_WL_FINISHED } td_wl_state;
+
+typedef enum { TD_QEV_ADMITTED = 0, TD_QEV_PREEMPTED, TD_QEV_FINISHED } td_queue_event_type;
+
+/* One decision, in the order it was taken. Strings are owned by the event. */
+typedef struct {
+    uint64_t t_ns;
+    td_queue_event_type type;
+    size_t workload;      /* id from td_queue_submit */
+    size_t cluster_queue; /* index, see td_queue_cq_name */
+    size_t by;            /* preemptor's workload id, or TD_QUEUE_NONE */
+    bool borrowing;       /* admitted above nominal quota */
+    char level[24];       /* preemption: "InClusterQueue" or "InCohortReclamation" */
+    char flavors[256];    /* "main: cpu=default, nvidia.com/gpu=a100" */
+    char reason[512];
+} td_queue_event;
+
+/* An empty queue. TD_ENOMEM only. */
+td_status td_queue_create(td_queue **out, td_err *err);
+void td_queue_destroy(td_queue *q);
+
+/* Adds one setup object (borrowed; what is needed is copied): ResourceFlavor,
+ * ClusterQueue, LocalQueue, Cohort, PriorityClass, WorkloadPriorityClass;
+ * objects of other kinds (Workload included) are ignored. Rejects, with
+ * TD_EINVAL naming file:line (src may be NULL) and field, malformed or
+ * negative quantities, a flavor listed twice, a resource covered twice, and
+ * fields tenantd does not implement (by name). Nothing is added on error.
+ * Must come before td_queue_seal. */
+td_status td_queue_add_object(td_queue *q, const json_t *obj, const td_manifest *src, td_err *err);
+
+/* Cross-object checks (a LocalQueue naming a missing ClusterQueue, a
+ * flavor that is not a ResourceFlavor), then the queue takes workloads. */
+td_status td_queue_seal(td_queue *q, td_err *err);
+
+/* Queues a Workload (borrowed) arriving at now_ns. Its queue is
+ * metadata.labels["kueue.x-k8s.io/queue-name"] or spec.queueName; its
+ * priority spec.priority, or spec.priorityClassName (or the first pod
+ * template's) through a WorkloadPriorityClass (priorityClassSource
+ * kueue.x-k8s.io/workloadpriorityclass, or the kueue.x-k8s.io/priority-class
+ * label) or a PriorityClass. A LocalQueue that does not exist leaves it
+ * Pending with that reason, as Kueue does. TD_EINVAL (file:line: field) for
+ * a malformed workload or an unknown priority class; nothing queued then.
+ * *id (may be NULL) is its id, ids count up from 0 in submission order. */
+td_status td_queue_submit(td_queue *q, const json_t *wl, const td_manifest *src, uint64_t now_ns,
+                          size_t *id, td_err *err);
+
+/* One full admission pass at now_ns: Kueue's cycles (the head of each
+ * ClusterQueue, ordered non-borrowing first, then priority, then queue
+ * time), repeated until no head can move. Admits, preempts (the minimal
+ * set) and records events. *nadmitted (may be NULL) counts admissions. */
+td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted);
+
+/* The admitted workload id finished at now_ns: its quota is freed.
+ * TD_EINVAL if it is not admitted. */
+td_status td_queue_finish(td_queue *q, size_t id, uint64_t now_ns, td_err *err);
+
+/* All events so far, oldest first. Borrowed until the next call that
+ * changes q. */
+size_t td_queue_events(const td_queue *q, const td_queue_event **out);
+
+/* Workloads, by id. Strings are borrowed for q's life (reason and flavors
+ * until q changes). */
+size_t td_queue_workload_count(const td_queue *q);
+const char *td_queue_workload_key(const td_queue *q, size_t id); /* "namespace/name" */
+td_wl_state td_queue_workload_state(const td_queue *q, size_t id);
+int32_t td_queue_workload_priority(const td_queue *q, size_t id);
+/* Pending: why; Admitted: the reservation; Finished: "". */
+const char *td_queue_workload_reason(const td_queue *q, size_t id);
+/* The flavor of each resource of each pod set when admitted, else "". */
+const char *td_queue_workload_flavors(const td_queue *q, size_t id);
+/* Index of its ClusterQueue, or TD_QUEUE_NONE if its LocalQueue is unknown. */
+size_t td_queue_workload_cq(const td_queue *q, size_t id);
+/* Total requests of resource (all pod sets, all pods) in milli-units. */
+int64_t td_queue_workload_request_milli(const td_queue *q, size_t id, const char *resource);
+
+/* ClusterQueues, in the order they were added. */
+size_t td_queue_cq_count(const td_queue *q);
+const char *td_queue_cq_name(const td_queue *q, size_t cq);
+/* Sums over all flavors of resource, in milli-units: nominal quota, usage,
+ * and usage above nominal (borrowed), flavor by flavor. */
+int64_t td_queue_cq_nominal_milli(const td_queue *q, size_t cq, const char *resource);
+int64_t td_queue_cq_usage_milli(const td_queue *q, size_t cq, const char *resource);
+int64_t td_queue_cq_borrowed_milli(const td_queue *q, size_t cq, const char *resource);
+/* Resource names the ClusterQueues cover, by index < td_queue_resource_count. */
+size_t td_queue_resource_count(const td_queue *q);
+const char *td_queue_resource_name(const td_queue *q, size_t i);
+
+#endif

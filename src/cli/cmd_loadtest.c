@@ -1,0 +1,1437 @@
+/* cmd_loadtest.c - `tenantctl loadtest`: an open-loop load generator for
+ * tenantd's gateway. One libuv loop; per tenant, Poisson arrivals at its
+ * rate and a pool of keep-alive HTTP/1.1 connections. Well-behaved tenants
+ * go through the client library (adaptive throttling, retry budget,
+ * backoff); abusive ones retry rejections at once. Latency is measured from
+ * each request's scheduled arrival, so a slow target cannot hide load
+ * (no coordinated omission). Prints one row per tenant. */
+#include <errno.h>
+#include <getopt.h>
+#include <http_parser.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "cli/cli.h"
+#include "tenantd/client.h"
+#include "tenantd/config.h"
+#include "tenantd/critqueue.h"
+#include "tenantd/duration.h"
+#include "tenantd/manifest.h"
+
+#define MS  1000000ull
+#define SEC 1000000000ull
+
+#define MAX_TENANTS     64
+#define MAX_RATE        100000.0
+#define MAX_TOKENS      100000
+#define MAX_CONNECTIONS 1024
+#define MAX_PENDING     100000 /* queued for a connection, per tenant; beyond: error */
+#define MAX_LATENCIES   (16u << 20)
+#define DEFAULT_CONNS   16
+#define DEFAULT_TIMEOUT (10 * SEC)
+#define DRAIN_GRACE     (3 * SEC)
+#define BODY_KEEP       2048
+
+/* The built-in scenario, also examples/scenarios/abusive.yaml: three
+ * well-behaved tenants at 20 requests/s and one abuser at 100 requests/s,
+ * 20x the 5 requests/s (600 tokens/s) that examples/scenarios/gateway.yaml
+ * grants it, retrying every rejection at once. */
+static const char builtin_abusive[] =
+    "apiVersion: tenantd.dev/v1alpha1\n"
+    "kind: LoadScenario\n"
+    "metadata: {name: abusive}\n"
+    "spec:\n"
+    "  target: http://127.0.0.1:8080\n"
+    "  duration: 10s\n"
+    "  tenants:\n"
+    "  - {name: team-a, key: key-a, rate: 20, criticality: {critical: 0.8, sheddable: 0.2},\n"
+    "     promptTokens: 100, maxTokens: 20, client: wellBehaved, slo: {p99: 500ms, success: "
+    "0.999}}\n"
+    "  - {name: team-b, key: key-b, rate: 20, criticality: {critical: 0.8, sheddable: 0.2},\n"
+    "     promptTokens: 100, maxTokens: 20, client: wellBehaved, slo: {p99: 500ms, success: "
+    "0.999}}\n"
+    "  - {name: team-c, key: key-c, rate: 20, criticality: {critical: 1},\n"
+    "     promptTokens: 100, maxTokens: 20, client: wellBehaved, slo: {p99: 500ms, success: "
+    "0.999}}\n"
+    "  - {name: abuser, key: key-abuser, rate: 100, criticality: {critical: 1},\n"
+    "     promptTokens: 100, maxTokens: 20, client: abusive, connections: 4}\n";
+
+/* ---- the scenario ---- */
+
+typedef struct {
+    char *name, *key;
+    double rate;
+    double crit[TD_CRIT_COUNT]; /* weights, summing to 1 */
+    long prompt_tokens, max_tokens;
+    bool abusive;
+    long connections;
+    bool has_slo;
+    uint64_t slo_p99_ns; /* 0: not judged */
+    double slo_success;
+} tenant_spec;
+
+typedef struct {
+    char *target;
+    uint64_t duration_ns;
+    size_t n;
+    tenant_spec t[MAX_TENANTS];
+} scenario;
+
+static void scenario_free(scenario *s)
+{
+    free(s->target);
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->t[i].name);
+        free(s->t[i].key);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+/* Rejects a key of obj not in allowed (a NULL-terminated list). */
+static td_status only_fields(const td_manifest *m, json_t *obj, const char *where,
+                             const char *const *allowed, td_err *err)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        bool ok = false;
+        for (size_t i = 0; allowed[i]; i++)
+            ok = ok || strcmp(k, allowed[i]) == 0;
+        if (!ok)
+            return td_manifest_err(m, v, err, TD_EINVAL, "%s.%s: unknown field", where, k);
+    }
+    return TD_OK;
+}
+
+static td_status get_duration(const td_manifest *m, json_t *v, const char *where, uint64_t *out,
+                              td_err *err)
+{
+    int64_t ns;
+    if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 86400) {
+        *out = (uint64_t)json_integer_value(v) * SEC;
+        return TD_OK;
+    }
+    if (!json_is_string(v) || td_duration_parse(json_string_value(v), &ns, NULL) != TD_OK ||
+        ns <= 0)
+        return td_manifest_err(m, v, err, TD_EINVAL, "%s: want a positive duration (\"10s\")",
+                               where);
+    *out = (uint64_t)ns;
+    return TD_OK;
+}
+
+static td_status get_int(const td_manifest *m, json_t *v, const char *where, long min, long max,
+                         long *out, td_err *err)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+        return td_manifest_err(m, v, err, TD_EINVAL, "%s: want a whole number from %ld to %ld",
+                               where, min, max);
+    *out = (long)json_integer_value(v);
+    return TD_OK;
+}
+
+/* "criticalPlus" and "critical_plus" alike, for the critqueue's parser. */
+static td_status parse_crit(const char *s, td_criticality *out)
+{
+    char buf[64];
+    size_t j = 0;
+    for (size_t i = 0; s[i] && j + 2 < sizeof buf; i++) {
+        if (s[i] >= 'A' && s[i] <= 'Z') {
+            buf[j++] = '_';
+            buf[j++] = (char)(s[i] - 'A' + 'a');
+        } else {
+            buf[j++] = s[i];
+        }
+    }
+    buf[j] = '\0';
+    return td_criticality_parse(buf, out);
+}
+
+static td_status load_tenant(const td_manifest *m, json_t *o, size_t i, tenant_spec *t, td_err *err)
+{
+    static const char *const fields[] = {"name",         "key",       "rate",   "criticality",
+                                         "promptTokens", "maxTokens", "client", "slo",
+                                         "connections",  NULL};
+    char where[64];
+    snprintf(where, sizeof where, "spec.tenants[%zu]", i);
+    if (!json_is_object(o))
+        return td_manifest_err(m, o, err, TD_EINVAL, "%s: want a mapping", where);
+    td_status st = only_fields(m, o, where, fields, err);
+    if (st)
+        return st;
+    char f[128];
+    json_t *v = json_object_get(o, "name");
+    if (!json_is_string(v) || !json_string_length(v) || json_string_length(v) > 63)
+        return td_manifest_err(m, v ? v : o, err, TD_EINVAL,
+                               "%s.name: want a name of 1 to 63 characters", where);
+    t->name = strdup(json_string_value(v));
+    v = json_object_get(o, "key");
+    const char *key = json_string_value(v);
+    bool key_ok = key && *key && strlen(key) < 512;
+    for (const char *p = key; key_ok && *p; p++)
+        key_ok = *p > ' ' && *p < 127;
+    if (!key_ok)
+        return td_manifest_err(m, v ? v : o, err, TD_EINVAL,
+                               "%s.key: want the tenant's API key (printable, no spaces)", where);
+    t->key = strdup(key);
+    if (!t->name || !t->key)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    v = json_object_get(o, "rate");
+    if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > MAX_RATE)
+        return td_manifest_err(m, v ? v : o, err, TD_EINVAL,
+                               "%s.rate: want requests per second above 0 and at most %.0f", where,
+                               MAX_RATE);
+    t->rate = json_number_value(v);
+
+    v = json_object_get(o, "criticality");
+    memset(t->crit, 0, sizeof t->crit);
+    if (!v) {
+        t->crit[TD_CRIT_CRITICAL] = 1;
+    } else if (json_is_string(v)) {
+        td_criticality c;
+        if (parse_crit(json_string_value(v), &c) != TD_OK)
+            return td_manifest_err(m, v, err, TD_EINVAL,
+                                   "%s.criticality: \"%s\" is not criticalPlus, critical, "
+                                   "sheddablePlus or sheddable",
+                                   where, json_string_value(v));
+        t->crit[c] = 1;
+    } else if (json_is_object(v) && json_object_size(v) > 0) {
+        const char *k;
+        json_t *w;
+        double sum = 0;
+        json_object_foreach(v, k, w)
+        {
+            td_criticality c;
+            if (parse_crit(k, &c) != TD_OK)
+                return td_manifest_err(m, w, err, TD_EINVAL,
+                                       "%s.criticality.%s: not criticalPlus, critical, "
+                                       "sheddablePlus or sheddable",
+                                       where, k);
+            if (!json_is_number(w) || !(json_number_value(w) >= 0) || json_number_value(w) > 1e6)
+                return td_manifest_err(m, w, err, TD_EINVAL,
+                                       "%s.criticality.%s: want a share from 0 to 1", where, k);
+            t->crit[c] += json_number_value(w);
+            sum += json_number_value(w);
+        }
+        if (!(sum > 0))
+            return td_manifest_err(m, v, err, TD_EINVAL, "%s.criticality: the shares add up to 0",
+                                   where);
+        for (int c = 0; c < TD_CRIT_COUNT; c++)
+            t->crit[c] /= sum;
+    } else {
+        return td_manifest_err(m, v, err, TD_EINVAL,
+                               "%s.criticality: want a mix such as {critical: 0.8, sheddable: "
+                               "0.2}",
+                               where);
+    }
+
+    t->prompt_tokens = 100;
+    t->max_tokens = 16;
+    t->connections = DEFAULT_CONNS;
+    snprintf(f, sizeof f, "%s.promptTokens", where);
+    if ((v = json_object_get(o, "promptTokens")) &&
+        (st = get_int(m, v, f, 0, MAX_TOKENS, &t->prompt_tokens, err)))
+        return st;
+    snprintf(f, sizeof f, "%s.maxTokens", where);
+    if ((v = json_object_get(o, "maxTokens")) &&
+        (st = get_int(m, v, f, 1, MAX_TOKENS, &t->max_tokens, err)))
+        return st;
+    snprintf(f, sizeof f, "%s.connections", where);
+    if ((v = json_object_get(o, "connections")) &&
+        (st = get_int(m, v, f, 1, MAX_CONNECTIONS, &t->connections, err)))
+        return st;
+    v = json_object_get(o, "client");
+    if (v) {
+        const char *c = json_string_value(v);
+        if (c && strcmp(c, "wellBehaved") == 0)
+            t->abusive = false;
+        else if (c && strcmp(c, "abusive") == 0)
+            t->abusive = true;
+        else
+            return td_manifest_err(m, v, err, TD_EINVAL, "%s.client: want wellBehaved or abusive",
+                                   where);
+    }
+    v = json_object_get(o, "slo");
+    if (v) {
+        static const char *const slo_fields[] = {"p99", "success", NULL};
+        snprintf(f, sizeof f, "%s.slo", where);
+        if (!json_is_object(v))
+            return td_manifest_err(m, v, err, TD_EINVAL, "%s: want {p99: 500ms, success: 0.999}",
+                                   f);
+        if ((st = only_fields(m, v, f, slo_fields, err)))
+            return st;
+        t->has_slo = true;
+        json_t *p = json_object_get(v, "p99");
+        snprintf(f, sizeof f, "%s.slo.p99", where);
+        if (p && (st = get_duration(m, p, f, &t->slo_p99_ns, err)))
+            return st;
+        json_t *s = json_object_get(v, "success");
+        if (s && (!json_is_number(s) || !(json_number_value(s) >= 0) || json_number_value(s) > 1))
+            return td_manifest_err(m, s, err, TD_EINVAL, "%s.slo.success: want a ratio from 0 to 1",
+                                   where);
+        t->slo_success = s ? json_number_value(s) : 0;
+    }
+    return TD_OK;
+}
+
+/* Validates the one LoadScenario of m into *s. TD_EINVAL naming
+ * file:line and field; *s is freed again on failure. */
+static td_status load_scenario(const td_manifest *m, scenario *s, td_err *err)
+{
+    memset(s, 0, sizeof *s);
+    json_t *doc = NULL;
+    for (size_t i = 0; i < td_manifest_count(m); i++) {
+        json_t *d = td_manifest_doc(m, i);
+        const char *kind = td_json_str(d, "kind");
+        if (!kind || strcmp(kind, "LoadScenario") != 0)
+            continue;
+        if (doc)
+            return td_manifest_err(m, d, err, TD_EINVAL,
+                                   "a second LoadScenario; give one per file");
+        doc = d;
+    }
+    if (!doc)
+        return td_err_set(err, TD_EINVAL, "%s: no LoadScenario document", td_manifest_name(m));
+    const char *api = td_json_str(doc, "apiVersion");
+    if (!api || strcmp(api, TD_API_TENANTD) != 0)
+        return td_manifest_err(m, doc, err, TD_EINVAL, "LoadScenario: apiVersion: want %s",
+                               TD_API_TENANTD);
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
+    td_status st = only_fields(m, doc, "LoadScenario", top, err);
+    if (st)
+        return st;
+    json_t *spec = json_object_get(doc, "spec");
+    if (!json_is_object(spec))
+        return td_manifest_err(m, doc, err, TD_EINVAL, "spec: missing");
+    static const char *const fields[] = {"target", "duration", "tenants", NULL};
+    if ((st = only_fields(m, spec, "spec", fields, err)))
+        return st;
+    json_t *v = json_object_get(spec, "target");
+    if (v && !json_is_string(v))
+        return td_manifest_err(m, v, err, TD_EINVAL, "spec.target: want a URL");
+    if (v && !(s->target = strdup(json_string_value(v))))
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    if ((v = json_object_get(spec, "duration")) &&
+        (st = get_duration(m, v, "spec.duration", &s->duration_ns, err)))
+        goto fail;
+    json_t *ts = json_object_get(spec, "tenants");
+    if (!json_is_array(ts) || json_array_size(ts) == 0 || json_array_size(ts) > MAX_TENANTS) {
+        st = td_manifest_err(m, ts ? ts : spec, err, TD_EINVAL,
+                             "spec.tenants: want a list of 1 to %d tenants", MAX_TENANTS);
+        goto fail;
+    }
+    for (size_t i = 0; i < json_array_size(ts); i++) {
+        s->n = i + 1;
+        if ((st = load_tenant(m, json_array_get(ts, i), i, &s->t[i], err)))
+            goto fail;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(s->t[j].name, s->t[i].name) == 0) {
+                st = td_manifest_err(m, json_array_get(ts, i), err, TD_EINVAL,
+                                     "spec.tenants[%zu].name: \"%s\" appears twice", i,
+                                     s->t[i].name);
+                goto fail;
+            }
+    }
+    return TD_OK;
+fail:
+    scenario_free(s);
+    return st;
+}
+
+/* ---- the run ---- */
+
+typedef struct lt_tenant lt_tenant;
+typedef struct lt_conn lt_conn;
+typedef struct lt_req lt_req;
+
+enum { C_CONNECTING, C_IDLE, C_BUSY, C_CLOSING };
+enum { OUT_OK, OUT_FAILED, OUT_DROPPED, OUT_DEADLINE, OUT_UNFINISHED };
+
+struct lt_req {
+    lt_tenant *t;
+    uint64_t arrival_ns; /* scheduled, not actual: open loop */
+    uint64_t deadline_ns;
+    td_client_call call;
+    int crit;
+    bool has_timer;
+    uv_timer_t timer;
+    lt_conn *conn;
+    lt_req *next_pending;
+    lt_req *prev_live, *next_live;
+};
+
+struct lt_conn {
+    uv_tcp_t tcp;
+    uv_connect_t connect;
+    uv_write_t write;
+    lt_tenant *t;
+    int slot;
+    int state;
+    lt_req *req;
+    http_parser parser;
+    bool done, in_ra, field_done;
+    char field[32];
+    size_t field_len;
+    char ra[32];
+    size_t ra_len;
+    char body[BODY_KEEP + 1];
+    size_t body_len;
+    char rbuf[16384];
+};
+
+typedef struct {
+    uint64_t requests, sent, ok, r429, r503, r401, errors, dropped, retries, deadline, unfinished,
+        failed;
+    uint32_t *lat_us;
+    size_t n_lat, cap_lat;
+} lt_stats;
+
+typedef struct lt_run lt_run;
+
+struct lt_tenant {
+    lt_run *run;
+    const tenant_spec *spec;
+    td_client *client;
+    uv_timer_t arrivals;
+    uint64_t next_arrival_ns;
+    uint64_t rng;
+    char *wire[TD_CRIT_COUNT]; /* the whole request, per criticality */
+    size_t wire_len[TD_CRIT_COUNT];
+    lt_conn **slots;
+    int open;
+    lt_req *pending_head, *pending_tail;
+    size_t n_pending;
+    lt_stats st;
+};
+
+struct lt_run {
+    uv_loop_t *loop;
+    struct sockaddr_storage addr;
+    const scenario *sc;
+    lt_tenant *t;
+    size_t n;
+    uint64_t start_ns, end_ns, timeout_ns;
+    bool stopping, stopped;
+    lt_req *live;
+    size_t n_live;
+    uv_timer_t tick;
+    int tick_count;
+    bool progress;
+};
+
+static http_parser_settings parser_settings;
+
+static uint64_t now_ns(void)
+{
+    return uv_hrtime();
+}
+
+static double urand(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+static void attempt(lt_req *r);
+static void dispatch(lt_req *r);
+static void conn_close(lt_conn *c);
+static void retry_timer(uv_timer_t *h);
+
+static void req_freed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+/* Ends r with outcome: counts it, records the latency of a success. */
+static void finish(lt_req *r, int outcome)
+{
+    lt_tenant *t = r->t;
+    lt_run *run = t->run;
+    switch (outcome) {
+    case OUT_OK: {
+        t->st.ok++;
+        uint64_t us = (now_ns() - r->arrival_ns) / 1000;
+        if (t->st.n_lat == t->st.cap_lat && t->st.cap_lat < MAX_LATENCIES) {
+            size_t cap = t->st.cap_lat ? t->st.cap_lat * 2 : 1024;
+            uint32_t *p = realloc(t->st.lat_us, cap * sizeof *p);
+            if (p) {
+                t->st.lat_us = p;
+                t->st.cap_lat = cap;
+            }
+        }
+        if (t->st.n_lat < t->st.cap_lat)
+            t->st.lat_us[t->st.n_lat++] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+        break;
+    }
+    case OUT_FAILED:
+        t->st.failed++;
+        break;
+    case OUT_DROPPED:
+        t->st.dropped++;
+        break;
+    case OUT_DEADLINE:
+        t->st.deadline++;
+        break;
+    default:
+        t->st.unfinished++;
+        break;
+    }
+    if (r->prev_live)
+        r->prev_live->next_live = r->next_live;
+    else
+        run->live = r->next_live;
+    if (r->next_live)
+        r->next_live->prev_live = r->prev_live;
+    run->n_live--;
+    if (r->has_timer) {
+        r->timer.data = r;
+        uv_close((uv_handle_t *)&r->timer, req_freed);
+    } else {
+        free(r);
+    }
+}
+
+/* Counts the attempt's outcome and decides what follows. status is the
+ * HTTP status or TD_CLIENT_ECONNECT / TD_CLIENT_ETIMEOUT. */
+static void on_result(lt_req *r, int status, uint64_t retry_after_ns)
+{
+    lt_tenant *t = r->t;
+    r->conn = NULL;
+    if (status == 429)
+        t->st.r429++;
+    else if (status == 503)
+        t->st.r503++;
+    else if (status < 200 || status > 299)
+        t->st.errors++;
+    if (status == 401)
+        t->st.r401++;
+    bool ok = status >= 200 && status <= 299;
+    if (t->spec->abusive) {
+        bool rejected = status == 429 || status == 503 || status == TD_CLIENT_ECONNECT;
+        if (ok)
+            finish(r, OUT_OK);
+        else if (!rejected || t->run->stopping)
+            finish(r, OUT_FAILED);
+        else {
+            t->st.retries++;
+            attempt(r);
+        }
+        return;
+    }
+    uint64_t wait = 0;
+    td_client_decision d =
+        td_client_on_result(t->client, &r->call, now_ns(), status, retry_after_ns, &wait);
+    if (d == TD_CLIENT_RETRY) {
+        t->st.retries++;
+        if (!r->has_timer) {
+            uv_timer_init(t->run->loop, &r->timer);
+            r->has_timer = true;
+        }
+        r->timer.data = r;
+        uv_timer_start(&r->timer, retry_timer, (wait + MS - 1) / MS, 0);
+        return;
+    }
+    if (d == TD_CLIENT_DEADLINE)
+        finish(r, OUT_DEADLINE);
+    else
+        finish(r, ok ? OUT_OK : OUT_FAILED);
+}
+
+static void retry_timer(uv_timer_t *h)
+{
+    attempt(h->data);
+}
+
+/* Starts the next attempt of r, through the client's policy if it has one. */
+static void attempt(lt_req *r)
+{
+    lt_tenant *t = r->t;
+    if (t->client) {
+        td_client_decision d = td_client_should_send(t->client, &r->call, now_ns());
+        if (d == TD_CLIENT_DROPPED) {
+            finish(r, OUT_DROPPED);
+            return;
+        }
+        if (d == TD_CLIENT_DEADLINE) {
+            finish(r, OUT_DEADLINE);
+            return;
+        }
+    }
+    t->st.sent++;
+    dispatch(r);
+}
+
+/* ---- connections ---- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    lt_conn *c = h->data;
+    buf->base = c->rbuf;
+    buf->len = sizeof c->rbuf;
+}
+
+static void conn_freed(uv_handle_t *h)
+{
+    lt_conn *c = h->data;
+    lt_tenant *t = c->t;
+    t->slots[c->slot] = NULL;
+    t->open--;
+    free(c);
+    /* a freed slot may serve a request that waited for one */
+    if (t->pending_head && !t->run->stopped) {
+        lt_req *r = t->pending_head;
+        t->pending_head = r->next_pending;
+        if (!t->pending_head)
+            t->pending_tail = NULL;
+        t->n_pending--;
+        dispatch(r);
+    }
+}
+
+static void conn_close(lt_conn *c)
+{
+    if (c->state == C_CLOSING)
+        return;
+    c->state = C_CLOSING;
+    uv_close((uv_handle_t *)&c->tcp, conn_freed);
+}
+
+/* The connection failed under its request: close it, report the attempt. */
+static void conn_fail(lt_conn *c, int status)
+{
+    lt_req *r = c->req;
+    c->req = NULL;
+    conn_close(c);
+    if (r)
+        on_result(r, status, 0);
+}
+
+static void on_written(uv_write_t *w, int status)
+{
+    lt_conn *c = w->data;
+    if (status < 0 && c->state != C_CLOSING)
+        conn_fail(c, TD_CLIENT_ECONNECT);
+}
+
+static void send_on(lt_conn *c, lt_req *r)
+{
+    lt_tenant *t = c->t;
+    c->req = r;
+    r->conn = c;
+    c->state = C_BUSY;
+    c->done = false;
+    c->in_ra = false;
+    c->field_done = false;
+    c->field_len = c->ra_len = c->body_len = 0;
+    http_parser_init(&c->parser, HTTP_RESPONSE);
+    c->parser.data = c;
+    uv_buf_t b = uv_buf_init(t->wire[r->crit], (unsigned)t->wire_len[r->crit]);
+    c->write.data = c;
+    if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0)
+        conn_fail(c, TD_CLIENT_ECONNECT);
+}
+
+/* The connection is free: serve the oldest waiting request, or idle. */
+static void conn_ready(lt_conn *c)
+{
+    lt_tenant *t = c->t;
+    c->state = C_IDLE;
+    if (t->pending_head) {
+        lt_req *r = t->pending_head;
+        t->pending_head = r->next_pending;
+        if (!t->pending_head)
+            t->pending_tail = NULL;
+        t->n_pending--;
+        send_on(c, r);
+    }
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len)
+{
+    lt_conn *c = p->data;
+    if (c->field_done) {
+        c->field_len = 0;
+        c->field_done = false;
+    }
+    for (size_t i = 0; i < len && c->field_len + 1 < sizeof c->field; i++)
+        c->field[c->field_len++] = at[i];
+    c->field[c->field_len] = '\0';
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len)
+{
+    lt_conn *c = p->data;
+    if (!c->field_done) {
+        c->field_done = true;
+        c->in_ra = strcasecmp(c->field, "retry-after") == 0;
+        if (c->in_ra)
+            c->ra_len = 0;
+    }
+    if (c->in_ra)
+        for (size_t i = 0; i < len && c->ra_len + 1 < sizeof c->ra; i++)
+            c->ra[c->ra_len++] = at[i];
+    c->ra[c->ra_len] = '\0';
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t len)
+{
+    lt_conn *c = p->data;
+    size_t n = BODY_KEEP - c->body_len;
+    if (n > len)
+        n = len;
+    memcpy(c->body + c->body_len, at, n);
+    c->body_len += n;
+    return 0;
+}
+
+static int on_complete(http_parser *p)
+{
+    lt_conn *c = p->data;
+    c->done = true;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    lt_conn *c = s->data;
+    if (c->state == C_CLOSING)
+        return;
+    if (nread < 0) {
+        conn_fail(c, TD_CLIENT_ECONNECT);
+        return;
+    }
+    if (nread == 0)
+        return;
+    if (!c->req) { /* bytes nobody asked for */
+        conn_close(c);
+        return;
+    }
+    size_t used = http_parser_execute(&c->parser, &parser_settings, buf->base, (size_t)nread);
+    if (!c->done) {
+        if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK || used != (size_t)nread)
+            conn_fail(c, TD_CLIENT_ECONNECT);
+        return;
+    }
+    int status = (int)c->parser.status_code;
+    bool keep = http_should_keep_alive(&c->parser) && used == (size_t)nread;
+    c->body[c->body_len] = '\0';
+    uint64_t ra =
+        td_client_parse_retry_after(status, c->ra_len ? c->ra : NULL, c->body, c->body_len);
+    lt_req *r = c->req;
+    c->req = NULL;
+    if (keep)
+        c->state = C_IDLE;
+    else
+        conn_close(c);
+    on_result(r, status, ra);
+    if (keep && c->state == C_IDLE && !c->t->run->stopped)
+        conn_ready(c);
+}
+
+static void on_connected(uv_connect_t *req, int status)
+{
+    lt_conn *c = req->data;
+    if (c->state == C_CLOSING)
+        return;
+    if (status < 0 || uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+        conn_fail(c, TD_CLIENT_ECONNECT);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    lt_req *r = c->req;
+    send_on(c, r);
+}
+
+/* Opens connection number slot of t for r. */
+static void conn_open(lt_tenant *t, int slot, lt_req *r)
+{
+    lt_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        on_result(r, TD_CLIENT_ECONNECT, 0);
+        return;
+    }
+    c->t = t;
+    c->slot = slot;
+    c->state = C_CONNECTING;
+    c->req = r;
+    r->conn = c;
+    uv_tcp_init(t->run->loop, &c->tcp);
+    c->tcp.data = c;
+    c->connect.data = c;
+    t->slots[slot] = c;
+    t->open++;
+    if (uv_tcp_connect(&c->connect, &c->tcp, (const struct sockaddr *)&t->run->addr,
+                       on_connected) != 0)
+        conn_fail(c, TD_CLIENT_ECONNECT);
+}
+
+/* Puts r on an idle connection, a new one, or the tenant's waiting line. */
+static void dispatch(lt_req *r)
+{
+    lt_tenant *t = r->t;
+    int free_slot = -1;
+    for (int i = 0; i < (int)t->spec->connections; i++) {
+        lt_conn *c = t->slots[i];
+        if (c && c->state == C_IDLE) {
+            send_on(c, r);
+            return;
+        }
+        if (!c && free_slot < 0)
+            free_slot = i;
+    }
+    if (free_slot >= 0) {
+        conn_open(t, free_slot, r);
+        return;
+    }
+    if (t->n_pending >= MAX_PENDING) {
+        t->st.errors++;
+        finish(r, OUT_FAILED);
+        return;
+    }
+    r->next_pending = NULL;
+    if (t->pending_tail)
+        t->pending_tail->next_pending = r;
+    else
+        t->pending_head = r;
+    t->pending_tail = r;
+    t->n_pending++;
+}
+
+/* ---- arrivals, timeouts, the end ---- */
+
+static void arrive(lt_tenant *t, uint64_t at)
+{
+    lt_run *run = t->run;
+    lt_req *r = calloc(1, sizeof *r);
+    if (!r)
+        return;
+    r->t = t;
+    r->arrival_ns = at;
+    r->deadline_ns = at + run->timeout_ns;
+    double u = urand(&t->rng), acc = 0;
+    r->crit = TD_CRIT_CRITICAL;
+    for (int c = 0; c < TD_CRIT_COUNT; c++) {
+        acc += t->spec->crit[c];
+        if (t->spec->crit[c] > 0 && u < acc) {
+            r->crit = c;
+            break;
+        }
+    }
+    r->next_live = run->live;
+    if (run->live)
+        run->live->prev_live = r;
+    run->live = r;
+    run->n_live++;
+    t->st.requests++;
+    if (t->client)
+        td_client_call_begin(t->client, &r->call, at, r->deadline_ns);
+    attempt(r);
+}
+
+static void on_arrivals(uv_timer_t *h)
+{
+    lt_tenant *t = h->data;
+    lt_run *run = t->run;
+    uint64_t now = now_ns();
+    while (t->next_arrival_ns <= now && t->next_arrival_ns < run->end_ns) {
+        uint64_t at = t->next_arrival_ns;
+        double gap = -log(1 - urand(&t->rng)) / t->spec->rate;
+        t->next_arrival_ns = at + (uint64_t)(gap * 1e9) + 1;
+        arrive(t, at);
+    }
+    if (t->next_arrival_ns >= run->end_ns) {
+        uv_timer_stop(h);
+        return;
+    }
+    uint64_t ms = (t->next_arrival_ns - now + MS - 1) / MS;
+    uv_timer_start(h, on_arrivals, ms, 0);
+}
+
+/* Stops everything: no new attempts; what is still open counts as
+ * unfinished; every handle closes so uv_run returns. */
+static void hard_stop(lt_run *run)
+{
+    if (run->stopped)
+        return;
+    run->stopped = true;
+    run->stopping = true;
+    uv_timer_stop(&run->tick);
+    uv_close((uv_handle_t *)&run->tick, NULL);
+    for (size_t i = 0; i < run->n; i++) {
+        lt_tenant *t = &run->t[i];
+        uv_close((uv_handle_t *)&t->arrivals, NULL);
+        t->pending_head = t->pending_tail = NULL;
+        t->n_pending = 0;
+        for (int k = 0; k < (int)t->spec->connections; k++)
+            if (t->slots[k]) {
+                t->slots[k]->req = NULL;
+                conn_close(t->slots[k]);
+            }
+    }
+    while (run->live)
+        finish(run->live, OUT_UNFINISHED);
+}
+
+static void progress_line(lt_run *run)
+{
+    uint64_t sent = 0, ok = 0, r429 = 0, r503 = 0, err = 0, drop = 0;
+    for (size_t i = 0; i < run->n; i++) {
+        lt_stats *s = &run->t[i].st;
+        sent += s->sent;
+        ok += s->ok;
+        r429 += s->r429;
+        r503 += s->r503;
+        err += s->errors;
+        drop += s->dropped;
+    }
+    fprintf(stderr,
+            "loadtest: %3ds  sent %llu  ok %llu  429 %llu  503 %llu  errors %llu  dropped %llu  "
+            "in flight %zu\n",
+            run->tick_count, (unsigned long long)sent, (unsigned long long)ok,
+            (unsigned long long)r429, (unsigned long long)r503, (unsigned long long)err,
+            (unsigned long long)drop, run->n_live);
+}
+
+static void on_tick(uv_timer_t *h)
+{
+    lt_run *run = h->data;
+    uint64_t now = now_ns();
+    /* attempts past their deadline: give up on the connection under them */
+    for (size_t i = 0; i < run->n; i++) {
+        lt_tenant *t = &run->t[i];
+        for (int k = 0; k < (int)t->spec->connections; k++) {
+            lt_conn *c = t->slots[k];
+            if (c && c->req && c->state != C_CLOSING && now >= c->req->deadline_ns)
+                conn_fail(c, TD_CLIENT_ETIMEOUT);
+        }
+        /* the waiting line is FIFO: its head is the oldest */
+        while (t->pending_head && now >= t->pending_head->deadline_ns) {
+            lt_req *r = t->pending_head;
+            t->pending_head = r->next_pending;
+            if (!t->pending_head)
+                t->pending_tail = NULL;
+            t->n_pending--;
+            t->st.errors++;
+            finish(r, OUT_DEADLINE);
+        }
+    }
+    if (run->progress && now >= run->start_ns + (uint64_t)(run->tick_count + 1) * SEC) {
+        run->tick_count++;
+        progress_line(run);
+    }
+    if (!run->stopping && now >= run->end_ns)
+        run->stopping = true;
+    if (run->stopping && (run->n_live == 0 || now >= run->end_ns + DRAIN_GRACE))
+        hard_stop(run);
+}
+
+/* ---- the report ---- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile in milliseconds; NAN when there is no sample. */
+static double pct_ms(const lt_stats *s, double p)
+{
+    if (!s->n_lat)
+        return NAN;
+    size_t k = (size_t)ceil(p * (double)s->n_lat);
+    if (k < 1)
+        k = 1;
+    return s->lat_us[k - 1] / 1000.0;
+}
+
+static double success_ratio(const lt_stats *s)
+{
+    return s->requests ? (double)s->ok / (double)s->requests : 0;
+}
+
+/* 1 met, 0 missed, -1 not judged (abusive or no SLO). */
+static int slo_met(const lt_tenant *t)
+{
+    const tenant_spec *sp = t->spec;
+    if (sp->abusive || !sp->has_slo)
+        return -1;
+    if (t->st.requests == 0)
+        return 0;
+    if (success_ratio(&t->st) < sp->slo_success)
+        return 0;
+    if (sp->slo_p99_ns && (!t->st.n_lat || pct_ms(&t->st, 0.99) * 1e6 > (double)sp->slo_p99_ns))
+        return 0;
+    return 1;
+}
+
+static void fmt_ms(char *b, size_t n, double ms)
+{
+    if (isnan(ms))
+        snprintf(b, n, "-");
+    else
+        snprintf(b, n, "%.1f", ms);
+}
+
+static void print_table(lt_run *run, double secs)
+{
+    printf("%-12s %-11s %8s %8s %8s %8s %6s %6s %7s %7s %9s %8s %8s %8s %8s %s\n", "TENANT",
+           "CLIENT", "OFFERED", "SENT", "OK", "429", "503", "ERRORS", "DROPPED", "RETRIES",
+           "SUCCESS", "P50MS", "P95MS", "P99MS", "P999MS", "SLO");
+    for (size_t i = 0; i < run->n; i++) {
+        lt_tenant *t = &run->t[i];
+        lt_stats *s = &t->st;
+        char p50[16], p95[16], p99[16], p999[16];
+        fmt_ms(p50, sizeof p50, pct_ms(s, 0.5));
+        fmt_ms(p95, sizeof p95, pct_ms(s, 0.95));
+        fmt_ms(p99, sizeof p99, pct_ms(s, 0.99));
+        fmt_ms(p999, sizeof p999, pct_ms(s, 0.999));
+        int met = slo_met(t);
+        printf("%-12s %-11s %8llu %8llu %8llu %8llu %6llu %6llu %7llu %7llu %8.3f%% %8s %8s %8s "
+               "%8s %s\n",
+               t->spec->name, t->spec->abusive ? "abusive" : "wellBehaved",
+               (unsigned long long)s->requests, (unsigned long long)s->sent,
+               (unsigned long long)s->ok, (unsigned long long)s->r429, (unsigned long long)s->r503,
+               (unsigned long long)s->errors, (unsigned long long)s->dropped,
+               (unsigned long long)s->retries, 100 * success_ratio(s), p50, p95, p99, p999,
+               met < 0 ? "-"
+               : met   ? "yes"
+                       : "no");
+    }
+    printf("duration %.1fs; latency of successful requests from their scheduled arrival\n", secs);
+}
+
+static json_t *num_or_null(double v)
+{
+    return isnan(v) ? json_null() : json_real(round(v * 1000) / 1000);
+}
+
+static int print_json(lt_run *run, double secs)
+{
+    json_t *root = json_object(), *ts = json_object();
+    for (size_t i = 0; i < run->n; i++) {
+        lt_tenant *t = &run->t[i];
+        lt_stats *s = &t->st;
+        int met = slo_met(t);
+        json_t *o = json_pack(
+            "{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:o,s:o,s:o,s:o,s:o}", "client",
+            t->spec->abusive ? "abusive" : "wellBehaved", "offered", (json_int_t)s->requests,
+            "sent", (json_int_t)s->sent, "accepted", (json_int_t)s->ok, "rateLimited",
+            (json_int_t)s->r429, "shed", (json_int_t)s->r503, "errors", (json_int_t)s->errors,
+            "dropped", (json_int_t)s->dropped, "retries", (json_int_t)s->retries, "success",
+            success_ratio(s), "p50Ms", num_or_null(pct_ms(s, 0.5)), "p95Ms",
+            num_or_null(pct_ms(s, 0.95)), "p99Ms", num_or_null(pct_ms(s, 0.99)), "p999Ms",
+            num_or_null(pct_ms(s, 0.999)), "sloMet", met < 0 ? json_null() : json_boolean(met));
+        if (!o)
+            return -1;
+        json_object_set_new(ts, t->spec->name, o);
+    }
+    json_object_set_new(root, "tenants", ts);
+    json_object_set_new(root, "durationS", json_real(round(secs * 1000) / 1000));
+    char *txt = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(root);
+    if (!txt)
+        return -1;
+    printf("%s\n", txt);
+    free(txt);
+    return 0;
+}
+
+/* ---- the target ---- */
+
+/* Parses "http://host:port[/]" into a loopback address: the load test
+ * never leaves the machine. */
+static td_status resolve_target(const char *url, struct sockaddr_storage *out, char *hostport,
+                                size_t hp_len, td_err *err)
+{
+    if (strncmp(url, "http://", 7) != 0)
+        return td_err_set(err, TD_EINVAL, "target %s: want http://HOST:PORT", url);
+    const char *h = url + 7;
+    const char *end = h + strcspn(h, "/");
+    if (*end && strcmp(end, "/") != 0)
+        return td_err_set(err, TD_EINVAL,
+                          "target %s: give no path (the test posts to "
+                          "/v1/chat/completions)",
+                          url);
+    char host[256], port[16];
+    const char *colon;
+    if (*h == '[') {
+        const char *rb = memchr(h, ']', (size_t)(end - h));
+        if (!rb || rb[1] != ':')
+            return td_err_set(err, TD_EINVAL, "target %s: want http://[ADDR]:PORT", url);
+        snprintf(host, sizeof host, "%.*s", (int)(rb - h - 1), h + 1);
+        colon = rb + 1;
+    } else {
+        colon = NULL;
+        for (const char *p = h; p < end; p++)
+            if (*p == ':')
+                colon = p;
+        if (!colon || colon - h >= (long)sizeof host)
+            return td_err_set(err, TD_EINVAL, "target %s: want http://HOST:PORT", url);
+        snprintf(host, sizeof host, "%.*s", (int)(colon - h), h);
+    }
+    int plen = (int)(end - colon - 1);
+    if (plen < 1 || plen > 5)
+        return td_err_set(err, TD_EINVAL, "target %s: bad port", url);
+    snprintf(port, sizeof port, "%.*s", plen, colon + 1);
+    for (const char *p = port; *p; p++)
+        if (*p < '0' || *p > '9')
+            return td_err_set(err, TD_EINVAL, "target %s: bad port", url);
+    if (atoi(port) < 1 || atoi(port) > 65535)
+        return td_err_set(err, TD_EINVAL, "target %s: bad port", url);
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0)
+        return td_err_set(err, TD_EINVAL, "target %s: cannot resolve %s: %s", url, host,
+                          gai_strerror(rc));
+    bool loop = false;
+    if (res->ai_family == AF_INET) {
+        uint32_t a = ntohl(((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr);
+        loop = (a >> 24) == 127;
+    } else if (res->ai_family == AF_INET6) {
+        loop = IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr);
+    }
+    if (loop)
+        memcpy(out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    if (!loop)
+        return td_err_set(err, TD_EINVAL,
+                          "target %s: %s is not a loopback address; the load "
+                          "test only targets this machine",
+                          url, host);
+    snprintf(hostport, hp_len, "%.*s", (int)(end - h), h);
+    return TD_OK;
+}
+
+/* One blocking connect, so that a target that is not listening is a clear
+ * message at once rather than a run of errors. */
+static td_status probe_target(const struct sockaddr_storage *a, const char *url, td_err *err)
+{
+    int fd = socket(a->ss_family, SOCK_STREAM, 0);
+    if (fd < 0)
+        return td_err_set(err, TD_EIO, "socket: %s", strerror(errno));
+    socklen_t len =
+        a->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+    int rc = connect(fd, (const struct sockaddr *)a, len);
+    int e = errno;
+    close(fd);
+    if (rc != 0)
+        return td_err_set(err, TD_EIO, "target %s: cannot connect: %s", url, strerror(e));
+    return TD_OK;
+}
+
+/* The request bytes of t, one per criticality. */
+static td_status build_wire(lt_tenant *t, const char *hostport)
+{
+    const tenant_spec *sp = t->spec;
+    size_t clen = (size_t)sp->prompt_tokens * 4;
+    char *content = malloc(clen + 1);
+    if (!content)
+        return TD_ENOMEM;
+    static const char words[] = "the quick brown fox jumps over a lazy dog ";
+    for (size_t i = 0; i < clen; i++)
+        content[i] = words[i % (sizeof words - 1)];
+    content[clen] = '\0';
+    size_t blen = clen + 128;
+    char *body = malloc(blen);
+    if (!body) {
+        free(content);
+        return TD_ENOMEM;
+    }
+    int bn =
+        snprintf(body, blen,
+                 "{\"model\":\"simmodel\",\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}],"
+                 "\"max_tokens\":%ld}",
+                 content, sp->max_tokens);
+    free(content);
+    for (int c = 0; c < TD_CRIT_COUNT; c++) {
+        size_t n = (size_t)bn + strlen(sp->key) + strlen(hostport) + 256;
+        t->wire[c] = malloc(n);
+        if (!t->wire[c]) {
+            free(body);
+            return TD_ENOMEM;
+        }
+        int w = snprintf(t->wire[c], n,
+                         "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\n"
+                         "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+                         "X-Criticality: %s\r\nContent-Length: %d\r\n\r\n%s",
+                         hostport, sp->key, td_criticality_name((td_criticality)c), bn, body);
+        t->wire_len[c] = (size_t)w;
+    }
+    free(body);
+    return TD_OK;
+}
+
+/* ---- the verb ---- */
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tenantctl loadtest --scenario FILE|abusive [--target URL] [--duration D]\n"
+               "                          [--format table|json] [--timeout D] [--seed N] [-q]\n\n"
+               "Open-loop load test of tenantd's gateway: per tenant of the LoadScenario,\n"
+               "Poisson arrivals at its rate of POST /v1/chat/completions (a prompt of\n"
+               "promptTokens*4 characters, max_tokens, X-Criticality drawn from its mix,\n"
+               "Authorization: Bearer KEY) over keep-alive connections. wellBehaved tenants\n"
+               "use the client library (adaptive throttling, retry budget, jittered backoff\n"
+               "honouring Retry-After); abusive ones retry every 429/503 at once.\n\n"
+               "  -s, --scenario FILE  a LoadScenario (YAML); \"abusive\" is the built-in one:\n"
+               "                       team-a, team-b, team-c (keys key-a, key-b, key-c) at 20\n"
+               "                       requests/s and abuser (key-abuser) at 100 requests/s,\n"
+               "                       as in examples/scenarios/abusive.yaml\n"
+               "  -t, --target URL     the gateway, http://127.0.0.1:PORT (loopback only);\n"
+               "                       overrides spec.target\n"
+               "  -d, --duration D     how long arrivals go on (\"8s\" or seconds); overrides\n"
+               "                       spec.duration; then up to 3 s to drain\n"
+               "  -f, --format FMT     table (default) or json; --json is short for json\n"
+               "      --timeout D      deadline of each request, retries included (default 10s)\n"
+               "      --seed N         seed of arrivals, criticality draws and jitter (default 1)\n"
+               "  -q, --quiet          no progress line on stderr\n\n"
+               "Latencies are of successful requests, from their scheduled arrival.\n"
+               "exit status: 0 every wellBehaved tenant met its SLO, 1 one did not,\n"
+               "2 bad input, 3 the target is not reachable\n");
+}
+
+static td_status parse_cli_duration(const char *s, uint64_t *out, td_err *err)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end != s && *end == '\0' && !errno && v > 0 && v <= 86400) {
+        *out = (uint64_t)(v * 1e9);
+        return TD_OK;
+    }
+    int64_t ns;
+    if (td_duration_parse(s, &ns, NULL) != TD_OK || ns <= 0)
+        return td_err_set(err, TD_EINVAL, "\"%s\" is not a duration (\"8s\", \"500ms\", \"8\")", s);
+    *out = (uint64_t)ns;
+    return TD_OK;
+}
+
+int td_cmd_loadtest(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"scenario", required_argument, NULL, 's'}, {"target", required_argument, NULL, 't'},
+        {"duration", required_argument, NULL, 'd'}, {"format", required_argument, NULL, 'f'},
+        {"json", no_argument, NULL, 'j'},           {"timeout", required_argument, NULL, 'T'},
+        {"seed", required_argument, NULL, 'S'},     {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+    };
+    const char *scen = NULL, *target = NULL, *dur = NULL, *format = "table", *tmo = NULL;
+    unsigned long long seed = 1;
+    bool quiet = false;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "s:t:d:f:qh", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 's':
+            scen = optarg;
+            break;
+        case 't':
+            target = optarg;
+            break;
+        case 'd':
+            dur = optarg;
+            break;
+        case 'f':
+            format = optarg;
+            break;
+        case 'j':
+            format = "json";
+            break;
+        case 'T':
+            tmo = optarg;
+            break;
+        case 'S': {
+            char *end;
+            errno = 0;
+            seed = strtoull(optarg, &end, 10);
+            if (end == optarg || *end || errno) {
+                fprintf(stderr, "tenantctl loadtest: --seed %s: want a whole number\n", optarg);
+                return TD_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'q':
+            quiet = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return TD_EXIT_OK;
+        default:
+            usage(stderr);
+            return TD_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tenantctl loadtest: unexpected argument \"%s\"\n", argv[optind]);
+        return TD_EXIT_USAGE;
+    }
+    if (!scen) {
+        fprintf(stderr, "tenantctl loadtest: --scenario FILE|abusive is required\n");
+        return TD_EXIT_USAGE;
+    }
+    if (strcmp(format, "table") != 0 && strcmp(format, "json") != 0) {
+        fprintf(stderr, "tenantctl loadtest: --format %s: want table or json\n", format);
+        return TD_EXIT_USAGE;
+    }
+    td_err err;
+    uint64_t timeout_ns = DEFAULT_TIMEOUT, duration_ns = 0;
+    if (tmo && parse_cli_duration(tmo, &timeout_ns, &err) != TD_OK) {
+        fprintf(stderr, "tenantctl loadtest: --timeout: %s\n", err.msg);
+        return TD_EXIT_USAGE;
+    }
+    if (dur && parse_cli_duration(dur, &duration_ns, &err) != TD_OK) {
+        fprintf(stderr, "tenantctl loadtest: --duration: %s\n", err.msg);
+        return TD_EXIT_USAGE;
+    }
+
+    td_manifest *m = NULL;
+    td_status st = strcmp(scen, "abusive") == 0
+                       ? td_manifest_parse("abusive (built-in)", builtin_abusive,
+                                           sizeof builtin_abusive - 1, &m, &err)
+                       : td_manifest_load_file(scen, &m, &err);
+    scenario sc;
+    if (st == TD_OK) {
+        st = load_scenario(m, &sc, &err);
+        td_manifest_destroy(m);
+    }
+    if (st != TD_OK) {
+        fprintf(stderr, "tenantctl loadtest: %s\n", err.msg);
+        return TD_EXIT_USAGE;
+    }
+    if (!target)
+        target = sc.target;
+    if (!duration_ns)
+        duration_ns = sc.duration_ns;
+    if (!target || !duration_ns) {
+        fprintf(stderr, "tenantctl loadtest: %s\n",
+                !target ? "no target: give --target or spec.target"
+                        : "no duration: give --duration or spec.duration");
+        scenario_free(&sc);
+        return TD_EXIT_USAGE;
+    }
+
+    lt_run run;
+    memset(&run, 0, sizeof run);
+    char hostport[300];
+    if (resolve_target(target, &run.addr, hostport, sizeof hostport, &err) != TD_OK) {
+        fprintf(stderr, "tenantctl loadtest: %s\n", err.msg);
+        scenario_free(&sc);
+        return TD_EXIT_USAGE;
+    }
+    if (probe_target(&run.addr, target, &err) != TD_OK) {
+        fprintf(stderr, "tenantctl loadtest: %s\n", err.msg);
+        scenario_free(&sc);
+        return TD_EXIT_UNAVAILABLE;
+    }
+
+    signal(SIGPIPE, SIG_IGN);
+    http_parser_settings_init(&parser_settings);
+    parser_settings.on_header_field = on_header_field;
+    parser_settings.on_header_value = on_header_value;
+    parser_settings.on_body = on_body;
+    parser_settings.on_message_complete = on_complete;
+
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    run.loop = &loop;
+    run.sc = &sc;
+    run.n = sc.n;
+    run.timeout_ns = timeout_ns;
+    run.progress = !quiet && duration_ns >= 3 * SEC;
+    run.t = calloc(sc.n, sizeof *run.t);
+    int rc = TD_EXIT_USAGE;
+    if (!run.t)
+        goto out;
+    for (size_t i = 0; i < sc.n; i++) {
+        lt_tenant *t = &run.t[i];
+        t->run = &run;
+        t->spec = &sc.t[i];
+        t->rng = seed * 0x100000001b3ull + i * 0x9e3779b97f4a7c15ull + 1;
+        t->slots = calloc((size_t)t->spec->connections, sizeof *t->slots);
+        if (!t->slots || build_wire(t, hostport) != TD_OK) {
+            fprintf(stderr, "tenantctl loadtest: out of memory\n");
+            goto out;
+        }
+        if (!t->spec->abusive) {
+            td_client_opts o;
+            td_client_opts_default(&o);
+            o.seed = t->rng ^ 0x5bd1e995ull;
+            if (td_client_create(&o, &t->client, &err) != TD_OK) {
+                fprintf(stderr, "tenantctl loadtest: %s\n", err.msg);
+                goto out;
+            }
+        }
+    }
+    run.start_ns = now_ns();
+    run.end_ns = run.start_ns + duration_ns;
+    for (size_t i = 0; i < sc.n; i++) {
+        lt_tenant *t = &run.t[i];
+        uv_timer_init(&loop, &t->arrivals);
+        t->arrivals.data = t;
+        t->next_arrival_ns =
+            run.start_ns + (uint64_t)(-log(1 - urand(&t->rng)) / t->spec->rate * 1e9);
+        uv_timer_start(&t->arrivals, on_arrivals, (t->next_arrival_ns - run.start_ns) / MS, 0);
+    }
+    uv_timer_init(&loop, &run.tick);
+    run.tick.data = &run;
+    uv_timer_start(&run.tick, on_tick, 50, 50);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    double secs = (double)(now_ns() - run.start_ns) / 1e9;
+
+    for (size_t i = 0; i < sc.n; i++) {
+        lt_stats *s = &run.t[i].st;
+        if (s->n_lat)
+            qsort(s->lat_us, s->n_lat, sizeof *s->lat_us, cmp_u32);
+    }
+    if (strcmp(format, "json") == 0)
+        print_json(&run, secs);
+    else
+        print_table(&run, secs);
+    rc = TD_EXIT_OK;
+    for (size_t i = 0; i < sc.n; i++) {
+        lt_tenant *t = &run.t[i];
+        if (t->st.r401)
+            fprintf(stderr,
+                    "tenantctl loadtest: tenant %s: %llu responses were 401: the gateway "
+                    "rejects its key\n",
+                    t->spec->name, (unsigned long long)t->st.r401);
+        if (slo_met(t) == 0)
+            rc = TD_EXIT_DENIED;
+    }
+out:
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    if (run.t) {
+        for (size_t i = 0; i < sc.n; i++) {
+            lt_tenant *t = &run.t[i];
+            td_client_destroy(t->client);
+            free(t->slots);
+            free(t->st.lat_us);
+            for (int c = 0; c < TD_CRIT_COUNT; c++)
+                free(t->wire[c]);
+        }
+        free(run.t);
+    }
+    scenario_free(&sc);
+    return rc;
+}

@@ -1,0 +1,1019 @@
+/* load.c - Kueue objects into the queue: ResourceFlavor, ClusterQueue,
+ * LocalQueue, Cohort, PriorityClass, WorkloadPriorityClass and Workload,
+ * validated field by field. What tenantd does not implement is rejected by
+ * field name rather than ignored, so a user never runs on a silent guess. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue/queue_internal.h"
+#include "tenantd/config.h"
+#include "tenantd/quantity.h"
+
+/* ---- small containers ---------------------------------------------------- */
+
+char *td__qstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static int smap_grow(smap *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 16;
+    smap_ent *t = calloc(cap, sizeof *t);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->t[i].key)
+            continue;
+        size_t j = hash_str(m->t[i].key) & (cap - 1);
+        while (t[j].key)
+            j = (j + 1) & (cap - 1);
+        t[j] = m->t[i];
+    }
+    free(m->t);
+    m->t = t;
+    m->cap = cap;
+    return 0;
+}
+
+int td__smap_put(smap *m, const char *key, size_t val)
+{
+    if ((m->n + 1) * 2 > m->cap && smap_grow(m) != 0)
+        return -1;
+    size_t j = hash_str(key) & (m->cap - 1);
+    while (m->t[j].key) {
+        if (strcmp(m->t[j].key, key) == 0) {
+            m->t[j].val = val;
+            return 0;
+        }
+        j = (j + 1) & (m->cap - 1);
+    }
+    char *k = td__qstrdup(key);
+    if (!k)
+        return -1;
+    m->t[j].key = k;
+    m->t[j].val = val;
+    m->n++;
+    return 0;
+}
+
+size_t td__smap_get(const smap *m, const char *key)
+{
+    if (!m->cap)
+        return QNONE;
+    size_t j = hash_str(key) & (m->cap - 1);
+    while (m->t[j].key) {
+        if (strcmp(m->t[j].key, key) == 0)
+            return m->t[j].val;
+        j = (j + 1) & (m->cap - 1);
+    }
+    return QNONE;
+}
+
+void td__smap_fini(smap *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->t[i].key);
+    free(m->t);
+    memset(m, 0, sizeof *m);
+}
+
+int td__idvec_push(idvec *v, size_t id)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 8;
+        size_t *p = realloc(v->v, cap * sizeof *p);
+        if (!p)
+            return -1;
+        v->v = p;
+        v->cap = cap;
+    }
+    v->v[v->n++] = id;
+    return 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 8;
+    while (c < need)
+        c *= 2;
+    void *n = realloc(*p, c * elem);
+    if (!n)
+        return -1;
+    memset((char *)n + *cap * elem, 0, (c - *cap) * elem);
+    *p = n;
+    *cap = c;
+    return 0;
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+td_status td_queue_create(td_queue **out, td_err *err)
+{
+    td_queue *q = calloc(1, sizeof *q);
+    if (!q)
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    *out = q;
+    return TD_OK;
+}
+
+static void free_cq(cluster_queue *c)
+{
+    free(c->name);
+    free(c->where);
+    free(c->cohort_name);
+    for (size_t g = 0; g < c->ngroups; g++) {
+        free(c->groups[g].resources);
+        free(c->groups[g].flavors);
+        for (size_t f = 0; f < c->groups[g].nflavors; f++)
+            free(c->groups[g].flavor_where[f]);
+        free(c->groups[g].flavor_where);
+    }
+    free(c->groups);
+    free(c->quota);
+    free(c->has);
+    free(c->nominal);
+    free(c->borrowing_limit);
+    free(c->guaranteed);
+    free(c->usage);
+    free(c->group_of_resource);
+    free(c->heap.v);
+    free(c->inadmissible.v);
+    free(c->admitted.v);
+}
+
+static void free_wl(workload *w)
+{
+    free(w->key);
+    free(w->local_queue);
+    for (size_t i = 0; i < w->npodsets; i++)
+        free(w->podset_names[i]);
+    free(w->podset_names);
+    free(w->requests);
+    free(w->unknown_resource);
+    free(w->assignment);
+    free(w->use);
+    free(w->reason);
+    free(w->flavors);
+}
+
+void td_queue_destroy(td_queue *q)
+{
+    if (!q)
+        return;
+    td__smap_fini(&q->resource_ids);
+    td__smap_fini(&q->flavor_ids);
+    td__smap_fini(&q->cq_ids);
+    td__smap_fini(&q->lq_ids);
+    td__smap_fini(&q->pc_values);
+    td__smap_fini(&q->wpc_values);
+    td__smap_fini(&q->wl_ids);
+    for (size_t i = 0; i < q->nres; i++)
+        free(q->resource_names[i]);
+    free(q->resource_names);
+    free(q->resource_formats);
+    for (size_t i = 0; i < q->nflavors; i++)
+        free(q->flavor_names[i]);
+    free(q->flavor_names);
+    free(q->flavor_defined);
+    for (size_t i = 0; i < q->ncqs; i++)
+        free_cq(&q->cqs[i]);
+    free(q->cqs);
+    for (size_t i = 0; i < q->ncohorts; i++) {
+        free(q->cohorts[i].name);
+        free(q->cohorts[i].members);
+        free(q->cohorts[i].lendable);
+        free(q->cohorts[i].used);
+    }
+    free(q->cohorts);
+    for (size_t i = 0; i < q->nlqs; i++) {
+        free(q->lq_keys[i]);
+        free(q->lq_targets[i]);
+        free(q->lq_where[i]);
+    }
+    free(q->lq_keys);
+    free(q->lq_targets);
+    free(q->lq_where);
+    free(q->pc_vals);
+    free(q->wpc_vals);
+    for (size_t i = 0; i < q->nwls; i++)
+        free_wl(&q->wls[i]);
+    free(q->wls);
+    free(q->events);
+    free(q->acc);
+    free(q->scratch_assign);
+    free(q->scratch_use);
+    free(q);
+}
+
+/* ---- helpers for validation ------------------------------------------- */
+
+typedef struct {
+    td_queue *q;
+    const json_t *obj;
+    const td_manifest *src;
+    td_err *err;
+    const char *kind, *name;
+} lctx;
+
+static td_status lfail(lctx *l, const json_t *node, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static td_status lfail(lctx *l, const json_t *node, const char *field, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return td_manifest_err(l->src, node ? node : l->obj, l->err, TD_EINVAL, "%s %s: %s: %s",
+                           l->kind, l->name, field, msg);
+}
+
+static char *where_of(lctx *l, const json_t *node)
+{
+    char buf[512];
+    int line = td_manifest_line(l->src, node);
+    if (l->src && line)
+        snprintf(buf, sizeof buf, "%s:%d: ", td_manifest_name(l->src), line);
+    else if (l->src)
+        snprintf(buf, sizeof buf, "%s: ", td_manifest_name(l->src));
+    else
+        buf[0] = '\0';
+    return td__qstrdup(buf);
+}
+
+/* Rejects any key of obj not in allowed (NULL-terminated). */
+static td_status only_fields(lctx *l, const json_t *obj, const char *path,
+                             const char *const *allowed)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)obj, key, val)
+    {
+        bool ok = false;
+        for (size_t i = 0; allowed[i]; i++)
+            if (strcmp(allowed[i], key) == 0)
+                ok = true;
+        if (!ok) {
+            char field[256];
+            snprintf(field, sizeof field, "%s%s%s", path, *path ? "." : "", key);
+            return lfail(l, val, field, "not supported by tenantd's queue");
+        }
+    }
+    return TD_OK;
+}
+
+/* Parses a quantity (string or number) into milli-units, >= 0. */
+static td_status parse_milli(lctx *l, const json_t *v, const char *field, int64_t *out,
+                             td_qformat *fmt)
+{
+    char buf[64];
+    const char *s;
+    if (json_is_string(v))
+        s = json_string_value(v);
+    else if (json_is_integer(v)) {
+        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+        s = buf;
+    } else if (json_is_real(v)) {
+        snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
+        s = buf;
+    } else
+        return lfail(l, v, field, "must be a quantity");
+    td_quantity qt;
+    td_err e;
+    if (td_quantity_parse(s, &qt, &e) != TD_OK)
+        return lfail(l, v, field, "\"%s\" is not a quantity", s);
+    if (td_quantity_sign(&qt) < 0)
+        return lfail(l, v, field, "\"%s\" must not be negative", s);
+    *out = td_quantity_milli_value(&qt);
+    if (fmt)
+        *fmt = td_quantity_get_format(&qt);
+    return TD_OK;
+}
+
+static int intern(smap *m, char ***names, size_t *n, const char *name, size_t *out)
+{
+    size_t id = td__smap_get(m, name);
+    if (id != QNONE) {
+        *out = id;
+        return 0;
+    }
+    char **p = realloc(*names, (*n + 1) * sizeof *p);
+    if (!p)
+        return -1;
+    *names = p;
+    if (!(p[*n] = td__qstrdup(name)))
+        return -1;
+    if (td__smap_put(m, name, *n) != 0) {
+        free(p[*n]);
+        return -1;
+    }
+    *out = (*n)++;
+    return 0;
+}
+
+static int intern_resource(td_queue *q, const char *name, td_qformat fmt, int *out)
+{
+    size_t before = q->nres, id;
+    if (intern(&q->resource_ids, &q->resource_names, &q->nres, name, &id) != 0)
+        return -1;
+    if (q->nres != before) {
+        td_qformat *f = realloc(q->resource_formats, q->nres * sizeof *f);
+        if (!f)
+            return -1;
+        q->resource_formats = f;
+        f[id] = fmt;
+    }
+    *out = (int)id;
+    return 0;
+}
+
+static int intern_flavor(td_queue *q, const char *name, int *out)
+{
+    size_t before = q->nflavors, id;
+    if (intern(&q->flavor_ids, &q->flavor_names, &q->nflavors, name, &id) != 0)
+        return -1;
+    if (q->nflavors != before) {
+        bool *d = realloc(q->flavor_defined, q->nflavors * sizeof *d);
+        if (!d)
+            return -1;
+        q->flavor_defined = d;
+        d[id] = false;
+    }
+    *out = (int)id;
+    return 0;
+}
+
+#define TRYS(x)                                                                                    \
+    do {                                                                                           \
+        td_status s__ = (x);                                                                       \
+        if (s__ != TD_OK)                                                                          \
+            return s__;                                                                            \
+    } while (0)
+
+/* ---- ClusterQueue ------------------------------------------------------- */
+
+static const char *const cq_spec_fields[] = {
+    "resourceGroups", "cohort", "cohortName", "queueingStrategy", "namespaceSelector",
+    "preemption", "flavorFungibility", "fairSharing", "stopPolicy", NULL};
+
+static td_status parse_enum(lctx *l, const json_t *parent, const char *key, const char *field,
+                            const char *const *values, int def, int *out)
+{
+    json_t *v = json_object_get(parent, key);
+    *out = def;
+    if (!v)
+        return TD_OK;
+    for (int i = 0; json_is_string(v) && values[i]; i++)
+        if (strcmp(values[i], json_string_value(v)) == 0) {
+            *out = i;
+            return TD_OK;
+        }
+    char allowed[256] = "";
+    for (int i = 0; values[i]; i++)
+        snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s",
+                 i ? ", " : "", values[i]);
+    return lfail(l, v, field, "must be one of %s", allowed);
+}
+
+/* Parses everything into c (zeroed by the caller); on error the caller frees c. */
+static td_status parse_cq(lctx *l, cluster_queue *c)
+{
+    td_queue *q = l->q;
+    json_t *spec = json_object_get(l->obj, "spec");
+    if (!json_is_object(spec))
+        return lfail(l, spec, "spec", "required: a mapping");
+    TRYS(only_fields(l, spec, "spec", cq_spec_fields));
+    if (!(c->name = td__qstrdup(l->name)) || !(c->where = where_of(l, l->obj)))
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    c->cohort = QNONE;
+    const char *cohort = td_json_str(spec, "cohort");
+    if (!cohort)
+        cohort = td_json_str(spec, "cohortName");
+    if (cohort && *cohort && !(c->cohort_name = td__qstrdup(cohort)))
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+
+    static const char *const strategies[] = {"BestEffortFIFO", "StrictFIFO", NULL};
+    int v;
+    TRYS(parse_enum(l, spec, "queueingStrategy", "spec.queueingStrategy", strategies, 0, &v));
+    c->strict_fifo = v == 1;
+
+    json_t *ns = json_object_get(spec, "namespaceSelector");
+    if (ns && !(json_is_object(ns) && json_object_size(ns) == 0))
+        return lfail(l, ns, "spec.namespaceSelector",
+                     "only {} (every namespace) is supported; LocalQueues decide the mapping");
+    json_t *stop = json_object_get(spec, "stopPolicy");
+    if (stop && !(json_is_string(stop) && strcmp(json_string_value(stop), "None") == 0))
+        return lfail(l, stop, "spec.stopPolicy", "only None is supported");
+    json_t *ff = json_object_get(spec, "flavorFungibility");
+    if (ff) {
+        static const char *const ffk[] = {"whenCanBorrow", "whenCanPreempt", NULL};
+        TRYS(only_fields(l, ff, "spec.flavorFungibility", ffk));
+        const char *b = td_json_str(ff, "whenCanBorrow"), *p = td_json_str(ff, "whenCanPreempt");
+        if (json_object_get(ff, "whenCanBorrow") && !(b && strcmp(b, "Borrow") == 0))
+            return lfail(l, json_object_get(ff, "whenCanBorrow"),
+                         "spec.flavorFungibility.whenCanBorrow", "only Borrow is supported");
+        if (json_object_get(ff, "whenCanPreempt") && !(p && strcmp(p, "TryNextFlavor") == 0))
+            return lfail(l, json_object_get(ff, "whenCanPreempt"),
+                         "spec.flavorFungibility.whenCanPreempt",
+                         "only TryNextFlavor is supported");
+    }
+    json_t *fs = json_object_get(spec, "fairSharing");
+    if (fs) {
+        /* Kueue applies weights only with fair sharing enabled in its own
+         * configuration; tenantd's queue runs without it, as Kueue's default. */
+        static const char *const fsk[] = {"weight", NULL};
+        TRYS(only_fields(l, fs, "spec.fairSharing", fsk));
+    }
+    json_t *pre = json_object_get(spec, "preemption");
+    if (pre) {
+        static const char *const pk[] = {"reclaimWithinCohort", "withinClusterQueue",
+                                         "borrowWithinCohort", NULL};
+        TRYS(only_fields(l, pre, "spec.preemption", pk));
+        static const char *const reclaim[] = {"Never", "LowerPriority", "Any", NULL};
+        static const char *const within[] = {"Never", "LowerPriority",
+                                             "LowerOrNewerEqualPriority", NULL};
+        TRYS(parse_enum(l, pre, "reclaimWithinCohort", "spec.preemption.reclaimWithinCohort",
+                        reclaim, 0, &v));
+        c->reclaim = (reclaim_policy)v;
+        TRYS(parse_enum(l, pre, "withinClusterQueue", "spec.preemption.withinClusterQueue", within,
+                        0, &v));
+        c->within = (within_policy)v;
+        json_t *bwc = json_object_get(pre, "borrowWithinCohort");
+        if (bwc) {
+            const char *p = td_json_str(bwc, "policy");
+            if (p && strcmp(p, "Never") != 0)
+                return lfail(l, bwc, "spec.preemption.borrowWithinCohort.policy",
+                             "only Never is supported yet");
+        }
+    }
+
+    json_t *rgs = json_object_get(spec, "resourceGroups");
+    if (rgs && !json_is_array(rgs))
+        return lfail(l, rgs, "spec.resourceGroups", "must be a list");
+    size_t nrg = json_array_size(rgs);
+    if (nrg && !(c->groups = calloc(nrg, sizeof *c->groups)))
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    for (size_t g = 0; g < nrg; g++) {
+        char field[256];
+        json_t *rg = json_array_get(rgs, g);
+        resource_group *grp = &c->groups[g];
+        c->ngroups = g + 1;
+        snprintf(field, sizeof field, "spec.resourceGroups[%zu]", g);
+        if (!json_is_object(rg))
+            return lfail(l, rg, field, "must be a mapping");
+        static const char *const rgk[] = {"coveredResources", "flavors", NULL};
+        TRYS(only_fields(l, rg, field, rgk));
+        json_t *cov = json_object_get(rg, "coveredResources");
+        json_t *fls = json_object_get(rg, "flavors");
+        snprintf(field, sizeof field, "spec.resourceGroups[%zu].coveredResources", g);
+        if (!json_is_array(cov) || json_array_size(cov) == 0)
+            return lfail(l, cov, field, "required: a non-empty list of resource names");
+        snprintf(field, sizeof field, "spec.resourceGroups[%zu].flavors", g);
+        if (!json_is_array(fls) || json_array_size(fls) == 0)
+            return lfail(l, fls, field, "required: a non-empty list of flavors");
+        grp->resources = calloc(json_array_size(cov), sizeof *grp->resources);
+        grp->flavors = calloc(json_array_size(fls), sizeof *grp->flavors);
+        grp->flavor_where = calloc(json_array_size(fls), sizeof *grp->flavor_where);
+        if (!grp->resources || !grp->flavors || !grp->flavor_where)
+            return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+        for (size_t i = 0; i < json_array_size(cov); i++) {
+            json_t *r = json_array_get(cov, i);
+            snprintf(field, sizeof field, "spec.resourceGroups[%zu].coveredResources[%zu]", g, i);
+            if (!json_is_string(r) || !*json_string_value(r))
+                return lfail(l, r, field, "must be a resource name");
+            for (size_t h = 0; h <= g; h++)
+                for (size_t k = 0; k < (h == g ? i : c->groups[h].nresources); k++)
+                    if (strcmp(q->resource_names[c->groups[h].resources[k]],
+                               json_string_value(r)) == 0)
+                        return lfail(l, r, field, "resource %s is covered twice",
+                                     json_string_value(r));
+            int id;
+            if (intern_resource(q, json_string_value(r), TD_QFMT_DECIMAL_SI, &id) != 0)
+                return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+            grp->resources[grp->nresources++] = id;
+        }
+        for (size_t f = 0; f < json_array_size(fls); f++) {
+            json_t *fl = json_array_get(fls, f);
+            snprintf(field, sizeof field, "spec.resourceGroups[%zu].flavors[%zu]", g, f);
+            if (!json_is_object(fl))
+                return lfail(l, fl, field, "must be a mapping");
+            static const char *const flk[] = {"name", "resources", NULL};
+            TRYS(only_fields(l, fl, field, flk));
+            const char *fname = td_json_str(fl, "name");
+            if (!fname || !*fname)
+                return lfail(l, fl, field, "name: required");
+            int fid;
+            if (intern_flavor(q, fname, &fid) != 0)
+                return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+            for (size_t h = 0; h <= g; h++)
+                for (size_t k = 0; k < (h == g ? f : c->groups[h].nflavors); k++)
+                    if (c->groups[h].flavors[k] == fid)
+                        return lfail(l, fl, field, "flavor %s is listed twice", fname);
+            grp->flavors[f] = fid;
+            grp->flavor_where[f] = where_of(l, json_object_get(fl, "name"));
+            grp->nflavors = f + 1;
+            if (!grp->flavor_where[f])
+                return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+            json_t *res = json_object_get(fl, "resources");
+            if (!json_is_array(res) || json_array_size(res) != grp->nresources)
+                return lfail(l, res ? res : fl, field,
+                             "resources must list the %zu covered resources, in order",
+                             grp->nresources);
+            for (size_t i = 0; i < grp->nresources; i++) {
+                json_t *re = json_array_get(res, i);
+                char rf[300];
+                snprintf(rf, sizeof rf, "%s.resources[%zu]", field, i);
+                static const char *const rk[] = {"name", "nominalQuota", "borrowingLimit",
+                                                 "lendingLimit", NULL};
+                if (!json_is_object(re))
+                    return lfail(l, re, rf, "must be a mapping");
+                TRYS(only_fields(l, re, rf, rk));
+                const char *rname = td_json_str(re, "name");
+                const char *want = q->resource_names[grp->resources[i]];
+                if (!rname || strcmp(rname, want) != 0)
+                    return lfail(l, re, rf, "name must be %s (coveredResources order)", want);
+                quota_entry e = {fid, grp->resources[i], 0, QUNLIMITED, QUNLIMITED};
+                char sub[340];
+                td_qformat fmt;
+                json_t *nq = json_object_get(re, "nominalQuota");
+                snprintf(sub, sizeof sub, "%s.nominalQuota", rf);
+                if (!nq)
+                    return lfail(l, re, sub, "required");
+                TRYS(parse_milli(l, nq, sub, &e.nominal, &fmt));
+                if (json_is_string(nq))
+                    q->resource_formats[e.resource] = fmt;
+                json_t *bl = json_object_get(re, "borrowingLimit");
+                if (bl) {
+                    snprintf(sub, sizeof sub, "%s.borrowingLimit", rf);
+                    if (!c->cohort_name)
+                        return lfail(l, bl, sub, "must not be set when there is no cohort");
+                    TRYS(parse_milli(l, bl, sub, &e.borrowing_limit, NULL));
+                }
+                json_t *ll = json_object_get(re, "lendingLimit");
+                if (ll) {
+                    snprintf(sub, sizeof sub, "%s.lendingLimit", rf);
+                    if (!c->cohort_name)
+                        return lfail(l, ll, sub, "must not be set when there is no cohort");
+                    TRYS(parse_milli(l, ll, sub, &e.lending_limit, NULL));
+                    if (e.lending_limit > e.nominal)
+                        return lfail(l, ll, sub, "must be less than or equal to nominalQuota");
+                }
+                quota_entry *qe = realloc(c->quota, (c->nquota + 1) * sizeof *qe);
+                if (!qe)
+                    return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+                c->quota = qe;
+                qe[c->nquota++] = e;
+            }
+        }
+    }
+    return TD_OK;
+}
+
+/* ---- other kinds --------------------------------------------------------- */
+
+static td_status add_priority(lctx *l, bool workload_class)
+{
+    td_queue *q = l->q;
+    json_t *v = json_object_get(l->obj, "value");
+    if (!json_is_integer(v))
+        return lfail(l, v, "value", "required: an integer priority");
+    int32_t val = (int32_t)json_integer_value(v);
+    smap *m = workload_class ? &q->wpc_values : &q->pc_values;
+    int32_t **vals = workload_class ? &q->wpc_vals : &q->pc_vals;
+    size_t *n = workload_class ? &q->nwpcs : &q->npcs;
+    size_t id = td__smap_get(m, l->name);
+    if (id == QNONE) {
+        int32_t *p = realloc(*vals, (*n + 1) * sizeof *p);
+        if (!p)
+            return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+        *vals = p;
+        if (td__smap_put(m, l->name, *n) != 0)
+            return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+        id = (*n)++;
+    }
+    (*vals)[id] = val;
+    if (!workload_class && json_is_true(json_object_get(l->obj, "globalDefault"))) {
+        q->has_default_pc = true;
+        q->default_pc = val;
+    }
+    return TD_OK;
+}
+
+static td_status add_local_queue(lctx *l)
+{
+    td_queue *q = l->q;
+    json_t *spec = json_object_get(l->obj, "spec");
+    static const char *const lqk[] = {"clusterQueue", "stopPolicy", NULL};
+    if (!json_is_object(spec))
+        return lfail(l, spec, "spec", "required: a mapping with clusterQueue");
+    TRYS(only_fields(l, spec, "spec", lqk));
+    const char *target = td_json_str(spec, "clusterQueue");
+    if (!target || !*target)
+        return lfail(l, spec, "spec.clusterQueue", "required");
+    const char *ns = td_json_str(l->obj, "metadata.namespace");
+    char key[512];
+    snprintf(key, sizeof key, "%s/%s", ns ? ns : "default", l->name);
+    if (td__smap_get(&q->lq_ids, key) != QNONE)
+        return lfail(l, NULL, "metadata.name", "LocalQueue %s is defined twice", key);
+    size_t cap = q->caplqs;
+    if (grow((void **)&q->lq_keys, &cap, q->nlqs + 1, sizeof(char *)) != 0)
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    cap = q->caplqs;
+    if (grow((void **)&q->lq_targets, &cap, q->nlqs + 1, sizeof(char *)) != 0)
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    cap = q->caplqs;
+    if (grow((void **)&q->lq_where, &cap, q->nlqs + 1, sizeof(char *)) != 0)
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    q->caplqs = cap;
+    q->lq_keys[q->nlqs] = td__qstrdup(key);
+    q->lq_targets[q->nlqs] = td__qstrdup(target);
+    q->lq_where[q->nlqs] = where_of(l, json_object_get(spec, "clusterQueue"));
+    if (!q->lq_keys[q->nlqs] || !q->lq_targets[q->nlqs] || !q->lq_where[q->nlqs] ||
+        td__smap_put(&q->lq_ids, key, q->nlqs) != 0)
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    q->nlqs++;
+    return TD_OK;
+}
+
+td_status td_queue_add_object(td_queue *q, const json_t *obj, const td_manifest *src, td_err *err)
+{
+    const char *kind = td_json_str(obj, "kind");
+    const char *name = td_json_str(obj, "metadata.name");
+    lctx l = {q, obj, src, err, kind ? kind : "object", name ? name : "(unnamed)"};
+    if (!kind)
+        return TD_OK;
+    if (q->sealed)
+        return td_err_set(err, TD_EINVAL, "queue: objects must be added before the queue is sealed");
+    if (!name || !*name)
+        return lfail(&l, obj, "metadata.name", "required");
+    if (strcmp(kind, "PriorityClass") == 0)
+        return add_priority(&l, false);
+    if (strcmp(kind, "WorkloadPriorityClass") == 0)
+        return add_priority(&l, true);
+    if (strcmp(kind, "LocalQueue") == 0)
+        return add_local_queue(&l);
+    if (strcmp(kind, "ResourceFlavor") == 0) {
+        json_t *spec = json_object_get(obj, "spec");
+        static const char *const rfk[] = {"nodeLabels", "nodeTaints", "tolerations",
+                                          "topologyName", NULL};
+        if (spec)
+            TRYS(only_fields(&l, spec, "spec", rfk));
+        int id;
+        if (intern_flavor(q, name, &id) != 0)
+            return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+        q->flavor_defined[id] = true;
+        return TD_OK;
+    }
+    if (strcmp(kind, "Cohort") == 0) {
+        json_t *spec = json_object_get(obj, "spec");
+        static const char *const none[] = {NULL};
+        if (spec)
+            TRYS(only_fields(&l, spec, "spec", none));
+        return TD_OK;
+    }
+    if (strcmp(kind, "ClusterQueue") != 0)
+        return TD_OK;
+    if (td__smap_get(&q->cq_ids, name) != QNONE)
+        return lfail(&l, NULL, "metadata.name", "ClusterQueue %s is defined twice", name);
+    if (grow((void **)&q->cqs, &q->capcqs, q->ncqs + 1, sizeof *q->cqs) != 0)
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    cluster_queue *c = &q->cqs[q->ncqs];
+    memset(c, 0, sizeof *c);
+    td_status s = parse_cq(&l, c);
+    if (s == TD_OK && td__smap_put(&q->cq_ids, name, q->ncqs) != 0)
+        s = td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    if (s != TD_OK) {
+        /* Interned names may remain; they are harmless, unused entries. */
+        free_cq(c);
+        memset(c, 0, sizeof *c);
+        return s;
+    }
+    q->ncqs++;
+    return TD_OK;
+}
+
+/* ---- seal ---------------------------------------------------------------- */
+
+td_status td_queue_seal(td_queue *q, td_err *err)
+{
+    if (q->sealed)
+        return TD_OK;
+    for (size_t i = 0; i < q->nlqs; i++)
+        if (td__smap_get(&q->cq_ids, q->lq_targets[i]) == QNONE)
+            return td_err_set(err, TD_EINVAL,
+                              "%sLocalQueue %s: spec.clusterQueue: ClusterQueue \"%s\" does not "
+                              "exist",
+                              q->lq_where[i], q->lq_keys[i], q->lq_targets[i]);
+    for (size_t i = 0; i < q->ncqs; i++) {
+        cluster_queue *c = &q->cqs[i];
+        for (size_t g = 0; g < c->ngroups; g++)
+            for (size_t f = 0; f < c->groups[g].nflavors; f++)
+                if (!q->flavor_defined[c->groups[g].flavors[f]])
+                    return td_err_set(err, TD_EINVAL,
+                                      "%sClusterQueue %s: spec.resourceGroups[%zu].flavors[%zu]"
+                                      ".name: ResourceFlavor \"%s\" does not exist",
+                                      c->groups[g].flavor_where[f], c->name, g, f,
+                                      q->flavor_names[c->groups[g].flavors[f]]);
+    }
+    size_t nres = q->nres, nfr = q->nflavors * q->nres;
+    q->nfr = nfr;
+    if (!(q->acc = calloc(nfr ? nfr : 1, sizeof *q->acc)))
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    for (size_t i = 0; i < q->ncqs; i++) {
+        cluster_queue *c = &q->cqs[i];
+        c->has = calloc(nfr ? nfr : 1, sizeof *c->has);
+        c->nominal = calloc(nfr ? nfr : 1, sizeof(int64_t));
+        c->borrowing_limit = calloc(nfr ? nfr : 1, sizeof(int64_t));
+        c->guaranteed = calloc(nfr ? nfr : 1, sizeof(int64_t));
+        c->usage = calloc(nfr ? nfr : 1, sizeof(int64_t));
+        c->group_of_resource = malloc((nres ? nres : 1) * sizeof(int));
+        if (!c->has || !c->nominal || !c->borrowing_limit || !c->guaranteed || !c->usage ||
+            !c->group_of_resource)
+            return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+        for (size_t r = 0; r < nres; r++)
+            c->group_of_resource[r] = -1;
+        for (size_t g = 0; g < c->ngroups; g++)
+            for (size_t k = 0; k < c->groups[g].nresources; k++)
+                c->group_of_resource[c->groups[g].resources[k]] = (int)g;
+        for (size_t k = 0; k < c->nquota; k++) {
+            quota_entry *e = &c->quota[k];
+            size_t fr = (size_t)e->flavor * nres + (size_t)e->resource;
+            c->has[fr] = true;
+            c->nominal[fr] = e->nominal;
+            c->borrowing_limit[fr] = e->borrowing_limit;
+            int64_t lendable = e->lending_limit < e->nominal ? e->lending_limit : e->nominal;
+            c->guaranteed[fr] = e->nominal - lendable;
+        }
+        if (!c->cohort_name)
+            continue;
+        size_t co = QNONE;
+        for (size_t k = 0; k < q->ncohorts; k++)
+            if (strcmp(q->cohorts[k].name, c->cohort_name) == 0)
+                co = k;
+        if (co == QNONE) {
+            cohort *p = realloc(q->cohorts, (q->ncohorts + 1) * sizeof *p);
+            if (!p)
+                return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+            q->cohorts = p;
+            co = q->ncohorts++;
+            memset(&p[co], 0, sizeof p[co]);
+            p[co].name = td__qstrdup(c->cohort_name);
+            p[co].lendable = calloc(nfr ? nfr : 1, sizeof(int64_t));
+            p[co].used = calloc(nfr ? nfr : 1, sizeof(int64_t));
+            if (!p[co].name || !p[co].lendable || !p[co].used)
+                return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+        }
+        cohort *ch = &q->cohorts[co];
+        size_t *m = realloc(ch->members, (ch->nmembers + 1) * sizeof *m);
+        if (!m)
+            return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+        ch->members = m;
+        m[ch->nmembers++] = i;
+        c->cohort = co;
+        for (size_t fr = 0; fr < nfr; fr++)
+            if (c->has[fr]) {
+                int64_t add = c->nominal[fr] - c->guaranteed[fr];
+                ch->lendable[fr] =
+                    ch->lendable[fr] > QUNLIMITED - add ? QUNLIMITED : ch->lendable[fr] + add;
+            }
+    }
+    q->sealed = true;
+    return TD_OK;
+}
+
+/* ---- Workload ------------------------------------------------------------ */
+
+/* Adds the requests of one container list to per (summing) or to max
+ * (taking the maximum, for init containers). */
+static td_status container_requests(lctx *l, json_t *containers, const char *field, int64_t *acc,
+                                    bool take_max, char **unknown)
+{
+    td_queue *q = l->q;
+    if (!containers)
+        return TD_OK;
+    if (!json_is_array(containers))
+        return lfail(l, containers, field, "must be a list");
+    size_t i;
+    json_t *ct;
+    json_array_foreach(containers, i, ct)
+    {
+        json_t *req = td_json_path(ct, "resources.requests");
+        json_t *lim = td_json_path(ct, "resources.limits");
+        for (int pass = 0; pass < 2; pass++) {
+            json_t *src = pass == 0 ? req : lim;
+            if (!json_is_object(src))
+                continue;
+            const char *rname;
+            json_t *v;
+            json_object_foreach(src, rname, v)
+            {
+                /* Requests default to limits, as the API server defaults them. */
+                if (pass == 1 && req && json_object_get(req, rname))
+                    continue;
+                char f[512];
+                snprintf(f, sizeof f, "%s[%zu].resources.%s.%s", field, i,
+                         pass ? "limits" : "requests", rname);
+                int64_t m;
+                TRYS(parse_milli(l, v, f, &m, NULL));
+                size_t r = td__smap_get(&q->resource_ids, rname);
+                if (r == QNONE) {
+                    if (m > 0 && !*unknown && !(*unknown = td__qstrdup(rname)))
+                        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+                    continue;
+                }
+                if (take_max)
+                    acc[r] = acc[r] > m ? acc[r] : m;
+                else
+                    acc[r] = acc[r] > QUNLIMITED - m ? QUNLIMITED : acc[r] + m;
+            }
+        }
+    }
+    return TD_OK;
+}
+
+static td_status workload_priority(lctx *l, const json_t *spec, int32_t *out)
+{
+    td_queue *q = l->q;
+    json_t *p = json_object_get(spec, "priority");
+    if (p) {
+        if (!json_is_integer(p))
+            return lfail(l, p, "spec.priority", "must be an integer");
+        *out = (int32_t)json_integer_value(p);
+        return TD_OK;
+    }
+    json_t *labels = td_json_path(l->obj, "metadata.labels");
+    json_t *lv = json_object_get(labels, "kueue.x-k8s.io/priority-class");
+    const char *label = json_is_string(lv) ? json_string_value(lv) : NULL;
+    const char *name = td_json_str(spec, "priorityClassName");
+    const json_t *node = json_object_get(spec, "priorityClassName");
+    const char *source = td_json_str(spec, "priorityClassSource");
+    bool wpc = source && strcmp(source, "kueue.x-k8s.io/workloadpriorityclass") == 0;
+    if (!name && label) {
+        name = label;
+        node = lv;
+        wpc = true;
+    }
+    if (!name) {
+        json_t *ps0 = json_array_get(json_object_get(spec, "podSets"), 0);
+        node = td_json_path(ps0, "template.spec.priorityClassName");
+        name = json_is_string(node) ? json_string_value(node) : NULL;
+    }
+    if (!name || !*name) {
+        *out = q->has_default_pc ? q->default_pc : 0;
+        return TD_OK;
+    }
+    size_t id = td__smap_get(wpc ? &q->wpc_values : &q->pc_values, name);
+    if (id == QNONE)
+        return lfail(l, node, "spec.priorityClassName", "%s \"%s\" does not exist",
+                     wpc ? "WorkloadPriorityClass" : "PriorityClass", name);
+    *out = wpc ? q->wpc_vals[id] : q->pc_vals[id];
+    return TD_OK;
+}
+
+static td_status parse_workload(lctx *l, workload *w)
+{
+    td_queue *q = l->q;
+    json_t *spec = json_object_get(l->obj, "spec");
+    if (!json_is_object(spec))
+        return lfail(l, spec, "spec", "required: a mapping with podSets");
+    static const char *const wk[] = {"podSets", "queueName", "priorityClassName", "priority",
+                                     "priorityClassSource", "active",
+                                     "maximumExecutionTimeSeconds", NULL};
+    TRYS(only_fields(l, spec, "spec", wk));
+    const char *ns = td_json_str(l->obj, "metadata.namespace");
+    if (!ns || !*ns)
+        ns = "default";
+    json_t *lv = json_object_get(td_json_path(l->obj, "metadata.labels"), "kueue.x-k8s.io/queue-name");
+    const char *queue = json_is_string(lv) ? json_string_value(lv) : td_json_str(spec, "queueName");
+    if (!queue || !*queue)
+        return lfail(l, spec, "spec.queueName",
+                     "required (or the label kueue.x-k8s.io/queue-name): the LocalQueue to use");
+    char key[512];
+    snprintf(key, sizeof key, "%s/%s", ns, l->name);
+    if (td__smap_get(&q->wl_ids, key) != QNONE)
+        return lfail(l, NULL, "metadata.name", "Workload %s was already submitted", key);
+    if (!(w->key = td__qstrdup(key)))
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    snprintf(key, sizeof key, "%s/%s", ns, queue);
+    if (!(w->local_queue = td__qstrdup(key)))
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    TRYS(workload_priority(l, spec, &w->priority));
+
+    json_t *pss = json_object_get(spec, "podSets");
+    if (!json_is_array(pss) || json_array_size(pss) == 0)
+        return lfail(l, pss, "spec.podSets", "required: a non-empty list");
+    size_t n = json_array_size(pss), nres = q->nres ? q->nres : 1;
+    w->podset_names = calloc(n, sizeof *w->podset_names);
+    w->requests = calloc(n * nres, sizeof *w->requests);
+    w->assignment = malloc(n * nres * sizeof *w->assignment);
+    if (!w->podset_names || !w->requests || !w->assignment)
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *ps = json_array_get(pss, i);
+        char field[128];
+        snprintf(field, sizeof field, "spec.podSets[%zu]", i);
+        if (!json_is_object(ps))
+            return lfail(l, ps, field, "must be a mapping");
+        static const char *const psk[] = {"name", "count", "template", NULL};
+        TRYS(only_fields(l, ps, field, psk));
+        const char *psname = td_json_str(ps, "name");
+        w->npodsets = i + 1;
+        if (!(w->podset_names[i] = td__qstrdup(psname && *psname ? psname : "main")))
+            return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+        json_t *cnt = json_object_get(ps, "count");
+        int64_t count = 1;
+        if (cnt) {
+            if (!json_is_integer(cnt) || json_integer_value(cnt) < 0 ||
+                json_integer_value(cnt) > 1000000)
+                return lfail(l, cnt, "spec.podSets[].count", "must be an integer in [0, 1000000]");
+            count = json_integer_value(cnt);
+        }
+        int64_t *per = w->requests + i * nres;
+        int64_t init[nres];
+        memset(init, 0, sizeof init);
+        json_t *pod = td_json_path(ps, "template.spec");
+        snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.containers", i);
+        TRYS(container_requests(l, json_object_get(pod, "containers"), field, per, false,
+                                &w->unknown_resource));
+        snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.initContainers", i);
+        TRYS(container_requests(l, json_object_get(pod, "initContainers"), field, init, true,
+                                &w->unknown_resource));
+        for (size_t r = 0; r < q->nres; r++) {
+            int64_t v = per[r] > init[r] ? per[r] : init[r];
+            per[r] = count && v > QUNLIMITED / count ? QUNLIMITED : v * count;
+        }
+    }
+    return TD_OK;
+}
+
+td_status td_queue_submit(td_queue *q, const json_t *wl, const td_manifest *src, uint64_t now_ns,
+                          size_t *id, td_err *err)
+{
+    const char *name = td_json_str(wl, "metadata.name");
+    lctx l = {q, wl, src, err, "Workload", name ? name : "(unnamed)"};
+    if (!q->sealed)
+        return td_err_set(err, TD_EINVAL, "queue: td_queue_seal must come before a submission");
+    if (!name || !*name)
+        return lfail(&l, wl, "metadata.name", "required");
+    if (grow((void **)&q->wls, &q->capwls, q->nwls + 1, sizeof *q->wls) != 0)
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    workload *w = &q->wls[q->nwls];
+    memset(w, 0, sizeof *w);
+    td_status s = parse_workload(&l, w);
+    if (s == TD_OK && td__smap_put(&q->wl_ids, w->key, q->nwls) != 0)
+        s = td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    if (s != TD_OK) {
+        free_wl(w);
+        memset(w, 0, sizeof *w);
+        return s;
+    }
+    w->seq = q->nwls;
+    w->created_ns = w->queue_ns = now_ns;
+    w->state = TD_WL_PENDING;
+    w->admitted_pos = QNONE;
+    size_t lq = td__smap_get(&q->lq_ids, w->local_queue);
+    w->cq = lq == QNONE ? QNONE : td__smap_get(&q->cq_ids, q->lq_targets[lq]);
+    char reason[600];
+    if (w->cq == QNONE)
+        snprintf(reason, sizeof reason, "LocalQueue %s doesn't exist", w->local_queue);
+    else
+        snprintf(reason, sizeof reason, "Waiting for a scheduling cycle in ClusterQueue %s",
+                 q->cqs[w->cq].name);
+    w->reason = td__qstrdup(reason);
+    w->flavors = td__qstrdup("");
+    if (!w->reason || !w->flavors) {
+        free_wl(w);
+        memset(w, 0, sizeof *w);
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    }
+    q->nwls++;
+    if (id)
+        *id = q->nwls - 1;
+    if (w->cq != QNONE) {
+        if (td__queue_push_pending(q, q->nwls - 1) != 0) {
+            /* The only failure is memory for the heap; leave no trace. */
+            q->nwls--;
+            free_wl(w);
+            return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+        }
+    }
+    return TD_OK;
+}

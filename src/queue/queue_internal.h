@@ -1,0 +1,153 @@
+/* queue_internal.h - the queue's private state, shared by load.c (Kueue
+ * objects in, validated) and sched.c (flavor assignment, admission,
+ * preemption). Quantities are held as int64 milli-units: every decision is
+ * exact integer arithmetic, and a pass over 100k workloads stays cheap. */
+#ifndef TENANTD_QUEUE_INTERNAL_H
+#define TENANTD_QUEUE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tenantd/quantity.h"
+#include "tenantd/queue.h"
+
+#define QNONE TD_QUEUE_NONE
+#define QUNLIMITED INT64_MAX
+
+typedef struct {
+    char *key;
+    size_t val;
+} smap_ent;
+
+/* String -> index, open addressing; keys are owned. */
+typedef struct {
+    smap_ent *t;
+    size_t cap, n;
+} smap;
+
+typedef enum { MODE_NOFIT = 0, MODE_PREEMPT = 1, MODE_FIT = 2 } fit_mode;
+typedef enum { WITHIN_NEVER = 0, WITHIN_LOWER, WITHIN_LOWER_OR_NEWER } within_policy;
+typedef enum { RECLAIM_NEVER = 0, RECLAIM_LOWER, RECLAIM_ANY } reclaim_policy;
+
+typedef struct {
+    int flavor, resource;
+    int64_t nominal, borrowing_limit, lending_limit; /* limits: QUNLIMITED if unset */
+} quota_entry;
+
+typedef struct {
+    int *resources;
+    size_t nresources;
+    int *flavors; /* in the order the ClusterQueue lists them */
+    char **flavor_where; /* "file:line: " of each flavor reference */
+    size_t nflavors;
+} resource_group;
+
+typedef struct {
+    char *name;
+    size_t *members;
+    size_t nmembers;
+    int64_t *lendable; /* per flavor-resource: sum of min(nominal, lendingLimit) */
+    int64_t *used;     /* per flavor-resource: sum of max(0, usage - guaranteed) */
+} cohort;
+
+typedef struct {
+    size_t *v;
+    size_t n, cap;
+} idvec;
+
+typedef struct {
+    char *name;
+    char *where;
+    char *cohort_name; /* NULL if none */
+    size_t cohort;
+    bool strict_fifo;
+    within_policy within;
+    reclaim_policy reclaim;
+    resource_group *groups;
+    size_t ngroups;
+    quota_entry *quota;
+    size_t nquota;
+    /* dense per flavor-resource (flavor * nres + resource), after seal */
+    bool *has;
+    int64_t *nominal, *borrowing_limit, *guaranteed, *usage;
+    int *group_of_resource; /* per resource: index in groups, -1 if uncovered */
+    idvec heap;       /* pending, ordered by priority then queue time */
+    idvec inadmissible;
+    idvec admitted;
+    bool blocked; /* StrictFIFO head did not fit in this round */
+} cluster_queue;
+
+typedef struct {
+    int fr;
+    int64_t v;
+} fr_use;
+
+typedef struct {
+    char *key; /* namespace/name */
+    char *local_queue; /* namespace/name */
+    size_t cq;
+    int32_t priority;
+    uint64_t created_ns, queue_ns, admitted_ns;
+    size_t seq;
+    td_wl_state state;
+    bool inadmissible;
+    size_t npodsets;
+    char **podset_names;
+    int64_t *requests; /* npodsets * nres, milli-units, all pods of the set */
+    char *unknown_resource;
+    int16_t *assignment; /* npodsets * nres: flavor index or -1 */
+    fr_use *use;
+    size_t nuse;
+    size_t admitted_pos;
+    char *reason;
+    char *flavors;
+} workload;
+
+struct td_queue {
+    bool sealed;
+    bool freed; /* quota was released since inadmissible workloads were parked */
+    smap resource_ids, flavor_ids, cq_ids, lq_ids, pc_values, wpc_values, wl_ids;
+    char **resource_names;
+    td_qformat *resource_formats;
+    size_t nres;
+    char **flavor_names;
+    bool *flavor_defined;
+    size_t nflavors, nfr;
+    cluster_queue *cqs;
+    size_t ncqs, capcqs;
+    cohort *cohorts;
+    size_t ncohorts;
+    char **lq_keys, **lq_targets, **lq_where;
+    size_t nlqs, caplqs;
+    int32_t *pc_vals, *wpc_vals;
+    size_t npcs, nwpcs;
+    bool has_default_pc;
+    int32_t default_pc;
+    workload *wls;
+    size_t nwls, capwls;
+    td_queue_event *events;
+    size_t nevents, capevents;
+    /* scratch of the flavor assigner */
+    int64_t *acc;
+    int16_t *scratch_assign;
+    size_t scratch_assign_cap;
+    fr_use *scratch_use;
+    size_t scratch_use_cap;
+};
+
+/* smap: 0 on success, -1 out of memory. get returns QNONE if absent. */
+int td__smap_put(smap *m, const char *key, size_t val);
+size_t td__smap_get(const smap *m, const char *key);
+void td__smap_fini(smap *m);
+
+int td__idvec_push(idvec *v, size_t id);
+
+char *td__qstrdup(const char *s);
+
+/* Puts pending workload id into its ClusterQueue's heap. -1 out of memory. */
+int td__queue_push_pending(td_queue *q, size_t id);
+
+/* Prints milli-units of resource r in its own quantity format. */
+void td__queue_fmt(const td_queue *q, int r, int64_t milli, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,825 @@
+/* sched.c - the admission pass: Kueue's flavor assigner (flavors in listed
+ * order, nominal quota, borrowing within the cohort up to borrowingLimit and
+ * what others lend), its cycle order, StrictFIFO / BestEffortFIFO, and
+ * preemption (withinClusterQueue, reclaimWithinCohort) with Kueue's
+ * candidate order and minimal set. A workload is admitted whole or not. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue/queue_internal.h"
+
+static int64_t max0(int64_t v)
+{
+    return v > 0 ? v : 0;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    return a > QUNLIMITED - b ? QUNLIMITED : a + b;
+}
+
+void td__queue_fmt(const td_queue *q, int r, int64_t milli, char *buf, size_t n)
+{
+    td_quantity qt;
+    td_qformat f = r >= 0 && (size_t)r < q->nres ? q->resource_formats[r] : TD_QFMT_DECIMAL_SI;
+    td_quantity_from_int(&qt, milli, -3, f);
+    td_quantity_format(&qt, buf, n);
+}
+
+/* ---- the pending heap of a ClusterQueue ---------------------------------- */
+
+/* Kueue's queue order: higher priority first, then earlier queue time. */
+static bool before(const td_queue *q, size_t a, size_t b)
+{
+    const workload *x = &q->wls[a], *y = &q->wls[b];
+    if (x->priority != y->priority)
+        return x->priority > y->priority;
+    if (x->queue_ns != y->queue_ns)
+        return x->queue_ns < y->queue_ns;
+    return x->seq < y->seq;
+}
+
+int td__queue_push_pending(td_queue *q, size_t id)
+{
+    idvec *h = &q->cqs[q->wls[id].cq].heap;
+    if (td__idvec_push(h, id) != 0)
+        return -1;
+    size_t i = h->n - 1;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!before(q, h->v[i], h->v[p]))
+            break;
+        size_t t = h->v[i];
+        h->v[i] = h->v[p];
+        h->v[p] = t;
+        i = p;
+    }
+    return 0;
+}
+
+static size_t heap_pop(td_queue *q, idvec *h)
+{
+    size_t top = h->v[0];
+    h->v[0] = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && before(q, h->v[l], h->v[m]))
+            m = l;
+        if (r < h->n && before(q, h->v[r], h->v[m]))
+            m = r;
+        if (m == i)
+            break;
+        size_t t = h->v[i];
+        h->v[i] = h->v[m];
+        h->v[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+/* ---- quota arithmetic ---------------------------------------------------- */
+
+static void add_usage(td_queue *q, cluster_queue *c, int fr, int64_t delta)
+{
+    int64_t old = c->usage[fr];
+    c->usage[fr] += delta;
+    if (c->cohort != QNONE) {
+        int64_t g = c->guaranteed[fr];
+        q->cohorts[c->cohort].used[fr] += max0(c->usage[fr] - g) - max0(old - g);
+    }
+}
+
+/* What c can still take of fr: its unused guaranteed part plus what the
+ * cohort has left to lend, within its borrowingLimit. */
+static int64_t available(const td_queue *q, const cluster_queue *c, int fr)
+{
+    if (c->cohort == QNONE)
+        return max0(c->nominal[fr] - c->usage[fr]);
+    const cohort *co = &q->cohorts[c->cohort];
+    int64_t a = sat_add(max0(c->guaranteed[fr] - c->usage[fr]), max0(co->lendable[fr] - co->used[fr]));
+    if (c->borrowing_limit[fr] != QUNLIMITED) {
+        int64_t cap = max0(sat_add(c->nominal[fr], c->borrowing_limit[fr]) - c->usage[fr]);
+        a = a < cap ? a : cap;
+    }
+    return a;
+}
+
+/* The most c could ever hold of fr, were everything else idle. */
+static int64_t potential(const td_queue *q, const cluster_queue *c, int fr)
+{
+    if (c->cohort == QNONE)
+        return c->nominal[fr];
+    int64_t p = sat_add(c->guaranteed[fr], q->cohorts[c->cohort].lendable[fr]);
+    if (c->borrowing_limit[fr] != QUNLIMITED) {
+        int64_t cap = sat_add(c->nominal[fr], c->borrowing_limit[fr]);
+        p = p < cap ? p : cap;
+    }
+    return p;
+}
+
+/* ---- flavor assignment --------------------------------------------------- */
+
+typedef struct {
+    fit_mode mode;
+    bool borrowing;
+    char reason[600];
+    fr_use *use; /* q-owned scratch */
+    size_t nuse;
+} assign_out;
+
+static void append(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void append(char *buf, size_t n, const char *fmt, ...)
+{
+    size_t len = strlen(buf);
+    if (len + 1 >= n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, n - len, fmt, ap);
+    va_end(ap);
+}
+
+/* Assigns a flavor to every requested resource of every pod set of w in c,
+ * as Kueue's flavor assigner does, into q->scratch_assign and o->use. */
+static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out *o)
+{
+    size_t nres = q->nres;
+    o->mode = MODE_FIT;
+    o->borrowing = false;
+    o->reason[0] = '\0';
+    o->nuse = 0;
+    size_t need = w->npodsets * (nres ? nres : 1);
+    if (need > q->scratch_assign_cap) {
+        int16_t *p = realloc(q->scratch_assign, need * sizeof *p);
+        if (!p)
+            return -1;
+        q->scratch_assign = p;
+        q->scratch_assign_cap = need;
+    }
+    if (q->nfr > q->scratch_use_cap) {
+        fr_use *p = realloc(q->scratch_use, q->nfr * sizeof *p);
+        if (!p)
+            return -1;
+        q->scratch_use = p;
+        q->scratch_use_cap = q->nfr;
+    }
+    o->use = q->scratch_use;
+    if (w->unknown_resource) {
+        o->mode = MODE_NOFIT;
+        snprintf(o->reason, sizeof o->reason,
+                 "couldn't assign flavors to pod set %s: resource %s unavailable in ClusterQueue",
+                 w->podset_names[0], w->unknown_resource);
+        return 0;
+    }
+    for (size_t i = 0; i < w->npodsets && o->mode != MODE_NOFIT; i++) {
+        const int64_t *req = w->requests + i * nres;
+        int16_t *as = q->scratch_assign + i * nres;
+        for (size_t r = 0; r < nres; r++) {
+            as[r] = -1;
+            if (req[r] > 0 && c->group_of_resource[r] < 0) {
+                o->mode = MODE_NOFIT;
+                snprintf(o->reason, sizeof o->reason,
+                         "couldn't assign flavors to pod set %s: resource %s unavailable in "
+                         "ClusterQueue",
+                         w->podset_names[i], q->resource_names[r]);
+                break;
+            }
+        }
+        for (size_t g = 0; g < c->ngroups && o->mode != MODE_NOFIT; g++) {
+            const resource_group *grp = &c->groups[g];
+            bool any = false;
+            for (size_t k = 0; k < grp->nresources; k++)
+                any |= req[grp->resources[k]] > 0;
+            if (!any)
+                continue;
+            int best = -1;
+            fit_mode best_mode = MODE_NOFIT;
+            bool best_borrow = false;
+            char why[600] = "";
+            for (size_t fi = 0; fi < grp->nflavors; fi++) {
+                int f = grp->flavors[fi];
+                fit_mode fm = MODE_FIT;
+                bool fb = false;
+                for (size_t k = 0; k < grp->nresources && fm != MODE_NOFIT; k++) {
+                    int r = grp->resources[k];
+                    if (req[r] == 0)
+                        continue;
+                    int fr = f * (int)nres + r;
+                    int64_t val = sat_add(q->acc[fr], req[r]);
+                    int64_t pot = potential(q, c, fr), avail = available(q, c, fr);
+                    char a[TD_QUANTITY_STR_MAX], b[TD_QUANTITY_STR_MAX];
+                    if (val > pot) {
+                        fm = MODE_NOFIT;
+                        td__queue_fmt(q, r, val, a, sizeof a);
+                        td__queue_fmt(q, r, pot, b, sizeof b);
+                        append(why, sizeof why,
+                               "%sinsufficient quota for %s in flavor %s, request > maximum "
+                               "capacity (%s > %s)",
+                               *why ? ", " : "", q->resource_names[r], q->flavor_names[f], a, b);
+                    } else if (val > avail) {
+                        fm = MODE_PREEMPT;
+                        td__queue_fmt(q, r, val - avail, a, sizeof a);
+                        append(why, sizeof why, "%sinsufficient unused quota %sfor %s in flavor %s, %s more needed",
+                               *why ? ", " : "", c->cohort != QNONE ? "in cohort " : "",
+                               q->resource_names[r], q->flavor_names[f], a);
+                        break;
+                    } else if (c->usage[fr] + val > c->nominal[fr]) {
+                        fb = true;
+                    }
+                }
+                if (fm == MODE_FIT) {
+                    best = (int)fi;
+                    best_mode = MODE_FIT;
+                    best_borrow = fb;
+                    break;
+                }
+                if (fm > best_mode || best < 0) {
+                    if (fm != MODE_NOFIT) {
+                        best = (int)fi;
+                        best_mode = fm;
+                    }
+                }
+            }
+            if (best_mode != MODE_FIT) {
+                if (o->mode == MODE_FIT)
+                    snprintf(o->reason, sizeof o->reason, "couldn't assign flavors to pod set %s: %s",
+                             w->podset_names[i], why);
+                if (best_mode < o->mode)
+                    o->mode = best_mode;
+                if (best < 0)
+                    break;
+            }
+            o->borrowing |= best_borrow;
+            int f = grp->flavors[best];
+            for (size_t k = 0; k < grp->nresources; k++) {
+                int r = grp->resources[k];
+                if (req[r] == 0)
+                    continue;
+                int fr = f * (int)nres + r;
+                as[r] = (int16_t)f;
+                if (q->acc[fr] == 0) {
+                    o->use[o->nuse].fr = fr;
+                    o->use[o->nuse++].v = 0;
+                }
+                q->acc[fr] = sat_add(q->acc[fr], req[r]);
+            }
+        }
+    }
+    for (size_t k = 0; k < o->nuse; k++) {
+        o->use[k].v = q->acc[o->use[k].fr];
+        q->acc[o->use[k].fr] = 0;
+    }
+    return 0;
+}
+
+static bool fits_now(const td_queue *q, const cluster_queue *c, const fr_use *use, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (use[k].v > available(q, c, use[k].fr))
+            return false;
+    return true;
+}
+
+/* ---- events and state changes --------------------------------------------- */
+
+static int set_str(char **dst, const char *s)
+{
+    char *p = td__qstrdup(s);
+    if (!p)
+        return -1;
+    free(*dst);
+    *dst = p;
+    return 0;
+}
+
+static td_queue_event *new_event(td_queue *q)
+{
+    if (q->nevents == q->capevents) {
+        size_t cap = q->capevents ? q->capevents * 2 : 64;
+        td_queue_event *p = realloc(q->events, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        q->events = p;
+        q->capevents = cap;
+    }
+    td_queue_event *e = &q->events[q->nevents++];
+    memset(e, 0, sizeof *e);
+    e->by = QNONE;
+    return e;
+}
+
+static void remove_admitted(td_queue *q, workload *w)
+{
+    cluster_queue *c = &q->cqs[w->cq];
+    for (size_t k = 0; k < w->nuse; k++)
+        add_usage(q, c, w->use[k].fr, -w->use[k].v);
+    size_t pos = w->admitted_pos;
+    size_t last = c->admitted.v[--c->admitted.n];
+    c->admitted.v[pos] = last;
+    q->wls[last].admitted_pos = pos;
+    w->admitted_pos = QNONE;
+}
+
+static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use *use, size_t nuse,
+                 bool borrowing, uint64_t now_ns)
+{
+    workload *w = &q->wls[id];
+    cluster_queue *c = &q->cqs[w->cq];
+    size_t nres = q->nres ? q->nres : 1;
+    fr_use *u = realloc(w->use, (nuse ? nuse : 1) * sizeof *u);
+    if (!u)
+        return -1;
+    w->use = u;
+    td_queue_event *e = new_event(q);
+    if (!e || td__idvec_push(&c->admitted, id) != 0) {
+        if (e)
+            q->nevents--;
+        return -1;
+    }
+    memcpy(w->use, use, nuse * sizeof *u);
+    w->nuse = nuse;
+    memcpy(w->assignment, assignment, w->npodsets * nres * sizeof *assignment);
+    for (size_t k = 0; k < nuse; k++)
+        add_usage(q, c, use[k].fr, use[k].v);
+    w->admitted_pos = c->admitted.n - 1;
+    w->state = TD_WL_ADMITTED;
+    w->admitted_ns = now_ns;
+    w->inadmissible = false;
+
+    char fl[sizeof e->flavors] = "";
+    for (size_t i = 0; i < w->npodsets; i++) {
+        append(fl, sizeof fl, "%s%s:", i ? "; " : "", w->podset_names[i]);
+        bool first = true;
+        for (size_t r = 0; r < q->nres; r++)
+            if (assignment[i * nres + r] >= 0) {
+                append(fl, sizeof fl, "%s %s=%s", first ? "" : ",", q->resource_names[r],
+                       q->flavor_names[assignment[i * nres + r]]);
+                first = false;
+            }
+    }
+    e->t_ns = now_ns;
+    e->type = TD_QEV_ADMITTED;
+    e->workload = id;
+    e->cluster_queue = w->cq;
+    e->borrowing = borrowing;
+    snprintf(e->flavors, sizeof e->flavors, "%s", fl);
+    if (borrowing)
+        snprintf(e->reason, sizeof e->reason,
+                 "Quota reserved in ClusterQueue %s, borrowing in cohort %s", c->name,
+                 q->cohorts[c->cohort].name);
+    else
+        snprintf(e->reason, sizeof e->reason, "Quota reserved in ClusterQueue %s", c->name);
+    if (set_str(&w->flavors, fl) != 0 || set_str(&w->reason, e->reason) != 0)
+        return -1;
+    return 0;
+}
+
+static int evict(td_queue *q, size_t id, size_t by, bool in_cohort, uint64_t now_ns)
+{
+    workload *w = &q->wls[id];
+    td_queue_event *e = new_event(q);
+    if (!e)
+        return -1;
+    remove_admitted(q, w);
+    w->state = TD_WL_PENDING;
+    /* Kueue's default requeuingStrategy: the eviction time orders it. */
+    w->queue_ns = now_ns;
+    e->t_ns = now_ns;
+    e->type = TD_QEV_PREEMPTED;
+    e->workload = id;
+    e->cluster_queue = w->cq;
+    e->by = by;
+    snprintf(e->level, sizeof e->level, "%s", in_cohort ? "InCohortReclamation" : "InClusterQueue");
+    snprintf(e->flavors, sizeof e->flavors, "%s", w->flavors);
+    snprintf(e->reason, sizeof e->reason,
+             "Preempted to accommodate a workload (%s) due to %s", q->wls[by].key,
+             in_cohort ? "reclamation within the cohort" : "prioritization in the ClusterQueue");
+    if (set_str(&w->reason, e->reason) != 0 || set_str(&w->flavors, "") != 0)
+        return -1;
+    return td__queue_push_pending(q, id);
+}
+
+/* ---- preemption ------------------------------------------------------------ */
+
+static _Thread_local const td_queue *sort_q;
+static _Thread_local size_t sort_cq;
+
+/* Kueue's candidatesOrdering: other ClusterQueues first, lower priority
+ * first, most recently admitted first. */
+static int cmp_candidates(const void *pa, const void *pb)
+{
+    const workload *a = &sort_q->wls[*(const size_t *)pa], *b = &sort_q->wls[*(const size_t *)pb];
+    bool a_in = a->cq == sort_cq, b_in = b->cq == sort_cq;
+    if (a_in != b_in)
+        return a_in ? 1 : -1;
+    if (a->priority != b->priority)
+        return a->priority < b->priority ? -1 : 1;
+    if (a->admitted_ns != b->admitted_ns)
+        return a->admitted_ns > b->admitted_ns ? -1 : 1;
+    return a->seq < b->seq ? 1 : (a->seq > b->seq ? -1 : 0);
+}
+
+static bool uses_any(const workload *w, const bool *need)
+{
+    for (size_t k = 0; k < w->nuse; k++)
+        if (need[w->use[k].fr])
+            return true;
+    return false;
+}
+
+static bool cq_borrowing(const cluster_queue *c, const bool *need, size_t nfr)
+{
+    for (size_t fr = 0; fr < nfr; fr++)
+        if (need[fr] && c->usage[fr] > c->nominal[fr])
+            return true;
+    return false;
+}
+
+/* Finds the minimal set of admitted workloads whose eviction lets id fit
+ * with its assignment (use), evicts them and returns 1; 0 if no set works
+ * (nothing changed); -1 out of memory. */
+static int preempt(td_queue *q, size_t id, const fr_use *use, size_t nuse, uint64_t now_ns)
+{
+    workload *w = &q->wls[id];
+    cluster_queue *c = &q->cqs[w->cq];
+    bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
+    size_t *cand = NULL, ncand = 0, cap = 0;
+    int rc = 0;
+    if (!need)
+        return -1;
+    bool within_nominal = true;
+    for (size_t k = 0; k < nuse; k++) {
+        if (use[k].v > available(q, c, use[k].fr))
+            need[use[k].fr] = true;
+        if (c->usage[use[k].fr] + use[k].v > c->nominal[use[k].fr])
+            within_nominal = false;
+    }
+    bool reclaim = c->cohort != QNONE && c->reclaim != RECLAIM_NEVER && within_nominal;
+    for (int pass = 0; pass < 2; pass++) {
+        const cohort *co = c->cohort != QNONE ? &q->cohorts[c->cohort] : NULL;
+        size_t nm = pass == 0 ? 1 : (reclaim && co ? co->nmembers : 0);
+        for (size_t mi = 0; mi < nm; mi++) {
+            size_t cqi = pass == 0 ? w->cq : co->members[mi];
+            const cluster_queue *m = &q->cqs[cqi];
+            if (pass == 0 && c->within == WITHIN_NEVER)
+                continue;
+            if (pass == 1 && (cqi == w->cq || !cq_borrowing(m, need, q->nfr)))
+                continue;
+            for (size_t k = 0; k < m->admitted.n; k++) {
+                const workload *v = &q->wls[m->admitted.v[k]];
+                if (!uses_any(v, need))
+                    continue;
+                bool ok;
+                if (pass == 0)
+                    ok = v->priority < w->priority ||
+                         (c->within == WITHIN_LOWER_OR_NEWER && v->priority == w->priority &&
+                          v->created_ns > w->created_ns);
+                else
+                    ok = c->reclaim == RECLAIM_ANY || v->priority < w->priority;
+                if (!ok)
+                    continue;
+                if (ncand == cap) {
+                    cap = cap ? cap * 2 : 16;
+                    size_t *p = realloc(cand, cap * sizeof *p);
+                    if (!p) {
+                        rc = -1;
+                        goto out;
+                    }
+                    cand = p;
+                }
+                cand[ncand++] = m->admitted.v[k];
+            }
+        }
+    }
+    if (ncand == 0)
+        goto out;
+    sort_q = q;
+    sort_cq = w->cq;
+    qsort(cand, ncand, sizeof *cand, cmp_candidates);
+
+    /* Take candidates in order until it fits, then give back every one but
+     * the last that is not needed (Kueue's minimalPreemptions). */
+    size_t ntargets = 0;
+    bool fit = false;
+    for (size_t k = 0; k < ncand && !fit; k++) {
+        workload *v = &q->wls[cand[k]];
+        cluster_queue *vc = &q->cqs[v->cq];
+        if (v->cq != w->cq && !cq_borrowing(vc, need, q->nfr))
+            continue;
+        for (size_t u = 0; u < v->nuse; u++)
+            add_usage(q, vc, v->use[u].fr, -v->use[u].v);
+        cand[ntargets++] = cand[k];
+        fit = fits_now(q, c, use, nuse);
+    }
+    if (fit) {
+        for (size_t k = ntargets - 1; k-- > 0;) {
+            workload *v = &q->wls[cand[k]];
+            cluster_queue *vc = &q->cqs[v->cq];
+            for (size_t u = 0; u < v->nuse; u++)
+                add_usage(q, vc, v->use[u].fr, v->use[u].v);
+            if (fits_now(q, c, use, nuse))
+                cand[k] = QNONE;
+            else
+                for (size_t u = 0; u < v->nuse; u++)
+                    add_usage(q, vc, v->use[u].fr, -v->use[u].v);
+        }
+    }
+    /* Restore, then evict properly (or leave everything as it was). */
+    for (size_t k = 0; k < ntargets; k++) {
+        if (cand[k] == QNONE)
+            continue;
+        workload *v = &q->wls[cand[k]];
+        for (size_t u = 0; u < v->nuse; u++)
+            add_usage(q, &q->cqs[v->cq], v->use[u].fr, v->use[u].v);
+    }
+    if (!fit)
+        goto out;
+    for (size_t k = 0; k < ntargets; k++)
+        if (cand[k] != QNONE && evict(q, cand[k], id, q->wls[cand[k]].cq != w->cq, now_ns) != 0) {
+            rc = -1;
+            goto out;
+        }
+    rc = 1;
+out:
+    free(need);
+    free(cand);
+    return rc;
+}
+
+/* ---- the pass ------------------------------------------------------------ */
+
+typedef struct {
+    size_t id;
+    bool borrowing;
+} head;
+
+static int cmp_heads(const void *pa, const void *pb)
+{
+    const head *a = pa, *b = pb;
+    if (a->borrowing != b->borrowing)
+        return a->borrowing ? 1 : -1;
+    return before(sort_q, a->id, b->id) ? -1 : (before(sort_q, b->id, a->id) ? 1 : 0);
+}
+
+static int park(td_queue *q, size_t id, const char *reason)
+{
+    workload *w = &q->wls[id];
+    cluster_queue *c = &q->cqs[w->cq];
+    if (set_str(&w->reason, reason) != 0)
+        return -1;
+    if (c->strict_fifo) {
+        c->blocked = true;
+        return td__queue_push_pending(q, id);
+    }
+    w->inadmissible = true;
+    return td__idvec_push(&c->inadmissible, id);
+}
+
+static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted)
+{
+    workload *w = &q->wls[id];
+    cluster_queue *c = &q->cqs[w->cq];
+    assign_out o;
+    if (assign_flavors(q, w, c, &o) != 0)
+        return -1;
+    if (o.mode == MODE_FIT) {
+        if (admit(q, id, q->scratch_assign, o.use, o.nuse, o.borrowing, now_ns) != 0)
+            return -1;
+        ++*nadmitted;
+        return 0;
+    }
+    if (o.mode == MODE_PREEMPT) {
+        size_t nres = q->nres ? q->nres : 1, na = w->npodsets * nres;
+        int16_t *as = malloc(na * sizeof *as);
+        fr_use *use = malloc((o.nuse ? o.nuse : 1) * sizeof *use);
+        if (!as || !use) {
+            free(as);
+            free(use);
+            return -1;
+        }
+        memcpy(as, q->scratch_assign, na * sizeof *as);
+        memcpy(use, o.use, o.nuse * sizeof *use);
+        size_t nuse = o.nuse;
+        int rc = preempt(q, id, use, nuse, now_ns);
+        if (rc == 1) {
+            bool borrowing = false;
+            for (size_t k = 0; k < nuse; k++)
+                borrowing |= c->usage[use[k].fr] + use[k].v > c->nominal[use[k].fr];
+            rc = admit(q, id, as, use, nuse, borrowing, now_ns) == 0 ? 1 : -1;
+            if (rc == 1)
+                ++*nadmitted;
+            /* The minimal set can free more than the preemptor takes: then
+             * parked workloads deserve another look in this pass. */
+            for (size_t k = 0; rc == 1 && k < nuse; k++)
+                if (available(q, c, use[k].fr) > 0)
+                    q->freed = true;
+        }
+        free(as);
+        free(use);
+        if (rc != 0)
+            return rc < 0 ? -1 : 0;
+    }
+    return park(q, id, o.reason);
+}
+
+td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
+{
+    size_t admitted = 0;
+    head *heads = malloc((q->ncqs ? q->ncqs : 1) * sizeof *heads);
+    if (!heads)
+        return TD_ENOMEM;
+    /* Each round ends when no head can move; a round is repeated only when
+     * quota was released (a preemption freed more than it needed). The
+     * bound guards against policies that could evict one another forever. */
+    size_t budget = 16 * (q->nwls + q->ncqs) + 1024;
+    for (int round = 0; round < 64; round++) {
+        if (round > 0 && !q->freed)
+            break;
+        if (q->freed) {
+            for (size_t i = 0; i < q->ncqs; i++) {
+                cluster_queue *c = &q->cqs[i];
+                for (size_t k = 0; k < c->inadmissible.n; k++) {
+                    size_t id = c->inadmissible.v[k];
+                    if (q->wls[id].inadmissible) {
+                        q->wls[id].inadmissible = false;
+                        if (td__queue_push_pending(q, id) != 0) {
+                            free(heads);
+                            return TD_ENOMEM;
+                        }
+                    }
+                }
+                c->inadmissible.n = 0;
+            }
+            q->freed = false;
+        }
+        for (size_t i = 0; i < q->ncqs; i++)
+            q->cqs[i].blocked = false;
+        for (;;) {
+            size_t n = 0;
+            for (size_t i = 0; i < q->ncqs; i++)
+                if (!q->cqs[i].blocked && q->cqs[i].heap.n)
+                    heads[n++].id = heap_pop(q, &q->cqs[i].heap);
+            if (n == 0)
+                break;
+            for (size_t k = 0; k < n; k++) {
+                assign_out o;
+                workload *w = &q->wls[heads[k].id];
+                if (assign_flavors(q, w, &q->cqs[w->cq], &o) != 0) {
+                    free(heads);
+                    return TD_ENOMEM;
+                }
+                heads[k].borrowing = o.mode != MODE_FIT || o.borrowing;
+            }
+            sort_q = q;
+            qsort(heads, n, sizeof *heads, cmp_heads);
+            for (size_t k = 0; k < n; k++)
+                if (try_head(q, heads[k].id, now_ns, &admitted) != 0) {
+                    free(heads);
+                    return TD_ENOMEM;
+                }
+            if (budget < n)
+                goto done;
+            budget -= n;
+        }
+    }
+done:
+    free(heads);
+    if (nadmitted)
+        *nadmitted = admitted;
+    return TD_OK;
+}
+
+td_status td_queue_finish(td_queue *q, size_t id, uint64_t now_ns, td_err *err)
+{
+    if (id >= q->nwls || q->wls[id].state != TD_WL_ADMITTED)
+        return td_err_set(err, TD_EINVAL, "queue: workload %zu is not admitted", id);
+    workload *w = &q->wls[id];
+    td_queue_event *e = new_event(q);
+    if (!e)
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    remove_admitted(q, w);
+    q->freed = true;
+    w->state = TD_WL_FINISHED;
+    e->t_ns = now_ns;
+    e->type = TD_QEV_FINISHED;
+    e->workload = id;
+    e->cluster_queue = w->cq;
+    snprintf(e->flavors, sizeof e->flavors, "%s", w->flavors);
+    snprintf(e->reason, sizeof e->reason, "Workload finished in ClusterQueue %s",
+             q->cqs[w->cq].name);
+    set_str(&w->reason, "");
+    return TD_OK;
+}
+
+/* ---- accessors ------------------------------------------------------------ */
+
+size_t td_queue_events(const td_queue *q, const td_queue_event **out)
+{
+    *out = q->events;
+    return q->nevents;
+}
+
+size_t td_queue_workload_count(const td_queue *q)
+{
+    return q->nwls;
+}
+
+const char *td_queue_workload_key(const td_queue *q, size_t id)
+{
+    return q->wls[id].key;
+}
+
+td_wl_state td_queue_workload_state(const td_queue *q, size_t id)
+{
+    return q->wls[id].state;
+}
+
+int32_t td_queue_workload_priority(const td_queue *q, size_t id)
+{
+    return q->wls[id].priority;
+}
+
+const char *td_queue_workload_reason(const td_queue *q, size_t id)
+{
+    return q->wls[id].reason ? q->wls[id].reason : "";
+}
+
+const char *td_queue_workload_flavors(const td_queue *q, size_t id)
+{
+    return q->wls[id].flavors ? q->wls[id].flavors : "";
+}
+
+size_t td_queue_workload_cq(const td_queue *q, size_t id)
+{
+    return q->wls[id].cq;
+}
+
+int64_t td_queue_workload_request_milli(const td_queue *q, size_t id, const char *resource)
+{
+    size_t r = td__smap_get(&q->resource_ids, resource);
+    if (r == QNONE)
+        return 0;
+    const workload *w = &q->wls[id];
+    int64_t sum = 0;
+    for (size_t i = 0; i < w->npodsets; i++)
+        sum = sat_add(sum, w->requests[i * q->nres + r]);
+    return sum;
+}
+
+size_t td_queue_cq_count(const td_queue *q)
+{
+    return q->ncqs;
+}
+
+const char *td_queue_cq_name(const td_queue *q, size_t cq)
+{
+    return q->cqs[cq].name;
+}
+
+static int64_t cq_sum(const td_queue *q, size_t cq, const char *resource, int which)
+{
+    size_t r = td__smap_get(&q->resource_ids, resource);
+    if (r == QNONE || !q->sealed)
+        return 0;
+    const cluster_queue *c = &q->cqs[cq];
+    int64_t sum = 0;
+    for (size_t f = 0; f < q->nflavors; f++) {
+        size_t fr = f * q->nres + r;
+        if (!c->has[fr])
+            continue;
+        int64_t v = which == 0 ? c->nominal[fr]
+                    : which == 1 ? c->usage[fr]
+                                 : max0(c->usage[fr] - c->nominal[fr]);
+        sum = sat_add(sum, v);
+    }
+    return sum;
+}
+
+int64_t td_queue_cq_nominal_milli(const td_queue *q, size_t cq, const char *resource)
+{
+    return cq_sum(q, cq, resource, 0);
+}
+
+int64_t td_queue_cq_usage_milli(const td_queue *q, size_t cq, const char *resource)
+{
+    return cq_sum(q, cq, resource, 1);
+}
+
+int64_t td_queue_cq_borrowed_milli(const td_queue *q, size_t cq, const char *resource)
+{
+    return cq_sum(q, cq, resource, 2);
+}
+
+size_t td_queue_resource_count(const td_queue *q)
+{
+    return q->nres;
+}
+
+const char *td_queue_resource_name(const td_queue *q, size_t i)
+{
+    return q->resource_names[i];
+}

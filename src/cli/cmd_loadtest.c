@@ -41,6 +41,7 @@
 #define DEFAULT_TIMEOUT (10 * SEC)
 #define DRAIN_GRACE     (3 * SEC)
 #define BODY_KEEP       2048
+#define MAX_SERIES_SECS 86400 /* per-second series of --html, at most a day */
 
 /* The built-in scenario, also examples/scenarios/abusive.yaml: three
  * well-behaved tenants at 20 requests/s and one abuser at 100 requests/s,
@@ -389,11 +390,20 @@ struct lt_conn {
     char rbuf[16384];
 };
 
+/* What one second of the run saw, per tenant: attempts by outcome, at
+ * the second their answer (or local drop) came. */
+enum { S_OK, S_429, S_503, S_ERR, S_DROP, S_KINDS };
+
 typedef struct {
     uint64_t requests, sent, ok, r429, r503, r401, errors, dropped, retries, deadline, unfinished,
         failed;
     uint32_t *lat_us;
     size_t n_lat, cap_lat;
+    /* --html only: per-second outcome counts, and each success as
+     * (second << 32 | latency_us), capped at MAX_LATENCIES like lat_us */
+    uint32_t (*per_sec)[S_KINDS];
+    uint64_t *lat_at;
+    size_t n_lat_at, cap_lat_at;
 } lt_stats;
 
 typedef struct lt_run lt_run;
@@ -427,6 +437,7 @@ struct lt_run {
     uv_timer_t tick;
     int tick_count;
     bool progress;
+    size_t n_secs; /* length of each tenant's per_sec; 0 without --html */
 };
 
 static http_parser_settings parser_settings;
@@ -443,6 +454,40 @@ static double urand(uint64_t *s)
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
     return (double)(z >> 11) * 0x1.0p-53;
+}
+
+/* The second of the run now falls in, for the --html series. */
+static size_t sec_index(const lt_run *run)
+{
+    uint64_t d = (now_ns() - run->start_ns) / SEC;
+    return d < run->n_secs ? (size_t)d : run->n_secs - 1;
+}
+
+static void series_note(lt_tenant *t, int kind)
+{
+    if (t->run->n_secs)
+        t->st.per_sec[sec_index(t->run)][kind]++;
+}
+
+/* Keeps one success for the per-second percentiles; drops it silently
+ * past MAX_LATENCIES or when memory runs out (the chart thins, the run
+ * goes on). */
+static void series_latency(lt_tenant *t, uint64_t us)
+{
+    lt_stats *s = &t->st;
+    if (!t->run->n_secs)
+        return;
+    if (s->n_lat_at == s->cap_lat_at && s->cap_lat_at < MAX_LATENCIES) {
+        size_t cap = s->cap_lat_at ? s->cap_lat_at * 2 : 1024;
+        uint64_t *p = realloc(s->lat_at, cap * sizeof *p);
+        if (p) {
+            s->lat_at = p;
+            s->cap_lat_at = cap;
+        }
+    }
+    if (s->n_lat_at < s->cap_lat_at)
+        s->lat_at[s->n_lat_at++] =
+            (uint64_t)sec_index(t->run) << 32 | (us > UINT32_MAX ? UINT32_MAX : us);
 }
 
 static void attempt(lt_req *r);
@@ -474,6 +519,7 @@ static void finish(lt_req *r, int outcome)
         }
         if (t->st.n_lat < t->st.cap_lat)
             t->st.lat_us[t->st.n_lat++] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+        series_latency(t, us);
         break;
     }
     case OUT_FAILED:
@@ -481,6 +527,7 @@ static void finish(lt_req *r, int outcome)
         break;
     case OUT_DROPPED:
         t->st.dropped++;
+        series_note(t, S_DROP);
         break;
     case OUT_DEADLINE:
         t->st.deadline++;
@@ -516,6 +563,10 @@ static void on_result(lt_req *r, int status, uint64_t retry_after_ns)
         t->st.r503++;
     else if (status < 200 || status > 299)
         t->st.errors++;
+    series_note(t, status == 429                    ? S_429
+                   : status == 503                  ? S_503
+                   : status >= 200 && status <= 299 ? S_OK
+                                                    : S_ERR);
     if (status == 401)
         t->st.r401++;
     bool ok = status >= 200 && status <= 299;
@@ -802,6 +853,7 @@ static void dispatch(lt_req *r)
     }
     if (t->n_pending >= MAX_PENDING) {
         t->st.errors++;
+        series_note(t, S_ERR);
         finish(r, OUT_FAILED);
         return;
     }
@@ -929,6 +981,7 @@ static void on_tick(uv_timer_t *h)
                 t->pending_tail = NULL;
             t->n_pending--;
             t->st.errors++;
+            series_note(t, S_ERR);
             finish(r, OUT_DEADLINE);
         }
     }
@@ -1051,6 +1104,261 @@ static int print_json(lt_run *run, double secs)
     printf("%s\n", txt);
     free(txt);
     return 0;
+}
+
+/* ---- --html ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void html_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        default:
+            fputc(*s, f);
+        }
+    }
+}
+
+/* A round number at or above v, for a chart's top. */
+static double nice_top(double v)
+{
+    if (!(v > 0))
+        return 1;
+    double mag = pow(10, floor(log10(v)));
+    for (int i = 0; i < 4; i++) {
+        static const double steps[] = {1, 2, 5, 10};
+        if (v <= steps[i] * mag)
+            return steps[i] * mag;
+    }
+    return 10 * mag;
+}
+
+#define CW 640 /* chart width and height in px, plot area inside margins */
+#define CH 200
+#define ML 56
+#define MR 12
+#define MT 12
+#define MB 28
+
+/* Axes, grid lines and labels of a chart from 0 to top over secs seconds. */
+static void chart_frame(FILE *f, double top, size_t secs, const char *unit)
+{
+    double pw = CW - ML - MR, ph = CH - MT - MB;
+    for (int i = 0; i <= 4; i++) {
+        double y = MT + ph - ph * i / 4;
+        fprintf(f,
+                "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"grid\"/>"
+                "<text x=\"%d\" y=\"%.1f\" class=\"ylab\">%g</text>\n",
+                ML, y, CW - MR, y, ML - 4, y + 4, top * i / 4);
+    }
+    size_t step = secs <= 15 ? 1 : secs <= 40 ? 5 : secs <= 120 ? 10 : 60;
+    for (size_t s = 0; s <= secs; s += step)
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"xlab\">%zus</text>\n",
+                ML + pw * (double)s / (double)secs, CH - 8, s);
+    fprintf(f, "<text x=\"4\" y=\"%d\" class=\"unit\">%s</text>\n", MT + 4, unit);
+}
+
+/* p50 and p99 of each second's successes, NAN where a second had none. */
+static void latency_series(lt_stats *s, size_t n_secs, double *p50, double *p99)
+{
+    for (size_t i = 0; i < n_secs; i++)
+        p50[i] = p99[i] = NAN;
+    qsort(s->lat_at, s->n_lat_at, sizeof *s->lat_at, cmp_u64);
+    for (size_t a = 0, b; a < s->n_lat_at; a = b) {
+        size_t sec = (size_t)(s->lat_at[a] >> 32);
+        for (b = a; b < s->n_lat_at && (size_t)(s->lat_at[b] >> 32) == sec; b++)
+            ;
+        size_t n = b - a;
+        size_t k50 = (size_t)ceil(0.5 * (double)n), k99 = (size_t)ceil(0.99 * (double)n);
+        p50[sec] = (double)(uint32_t)s->lat_at[a + (k50 ? k50 : 1) - 1] / 1000.0;
+        p99[sec] = (double)(uint32_t)s->lat_at[a + (k99 ? k99 : 1) - 1] / 1000.0;
+    }
+}
+
+static void polyline(FILE *f, const double *v, size_t n, double top, const char *cls)
+{
+    double pw = CW - ML - MR, ph = CH - MT - MB;
+    bool open = false;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(v[i])) {
+            if (open)
+                fputs("\"/>\n", f);
+            open = false;
+            continue;
+        }
+        double y = v[i] > top ? top : v[i];
+        if (!open)
+            fprintf(f, "<polyline class=\"%s\" points=\"", cls);
+        open = true;
+        fprintf(f, "%.1f,%.1f ", ML + pw * ((double)i + 0.5) / (double)n, MT + ph - ph * y / top);
+    }
+    if (open)
+        fputs("\"/>\n", f);
+}
+
+static const char *const kind_class[S_KINDS] = {"ok", "r429", "r503", "err", "drop"};
+static const char *const kind_label[S_KINDS] = {"ok", "429 rate-limited", "503 shed", "errors",
+                                                "dropped locally"};
+
+/* Writes the report of run as one self-contained HTML page to f: the
+ * summary table, then per tenant latency (p50, p99 per second) and
+ * outcomes (stacked per second) as inline SVG. Sorts each tenant's
+ * lat_at. 0 on success, -1 on a write error or out of memory. */
+static int write_html(FILE *f, lt_run *run, double secs, const char *target)
+{
+    size_t n_secs = (size_t)ceil(secs);
+    if (n_secs < 1)
+        n_secs = 1;
+    if (n_secs > run->n_secs)
+        n_secs = run->n_secs;
+    double *p50 = malloc(n_secs * sizeof *p50), *p99 = malloc(n_secs * sizeof *p99);
+    if (!p50 || !p99) {
+        free(p50);
+        free(p99);
+        return -1;
+    }
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>", f);
+    fputs("tenantctl loadtest</title>\n<style>\n"
+          "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}\n"
+          "table{border-collapse:collapse}td,th{padding:3px 8px;border-bottom:1px solid #ddd;"
+          "text-align:right}td:first-child,th:first-child{text-align:left}\n"
+          ".yes{color:#1a7f37;font-weight:bold}.no{color:#cf222e;font-weight:bold}\n"
+          ".tenant{display:flex;flex-wrap:wrap;gap:16px}svg{background:#fafafa;"
+          "border:1px solid #eee}\n"
+          ".grid{stroke:#ddd}.ylab{font-size:11px;text-anchor:end;fill:#555}"
+          ".xlab{font-size:11px;text-anchor:middle;fill:#555}.unit{font-size:11px;fill:#555}\n"
+          ".p50{fill:none;stroke:#0969da;stroke-width:2}.p99{fill:none;stroke:#cf222e;"
+          "stroke-width:2}.slo{stroke:#cf222e;stroke-dasharray:6 4;opacity:.6}\n"
+          ".ok{fill:#2da44e}.r429{fill:#fb8500}.r503{fill:#8250df}.err{fill:#cf222e}"
+          ".drop{fill:#8c959f}\n"
+          ".key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}\n"
+          "</style></head><body>\n<h1>tenantctl loadtest</h1>\n<p>Target ",
+          f);
+    html_text(f, target);
+    fprintf(f,
+            "; %.1f s. Latency of successful requests, from their scheduled arrival "
+            "(open loop: a slow answer does not hide load). Outcomes are attempts, retries "
+            "included, by the second their answer came.</p>\n",
+            secs);
+    fputs("<table><tr><th>tenant</th><th>client</th><th>offered</th><th>sent</th><th>ok</th>"
+          "<th>429</th><th>503</th><th>errors</th><th>dropped</th><th>retries</th>"
+          "<th>success</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>p99.9 ms</th>"
+          "<th>SLO</th></tr>\n",
+          f);
+    for (size_t i = 0; i < run->n; i++) {
+        lt_tenant *t = &run->t[i];
+        lt_stats *s = &t->st;
+        char p[4][16];
+        fmt_ms(p[0], sizeof p[0], pct_ms(s, 0.5));
+        fmt_ms(p[1], sizeof p[1], pct_ms(s, 0.95));
+        fmt_ms(p[2], sizeof p[2], pct_ms(s, 0.99));
+        fmt_ms(p[3], sizeof p[3], pct_ms(s, 0.999));
+        int met = slo_met(t);
+        fputs("<tr><td>", f);
+        html_text(f, t->spec->name);
+        fprintf(f,
+                "</td><td>%s</td><td>%llu</td><td>%llu</td><td>%llu</td><td>%llu</td>"
+                "<td>%llu</td><td>%llu</td><td>%llu</td><td>%llu</td><td>%.3f%%</td>"
+                "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td></tr>\n",
+                t->spec->abusive ? "abusive" : "wellBehaved", (unsigned long long)s->requests,
+                (unsigned long long)s->sent, (unsigned long long)s->ok, (unsigned long long)s->r429,
+                (unsigned long long)s->r503, (unsigned long long)s->errors,
+                (unsigned long long)s->dropped, (unsigned long long)s->retries,
+                100 * success_ratio(s), p[0], p[1], p[2], p[3],
+                met < 0 ? ""
+                : met   ? "yes"
+                        : "no",
+                met < 0 ? "-"
+                : met   ? "met"
+                        : "missed");
+    }
+    fputs("</table>\n<p class=\"key\">Latency: <span style=\"background:#0969da\"></span>p50"
+          "<span style=\"background:#cf222e\"></span>p99 (dashed: the SLO's p99). Outcomes:",
+          f);
+    static const char *const colour[S_KINDS] = {"#2da44e", "#fb8500", "#8250df", "#cf222e",
+                                                "#8c959f"};
+    for (int k = 0; k < S_KINDS; k++)
+        fprintf(f, "<span style=\"background:%s\"></span>%s", colour[k], kind_label[k]);
+    fputs("</p>\n", f);
+
+    double pw = CW - ML - MR, ph = CH - MT - MB;
+    for (size_t i = 0; i < run->n; i++) {
+        lt_tenant *t = &run->t[i];
+        lt_stats *s = &t->st;
+        latency_series(s, n_secs, p50, p99);
+        double max = 0;
+        for (size_t k = 0; k < n_secs; k++)
+            if (!isnan(p99[k]) && p99[k] > max)
+                max = p99[k];
+        double slo_ms = t->spec->slo_p99_ns ? (double)t->spec->slo_p99_ns / 1e6 : 0;
+        double top = nice_top((slo_ms > max ? slo_ms : max) * 1.05);
+        fputs("<h2>", f);
+        html_text(f, t->spec->name);
+        fprintf(f, " <small>(%s, %.0f requests/s offered)</small></h2>\n<div class=\"tenant\">\n",
+                t->spec->abusive ? "abusive" : "wellBehaved", t->spec->rate);
+        fprintf(f,
+                "<svg width=\"%d\" height=\"%d\" role=\"img\"><title>latency per second</title>\n",
+                CW, CH);
+        chart_frame(f, top, n_secs, "ms");
+        if (slo_ms > 0)
+            fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"slo\"/>\n", ML,
+                    MT + ph - ph * slo_ms / top, CW - MR, MT + ph - ph * slo_ms / top);
+        polyline(f, p50, n_secs, top, "p50");
+        polyline(f, p99, n_secs, top, "p99");
+        fputs("</svg>\n", f);
+
+        double most = 0;
+        for (size_t k = 0; k < n_secs; k++) {
+            double sum = 0;
+            for (int j = 0; j < S_KINDS; j++)
+                sum += s->per_sec[k][j];
+            if (sum > most)
+                most = sum;
+        }
+        top = nice_top(most);
+        fprintf(f,
+                "<svg width=\"%d\" height=\"%d\" role=\"img\"><title>outcomes per second</title>\n",
+                CW, CH);
+        chart_frame(f, top, n_secs, "/s");
+        double bw = pw / (double)n_secs;
+        for (size_t k = 0; k < n_secs; k++) {
+            double y = MT + ph;
+            for (int j = 0; j < S_KINDS; j++) {
+                uint32_t v = s->per_sec[k][j];
+                if (!v)
+                    continue;
+                double h = ph * v / top;
+                y -= h;
+                fprintf(f,
+                        "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
+                        "<title>%zus: %u %s</title></rect>\n",
+                        kind_class[j], ML + bw * (double)k + 1, y, bw > 3 ? bw - 2 : bw, h, k, v,
+                        kind_label[j]);
+            }
+        }
+        fputs("</svg>\n</div>\n", f);
+    }
+    fputs("</body></html>\n", f);
+    free(p50);
+    free(p99);
+    return ferror(f) ? -1 : 0;
 }
 
 /* ---- the target ---- */
@@ -1185,29 +1493,35 @@ static td_status build_wire(lt_tenant *t, const char *hostport)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tenantctl loadtest --scenario FILE|abusive [--target URL] [--duration D]\n"
-               "                          [--format table|json] [--timeout D] [--seed N] [-q]\n\n"
-               "Open-loop load test of tenantd's gateway: per tenant of the LoadScenario,\n"
-               "Poisson arrivals at its rate of POST /v1/chat/completions (a prompt of\n"
-               "promptTokens*4 characters, max_tokens, X-Criticality drawn from its mix,\n"
-               "Authorization: Bearer KEY) over keep-alive connections. wellBehaved tenants\n"
-               "use the client library (adaptive throttling, retry budget, jittered backoff\n"
-               "honouring Retry-After); abusive ones retry every 429/503 at once.\n\n"
-               "  -s, --scenario FILE  a LoadScenario (YAML); \"abusive\" is the built-in one:\n"
-               "                       team-a, team-b, team-c (keys key-a, key-b, key-c) at 20\n"
-               "                       requests/s and abuser (key-abuser) at 100 requests/s,\n"
-               "                       as in examples/scenarios/abusive.yaml\n"
-               "  -t, --target URL     the gateway, http://127.0.0.1:PORT (loopback only);\n"
-               "                       overrides spec.target\n"
-               "  -d, --duration D     how long arrivals go on (\"8s\" or seconds); overrides\n"
-               "                       spec.duration; then up to 3 s to drain\n"
-               "  -f, --format FMT     table (default) or json; --json is short for json\n"
-               "      --timeout D      deadline of each request, retries included (default 10s)\n"
-               "      --seed N         seed of arrivals, criticality draws and jitter (default 1)\n"
-               "  -q, --quiet          no progress line on stderr\n\n"
-               "Latencies are of successful requests, from their scheduled arrival.\n"
-               "exit status: 0 every wellBehaved tenant met its SLO, 1 one did not,\n"
-               "2 bad input, 3 the target is not reachable\n");
+    fprintf(
+        f,
+        "usage: tenantctl loadtest --scenario FILE|abusive [--target URL] [--duration D]\n"
+        "                          [--format table|json] [--html FILE] [--timeout D] [--seed N]\n"
+        "                          [-q]\n\n"
+        "Open-loop load test of tenantd's gateway: per tenant of the LoadScenario,\n"
+        "Poisson arrivals at its rate of POST /v1/chat/completions (a prompt of\n"
+        "promptTokens*4 characters, max_tokens, X-Criticality drawn from its mix,\n"
+        "Authorization: Bearer KEY) over keep-alive connections. wellBehaved tenants\n"
+        "use the client library (adaptive throttling, retry budget, jittered backoff\n"
+        "honouring Retry-After); abusive ones retry every 429/503 at once.\n\n"
+        "  -s, --scenario FILE  a LoadScenario (YAML); \"abusive\" is the built-in one:\n"
+        "                       team-a, team-b, team-c (keys key-a, key-b, key-c) at 20\n"
+        "                       requests/s and abuser (key-abuser) at 100 requests/s,\n"
+        "                       as in examples/scenarios/abusive.yaml\n"
+        "  -t, --target URL     the gateway, http://127.0.0.1:PORT (loopback only);\n"
+        "                       overrides spec.target\n"
+        "  -d, --duration D     how long arrivals go on (\"8s\" or seconds); overrides\n"
+        "                       spec.duration; then up to 3 s to drain\n"
+        "  -f, --format FMT     table (default) or json; --json is short for json\n"
+        "      --html FILE      also write a self-contained HTML report: the table,\n"
+        "                       and per tenant p50/p99 latency and outcomes (ok, 429,\n"
+        "                       503, errors, local drops) per second as SVG charts\n"
+        "      --timeout D      deadline of each request, retries included (default 10s)\n"
+        "      --seed N         seed of arrivals, criticality draws and jitter (default 1)\n"
+        "  -q, --quiet          no progress line on stderr\n\n"
+        "Latencies are of successful requests, from their scheduled arrival.\n"
+        "exit status: 0 every wellBehaved tenant met its SLO, 1 one did not,\n"
+        "2 bad input, 3 the target is not reachable\n");
 }
 
 static td_status parse_cli_duration(const char *s, uint64_t *out, td_err *err)
@@ -1229,13 +1543,20 @@ static td_status parse_cli_duration(const char *s, uint64_t *out, td_err *err)
 int td_cmd_loadtest(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"scenario", required_argument, NULL, 's'}, {"target", required_argument, NULL, 't'},
-        {"duration", required_argument, NULL, 'd'}, {"format", required_argument, NULL, 'f'},
-        {"json", no_argument, NULL, 'j'},           {"timeout", required_argument, NULL, 'T'},
-        {"seed", required_argument, NULL, 'S'},     {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"scenario", required_argument, NULL, 's'},
+        {"target", required_argument, NULL, 't'},
+        {"duration", required_argument, NULL, 'd'},
+        {"format", required_argument, NULL, 'f'},
+        {"json", no_argument, NULL, 'j'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"seed", required_argument, NULL, 'S'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"html", required_argument, NULL, 'H'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    const char *scen = NULL, *target = NULL, *dur = NULL, *format = "table", *tmo = NULL;
+    const char *scen = NULL, *target = NULL, *dur = NULL, *format = "table", *tmo = NULL,
+               *html = NULL;
     unsigned long long seed = 1;
     bool quiet = false;
     int opt;
@@ -1259,6 +1580,9 @@ int td_cmd_loadtest(int argc, char **argv)
             break;
         case 'T':
             tmo = optarg;
+            break;
+        case 'H':
+            html = optarg;
             break;
         case 'S': {
             char *end;
@@ -1343,6 +1667,17 @@ int td_cmd_loadtest(int argc, char **argv)
         scenario_free(&sc);
         return TD_EXIT_UNAVAILABLE;
     }
+    /* opened before the run, so that a bad path costs no load test */
+    FILE *html_f = NULL;
+    if (html && !(html_f = fopen(html, "w"))) {
+        fprintf(stderr, "tenantctl loadtest: --html %s: %s\n", html, strerror(errno));
+        scenario_free(&sc);
+        return TD_EXIT_USAGE;
+    }
+    if (html_f) {
+        uint64_t secs = (duration_ns + DRAIN_GRACE + SEC - 1) / SEC + 2;
+        run.n_secs = secs > MAX_SERIES_SECS ? MAX_SERIES_SECS : (size_t)secs;
+    }
 
     signal(SIGPIPE, SIG_IGN);
     http_parser_settings_init(&parser_settings);
@@ -1368,7 +1703,9 @@ int td_cmd_loadtest(int argc, char **argv)
         t->spec = &sc.t[i];
         t->rng = seed * 0x100000001b3ull + i * 0x9e3779b97f4a7c15ull + 1;
         t->slots = calloc((size_t)t->spec->connections, sizeof *t->slots);
-        if (!t->slots || build_wire(t, hostport) != TD_OK) {
+        if (run.n_secs)
+            t->st.per_sec = calloc(run.n_secs, sizeof *t->st.per_sec);
+        if (!t->slots || (run.n_secs && !t->st.per_sec) || build_wire(t, hostport) != TD_OK) {
             fprintf(stderr, "tenantctl loadtest: out of memory\n");
             goto out;
         }
@@ -1408,6 +1745,14 @@ int td_cmd_loadtest(int argc, char **argv)
     else
         print_table(&run, secs);
     rc = TD_EXIT_OK;
+    if (html_f) {
+        int w = write_html(html_f, &run, secs, target);
+        if (fclose(html_f) != 0 || w != 0) {
+            fprintf(stderr, "tenantctl loadtest: --html %s: cannot write the report\n", html);
+            rc = TD_EXIT_USAGE;
+        }
+        html_f = NULL;
+    }
     for (size_t i = 0; i < sc.n; i++) {
         lt_tenant *t = &run.t[i];
         if (t->st.r401)
@@ -1419,6 +1764,8 @@ int td_cmd_loadtest(int argc, char **argv)
             rc = TD_EXIT_DENIED;
     }
 out:
+    if (html_f)
+        fclose(html_f);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     if (run.t) {
@@ -1427,6 +1774,8 @@ out:
             td_client_destroy(t->client);
             free(t->slots);
             free(t->st.lat_us);
+            free(t->st.per_sec);
+            free(t->st.lat_at);
             for (int c = 0; c < TD_CRIT_COUNT; c++)
                 free(t->wire[c]);
         }

@@ -4,7 +4,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build build-asan build-fuzz test test-fast demo fuzz fuzz-replay clean format
+.PHONY: all deps build build-asan build-fuzz test test-fast demo fuzz fuzz-replay clean format bench
 
 all: build
 
@@ -41,6 +41,12 @@ build-fuzz: deps
 # FUZZ_SECONDS per target (default 60).
 fuzz: build-fuzz
 	@bash scripts/fuzz.sh build-fuzz $(or $(FUZZ_SECONDS),60)
+
+# Every performance claim side by side with its peer (docs/benchmarks.md);
+# QUICK=1 for a short run. Uses its own Release build dir.
+BENCH_BUILD ?= build-bench
+bench: deps
+	@QUICK=$(QUICK) bash scripts/bench.sh $(BENCH_BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

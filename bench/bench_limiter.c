@@ -9,7 +9,9 @@
  * Build and run (from the repository root):
  *   cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude bench/bench_limiter.c \
  *      src/core/limiter.c -lpthread -lm -o /tmp/bench_limiter && /tmp/bench_limiter
- * Add -DTD_LIMITER_SLOT_ALIGN=64 to measure one cache line per slot. */
+ * Add -DTD_LIMITER_SLOT_ALIGN=64 to measure one cache line per slot.
+ * Usage: bench_limiter [CALLS_PER_THREAD]; the last line is the same as
+ * JSON, prefixed "JSON " (scripts/bench.sh collects it). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,7 +20,7 @@
 
 #include "tenantd/limiter.h"
 
-#define OPS_PER_THREAD 20000000u
+static uint32_t OPS_PER_THREAD = 20000000u; /* argv[1] overrides */
 #define IDX_LEN        (1u << 20) /* pre-generated slots per thread, cycled */
 #define REPEATS        3          /* best of */
 #define RATE           1e6        /* units per second */
@@ -147,8 +149,12 @@ static double measure(int naive, size_t tenants, int threads, uint32_t *const *i
     return best;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && atol(argv[1]) > 0)
+        OPS_PER_THREAD = (uint32_t)atol(argv[1]);
+    char json[4096];
+    size_t jn = (size_t)snprintf(json, sizeof json, "JSON [");
     static const size_t sizes[] = {1000, 100000, 1000000};
     static const char *const labels[] = {"1k", "100k", "1M"};
     uint32_t *idx[2];
@@ -177,9 +183,17 @@ int main(void)
             double n = measure(1, sizes[s], threads, idx, &pct_n);
             printf("%-8s %-7d %12.1f %14.1f %7.1fx %12.1f\n", labels[s], threads, g, n, n / g,
                    pct_g);
+            if (jn < sizeof json)
+                jn += (size_t)snprintf(json + jn, sizeof json - jn,
+                                       "%s{\"tenants\": \"%s\", \"threads\": %d, "
+                                       "\"gcra_ns\": %.2f, \"mutex_ns\": %.2f, "
+                                       "\"ratio\": %.2f, \"admitted_pct\": %.1f}",
+                                       jn > 6 ? ", " : "", labels[s], threads, g, n, n / g,
+                                       pct_g);
             fflush(stdout);
         }
     }
+    printf("%s]\n", json);
     free(idx[0]);
     free(idx[1]);
     return 0;

@@ -46,17 +46,24 @@ static void reply_text(td_http_response *resp, int status, const char *text)
     resp->body_len = resp->body ? strlen(resp->body) : 0;
 }
 
-static void reply_json(td_http_response *resp, int status, json_t *j)
+/* Takes over j. The control API answers people (indented); the webhook
+ * answers kube-apiserver, thousands of times a second (compact). */
+static void reply_json_flags(td_http_response *resp, int status, json_t *j, size_t flags)
 {
     resp->status = status;
     resp->content_type = "application/json";
-    resp->body = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    resp->body = j ? json_dumps(j, flags | JSON_PRESERVE_ORDER) : NULL;
     if (!resp->body) {
         reply_text(resp, 500, "out of memory\n");
         return;
     }
     resp->body_len = strlen(resp->body);
     json_decref(j);
+}
+
+static void reply_json(td_http_response *resp, int status, json_t *j)
+{
+    reply_json_flags(resp, status, j, JSON_INDENT(2));
 }
 
 static void reply_error(td_http_response *resp, int status, const char *msg)
@@ -88,7 +95,7 @@ static void handle_review(td_control *c, const td_http_request *req, td_http_res
         reply_text(resp, 500, "out of memory\n");
         return;
     }
-    reply_json(resp, 200, out);
+    reply_json_flags(resp, 200, out, JSON_COMPACT);
 }
 
 /* Decodes %XX and '+' in place. */

@@ -112,7 +112,7 @@ static td_status tls_flush(link_t *l, td_err *err)
 static td_status tls_pull(link_t *l, const char *during, int *eof, td_err *err)
 {
     char buf[16 * 1024];
-    size_t got;
+    size_t got = 0;
     td_status st = recv_raw(l, buf, sizeof buf, &got, err);
     if (st != TD_OK)
         return st;

@@ -64,18 +64,70 @@ static const char *reason(int status)
     return r && r[0] != '<' ? r : "Error";
 }
 
+/* Decimal digits of v into dst (at least 20 bytes); returns the length. */
+static size_t fmt_u64(char *dst, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* Copies n bytes of s to dst, returning dst past them; the caller sized
+ * dst. */
+static char *put(char *dst, const char *s, size_t n)
+{
+    memcpy(dst, s, n);
+    return dst + n;
+}
+#define PUT_LIT(d, lit) put((d), (lit), sizeof(lit) - 1)
+
+/* The reject path answers many times faster than it proxies, so the head
+ * is built with memcpy rather than a format string (vfprintf was the top
+ * user-space symbol of a rejected request in perf). Same bytes as the
+ * "HTTP/1.1 %d %s\r\n%s%s%sContent-Type: ...%zu\r\n%s%s\r\n" it replaces. */
 void px_respond(px_conn *c, int status, const char *extra, const char *body)
 {
     px_req *r = &c->rq;
     int keep = r->keep_alive && !c->stop;
     size_t blen = strlen(body);
     const char *date = px_date(c->w);
-    td_status st = td__buf_printf(
-        &c->out,
-        "HTTP/1.1 %d %s\r\n%s%s%sContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s\r\n",
-        status, reason(status), date[0] ? "Date: " : "", date, date[0] ? "\r\n" : "", blen,
-        keep ? (r->http_minor == 0 ? "Connection: keep-alive\r\n" : "") : "Connection: close\r\n",
-        extra ? extra : "");
+    const char *why = reason(status);
+    const char *conn =
+        keep ? (r->http_minor == 0 ? "Connection: keep-alive\r\n" : "") : "Connection: close\r\n";
+    size_t wlen = strlen(why), dlen = strlen(date), clen = strlen(conn);
+    size_t elen = extra ? strlen(extra) : 0;
+    /* fixed parts: 9 + 3 + 1 + 2 + 8 (Date) + 2 + 32 (Content-Type) + 16 + 20 + 2 + 2 */
+    size_t need = 128 + wlen + dlen + clen + elen;
+    char small[512], *head = need <= sizeof small ? small : malloc(need);
+    td_status st = TD_ENOMEM;
+    if (head) {
+        char *d = PUT_LIT(head, "HTTP/1.1 ");
+        d += fmt_u64(d, (uint64_t)(status < 0 ? 0 : status));
+        *d++ = ' ';
+        d = put(d, why, wlen);
+        d = PUT_LIT(d, "\r\n");
+        if (dlen) {
+            d = PUT_LIT(d, "Date: ");
+            d = put(d, date, dlen);
+            d = PUT_LIT(d, "\r\n");
+        }
+        d = PUT_LIT(d, "Content-Type: application/json\r\nContent-Length: ");
+        d += fmt_u64(d, blen);
+        d = PUT_LIT(d, "\r\n");
+        d = put(d, conn, clen);
+        if (elen)
+            d = put(d, extra, elen);
+        d = PUT_LIT(d, "\r\n");
+        st = td__buf_append(&c->out, head, (size_t)(d - head));
+        if (head != small)
+            free(head);
+    }
     if (st == TD_OK && r->method != HTTP_HEAD)
         st = td__buf_append(&c->out, body, blen);
     if (!keep || st != TD_OK)
@@ -138,11 +190,25 @@ static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns)
     uint64_t secs = (retry_ns + 999999999) / 1000000000;
     if (secs < 1)
         secs = 1;
-    char body[300], esc[200], extra[64];
+    /* {"error":"E","tenant":"T","retry_after_ms":N} and Retry-After: S,
+     * without snprintf (see px_respond). error is one of our short names. */
+    char body[340], esc[200], extra[64]; /* 11 + 40 + 12 + 199 + 19 + 20 + 2 */
     json_escape(esc, sizeof esc, c->rq.tenant->name);
-    snprintf(body, sizeof body, "{\"error\":\"%s\",\"tenant\":\"%s\",\"retry_after_ms\":%llu}",
-             error, esc, (unsigned long long)ms);
-    snprintf(extra, sizeof extra, "Retry-After: %llu\r\n", (unsigned long long)secs);
+    size_t elen = strlen(error), tlen = strlen(esc);
+    if (elen > 40)
+        elen = 40;
+    char *d = PUT_LIT(body, "{\"error\":\"");
+    d = put(d, error, elen);
+    d = PUT_LIT(d, "\",\"tenant\":\"");
+    d = put(d, esc, tlen);
+    d = PUT_LIT(d, "\",\"retry_after_ms\":");
+    d += fmt_u64(d, ms);
+    d = PUT_LIT(d, "}");
+    *d = '\0';
+    d = PUT_LIT(extra, "Retry-After: ");
+    d += fmt_u64(d, secs);
+    d = PUT_LIT(d, "\r\n");
+    *d = '\0';
     px_respond(c, 429, extra, body);
 }
 

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""report.py - turns scripts/bench.sh's raw records into the printed tables,
+bench/results/latest.json and docs/benchmarks.md. Every figure is the median
+of the runs, with min and max; every ratio is tenantd against the peer
+measured in the same run."""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+ap = argparse.ArgumentParser()
+for a in ("records", "limiter", "shared", "machine", "versions", "json", "doc", "pinning"):
+    ap.add_argument("--" + a, default="")
+for a in ("quick", "reps", "dur", "conns", "abuse-rate"):
+    ap.add_argument("--" + a, type=int, default=0)
+o = ap.parse_args()
+
+failures = []
+
+
+def stat(vals):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    return {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
+
+
+# ---- gateway and webhook records ----
+runs = {}
+for line in open(o.records):
+    f = line.split()
+    key = tuple(f[:4])
+    if len(f) < 12:
+        failures.append("%s: run %s produced no result" % ("/".join(f[:4]), f[4] if len(f) > 4 else "?"))
+        continue
+    req, dur, non2xx, errs, p50, p99, p999 = (int(x) for x in f[5:12])
+    runs.setdefault(key, []).append({
+        "rps": req / (dur / 1e6), "p50_ms": p50 / 1000, "p99_ms": p99 / 1000,
+        "p999_ms": p999 / 1000, "non2xx_pct": 100.0 * non2xx / max(req, 1),
+        "socket_errors": errs,
+        "cpu_us_per_req": float(f[12]) if len(f) > 12 and float(f[12]) >= 0 else None})
+
+
+def agg(kind, system, phase, role):
+    rs = runs.get((kind, system, phase, role), [])
+    if not rs:
+        return None
+    return {k: stat([r[k] for r in rs]) for k in rs[0]}
+
+
+def cpu(a):
+    v = med(a, "cpu_us_per_req")
+    return "%.1f" % v if v else "n/a"
+
+
+def med(a, k):
+    return a[k]["median"] if a and a.get(k) else None
+
+
+def fmt_rng(s, spec="%.0f"):
+    if not s:
+        return "n/a"
+    return (spec + " [" + spec + "-" + spec + "]") % (s["median"], s["min"], s["max"])
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def rfmt(x):
+    return "%.2fx" % x if x else "n/a"
+
+
+lines = []  # markdown
+
+
+def table(title, head, rows, note=""):
+    print("\n" + title)
+    widths = [max(len(str(r[i])) for r in [head] + rows) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+    if note:
+        print("  " + note)
+    lines.append("### " + title + "\n")
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    for r in rows:
+        lines.append("| " + " | ".join(str(c) for c in r) + " |")
+    if note:
+        lines.append("\n" + note)
+    lines.append("")
+
+
+result = {"generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": o.machine,
+          "versions": o.versions, "quick": bool(o.quick), "reps": o.reps, "duration_s": o.dur,
+          "connections": o.conns, "pinning": o.pinning}
+
+systems = ["tenantd", "nginx", "haproxy"]
+gw = {s: {p: agg("gateway", s, *p.split("/")) for p in ("A/all", "B/others", "B/abuser", "R/abuser")}
+      for s in systems}
+direct = agg("gateway", "direct", "A", "all")
+result["gateway"] = {"direct_A": direct, **gw}
+td = gw["tenantd"]
+
+rows = []
+for s in systems:
+    a = gw[s]["A/all"]
+    if not a:
+        rows.append([s] + ["n/a"] * 7)
+        continue
+    rows.append([s, fmt_rng(a["rps"]), "%.2f" % med(a, "p50_ms"), "%.2f" % med(a, "p99_ms"),
+                 "%.2f" % med(a, "p999_ms"), "%.1f" % med(a, "non2xx_pct"), cpu(a),
+                 "-" if s == "tenantd" else "%s / %s / %s" % (
+                     rfmt(ratio(med(td["A/all"], "rps"), med(a, "rps"))),
+                     rfmt(ratio(med(td["A/all"], "p99_ms"), med(a, "p99_ms"))),
+                     rfmt(ratio(med(a, "cpu_us_per_req"), med(td["A/all"], "cpu_us_per_req"))))])
+if direct:
+    rows.append(["(simmodel direct)", fmt_rng(direct["rps"]), "%.2f" % med(direct, "p50_ms"),
+                 "%.2f" % med(direct, "p99_ms"), "%.2f" % med(direct, "p999_ms"), "-",
+                 cpu(direct) + " (simmodel)", "-"])
+table("Gateway phase A: proxied path, limits on, nothing rejected",
+      ["system", "req/s median [min-max]", "p50 ms", "p99 ms", "p99.9 ms", "non-2xx %",
+       "proxy CPU us/req", "tenantd ratio: req/s / p99 / CPU efficiency"], rows,
+      "Ratios: tenantd's req/s over the peer's (higher is better) / tenantd's p99 over the peer's "
+      "(lower is better) / the peer's CPU per request over tenantd's (higher is better). "
+      "Target: >= 1.30x req/s and p99 ratio <= 1.00x vs nginx. The load generator, simmodel and "
+      "the proxy share 2 cores, so req/s is a whole-machine figure; proxy CPU per request "
+      "(utime + stime of the proxy's processes / requests) is the proxy's own cost.")
+
+rows = []
+for s in systems:
+    b, x = gw[s]["B/others"], gw[s]["B/abuser"]
+    if not b or not x:
+        rows.append([s] + ["n/a"] * 8)
+        continue
+    rows.append([s, fmt_rng(b["rps"]), "%.2f" % med(b, "p50_ms"), "%.2f" % med(b, "p99_ms"),
+                 "%.2f" % med(b, "p999_ms"), "%.2f" % med(b, "non2xx_pct"), cpu(b),
+                 "%.0f (%.1fx limit), %.1f%% rejected" % (
+                     med(x, "rps"), med(x, "rps") / o.abuse_rate, med(x, "non2xx_pct")),
+                 "-" if s == "tenantd" else "%s / %s" % (
+                     rfmt(ratio(med(td["B/others"], "rps"), med(b, "rps"))),
+                     rfmt(ratio(med(td["B/others"], "p99_ms"), med(b, "p99_ms"))))])
+table("Gateway phase B: one tenant at ~10x its limit (%d/s) while the others run" % o.abuse_rate,
+      ["system", "others req/s", "others p50 ms", "others p99 ms", "others p99.9 ms",
+       "others non-2xx %", "proxy CPU us/req (all)", "abuser offered req/s, rejected",
+       "tenantd ratio: req/s / p99"], rows)
+
+rows = []
+for s in systems:
+    r, a = gw[s]["R/abuser"], gw[s]["A/all"]
+    if not r or not a:
+        rows.append([s] + ["n/a"] * 8)
+        continue
+    rows.append([s, fmt_rng(r["rps"]), "%.2f" % med(r, "p50_ms"), "%.2f" % med(r, "p99_ms"),
+                 "%.1f" % med(r, "non2xx_pct"), cpu(r), rfmt(ratio(med(r, "rps"), med(a, "rps"))),
+                 rfmt(ratio(med(a, "cpu_us_per_req"), med(r, "cpu_us_per_req"))),
+                 "-" if s == "tenantd" else "%s / %s" % (
+                     rfmt(ratio(med(td["R/abuser"], "rps"), med(r, "rps"))),
+                     rfmt(ratio(med(r, "cpu_us_per_req"), med(td["R/abuser"], "cpu_us_per_req"))))])
+table("Gateway reject path: every request over its tenant's limit (closed loop)",
+      ["system", "rejects/s median [min-max]", "p50 ms", "p99 ms", "rejected %",
+       "proxy CPU us/req", "reject / proxied req/s", "proxied / reject CPU per req",
+       "tenantd ratio: req/s / CPU efficiency"], rows,
+      "Target: reject path >= 5x the proxied path. With wrk on one core the reject req/s is "
+      "bounded by the load generator; the CPU ratio (a proxied request's proxy CPU over a "
+      "rejected one's) is the proxy's own reject capacity relative to its proxied capacity.")
+
+# ---- limiter ----
+try:
+    lim = json.load(open(o.limiter))
+except (OSError, ValueError):
+    lim = None
+    failures.append("limiter benchmark produced no result")
+result["limiter"] = lim
+if lim:
+    table("Limiter: ns per decision (GCRA, one CAS) vs mutex token bucket",
+          ["tenants", "threads", "tenantd ns", "mutex token bucket ns", "tenantd speed-up",
+           "admitted %"],
+          [[r["tenants"], r["threads"], "%.1f" % r["gcra_ns"], "%.1f" % r["mutex_ns"],
+            "%.2fx" % r["ratio"], "%.1f" % r["admitted_pct"]] for r in lim],
+          "Best of 3 per cell; target <= 50 ns at 100k tenants.")
+
+# ---- shared ----
+sh = []
+try:
+    sh = [json.loads(l) for l in open(o.shared) if l.strip()]
+except (OSError, ValueError):
+    pass
+if not sh:
+    failures.append("redis benchmark produced no result")
+else:
+    agg_sh = {}
+    for d in ("leased", "naive"):
+        agg_sh[d] = {k: stat([r[d][k] for r in sh]) for k in sh[0][d]}
+    result["shared"] = {"runs": sh, "summary": agg_sh}
+    L, N = agg_sh["leased"], agg_sh["naive"]
+    rows = []
+    for d, a in (("tenantd leased", L), ("naive INCR+EXPIRE per request", N)):
+        rows.append([d, fmt_rng(a["decisions_per_s"]), "%.0f" % a["enforce_admitted"]["median"],
+                     "%.0f" % a["enforce_allowed"]["median"],
+                     "%+.0f (%+.1f%%)" % (a["over_admission"]["median"],
+                                          a["over_admission_pct"]["median"]),
+                     "%+.1f%%" % a["over_admission_pct"]["max"]])
+    table("Shared limits on Redis: two replicas, one redis-server",
+          ["design", "decisions/s median [min-max]", "admitted", "allowed (B + R T)",
+           "over-admission median", "worst"], rows,
+          "tenantd/naive decisions/s: %s (target >= 10x). Enforce mode: R = %g/s, B = %g, %g s, "
+          "offered far above R by both replicas. tenantd's documented bound: B + R T + "
+          "replicas x chunk (chunk = 5%% of B = %g)." % (
+              rfmt(ratio(L["decisions_per_s"]["median"], N["decisions_per_s"]["median"])),
+              sh[0]["enforce_rate"], sh[0]["enforce_burst"], sh[0]["seconds"],
+              0.05 * sh[0]["enforce_burst"]))
+
+# ---- webhook ----
+wh = agg("webhook", "tenantd", "validate", "all")
+result["webhook"] = wh
+if wh:
+    table("Admission webhook: POST /validate (examples/pods/review.json), no peer: absolute figures",
+          ["system", "reviews/s median [min-max]", "p50 ms", "p99 ms", "p99.9 ms", "non-2xx %",
+           "tenantd CPU us/review"],
+          [["tenantd", fmt_rng(wh["rps"]), "%.2f" % med(wh, "p50_ms"), "%.2f" % med(wh, "p99_ms"),
+            "%.2f" % med(wh, "p999_ms"), "%.1f" % med(wh, "non2xx_pct"), cpu(wh)]],
+          "Absolute on %s; plain HTTP on loopback, wrk -t1 -c16, tenantd on cpu 0 and wrk on "
+          "cpu 1. Target: >= 20k reviews/s, p99 <= 1 ms." % o.machine)
+else:
+    failures.append("webhook benchmark produced no result")
+
+for s in systems:
+    for p, a in gw[s].items():
+        if not a:
+            failures.append("gateway %s %s produced no result" % (s, p))
+result["failures"] = failures
+
+with open(o.json, "w") as f:
+    json.dump(result, f, indent=2)
+    f.write("\n")
+
+doc = ["# Benchmarks", "",
+       "Generated by `make bench%s` on %s UTC. Regenerate with `make bench` (full, <= 10 min) or "
+       "`make bench QUICK=1` (<= 2 min); raw figures in `bench/results/latest.json`." % (
+           " QUICK=1" if o.quick else "", result["generated"]), "",
+       "Every figure is the median of %d runs with [min-max]; runs of the systems are interleaved; "
+       "warm-up (1 s of the same load per system per round) is excluded. Absolute numbers on a "
+       "shared 2-core machine are noisy: read the ratios, which compare systems measured in the "
+       "same run." % o.reps, "",
+       "## Machine", "", "- " + o.machine, "- " + o.versions,
+       "- CPU placement: " + (o.pinning or "none (fewer than 2 cpus or no taskset)"), "",
+       "## Commands", "",
+       "- load: `wrk -t1 -c%d -d%ds --timeout 5s -s bench/wrk_keys.lua` (POST /v1/completions, "
+       "`{\"prompt\":\"hello\",\"max_tokens\":1}`, `Authorization: Bearer` rotating over the keys)"
+       % (o.conns, o.dur),
+       "- upstream for all: `simmodel --slots 4096 --ms-per-token 0 --prefill-ms-per-token 0`",
+       "- tenantd: `tenantd --workers 1`; three tenants (key-a, key-b, key-c) at 1e8 req/s and an "
+       "abuser (key-x) at %d/s burst %d; Route cost model `requests`" % (o.abuse_rate, o.abuse_rate),
+       "- nginx: `worker_processes 1`; `limit_req_zone` per Authorization (two zones via `map`: "
+       "the abuser's at %d r/s burst %d nodelay, the others' at 1e8), `limit_req_status 429`, "
+       "`proxy_pass` to an upstream with `keepalive 64`, HTTP/1.1" % (o.abuse_rate, o.abuse_rate),
+       "- haproxy: `nbthread 1`; `stick-table type string ... store http_req_rate(1s)`, "
+       "`http-request track-sc0 req.hdr(Authorization)`, `deny deny_status 429` over the limit; "
+       "`http-reuse always`",
+       "- phase A: key-a/b/c, closed loop; phase B: key-b/c closed loop and, concurrently, the "
+       "abuser paced at ~10x its limit (`-c4`, 1 ms delay per request per connection); reject path: "
+       "key-x closed loop, `-c%d`" % o.conns,
+       "- limiter: `bench/bench_limiter.c`; Redis: `bench/bench_shared.c` (two td_shared "
+       "instances vs two connections doing pipelined INCR + EXPIRE per decision on a 1 s window "
+       "key), real `redis-server` on a free loopback port; webhook: tenantd with "
+       "`examples/platform.yaml`, wrk `-c16` POSTing `examples/pods/review.json` to the admin "
+       "listener's `/validate`", "",
+       "## Results", ""] + lines
+try:
+    doc += [open(__file__.rsplit("/", 1)[0] + "/notes.md").read()]
+except OSError:
+    pass
+if failures:
+    doc += ["## Failures", ""] + ["- " + f for f in failures] + [""]
+with open(o.doc, "w") as f:
+    f.write("\n".join(doc) + "\n")
+if failures:
+    print("\nFAILED: " + "; ".join(failures), file=sys.stderr)
+    sys.exit(1)

@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# bench.sh BUILD_DIR - `make bench`: every performance claim in DESIGN.md
+# measured side by side with its peer in one run on this machine, then
+# bench/results/latest.json and docs/benchmarks.md written from the figures.
+# QUICK=1 shortens every run (whole suite <= 2 min; full <= 10 min).
+# REPS (default 3) runs of each figure; the median is reported, min and max
+# shown. Runs of different systems are interleaved so machine noise lands
+# on all of them alike.
+#
+# CPU placement (2 cores): the proxy under test (tenantd / nginx / haproxy,
+# one worker each) on cpu 0, wrk on cpu 1, simmodel unpinned (it shares).
+set -euo pipefail
+BUILD=${1:-build-bench}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+QUICK=${QUICK:-0}
+REPS=${REPS:-3}
+if [ "$QUICK" = 1 ]; then DUR=${DUR:-2}; WARM=1; LIMOPS=2000000; RSECS=1; else
+    DUR=${DUR:-5}; WARM=1; LIMOPS=10000000; RSECS=3; fi
+CONNS=${CONNS:-32}
+NCPU=$(nproc)
+PIN_PROXY=""; PIN_WRK=""
+if command -v taskset >/dev/null && [ "$NCPU" -ge 2 ]; then
+    PIN_PROXY="taskset -c 0"; PIN_WRK="taskset -c 1"
+fi
+
+# ---- packages (idempotent) and the build ----
+bash scripts/install-deps.sh wrk haproxy redis-server python3 >/dev/null
+if ! command -v nginx >/dev/null; then
+    bash scripts/install-deps.sh nginx-light >/dev/null 2>&1 || bash scripts/install-deps.sh nginx >/dev/null
+fi
+for t in wrk nginx haproxy redis-server cc; do
+    command -v $t >/dev/null || { echo "bench: $t is missing and could not be installed" >&2; exit 1; }
+done
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j "$NCPU" --target tenantd simmodel tenantd_lib -- -s --no-print-directory ||
+    { echo "bench: the Release build failed" >&2; exit 1; }
+CFLAGS_B="-O2 -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude"
+cc $CFLAGS_B bench/bench_limiter.c src/core/limiter.c -lpthread -lm -o "$BUILD/bench_limiter"
+cc $CFLAGS_B bench/bench_shared.c "$BUILD/libtenantd_lib.a" -lhiredis -lpthread -lm -o "$BUILD/bench_shared"
+
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+REC="$TMP/records"
+: > "$REC"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "bench: nothing listens on port $1 ($2 failed to start)" >&2; return 1; }
+wait_file() { for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+
+# wrk NAME KEYS PORT SECS CONNS [DELAY_MS] -> "requests dur non2xx errs p50 p99 p999"
+wrk_run() {
+    local out="$TMP/wrk.$1.out"
+    WRK_KEYS=$2 WRK_DELAY_MS=${6:-0} $PIN_WRK wrk -t1 -c"$5" -d"$4s" --timeout 5s \
+        -s bench/wrk_keys.lua "http://127.0.0.1:$3${WRK_URL_PATH:-/v1/completions}" >"$out" 2>&1 || true
+    awk '/^RESULT/ {print $2, $3, $4, $5, $6, $7, $8}' "$out"
+}
+record() { echo "$*" >> "$REC"; }
+# CPU ticks (utime + stime, all threads) of the given processes.
+cpu_ticks() { local t=0 p; for p in "$@"; do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo $t; }
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+# proxy CPU microseconds per request: TICKS_BEFORE REQUESTS PIDS...
+cpu_per_req() { local t0=$1 n=$2; shift 2; local t1; t1=$(cpu_ticks "$@")
+    awk -v d=$((t1 - t0)) -v n="$n" -v u="$TICK_US" 'BEGIN { printf "%.2f", (n > 0 ? d * u / n : -1) }'; }
+
+MACHINE="$(nproc) cpus, $(lscpu | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2; exit}'), Linux $(uname -r)"
+echo "tenantd benchmarks  ($MACHINE)"
+echo "quick=$QUICK reps=$REPS duration=${DUR}s conns=$CONNS; proxy on cpu 0, wrk on cpu 1, simmodel unpinned"
+echo
+
+# ---- 1. gateway vs nginx and haproxy ----
+SIMPF="$TMP/sim.port"
+"$BUILD/simmodel" --listen 127.0.0.1:0 --port-file "$SIMPF" --slots 4096 --ms-per-token 0 \
+    --prefill-ms-per-token 0 --max-queue 100000 2>/dev/null &
+PIDS+=($!)
+SIM_PID=$!
+wait_file "$SIMPF"
+SIM=$(cat "$SIMPF")
+HIGH=100000000
+ABUSE_RATE=300
+sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
+: > "$TMP/td.yaml"
+for t in a b c; do cat >> "$TMP/td.yaml" <<Y
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: team-$t}
+spec:
+  apiKeys: [{sha256: "$(sha key-$t)"}]
+  gateway: {rate: {cost: $HIGH, per: 1s, burst: $HIGH}, concurrency: 100000}
+---
+Y
+done
+cat >> "$TMP/td.yaml" <<Y
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: abuser}
+spec:
+  apiKeys: [{sha256: "$(sha key-x)"}]
+  gateway: {rate: {cost: $ABUSE_RATE, per: 1s, burst: $ABUSE_RATE}, concurrency: 100000}
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: all}
+spec:
+  match: {pathPrefix: /}
+  upstream: {address: "127.0.0.1:$SIM", capacity: 4096, queue: 4096}
+  cost: {model: requests}
+Y
+TDP="$TMP/td.port"
+$PIN_PROXY "$BUILD/tenantd" --data "$TMP/tddata" --config "$TMP/td.yaml" --admin-listen 127.0.0.1:0 \
+    --listen 127.0.0.1:0 --listen-port-file "$TDP" --workers 1 2>"$TMP/tenantd.err" &
+PIDS+=($!)
+TD_PID=$!
+wait_file "$TDP"
+TD=$(cat "$TDP")
+
+NG=$(free_port)
+cat > "$TMP/nginx.conf" <<N
+worker_processes 1;
+daemon off;
+pid $TMP/nginx.pid;
+error_log $TMP/nginx.err warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  map \$http_authorization \$key_abuse { "Bearer key-x" \$http_authorization; default ""; }
+  map \$http_authorization \$key_norm  { "Bearer key-x" ""; default \$http_authorization; }
+  limit_req_zone \$key_norm  zone=norm:10m rate=${HIGH}r/s;
+  limit_req_zone \$key_abuse zone=abuse:1m rate=${ABUSE_RATE}r/s;
+  limit_req_status 429;
+  upstream up { server 127.0.0.1:$SIM; keepalive 64; }
+  server {
+    listen 127.0.0.1:$NG;
+    location / {
+      limit_req zone=norm burst=$HIGH nodelay;
+      limit_req zone=abuse burst=$ABUSE_RATE nodelay;
+      proxy_pass http://up;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+N
+$PIN_PROXY nginx -c "$TMP/nginx.conf" -p "$TMP" &
+PIDS+=($!)
+NG_PID=$!
+wait_port "$NG" nginx
+
+HA=$(free_port)
+cat > "$TMP/haproxy.cfg" <<H
+global
+  nbthread 1
+  maxconn 8000
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 30s
+  timeout server 30s
+frontend fe
+  bind 127.0.0.1:$HA
+  stick-table type string len 64 size 100k expire 30s store http_req_rate(1s)
+  http-request track-sc0 req.hdr(Authorization)
+  acl abuser req.hdr(Authorization) -m str "Bearer key-x"
+  http-request deny deny_status 429 if abuser { sc_http_req_rate(0) gt $ABUSE_RATE }
+  http-request deny deny_status 429 if { sc_http_req_rate(0) gt $HIGH }
+  default_backend be
+backend be
+  http-reuse always
+  server up 127.0.0.1:$SIM maxconn 4096
+H
+$PIN_PROXY haproxy -db -f "$TMP/haproxy.cfg" 2>"$TMP/haproxy.err" &
+PIDS+=($!)
+HA_PID=$!
+wait_port "$HA" haproxy || { cat "$TMP/haproxy.err" >&2; exit 1; }
+
+declare -A PORT=([direct]=$SIM [tenantd]=$TD [nginx]=$NG [haproxy]=$HA)
+NG_WORKERS=$(pgrep -P "$NG_PID" | tr '\n' ' ')
+declare -A PROC=([direct]=$SIM_PID [tenantd]=$TD_PID [nginx]="$NG_PID $NG_WORKERS" [haproxy]=$HA_PID)
+echo "gateway: tenantd :$TD, nginx :$NG, haproxy :$HA, simmodel :$SIM; $REPS x ${DUR}s per figure"
+# A measured run: record KIND SYS PHASE ROLE REP + wrk's figures + the
+# system's CPU us per request (the direct run's is simmodel's).
+measure() { # SYS PHASE KEYS PORT CONNS
+    local t0 line
+    t0=$(cpu_ticks ${PROC[$1]})
+    line=$(wrk_run "$2" "$3" "$4" "$DUR" "$5")
+    record gateway "$1" "$2" "${ROLE:-all}" "$rep" $line $(cpu_per_req "$t0" "${line%% *}" ${PROC[$1]})
+}
+for rep in $(seq "$REPS"); do
+    for sys in direct tenantd nginx haproxy; do
+        p=${PORT[$sys]}
+        wrk_run warm key-a,key-b,key-c "$p" "$WARM" "$CONNS" >/dev/null
+        measure "$sys" A key-a,key-b,key-c "$p" "$CONNS"
+        [ "$sys" = direct ] && continue
+        # B: the abuser paced at ~10x its limit (4 conns x 1 ms delay) next
+        # to the others' closed loop. CPU per request over both.
+        wrk_run B-abuser key-x "$p" "$DUR" 4 1 > "$TMP/abuser.line" &
+        ab=$!
+        t0=$(cpu_ticks ${PROC[$sys]})
+        line=$(wrk_run B key-b,key-c "$p" "$DUR" "$CONNS")
+        wait $ab
+        ab_line=$(cat "$TMP/abuser.line")
+        cpu=$(cpu_per_req "$t0" $((${line%% *} + ${ab_line%% *})) ${PROC[$sys]})
+        record gateway "$sys" B others "$rep" $line "$cpu"
+        record gateway "$sys" B abuser "$rep" $ab_line "$cpu"
+        # R: every request over the limit (closed loop, the abuser's key).
+        ROLE=abuser measure "$sys" R key-x "$p" "$CONNS"
+    done
+    echo "  run $rep/$REPS done"
+done
+kill "$TD_PID" 2>/dev/null || true
+
+# ---- 2. limiter microbenchmark ----
+echo "limiter: $LIMOPS calls per thread"
+"$BUILD/bench_limiter" "$LIMOPS" > "$TMP/limiter.out"
+grep -v '^JSON' "$TMP/limiter.out" | sed 's/^/  /'
+sed -n 's/^JSON //p' "$TMP/limiter.out" > "$TMP/limiter.json"
+
+# ---- 3. shared limits on Redis ----
+RP=$(free_port)
+redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+PIDS+=($!)
+wait_port "$RP" redis-server
+echo "redis: $REPS x ${RSECS}s per design and mode, two replicas"
+: > "$TMP/shared.jsonl"
+for rep in $(seq "$REPS"); do
+    "$BUILD/bench_shared" "127.0.0.1:$RP" "$RSECS" >> "$TMP/shared.jsonl"
+done
+
+# ---- 4. admission webhook ----
+APF="$TMP/adm.port"
+$PIN_PROXY "$BUILD/tenantd" --data "$TMP/admdata" --config examples/platform.yaml \
+    --admin-listen 127.0.0.1:0 --port-file "$APF" --listen 127.0.0.1:0 --workers 1 2>"$TMP/adm.err" &
+PIDS+=($!)
+ADM_PID=$!
+wait_file "$APF"
+AP=$(cat "$APF")
+echo "webhook: POST /validate examples/pods/review.json, $REPS x ${DUR}s, c=16"
+for rep in $(seq "$REPS"); do
+    WRK_URL_PATH=/validate WRK_PATH=/validate WRK_BODY_FILE="$ROOT/examples/pods/review.json" \
+        wrk_run warm none "$AP" "$WARM" 16 >/dev/null
+    t0=$(cpu_ticks "$ADM_PID")
+    line=$(WRK_URL_PATH=/validate WRK_PATH=/validate WRK_BODY_FILE="$ROOT/examples/pods/review.json" \
+        wrk_run V none "$AP" "$DUR" 16)
+    record webhook tenantd validate all "$rep" $line $(cpu_per_req "$t0" "${line%% *}" "$ADM_PID")
+done
+
+VERSIONS="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), haproxy $(haproxy -v | awk 'NR==1 {print $3}'), $(wrk -v 2>&1 | awk 'NR==1 {print $1, $2}'), redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
+python3 bench/report.py --records "$REC" --limiter "$TMP/limiter.json" --shared "$TMP/shared.jsonl" \
+    --machine "$MACHINE" --versions "$VERSIONS" --quick "$QUICK" --reps "$REPS" --dur "$DUR" \
+    --conns "$CONNS" --abuse-rate "$ABUSE_RATE" --pinning "${PIN_PROXY:+proxy: $PIN_PROXY; wrk: $PIN_WRK; simmodel unpinned}" \
+    --json bench/results/latest.json --doc docs/benchmarks.md

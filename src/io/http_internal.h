@@ -7,6 +7,7 @@
 
 #include <http_parser.h>
 #include <stddef.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "tenantd/http.h"
@@ -82,6 +83,13 @@ td_status td__http_serve_pieces(const char *const *pieces, const size_t *lens, s
                                 size_t *out_len, int *closes);
 
 /* ---- TLS over memory BIOs ---- */
+
+/* Parses a listen address ("127.0.0.1:8081", "[::1]:0", "*:80",
+ * "localhost:8080") into *ss (and its length into *alen unless NULL).
+ * TD_EINVAL naming what is wrong with it. Shared by the admin listener and
+ * the gateway's workers. */
+td_status td__listen_addr_parse(const char *addr, struct sockaddr_storage *ss, socklen_t *alen,
+                                td_err *err);
 
 typedef struct td__tls td__tls;
 

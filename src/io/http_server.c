@@ -916,7 +916,8 @@ static void on_connection(uv_stream_t *l, int status)
         conn_close(c);
 }
 
-static td_status parse_listen_addr(const char *addr, struct sockaddr_storage *ss, td_err *err)
+td_status td__listen_addr_parse(const char *addr, struct sockaddr_storage *ss, socklen_t *alen,
+                                td_err *err)
 {
     char host[INET6_ADDRSTRLEN + 1];
     const char *port_s;
@@ -969,6 +970,8 @@ static td_status parse_listen_addr(const char *addr, struct sockaddr_storage *ss
     if (rc != 0)
         return td_err_set(err, TD_EINVAL, "listen address \"%s\": \"%s\" is not an IP address",
                           addr, host);
+    if (alen)
+        *alen = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     return TD_OK;
 }
 
@@ -995,7 +998,7 @@ td_status td_http_server_start(uv_loop_t *loop, const char *addr, SSL_CTX *tls, 
                                td_http_handler h, void *user, td_http_server **out, td_err *err)
 {
     struct sockaddr_storage ss;
-    td_status st = parse_listen_addr(addr, &ss, err);
+    td_status st = td__listen_addr_parse(addr, &ss, NULL, err);
     if (st != TD_OK)
         return st;
     if (!loop || !h || !out)

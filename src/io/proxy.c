@@ -759,61 +759,6 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static td_status parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *alen,
-                            td_err *err)
-{
-    char host[INET6_ADDRSTRLEN + 1];
-    const char *port_s;
-    size_t hlen;
-    int v6 = 0;
-    if (!addr)
-        return td_err_set(err, TD_EINVAL, "listen address missing");
-    if (addr[0] == '[') {
-        const char *rb = strchr(addr, ']');
-        if (!rb || rb[1] != ':')
-            return td_err_set(err, TD_EINVAL, "listen address \"%s\": expected [ipv6]:port", addr);
-        hlen = (size_t)(rb - addr - 1);
-        if (hlen >= sizeof host)
-            return td_err_set(err, TD_EINVAL, "listen address \"%s\": bad host", addr);
-        memcpy(host, addr + 1, hlen);
-        port_s = rb + 2;
-        v6 = 1;
-    } else {
-        const char *colon = strrchr(addr, ':');
-        if (!colon)
-            return td_err_set(err, TD_EINVAL, "listen address \"%s\": expected host:port", addr);
-        hlen = (size_t)(colon - addr);
-        if (hlen >= sizeof host || memchr(addr, ':', hlen))
-            return td_err_set(err, TD_EINVAL,
-                              "listen address \"%s\": bad host (IPv6 needs [brackets])", addr);
-        memcpy(host, addr, hlen);
-        port_s = colon + 1;
-    }
-    host[hlen] = '\0';
-    if (!v6 && (hlen == 0 || strcmp(host, "*") == 0))
-        strcpy(host, "0.0.0.0");
-    else if (!v6 && strcmp(host, "localhost") == 0)
-        strcpy(host, "127.0.0.1");
-    long port = 0;
-    if (!*port_s || strlen(port_s) > 5)
-        return td_err_set(err, TD_EINVAL, "listen address \"%s\": bad port", addr);
-    for (const char *q = port_s; *q; q++) {
-        if (*q < '0' || *q > '9')
-            return td_err_set(err, TD_EINVAL, "listen address \"%s\": bad port", addr);
-        port = port * 10 + (*q - '0');
-    }
-    if (port > 65535)
-        return td_err_set(err, TD_EINVAL, "listen address \"%s\": port out of range", addr);
-    memset(ss, 0, sizeof *ss);
-    int rc = v6 ? uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)ss)
-                : uv_ip4_addr(host, (int)port, (struct sockaddr_in *)ss);
-    if (rc != 0)
-        return td_err_set(err, TD_EINVAL, "listen address \"%s\": \"%s\" is not an IP address",
-                          addr, host);
-    *alen = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-    return TD_OK;
-}
-
 static void set_port(struct sockaddr_storage *ss, int port)
 {
     if (ss->ss_family == AF_INET6)
@@ -892,7 +837,7 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
         return td_err_set(err, TD_EINVAL, "workers must be from 1 to %u", MAX_WORKERS);
     struct sockaddr_storage ss;
     socklen_t alen = 0;
-    td_status st = parse_addr(o->listen, &ss, &alen, err);
+    td_status st = td__listen_addr_parse(o->listen, &ss, &alen, err);
     if (st != TD_OK)
         return st;
     td_proxy *p = calloc(1, sizeof *p);

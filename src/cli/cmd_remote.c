@@ -13,6 +13,8 @@
 
 typedef struct {
     const char *server;
+    const char *token_file;
+    char token[4096];
     td_http_client_opts http;
 } remote;
 
@@ -21,14 +23,16 @@ static const char remote_flags_help[] =
     "                       http://127.0.0.1:8081)\n"
     "      --cacert FILE    CA to verify an https server\n"
     "      --insecure       do not verify the server's certificate\n"
-    "      --cert FILE      client certificate (mTLS), --key FILE its key\n";
+    "      --cert FILE      client certificate (mTLS), --key FILE its key\n"
+    "      --token-file FILE  the admin token (default $TENANTD_TOKEN_FILE)\n";
 
-enum { O_SERVER = 's', O_CACERT = 1000, O_INSECURE, O_CERT, O_KEY };
+enum { O_SERVER = 's', O_CACERT = 1000, O_INSECURE, O_CERT, O_KEY, O_TOKEN_FILE };
 
 #define REMOTE_LONGOPTS                                                                            \
     {"server", required_argument, NULL, O_SERVER}, {"cacert", required_argument, NULL, O_CACERT}, \
         {"insecure", no_argument, NULL, O_INSECURE}, {"cert", required_argument, NULL, O_CERT},   \
-        {"key", required_argument, NULL, O_KEY}, {"help", no_argument, NULL, 'h'}
+        {"key", required_argument, NULL, O_KEY},                                                \
+        {"token-file", required_argument, NULL, O_TOKEN_FILE}, {"help", no_argument, NULL, 'h'}
 
 static void remote_init(remote *r)
 {
@@ -37,6 +41,9 @@ static void remote_init(remote *r)
     if (!r->server || !*r->server)
         r->server = "http://127.0.0.1:8081";
     r->http.timeout_ms = 30000;
+    r->token_file = getenv("TENANTD_TOKEN_FILE");
+    if (r->token_file && !*r->token_file)
+        r->token_file = NULL;
 }
 
 /* 1 if c was a remote flag (consumed). */
@@ -48,6 +55,7 @@ static int remote_flag(remote *r, int c)
     case O_INSECURE: r->http.insecure = true; return 1;
     case O_CERT: r->http.cert_file = optarg; return 1;
     case O_KEY: r->http.key_file = optarg; return 1;
+    case O_TOKEN_FILE: r->token_file = optarg; return 1;
     }
     return 0;
 }
@@ -57,6 +65,19 @@ static int remote_flag(remote *r, int c)
 static int call(const char *verb, remote *r, const char *method, const char *path,
                 const char *extra_ct, const char *payload, size_t len, json_t **body)
 {
+    if (r->token_file && !r->http.bearer_token) {
+        FILE *f = fopen(r->token_file, "r");
+        if (!f || !fgets(r->token, sizeof r->token, f)) {
+            fprintf(stderr, "tenantctl %s: --token-file %s: cannot read a token from it\n", verb,
+                    r->token_file);
+            if (f)
+                fclose(f);
+            return -2;
+        }
+        fclose(f);
+        r->token[strcspn(r->token, "\r\n")] = '\0';
+        r->http.bearer_token = r->token;
+    }
     char url[2048];
     snprintf(url, sizeof url, "%s%s", r->server, path);
     int status = 0;
@@ -82,6 +103,8 @@ static void print_error(const char *verb, int status, json_t *body)
 
 static int exit_for(int status)
 {
+    if (status == -2)
+        return TD_EXIT_USAGE;
     if (status < 0 || status >= 500)
         return TD_EXIT_UNAVAILABLE;
     return status >= 400 ? TD_EXIT_USAGE : TD_EXIT_OK;

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
 #include "tenantd/admit.h"
 #include "tenantd/manifest.h"
 
@@ -31,6 +34,26 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
     if (c->gateway && td_gateway_reload(c->gateway, next, err) != TD_OK)
         fprintf(stderr, "tenantd: gateway reload failed: %s\n", err->msg);
     return TD_OK;
+}
+
+void td_control_set_admin_token(td_control *c, const char *token, size_t len)
+{
+    SHA256((const unsigned char *)token, len, c->admin_token_sha256);
+    c->has_admin_token = 1;
+}
+
+/* Compares hashes, in constant time, so neither the token's length nor its
+ * bytes leak through timing. */
+static int authorized(const td_control *c, const td_http_request *req)
+{
+    if (!c->has_admin_token)
+        return 1;
+    const char *h = td_http_header(req, "Authorization");
+    if (!h || strncmp(h, "Bearer ", 7) != 0)
+        return 0;
+    unsigned char sha[32];
+    SHA256((const unsigned char *)h + 7, strlen(h + 7), sha);
+    return CRYPTO_memcmp(sha, c->admin_token_sha256, 32) == 0;
 }
 
 void td_control_fini(td_control *c)
@@ -290,6 +313,9 @@ void td_control_handle(const td_http_request *req, td_http_response *resp, void 
         handle_review(c, req, resp, TD_REVIEW_MUTATE);
     else if (strcmp(p, "/admit") == 0 && post)
         handle_review(c, req, resp, TD_REVIEW_MUTATE_AND_VALIDATE);
+    else if ((strcmp(p, "/metrics") == 0 || strncmp(p, "/v1/", 4) == 0) && !authorized(c, req))
+        reply_error(resp, 401, "unauthorized: this endpoint needs the admin token "
+                               "(Authorization: Bearer TOKEN; tenantctl --token-file)");
     else if (strcmp(p, "/metrics") == 0 && get)
         handle_metrics(c, resp);
     else if (strcmp(p, "/v1/apply") == 0 && post)

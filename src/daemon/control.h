@@ -18,7 +18,13 @@ typedef struct {
     td_store *store;               /* borrowed */
     td_gateway *gateway;           /* borrowed; NULL: no gateway */
     int ready;
+    int has_admin_token;           /* the control API and /metrics need it */
+    unsigned char admin_token_sha256[32];
 } td_control;
+
+/* Requires `Authorization: Bearer TOKEN` on the control API (/v1/...) and
+ * /metrics from now on. Only the token's SHA-256 is kept. */
+void td_control_set_admin_token(td_control *c, const char *token, size_t len);
 
 /* Takes over cfg. gateway may be NULL. */
 void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway);

@@ -43,7 +43,10 @@ static void usage(FILE *f)
             "      --tls-cert FILE      serve HTTPS with this PEM certificate chain\n"
             "      --tls-key FILE       and this PEM private key\n"
             "      --tls-client-ca FILE require client certificates signed by this CA (mTLS)\n"
-            "      --port-file FILE     write the bound admin port to FILE once listening\n");
+            "      --port-file FILE     write the bound admin port to FILE once listening\n"
+            "      --admin-token-file FILE  require this bearer token (first line of FILE)\n"
+            "                           on the control API and /metrics; the webhook and\n"
+            "                           health checks stay open (use --tls-client-ca for them)\n");
 }
 
 typedef struct {
@@ -175,7 +178,7 @@ static td_status load_state(td_store *store, const char *const *configs, size_t 
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
-           O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE };
+           O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"data", required_argument, NULL, 'd'},
@@ -191,13 +194,14 @@ int main(int argc, char **argv)
         {"allow-x-tenant", no_argument, NULL, O_XTENANT},
         {"access-log", required_argument, NULL, O_ACCESS_LOG},
         {"listen-port-file", required_argument, NULL, O_DATA_PORT_FILE},
+        {"admin-token-file", required_argument, NULL, O_TOKEN_FILE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *configs[64];
     size_t nconfigs = 0;
     const char *data = NULL, *listen = "127.0.0.1:8081", *cert = NULL, *key = NULL,
                *client_ca = NULL, *port_file = NULL, *data_listen = "127.0.0.1:8080",
-               *redis = NULL, *access_log = NULL, *data_port_file = NULL;
+               *redis = NULL, *access_log = NULL, *data_port_file = NULL, *token_file = NULL;
     long workers = sysconf(_SC_NPROCESSORS_ONLN), replicas = 1;
     bool allow_x_tenant = false;
     int c;
@@ -222,6 +226,7 @@ int main(int argc, char **argv)
         case O_XTENANT: allow_x_tenant = true; break;
         case O_ACCESS_LOG: access_log = optarg; break;
         case O_DATA_PORT_FILE: data_port_file = optarg; break;
+        case O_TOKEN_FILE: token_file = optarg; break;
         case O_WORKERS:
         case O_REPLICAS: {
             char *end;
@@ -256,6 +261,26 @@ int main(int argc, char **argv)
         return 2;
     }
     td_err err;
+    char token[4096];
+    size_t token_len = 0;
+    if (token_file) {
+        FILE *f = fopen(token_file, "r");
+        if (!f || !fgets(token, sizeof token, f)) {
+            fprintf(stderr, "tenantd: --admin-token-file %s: cannot read a token from it\n",
+                    token_file);
+            if (f)
+                fclose(f);
+            return 2;
+        }
+        fclose(f);
+        token_len = strcspn(token, "\r\n");
+        if (token_len < 16) {
+            fprintf(stderr, "tenantd: --admin-token-file %s: the token must be at least 16 "
+                            "characters\n",
+                    token_file);
+            return 2;
+        }
+    }
     SSL_CTX *tls = NULL;
     if (cert && td_tls_server_ctx(cert, key, client_ca, &tls, &err) != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
@@ -310,6 +335,13 @@ int main(int argc, char **argv)
     }
     td_control control;
     td_control_init(&control, cfg, store, gateway);
+    if (token_file) {
+        td_control_set_admin_token(&control, token, token_len);
+        memset(token, 0, sizeof token);
+    } else {
+        fprintf(stderr, "tenantd: warning: the control API (/v1/...) needs no credential; give "
+                        "--admin-token-file to require one\n");
+    }
 
     uv_loop_t loop;
     uv_loop_init(&loop);

@@ -112,6 +112,29 @@ expect_rc "delete missing" 2 "${CTL[@]}" delete quota team-c-compute -n team-c-d
 expect_rc "unreachable server" 3 "${CTL[@]}" get ns --server http://127.0.0.1:1
 stop_tenantd
 
+# The admin token: the control API and /metrics need it; the webhook and
+# health checks do not (kube-apiserver reaches them with mTLS).
+printf 'a-long-enough-admin-token-%s\n' "$RANDOM$RANDOM" > "$TMP/token"
+printf 'a-long-enough-but-wrong-token\n' > "$TMP/wrong"
+start_tenantd "$TMP/data3" --config "$EX/platform.yaml" --admin-token-file "$TMP/token" || { finish; exit 1; }
+export TENANTD_SERVER="http://127.0.0.1:$TD_PORT"
+expect_rc "no token: refused" 2 "${CTL[@]}" get ns
+expect_grep "says why" "$TMP/err" "unauthorized"
+expect_rc "wrong token: refused" 2 "${CTL[@]}" get ns --token-file "$TMP/wrong"
+expect_rc "admin token: allowed" 0 "${CTL[@]}" get ns --token-file "$TMP/token"
+expect_grep "lists namespaces" "$TMP/out" "team-a-prod"
+TENANTD_TOKEN_FILE="$TMP/token" expect_rc "token from TENANTD_TOKEN_FILE" 0 "${CTL[@]}" apply -f "$TMP/new.yaml"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$TENANTD_SERVER/metrics")
+[ "$code" = 401 ] && ok "/metrics needs the token" || not_ok "/metrics without token: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' --data-binary @"$EX/pods/review.json" "$TENANTD_SERVER/validate")
+[ "$code" = 200 ] && ok "the webhook needs no token" || not_ok "webhook with token set: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$TENANTD_SERVER/healthz")
+[ "$code" = 200 ] && ok "healthz needs no token" || not_ok "healthz: $code"
+expect_no_grep "the token is never logged" "$TMP/tenantd.log" "a-long-enough-admin-token"
+stop_tenantd
+printf 'short\n' > "$TMP/short"
+expect_rc "a short token is refused" 2 "$TENANTD" --data "$TMP/d4" --admin-token-file "$TMP/short" --admin-listen 127.0.0.1:0 --listen 127.0.0.1:0
+
 expect_rc "tenantd --help" 0 "$TENANTD" --help
 expect_rc "tenantd without --data" 2 "$TENANTD"
 printf 'kind: Nope\n' > "$TMP/nope.yaml"

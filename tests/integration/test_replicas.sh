@@ -5,23 +5,30 @@
 . "$(dirname "$0")/lib.sh"
 command -v redis-server >/dev/null || { echo "redis-server is required (apt-get install redis-server)"; echo "0 passed, 1 failed"; exit 1; }
 
+# A port below the kernel's ephemeral range, so that no client socket can
+# be holding it when Redis is started again on it.
 free_port() {
-    local p
+    local p lo
+    lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
     for _ in $(seq 1 50); do
-        p=$((20000 + RANDOM % 20000))
+        p=$((10000 + RANDOM % (lo - 10000)))
         (echo >"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
     done
     return 1
 }
 
 start_redis() {
-    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-        --daemonize no >"$TMP/redis.log" 2>&1 &
-    REDIS_PID=$!
-    PIDS+=("$REDIS_PID")
-    for _ in $(seq 1 50); do
-        (echo >"/dev/tcp/127.0.0.1/$REDIS_PORT") 2>/dev/null && return 0
-        sleep 0.1
+    for _attempt in 1 2 3 4 5; do
+        redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+            --daemonize no >"$TMP/redis.log" 2>&1 &
+        REDIS_PID=$!
+        PIDS+=("$REDIS_PID")
+        for _ in $(seq 1 50); do
+            (echo >"/dev/tcp/127.0.0.1/$REDIS_PORT") 2>/dev/null && return 0
+            kill -0 "$REDIS_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        sleep 0.5 # the port may still be held for a moment after the last Redis died
     done
     not_ok "redis-server did not start"; cat "$TMP/redis.log"; return 1
 }

@@ -17,6 +17,8 @@ void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway 
     c->store = store;
     c->gateway = gateway;
     c->ready = 1;
+    c->has_admin_token = 0;
+    memset(c->admin_token_sha256, 0, sizeof c->admin_token_sha256);
 }
 
 td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,

@@ -135,6 +135,18 @@ stop_tenantd
 printf 'short\n' > "$TMP/short"
 expect_rc "a short token is refused" 2 "$TENANTD" --data "$TMP/d4" --admin-token-file "$TMP/short" --admin-listen 127.0.0.1:0 --listen 127.0.0.1:0
 
+# No --config and an empty store: the built-in example platform.
+: > "$TMP/tenantd.log"
+start_tenantd "$TMP/data5" || { finish; exit 1; }
+expect_grep "built-in platform announced" "$TMP/tenantd.log" "serving the built-in example platform"
+expect_rc "built-in platform served" 0 "$TENANTCTL" get quota -n team-a-prod --server "http://127.0.0.1:$TD_PORT"
+expect_grep "built-in quota" "$TMP/out" "team-a-compute"
+stop_tenantd
+: > "$TMP/tenantd.log"
+start_tenantd "$TMP/data5" || { finish; exit 1; }
+expect_no_grep "a restart serves the store, not the built-in" "$TMP/tenantd.log" "built-in"
+stop_tenantd
+
 expect_rc "tenantd --help" 0 "$TENANTD" --help
 expect_rc "tenantd without --data" 2 "$TENANTD"
 printf 'kind: Nope\n' > "$TMP/nope.yaml"

@@ -15,6 +15,7 @@ int td_cmd_provision(int argc, char **argv);
 int td_cmd_apply(int argc, char **argv);
 int td_cmd_get(int argc, char **argv);
 int td_cmd_delete(int argc, char **argv);
+int td_cmd_submit(int argc, char **argv);
 int td_cmd_simulate(int argc, char **argv);
 int td_cmd_loadtest(int argc, char **argv);
 

@@ -212,6 +212,83 @@ int td_cmd_apply(int argc, char **argv)
     return TD_EXIT_OK;
 }
 
+static void print_workloads(json_t *items)
+{
+    printf("%-20s %-28s %-9s %-16s %s\n", "NAMESPACE", "NAME", "STATE", "CLUSTERQUEUE",
+           "FLAVORS / REASON");
+    size_t i;
+    json_t *w;
+    json_array_foreach(items, i, w)
+    {
+        const char *state = td_json_str(w, "state");
+        const char *flavors = td_json_str(w, "flavors");
+        printf("%-20s %-28s %-9s %-16s %s\n", td_json_str(w, "namespace"),
+               td_json_str(w, "name"), state, td_json_str(w, "clusterQueue"),
+               strcmp(state, "Admitted") == 0 && flavors && *flavors ? flavors
+                                                                    : td_json_str(w, "reason"));
+    }
+}
+
+int td_cmd_submit(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"file", required_argument, NULL, 'f'},
+                                             REMOTE_LONGOPTS, {NULL, 0, NULL, 0}};
+    remote r;
+    remote_init(&r);
+    const char *file = NULL;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "f:s:h", longopts, NULL)) != -1) {
+        if (remote_flag(&r, c))
+            continue;
+        if (c == 'f') {
+            file = optarg;
+        } else if (c == 'h') {
+            printf("usage: tenantctl submit -f WORKLOADS.yaml [--server URL]\n\n"
+                   "Submits Kueue Workloads to a running tenantd's batch queue (all of the file\n"
+                   "or none of it) and prints where each stands: Admitted with its flavors, or\n"
+                   "Pending with Kueue's reason. `tenantctl get workloads` shows them later.\n\n"
+                   "  -f, --file FILE      Workload objects (kueue.x-k8s.io; - for stdin)\n%s",
+                   remote_flags_help);
+            return TD_EXIT_OK;
+        } else {
+            fprintf(stderr, "tenantctl submit: unknown or incomplete flag \"%s\"; see --help\n",
+                    argv[optind - 1]);
+            return TD_EXIT_USAGE;
+        }
+    }
+    if (!file || optind < argc) {
+        fprintf(stderr, "tenantctl submit: -f FILE is required; see --help\n");
+        return TD_EXIT_USAGE;
+    }
+    size_t len;
+    char *buf = read_all(file, &len);
+    if (!buf) {
+        fprintf(stderr, "tenantctl submit: %s: cannot read\n", file);
+        return TD_EXIT_USAGE;
+    }
+    char hdr[1100];
+    snprintf(hdr, sizeof hdr, "X-Tenantd-Filename: %s", file);
+    for (char *p = hdr; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    const char *headers[] = {hdr, NULL};
+    r.http.extra_headers = headers;
+    json_t *body = NULL;
+    int status = call("submit", &r, "POST", "/v1/workloads", "application/yaml", buf, len, &body);
+    free(buf);
+    if (status != 200) {
+        if (status > 0)
+            print_error("submit", status, body);
+        json_decref(body);
+        return exit_for(status);
+    }
+    print_workloads(json_object_get(body, "workloads"));
+    json_decref(body);
+    return TD_EXIT_OK;
+}
+
 int td_cmd_get(int argc, char **argv)
 {
     static const struct option longopts[] = {{"namespace", required_argument, NULL, 'n'},
@@ -258,6 +335,25 @@ int td_cmd_get(int argc, char **argv)
         return TD_EXIT_USAGE;
     }
     const char *name = argc - optind == 2 ? argv[optind + 1] : "";
+    if (strcmp(kind, "Workload") == 0 && strcmp(output, "table") == 0 && !*name) {
+        /* Workloads are shown with where they stand in the batch queue. */
+        char wpath[512];
+        snprintf(wpath, sizeof wpath, "/v1/workloads?namespace=%s", ns);
+        json_t *wb = NULL;
+        int ws = call("get", &r, "GET", wpath, NULL, NULL, 0, &wb);
+        if (ws != 200) {
+            if (ws > 0)
+                print_error("get", ws, wb);
+            json_decref(wb);
+            return exit_for(ws);
+        }
+        if (json_array_size(json_object_get(wb, "items")) == 0)
+            fprintf(stderr, "No workloads%s%s.\n", *ns ? " in namespace " : "", ns);
+        else
+            print_workloads(json_object_get(wb, "items"));
+        json_decref(wb);
+        return TD_EXIT_OK;
+    }
     char path[1024];
     snprintf(path, sizeof path, "/v1/objects?kind=%s&namespace=%s&name=%s", kind, ns, name);
     json_t *body = NULL;

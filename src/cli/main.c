@@ -18,6 +18,7 @@ static const verb verbs[] = {
     {"apply", td_cmd_apply, "store objects in a running tenantd (all of a file or none)"},
     {"get", td_cmd_get, "list objects held by a running tenantd"},
     {"delete", td_cmd_delete, "remove an object from a running tenantd"},
+    {"submit", td_cmd_submit, "submit Kueue Workloads to a running tenantd's batch queue"},
     {"simulate", td_cmd_simulate, "run the batch queue (Kueue semantics) on a virtual clock"},
     {"loadtest", td_cmd_loadtest, "open-loop load test of a gateway, one row per tenant"},
 };

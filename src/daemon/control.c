@@ -8,6 +8,9 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include <time.h>
+
+#include "daemon/workloads.h"
 #include "tenantd/admit.h"
 #include "tenantd/manifest.h"
 
@@ -165,7 +168,58 @@ static int query_param(const char *query, const char *key, char *out, size_t n)
     return 0;
 }
 
+/* Marks a submitted Workload with its submission time, which orders the
+ * queue; a resubmission keeps its place. */
+static td_status stamp_workload(json_t *wl, td_err *err)
+{
+    if (!json_is_object(wl) || !td_json_str(wl, "kind") ||
+        strcmp(td_json_str(wl, "kind"), "Workload") != 0)
+        return td_err_set(err, TD_EINVAL, "submit takes Workload objects (kueue.x-k8s.io); "
+                                          "use apply for other kinds");
+    json_t *meta = json_object_get(wl, "metadata");
+    if (!json_is_object(meta))
+        return TD_OK; /* validation names it */
+    json_t *ann = json_object_get(meta, "annotations");
+    if (!ann) {
+        ann = json_object();
+        json_object_set_new(meta, "annotations", ann);
+    }
+    if (!json_is_object(ann) || json_object_get(ann, TD_SUBMITTED_AT))
+        return TD_OK;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu",
+             (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec);
+    json_object_set_new(ann, TD_SUBMITTED_AT, json_string(buf));
+    return TD_OK;
+}
+
+static void handle_apply_or_submit(td_control *c, const td_http_request *req,
+                                   td_http_response *resp, int submit);
+
 static void handle_apply(td_control *c, const td_http_request *req, td_http_response *resp)
+{
+    handle_apply_or_submit(c, req, resp, 0);
+}
+
+static void handle_workloads(td_control *c, const td_http_request *req, td_http_response *resp)
+{
+    char ns[256] = "";
+    query_param(req->query, "namespace", ns, sizeof ns);
+    td_config *cur = td_config_ref(atomic_load(&c->snapshot));
+    json_t *view = NULL;
+    td_err err;
+    td_status st = td_workloads_view(cur, ns, &view, &err);
+    td_config_unref(cur);
+    if (st != TD_OK)
+        reply_error(resp, st == TD_ENOMEM ? 500 : 400, err.msg);
+    else
+        reply_json(resp, 200, json_pack("{s:o}", "items", view));
+}
+
+static void handle_apply_or_submit(td_control *c, const td_http_request *req,
+                                   td_http_response *resp, int submit)
 {
     const char *fname = td_http_header(req, "X-Tenantd-Filename");
     char name[256];
@@ -181,9 +235,17 @@ static void handle_apply(td_control *c, const td_http_request *req, td_http_resp
         reply_error(resp, 400, "nothing to apply: the body holds no object");
         return;
     }
+    for (size_t i = 0; submit && i < td_manifest_count(m); i++) {
+        if (stamp_workload(td_manifest_doc(m, i), &err) != TD_OK) {
+            td_manifest_destroy(m);
+            reply_error(resp, 400, err.msg);
+            return;
+        }
+    }
     td_config *cur = td_config_ref(atomic_load(&c->snapshot));
     td_config_builder *b = NULL;
     td_config *next = NULL;
+    json_t *view = NULL;
     json_t *result = json_array();
     json_t **objs = calloc(td_manifest_count(m), sizeof *objs);
     td_status st = objs && result ? td_config_builder_create(cur, &b, &err) : TD_ENOMEM;
@@ -202,11 +264,28 @@ static void handle_apply(td_control *c, const td_http_request *req, td_http_resp
     }
     if (st == TD_OK)
         st = td_config_builder_finish(b, &next, &err);
+    /* The batch queue must be able to take the new objects too. */
+    if (st == TD_OK)
+        st = td_workloads_view(next, NULL, &view, &err);
     if (st == TD_OK) {
         st = td_control_commit(c, next, objs, td_manifest_count(m), NULL, 0, &err);
         next = NULL;
     }
-    if (st == TD_OK) {
+    if (st == TD_OK && submit) {
+        json_t *mine = json_array();
+        size_t i;
+        json_t *w;
+        json_array_foreach(view, i, w)
+        {
+            for (size_t k = 0; k < td_manifest_count(m); k++) {
+                td_object_id id = td_object_identity(td_manifest_doc(m, k));
+                if (strcmp(id.namespace_, td_json_str(w, "namespace")) == 0 &&
+                    strcmp(id.name, td_json_str(w, "name")) == 0)
+                    json_array_append(mine, w);
+            }
+        }
+        reply_json(resp, 200, json_pack("{s:o}", "workloads", mine));
+    } else if (st == TD_OK) {
         reply_json(resp, 200, json_pack("{s:O}", "applied", result));
     } else if (st == TD_ENOMEM) {
         reply_error(resp, 500, "out of memory");
@@ -214,6 +293,7 @@ static void handle_apply(td_control *c, const td_http_request *req, td_http_resp
         reply_error(resp, st == TD_EIO ? 503 : 400, err.msg);
     }
     td_config_unref(next);
+    json_decref(view);
     json_decref(result);
     free(objs);
     td_config_builder_destroy(b);
@@ -265,6 +345,10 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
         st = td_config_builder_delete(b, kind, ns, name, &err);
     if (st == TD_OK)
         st = td_config_builder_finish(b, &next, &err);
+    json_t *view = NULL;
+    if (st == TD_OK && (st = td_workloads_view(next, NULL, &view, &err)) != TD_OK)
+        td_err_prefix(&err, st, "deleting %s %s would break the batch queue", kind, name);
+    json_decref(view);
     if (st == TD_OK) {
         td_object_id id = {kind, td_kind_namespaced(kind) ? ns : "", name};
         st = td_control_commit(c, next, NULL, 0, &id, 1, &err);
@@ -322,11 +406,15 @@ void td_control_handle(const td_http_request *req, td_http_response *resp, void 
         handle_metrics(c, resp);
     else if (strcmp(p, "/v1/apply") == 0 && post)
         handle_apply(c, req, resp);
+    else if (strcmp(p, "/v1/workloads") == 0 && post)
+        handle_apply_or_submit(c, req, resp, 1);
+    else if (strcmp(p, "/v1/workloads") == 0 && get)
+        handle_workloads(c, req, resp);
     else if (strcmp(p, "/v1/objects") == 0 && (get || strcmp(m, "DELETE") == 0))
         handle_objects(c, req, resp);
     else if (!strcmp(p, "/healthz") || !strcmp(p, "/readyz") || !strcmp(p, "/validate") ||
              !strcmp(p, "/mutate") || !strcmp(p, "/admit") || !strcmp(p, "/v1/apply") ||
-             !strcmp(p, "/v1/objects") || !strcmp(p, "/metrics"))
+             !strcmp(p, "/v1/objects") || !strcmp(p, "/metrics") || !strcmp(p, "/v1/workloads"))
         reply_error(resp, 405, "method not allowed");
     else
         reply_error(resp, 404, "no such endpoint; see the README's API section");

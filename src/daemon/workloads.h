@@ -1,0 +1,25 @@
+/* workloads.h - the batch queue behind the daemon: the state of every
+ * submitted Workload, recomputed from the snapshot (Kueue's setup objects
+ * and the stored Workloads, replayed in submission order through the same
+ * scheduler `tenantctl simulate` uses). */
+#ifndef TENANTD_DAEMON_WORKLOADS_H
+#define TENANTD_DAEMON_WORKLOADS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "tenantd/config.h"
+#include "tenantd/status.h"
+
+/* Annotation holding a Workload's submission time (ns since the epoch). */
+#define TD_SUBMITTED_AT "tenantd.dev/submitted-at-ns"
+
+/* A new JSON array, one object per Workload of cfg (namespace_ NULL: all):
+ * {namespace, name, state: Pending|Admitted, clusterQueue, flavors, reason,
+ * priority}. TD_EINVAL, naming the object and field, when the queue cannot
+ * take cfg's objects (a malformed ClusterQueue or Workload, an unknown
+ * priority class): the same check guards every apply. */
+td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t **out,
+                            td_err *err);
+
+#endif

@@ -1,0 +1,41 @@
+# test_workloads.sh - the batch queue behind the daemon: submit Kueue
+# Workloads, see Admitted/Pending with Kueue's reasons, reclaim preemption
+# by a returning owner, a finished (deleted) workload freeing quota, bad
+# input rejected whole, state surviving a restart.
+. "$(dirname "$0")/lib.sh"
+start_tenantd "$TMP/data" --config "$EX/kueue/platform.yaml" || { finish; exit 1; }
+export TENANTD_SERVER="http://127.0.0.1:$TD_PORT"
+
+expect_rc "submit" 0 "$TENANTCTL" submit -f "$EX/kueue/workloads.yaml"
+expect_grep "submit prints where each stands" "$TMP/out" "c-eval"
+expect_rc "get workloads" 0 "$TENANTCTL" get workloads
+cp "$TMP/out" "$TMP/all"
+row() { grep -E "^$1 +$2 " "$TMP/all"; }
+row team-a a-finetune | grep -q "Admitted.*workers: cpu=a100, nvidia.com/gpu=a100" && ok "owner's workload admitted in its flavor" || { not_ok "a-finetune"; cat "$TMP/all"; }
+row team-b b-pretrain | grep -q "Pending.*insufficient unused quota in cohort" && ok "the borrower was reclaimed and waits, with Kueue's reason" || { not_ok "b-pretrain"; cat "$TMP/all"; }
+row team-b b-gang | grep -q "Pending" && ok "the gang waits whole" || not_ok "b-gang"
+expect_rc "get workloads -n" 0 "$TENANTCTL" get workloads -n team-c
+expect_grep "namespace filter" "$TMP/out" "c-eval"
+expect_no_grep "namespace filter excludes others" "$TMP/out" "b-gang"
+
+expect_rc "finish a workload (delete)" 0 "$TENANTCTL" delete workload a-finetune -n team-a
+"$TENANTCTL" get workloads > "$TMP/all"
+row team-b b-pretrain | grep -q "Admitted" && ok "the freed quota admits the borrower again" || { not_ok "b-pretrain after finish"; cat "$TMP/all"; }
+
+printf 'apiVersion: kueue.x-k8s.io/v1beta1\nkind: Workload\nmetadata: {name: nq, namespace: team-a}\nspec:\n  podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}}]\n' > "$TMP/noqueue.yaml"
+expect_rc "a workload without a queue is rejected" 2 "$TENANTCTL" submit -f "$TMP/noqueue.yaml"
+expect_grep "names the field" "$TMP/err" "spec.queueName: required"
+printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n' > "$TMP/ns.yaml"
+expect_rc "submit takes only Workloads" 2 "$TENANTCTL" submit -f "$TMP/ns.yaml"
+expect_rc "deleting a ClusterQueue still in use is refused" 2 "$TENANTCTL" delete clusterqueue team-a
+expect_grep "says what would break" "$TMP/err" "would break the batch queue"
+"$TENANTCTL" get workloads > "$TMP/before"
+
+stop_tenantd
+start_tenantd "$TMP/data" || { finish; exit 1; }
+export TENANTD_SERVER="http://127.0.0.1:$TD_PORT"
+"$TENANTCTL" get workloads > "$TMP/after"
+if diff -u "$TMP/before" "$TMP/after" >/dev/null; then ok "the queue's state survives a restart"; else not_ok "state changed across restart"; diff -u "$TMP/before" "$TMP/after"; fi
+expect_rc "submit --help" 0 "$TENANTCTL" submit --help
+stop_tenantd
+finish

@@ -869,6 +869,23 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
         p->nworkers = i + 1;
     }
     p->nworkers = o->workers;
+    /* SO_REUSEPORT would let a second tenantd on the same port share it
+     * silently; a probe bound without it fails if anyone holds the port. */
+    if (ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port != 0
+                                 : ((struct sockaddr_in *)&ss)->sin_port != 0) {
+        int probe = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int one = 1;
+        if (probe >= 0)
+            setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (probe < 0 || bind(probe, (struct sockaddr *)&ss, alen) < 0) {
+            int e = errno;
+            if (probe >= 0)
+                close(probe);
+            td_proxy_stop(p);
+            return td_err_set(err, TD_EIO, "cannot listen on %s: %s", o->listen, strerror(e));
+        }
+        close(probe);
+    }
     /* All sockets first, so a busy port fails before any thread exists.
      * Port 0: the first socket picks one, the others take the same. */
     for (unsigned i = 0; i < o->workers; i++) {

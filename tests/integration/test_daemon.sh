@@ -17,6 +17,9 @@ DATA="$TMP/data"
 start_tenantd "$DATA" --config "$EX/platform.yaml" --tls-cert "$TMP/tls.crt" --tls-key "$TMP/tls.key" || { finish; exit 1; }
 URL="https://127.0.0.1:$TD_PORT"
 CURL=(curl -sS --max-time 10 --cacert "$TMP/ca.crt")
+expect_rc "a second tenantd on the same gateway port fails" 1 "$TENANTD" --data "$TMP/other" \
+    --admin-listen 127.0.0.1:0 --listen "127.0.0.1:$TD_DATA_PORT"
+expect_grep "and says the port is in use" "$TMP/err" "Address already in use"
 export TENANTD_SERVER="$URL"
 CTL=("$TENANTCTL")
 

@@ -139,6 +139,40 @@ static char *read_all(const char *path, size_t *len)
     return buf;
 }
 
+/* POSTs the manifest in file to path, naming the file in a header so the
+ * server's errors can name it. On success *body is the JSON answer and the
+ * result is TD_EXIT_OK; otherwise the error is printed and the exit code
+ * returned. */
+static int post_manifest(const char *verb, remote *r, const char *path, const char *file,
+                         json_t **body)
+{
+    size_t len;
+    char *buf = read_all(file, &len);
+    *body = NULL;
+    if (!buf) {
+        fprintf(stderr, "tenantctl %s: %s: cannot read\n", verb, file);
+        return TD_EXIT_USAGE;
+    }
+    /* Control characters in the name would break the header: '?' instead. */
+    char hdr[1100];
+    snprintf(hdr, sizeof hdr, "X-Tenantd-Filename: %s", file);
+    for (char *p = hdr; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    const char *headers[] = {hdr, NULL};
+    r->http.extra_headers = headers;
+    int status = call(verb, r, "POST", path, "application/yaml", buf, len, body);
+    r->http.extra_headers = NULL;
+    free(buf);
+    if (status == 200)
+        return TD_EXIT_OK;
+    if (status > 0)
+        print_error(verb, status, *body);
+    json_decref(*body);
+    *body = NULL;
+    return exit_for(status);
+}
+
 int td_cmd_apply(int argc, char **argv)
 {
     static const struct option longopts[] = {{"file", required_argument, NULL, 'f'},
@@ -174,31 +208,10 @@ int td_cmd_apply(int argc, char **argv)
         return TD_EXIT_USAGE;
     }
     for (size_t i = 0; i < nfiles; i++) {
-        size_t len;
-        char *buf = read_all(files[i], &len);
-        if (!buf) {
-            fprintf(stderr, "tenantctl apply: %s: cannot read\n", files[i]);
-            return TD_EXIT_USAGE;
-        }
-        /* The file name travels so the server's errors can name it; control
-         * characters in it would break the header, so they become '?'. */
-        char hdr[1100];
-        snprintf(hdr, sizeof hdr, "X-Tenantd-Filename: %s", files[i]);
-        for (char *p = hdr; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                *p = '?';
-        const char *headers[] = {hdr, NULL};
-        r.http.extra_headers = headers;
         json_t *body = NULL;
-        int status = call("apply", &r, "POST", "/v1/apply", "application/yaml", buf, len, &body);
-        r.http.extra_headers = NULL;
-        free(buf);
-        if (status != 200) {
-            if (status > 0)
-                print_error("apply", status, body);
-            json_decref(body);
-            return exit_for(status);
-        }
+        int rc = post_manifest("apply", &r, "/v1/apply", files[i], &body);
+        if (rc != TD_EXIT_OK)
+            return rc;
         size_t k;
         json_t *a;
         json_array_foreach(json_object_get(body, "applied"), k, a)
@@ -262,28 +275,10 @@ int td_cmd_submit(int argc, char **argv)
         fprintf(stderr, "tenantctl submit: -f FILE is required; see --help\n");
         return TD_EXIT_USAGE;
     }
-    size_t len;
-    char *buf = read_all(file, &len);
-    if (!buf) {
-        fprintf(stderr, "tenantctl submit: %s: cannot read\n", file);
-        return TD_EXIT_USAGE;
-    }
-    char hdr[1100];
-    snprintf(hdr, sizeof hdr, "X-Tenantd-Filename: %s", file);
-    for (char *p = hdr; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
-    const char *headers[] = {hdr, NULL};
-    r.http.extra_headers = headers;
     json_t *body = NULL;
-    int status = call("submit", &r, "POST", "/v1/workloads", "application/yaml", buf, len, &body);
-    free(buf);
-    if (status != 200) {
-        if (status > 0)
-            print_error("submit", status, body);
-        json_decref(body);
-        return exit_for(status);
-    }
+    int rc = post_manifest("submit", &r, "/v1/workloads", file, &body);
+    if (rc != TD_EXIT_OK)
+        return rc;
     print_workloads(json_object_get(body, "workloads"));
     json_decref(body);
     return TD_EXIT_OK;

@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "io/http_internal.h"
 #include "simmodel/simmodel.h"
 
 #define MAX_BODY        (4u << 20)
@@ -37,11 +38,9 @@ typedef enum {
     FAULT_UNKNOWN
 } fault;
 
-/* A growable byte buffer with a maximum fixed at creation. */
-typedef struct {
-    char *p;
-    size_t len, cap, max;
-} buf;
+/* A growable byte buffer with a maximum fixed at creation (the admin
+ * listener's, from io/http_internal.h). */
+typedef td__buf buf;
 
 typedef struct conn conn;
 
@@ -104,47 +103,11 @@ struct conn {
 
 /* ---- buffers ---- */
 
-static void buf_init(buf *b, size_t max)
-{
-    b->p = NULL;
-    b->len = b->cap = 0;
-    b->max = max;
-}
-
-static void buf_fini(buf *b)
-{
-    free(b->p);
-    buf_init(b, b->max);
-}
-
-/* Appends n bytes, keeping a NUL after them. TD_EQUOTA past the maximum,
- * TD_ENOMEM; on failure b is unchanged. */
-static td_status buf_append(buf *b, const void *d, size_t n)
-{
-    if (n > b->max - b->len)
-        return TD_EQUOTA;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return TD_ENOMEM;
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->p + b->len, d, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return TD_OK;
-}
-
 /* Empties b, giving back memory a big request grew it to. */
 static void buf_reset(buf *b)
 {
     if (b->cap > 65536)
-        buf_fini(b);
+        td__buf_fini(b);
     b->len = 0;
 }
 
@@ -158,9 +121,9 @@ static void on_handle_closed(uv_handle_t *h)
     conn *c = h->data;
     if (--c->handles_open > 0)
         return;
-    buf_fini(&c->in);
-    buf_fini(&c->url);
-    buf_fini(&c->body);
+    td__buf_fini(&c->in);
+    td__buf_fini(&c->url);
+    td__buf_fini(&c->body);
     free(c);
 }
 
@@ -712,7 +675,7 @@ static int on_message_begin(http_parser *p)
 static int on_url(http_parser *p, const char *at, size_t n)
 {
     conn *c = conn_of(p);
-    if (buf_append(&c->url, at, n) != TD_OK) {
+    if (td__buf_append(&c->url, at, n) != TD_OK) {
         c->limit_status = 414;
         http_parser_pause(p, 1);
     }
@@ -780,7 +743,7 @@ static int on_headers_complete(http_parser *p)
 static int on_body(http_parser *p, const char *at, size_t n)
 {
     conn *c = conn_of(p);
-    td_status st = buf_append(&c->body, at, n);
+    td_status st = td__buf_append(&c->body, at, n);
     if (st != TD_OK) {
         c->limit_status = st == TD_EQUOTA ? 413 : 500;
         http_parser_pause(p, 1);
@@ -829,7 +792,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b)
     }
     if (c->state == CONN_LINGER)
         return;
-    if (buf_append(&c->in, b->base, (size_t)nread) != TD_OK) {
+    if (td__buf_append(&c->in, b->base, (size_t)nread) != TD_OK) {
         conn_close(c, 0);
         return;
     }
@@ -871,7 +834,7 @@ static void conn_drive(conn *c)
         if (c->in_off == c->in.len) {
             c->in.len = c->in_off = 0;
             if (c->in.cap > READ_HIGH_WATER)
-                buf_fini(&c->in);
+                td__buf_fini(&c->in);
         } else if (c->in_off > 65536) {
             memmove(c->in.p, c->in.p + c->in_off, c->in.len - c->in_off);
             c->in.len -= c->in_off;
@@ -904,9 +867,9 @@ static void on_connection(uv_stream_t *listener, int status)
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->timer);
     c->handles_open = 2;
-    buf_init(&c->in, MAX_BODY + MAX_URL + READ_HIGH_WATER + READ_BUF_SIZE);
-    buf_init(&c->url, MAX_URL);
-    buf_init(&c->body, MAX_BODY);
+    td__buf_init(&c->in, MAX_BODY + MAX_URL + READ_HIGH_WATER + READ_BUF_SIZE);
+    td__buf_init(&c->url, MAX_URL);
+    td__buf_init(&c->body, MAX_BODY);
     http_parser_init(&c->parser, HTTP_REQUEST);
     c->parser.data = c;
     c->next = s->conns;

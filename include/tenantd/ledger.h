@@ -1,0 +1,55 @@
+/* ledger.h - the usage ledger: every gateway request and every admitted
+ * interval of a batch workload, attributed to its owner by the cost labels
+ * (team, project, environment) and its tenant. Recorded durably in SQLite
+ * (DIR/ledger.db, WAL) by one writer thread that batches many records per
+ * transaction; never one transaction per request on the hot path.
+ *
+ * Records carry an idempotency id: writing a record whose id is already
+ * stored changes nothing, so a replay after a crash never double counts.
+ * Old raw records are compacted into hourly rollups (same record shape,
+ * summed, start/end = the hour) after the configured retention. */
+#ifndef TENANTD_LEDGER_H
+#define TENANTD_LEDGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tenantd/status.h"
+
+/* The on-disk schema version this build writes; a ledger written by a
+ * newer version is refused (TD_EINVAL naming both versions). */
+#define TD_LEDGER_SCHEMA 1
+
+typedef enum {
+    TD_LEDGER_REQUEST = 0, /* one gateway request */
+    TD_LEDGER_INTERVAL = 1 /* a workload held resources of one flavor for a while */
+} td_ledger_kind;
+
+#define TD_LEDGER_STR 64
+
+typedef struct {
+    td_ledger_kind kind;
+    char id[96];                        /* idempotency key, unique per record */
+    int64_t start_ns, end_ns;           /* request: arrival, completion; interval: admitted, ended */
+    char tenant[TD_LEDGER_STR];         /* Tenant name ("" if none) */
+    char team[TD_LEDGER_STR];           /* cost labels */
+    char project[TD_LEDGER_STR];
+    char environment[TD_LEDGER_STR];
+    char route[TD_LEDGER_STR];          /* request: Route name */
+    char workload[2 * TD_LEDGER_STR];   /* interval: "namespace/name" */
+    char cluster_queue[TD_LEDGER_STR];  /* interval */
+    char flavor[TD_LEDGER_STR];         /* interval: ResourceFlavor of these resources */
+    char outcome[16];                   /* request: ok|rejected|shed|error|timeout;
+                                           interval: finished|evicted|running */
+    bool interruptible;                 /* interval: ran at a preemptible priority */
+    int64_t count;                      /* records summed (1 for a raw record) */
+    int64_t tokens_in, tokens_out;      /* request */
+    int64_t gpu_milli_seconds;          /* request: GPU-seconds used x 1000 (reported or estimated) */
+    int64_t gpu_milli, cpu_milli;       /* interval: GPUs and CPUs held, in milli-units */
+    int64_t memory_bytes;               /* interval */
+    int64_t storage_bytes;              /* interval: persistent storage requested */
+    int64_t gpu_used_milli;             /* interval: GPUs really busy on average, -1 unknown */
+} td_ledger_rec;
+
+#endif

@@ -52,4 +52,39 @@ typedef struct {
     int64_t gpu_used_milli;             /* interval: GPUs really busy on average, -1 unknown */
 } td_ledger_rec;
 
+/* ---- the writer (the daemon; one per data dir) ---- */
+
+typedef struct td_ledger td_ledger;
+
+typedef struct {
+    size_t max_buffered;     /* records held in memory before append drops (counted) */
+    int64_t flush_ms;        /* commit at least this often while records wait */
+    int64_t retention_ns;    /* raw records older than this are compacted into hourly rollups; 0 = keep */
+} td_ledger_opts;
+
+/* Opens (creating) DIR/ledger.db and starts the writer thread. opts may be
+ * NULL for defaults. TD_EIO naming the path; TD_EINVAL for a newer schema. */
+td_status td_ledger_open(const char *dir, const td_ledger_opts *opts, td_ledger **out, td_err *err);
+/* Thread-safe and non-blocking: queues r (copied) for the next batch.
+ * false when the buffer is full; the record is then counted as dropped. */
+bool td_ledger_append(td_ledger *l, const td_ledger_rec *r);
+/* Blocks until everything appended before the call is committed. */
+td_status td_ledger_flush(td_ledger *l, td_err *err);
+/* Records committed and dropped so far. */
+uint64_t td_ledger_committed(const td_ledger *l);
+uint64_t td_ledger_dropped(const td_ledger *l);
+/* Flushes, stops the writer, closes. NULL is a no-op. */
+void td_ledger_close(td_ledger *l);
+
+/* ---- the reader (reports; any process) ---- */
+
+/* Calls cb for every record (raw or rollup) of DIR/ledger.db whose
+ * [start_ns, end_ns] overlaps [from_ns, to_ns), in (start_ns, id) order,
+ * on a read-only connection. cb returns non-zero to stop (TD_OK still).
+ * TD_ENOTFOUND naming the path when there is no ledger; TD_EINVAL for a
+ * ledger of a newer schema. */
+typedef int (*td_ledger_cb)(const td_ledger_rec *r, void *ud);
+td_status td_ledger_read(const char *dir, int64_t from_ns, int64_t to_ns, td_ledger_cb cb,
+                         void *ud, td_err *err);
+
 #endif

@@ -1,9 +1,12 @@
 /* bench_queue.c - one full admission pass of the batch queue: N pending
- * workloads over 1,000 ClusterQueues in 10 cohorts (two flavors, cpu and
+ * workloads over C ClusterQueues in 10 cohorts (two flavors, cpu and
  * nvidia.com/gpu, borrowing allowed), timed with the monotonic clock.
- * Usage: bench_queue [N]  (default 100000; also prints 1k and 10k). */
+ * Usage: bench_queue [N [C]]  (default 100000 1000; without arguments also
+ * 1k and 10k). With --json, one JSON line per run; run one size per process
+ * to read that size's peak RSS (VmHWM). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "tenantd/queue.h"
@@ -15,10 +18,27 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static double one(size_t n)
+/* Peak resident set of this process so far, in KiB (VmHWM), or -1. */
+static long peak_rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kb = strtol(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+static int json_out;
+
+static double one(size_t n, int ncq)
 {
     td_queue *q;
     td_err err;
+    double t_setup = now_s();
     if (td_queue_create(&q, &err) != TD_OK)
         exit(1);
     char name[64];
@@ -29,7 +49,7 @@ static double one(size_t n)
         td_queue_add_object(q, rf, NULL, &err);
         json_decref(rf);
     }
-    for (int c = 0; c < 1000; c++) {
+    for (int c = 0; c < ncq; c++) {
         snprintf(name, sizeof name, "cq-%d", c);
         char cohort[32];
         snprintf(cohort, sizeof cohort, "cohort-%d", c % 10);
@@ -66,7 +86,7 @@ static double one(size_t n)
         seed = seed * 1103515245u + 12345u;
         char wl[64], gpus[8];
         snprintf(wl, sizeof wl, "wl-%zu", i);
-        snprintf(name, sizeof name, "cq-%u", (seed >> 8) % 1000);
+        snprintf(name, sizeof name, "cq-%u", (seed >> 8) % (unsigned)ncq);
         snprintf(gpus, sizeof gpus, "%u", 1 + (seed >> 20) % 4);
         json_t *w = json_pack(
             "{s:s,s:s,s:{s:s,s:s},s:{s:s,s:i,s:[{s:s,s:i,s:{s:{s:[{s:s,s:{s:{s:s,s:s}}}]}}}]}}",
@@ -82,6 +102,7 @@ static double one(size_t n)
         json_decref(w);
     }
     double t0 = now_s();
+    double setup = t0 - t_setup;
     size_t admitted = 0;
     td_queue_schedule(q, 0, &admitted);
     double dt = now_s() - t0;
@@ -89,20 +110,36 @@ static double one(size_t n)
     size_t ne = td_queue_events(q, &ev), pre = 0;
     for (size_t i = 0; i < ne; i++)
         pre += ev[i].type == TD_QEV_PREEMPTED;
-    printf("pending=%zu clusterQueues=1000 cohorts=10: one pass %.3f s, %zu admitted, %zu "
-           "preempted, %zu still pending\n",
-           n, dt, admitted, pre, n - admitted + pre);
+    if (json_out)
+        printf("{\"workloads\":%zu,\"clusterQueues\":%d,\"cohorts\":10,\"pass_s\":%.6f,"
+               "\"setup_s\":%.3f,\"admitted\":%zu,\"preempted\":%zu,\"pending\":%zu,"
+               "\"peak_rss_kb\":%ld}\n",
+               n, ncq, dt, setup, admitted, pre, n - admitted + pre, peak_rss_kb());
+    else
+        printf("pending=%zu clusterQueues=%d cohorts=10: one pass %.3f s, %zu admitted, %zu "
+               "preempted, %zu still pending\n",
+               n, ncq, dt, admitted, pre, n - admitted + pre);
     td_queue_destroy(q);
     return dt;
 }
 
 int main(int argc, char **argv)
 {
-    size_t n = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : 100000;
-    if (argc <= 1) {
-        one(1000);
-        one(10000);
+    if (argc > 1 && strcmp(argv[1], "--json") == 0) {
+        json_out = 1;
+        argc--;
+        argv++;
     }
-    one(n);
+    size_t n = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : 100000;
+    int ncq = argc > 2 ? atoi(argv[2]) : 1000;
+    if (n == 0 || ncq < 10) {
+        fprintf(stderr, "usage: bench_queue [--json] [WORKLOADS [CLUSTERQUEUES>=10]]\n");
+        return 2;
+    }
+    if (argc <= 1) {
+        one(1000, ncq);
+        one(10000, ncq);
+    }
+    one(n, ncq);
     return 0;
 }

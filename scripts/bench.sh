@@ -38,6 +38,8 @@ cmake --build "$BUILD" -j "$NCPU" --target tenantd simmodel tenantd_lib -- -s --
 CFLAGS_B="-O2 -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude"
 cc $CFLAGS_B bench/bench_limiter.c src/core/limiter.c -lpthread -lm -o "$BUILD/bench_limiter"
 cc $CFLAGS_B bench/bench_shared.c "$BUILD/libtenantd_lib.a" -lhiredis -lpthread -lm -o "$BUILD/bench_shared"
+cc $CFLAGS_B bench/bench_queue.c "$BUILD/libtenantd_lib.a" $(pkg-config --libs jansson libfyaml) -lm \
+    -o "$BUILD/bench_queue"
 
 TMP=$(mktemp -d)
 PIDS=()
@@ -250,8 +252,20 @@ for rep in $(seq "$REPS"); do
     record webhook tenantd validate all "$rep" $line $(cpu_per_req "$t0" "${line%% *}" "$ADM_PID")
 done
 
+# ---- 5. batch queue scale ----
+# One process per size, so each size's peak RSS is its own.
+echo "queue: one admission pass, 1k/10k/100k workloads over 100 and 1,000 ClusterQueues"
+: > "$TMP/queue.jsonl"
+for cqs in 100 1000; do
+    for n in 1000 10000 100000; do
+        "$BUILD/bench_queue" --json "$n" "$cqs" >> "$TMP/queue.jsonl" ||
+            echo "bench_queue $n $cqs failed" >&2
+    done
+done
+
 VERSIONS="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), haproxy $(haproxy -v | awk 'NR==1 {print $3}'), $(wrk -v 2>&1 | awk 'NR==1 {print $1, $2}'), redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
 python3 bench/report.py --records "$REC" --limiter "$TMP/limiter.json" --shared "$TMP/shared.jsonl" \
+    --queue "$TMP/queue.jsonl" \
     --machine "$MACHINE" --versions "$VERSIONS" --quick "$QUICK" --reps "$REPS" --dur "$DUR" \
     --conns "$CONNS" --abuse-rate "$ABUSE_RATE" --pinning "${PIN_PROXY:+proxy: $PIN_PROXY; wrk: $PIN_WRK; simmodel unpinned}" \
     --json bench/results/latest.json --doc docs/benchmarks.md

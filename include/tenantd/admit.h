@@ -43,6 +43,12 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod, const char *ns,
 
 void td_admit_result_fini(td_admit_result *r);
 
+/* Decides a PersistentVolumeClaim (borrowed) in ns (NULL: its own, else
+ * "default"): the StorageClass rule of tenancy.h. Validation only, so
+ * r->patch stays NULL. Returns as td_admit_pod does. */
+td_status td_admit_pvc(const td_config *cfg, const json_t *pvc, const char *ns,
+                       td_admit_result *r);
+
 typedef enum { TD_REVIEW_MUTATE_AND_VALIDATE, TD_REVIEW_MUTATE, TD_REVIEW_VALIDATE } td_review_mode;
 
 /* Decides an AdmissionReview v1 request, or a bare Pod, and builds the

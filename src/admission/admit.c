@@ -14,6 +14,7 @@
 #include "tenantd/policy.h"
 #include "tenantd/pss.h"
 #include "tenantd/quota.h"
+#include "tenantd/tenancy.h"
 
 void td_admit_result_fini(td_admit_result *r)
 {
@@ -111,6 +112,8 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         st = td_labels_mutate(cfg, ns, pod, &err);
     if (st == TD_OK && (rule = "NodePool"))
         st = td_pools_mutate(cfg, ns, pod, &err);
+    if (st == TD_OK && (rule = "Sandbox"))
+        st = td_sandbox_mutate(cfg, ns, pod, &err);
     if (st != TD_OK)
         goto out;
     rule = "Internal";
@@ -133,6 +136,10 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         st = td_labels_validate(cfg, ns, pod, &err);
     if (st == TD_OK && (rule = "NodePool"))
         st = td_pools_validate(cfg, ns, pod, &err);
+    if (st == TD_OK && (rule = "Sandbox"))
+        st = td_sandbox_validate(cfg, ns, pod, &err);
+    if (st == TD_OK && (rule = "Storage"))
+        st = td_storage_validate_pod(cfg, ns, pod, &err);
     if (st == TD_OK && !opts->skip_quota && nquotas && (rule = "ResourceQuota")) {
         if (opts->has_used) {
             st = td_quota_check(pod, quotas, nquotas, opts->used_pods, opts->nused, &err);
@@ -158,6 +165,26 @@ out:
     if (st == TD_EFORBIDDEN)
         return TD_OK; /* a denial is a decision, not an error */
     return st;
+}
+
+td_status td_admit_pvc(const td_config *cfg, const json_t *pvc, const char *ns,
+                       td_admit_result *r)
+{
+    td_err err = {{0}};
+    memset(r, 0, sizeof *r);
+    if (!json_is_object(pvc) || !json_is_object(json_object_get(pvc, "spec"))) {
+        td_err_set(&err, TD_EINVAL, "not a PersistentVolumeClaim: spec is required");
+        decide(r, TD_EINVAL, "BadRequest", &err);
+        return TD_EINVAL;
+    }
+    if (!ns || !*ns)
+        ns = td_json_str(pvc, "metadata.namespace");
+    if (!ns || !*ns)
+        ns = "default";
+    r->validating = true;
+    td_status st = td_storage_validate_pvc(cfg, ns, pvc, &err);
+    decide(r, st, st == TD_OK ? NULL : "Storage", &err);
+    return st == TD_EFORBIDDEN ? TD_OK : st;
 }
 
 char *td_base64_encode(const unsigned char *data, size_t n)
@@ -209,6 +236,7 @@ td_status td_admission_review(const td_config *cfg, const json_t *input, td_revi
     const char *ns = NULL;
     td_admit_opts local = opts ? *opts : (td_admit_opts){0};
     char bad[512] = "";
+    int pvc = 0;
 
     if (!json_is_object(input)) {
         snprintf(bad, sizeof bad, "the body must be a JSON object (an AdmissionReview or a Pod)");
@@ -234,8 +262,10 @@ td_status td_admission_review(const td_config *cfg, const json_t *input, td_revi
                 *code = 200;
                 return *out ? TD_OK : TD_ENOMEM;
             }
-            if ((rkind && strcmp(rkind, "Pod") != 0) || (sub && *sub)) {
-                /* Only pods are decided; anything else routed here passes. */
+            if (rkind && strcmp(rkind, "PersistentVolumeClaim") == 0 && !(sub && *sub))
+                pvc = 1;
+            else if ((rkind && strcmp(rkind, "Pod") != 0) || (sub && *sub)) {
+                /* Only pods and PVCs are decided; anything else passes. */
                 *out = response_envelope(uid, true, 200, NULL, NULL);
                 *code = 200;
                 return *out ? TD_OK : TD_ENOMEM;
@@ -251,9 +281,11 @@ td_status td_admission_review(const td_config *cfg, const json_t *input, td_revi
         *code = 400;
         return *out ? TD_OK : TD_ENOMEM;
     }
+    if (td_json_str(pod, "kind") && strcmp(td_json_str(pod, "kind"), "PersistentVolumeClaim") == 0)
+        pvc = 1;
 
     td_admit_result r;
-    td_status st = td_admit_pod(cfg, pod, ns, &local, &r);
+    td_status st = pvc ? td_admit_pvc(cfg, pod, ns, &r) : td_admit_pod(cfg, pod, ns, &local, &r);
     if (st == TD_ENOMEM) {
         td_admit_result_fini(&r);
         return TD_ENOMEM;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tenantd/policy.h"
+#include "tenantd/tenancy.h"
 
 static const char *str_or(const char *s, const char *def)
 {
@@ -29,8 +30,12 @@ int td_toleration_tolerates(const json_t *t, const char *key, const char *value,
     return strcmp(op, "Equal") == 0 && strcmp(str_or(td_json_str(t, "value"), ""), value) == 0;
 }
 
-static int pool_allows(const json_t *pool, const char *tenant)
+/* A customer tenant (tenancy.h) may use only pools listed for it alone;
+ * a pool open to "*" or shared with another tenant is not its. */
+static int pool_allows(const json_t *pool, const char *tenant, int customer)
 {
+    if (customer)
+        return td_pool_dedicated_to(pool, tenant);
     size_t i;
     json_t *x;
     json_array_foreach(td_json_path(pool, "spec.tenants"), i, x)
@@ -42,9 +47,11 @@ static int pool_allows(const json_t *pool, const char *tenant)
     return 0;
 }
 
-static const char *tenant_of(const td_config *cfg, const char *ns)
+static const char *tenant_of(const td_config *cfg, const char *ns, int *customer)
 {
-    return td_json_str(td_config_tenant_for_namespace(cfg, ns), "metadata.name");
+    json_t *t = td_config_tenant_for_namespace(cfg, ns);
+    *customer = td_tenancy_of(t) == TD_TENANCY_CUSTOMER;
+    return td_json_str(t, "metadata.name");
 }
 
 static int pod_tolerates_pool(const json_t *pod, const json_t *pool)
@@ -162,7 +169,8 @@ td_status td_pools_mutate(const td_config *cfg, const char *ns, json_t *pod, td_
         return TD_OK;
     json_t *const *pools;
     size_t n = td_config_list(cfg, "NodePool", NULL, &pools);
-    const char *tenant = tenant_of(cfg, ns);
+    int customer;
+    const char *tenant = tenant_of(cfg, ns, &customer);
     /* A pod that already chose a pool keeps its choice; validation judges it. */
     for (size_t i = 0; i < n; i++)
         if (pod_selects_pool(pod, pools[i]) || pod_tolerates_pool(pod, pools[i]))
@@ -170,7 +178,7 @@ td_status td_pools_mutate(const td_config *cfg, const char *ns, json_t *pod, td_
     json_t *allowed[64];
     size_t na = 0;
     for (size_t i = 0; i < n && na < 64; i++)
-        if (pool_allows(pools[i], tenant))
+        if (pool_allows(pools[i], tenant, customer))
             allowed[na++] = pools[i];
     if (na == 0)
         return TD_OK; /* validation denies it with the reason */
@@ -237,15 +245,25 @@ td_status td_pools_validate(const td_config *cfg, const char *ns, const json_t *
 {
     json_t *const *pools;
     size_t n = td_config_list(cfg, "NodePool", NULL, &pools);
-    const char *tenant = tenant_of(cfg, ns);
+    int customer;
+    const char *tenant = tenant_of(cfg, ns, &customer);
     size_t allowed = 0;
     for (size_t i = 0; i < n; i++) {
         const char *name = td_json_str(pools[i], "metadata.name");
-        if (pool_allows(pools[i], tenant)) {
+        if (pool_allows(pools[i], tenant, customer)) {
             allowed++;
             continue;
         }
         json_t *taint = td_json_path(pools[i], "spec.taint");
+        if (customer && pool_allows(pools[i], tenant, 0) &&
+            (pod_tolerates_pool(pod, pools[i]) || pod_selects_pool(pod, pools[i])))
+            return td_err_set(err, TD_EFORBIDDEN,
+                              "pod %s NodePool \"%s\", which is shared with other tenants; "
+                              "customer tenant \"%s\" may only use NodePools dedicated to it "
+                              "(spec.tenants: [%s])",
+                              pod_tolerates_pool(pod, pools[i]) ? "tolerates the taint of"
+                                                                : "selects",
+                              name, tenant, tenant);
         if (pod_tolerates_pool(pod, pools[i]))
             return td_err_set(err, TD_EFORBIDDEN,
                               "pod tolerates the taint %s=%s:%s of NodePool \"%s\", which %s%s%s "
@@ -260,6 +278,11 @@ td_status td_pools_validate(const td_config *cfg, const char *ns, const json_t *
                               name, tenant ? "tenant \"" : "",
                               tenant ? tenant : "a namespace with no Tenant", tenant ? "\"" : "");
     }
+    if (n && allowed == 0 && customer && td_pools_pod_wants_accelerator(cfg, pod))
+        return td_err_set(err, TD_EFORBIDDEN,
+                          "pod requests a GPU but customer tenant \"%s\" has no dedicated "
+                          "NodePool (one whose spec.tenants is [%s]); shared pools are for teams",
+                          tenant, tenant);
     if (n && allowed == 0 && td_pools_pod_wants_accelerator(cfg, pod))
         return td_err_set(err, TD_EFORBIDDEN,
                           "pod requests a GPU but %s%s%s may use no NodePool; ask the platform "

@@ -15,6 +15,7 @@
 
 #include "tenantd/duration.h"
 #include "tenantd/quantity.h"
+#include "tenantd/tenancy.h"
 
 typedef struct {
     char *key; /* "Kind\x1fnamespace\x1fname": sorts as (kind, ns, name) */
@@ -378,6 +379,24 @@ static td_status validate_priorityclass(vctx *v)
     return TD_OK;
 }
 
+/* node.k8s.io/v1 RuntimeClass: handler is required, a DNS-1123 label. */
+static td_status validate_runtimeclass(vctx *v)
+{
+    json_t *h = json_object_get(v->obj, "handler");
+    if (!json_is_string(h) || !dns_label(json_string_value(h)))
+        return vfail(v, h, "handler",
+                     "required: the CRI handler, a DNS-1123 label (e.g. runsc for gVisor)");
+    json_t *sched = json_object_get(v->obj, "scheduling");
+    if (sched && !json_is_object(sched))
+        return vfail(v, sched, "scheduling", "must be a mapping");
+    TRY(check_string_map(v, json_object_get(sched, "nodeSelector"), "scheduling.nodeSelector"));
+    json_t *tols = json_object_get(sched, "tolerations");
+    if (tols && !json_is_array(tols))
+        return vfail(v, tols, "scheduling.tolerations", "must be a list");
+    TRY(check_quantity_map(v, td_json_path(v->obj, "overhead.podFixed"), "overhead.podFixed"));
+    return TD_OK;
+}
+
 static td_status validate_pod(vctx *v)
 {
     json_t *c = td_json_path(v->obj, "spec.containers");
@@ -388,11 +407,58 @@ static td_status validate_pod(vctx *v)
 
 /* ---- tenantd kinds ----------------------------------------------------- */
 
+/* Tenant spec.storage: {bucket, prefix, storageClasses, identity}. */
+static td_status validate_storage(vctx *v, const json_t *st)
+{
+    static const char *const fields[] = {"bucket", "prefix", "storageClasses", "identity", NULL};
+    static const char *const idf[] = {"gcpServiceAccount", "awsRoleArn", NULL};
+    if (!st)
+        return TD_OK;
+    TRY(check_fields(v, st, "spec.storage", fields));
+    json_t *b = json_object_get(st, "bucket");
+    json_t *p = json_object_get(st, "prefix");
+    if (!json_is_string(b) || !dns_subdomain(json_string_value(b)) ||
+        strlen(json_string_value(b)) < 3 || strlen(json_string_value(b)) > 63)
+        return vfail(v, b ? b : st, "spec.storage.bucket",
+                     "required: a bucket name (3 to 63 lowercase letters, digits, '-' and '.'), "
+                     "without scheme");
+    if (p && !json_is_string(p))
+        return vfail(v, p, "spec.storage.prefix", "must be a string such as \"team-a/\"");
+    const char *why = p ? td_storage_prefix_problem(json_string_value(p)) : NULL;
+    if (why)
+        return vfail(v, p, "spec.storage.prefix", "\"%s\" %s", json_string_value(p), why);
+    json_t *classes = json_object_get(st, "storageClasses");
+    TRY(check_string_array(v, classes, "spec.storage.storageClasses"));
+    size_t i;
+    json_t *x;
+    json_array_foreach(classes, i, x)
+    {
+        if (!dns_subdomain(json_string_value(x)))
+            return vfail(v, x, "spec.storage.storageClasses", "\"%s\" is not a StorageClass name",
+                         json_string_value(x));
+    }
+    json_t *id = json_object_get(st, "identity");
+    TRY(check_fields(v, id, "spec.storage.identity", idf));
+    json_t *gsa = json_object_get(id, "gcpServiceAccount");
+    json_t *arn = json_object_get(id, "awsRoleArn");
+    if (gsa && (!json_is_string(gsa) || !strchr(json_string_value(gsa), '@') ||
+                strlen(json_string_value(gsa)) < 24 ||
+                strcmp(json_string_value(gsa) + strlen(json_string_value(gsa)) - 24,
+                       ".iam.gserviceaccount.com") != 0))
+        return vfail(v, gsa, "spec.storage.identity.gcpServiceAccount",
+                     "must be a Google service account email (NAME@PROJECT.iam.gserviceaccount.com)");
+    if (arn && (!json_is_string(arn) || strncmp(json_string_value(arn), "arn:aws", 7) != 0 ||
+                !strstr(json_string_value(arn), ":role/")))
+        return vfail(v, arn, "spec.storage.identity.awsRoleArn",
+                     "must be an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)");
+    return TD_OK;
+}
+
 static td_status validate_tenant(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"namespaces", "labels", "apiKeys", "gateway", "tenancy",
-                                       NULL};
+                                       "storage", NULL};
     static const char *const gw[] = {"rate", "concurrency", "criticality", "weight", NULL};
     static const char *const rate[] = {"cost", "per", "burst", NULL};
     TRY(check_fields(v, v->obj, "", top));
@@ -430,7 +496,9 @@ static td_status validate_tenant(vctx *v)
     const char *tenancy = td_json_str(s, "tenancy");
     if (json_object_get(s, "tenancy") &&
         !(tenancy && (strcmp(tenancy, "team") == 0 || strcmp(tenancy, "customer") == 0)))
-        return vfail(v, json_object_get(s, "tenancy"), "spec.tenancy", "must be team or customer");
+        return vfail(v, json_object_get(s, "tenancy"), "spec.tenancy",
+                     "\"%s\" is not a tier; must be team or customer", tenancy ? tenancy : "");
+    TRY(validate_storage(v, json_object_get(s, "storage")));
     json_t *g = json_object_get(s, "gateway");
     if (g) {
         TRY(check_fields(v, g, "spec.gateway", gw));
@@ -533,10 +601,19 @@ static td_status validate_nodepool(vctx *v)
 static td_status validate_admission_policy(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
-    static const char *const spec[] = {"requiredLabels", "inheritLabelsFromNamespace", NULL};
+    static const char *const spec[] = {"requiredLabels", "inheritLabelsFromNamespace", "sandbox",
+                                       NULL};
+    static const char *const sandbox[] = {"runtimeClassName", "untrustedWorkloads", NULL};
     TRY(check_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
     TRY(check_fields(v, s, "spec", spec));
+    json_t *sb = json_object_get(s, "sandbox");
+    TRY(check_fields(v, sb, "spec.sandbox", sandbox));
+    json_t *rc = json_object_get(sb, "runtimeClassName");
+    if (rc && (!json_is_string(rc) || !dns_subdomain(json_string_value(rc))))
+        return vfail(v, rc, "spec.sandbox.runtimeClassName", "must be a RuntimeClass name");
+    TRY(check_string_array(v, json_object_get(sb, "untrustedWorkloads"),
+                           "spec.sandbox.untrustedWorkloads"));
     TRY(check_string_array(v, json_object_get(s, "requiredLabels"), "spec.requiredLabels"));
     json_t *inh = json_object_get(s, "inheritLabelsFromNamespace");
     if (inh && !json_is_boolean(inh))
@@ -567,7 +644,12 @@ static const kind_info kinds[] = {
      "rolebinding,rolebindings"},
     {"NetworkPolicy", "networking.k8s.io/v1", true, validate_meta_only,
      "netpol,networkpolicy,networkpolicies"},
-    {"RuntimeClass", "node.k8s.io/v1", false, validate_meta_only, "runtimeclass,runtimeclasses"},
+    {"RuntimeClass", "node.k8s.io/v1", false, validate_runtimeclass,
+     "runtimeclass,runtimeclasses"},
+    {"Role", "rbac.authorization.k8s.io/v1", true, validate_meta_only, "role,roles"},
+    {"ServiceAccount", "v1", true, validate_meta_only, "sa,serviceaccount,serviceaccounts"},
+    {"ConfigMap", "v1", true, validate_meta_only, "cm,configmap,configmaps"},
+    {"HelmChart", "helm.cattle.io/v1", true, validate_meta_only, "helmchart,helmcharts"},
     {"ResourceFlavor", KUEUE_API, false, validate_meta_only,
      "rf,flavor,flavors,resourceflavor,resourceflavors"},
     {"ClusterQueue", KUEUE_API, false, validate_meta_only, "cq,clusterqueue,clusterqueues"},
@@ -669,7 +751,8 @@ static td_status validate_object(json_t *obj, const td_manifest *src, td_err *er
     if (!k)
         return vfail(&v, kindj, "kind", "unknown kind \"%s\"; tenantd knows Namespace, "
                                         "ResourceQuota, LimitRange, PriorityClass, Pod, "
-                                        "RoleBinding, NetworkPolicy, RuntimeClass, Kueue's "
+                                        "RoleBinding, Role, ServiceAccount, ConfigMap, "
+                                        "NetworkPolicy, RuntimeClass, HelmChart, Kueue's "
                                         "kinds and Tenant, Route, NodePool, AdmissionPolicy, "
                                         "CostPolicy, LoadScenario",
                      kind);
@@ -825,6 +908,90 @@ td_status td_config_builder_delete(td_config_builder *b, const char *kind, const
     return TD_OK;
 }
 
+static int is_kind(const json_t *o, const char *kind)
+{
+    const char *k = td_json_str(o, "kind");
+    return k && strcmp(k, kind) == 0;
+}
+
+static json_t *find_obj(entry *items, size_t n, const char *kind, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (is_kind(items[i].obj, kind) && strcmp(td_json_str(items[i].obj, "metadata.name"),
+                                                  name) == 0)
+            return items[i].obj;
+    return NULL;
+}
+
+/* The isolation tiers' rules across objects (tenancy.h): a customer is on
+ * no NodePool shared with another tenant, the sandbox RuntimeClass exists
+ * once there is a customer, and no two tenants' storage overlaps. */
+static td_status tenancy_cross_check(entry *items, size_t n, td_err *err)
+{
+    const json_t *customer = NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_t *t = items[i].obj;
+        if (!is_kind(t, "Tenant"))
+            continue;
+        const char *name = td_json_str(t, "metadata.name");
+        if (td_tenancy_of(t) == TD_TENANCY_CUSTOMER) {
+            if (!customer)
+                customer = t;
+            for (size_t j = 0; j < n; j++) {
+                json_t *pool = items[j].obj;
+                if (!is_kind(pool, "NodePool"))
+                    continue;
+                json_t *ts = td_json_path(pool, "spec.tenants");
+                int listed = 0;
+                size_t k;
+                json_t *x;
+                json_array_foreach(ts, k, x)
+                {
+                    listed |= strcmp(json_string_value(x), name) == 0;
+                }
+                if (listed && json_array_size(ts) > 1)
+                    return td_err_set(err, TD_EINVAL,
+                                      "NodePool %s: spec.tenants: customer tenant \"%s\" shares "
+                                      "this pool with other tenants; a customer's pools are "
+                                      "dedicated (spec.tenants: [%s])",
+                                      td_json_str(pool, "metadata.name"), name, name);
+            }
+        }
+        const char *b1 = td_json_str(t, "spec.storage.bucket");
+        const char *p1 = td_json_str(t, "spec.storage.prefix");
+        for (size_t j = i + 1; b1 && j < n; j++) {
+            json_t *u = items[j].obj;
+            if (!is_kind(u, "Tenant"))
+                continue;
+            const char *b2 = td_json_str(u, "spec.storage.bucket");
+            const char *p2 = td_json_str(u, "spec.storage.prefix");
+            if (td_storage_overlap(b1, p1 ? p1 : "", b2, p2 ? p2 : ""))
+                return td_err_set(err, TD_EINVAL,
+                                  "Tenant %s: spec.storage: %s/%s overlaps tenant %s's %s/%s; "
+                                  "storage prefixes of tenants must be disjoint",
+                                  td_json_str(u, "metadata.name"), b2, p2 ? p2 : "", name, b1,
+                                  p1 ? p1 : "");
+        }
+    }
+    if (customer) {
+        json_t *pol = find_obj(items, n, "AdmissionPolicy", "default");
+        for (size_t i = 0; !pol && i < n; i++)
+            if (is_kind(items[i].obj, "AdmissionPolicy"))
+                pol = items[i].obj;
+        const char *rc = td_json_str(pol, "spec.sandbox.runtimeClassName");
+        if (!rc || !*rc)
+            rc = TD_SANDBOX_RUNTIME_CLASS;
+        if (!find_obj(items, n, "RuntimeClass", rc))
+            return td_err_set(err, TD_EINVAL,
+                              "Tenant %s: spec.tenancy: customer pods run in the sandbox "
+                              "RuntimeClass \"%s\", which is not defined; add a RuntimeClass "
+                              "%s (node.k8s.io/v1, handler %s for gVisor), as `tenantctl "
+                              "provision --tenancy customer` emits it",
+                              td_json_str(customer, "metadata.name"), rc, rc, TD_SANDBOX_HANDLER);
+    }
+    return TD_OK;
+}
+
 /* Rules that span objects. */
 static td_status cross_check(entry *items, size_t n, td_err *err)
 {
@@ -888,7 +1055,7 @@ static td_status cross_check(entry *items, size_t n, td_err *err)
             }
         }
     }
-    return TD_OK;
+    return tenancy_cross_check(items, n, err);
 }
 
 td_status td_config_builder_finish(td_config_builder *b, td_config **out, td_err *err)

@@ -24,7 +24,7 @@ static const char remote_flags_help[] =
     "      --cacert FILE    CA to verify an https server\n"
     "      --insecure       do not verify the server's certificate\n"
     "      --cert FILE      client certificate (mTLS), --key FILE its key\n"
-    "      --token-file FILE  the admin token (default $TENANTD_TOKEN_FILE)\n";
+    "      --token-file FILE  the admin token, or a tenant's API key (default $TENANTD_TOKEN_FILE)\n";
 
 enum { O_SERVER = 's', O_CACERT = 1000, O_INSECURE, O_CERT, O_KEY, O_TOKEN_FILE };
 

@@ -12,6 +12,7 @@
 
 #include "daemon/workloads.h"
 #include "tenantd/admit.h"
+#include "tenantd/authz.h"
 #include "tenantd/manifest.h"
 
 void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway)
@@ -45,20 +46,6 @@ void td_control_set_admin_token(td_control *c, const char *token, size_t len)
 {
     SHA256((const unsigned char *)token, len, c->admin_token_sha256);
     c->has_admin_token = 1;
-}
-
-/* Compares hashes, in constant time, so neither the token's length nor its
- * bytes leak through timing. */
-static int authorized(const td_control *c, const td_http_request *req)
-{
-    if (!c->has_admin_token)
-        return 1;
-    const char *h = td_http_header(req, "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7) != 0)
-        return 0;
-    unsigned char sha[32];
-    SHA256((const unsigned char *)h + 7, strlen(h + 7), sha);
-    return CRYPTO_memcmp(sha, c->admin_token_sha256, 32) == 0;
 }
 
 void td_control_fini(td_control *c)
@@ -195,23 +182,60 @@ static td_status stamp_workload(json_t *wl, td_err *err)
     return TD_OK;
 }
 
-static void handle_apply_or_submit(td_control *c, const td_http_request *req,
-                                   td_http_response *resp, int submit);
-
-static void handle_apply(td_control *c, const td_http_request *req, td_http_response *resp)
+/* A tenant's view of the queue: its own workloads only, and a preemption
+ * reason that names another tenant's workload names it no more. */
+static json_t *tenant_view(const td_principal *p, json_t *view)
 {
-    handle_apply_or_submit(c, req, resp, 0);
+    static const char preempted[] = "Preempted to accommodate a workload (";
+    json_t *mine = json_array();
+    size_t i;
+    json_t *w;
+    json_array_foreach(view, i, w)
+    {
+        if (!mine || !td_authz_namespace_ok(p, td_json_str(w, "namespace")))
+            continue;
+        const char *reason = td_json_str(w, "reason");
+        if (p->kind == TD_PRINCIPAL_TENANT && reason &&
+            strncmp(reason, preempted, sizeof preempted - 1) == 0) {
+            const char *key = reason + sizeof preempted - 1;
+            size_t nslen = strcspn(key, "/)");
+            char ns[256];
+            snprintf(ns, sizeof ns, "%.*s", (int)(nslen < 255 ? nslen : 255), key);
+            if (!td_authz_namespace_ok(p, ns)) {
+                json_t *copy = json_copy(w);
+                const char *rest = strchr(key, ')');
+                char msg[512];
+                snprintf(msg, sizeof msg, "Preempted to accommodate another tenant's workload%s",
+                         rest ? rest + 1 : "");
+                if (copy)
+                    json_object_set_new(copy, "reason", json_string(msg));
+                json_array_append_new(mine, copy);
+                continue;
+            }
+        }
+        json_array_append(mine, w);
+    }
+    json_decref(view);
+    return mine;
 }
 
-static void handle_workloads(td_control *c, const td_http_request *req, td_http_response *resp)
+static void handle_workloads(td_control *c, const td_http_request *req, td_http_response *resp,
+                             const td_principal *p)
 {
     char ns[256] = "";
     query_param(req->query, "namespace", ns, sizeof ns);
+    td_err err;
+    int code = td_authz_check(p, TD_AUTHZ_TENANT, *ns ? ns : NULL, &err);
+    if (code) {
+        reply_error(resp, code, err.msg);
+        return;
+    }
     td_config *cur = td_config_ref(atomic_load(&c->snapshot));
     json_t *view = NULL;
-    td_err err;
     td_status st = td_workloads_view(cur, ns, &view, &err);
     td_config_unref(cur);
+    if (st == TD_OK && p->kind != TD_PRINCIPAL_ADMIN && !(view = tenant_view(p, view)))
+        st = td_err_set(&err, TD_ENOMEM, "out of memory");
     if (st != TD_OK)
         reply_error(resp, st == TD_ENOMEM ? 500 : 400, err.msg);
     else
@@ -219,7 +243,7 @@ static void handle_workloads(td_control *c, const td_http_request *req, td_http_
 }
 
 static void handle_apply_or_submit(td_control *c, const td_http_request *req,
-                                   td_http_response *resp, int submit)
+                                   td_http_response *resp, const td_principal *p, int submit)
 {
     const char *fname = td_http_header(req, "X-Tenantd-Filename");
     char name[256];
@@ -239,6 +263,15 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         if (stamp_workload(td_manifest_doc(m, i), &err) != TD_OK) {
             td_manifest_destroy(m);
             reply_error(resp, 400, err.msg);
+            return;
+        }
+        /* All or nothing: one Workload outside the caller's namespaces
+         * refuses the whole submission. */
+        td_object_id id = td_object_identity(td_manifest_doc(m, i));
+        int code = td_authz_check(p, TD_AUTHZ_TENANT, id.namespace_ ? id.namespace_ : "", &err);
+        if (code) {
+            td_manifest_destroy(m);
+            reply_error(resp, code, err.msg);
             return;
         }
     }
@@ -301,7 +334,8 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
     td_manifest_destroy(m);
 }
 
-static void handle_objects(td_control *c, const td_http_request *req, td_http_response *resp)
+static void handle_objects(td_control *c, const td_http_request *req, td_http_response *resp,
+                           const td_principal *p)
 {
     char kind_in[128] = "", ns[256] = "", name[256] = "";
     query_param(req->query, "kind", kind_in, sizeof kind_in);
@@ -315,14 +349,33 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
         reply_error(resp, 400, msg);
         return;
     }
+    td_err err;
+    if (strcmp(req->method, "GET") == 0) {
+        int code = td_authz_check_read(p, kind, *ns ? ns : NULL, name, &err);
+        if (code) {
+            reply_error(resp, code, err.msg);
+            return;
+        }
+    }
     td_config *cur = td_config_ref(atomic_load(&c->snapshot));
     if (strcmp(req->method, "GET") == 0) {
         json_t *items = json_array();
         json_t *const *list;
         size_t n = td_config_list(cur, kind, *ns ? ns : NULL, &list);
-        for (size_t i = 0; i < n; i++)
-            if (!*name || strcmp(td_json_str(list[i], "metadata.name"), name) == 0)
+        int tenant = p->kind != TD_PRINCIPAL_ADMIN;
+        for (size_t i = 0; i < n; i++) {
+            if (*name && strcmp(td_json_str(list[i], "metadata.name"), name) != 0)
+                continue;
+            if (!tenant) {
                 json_array_append(items, list[i]);
+            } else if (!td_kind_namespaced(kind)) {
+                /* only its own Tenant reaches here, keys redacted */
+                if (strcmp(td_json_str(list[i], "metadata.name"), p->tenant_name) == 0)
+                    json_array_append_new(items, td_authz_redact_tenant(list[i]));
+            } else if (td_authz_namespace_ok(p, td_json_str(list[i], "metadata.namespace"))) {
+                json_array_append(items, list[i]);
+            }
+        }
         if (*name && json_array_size(items) == 0) {
             char msg[700];
             snprintf(msg, sizeof msg, "%s %s%s%s not found", kind, ns, *ns ? "/" : "", name);
@@ -335,7 +388,6 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
         return;
     }
     /* DELETE */
-    td_err err;
     td_config_builder *b = NULL;
     td_config *next = NULL;
     td_status st = td_config_builder_create(cur, &b, &err);
@@ -384,37 +436,119 @@ static void handle_metrics(td_control *c, td_http_response *resp)
     resp->body_len = len;
 }
 
+/* ---- routing ------------------------------------------------------------ */
+
+static void h_healthz(td_control *c, const td_http_request *req, td_http_response *resp,
+                      const td_principal *p)
+{
+    (void)c, (void)req, (void)p;
+    reply_text(resp, 200, "ok\n");
+}
+
+static void h_readyz(td_control *c, const td_http_request *req, td_http_response *resp,
+                     const td_principal *p)
+{
+    (void)req, (void)p;
+    reply_text(resp, c->ready ? 200 : 503, c->ready ? "ok\n" : "not ready\n");
+}
+
+static void h_validate(td_control *c, const td_http_request *req, td_http_response *resp,
+                       const td_principal *p)
+{
+    (void)p;
+    handle_review(c, req, resp, TD_REVIEW_VALIDATE);
+}
+
+static void h_mutate(td_control *c, const td_http_request *req, td_http_response *resp,
+                     const td_principal *p)
+{
+    (void)p;
+    handle_review(c, req, resp, TD_REVIEW_MUTATE);
+}
+
+static void h_admit(td_control *c, const td_http_request *req, td_http_response *resp,
+                    const td_principal *p)
+{
+    (void)p;
+    handle_review(c, req, resp, TD_REVIEW_MUTATE_AND_VALIDATE);
+}
+
+static void h_metrics(td_control *c, const td_http_request *req, td_http_response *resp,
+                      const td_principal *p)
+{
+    (void)req, (void)p;
+    handle_metrics(c, resp);
+}
+
+static void h_apply(td_control *c, const td_http_request *req, td_http_response *resp,
+                    const td_principal *p)
+{
+    handle_apply_or_submit(c, req, resp, p, 0);
+}
+
+static void h_submit(td_control *c, const td_http_request *req, td_http_response *resp,
+                     const td_principal *p)
+{
+    handle_apply_or_submit(c, req, resp, p, 1);
+}
+
+typedef void (*endpoint_fn)(td_control *, const td_http_request *, td_http_response *,
+                            const td_principal *);
+
+/* Every endpoint of the admin listener and the rule it declares. The
+ * dispatcher applies the rule before the handler runs (401 without a
+ * credential, 403 for a tenant on an admin endpoint); a TD_AUTHZ_TENANT
+ * handler then calls td_authz_check / td_authz_namespace_ok for each
+ * namespace it reads or writes, so a tenant never touches another's. */
+static const struct {
+    const char *method, *path;
+    td_authz_rule rule;
+    endpoint_fn fn;
+} endpoints[] = {
+    {"GET", "/healthz", TD_AUTHZ_OPEN, h_healthz},
+    {"GET", "/readyz", TD_AUTHZ_OPEN, h_readyz},
+    /* kube-apiserver calls these; protect them with --tls-client-ca */
+    {"POST", "/validate", TD_AUTHZ_OPEN, h_validate},
+    {"POST", "/mutate", TD_AUTHZ_OPEN, h_mutate},
+    {"POST", "/admit", TD_AUTHZ_OPEN, h_admit},
+    {"GET", "/metrics", TD_AUTHZ_ADMIN, h_metrics},
+    {"POST", "/v1/apply", TD_AUTHZ_ADMIN, h_apply},
+    {"POST", "/v1/workloads", TD_AUTHZ_TENANT, h_submit},
+    {"GET", "/v1/workloads", TD_AUTHZ_TENANT, handle_workloads},
+    {"GET", "/v1/objects", TD_AUTHZ_TENANT, handle_objects},
+    {"DELETE", "/v1/objects", TD_AUTHZ_ADMIN, handle_objects},
+};
+
 void td_control_handle(const td_http_request *req, td_http_response *resp, void *user)
 {
     td_control *c = user;
-    const char *m = req->method, *p = req->path;
-    int get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0;
-    if (strcmp(p, "/healthz") == 0 && get)
-        reply_text(resp, 200, "ok\n");
-    else if (strcmp(p, "/readyz") == 0 && get)
-        reply_text(resp, c->ready ? 200 : 503, c->ready ? "ok\n" : "not ready\n");
-    else if (strcmp(p, "/validate") == 0 && post)
-        handle_review(c, req, resp, TD_REVIEW_VALIDATE);
-    else if (strcmp(p, "/mutate") == 0 && post)
-        handle_review(c, req, resp, TD_REVIEW_MUTATE);
-    else if (strcmp(p, "/admit") == 0 && post)
-        handle_review(c, req, resp, TD_REVIEW_MUTATE_AND_VALIDATE);
-    else if ((strcmp(p, "/metrics") == 0 || strncmp(p, "/v1/", 4) == 0) && !authorized(c, req))
-        reply_error(resp, 401, "unauthorized: this endpoint needs the admin token "
-                               "(Authorization: Bearer TOKEN; tenantctl --token-file)");
-    else if (strcmp(p, "/metrics") == 0 && get)
-        handle_metrics(c, resp);
-    else if (strcmp(p, "/v1/apply") == 0 && post)
-        handle_apply(c, req, resp);
-    else if (strcmp(p, "/v1/workloads") == 0 && post)
-        handle_apply_or_submit(c, req, resp, 1);
-    else if (strcmp(p, "/v1/workloads") == 0 && get)
-        handle_workloads(c, req, resp);
-    else if (strcmp(p, "/v1/objects") == 0 && (get || strcmp(m, "DELETE") == 0))
-        handle_objects(c, req, resp);
-    else if (!strcmp(p, "/healthz") || !strcmp(p, "/readyz") || !strcmp(p, "/validate") ||
-             !strcmp(p, "/mutate") || !strcmp(p, "/admit") || !strcmp(p, "/v1/apply") ||
-             !strcmp(p, "/v1/objects") || !strcmp(p, "/metrics") || !strcmp(p, "/v1/workloads"))
+    int path_known = 0;
+    for (size_t i = 0; i < sizeof endpoints / sizeof endpoints[0]; i++) {
+        if (strcmp(req->path, endpoints[i].path) != 0)
+            continue;
+        path_known = 1;
+        if (strcmp(req->method, endpoints[i].method) != 0)
+            continue;
+        if (endpoints[i].rule == TD_AUTHZ_OPEN) {
+            td_principal open = {TD_PRINCIPAL_NONE, NULL, NULL};
+            endpoints[i].fn(c, req, resp, &open);
+            return;
+        }
+        /* The principal borrows from this snapshot: hold it for the call. */
+        td_config *cfg = td_config_ref(atomic_load(&c->snapshot));
+        td_principal p;
+        td_authz_identify(cfg, c->has_admin_token ? c->admin_token_sha256 : NULL,
+                          td_http_header(req, "Authorization"), &p);
+        td_err err;
+        int code = td_authz_check(&p, endpoints[i].rule, NULL, &err);
+        if (code)
+            reply_error(resp, code, err.msg);
+        else
+            endpoints[i].fn(c, req, resp, &p);
+        td_config_unref(cfg);
+        return;
+    }
+    if (path_known)
         reply_error(resp, 405, "method not allowed");
     else
         reply_error(resp, 404, "no such endpoint; see the README's API section");

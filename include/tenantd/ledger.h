@@ -73,6 +73,17 @@ td_status td_ledger_flush(td_ledger *l, td_err *err);
 /* Records committed and dropped so far. */
 uint64_t td_ledger_committed(const td_ledger *l);
 uint64_t td_ledger_dropped(const td_ledger *l);
+/* Compacts now: raw request records that started before the hour
+ * boundary at or below now_ns - retention_ns are summed into hourly rollups
+ * (per hour x tenant x team/project/environment x route x outcome; count =
+ * records summed) and deleted, in one transaction. Interval records stay
+ * raw: they are one per admission, and summing them across different
+ * durations would lose their resource-seconds. Idempotent: a second call
+ * with the same now_ns changes nothing, and a raw request record older than
+ * the compacted horizon is refused by the writer (counted as dropped), so a
+ * replay never counts twice. The writer also compacts on its own clock
+ * (CLOCK_REALTIME) every 10 minutes when retention_ns > 0. */
+td_status td_ledger_compact(td_ledger *l, int64_t now_ns, td_err *err);
 /* Flushes, stops the writer, closes. NULL is a no-op. */
 void td_ledger_close(td_ledger *l);
 

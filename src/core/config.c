@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "tenantd/chargeback.h"
 #include "tenantd/duration.h"
 #include "tenantd/quantity.h"
 #include "tenantd/tenancy.h"
@@ -621,6 +622,16 @@ static td_status validate_admission_policy(vctx *v)
     return TD_OK;
 }
 
+/* The CostPolicy parser lives with the cost code (src/cost/costpolicy.c);
+ * validation is parsing and throwing the result away. */
+static td_status validate_costpolicy(vctx *v)
+{
+    td_costpolicy *p = NULL;
+    td_status st = td_costpolicy_parse(v->obj, v->src, &p, v->err);
+    td_costpolicy_destroy(p);
+    return st;
+}
+
 /* ---- the kind table ---------------------------------------------------- */
 
 typedef struct {
@@ -663,7 +674,7 @@ static const kind_info kinds[] = {
     {"NodePool", TD_API_TENANTD, false, validate_nodepool, "pool,pools,nodepool,nodepools"},
     {"AdmissionPolicy", TD_API_TENANTD, false, validate_admission_policy,
      "admissionpolicy,admissionpolicies"},
-    {"CostPolicy", TD_API_TENANTD, false, validate_meta_only, "costpolicy,costpolicies"},
+    {"CostPolicy", TD_API_TENANTD, false, validate_costpolicy, "costpolicy,costpolicies"},
     {"LoadScenario", TD_API_TENANTD, false, validate_meta_only, "loadscenario,loadscenarios"},
 };
 

@@ -31,6 +31,9 @@ typedef struct {
     uint32_t concurrency;       /* 0: unlimited */
     td_criticality criticality; /* default for its requests */
     double weight;              /* > 0 */
+    /* spec.gateway.enforcement: true = shadow, the limit is decided and
+     * counted ("would have rejected") but the request proceeds. */
+    bool shadow_rate, shadow_concurrency;
     unsigned char (*key_sha256)[32];
     size_t nkeys;
 } td_gw_tenant;

@@ -155,6 +155,14 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
     t->weight = num_or(json_object_get(gw, "weight"), 1);
     if (t->weight <= 0)
         t->weight = 1;
+    /* enforcement: "shadow" | "enforce" for every limit, or a mapping
+     * {rate: M, concurrency: M} (validated by the config). */
+    json_t *enf = json_object_get(gw, "enforcement");
+    const char *all = json_string_value(enf);
+    const char *er = all ? all : json_string_value(json_object_get(enf, "rate"));
+    const char *ec = all ? all : json_string_value(json_object_get(enf, "concurrency"));
+    t->shadow_rate = er && strcmp(er, "shadow") == 0;
+    t->shadow_concurrency = ec && strcmp(ec, "shadow") == 0;
     t->criticality = TD_CRIT_CRITICAL;
     const char *crit = json_string_value(json_object_get(gw, "criticality"));
     if (crit && td_criticality_parse(crit, &t->criticality) != TD_OK)

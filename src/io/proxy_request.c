@@ -286,9 +286,10 @@ static void log_line(px_conn *c, const char *outcome, double cost)
     else
         td__buf_append(b, "/", 1);
     td__buf_printf(b,
-                   " status=%d outcome=%s cost_est=%g cost=%g queue_ms=%.3f upstream_ms=%.3f "
+                   " status=%d outcome=%s%s%s cost_est=%g cost=%g queue_ms=%.3f upstream_ms=%.3f "
                    "total_ms=%.3f peer=%s\n",
-                   r->status ? r->status : 499, outcome, r->estimate, cost,
+                   r->status ? r->status : 499, outcome, r->shadow ? " shadow_would=" : "",
+                   r->shadow ? r->shadow : "", r->estimate, cost,
                    r->t_decided ? ms_between(r->t_decided, queue_end) : 0.0,
                    r->t_started ? ms_between(r->t_started, r->t_end) : 0.0,
                    ms_between(r->t_start, r->t_end), c->peer);
@@ -339,6 +340,8 @@ void px_req_end(px_conn *c, int outcome)
         }
         cost = r->actual;
         r->rate_charged = 0;
+    } else if (r->shadow) {
+        cost = r->actual; /* it went upstream: its cost counts, uncharged */
     }
     if (r->conc_held) {
         td_limiter_release(p->limiter, t->slot);
@@ -469,6 +472,7 @@ void px_req_headers(px_conn *c)
     r->reject_error = NULL;
     r->estimate = r->actual = 0;
     r->conc_held = r->rate_charged = r->cq_started = r->queued = 0;
+    r->shadow = NULL;
     r->up = NULL;
     r->retried = 0;
     r->resp_started = r->resp_chunked = r->resp_close = r->resp_status = 0;
@@ -598,26 +602,40 @@ void px_req_message(px_conn *c)
             timeout_ns = asked;
     }
 
-    /* (d) concurrency */
+    /* (d) concurrency. In shadow a refusal is counted and the request goes
+     * on without a slot (it holds none, so it releases none). */
     if (td_limiter_acquire(p->limiter, t->slot, t->concurrency) != TD_OK) {
-        respond_limited(c, "concurrency_limited", 1000000000ULL);
-        px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
-        return;
+        td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_CONCURRENCY,
+                                   t->shadow_concurrency);
+        if (!t->shadow_concurrency) {
+            respond_limited(c, "concurrency_limited", 1000000000ULL);
+            px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
+            return;
+        }
+        r->shadow = "concurrency_limited";
+    } else {
+        r->conc_held = 1;
+        td_metrics_inflight_add(p->metrics, t->slot, 1);
     }
-    r->conc_held = 1;
-    td_metrics_inflight_add(p->metrics, t->slot, 1);
 
-    /* (e) rate */
+    /* (e) rate. In shadow a refusal charges nothing (the limiter's state is
+     * what enforcing would have left) and the request goes on. */
     uint64_t now = px_now(), retry = 0;
     td_status st = p->shared
                        ? td_shared_take(p->shared, t->slot, t->name, &t->rate, est, now, &retry)
                        : td_limiter_take(p->limiter, t->slot, &t->rate, est, now, &retry);
     if (st != TD_OK) {
-        respond_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL);
-        px_req_end(c, TD_OUT_RATE_LIMITED);
-        return;
+        td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_RATE, t->shadow_rate);
+        if (!t->shadow_rate) {
+            respond_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL);
+            px_req_end(c, TD_OUT_RATE_LIMITED);
+            return;
+        }
+        if (!r->shadow)
+            r->shadow = "rate_limited";
+    } else {
+        r->rate_charged = 1;
     }
-    r->rate_charged = 1;
 
     /* (f) the route's criticality queue, this worker's share of it */
     r->t_decided = now;

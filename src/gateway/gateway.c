@@ -42,6 +42,7 @@ struct td_gateway {
     td_limiter *limiter;
     td_metrics *metrics;
     td_shared *shared;
+    td_recent *recent;
     bool allow_x_tenant;
 };
 
@@ -388,6 +389,8 @@ td_status td_gateway_create(const td_config *cfg, const td_gateway_opts *o, td_g
         st = td_limiter_create(TD_GW_MAX_TENANTS, &g->limiter);
     if (st == TD_OK)
         st = td_metrics_create(TD_GW_MAX_TENANTS, TD_GW_MAX_ROUTES, &g->metrics);
+    if (st == TD_OK)
+        st = td_recent_create(TD_GW_RECENT_RINGS, 256, TD_GW_MAX_TENANTS, &g->recent);
     if (st != TD_OK) {
         td_gateway_destroy(g);
         return td_err_set(err, st, "out of memory");
@@ -418,6 +421,7 @@ void td_gateway_destroy(td_gateway *g)
     td_shared_destroy(g->shared);
     td_gw_config_unref(g->current);
     td_metrics_destroy(g->metrics);
+    td_recent_destroy(g->recent);
     td_limiter_destroy(g->limiter);
     slots_fini(&g->tenants);
     slots_fini(&g->routes);
@@ -458,6 +462,11 @@ td_limiter *td_gateway_limiter(td_gateway *g)
 td_metrics *td_gateway_metrics(td_gateway *g)
 {
     return g->metrics;
+}
+
+td_recent *td_gateway_recent(td_gateway *g)
+{
+    return g->recent;
 }
 
 td_shared *td_gateway_shared(td_gateway *g)

@@ -161,8 +161,48 @@ static void respond_bad_request(px_conn *c, const char *msg)
     px_respond(c, 400, NULL, body);
 }
 
+/* Keeps a sampled record of a refusal for `tenantctl explain request`:
+ * the rule and the numbers it compared. */
+static void note_refusal(px_conn *c, uint16_t status, const char *reason, bool shadow)
+{
+    px_req *r = &c->rq;
+    const td_gw_tenant *t = r->tenant;
+    td_proxy *p = c->w->p;
+    td_recent *rec = td_gateway_recent(p->g);
+    uint64_t now = px_now();
+    if (!t || !rec || !td_recent_due(rec, t->slot, now))
+        return;
+    td_rejection x;
+    memset(&x, 0, sizeof x);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    x.wall_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    x.tenant = t->slot;
+    x.status = status;
+    x.shadow = shadow;
+    snprintf(x.reason, sizeof x.reason, "%s", reason);
+    const char *route = r->route ? r->route->name : "";
+    if (strcmp(reason, "rate_limited") == 0)
+        snprintf(x.detail, sizeof x.detail,
+                 "route %s: cost %.6g over the %.6g available (rate %.6g per %.6gs, burst %.6g)",
+                 route, r->estimate, td_limiter_available(p->limiter, t->slot, &t->rate, now),
+                 t->rate.cost, (double)t->rate.per_ns / 1e9, t->rate.burst);
+    else if (strcmp(reason, "concurrency_limited") == 0)
+        snprintf(x.detail, sizeof x.detail, "route %s: %u in flight, limit %u", route,
+                 td_limiter_inflight(p->limiter, t->slot), t->concurrency);
+    else if (r->route)
+        snprintf(x.detail, sizeof x.detail,
+                 "route %s (capacity %u, queue %u) %s; request criticality %s", route,
+                 r->route->capacity, r->route->queue,
+                 strcmp(reason, "deadline") == 0 ? "could not start before the deadline"
+                                                 : "is full: the lowest criticality is shed",
+                 td_criticality_name(r->crit));
+    td_recent_note(rec, c->w->index, &x);
+}
+
 static void respond_shed(px_conn *c, const char *why)
 {
+    note_refusal(c, 503, why, false);
     char body[300], esc[200];
     json_escape(esc, sizeof esc, c->rq.tenant ? c->rq.tenant->name : "");
     snprintf(body, sizeof body, "{\"error\":\"overloaded\",\"reason\":\"%s\",\"tenant\":\"%s\"}",
@@ -174,6 +214,7 @@ static void respond_shed(px_conn *c, const char *why)
 
 static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns)
 {
+    note_refusal(c, 429, error, false);
     if (retry_ns == TD_LIMITER_NEVER) {
         /* The estimate alone is over the tenant's burst: waiting will not
          * help, so no Retry-After; the client must ask for less. */
@@ -612,6 +653,7 @@ void px_req_message(px_conn *c)
             px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
             return;
         }
+        note_refusal(c, 429, "concurrency_limited", true);
         r->shadow = "concurrency_limited";
     } else {
         r->conc_held = 1;
@@ -631,6 +673,7 @@ void px_req_message(px_conn *c)
             px_req_end(c, TD_OUT_RATE_LIMITED);
             return;
         }
+        note_refusal(c, 429, "rate_limited", true);
         if (!r->shadow)
             r->shadow = "rate_limited";
     } else {

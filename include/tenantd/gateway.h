@@ -16,11 +16,13 @@
 #include "tenantd/critqueue.h"
 #include "tenantd/limiter.h"
 #include "tenantd/metrics.h"
+#include "tenantd/recent.h"
 #include "tenantd/shared.h"
 #include "tenantd/status.h"
 
 #define TD_GW_MAX_TENANTS 65536
 #define TD_GW_MAX_ROUTES 1024
+#define TD_GW_RECENT_RINGS 16 /* refusal rings, one per worker (mod 16) */
 
 typedef enum { TD_COST_TOKENS, TD_COST_GPU_SECONDS, TD_COST_REQUESTS } td_cost_model;
 
@@ -31,6 +33,9 @@ typedef struct {
     uint32_t concurrency;       /* 0: unlimited */
     td_criticality criticality; /* default for its requests */
     double weight;              /* > 0 */
+    /* spec.gateway.enforcement: true = shadow, the limit is decided and
+     * counted ("would have rejected") but the request proceeds. */
+    bool shadow_rate, shadow_concurrency;
     unsigned char (*key_sha256)[32];
     size_t nkeys;
 } td_gw_tenant;
@@ -97,6 +102,7 @@ const td_gw_route *td_gw_route_match(const td_gw_config *c, const char *path);
 td_limiter *td_gateway_limiter(td_gateway *g);
 td_metrics *td_gateway_metrics(td_gateway *g);
 td_shared *td_gateway_shared(td_gateway *g); /* NULL without --redis */
+td_recent *td_gateway_recent(td_gateway *g);
 bool td_gateway_allow_x_tenant(const td_gateway *g);
 
 /* Name of a tenant ('t') or route ('r') slot for metrics labels, or NULL. */

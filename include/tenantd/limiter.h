@@ -43,6 +43,10 @@ td_status td_limiter_take(td_limiter *l, size_t slot, const td_rate *r, double c
 void td_limiter_adjust(td_limiter *l, size_t slot, const td_rate *r, double delta,
                        uint64_t now_ns);
 
+/* Units slot could take at now_ns under r without waiting (0..burst);
+ * r->burst when unlimited. Read-only. */
+double td_limiter_available(const td_limiter *l, size_t slot, const td_rate *r, uint64_t now_ns);
+
 /* Forgets slot's state (a tenant removed, or its limit changed a lot). */
 void td_limiter_reset(td_limiter *l, size_t slot);
 

@@ -4,6 +4,7 @@
 #ifndef TENANTD_METRICS_H
 #define TENANTD_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,12 @@ void td_metrics_request(td_metrics *m, uint32_t tenant, uint32_t route, td_outco
 /* Gauges: queue depth per route and criticality, in-flight per tenant. */
 void td_metrics_queue_add(td_metrics *m, uint32_t route, td_criticality c, int delta);
 void td_metrics_inflight_add(td_metrics *m, uint32_t tenant, int delta);
+
+/* A limit of a tenant refused a request: enforced (the request got 429)
+ * or in shadow (it would have been refused and went on).
+ * tenantd_limit_rejections_total{tenant,limit,mode}. */
+typedef enum { TD_LIMIT_RATE = 0, TD_LIMIT_CONCURRENCY, TD_LIMIT_COUNT } td_limit_kind;
+void td_metrics_limit_rejection(td_metrics *m, uint32_t tenant, td_limit_kind limit, bool shadow);
 
 /* Counter of shared-limit (Redis) degradations and of reconciliations. */
 void td_metrics_shared_degraded(td_metrics *m, int degraded);

@@ -11,6 +11,7 @@
 
 int td_cmd_quantity(int argc, char **argv);
 int td_cmd_admit(int argc, char **argv);
+int td_cmd_admit_remote(int argc, char **argv); /* admit --server: decided by a running tenantd */
 int td_cmd_provision(int argc, char **argv);
 int td_cmd_apply(int argc, char **argv);
 int td_cmd_get(int argc, char **argv);

@@ -28,7 +28,11 @@ static void usage(FILE *f)
             "  -o, --output FMT     review (default): the AdmissionReview v1 response as JSON;\n"
             "                       summary: the decision and each change, for a person\n"
             "  -q, --quiet          no one-line summary on stderr\n\n"
-            "exit status: 0 allowed, 1 denied, 2 bad input\n");
+            "Against a running tenantd (dry run with its live objects and quota usage;\n"
+            "nothing is stored): tenantctl admit --server URL -f POD [--mode M] [-q]\n"
+            "  -s, --server URL     tenantd's admin listener; --cacert, --insecure, --cert,\n"
+            "                       --key and --token-file as for `tenantctl apply`\n\n"
+            "exit status: 0 allowed, 1 denied, 2 bad input, 3 tenantd unreachable\n");
 }
 
 /* Appends the pods of m (documents, or the items of a List) to *pods. */
@@ -100,6 +104,10 @@ static int print_summary(const td_config *cfg, json_t *input, const td_admit_opt
 
 int td_cmd_admit(int argc, char **argv)
 {
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--server") == 0 || strcmp(argv[i], "-s") == 0 ||
+            strncmp(argv[i], "--server=", 9) == 0)
+            return td_cmd_admit_remote(argc, argv);
     static const struct option longopts[] = {
         {"file", required_argument, NULL, 'f'}, {"config", required_argument, NULL, 'c'},
         {"used", required_argument, NULL, 'u'}, {"mode", required_argument, NULL, 'm'},

@@ -455,12 +455,40 @@ static td_status validate_storage(vctx *v, const json_t *st)
     return TD_OK;
 }
 
+/* enforcement: "enforce" | "shadow", or a mapping of limit -> mode. */
+static td_status check_enforcement(vctx *v, const json_t *e, const char *field)
+{
+    static const char *const points[] = {"rate", "concurrency", NULL};
+    if (!e)
+        return TD_OK;
+    const json_t *one = e;
+    const char *key = NULL;
+    char f[128];
+    if (json_is_object(e)) {
+        TRY(check_fields(v, (json_t *)e, field, points));
+        json_object_foreach((json_t *)e, key, one)
+        {
+            snprintf(f, sizeof f, "%s.%s", field, key);
+            const char *m = json_string_value(one);
+            if (!m || (strcmp(m, "enforce") != 0 && strcmp(m, "shadow") != 0))
+                return vfail(v, one, f, "must be enforce or shadow");
+        }
+        return TD_OK;
+    }
+    const char *m = json_string_value(one);
+    if (!m || (strcmp(m, "enforce") != 0 && strcmp(m, "shadow") != 0))
+        return vfail(v, e, field,
+                     "must be enforce or shadow, or a mapping {rate: MODE, concurrency: MODE}");
+    return TD_OK;
+}
+
 static td_status validate_tenant(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"namespaces", "labels", "apiKeys", "gateway", "tenancy",
                                        "storage", NULL};
-    static const char *const gw[] = {"rate", "concurrency", "criticality", "weight", NULL};
+    static const char *const gw[] = {"rate", "concurrency", "criticality", "weight",
+                                     "enforcement", NULL};
     static const char *const rate[] = {"cost", "per", "burst", NULL};
     TRY(check_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
@@ -512,6 +540,7 @@ static td_status validate_tenant(vctx *v)
         }
         TRY(check_integer(v, json_object_get(g, "concurrency"), "spec.gateway.concurrency", 0));
         TRY(check_number(v, json_object_get(g, "weight"), "spec.gateway.weight", 0));
+        TRY(check_enforcement(v, json_object_get(g, "enforcement"), "spec.gateway.enforcement"));
         static const char *const crit[] = {"critical_plus", "critical", "sheddable_plus",
                                            "sheddable", NULL};
         json_t *c = json_object_get(g, "criticality");

@@ -87,6 +87,20 @@ static uint64_t to_ns(double x)
     return x >= 0x1p64 ? UINT64_MAX : (uint64_t)x;
 }
 
+double td_limiter_available(const td_limiter *l, size_t slot, const td_rate *r, uint64_t now_ns)
+{
+    if (!r || !(r->cost > 0))
+        return r ? r->burst : 0;
+    if (slot >= l->nslots)
+        return 0;
+    double per = (double)r->per_ns;
+    double tau = per * r->burst / r->cost;
+    uint64_t tat = atomic_load_explicit(&l->slots[slot].tat, memory_order_relaxed);
+    double ahead = tat > now_ns ? (double)(tat - now_ns) : 0;
+    double units = (tau - ahead) * r->cost / per;
+    return units > 0 ? units : 0;
+}
+
 /* A request costing more than the burst can never conform: TD_EAGAIN with
  * *retry_after_ns = TD_LIMITER_NEVER, so a caller can tell it apart. */
 td_status td_limiter_take(td_limiter *l, size_t slot, const td_rate *r, double cost,

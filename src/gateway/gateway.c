@@ -42,6 +42,7 @@ struct td_gateway {
     td_limiter *limiter;
     td_metrics *metrics;
     td_shared *shared;
+    td_recent *recent;
     bool allow_x_tenant;
 };
 
@@ -155,6 +156,14 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
     t->weight = num_or(json_object_get(gw, "weight"), 1);
     if (t->weight <= 0)
         t->weight = 1;
+    /* enforcement: "shadow" | "enforce" for every limit, or a mapping
+     * {rate: M, concurrency: M} (validated by the config). */
+    json_t *enf = json_object_get(gw, "enforcement");
+    const char *all = json_string_value(enf);
+    const char *er = all ? all : json_string_value(json_object_get(enf, "rate"));
+    const char *ec = all ? all : json_string_value(json_object_get(enf, "concurrency"));
+    t->shadow_rate = er && strcmp(er, "shadow") == 0;
+    t->shadow_concurrency = ec && strcmp(ec, "shadow") == 0;
     t->criticality = TD_CRIT_CRITICAL;
     const char *crit = json_string_value(json_object_get(gw, "criticality"));
     if (crit && td_criticality_parse(crit, &t->criticality) != TD_OK)
@@ -380,6 +389,8 @@ td_status td_gateway_create(const td_config *cfg, const td_gateway_opts *o, td_g
         st = td_limiter_create(TD_GW_MAX_TENANTS, &g->limiter);
     if (st == TD_OK)
         st = td_metrics_create(TD_GW_MAX_TENANTS, TD_GW_MAX_ROUTES, &g->metrics);
+    if (st == TD_OK)
+        st = td_recent_create(TD_GW_RECENT_RINGS, 256, TD_GW_MAX_TENANTS, &g->recent);
     if (st != TD_OK) {
         td_gateway_destroy(g);
         return td_err_set(err, st, "out of memory");
@@ -410,6 +421,7 @@ void td_gateway_destroy(td_gateway *g)
     td_shared_destroy(g->shared);
     td_gw_config_unref(g->current);
     td_metrics_destroy(g->metrics);
+    td_recent_destroy(g->recent);
     td_limiter_destroy(g->limiter);
     slots_fini(&g->tenants);
     slots_fini(&g->routes);
@@ -450,6 +462,11 @@ td_limiter *td_gateway_limiter(td_gateway *g)
 td_metrics *td_gateway_metrics(td_gateway *g)
 {
     return g->metrics;
+}
+
+td_recent *td_gateway_recent(td_gateway *g)
+{
+    return g->recent;
 }
 
 td_shared *td_gateway_shared(td_gateway *g)

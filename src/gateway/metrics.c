@@ -47,6 +47,7 @@ struct td_metrics {
     _Atomic(tenant_block *) *tenants;
     _Atomic int64_t *inflight;               /* [max_tenants + 1] */
     _Atomic int64_t (*queue)[TD_CRIT_COUNT]; /* [max_routes + 1] */
+    _Atomic uint64_t (*limit_rej)[TD_LIMIT_COUNT][2]; /* [max_tenants + 1][limit][shadow] */
     _Atomic int64_t shared_degraded;
     _Atomic uint64_t shared_degradations;
 };
@@ -76,7 +77,8 @@ td_status td_metrics_create(size_t max_tenants, size_t max_routes, td_metrics **
     m->tenants = calloc(max_tenants + 1, sizeof *m->tenants);
     m->inflight = calloc(max_tenants + 1, sizeof *m->inflight);
     m->queue = calloc(max_routes + 1, sizeof *m->queue);
-    if (!m->tenants || !m->inflight || !m->queue) {
+    m->limit_rej = calloc(max_tenants + 1, sizeof *m->limit_rej);
+    if (!m->tenants || !m->inflight || !m->queue || !m->limit_rej) {
         td_metrics_destroy(m);
         return TD_ENOMEM;
     }
@@ -100,6 +102,7 @@ void td_metrics_destroy(td_metrics *m)
     free(m->tenants);
     free((void *)m->inflight);
     free((void *)m->queue);
+    free((void *)m->limit_rej);
     free(m);
 }
 
@@ -175,6 +178,14 @@ void td_metrics_queue_add(td_metrics *m, uint32_t route, td_criticality c, int d
     long r = slot_index(route, m->max_routes);
     if (r >= 0 && (unsigned)c < TD_CRIT_COUNT)
         atomic_fetch_add_explicit(&m->queue[r][c], delta, memory_order_relaxed);
+}
+
+void td_metrics_limit_rejection(td_metrics *m, uint32_t tenant, td_limit_kind limit, bool shadow)
+{
+    long t = slot_index(tenant, m->max_tenants);
+    if (t < 0 || (unsigned)limit >= TD_LIMIT_COUNT)
+        return;
+    atomic_fetch_add_explicit(&m->limit_rej[t][limit][shadow ? 1 : 0], 1, memory_order_relaxed);
 }
 
 void td_metrics_inflight_add(td_metrics *m, uint32_t tenant, int delta)
@@ -417,6 +428,24 @@ td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, cha
         put_label(&b, "tenant", tenant, true);
         printf_(&b, "} %" PRId64 "\n", v);
     }
+
+    static const char *const limit_names[TD_LIMIT_COUNT] = {"rate", "concurrency"};
+    family(&b, "tenantd_limit_rejections_total", "counter",
+           "Requests a tenant's limit refused: mode=\"enforce\" got 429, mode=\"shadow\" "
+           "would have and went on.");
+    for (size_t t = 0; t <= m->max_tenants; t++)
+        for (int l = 0; l < TD_LIMIT_COUNT; l++)
+            for (int s = 0; s < 2; s++) {
+                uint64_t v = load(&m->limit_rej[t][l][s]);
+                const char *tenant = v ? slot_name(name_of, arg, 't', t, m->max_tenants) : NULL;
+                if (!tenant)
+                    continue;
+                puts_(&b, "tenantd_limit_rejections_total{");
+                put_label(&b, "tenant", tenant, true);
+                put_label(&b, "limit", limit_names[l], false);
+                put_label(&b, "mode", s ? "shadow" : "enforce", false);
+                printf_(&b, "} %" PRIu64 "\n", v);
+            }
 
     /* Always present, so that an alert can tell 0 from "not exported". */
     family(&b, "tenantd_shared_limit_degraded", "gauge",

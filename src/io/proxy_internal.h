@@ -138,6 +138,7 @@ typedef struct {
     uint64_t deadline_ns;
     uint64_t t_start, t_decided, t_started, t_first_byte, t_end, t_body_start;
     int conc_held, rate_charged, cq_started, queued;
+    const char *shadow; /* the shadow limit that would have refused it, or NULL */
     /* upstream */
     px_up *up;
     int retried;

@@ -161,8 +161,48 @@ static void respond_bad_request(px_conn *c, const char *msg)
     px_respond(c, 400, NULL, body);
 }
 
+/* Keeps a sampled record of a refusal for `tenantctl explain request`:
+ * the rule and the numbers it compared. */
+static void note_refusal(px_conn *c, uint16_t status, const char *reason, bool shadow)
+{
+    px_req *r = &c->rq;
+    const td_gw_tenant *t = r->tenant;
+    td_proxy *p = c->w->p;
+    td_recent *rec = td_gateway_recent(p->g);
+    uint64_t now = px_now();
+    if (!t || !rec || !td_recent_due(rec, t->slot, now))
+        return;
+    td_rejection x;
+    memset(&x, 0, sizeof x);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    x.wall_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    x.tenant = t->slot;
+    x.status = status;
+    x.shadow = shadow;
+    snprintf(x.reason, sizeof x.reason, "%s", reason);
+    const char *route = r->route ? r->route->name : "";
+    if (strcmp(reason, "rate_limited") == 0)
+        snprintf(x.detail, sizeof x.detail,
+                 "route %s: cost %.6g over the %.6g available (rate %.6g per %.6gs, burst %.6g)",
+                 route, r->estimate, td_limiter_available(p->limiter, t->slot, &t->rate, now),
+                 t->rate.cost, (double)t->rate.per_ns / 1e9, t->rate.burst);
+    else if (strcmp(reason, "concurrency_limited") == 0)
+        snprintf(x.detail, sizeof x.detail, "route %s: %u in flight, limit %u", route,
+                 td_limiter_inflight(p->limiter, t->slot), t->concurrency);
+    else if (r->route)
+        snprintf(x.detail, sizeof x.detail,
+                 "route %s (capacity %u, queue %u) %s; request criticality %s", route,
+                 r->route->capacity, r->route->queue,
+                 strcmp(reason, "deadline") == 0 ? "could not start before the deadline"
+                                                 : "is full: the lowest criticality is shed",
+                 td_criticality_name(r->crit));
+    td_recent_note(rec, c->w->index, &x);
+}
+
 static void respond_shed(px_conn *c, const char *why)
 {
+    note_refusal(c, 503, why, false);
     char body[300], esc[200];
     json_escape(esc, sizeof esc, c->rq.tenant ? c->rq.tenant->name : "");
     snprintf(body, sizeof body, "{\"error\":\"overloaded\",\"reason\":\"%s\",\"tenant\":\"%s\"}",
@@ -174,6 +214,7 @@ static void respond_shed(px_conn *c, const char *why)
 
 static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns)
 {
+    note_refusal(c, 429, error, false);
     if (retry_ns == TD_LIMITER_NEVER) {
         /* The estimate alone is over the tenant's burst: waiting will not
          * help, so no Retry-After; the client must ask for less. */
@@ -286,9 +327,10 @@ static void log_line(px_conn *c, const char *outcome, double cost)
     else
         td__buf_append(b, "/", 1);
     td__buf_printf(b,
-                   " status=%d outcome=%s cost_est=%g cost=%g queue_ms=%.3f upstream_ms=%.3f "
+                   " status=%d outcome=%s%s%s cost_est=%g cost=%g queue_ms=%.3f upstream_ms=%.3f "
                    "total_ms=%.3f peer=%s\n",
-                   r->status ? r->status : 499, outcome, r->estimate, cost,
+                   r->status ? r->status : 499, outcome, r->shadow ? " shadow_would=" : "",
+                   r->shadow ? r->shadow : "", r->estimate, cost,
                    r->t_decided ? ms_between(r->t_decided, queue_end) : 0.0,
                    r->t_started ? ms_between(r->t_started, r->t_end) : 0.0,
                    ms_between(r->t_start, r->t_end), c->peer);
@@ -339,6 +381,8 @@ void px_req_end(px_conn *c, int outcome)
         }
         cost = r->actual;
         r->rate_charged = 0;
+    } else if (r->shadow) {
+        cost = r->actual; /* it went upstream: its cost counts, uncharged */
     }
     if (r->conc_held) {
         td_limiter_release(p->limiter, t->slot);
@@ -469,6 +513,7 @@ void px_req_headers(px_conn *c)
     r->reject_error = NULL;
     r->estimate = r->actual = 0;
     r->conc_held = r->rate_charged = r->cq_started = r->queued = 0;
+    r->shadow = NULL;
     r->up = NULL;
     r->retried = 0;
     r->resp_started = r->resp_chunked = r->resp_close = r->resp_status = 0;
@@ -598,26 +643,42 @@ void px_req_message(px_conn *c)
             timeout_ns = asked;
     }
 
-    /* (d) concurrency */
+    /* (d) concurrency. In shadow a refusal is counted and the request goes
+     * on without a slot (it holds none, so it releases none). */
     if (td_limiter_acquire(p->limiter, t->slot, t->concurrency) != TD_OK) {
-        respond_limited(c, "concurrency_limited", 1000000000ULL);
-        px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
-        return;
+        td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_CONCURRENCY,
+                                   t->shadow_concurrency);
+        if (!t->shadow_concurrency) {
+            respond_limited(c, "concurrency_limited", 1000000000ULL);
+            px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
+            return;
+        }
+        note_refusal(c, 429, "concurrency_limited", true);
+        r->shadow = "concurrency_limited";
+    } else {
+        r->conc_held = 1;
+        td_metrics_inflight_add(p->metrics, t->slot, 1);
     }
-    r->conc_held = 1;
-    td_metrics_inflight_add(p->metrics, t->slot, 1);
 
-    /* (e) rate */
+    /* (e) rate. In shadow a refusal charges nothing (the limiter's state is
+     * what enforcing would have left) and the request goes on. */
     uint64_t now = px_now(), retry = 0;
     td_status st = p->shared
                        ? td_shared_take(p->shared, t->slot, t->name, &t->rate, est, now, &retry)
                        : td_limiter_take(p->limiter, t->slot, &t->rate, est, now, &retry);
     if (st != TD_OK) {
-        respond_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL);
-        px_req_end(c, TD_OUT_RATE_LIMITED);
-        return;
+        td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_RATE, t->shadow_rate);
+        if (!t->shadow_rate) {
+            respond_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL);
+            px_req_end(c, TD_OUT_RATE_LIMITED);
+            return;
+        }
+        note_refusal(c, 429, "rate_limited", true);
+        if (!r->shadow)
+            r->shadow = "rate_limited";
+    } else {
+        r->rate_charged = 1;
     }
-    r->rate_charged = 1;
 
     /* (f) the route's criticality queue, this worker's share of it */
     r->t_decided = now;

@@ -306,9 +306,34 @@ static void test_two_threads_no_over_admission(void **state)
     td_limiter_destroy(l);
 }
 
+/* What explain reports: the units a tenant could take right now. */
+static void test_available(void **state)
+{
+    (void)state;
+    td_limiter *l = make(2);
+    td_rate r = {10, SEC, 20}; /* 10 per second, burst 20 */
+    assert_true(td_limiter_available(l, 0, &r, T0) == 20);
+    assert_int_equal(td_limiter_take(l, 0, &r, 15, T0, NULL), TD_OK);
+    assert_true(td_limiter_available(l, 0, &r, T0) > 4.999 &&
+                td_limiter_available(l, 0, &r, T0) < 5.001);
+    /* half a second later, 5 units came back */
+    double a = td_limiter_available(l, 0, &r, T0 + SEC / 2);
+    assert_true(a > 9.999 && a < 10.001);
+    /* in debt (reconciled above the burst): nothing available, never negative */
+    td_limiter_adjust(l, 0, &r, 40, T0);
+    assert_true(td_limiter_available(l, 0, &r, T0) == 0);
+    /* another slot is untouched; unlimited reports the burst as given */
+    assert_true(td_limiter_available(l, 1, &r, T0) == 20);
+    td_rate unlimited = {0, SEC, 7};
+    assert_true(td_limiter_available(l, 0, &unlimited, T0) == 7);
+    assert_true(td_limiter_available(l, 5, &r, T0) == 0); /* out of range */
+    td_limiter_destroy(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_available),
         cmocka_unit_test(test_burst_after_idle),
         cmocka_unit_test(test_cost_above_burst_never),
         cmocka_unit_test(test_steady_rate),

@@ -72,6 +72,9 @@ static const char empty_text[] =
     "# TYPE tenantd_queue_depth gauge\n"
     "# HELP tenantd_inflight Requests of a tenant in flight to upstreams.\n"
     "# TYPE tenantd_inflight gauge\n"
+    "# HELP tenantd_limit_rejections_total Requests a tenant's limit refused: mode=\"enforce\" "
+    "got 429, mode=\"shadow\" would have and went on.\n"
+    "# TYPE tenantd_limit_rejections_total counter\n"
     "# HELP tenantd_shared_limit_degraded 1 while shared (Redis) limits are unreachable and "
     "local limits decide.\n"
     "# TYPE tenantd_shared_limit_degraded gauge\n"
@@ -131,6 +134,11 @@ static void test_render_exact(void **state)
     td_metrics_inflight_add(m, 3, 1);
     td_metrics_inflight_add(m, 3, -1);
     td_metrics_inflight_add(m, 2, 5); /* slot not in use */
+    td_metrics_limit_rejection(m, 0, TD_LIMIT_RATE, false);
+    td_metrics_limit_rejection(m, 0, TD_LIMIT_RATE, false);
+    td_metrics_limit_rejection(m, 0, TD_LIMIT_CONCURRENCY, true);
+    td_metrics_limit_rejection(m, 2, TD_LIMIT_RATE, true); /* slot not in use */
+    td_metrics_limit_rejection(m, 99999, TD_LIMIT_RATE, true); /* out of range: ignored */
     td_metrics_shared_degraded(m, 1);
     td_metrics_shared_degraded(m, 1);
     td_metrics_shared_degraded(m, 0);
@@ -216,6 +224,12 @@ static void test_render_exact(void **state)
         "# HELP tenantd_inflight Requests of a tenant in flight to upstreams.\n",
         "# TYPE tenantd_inflight gauge\n",
         "tenantd_inflight{tenant=\"team-a\"} 2\n",
+        "# HELP tenantd_limit_rejections_total Requests a tenant's limit refused: "
+        "mode=\"enforce\" got 429, mode=\"shadow\" would have and went on.\n",
+        "# TYPE tenantd_limit_rejections_total counter\n",
+        "tenantd_limit_rejections_total{tenant=\"team-a\",limit=\"rate\",mode=\"enforce\"} 2\n",
+        "tenantd_limit_rejections_total{tenant=\"team-a\",limit=\"concurrency\",mode=\"shadow\"} "
+        "1\n",
         "# HELP tenantd_shared_limit_degraded 1 while shared (Redis) limits are unreachable and "
         "local limits decide.\n",
         "# TYPE tenantd_shared_limit_degraded gauge\n",

@@ -38,7 +38,9 @@ td_status td_money_parse(const char *s, int64_t *nano, td_err *err)
             p++;
         }
         if (nfrac == 0)
-            ndig = 0;
+            ndig = 0; /* "1." */
+        else
+            ndig += nfrac;
     }
     if (*p || ndig == 0)
         return td_err_set(err, TD_EINVAL, "\"%s\" is not a decimal amount (e.g. \"2.50\")", s);
@@ -67,6 +69,14 @@ static td_status pfail(pctx *v, const json_t *node, const char *field, const cha
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* only scalars carry their own line (a mapping has its parent's): name
+     * the line of a mapping's first member */
+    for (int depth = 0; depth < 4 && node && json_is_object(node); depth++) {
+        void *it = json_object_iter((json_t *)node);
+        if (!it || !td_manifest_line(v->src, json_object_iter_value(it)))
+            break;
+        node = json_object_iter_value(it);
+    }
     if (!node || !td_manifest_line(v->src, node))
         node = v->obj;
     return td_manifest_err(v->src, node, v->err, TD_EINVAL, "%s: %s: %s", v->who, field, msg);

@@ -1,0 +1,588 @@
+/* report.c - showback and chargeback over a period: ledger records grouped
+ * by owner, priced per item with one rounding per line, shared items
+ * (fixed amounts and idle GPU capacity) split by proportional, even or
+ * weighted allocation with the largest-remainder rule, so that the lines add
+ * up to the total exactly. */
+#include "chargeback_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tenantd/quantity.h"
+
+#define NS_PER_MS 1000000LL
+#define MS_PER_HOUR 3600000LL
+#define CENT_NANO 10000000LL /* nano-units per cent */
+
+/* ---- allocation ---- */
+
+typedef struct {
+    size_t i;
+    td_i128 rem;
+    const char *name;
+} remainder;
+
+static int cmp_rem(const void *a, const void *b)
+{
+    const remainder *x = a, *y = b;
+    if (x->rem != y->rem)
+        return x->rem > y->rem ? -1 : 1;
+    if (x->name && y->name) {
+        int c = strcmp(x->name, y->name);
+        if (c)
+            return c;
+    }
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+td_status td_chargeback_allocate(int64_t total, const int64_t *weights, const char *const *names,
+                                 size_t n, int64_t *out, td_err *err)
+{
+    if (total < 0)
+        return td_err_set(err, TD_EINVAL, "allocation: negative total %lld", (long long)total);
+    td_i128 sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (weights[i] < 0)
+            return td_err_set(err, TD_EINVAL, "allocation: negative weight for %s",
+                              names ? names[i] : "an owner");
+        sum += weights[i];
+    }
+    if (n == 0 || sum == 0)
+        return td_err_set(err, TD_EINVAL, "allocation: every weight is zero");
+    remainder *r = malloc(n * sizeof *r);
+    if (!r)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    td_i128 given = 0;
+    for (size_t i = 0; i < n; i++) {
+        td_i128 num = (td_i128)total * weights[i];
+        out[i] = (int64_t)(num / sum);
+        given += out[i];
+        r[i].i = i;
+        r[i].rem = num % sum;
+        r[i].name = names ? names[i] : NULL;
+    }
+    qsort(r, n, sizeof *r, cmp_rem);
+    /* fewer than n cents are left: each floor lost less than one */
+    for (size_t k = 0; given < total; k++, given++)
+        out[r[k].i]++;
+    free(r);
+    return TD_OK;
+}
+
+/* ---- grouping ---- */
+
+static const char *const by_names[] = {"tenant", "team", "project", "environment", "namespace"};
+
+td_status td_chargeback_by_parse(const char *s, td_chargeback_by *by, td_err *err)
+{
+    for (int i = 0; i < 5; i++)
+        if (s && strcmp(s, by_names[i]) == 0) {
+            *by = (td_chargeback_by)i;
+            return TD_OK;
+        }
+    return td_err_set(err, TD_EINVAL, "--by \"%s\": must be tenant, team, project, environment "
+                                      "or namespace",
+                      s ? s : "");
+}
+
+const char *td_chargeback_owner(const td_ledger_rec *r, td_chargeback_by by, char *buf,
+                                size_t len)
+{
+    const char *v = r->tenant;
+    switch (by) {
+    case TD_BY_TENANT:
+        v = r->tenant;
+        break;
+    case TD_BY_TEAM:
+        v = r->team;
+        break;
+    case TD_BY_PROJECT:
+        v = r->project;
+        break;
+    case TD_BY_ENVIRONMENT:
+        v = r->environment;
+        break;
+    case TD_BY_NAMESPACE:
+        if (r->kind == TD_LEDGER_INTERVAL && strchr(r->workload, '/')) {
+            size_t n = (size_t)(strchr(r->workload, '/') - r->workload);
+            if (n >= len)
+                n = len - 1;
+            memcpy(buf, r->workload, n);
+            buf[n] = '\0';
+            return buf;
+        }
+        v = r->tenant;
+        break;
+    }
+    snprintf(buf, len, "%s", v[0] ? v : "(none)");
+    return buf;
+}
+
+td_status td_chargeback_pools(const td_config *c, td_pool_gpus **out, size_t *n, td_err *err)
+{
+    json_t *const *objs;
+    size_t cnt = td_config_list(c, "NodePool", NULL, &objs);
+    *out = NULL;
+    *n = 0;
+    td_pool_gpus *p = calloc(cnt ? cnt : 1, sizeof *p);
+    if (!p)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    for (size_t i = 0; i < cnt; i++) {
+        const char *name = td_json_str(objs[i], "metadata.name");
+        const char *flavor = td_json_str(objs[i], "spec.flavor");
+        json_t *nodes = td_json_path(objs[i], "spec.nodes");
+        json_t *cap = json_object_get(td_json_path(objs[i], "spec.capacity"), "nvidia.com/gpu");
+        snprintf(p[i].pool, sizeof p[i].pool, "%s", name ? name : "");
+        snprintf(p[i].flavor, sizeof p[i].flavor, "%s", flavor ? flavor : (name ? name : ""));
+        int64_t per_node = 0;
+        if (json_is_string(cap)) {
+            td_quantity q;
+            if (td_quantity_parse(json_string_value(cap), &q, NULL) == TD_OK)
+                per_node = td_quantity_value(&q);
+        } else if (json_is_integer(cap)) {
+            per_node = json_integer_value(cap);
+        }
+        p[i].gpus = (json_is_integer(nodes) ? json_integer_value(nodes) : 1) * per_node;
+    }
+    *out = p;
+    *n = cnt;
+    return TD_OK;
+}
+
+/* ---- accumulation ---- */
+
+typedef struct {
+    char item[TD_ITEM_MAX];
+    char unit[16];
+    td_i128 qf;      /* sum of q * factor */
+    td_i128 den;
+    int64_t price;
+    td_i128 qty_num; /* sum, over qty_den */
+    td_i128 qty_den;
+} acc;
+
+typedef struct {
+    td_chargeback_owner_sum sum;
+    acc *accs;
+    size_t naccs;
+    int64_t direct_nano;
+    int labels_set;
+} owner;
+
+typedef struct {
+    owner *v;
+    size_t n, cap;
+    size_t last;
+} owners;
+
+static void owners_free(owners *o)
+{
+    for (size_t i = 0; i < o->n; i++)
+        free(o->v[i].accs);
+    free(o->v);
+}
+
+static owner *owner_get(owners *o, const char *name, td_err *err)
+{
+    if (o->last < o->n && strcmp(o->v[o->last].sum.owner, name) == 0)
+        return &o->v[o->last];
+    for (size_t i = 0; i < o->n; i++)
+        if (strcmp(o->v[i].sum.owner, name) == 0) {
+            o->last = i;
+            return &o->v[i];
+        }
+    if (o->n == o->cap) {
+        size_t nc = o->cap ? 2 * o->cap : 16;
+        owner *nv = realloc(o->v, nc * sizeof *nv);
+        if (!nv) {
+            td_err_set(err, TD_ENOMEM, "out of memory");
+            return NULL;
+        }
+        o->v = nv;
+        o->cap = nc;
+    }
+    owner *w = &o->v[o->n];
+    memset(w, 0, sizeof *w);
+    snprintf(w->sum.owner, sizeof w->sum.owner, "%s", name);
+    o->last = o->n++;
+    return w;
+}
+
+static void merge_label(char *dst, const char *src, int first)
+{
+    if (first)
+        snprintf(dst, TD_LEDGER_STR, "%s", src);
+    else if (strcmp(dst, src) != 0)
+        dst[0] = '\0';
+}
+
+static td_status add_measure(owner *w, const measure *m, td_err *err)
+{
+    acc *a = NULL;
+    for (size_t i = 0; i < w->naccs; i++)
+        if (strcmp(w->accs[i].item, m->item) == 0)
+            a = &w->accs[i];
+    if (!a) {
+        acc *na = realloc(w->accs, (w->naccs + 1) * sizeof *na);
+        if (!na)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        w->accs = na;
+        a = &na[w->naccs++];
+        memset(a, 0, sizeof *a);
+        memcpy(a->item, m->item, sizeof a->item);
+        memcpy(a->unit, m->unit, sizeof a->unit);
+        a->den = m->den;
+        a->price = m->price;
+        a->qty_den = m->qty_den;
+    }
+    td_i128 qf = td__mul(m->q, m->factor);
+    if (qf < 0 || a->qf + qf < a->qf)
+        return td_err_set(err, TD_EINVAL, "report: the quantity of %s overflows", m->item);
+    a->qf += qf;
+    a->qty_num += m->qty_num;
+    return TD_OK;
+}
+
+/* Cents of an accumulator: qf * price / (den * TD_MONEY_NANO * CENT_NANO), half up. */
+static td_status acc_amount(const acc *a, int64_t *cents, int64_t *nano, td_err *err)
+{
+    td_i128 num = td__mul(a->qf, a->price);
+    td_i128 den = td__mul(a->den, TD_MONEY_NANO);
+    if (num < 0 || den < 0)
+        return td_err_set(err, TD_EINVAL, "report: the amount of %s overflows", a->item);
+    td_i128 n = td__div_round(num, den);
+    td_i128 dc = td__mul(den, CENT_NANO);
+    td_i128 c = dc < 0 ? td__div_round(n, CENT_NANO) : td__div_round(num, dc);
+    if (n > INT64_MAX || c > INT64_MAX)
+        return td_err_set(err, TD_EINVAL, "report: the amount of %s overflows", a->item);
+    *cents = (int64_t)c;
+    *nano = (int64_t)n;
+    return TD_OK;
+}
+
+void td_chargeback_report_destroy(td_chargeback_report *r)
+{
+    if (!r)
+        return;
+    free(r->lines);
+    free(r->owners);
+    free(r->shared);
+    free(r);
+}
+
+static int cmp_owner(const void *a, const void *b)
+{
+    return strcmp(((const owner *)a)->sum.owner, ((const owner *)b)->sum.owner);
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+    const td_chargeback_line *x = a, *y = b;
+    int c = strcmp(x->owner, y->owner);
+    if (c)
+        return c;
+    if (x->shared != y->shared)
+        return x->shared ? 1 : -1;
+    return strcmp(x->item, y->item);
+}
+
+static td_status push_line(td_chargeback_report *rep, size_t *cap, const owner *w,
+                           const char *item, const char *unit, int64_t qty_micro, int64_t cents,
+                           bool shared, td_err *err)
+{
+    if (rep->nlines == *cap) {
+        size_t nc = *cap ? 2 * *cap : 32;
+        td_chargeback_line *nl = realloc(rep->lines, nc * sizeof *nl);
+        if (!nl)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        rep->lines = nl;
+        *cap = nc;
+    }
+    td_chargeback_line *l = &rep->lines[rep->nlines++];
+    memset(l, 0, sizeof *l);
+    memcpy(l->owner, w->sum.owner, sizeof l->owner);
+    memcpy(l->tenant, w->sum.tenant, sizeof l->tenant);
+    memcpy(l->team, w->sum.team, sizeof l->team);
+    memcpy(l->project, w->sum.project, sizeof l->project);
+    memcpy(l->environment, w->sum.environment, sizeof l->environment);
+    snprintf(l->item, sizeof l->item, "%s", item);
+    snprintf(l->unit, sizeof l->unit, "%s", unit);
+    l->quantity_micro = qty_micro;
+    l->amount_cents = cents;
+    l->shared = shared;
+    return TD_OK;
+}
+
+/* The amount of a shared item over the period, in cents (rounded once). */
+static td_status shared_amount(const td_costpolicy *p, const shared_item *s, int64_t period_ms,
+                               const td_pool_gpus *pools, size_t npools, const char *const *flv,
+                               const td_i128 *held, size_t nflv, int64_t *cents,
+                               int64_t *idle_milli_hours, td_err *err)
+{
+    *idle_milli_hours = 0;
+    if (s->kind == SHARED_FIXED) {
+        td_i128 num = (td_i128)s->rate_nano * period_ms;
+        td_i128 den = (td_i128)s->per_hours * MS_PER_HOUR * CENT_NANO;
+        *cents = (int64_t)td__div_round(num, den);
+        return TD_OK;
+    }
+    /* idle GPU: capacity and use per flavor (pools of one flavor add up) */
+    td_i128 total_num = 0; /* nano-units x (1000 * MS_PER_HOUR) */
+    td_i128 idle_sum = 0;
+    for (size_t i = 0; i < npools; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(pools[j].flavor, pools[i].flavor) == 0)
+                seen = 1;
+        if (seen)
+            continue;
+        td_i128 cap = 0;
+        for (size_t j = i; j < npools; j++)
+            if (strcmp(pools[j].flavor, pools[i].flavor) == 0)
+                cap += (td_i128)pools[j].gpus * 1000 * period_ms;
+        td_i128 used = 0;
+        for (size_t k = 0; k < nflv; k++)
+            if (strcmp(flv[k], pools[i].flavor) == 0)
+                used = held[k];
+        td_i128 idle = cap > used ? cap - used : 0;
+        if (idle == 0)
+            continue;
+        const gpu_price *g = td__gpu_price(p, pools[i].flavor);
+        if (!g)
+            return td_err_set(err, TD_EINVAL,
+                              "CostPolicy: shared item %s: no price for nvidia.com/gpu flavor "
+                              "%s (NodePool %s)",
+                              s->name, pools[i].flavor, pools[i].pool);
+        idle_sum += idle;
+        td_i128 x = td__mul(idle, g->per_hour);
+        if (x < 0)
+            return td_err_set(err, TD_EINVAL, "report: idle GPU amount overflows");
+        total_num += x;
+    }
+    *cents = (int64_t)td__div_round(total_num, (td_i128)1000 * MS_PER_HOUR * CENT_NANO);
+    *idle_milli_hours = (int64_t)(idle_sum / MS_PER_HOUR);
+    return TD_OK;
+}
+
+static td_status compute(const td_costpolicy *p, const td_ledger_rec *recs, size_t n,
+                         int64_t from_ns, int64_t to_ns, td_chargeback_by by,
+                         const td_pool_gpus *pools, size_t npools, owners *os,
+                         td_chargeback_report *rep, td_err *err)
+{
+    int64_t period_ms = (to_ns - from_ns) / NS_PER_MS;
+    /* GPU milli-ms held per flavor, for idle capacity */
+    const char **flv = calloc(npools ? npools : 1, sizeof *flv);
+    td_i128 *held = calloc(npools ? npools : 1, sizeof *held);
+    size_t nflv = 0;
+    td_status st = TD_OK;
+    if (!flv || !held) {
+        st = td_err_set(err, TD_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < npools; i++) {
+        size_t k;
+        for (k = 0; k < nflv; k++)
+            if (strcmp(flv[k], pools[i].flavor) == 0)
+                break;
+        if (k == nflv)
+            flv[nflv++] = pools[i].flavor;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const td_ledger_rec *r = &recs[i];
+        measure ms[TD_CHARGE_MAX];
+        size_t nm;
+        if ((st = td__measures(p, r, from_ns, to_ns, ms, &nm, err)) != TD_OK)
+            goto out;
+        int in_period = r->kind == TD_LEDGER_REQUEST
+                            ? r->start_ns >= from_ns && r->start_ns < to_ns
+                            : r->start_ns < to_ns && r->end_ns > from_ns;
+        if (!in_period)
+            continue;
+        char key[TD_ITEM_MAX];
+        owner *w = owner_get(os, td_chargeback_owner(r, by, key, sizeof key), err);
+        if (!w) {
+            st = TD_ENOMEM;
+            goto out;
+        }
+        merge_label(w->sum.tenant, r->tenant, !w->labels_set);
+        merge_label(w->sum.team, r->team, !w->labels_set);
+        merge_label(w->sum.project, r->project, !w->labels_set);
+        merge_label(w->sum.environment, r->environment, !w->labels_set);
+        w->labels_set = 1;
+        for (size_t k = 0; k < nm; k++)
+            if ((st = add_measure(w, &ms[k], err)) != TD_OK)
+                goto out;
+        if (r->kind == TD_LEDGER_REQUEST) {
+            w->sum.requests += r->count > 0 ? r->count : 1;
+            w->sum.tokens_in += r->tokens_in;
+            w->sum.tokens_out += r->tokens_out;
+        } else {
+            int64_t s = r->start_ns > from_ns ? r->start_ns : from_ns;
+            int64_t e = r->end_ns < to_ns ? r->end_ns : to_ns;
+            int64_t dms = e > s ? (e - s) / NS_PER_MS : 0;
+            w->sum.gpu_milli_hours += (int64_t)((td_i128)r->gpu_milli * dms * 1000 / MS_PER_HOUR / 1000);
+            w->sum.cpu_milli_hours += (int64_t)((td_i128)r->cpu_milli * dms / MS_PER_HOUR);
+            w->sum.mem_gib_milli_hours +=
+                (int64_t)((td_i128)r->memory_bytes * dms * 1000 / MS_PER_HOUR / (1LL << 30));
+            for (size_t k = 0; k < nflv; k++)
+                if (strcmp(flv[k], r->flavor) == 0)
+                    held[k] += (td_i128)r->gpu_milli * dms;
+        }
+    }
+    /* direct lines, one rounding each */
+    for (size_t i = 0; i < os->n; i++) {
+        owner *w = &os->v[i];
+        for (size_t k = 0; k < w->naccs; k++) {
+            int64_t cents, nano;
+            if ((st = acc_amount(&w->accs[k], &cents, &nano, err)) != TD_OK)
+                goto out;
+            w->direct_nano += nano;
+            w->sum.direct_cents += cents;
+        }
+    }
+    /* shared items: owners named by weights join the report first */
+    for (size_t s = 0; s < p->nshared; s++)
+        if (p->shared[s].rule == ALLOC_WEIGHTS)
+            for (size_t k = 0; k < p->shared[s].nweights; k++)
+                if (p->shared[s].weights[k] > 0 &&
+                    !owner_get(os, p->shared[s].weight_names[k], err)) {
+                    st = TD_ENOMEM;
+                    goto out;
+                }
+    if (p->nshared && os->n == 0 && !owner_get(os, "(unallocated)", err)) {
+        st = TD_ENOMEM;
+        goto out;
+    }
+    qsort(os->v, os->n, sizeof *os->v, cmp_owner);
+    os->last = 0;
+    rep->shared = calloc(p->nshared ? p->nshared : 1, sizeof *rep->shared);
+    int64_t *wts = calloc(os->n ? os->n : 1, sizeof *wts);
+    int64_t *parts = calloc(os->n ? os->n : 1, sizeof *parts);
+    const char **names = calloc(os->n ? os->n : 1, sizeof *names);
+    int64_t **shared_cents = calloc(p->nshared ? p->nshared : 1, sizeof *shared_cents);
+    if (!rep->shared || !wts || !parts || !names || !shared_cents) {
+        st = td_err_set(err, TD_ENOMEM, "out of memory");
+        goto out2;
+    }
+    for (size_t i = 0; i < os->n; i++)
+        names[i] = os->v[i].sum.owner;
+    for (size_t s = 0; s < p->nshared; s++) {
+        const shared_item *si = &p->shared[s];
+        td_chargeback_shared_sum *ss = &rep->shared[rep->nshared++];
+        snprintf(ss->name, sizeof ss->name, "%s", si->name);
+        snprintf(ss->kind, sizeof ss->kind, "%s", si->kind == SHARED_FIXED ? "fixed" : "idleGpu");
+        snprintf(ss->rule, sizeof ss->rule, "%s",
+                 si->rule == ALLOC_EVEN ? "even"
+                 : si->rule == ALLOC_WEIGHTS ? "weights" : "proportional");
+        if ((st = shared_amount(p, si, period_ms, pools, npools, flv, held, nflv,
+                                &ss->amount_cents, &ss->idle_gpu_milli_hours, err)) != TD_OK)
+            goto out2;
+        int any = 0;
+        for (size_t i = 0; i < os->n; i++) {
+            if (si->rule == ALLOC_PROPORTIONAL)
+                wts[i] = os->v[i].direct_nano;
+            else if (si->rule == ALLOC_EVEN)
+                wts[i] = 1;
+            else {
+                wts[i] = 0;
+                for (size_t k = 0; k < si->nweights; k++)
+                    if (strcmp(si->weight_names[k], names[i]) == 0)
+                        wts[i] = si->weights[k];
+            }
+            any |= wts[i] > 0;
+        }
+        if (!any) /* nobody used anything: proportional falls back to even */
+            for (size_t i = 0; i < os->n; i++)
+                wts[i] = 1;
+        if ((st = td_chargeback_allocate(ss->amount_cents, wts, names, os->n, parts, err)) !=
+            TD_OK)
+            goto out2;
+        if (!(shared_cents[s] = malloc(os->n * sizeof **shared_cents))) {
+            st = td_err_set(err, TD_ENOMEM, "out of memory");
+            goto out2;
+        }
+        for (size_t i = 0; i < os->n; i++) {
+            shared_cents[s][i] = wts[i] > 0 ? parts[i] : -1; /* -1: no line */
+            if (wts[i] > 0)
+                os->v[i].sum.shared_cents += parts[i];
+        }
+        rep->shared_cents += ss->amount_cents;
+    }
+    /* lines */
+    size_t cap = 0;
+    for (size_t i = 0; i < os->n; i++) {
+        owner *w = &os->v[i];
+        for (size_t k = 0; k < w->naccs; k++) {
+            int64_t cents, nano;
+            acc_amount(&w->accs[k], &cents, &nano, err);
+            int64_t qty = (int64_t)(w->accs[k].qty_num * 1000000 / w->accs[k].qty_den);
+            if ((st = push_line(rep, &cap, w, w->accs[k].item, w->accs[k].unit, qty, cents,
+                                false, err)) != TD_OK)
+                goto out2;
+        }
+        for (size_t s = 0; s < p->nshared; s++) {
+            if (shared_cents[s][i] < 0)
+                continue;
+            char item[TD_ITEM_MAX];
+            snprintf(item, sizeof item, "shared/%s", p->shared[s].name);
+            int64_t share_micro = rep->shared[s].amount_cents
+                                      ? shared_cents[s][i] * 1000000 / rep->shared[s].amount_cents
+                                      : 0;
+            if ((st = push_line(rep, &cap, w, item, "share", share_micro, shared_cents[s][i],
+                                true, err)) != TD_OK)
+                goto out2;
+        }
+        w->sum.total_cents = w->sum.direct_cents + w->sum.shared_cents;
+        rep->direct_cents += w->sum.direct_cents;
+    }
+    qsort(rep->lines, rep->nlines, sizeof *rep->lines, cmp_line);
+    for (size_t i = 0; i < rep->nlines; i++)
+        rep->total_cents += rep->lines[i].amount_cents;
+    rep->owners = calloc(os->n ? os->n : 1, sizeof *rep->owners);
+    if (!rep->owners) {
+        st = td_err_set(err, TD_ENOMEM, "out of memory");
+        goto out2;
+    }
+    for (size_t i = 0; i < os->n; i++)
+        rep->owners[i] = os->v[i].sum;
+    rep->nowners = os->n;
+out2:
+    for (size_t s = 0; shared_cents && s < p->nshared; s++)
+        free(shared_cents[s]);
+    free(shared_cents);
+    free(wts);
+    free(parts);
+    free(names);
+out:
+    free(flv);
+    free(held);
+    return st;
+}
+
+td_status td_chargeback_compute(const td_costpolicy *p, const td_ledger_rec *recs, size_t n,
+                                int64_t from_ns, int64_t to_ns, td_chargeback_by by,
+                                const td_pool_gpus *pools, size_t npools,
+                                td_chargeback_report **out, td_err *err)
+{
+    if (to_ns <= from_ns)
+        return td_err_set(err, TD_EINVAL,
+                          "report: the period is %s (--from must be before --to)",
+                          to_ns == from_ns ? "empty" : "inverted");
+    td_chargeback_report *rep = calloc(1, sizeof *rep);
+    if (!rep)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    rep->from_ns = from_ns;
+    rep->to_ns = to_ns;
+    rep->by = by;
+    snprintf(rep->currency, sizeof rep->currency, "%s", p->currency);
+    owners os = {0};
+    td_status st = compute(p, recs, n, from_ns, to_ns, by, pools, npools, &os, rep, err);
+    owners_free(&os);
+    if (st != TD_OK) {
+        td_chargeback_report_destroy(rep);
+        return st;
+    }
+    *out = rep;
+    return TD_OK;
+}

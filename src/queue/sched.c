@@ -583,7 +583,8 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     }
     free(w->placement_text);
     w->placement_text = ptext;
-    memcpy(w->placement, q->scratch_place, np * sizeof *pl);
+    if (np)
+        memcpy(w->placement, q->scratch_place, np * sizeof *pl);
     w->nplacement = np;
     q->scratch_place_n = 0;
     snprintf(e->placement, sizeof e->placement, "%s", ptext);

@@ -20,7 +20,14 @@ typedef struct td_queue td_queue;
 
 typedef enum { TD_WL_PENDING = 0, TD_WL_ADMITTED, TD_WL_FINISHED } td_wl_state;
 
-typedef enum { TD_QEV_ADMITTED = 0, TD_QEV_PREEMPTED, TD_QEV_FINISHED } td_queue_event_type;
+/* A preemption is two events at one instant: PREEMPTED (Kueue's reason),
+ * then REQUEUED (the workload is pending again, its reason "Evicted by"). */
+typedef enum {
+    TD_QEV_ADMITTED = 0,
+    TD_QEV_PREEMPTED,
+    TD_QEV_FINISHED,
+    TD_QEV_REQUEUED
+} td_queue_event_type;
 
 /* One decision, in the order it was taken. Strings are owned by the event. */
 typedef struct {
@@ -30,8 +37,10 @@ typedef struct {
     size_t cluster_queue; /* index, see td_queue_cq_name */
     size_t by;            /* preemptor's workload id, or TD_QUEUE_NONE */
     bool borrowing;       /* admitted above nominal quota */
-    char level[24];       /* preemption: "InClusterQueue" or "InCohortReclamation" */
+    char level[40];       /* preemption: InClusterQueue, InCohortReclamation,
+                           * InCohortReclaimWhileBorrowing */
     char flavors[256];    /* "main: cpu=default, nvidia.com/gpu=a100" */
+    char placement[512];  /* "workers: a100-0=1, a100-1=1" on NodePools, else "" */
     char reason[512];
 } td_queue_event;
 
@@ -40,7 +49,8 @@ td_status td_queue_create(td_queue **out, td_err *err);
 void td_queue_destroy(td_queue *q);
 
 /* Adds one setup object (borrowed; what is needed is copied): ResourceFlavor,
- * ClusterQueue, LocalQueue, Cohort, PriorityClass, WorkloadPriorityClass;
+ * ClusterQueue, LocalQueue, Cohort, PriorityClass, WorkloadPriorityClass,
+ * NodePool (spec.flavor, spec.nodes, spec.capacity per node);
  * objects of other kinds (Workload included) are ignored. Rejects, with
  * TD_EINVAL naming file:line (src may be NULL) and field, malformed or
  * negative quantities, a flavor listed twice, a resource covered twice, and
@@ -84,14 +94,29 @@ size_t td_queue_workload_count(const td_queue *q);
 const char *td_queue_workload_key(const td_queue *q, size_t id); /* "namespace/name" */
 td_wl_state td_queue_workload_state(const td_queue *q, size_t id);
 int32_t td_queue_workload_priority(const td_queue *q, size_t id);
-/* Pending: why; Admitted: the reservation; Finished: "". */
+/* Pending: why; after a preemption it starts "Evicted by NS/NAME (LEVEL)
+ * at Ts; requeued" until admitted again. Admitted: the reservation;
+ * Finished: "". */
 const char *td_queue_workload_reason(const td_queue *q, size_t id);
 /* The flavor of each resource of each pod set when admitted, else "". */
 const char *td_queue_workload_flavors(const td_queue *q, size_t id);
+/* Admitted on NodePools: pods per node, pod set by pod set,
+ * "workers: a100-0=1, a100-1=1; launcher: cpu-0=1"; else "". */
+const char *td_queue_workload_placement(const td_queue *q, size_t id);
 /* Index of its ClusterQueue, or TD_QUEUE_NONE if its LocalQueue is unknown. */
 size_t td_queue_workload_cq(const td_queue *q, size_t id);
 /* Total requests of resource (all pod sets, all pods) in milli-units. */
 int64_t td_queue_workload_request_milli(const td_queue *q, size_t id, const char *resource);
+
+/* Nodes of the NodePools whose spec.flavor is a ResourceFlavor, ordered by
+ * flavor, pool name, node number; named "<pool>-<i>". Placement puts each
+ * pod on the most-allocated node it fits (sum over the pod's resources of
+ * used/capacity), ties to the first in this order. */
+size_t td_queue_node_count(const td_queue *q);
+const char *td_queue_node_name(const td_queue *q, size_t node);
+/* Capacity and what admitted pods hold of resource, in milli-units. */
+int64_t td_queue_node_capacity_milli(const td_queue *q, size_t node, const char *resource);
+int64_t td_queue_node_used_milli(const td_queue *q, size_t node, const char *resource);
 
 /* ClusterQueues, in the order they were added. */
 size_t td_queue_cq_count(const td_queue *q);

@@ -235,10 +235,13 @@ static void print_workloads(json_t *items)
     {
         const char *state = td_json_str(w, "state");
         const char *flavors = td_json_str(w, "flavors");
-        printf("%-20s %-28s %-9s %-16s %s\n", td_json_str(w, "namespace"),
+        const char *placement = td_json_str(w, "placement");
+        bool admitted = strcmp(state, "Admitted") == 0 && flavors && *flavors;
+        printf("%-20s %-28s %-9s %-16s %s%s%s\n", td_json_str(w, "namespace"),
                td_json_str(w, "name"), state, td_json_str(w, "clusterQueue"),
-               strcmp(state, "Admitted") == 0 && flavors && *flavors ? flavors
-                                                                    : td_json_str(w, "reason"));
+               admitted ? flavors : td_json_str(w, "reason"),
+               admitted && placement && *placement ? " on " : "",
+               admitted && placement ? placement : "");
     }
 }
 

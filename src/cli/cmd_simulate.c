@@ -25,7 +25,8 @@ static void usage(FILE *f)
             "usage: tenantctl simulate -c PLATFORM.yaml... -f WORKLOADS.yaml [--until SECONDS]\n"
             "                          [--format table|json]\n\n"
             "Runs tenantd's batch queue (Kueue's ResourceFlavor, ClusterQueue, LocalQueue,\n"
-            "WorkloadPriorityClass, with PriorityClass) on a virtual clock and prints the\n"
+            "WorkloadPriorityClass, with PriorityClass; tenantd's NodePool for gang\n"
+            "placement on nodes) on a virtual clock and prints the\n"
             "timeline of admissions, preemptions and completions, then a per-ClusterQueue\n"
             "summary and the workloads still pending with why.\n\n"
             "  -c, --config FILE    platform objects (repeatable)\n"
@@ -138,7 +139,10 @@ static double percentile(double *v, size_t n, double p)
 
 static const char *type_name(td_queue_event_type t)
 {
-    return t == TD_QEV_ADMITTED ? "admitted" : t == TD_QEV_PREEMPTED ? "preempted" : "finished";
+    return t == TD_QEV_ADMITTED    ? "admitted"
+           : t == TD_QEV_PREEMPTED ? "preempted"
+           : t == TD_QEV_REQUEUED  ? "requeued"
+                                   : "finished";
 }
 
 /* "main: cpu=a, gpu=b; w1: gpu=b" -> {"cpu":"a","gpu":"b"}. */
@@ -157,6 +161,34 @@ static json_t *flavors_json(const char *s)
                 json_object_set_new(o, it, json_string(eq + 1));
             }
         }
+    }
+    return o;
+}
+
+/* "workers: a100-0=1, a100-1=1; launcher: x-0=1" ->
+ * {"workers":{"a100-0":1,"a100-1":1},"launcher":{"x-0":1}}. */
+static json_t *placement_json(const char *s)
+{
+    json_t *o = json_object();
+    char buf[sizeof ((td_queue_event *)0)->placement];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *s1 = NULL, *ps = strtok_r(buf, ";", &s1); ps; ps = strtok_r(NULL, ";", &s1)) {
+        char *colon = strchr(ps, ':');
+        if (!colon)
+            continue;
+        *colon = '\0';
+        while (*ps == ' ')
+            ps++;
+        json_t *nodes = json_object();
+        for (char *s2 = NULL, *it = strtok_r(colon + 1, ", ", &s2); it;
+             it = strtok_r(NULL, ", ", &s2)) {
+            char *eq = strchr(it, '=');
+            if (eq) {
+                *eq = '\0';
+                json_object_set_new(nodes, it, json_integer(strtoll(eq + 1, NULL, 10)));
+            }
+        }
+        json_object_set_new(o, ps, nodes);
     }
     return o;
 }
@@ -242,7 +274,7 @@ static int run(td_queue *q, arrival *arr, size_t narr, uint64_t until_ns, bool j
                     st[td_queue_workload_cq(q, e->by)].caused++;
                 x->remaining_ns -= t - x->admitted_ns;
                 x->finish_ns = NEVER;
-            } else {
+            } else if (e->type == TD_QEV_FINISHED) {
                 s->finished++;
             }
         }
@@ -276,7 +308,9 @@ static int run(td_queue *q, arrival *arr, size_t narr, uint64_t until_ns, bool j
                                 json_string(td_queue_cq_name(q, e->cluster_queue)));
             json_object_set_new(o, "flavors", flavors_json(e->flavors));
             json_object_set_new(o, "borrowing", json_boolean(e->borrowing));
-            if (e->type == TD_QEV_PREEMPTED) {
+            if (e->type == TD_QEV_ADMITTED)
+                json_object_set_new(o, "placement", placement_json(e->placement));
+            if (e->type == TD_QEV_PREEMPTED || e->type == TD_QEV_REQUEUED) {
                 json_object_set_new(o, "by", json_string(td_queue_workload_key(q, e->by)));
                 json_object_set_new(o, "level", json_string(e->level));
             }
@@ -320,10 +354,12 @@ static int run(td_queue *q, arrival *arr, size_t narr, uint64_t until_ns, bool j
                "CLUSTERQUEUE", "FLAVORS", "REASON");
         for (size_t i = 0; i < ne; i++) {
             const td_queue_event *e = &ev[i];
-            printf("%-9g %-10s %-24s %-14s %-34s %s%s%s%s\n", (double)e->t_ns / NS,
+            bool on = e->type == TD_QEV_ADMITTED && *e->placement;
+            printf("%-9g %-10s %-24s %-14s %-34s %s%s%s%s%s%s\n", (double)e->t_ns / NS,
                    type_name(e->type), td_queue_workload_key(q, e->workload),
                    td_queue_cq_name(q, e->cluster_queue), *e->flavors ? e->flavors : "-",
-                   e->reason, *e->level ? " [" : "", e->level, *e->level ? "]" : "");
+                   e->reason, *e->level ? " [" : "", e->level, *e->level ? "]" : "",
+                   on ? "; placed on " : "", on ? e->placement : "");
         }
         printf("\n%-14s %8s %9s %6s %9s %9s %9s %12s %12s\n", "CLUSTERQUEUE", "ADMITTED",
                "PREEMPTED", "CAUSED", "WAIT-MEAN", "WAIT-P50", "WAIT-P99", "GPU-H USED",

@@ -11,7 +11,7 @@
 
 static const char *const setup_kinds[] = {"ResourceFlavor", "Cohort", "ClusterQueue",
                                           "LocalQueue", "PriorityClass",
-                                          "WorkloadPriorityClass"};
+                                          "WorkloadPriorityClass", "NodePool"};
 
 static uint64_t submitted_at(const json_t *wl)
 {
@@ -65,7 +65,7 @@ td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t
         size_t cq = td_queue_workload_cq(q, id);
         td_wl_state ws = td_queue_workload_state(q, id);
         json_array_append_new(
-            arr, json_pack("{s:s%, s:s, s:s, s:s, s:s, s:s, s:i}", "namespace", key, nslen, "name",
+            arr, json_pack("{s:s%, s:s, s:s, s:s, s:s, s:s, s:i, s:s}", "namespace", key, nslen, "name",
                            slash ? slash + 1 : key, "state",
                            ws == TD_WL_ADMITTED ? "Admitted"
                            : ws == TD_WL_PENDING ? "Pending"
@@ -73,7 +73,8 @@ td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t
                            "clusterQueue", cq == TD_QUEUE_NONE ? "" : td_queue_cq_name(q, cq),
                            "flavors", td_queue_workload_flavors(q, id), "reason",
                            td_queue_workload_reason(q, id), "priority",
-                           (int)td_queue_workload_priority(q, id)));
+                           (int)td_queue_workload_priority(q, id), "placement",
+                           td_queue_workload_placement(q, id)));
     }
     if (st == TD_OK && !arr)
         st = td_err_set(err, TD_ENOMEM, "out of memory");

@@ -166,11 +166,16 @@ static void free_wl(workload *w)
         free(w->podset_names[i]);
     free(w->podset_names);
     free(w->requests);
+    free(w->pod_requests);
+    free(w->counts);
+    free(w->placement);
+    free(w->placement_text);
     free(w->unknown_resource);
     free(w->assignment);
     free(w->use);
     free(w->reason);
     free(w->flavors);
+    free(w->evicted);
 }
 
 void td_queue_destroy(td_queue *q)
@@ -215,6 +220,27 @@ void td_queue_destroy(td_queue *q)
     for (size_t i = 0; i < q->nwls; i++)
         free_wl(&q->wls[i]);
     free(q->wls);
+    for (size_t i = 0; i < q->npools; i++) {
+        pool_def *p = &q->pools[i];
+        free(p->name);
+        free(p->flavor);
+        free(p->where);
+        for (size_t k = 0; k < p->ncap; k++)
+            free(p->cap_names[k]);
+        free(p->cap_names);
+        free(p->cap_vals);
+    }
+    free(q->pools);
+    for (size_t i = 0; i < q->nnodes; i++) {
+        free(q->nodes[i].name);
+        free(q->nodes[i].cap);
+        free(q->nodes[i].free);
+    }
+    free(q->nodes);
+    free(q->flavor_node_start);
+    free(q->flavor_node_n);
+    free(q->flavor_max_cap);
+    free(q->scratch_place);
     free(q->events);
     free(q->acc);
     free(q->scratch_assign);
@@ -458,10 +484,28 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
         c->within = (within_policy)v;
         json_t *bwc = json_object_get(pre, "borrowWithinCohort");
         if (bwc) {
-            const char *p = td_json_str(bwc, "policy");
-            if (p && strcmp(p, "Never") != 0)
+            static const char *const bk[] = {"policy", "maxPriorityThreshold", NULL};
+            static const char *const bpol[] = {"Never", "LowerPriority", NULL};
+            if (!json_is_object(bwc))
+                return lfail(l, bwc, "spec.preemption.borrowWithinCohort", "must be a mapping");
+            TRYS(only_fields(l, bwc, "spec.preemption.borrowWithinCohort", bk));
+            TRYS(parse_enum(l, bwc, "policy", "spec.preemption.borrowWithinCohort.policy", bpol, 0,
+                            &v));
+            c->bwc = v == 1;
+            json_t *mp = json_object_get(bwc, "maxPriorityThreshold");
+            if (mp) {
+                if (!json_is_integer(mp) || json_integer_value(mp) < INT32_MIN ||
+                    json_integer_value(mp) > INT32_MAX)
+                    return lfail(l, mp, "spec.preemption.borrowWithinCohort.maxPriorityThreshold",
+                                 "must be a 32-bit integer");
+                c->bwc_has_max = true;
+                c->bwc_max_priority = (int32_t)json_integer_value(mp);
+            }
+            /* Kueue's validation: borrowing within the cohort preempts
+             * there, which needs reclaimWithinCohort. */
+            if (c->bwc && c->reclaim == RECLAIM_NEVER)
                 return lfail(l, bwc, "spec.preemption.borrowWithinCohort.policy",
-                             "only Never is supported yet");
+                             "LowerPriority needs reclaimWithinCohort other than Never");
         }
     }
 
@@ -653,6 +697,79 @@ static td_status add_local_queue(lctx *l)
     return TD_OK;
 }
 
+#define MAX_NODES 100000
+
+/* NodePool (tenantd kind): the queue reads spec.flavor, spec.nodes and
+ * spec.capacity; taint, nodeSelector and tenants belong to admission. */
+static td_status add_node_pool(lctx *l)
+{
+    td_queue *q = l->q;
+    json_t *spec = json_object_get(l->obj, "spec");
+    if (!json_is_object(spec))
+        return lfail(l, spec, "spec", "required: a mapping");
+    const char *flavor = td_json_str(spec, "flavor");
+    json_t *nodes = json_object_get(spec, "nodes");
+    json_t *cap = json_object_get(spec, "capacity");
+    if (!flavor || !*flavor)
+        return TD_OK; /* a pool without a flavor is admission's business only */
+    if (!json_is_integer(nodes) || json_integer_value(nodes) < 0 ||
+        json_integer_value(nodes) > MAX_NODES)
+        return lfail(l, nodes ? nodes : spec, "spec.nodes", "must be an integer in [0, %d]",
+                     MAX_NODES);
+    if (cap && !json_is_object(cap))
+        return lfail(l, cap, "spec.capacity", "must be a mapping of quantities");
+    int64_t total = json_integer_value(nodes);
+    for (size_t i = 0; i < q->npools; i++) {
+        if (strcmp(q->pools[i].name, l->name) == 0)
+            return lfail(l, NULL, "metadata.name", "NodePool %s is defined twice", l->name);
+        total += q->pools[i].nodes;
+    }
+    if (total > MAX_NODES)
+        return lfail(l, nodes, "spec.nodes", "more than %d nodes in all NodePools", MAX_NODES);
+    pool_def p = {0};
+    p.nodes = json_integer_value(nodes);
+    size_t ncap = json_object_size(cap);
+    p.cap_names = calloc(ncap ? ncap : 1, sizeof *p.cap_names);
+    p.cap_vals = calloc(ncap ? ncap : 1, sizeof *p.cap_vals);
+    p.name = td__qstrdup(l->name);
+    p.flavor = td__qstrdup(flavor);
+    p.where = where_of(l, l->obj);
+    td_status st = TD_OK;
+    if (!p.cap_names || !p.cap_vals || !p.name || !p.flavor || !p.where)
+        st = td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    const char *rname;
+    json_t *v;
+    if (st == TD_OK)
+        json_object_foreach(cap, rname, v)
+        {
+            char f[300];
+            snprintf(f, sizeof f, "spec.capacity.%s", rname);
+            if ((st = parse_milli(l, v, f, &p.cap_vals[p.ncap], NULL)) != TD_OK)
+                break;
+            if (!(p.cap_names[p.ncap] = td__qstrdup(rname))) {
+                st = td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+                break;
+            }
+            p.ncap++;
+        }
+    pool_def *np = st == TD_OK ? realloc(q->pools, (q->npools + 1) * sizeof *np) : NULL;
+    if (st == TD_OK && !np)
+        st = td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    if (st != TD_OK) {
+        for (size_t k = 0; k < p.ncap; k++)
+            free(p.cap_names[k]);
+        free(p.cap_names);
+        free(p.cap_vals);
+        free(p.name);
+        free(p.flavor);
+        free(p.where);
+        return st;
+    }
+    q->pools = np;
+    q->pools[q->npools++] = p;
+    return TD_OK;
+}
+
 td_status td_queue_add_object(td_queue *q, const json_t *obj, const td_manifest *src, td_err *err)
 {
     const char *kind = td_json_str(obj, "kind");
@@ -682,6 +799,8 @@ td_status td_queue_add_object(td_queue *q, const json_t *obj, const td_manifest 
         q->flavor_defined[id] = true;
         return TD_OK;
     }
+    if (strcmp(kind, "NodePool") == 0)
+        return add_node_pool(&l);
     if (strcmp(kind, "Cohort") == 0) {
         json_t *spec = json_object_get(obj, "spec");
         static const char *const none[] = {NULL};
@@ -711,6 +830,76 @@ td_status td_queue_add_object(td_queue *q, const json_t *obj, const td_manifest 
 }
 
 /* ---- seal ---------------------------------------------------------------- */
+
+static _Thread_local const td_queue *pool_sort_q;
+
+static int cmp_pools(const void *a, const void *b)
+{
+    const pool_def *x = a, *y = b;
+    size_t fx = td__smap_get(&pool_sort_q->flavor_ids, x->flavor);
+    size_t fy = td__smap_get(&pool_sort_q->flavor_ids, y->flavor);
+    if (fx != fy)
+        return fx < fy ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Nodes of the NodePools whose flavor is a ResourceFlavor the queue knows;
+ * a resource a node does not list it has none of (as a kubelet reports). */
+static td_status build_nodes(td_queue *q, td_err *err)
+{
+    size_t nres = q->nres, nf = q->nflavors;
+    q->flavor_node_start = calloc(nf ? nf : 1, sizeof(size_t));
+    q->flavor_node_n = calloc(nf ? nf : 1, sizeof(size_t));
+    q->flavor_max_cap = calloc(q->nfr ? q->nfr : 1, sizeof(int64_t));
+    if (!q->flavor_node_start || !q->flavor_node_n || !q->flavor_max_cap)
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    pool_sort_q = q;
+    if (q->npools)
+        qsort(q->pools, q->npools, sizeof *q->pools, cmp_pools);
+    size_t total = 0;
+    for (size_t i = 0; i < q->npools; i++) {
+        size_t f = td__smap_get(&q->flavor_ids, q->pools[i].flavor);
+        if (f != QNONE && q->flavor_defined[f])
+            total += (size_t)q->pools[i].nodes;
+    }
+    if (total && !(q->nodes = calloc(total, sizeof *q->nodes)))
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    for (size_t i = 0; i < q->npools; i++) {
+        const pool_def *p = &q->pools[i];
+        size_t f = td__smap_get(&q->flavor_ids, p->flavor);
+        if (f == QNONE || !q->flavor_defined[f])
+            continue;
+        if (q->flavor_node_n[f] == 0)
+            q->flavor_node_start[f] = q->nnodes;
+        for (int64_t k = 0; k < p->nodes; k++) {
+            qnode *n = &q->nodes[q->nnodes];
+            char name[300];
+            snprintf(name, sizeof name, "%s-%lld", p->name, (long long)k);
+            n->flavor = (int)f;
+            n->name = td__qstrdup(name);
+            n->cap = calloc(nres ? nres : 1, sizeof(int64_t));
+            n->free = calloc(nres ? nres : 1, sizeof(int64_t));
+            if (!n->name || !n->cap || !n->free) {
+                free(n->name);
+                free(n->cap);
+                free(n->free);
+                memset(n, 0, sizeof *n);
+                return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+            }
+            for (size_t c = 0; c < p->ncap; c++) {
+                size_t r = td__smap_get(&q->resource_ids, p->cap_names[c]);
+                if (r != QNONE)
+                    n->cap[r] = n->free[r] = p->cap_vals[c];
+            }
+            for (size_t r = 0; r < nres; r++)
+                if (n->cap[r] > q->flavor_max_cap[f * nres + r])
+                    q->flavor_max_cap[f * nres + r] = n->cap[r];
+            q->nnodes++;
+            q->flavor_node_n[f]++;
+        }
+    }
+    return TD_OK;
+}
 
 td_status td_queue_seal(td_queue *q, td_err *err)
 {
@@ -795,6 +984,9 @@ td_status td_queue_seal(td_queue *q, td_err *err)
                     ch->lendable[fr] > QUNLIMITED - add ? QUNLIMITED : ch->lendable[fr] + add;
             }
     }
+    td_status st = build_nodes(q, err);
+    if (st != TD_OK)
+        return st;
     q->sealed = true;
     return TD_OK;
 }
@@ -924,7 +1116,9 @@ static td_status parse_workload(lctx *l, workload *w)
     w->podset_names = calloc(n, sizeof *w->podset_names);
     w->requests = calloc(n * nres, sizeof *w->requests);
     w->assignment = malloc(n * nres * sizeof *w->assignment);
-    if (!w->podset_names || !w->requests || !w->assignment)
+    w->pod_requests = calloc(n * nres, sizeof *w->pod_requests);
+    w->counts = calloc(n, sizeof *w->counts);
+    if (!w->podset_names || !w->requests || !w->assignment || !w->pod_requests || !w->counts)
         return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
     for (size_t i = 0; i < n; i++) {
         json_t *ps = json_array_get(pss, i);
@@ -956,8 +1150,10 @@ static td_status parse_workload(lctx *l, workload *w)
         snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.initContainers", i);
         TRYS(container_requests(l, json_object_get(pod, "initContainers"), field, init, true,
                                 &w->unknown_resource));
+        w->counts[i] = count;
         for (size_t r = 0; r < q->nres; r++) {
             int64_t v = per[r] > init[r] ? per[r] : init[r];
+            w->pod_requests[i * nres + r] = v;
             per[r] = count && v > QUNLIMITED / count ? QUNLIMITED : v * count;
         }
     }

@@ -63,6 +63,9 @@ typedef struct {
     bool strict_fifo;
     within_policy within;
     reclaim_policy reclaim;
+    bool bwc;         /* borrowWithinCohort: LowerPriority */
+    bool bwc_has_max; /* maxPriorityThreshold set */
+    int32_t bwc_max_priority;
     resource_group *groups;
     size_t ngroups;
     quota_entry *quota;
@@ -82,6 +85,28 @@ typedef struct {
     int64_t v;
 } fr_use;
 
+/* A NodePool as written, before seal resolves its flavor and resources. */
+typedef struct {
+    char *name, *flavor, *where;
+    int64_t nodes;
+    char **cap_names;
+    int64_t *cap_vals; /* milli-units per node */
+    size_t ncap;
+} pool_def;
+
+/* One node of a NodePool: "<pool>-<i>", capacity and free per resource. */
+typedef struct {
+    char *name;
+    int flavor;
+    int64_t *cap, *free; /* nres each */
+} qnode;
+
+/* pods of one pod set on one node */
+typedef struct {
+    uint32_t node, podset;
+    int64_t pods;
+} placed;
+
 typedef struct {
     char *key; /* namespace/name */
     char *local_queue; /* namespace/name */
@@ -94,6 +119,11 @@ typedef struct {
     size_t npodsets;
     char **podset_names;
     int64_t *requests; /* npodsets * nres, milli-units, all pods of the set */
+    int64_t *pod_requests; /* npodsets * nres, milli-units, one pod */
+    int64_t *counts;       /* npodsets: pods in the set */
+    placed *placement;     /* nodes held while admitted */
+    size_t nplacement;
+    char *placement_text;
     char *unknown_resource;
     int16_t *assignment; /* npodsets * nres: flavor index or -1 */
     fr_use *use;
@@ -101,6 +131,7 @@ typedef struct {
     size_t admitted_pos;
     char *reason;
     char *flavors;
+    char *evicted; /* "Evicted by ns/x (Level) at Ts; requeued" until admitted again */
 } workload;
 
 struct td_queue {
@@ -125,6 +156,14 @@ struct td_queue {
     int32_t default_pc;
     workload *wls;
     size_t nwls, capwls;
+    pool_def *pools;
+    size_t npools;
+    qnode *nodes; /* sorted by flavor, then pool name, then node number */
+    size_t nnodes;
+    size_t *flavor_node_start, *flavor_node_n; /* per flavor: its nodes */
+    int64_t *flavor_max_cap;                   /* per flavor-resource: largest node */
+    placed *scratch_place;
+    size_t scratch_place_n, scratch_place_cap;
     td_queue_event *events;
     size_t nevents, capevents;
     /* scratch of the flavor assigner */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "queue/queue_internal.h"
 
@@ -143,6 +144,219 @@ static void append(char *buf, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
+/* ---- placement on NodePools ----------------------------------------------- */
+
+/* "8 nvidia.com/gpu, 8 cpu": one pod's request of the resources as gives f. */
+static void pod_desc(const td_queue *q, const workload *w, size_t ps, const int16_t *as, int f,
+                     char *buf, size_t n)
+{
+    size_t nres = q->nres;
+    buf[0] = '\0';
+    for (size_t r = 0; r < nres; r++) {
+        int64_t v = w->pod_requests[ps * nres + r];
+        if (v > 0 && as[r] == f) {
+            char a[TD_QUANTITY_STR_MAX];
+            td__queue_fmt(q, (int)r, v, a, sizeof a);
+            append(buf, n, "%s%s %s", *buf ? ", " : "", a, q->resource_names[r]);
+        }
+    }
+}
+
+/* Pods of pod set ps (resources in as given flavor f) that fit on node n
+ * with free (or, if empty_node, its whole capacity). */
+static int64_t pods_fit(const td_queue *q, const workload *w, size_t ps, const int16_t *as,
+                        const qnode *n, bool empty_node)
+{
+    size_t nres = q->nres;
+    int64_t k = INT64_MAX;
+    for (size_t r = 0; r < nres; r++) {
+        int64_t v = w->pod_requests[ps * nres + r];
+        if (v <= 0 || as[r] != n->flavor)
+            continue;
+        int64_t fr = (empty_node ? n->cap[r] : n->free[r]) / v;
+        k = fr < k ? fr : k;
+    }
+    return k;
+}
+
+/* A pod of pod set ps cannot fit on any node of f, or the pod set cannot
+ * fit on all of f's nodes even when they are empty: writes why. */
+static bool never_fits(td_queue *q, const workload *w, size_t ps, const resource_group *grp, int f,
+                       char *why, size_t whyn)
+{
+    size_t nres = q->nres;
+    int16_t as[nres ? nres : 1];
+    for (size_t r = 0; r < nres; r++)
+        as[r] = -1;
+    bool any = false;
+    for (size_t k = 0; k < grp->nresources; k++) {
+        int r = grp->resources[k];
+        if (w->pod_requests[ps * nres + (size_t)r] <= 0)
+            continue;
+        any = true;
+        as[r] = (int16_t)f;
+        int64_t v = w->pod_requests[ps * nres + (size_t)r], m = q->flavor_max_cap[f * (int)nres + r];
+        if (v > m) {
+            char a[TD_QUANTITY_STR_MAX], b[TD_QUANTITY_STR_MAX];
+            td__queue_fmt(q, r, v, a, sizeof a);
+            td__queue_fmt(q, r, m, b, sizeof b);
+            append(why, whyn,
+                   "%sa pod of pod set %s needs %s %s and the largest node of flavor %s has %s: "
+                   "can never fit",
+                   *why ? ", " : "", w->podset_names[ps], a, q->resource_names[r],
+                   q->flavor_names[f], b);
+            return true;
+        }
+    }
+    if (!any || w->counts[ps] == 0)
+        return false;
+    int64_t total = 0;
+    size_t first = q->flavor_node_start[f], nn = q->flavor_node_n[f];
+    for (size_t i = first; i < first + nn && total < w->counts[ps]; i++) {
+        int64_t k = pods_fit(q, w, ps, as, &q->nodes[i], true);
+        total = k > w->counts[ps] - total ? w->counts[ps] : total + k;
+    }
+    if (total >= w->counts[ps])
+        return false;
+    char d[256];
+    pod_desc(q, w, ps, as, f, d, sizeof d);
+    append(why, whyn,
+           "%s%lld pods of %s (pod set %s) need more than the %zu nodes of flavor %s hold even "
+           "when empty (%lld pods): can never fit",
+           *why ? ", " : "", (long long)w->counts[ps], d, w->podset_names[ps], nn,
+           q->flavor_names[f], (long long)total);
+    return true;
+}
+
+static bool needs_nodes(const td_queue *q, const workload *w, const int16_t *as)
+{
+    for (size_t i = 0; i < w->npodsets * q->nres; i++)
+        if (as[i] >= 0 && q->flavor_node_n[as[i]] && w->pod_requests[i] > 0 && w->counts[i / q->nres])
+            return true;
+    return false;
+}
+
+/* Adds sign * the pods of p (pod set p->podset of w, resources per as) to
+ * the free capacity of its node. */
+static void node_adjust(td_queue *q, const workload *w, const int16_t *as, const placed *p,
+                        int64_t sign)
+{
+    size_t nres = q->nres;
+    qnode *n = &q->nodes[p->node];
+    for (size_t r = 0; r < nres; r++) {
+        int64_t v = w->pod_requests[p->podset * nres + r];
+        if (v > 0 && as[p->podset * nres + r] == n->flavor)
+            n->free[r] += sign * p->pods * v;
+    }
+}
+
+static void unplace_scratch(td_queue *q, const workload *w, const int16_t *as, size_t from)
+{
+    while (q->scratch_place_n > from)
+        node_adjust(q, w, as, &q->scratch_place[--q->scratch_place_n], 1);
+}
+
+static int push_place(td_queue *q, uint32_t node, uint32_t ps, int64_t pods)
+{
+    if (q->scratch_place_n == q->scratch_place_cap) {
+        size_t cap = q->scratch_place_cap ? q->scratch_place_cap * 2 : 16;
+        placed *p = realloc(q->scratch_place, cap * sizeof *p);
+        if (!p)
+            return -1;
+        q->scratch_place = p;
+        q->scratch_place_cap = cap;
+    }
+    q->scratch_place[q->scratch_place_n++] = (placed){node, ps, pods};
+    return 0;
+}
+
+/* Places every pod of w under assignment as on the nodes of the flavors
+ * that have NodePools, all or nothing: pod set by pod set, each pod on the
+ * most-allocated node it fits (the sum over its resources of used/capacity),
+ * ties to the first node in order. 1: placed, taking the nodes' free
+ * capacity, pods in q->scratch_place; 0: does not fit, nothing taken, why
+ * written (when why is not NULL); -1: out of memory, nothing taken. */
+static int place(td_queue *q, const workload *w, const int16_t *as, char *why, size_t whyn)
+{
+    size_t nres = q->nres;
+    q->scratch_place_n = 0;
+    for (size_t ps = 0; ps < w->npodsets; ps++) {
+        const int16_t *pas = as + ps * nres;
+        for (size_t r = 0; r < nres; r++) {
+            int f = pas[r];
+            if (f < 0 || !q->flavor_node_n[f] || w->pod_requests[ps * nres + r] <= 0)
+                continue;
+            bool seen = false; /* place once per flavor of the pod set */
+            for (size_t r2 = 0; r2 < r && !seen; r2++)
+                seen = pas[r2] == f && w->pod_requests[ps * nres + r2] > 0;
+            if (seen)
+                continue;
+            size_t first = q->flavor_node_start[f], nn = q->flavor_node_n[f];
+            size_t mark = q->scratch_place_n;
+            int64_t left = w->counts[ps];
+            while (left > 0) {
+                size_t best = QNONE;
+                double best_score = -1;
+                for (size_t i = first; i < first + nn; i++) {
+                    const qnode *n = &q->nodes[i];
+                    if (pods_fit(q, w, ps, pas, n, false) < 1)
+                        continue;
+                    double score = 0;
+                    for (size_t k = 0; k < nres; k++)
+                        if (w->pod_requests[ps * nres + k] > 0 && pas[k] == f && n->cap[k] > 0)
+                            score += (double)(n->cap[k] - n->free[k]) / (double)n->cap[k];
+                    if (score > best_score) {
+                        best_score = score;
+                        best = i;
+                    }
+                }
+                if (best == QNONE)
+                    break;
+                int64_t k = pods_fit(q, w, ps, pas, &q->nodes[best], false);
+                k = k < left ? k : left;
+                if (push_place(q, (uint32_t)best, (uint32_t)ps, k) != 0) {
+                    unplace_scratch(q, w, as, 0);
+                    return -1;
+                }
+                node_adjust(q, w, as, &q->scratch_place[q->scratch_place_n - 1], -1);
+                left -= k;
+            }
+            if (left == 0)
+                continue;
+            if (why) {
+                /* Say it against the nodes as they are for this pod set. */
+                unplace_scratch(q, w, as, mark);
+                int64_t can = 0;
+                size_t have = 0;
+                bool one_per_node = true;
+                for (size_t i = first; i < first + nn; i++) {
+                    int64_t k = pods_fit(q, w, ps, pas, &q->nodes[i], false);
+                    can += k;
+                    have += k > 0;
+                    one_per_node &= pods_fit(q, w, ps, pas, &q->nodes[i], true) <= 1;
+                }
+                char d[256];
+                pod_desc(q, w, ps, pas, f, d, sizeof d);
+                if (one_per_node)
+                    snprintf(why, whyn,
+                             "pod set %s: %lld pods of %s need %lld nodes of flavor %s with %s "
+                             "free; %zu have",
+                             w->podset_names[ps], (long long)w->counts[ps], d,
+                             (long long)w->counts[ps], q->flavor_names[f], d, have);
+                else
+                    snprintf(why, whyn,
+                             "pod set %s: %lld pods of %s need room on nodes of flavor %s; "
+                             "%lld fit now, on %zu nodes",
+                             w->podset_names[ps], (long long)w->counts[ps], d,
+                             q->flavor_names[f], (long long)can, have);
+            }
+            unplace_scratch(q, w, as, 0);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Assigns a flavor to every requested resource of every pod set of w in c,
  * as Kueue's flavor assigner does, into q->scratch_assign and o->use. */
 static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out *o)
@@ -204,6 +418,8 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
                 int f = grp->flavors[fi];
                 fit_mode fm = MODE_FIT;
                 bool fb = false;
+                if (q->flavor_node_n[f] && never_fits(q, w, i, grp, f, why, sizeof why))
+                    continue;
                 for (size_t k = 0; k < grp->nresources && fm != MODE_NOFIT; k++) {
                     int r = grp->resources[k];
                     if (req[r] == 0)
@@ -276,14 +492,6 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
     return 0;
 }
 
-static bool fits_now(const td_queue *q, const cluster_queue *c, const fr_use *use, size_t n)
-{
-    for (size_t k = 0; k < n; k++)
-        if (use[k].v > available(q, c, use[k].fr))
-            return false;
-    return true;
-}
-
 /* ---- events and state changes --------------------------------------------- */
 
 static int set_str(char **dst, const char *s)
@@ -312,11 +520,22 @@ static td_queue_event *new_event(td_queue *q)
     return e;
 }
 
-static void remove_admitted(td_queue *q, workload *w)
+/* Takes admitted w's quota and nodes out of the books (sign -1) or puts
+ * them back (+1); its admission record is untouched. */
+static void books(td_queue *q, const workload *w, int64_t sign)
 {
     cluster_queue *c = &q->cqs[w->cq];
     for (size_t k = 0; k < w->nuse; k++)
-        add_usage(q, c, w->use[k].fr, -w->use[k].v);
+        add_usage(q, c, w->use[k].fr, sign * w->use[k].v);
+    for (size_t k = 0; k < w->nplacement; k++)
+        node_adjust(q, w, w->assignment, &w->placement[k], -sign);
+}
+
+static void remove_admitted(td_queue *q, workload *w)
+{
+    cluster_queue *c = &q->cqs[w->cq];
+    books(q, w, -1);
+    w->nplacement = 0;
     size_t pos = w->admitted_pos;
     size_t last = c->admitted.v[--c->admitted.n];
     c->admitted.v[pos] = last;
@@ -334,12 +553,41 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     if (!u)
         return -1;
     w->use = u;
+    size_t np = q->scratch_place_n;
+    placed *pl = realloc(w->placement, (np ? np : 1) * sizeof *pl);
+    if (!pl)
+        return -1;
+    w->placement = pl;
+    char *ptext = NULL;
+    size_t plen = 0;
+    FILE *pf = open_memstream(&ptext, &plen);
+    if (!pf)
+        return -1;
+    for (size_t k = 0; k < np; k++) {
+        const placed *p = &q->scratch_place[k];
+        bool new_set = k == 0 || q->scratch_place[k - 1].podset != p->podset;
+        fprintf(pf, "%s%s%s%s=%lld", new_set && k ? "; " : (k ? ", " : ""),
+                new_set ? w->podset_names[p->podset] : "", new_set ? ": " : "",
+                q->nodes[p->node].name, (long long)p->pods);
+    }
+    if (fclose(pf) != 0 || !ptext) {
+        free(ptext);
+        return -1;
+    }
     td_queue_event *e = new_event(q);
     if (!e || td__idvec_push(&c->admitted, id) != 0) {
         if (e)
             q->nevents--;
+        free(ptext);
         return -1;
     }
+    free(w->placement_text);
+    w->placement_text = ptext;
+    if (np)
+        memcpy(w->placement, q->scratch_place, np * sizeof *pl);
+    w->nplacement = np;
+    q->scratch_place_n = 0;
+    snprintf(e->placement, sizeof e->placement, "%s", ptext);
     memcpy(w->use, use, nuse * sizeof *u);
     w->nuse = nuse;
     memcpy(w->assignment, assignment, w->npodsets * nres * sizeof *assignment);
@@ -348,6 +596,8 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     w->admitted_pos = c->admitted.n - 1;
     w->state = TD_WL_ADMITTED;
     w->admitted_ns = now_ns;
+    free(w->evicted);
+    w->evicted = NULL;
     w->inadmissible = false;
 
     char fl[sizeof e->flavors] = "";
@@ -378,7 +628,14 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     return 0;
 }
 
-static int evict(td_queue *q, size_t id, size_t by, bool in_cohort, uint64_t now_ns)
+/* Preemption levels, Kueue's reasons: 0 own queue, 1 reclaim, 2 reclaim while borrowing. */
+static const char *const level_names[] = {"InClusterQueue", "InCohortReclamation",
+                                          "InCohortReclaimWhileBorrowing"};
+static const char *const level_texts[] = {"prioritization in the ClusterQueue",
+                                          "reclamation within the cohort",
+                                          "reclamation within the cohort while borrowing"};
+
+static int evict(td_queue *q, size_t id, size_t by, int level, uint64_t now_ns)
 {
     workload *w = &q->wls[id];
     td_queue_event *e = new_event(q);
@@ -393,13 +650,40 @@ static int evict(td_queue *q, size_t id, size_t by, bool in_cohort, uint64_t now
     e->workload = id;
     e->cluster_queue = w->cq;
     e->by = by;
-    snprintf(e->level, sizeof e->level, "%s", in_cohort ? "InCohortReclamation" : "InClusterQueue");
+    snprintf(e->level, sizeof e->level, "%s", level_names[level]);
     snprintf(e->flavors, sizeof e->flavors, "%s", w->flavors);
+    snprintf(e->placement, sizeof e->placement, "%s", w->placement_text ? w->placement_text : "");
+    free(w->placement_text);
+    w->placement_text = NULL;
     snprintf(e->reason, sizeof e->reason,
              "Preempted to accommodate a workload (%s) due to %s", q->wls[by].key,
-             in_cohort ? "reclamation within the cohort" : "prioritization in the ClusterQueue");
-    if (set_str(&w->reason, e->reason) != 0 || set_str(&w->flavors, "") != 0)
+             level_texts[level]);
+    char ev[300], ts[40];
+    time_t secs = (time_t)(now_ns / 1000000000ULL);
+    struct tm tm;
+    /* A daemon's clock is the epoch (2001 on): say it in UTC; a simulation's
+     * virtual clock in seconds. */
+    if (now_ns >= 1000000000000000000ULL && gmtime_r(&secs, &tm))
+        strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    else if (now_ns % 1000000000ULL == 0)
+        snprintf(ts, sizeof ts, "%llus", (unsigned long long)(now_ns / 1000000000ULL));
+    else
+        snprintf(ts, sizeof ts, "%.3fs", (double)now_ns / 1e9);
+    snprintf(ev, sizeof ev, "Evicted by %s (%s) at %s; requeued", q->wls[by].key,
+             level_names[level], ts);
+    if (set_str(&w->evicted, ev) != 0 || set_str(&w->reason, ev) != 0 ||
+        set_str(&w->flavors, "") != 0)
         return -1;
+    td_queue_event *r = new_event(q);
+    if (!r)
+        return -1;
+    r->t_ns = now_ns;
+    r->type = TD_QEV_REQUEUED;
+    r->workload = id;
+    r->cluster_queue = w->cq;
+    r->by = by;
+    snprintf(r->level, sizeof r->level, "%s", level_names[level]);
+    snprintf(r->reason, sizeof r->reason, "%s", ev);
     return td__queue_push_pending(q, id);
 }
 
@@ -439,29 +723,122 @@ static bool cq_borrowing(const cluster_queue *c, const bool *need, size_t nfr)
     return false;
 }
 
-/* Finds the minimal set of admitted workloads whose eviction lets id fit
- * with its assignment (use), evicts them and returns 1; 0 if no set works
- * (nothing changed); -1 out of memory. */
-static int preempt(td_queue *q, size_t id, const fr_use *use, size_t nuse, uint64_t now_ns)
+/* Kueue's workloadFits: use fits what c has available, and, unless
+ * allow_borrowing, within c's nominal quota; and every pod has a node.
+ * 1 yes, 0 no, -1 out of memory. */
+static int fits_with(td_queue *q, const workload *w, const cluster_queue *c, const int16_t *as,
+                     const fr_use *use, size_t nuse, bool allow_borrowing)
+{
+    for (size_t k = 0; k < nuse; k++) {
+        if (!allow_borrowing && c->usage[use[k].fr] + use[k].v > c->nominal[use[k].fr])
+            return 0;
+        if (use[k].v > available(q, c, use[k].fr))
+            return 0;
+    }
+    if (!needs_nodes(q, w, as))
+        return 1;
+    int rc = place(q, w, as, NULL, 0);
+    if (rc == 1)
+        unplace_scratch(q, w, as, 0);
+    return rc;
+}
+
+typedef struct {
+    size_t *v;
+    size_t n;
+    int level; /* of the set found */
+} target_set;
+
+/* Kueue's minimalPreemptions: takes candidates in order (skipping other
+ * ClusterQueues that are not borrowing what is needed) until w fits, then
+ * gives back every one but the last that is not needed. A candidate of
+ * another ClusterQueue at or above threshold (when set) ends borrowing for
+ * the preemptor. Leaves the books as they were; the set in t (n = 0: none).
+ * -1 out of memory. */
+static int minimal_set(td_queue *q, const workload *w, const int16_t *as, const fr_use *use,
+                       size_t nuse, const bool *need, const size_t *cand, size_t ncand,
+                       bool allow_borrowing, const int32_t *threshold, target_set *t)
+{
+    const cluster_queue *c = &q->cqs[w->cq];
+    t->n = 0;
+    bool borrow = allow_borrowing;
+    int fit = 0;
+    for (size_t k = 0; k < ncand && fit == 0; k++) {
+        workload *v = &q->wls[cand[k]];
+        if (v->cq != w->cq && !cq_borrowing(&q->cqs[v->cq], need, q->nfr))
+            continue;
+        if (v->cq != w->cq && threshold && v->priority >= *threshold)
+            borrow = false;
+        books(q, v, -1);
+        t->v[t->n++] = cand[k];
+        fit = fits_with(q, w, c, as, use, nuse, borrow);
+    }
+    if (fit == 1) {
+        for (size_t k = t->n - 1; k-- > 0;) {
+            workload *v = &q->wls[t->v[k]];
+            books(q, v, 1);
+            int f = fits_with(q, w, c, as, use, nuse, borrow);
+            if (f == 1) {
+                t->v[k] = QNONE;
+            } else {
+                books(q, v, -1);
+                if (f < 0)
+                    fit = -1;
+            }
+        }
+    }
+    size_t m = 0;
+    for (size_t k = 0; k < t->n; k++)
+        if (t->v[k] != QNONE) {
+            books(q, &q->wls[t->v[k]], 1);
+            t->v[m++] = t->v[k];
+        }
+    t->n = fit == 1 ? m : 0;
+    t->level = borrow ? 2 : 1;
+    return fit < 0 ? -1 : 0;
+}
+
+
+/* Kueue's GetTargets (classical preemption): candidates from w's own
+ * ClusterQueue (withinClusterQueue) and from borrowing members of its cohort
+ * (reclaimWithinCohort), ordered by candidatesOrdering; then
+ *  - only own candidates: the minimal set, borrowing allowed;
+ *  - borrowWithinCohort: when not under nominal in what needs preemption,
+ *    only own candidates or those below the threshold; borrowing allowed;
+ *  - under nominal: the minimal set without borrowing, else
+ *  - own candidates only, borrowing allowed.
+ * Placement counts as a need: when w's pods have no nodes, the flavors
+ * with NodePools it uses need preemption too. Evicts the set found and
+ * returns 1; 0 if none (nothing changed); -1 out of memory. */
+static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use, size_t nuse,
+                   uint64_t now_ns)
 {
     workload *w = &q->wls[id];
     cluster_queue *c = &q->cqs[w->cq];
     bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
-    size_t *cand = NULL, ncand = 0, cap = 0;
+    size_t *cand = NULL, ncand = 0, cap = 0, *same = NULL;
+    target_set t = {NULL, 0, 0};
     int rc = 0;
     if (!need)
         return -1;
-    bool within_nominal = true;
-    for (size_t k = 0; k < nuse; k++) {
-        if (use[k].v > available(q, c, use[k].fr))
-            need[use[k].fr] = true;
-        if (c->usage[use[k].fr] + use[k].v > c->nominal[use[k].fr])
-            within_nominal = false;
+    int nodes_ok = needs_nodes(q, w, as) ? place(q, w, as, NULL, 0) : 1;
+    if (nodes_ok < 0) {
+        free(need);
+        return -1;
     }
-    bool reclaim = c->cohort != QNONE && c->reclaim != RECLAIM_NEVER && within_nominal;
+    if (nodes_ok == 1)
+        unplace_scratch(q, w, as, 0);
+    bool any_need = false;
+    for (size_t k = 0; k < nuse; k++) {
+        int f = use[k].fr / (int)q->nres;
+        if (use[k].v > available(q, c, use[k].fr) || (!nodes_ok && q->flavor_node_n[f]))
+            need[use[k].fr] = any_need = true;
+    }
+    if (!any_need)
+        goto out;
     for (int pass = 0; pass < 2; pass++) {
         const cohort *co = c->cohort != QNONE ? &q->cohorts[c->cohort] : NULL;
-        size_t nm = pass == 0 ? 1 : (reclaim && co ? co->nmembers : 0);
+        size_t nm = pass == 0 ? 1 : (c->reclaim != RECLAIM_NEVER && co ? co->nmembers : 0);
         for (size_t mi = 0; mi < nm; mi++) {
             size_t cqi = pass == 0 ? w->cq : co->members[mi];
             const cluster_queue *m = &q->cqs[cqi];
@@ -477,7 +854,7 @@ static int preempt(td_queue *q, size_t id, const fr_use *use, size_t nuse, uint6
                 if (pass == 0)
                     ok = v->priority < w->priority ||
                          (c->within == WITHIN_LOWER_OR_NEWER && v->priority == w->priority &&
-                          v->created_ns > w->created_ns);
+                          w->queue_ns < v->queue_ns);
                 else
                     ok = c->reclaim == RECLAIM_ANY || v->priority < w->priority;
                 if (!ok)
@@ -500,53 +877,55 @@ static int preempt(td_queue *q, size_t id, const fr_use *use, size_t nuse, uint6
     sort_q = q;
     sort_cq = w->cq;
     qsort(cand, ncand, sizeof *cand, cmp_candidates);
-
-    /* Take candidates in order until it fits, then give back every one but
-     * the last that is not needed (Kueue's minimalPreemptions). */
-    size_t ntargets = 0;
-    bool fit = false;
-    for (size_t k = 0; k < ncand && !fit; k++) {
-        workload *v = &q->wls[cand[k]];
-        cluster_queue *vc = &q->cqs[v->cq];
-        if (v->cq != w->cq && !cq_borrowing(vc, need, q->nfr))
-            continue;
-        for (size_t u = 0; u < v->nuse; u++)
-            add_usage(q, vc, v->use[u].fr, -v->use[u].v);
-        cand[ntargets++] = cand[k];
-        fit = fits_now(q, c, use, nuse);
-    }
-    if (fit) {
-        for (size_t k = ntargets - 1; k-- > 0;) {
-            workload *v = &q->wls[cand[k]];
-            cluster_queue *vc = &q->cqs[v->cq];
-            for (size_t u = 0; u < v->nuse; u++)
-                add_usage(q, vc, v->use[u].fr, v->use[u].v);
-            if (fits_now(q, c, use, nuse))
-                cand[k] = QNONE;
-            else
-                for (size_t u = 0; u < v->nuse; u++)
-                    add_usage(q, vc, v->use[u].fr, -v->use[u].v);
-        }
-    }
-    /* Restore, then evict properly (or leave everything as it was). */
-    for (size_t k = 0; k < ntargets; k++) {
-        if (cand[k] == QNONE)
-            continue;
-        workload *v = &q->wls[cand[k]];
-        for (size_t u = 0; u < v->nuse; u++)
-            add_usage(q, &q->cqs[v->cq], v->use[u].fr, v->use[u].v);
-    }
-    if (!fit)
+    same = malloc(ncand * sizeof *same);
+    t.v = malloc(ncand * sizeof *t.v);
+    if (!same || !t.v) {
+        rc = -1;
         goto out;
-    for (size_t k = 0; k < ntargets; k++)
-        if (cand[k] != QNONE && evict(q, cand[k], id, q->wls[cand[k]].cq != w->cq, now_ns) != 0) {
+    }
+    size_t nsame = 0;
+    for (size_t k = 0; k < ncand; k++)
+        if (q->wls[cand[k]].cq == w->cq)
+            same[nsame++] = cand[k];
+    bool under_nominal = true;
+    for (size_t fr = 0; fr < q->nfr; fr++)
+        if (need[fr] && c->usage[fr] >= c->nominal[fr])
+            under_nominal = false;
+    if (nsame == ncand) {
+        rc = minimal_set(q, w, as, use, nuse, need, cand, ncand, true, NULL, &t);
+    } else if (c->bwc) {
+        int32_t threshold = w->priority;
+        if (c->bwc_has_max && c->bwc_max_priority < threshold)
+            threshold = c->bwc_max_priority + 1;
+        size_t n = ncand;
+        if (!under_nominal) {
+            n = 0;
+            for (size_t k = 0; k < ncand; k++)
+                if (q->wls[cand[k]].cq == w->cq || q->wls[cand[k]].priority < threshold)
+                    cand[n++] = cand[k];
+        }
+        rc = minimal_set(q, w, as, use, nuse, need, cand, n, true, &threshold, &t);
+    } else {
+        if (under_nominal)
+            rc = minimal_set(q, w, as, use, nuse, need, cand, ncand, false, NULL, &t);
+        if (rc == 0 && t.n == 0)
+            rc = minimal_set(q, w, as, use, nuse, need, same, nsame, true, NULL, &t);
+    }
+    if (rc != 0 || t.n == 0)
+        goto out;
+    for (size_t k = 0; k < t.n; k++) {
+        int level = q->wls[t.v[k]].cq == w->cq ? 0 : t.level;
+        if (evict(q, t.v[k], id, level, now_ns) != 0) {
             rc = -1;
             goto out;
         }
+    }
     rc = 1;
 out:
     free(need);
     free(cand);
+    free(same);
+    free(t.v);
     return rc;
 }
 
@@ -569,8 +948,17 @@ static int park(td_queue *q, size_t id, const char *reason)
 {
     workload *w = &q->wls[id];
     cluster_queue *c = &q->cqs[w->cq];
-    if (set_str(&w->reason, reason) != 0)
+    if (w->evicted) {
+        size_t n = strlen(w->evicted) + strlen(reason) + 3;
+        char *r = malloc(n);
+        if (!r)
+            return -1;
+        snprintf(r, n, "%s: %s", w->evicted, reason);
+        free(w->reason);
+        w->reason = r;
+    } else if (set_str(&w->reason, reason) != 0) {
         return -1;
+    }
     if (c->strict_fifo) {
         c->blocked = true;
         return td__queue_push_pending(q, id);
@@ -586,44 +974,62 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted)
     assign_out o;
     if (assign_flavors(q, w, c, &o) != 0)
         return -1;
+    if (o.mode == MODE_NOFIT)
+        return park(q, id, o.reason);
+    char why[600];
+    snprintf(why, sizeof why, "%s", o.reason);
     if (o.mode == MODE_FIT) {
-        if (admit(q, id, q->scratch_assign, o.use, o.nuse, o.borrowing, now_ns) != 0)
+        int rc = needs_nodes(q, w, q->scratch_assign) ? place(q, w, q->scratch_assign, why,
+                                                              sizeof why)
+                                                        : 1;
+        if (rc < 0)
             return -1;
-        ++*nadmitted;
-        return 0;
-    }
-    if (o.mode == MODE_PREEMPT) {
-        size_t nres = q->nres ? q->nres : 1, na = w->npodsets * nres;
-        int16_t *as = malloc(na * sizeof *as);
-        fr_use *use = malloc((o.nuse ? o.nuse : 1) * sizeof *use);
-        if (!as || !use) {
-            free(as);
-            free(use);
-            return -1;
-        }
-        memcpy(as, q->scratch_assign, na * sizeof *as);
-        memcpy(use, o.use, o.nuse * sizeof *use);
-        size_t nuse = o.nuse;
-        int rc = preempt(q, id, use, nuse, now_ns);
         if (rc == 1) {
-            bool borrowing = false;
-            for (size_t k = 0; k < nuse; k++)
-                borrowing |= c->usage[use[k].fr] + use[k].v > c->nominal[use[k].fr];
-            rc = admit(q, id, as, use, nuse, borrowing, now_ns) == 0 ? 1 : -1;
-            if (rc == 1)
-                ++*nadmitted;
-            /* The minimal set can free more than the preemptor takes: then
-             * parked workloads deserve another look in this pass. */
-            for (size_t k = 0; rc == 1 && k < nuse; k++)
-                if (available(q, c, use[k].fr) > 0)
-                    q->freed = true;
+            if (admit(q, id, q->scratch_assign, o.use, o.nuse, o.borrowing, now_ns) != 0) {
+                unplace_scratch(q, w, q->scratch_assign, 0);
+                return -1;
+            }
+            ++*nadmitted;
+            return 0;
         }
+    }
+    /* Quota short, or no nodes for the pods: preemption may free both. */
+    size_t nres = q->nres ? q->nres : 1, na = w->npodsets * nres;
+    int16_t *as = malloc(na * sizeof *as);
+    fr_use *use = malloc((o.nuse ? o.nuse : 1) * sizeof *use);
+    if (!as || !use) {
         free(as);
         free(use);
-        if (rc != 0)
-            return rc < 0 ? -1 : 0;
+        return -1;
     }
-    return park(q, id, o.reason);
+    memcpy(as, q->scratch_assign, na * sizeof *as);
+    memcpy(use, o.use, o.nuse * sizeof *use);
+    size_t nuse = o.nuse;
+    int rc = preempt(q, id, as, use, nuse, now_ns);
+    if (rc == 1) {
+        bool borrowing = false;
+        for (size_t k = 0; k < nuse; k++)
+            borrowing |= c->usage[use[k].fr] + use[k].v > c->nominal[use[k].fr];
+        rc = needs_nodes(q, w, as) ? place(q, w, as, why, sizeof why) : 1;
+        if (rc == 1 && admit(q, id, as, use, nuse, borrowing, now_ns) != 0) {
+            unplace_scratch(q, w, as, 0);
+            rc = -1;
+        }
+        if (rc == 1)
+            ++*nadmitted;
+        /* The minimal set can free more than the preemptor takes: then
+         * parked workloads deserve another look in this pass. */
+        for (size_t k = 0; rc == 1 && k < nuse; k++)
+            if (available(q, c, use[k].fr) > 0)
+                q->freed = true;
+        if (rc == 0)
+            q->freed = true; /* evicted for nothing: cannot happen, stay safe */
+    }
+    free(as);
+    free(use);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    return park(q, id, why);
 }
 
 td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
@@ -709,6 +1115,9 @@ td_status td_queue_finish(td_queue *q, size_t id, uint64_t now_ns, td_err *err)
     e->workload = id;
     e->cluster_queue = w->cq;
     snprintf(e->flavors, sizeof e->flavors, "%s", w->flavors);
+    snprintf(e->placement, sizeof e->placement, "%s", w->placement_text ? w->placement_text : "");
+    free(w->placement_text);
+    w->placement_text = NULL;
     snprintf(e->reason, sizeof e->reason, "Workload finished in ClusterQueue %s",
              q->cqs[w->cq].name);
     set_str(&w->reason, "");
@@ -746,6 +1155,33 @@ int32_t td_queue_workload_priority(const td_queue *q, size_t id)
 const char *td_queue_workload_reason(const td_queue *q, size_t id)
 {
     return q->wls[id].reason ? q->wls[id].reason : "";
+}
+
+const char *td_queue_workload_placement(const td_queue *q, size_t id)
+{
+    return q->wls[id].placement_text ? q->wls[id].placement_text : "";
+}
+
+size_t td_queue_node_count(const td_queue *q)
+{
+    return q->nnodes;
+}
+
+const char *td_queue_node_name(const td_queue *q, size_t node)
+{
+    return q->nodes[node].name;
+}
+
+int64_t td_queue_node_capacity_milli(const td_queue *q, size_t node, const char *resource)
+{
+    size_t r = td__smap_get(&q->resource_ids, resource);
+    return r == QNONE ? 0 : q->nodes[node].cap[r];
+}
+
+int64_t td_queue_node_used_milli(const td_queue *q, size_t node, const char *resource)
+{
+    size_t r = td__smap_get(&q->resource_ids, resource);
+    return r == QNONE ? 0 : q->nodes[node].cap[r] - q->nodes[node].free[r];
 }
 
 const char *td_queue_workload_flavors(const td_queue *q, size_t id)

@@ -18,6 +18,10 @@ expect_grep "team-a reclaims at t=300" "$TMP/table" \
 expect_grep "b-pretrain restarts when quota frees" "$TMP/table" "1500      admitted   team-b/b-pretrain"
 expect_grep "the gang is admitted whole, only when all of it fits" "$TMP/table" \
     "1800      admitted   team-b/b-gang            team-b         launcher: cpu=a100; workers: cpu=h100, nvidia.com/gpu=h100"
+expect_grep "the gang's placement: every pod on a node at once" "$TMP/table" \
+    "placed on launcher: a100-0=1; workers: h100-0=1, h100-1=1, h100-2=1"
+expect_grep "a-finetune's 4 pods share one A100 node (best fit)" "$TMP/table" \
+    "Quota reserved in ClusterQueue team-a; placed on workers: a100-0=4"
 expect_grep "b-pretrain keeps the 300 s it ran (3600 s total)" "$TMP/table" \
     "4800      finished   team-b/b-pretrain"
 expect_grep "summary counts the preemption" "$TMP/table" \
@@ -34,6 +38,13 @@ assert pre[0]["level"] == "InCohortReclamation"
 assert ev[0]["borrowing"] is True and ev[0]["flavors"]["nvidia.com/gpu"] == "a100"
 assert [e["t"] for e in ev] == sorted(e["t"] for e in ev)
 assert d["queues"]["team-b"]["preemptedWorkloads"] == 1
+req = [e for e in ev if e["type"] == "requeued"]
+assert len(req) == 1 and req[0]["workload"] == "team-b/b-pretrain" and req[0]["t"] == 300
+assert req[0]["reason"] == "Evicted by team-a/a-finetune (InCohortReclamation) at 300s; requeued"
+assert ev.index(req[0]) == ev.index(pre[0]) + 1
+gang = [e for e in ev if e["type"] == "admitted" and e["workload"] == "team-b/b-gang"][0]
+assert gang["placement"] == {"launcher": {"a100-0": 1}, "workers": {"h100-0": 1, "h100-1": 1, "h100-2": 1}}
+assert ev[0]["placement"] == {"workers": {"a100-0": 1, "a100-1": 1}}
 assert 0 < d["utilization"] <= 1
 PY
 then ok "json shape"; else not_ok "json shape"; fi
@@ -45,6 +56,8 @@ if cmp -s "$TMP/run2" "$TMP/run3"; then ok "deterministic"; else not_ok "determi
 expect_rc "--until stops the clock" 0 "$TENANTCTL" simulate -c "$P" -f "$W" --until 400
 expect_no_grep "nothing after --until" "$TMP/out" "1500      admitted"
 expect_grep "pending listed with why" "$TMP/out" "team-b/b-pretrain"
+expect_grep "an evicted workload says by whom, at which level, when" "$TMP/out" \
+    "team-b/b-pretrain        Evicted by team-a/a-finetune (InCohortReclamation) at 300s; requeued: couldn't assign flavors"
 
 # Bad input: exit 2, file:line: field.
 sed 's/tenantd.dev\/runtime-seconds: "1200"/tenantd.dev\/runtime-seconds: "soon"/' "$W" >"$TMP/bad1.yaml"

@@ -1,0 +1,443 @@
+/* test_queue_scenarios.c - the batch queue scenario by scenario: gang
+ * placement on NodePools, borrowWithinCohort, and the ones Kueue documents.
+ * Each row is a platform and a script run on a virtual clock:
+ *   "@T sub NAME CQ PRIO SETS"  submit at T seconds, then schedule
+ *   "@T add NAME CQ PRIO SETS"  submit at T without scheduling
+ *   "@T sched" / "@T fin NAME"  schedule / finish NAME, then schedule
+ *   "want NAME:A NAME:P ..."    states (A admitted, P pending, F finished)
+ *   "reason NAME TEXT"          TEXT is part of NAME's reason
+ *   "place NAME TEXT"           NAME's placement is exactly TEXT
+ *   "pre NAME/Level,..."        preemptions since the last "pre", in order
+ * SETS is "count*res=q,res=q;count*..." (pod sets main, w1, w2...); every
+ * ClusterQueue gets a LocalQueue of its name in namespace ns. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tenantd/manifest.h"
+#include "tenantd/queue.h"
+
+#define NS 1000000000ULL
+
+typedef struct {
+    const char *name;
+    const char *platform;
+    const char *steps[24];
+} scenario;
+
+/* ---- platforms ------------------------------------------------------------ */
+
+#define RF(n) "kind: ResourceFlavor\nmetadata: {name: " n "}\n---\n"
+
+/* One A100 pool of 4 nodes x 8 GPUs; quota (64) larger than the nodes (32)
+ * so that placement, not quota, decides. */
+static const char *const gpu_nodes =
+    RF("a100") RF("default")
+    "apiVersion: tenantd.dev/v1alpha1\nkind: NodePool\nmetadata: {name: a100}\n"
+    "spec:\n  flavor: a100\n  nodes: 4\n  capacity: {nvidia.com/gpu: \"8\", cpu: \"96\"}\n"
+    "  taint: {key: nvidia.com/gpu, value: a100, effect: NoSchedule}\n---\n"
+    "kind: ClusterQueue\nmetadata: {name: gpu}\n"
+    "spec:\n  preemption: {withinClusterQueue: LowerPriority}\n  resourceGroups:\n"
+    "  - coveredResources: [cpu, nvidia.com/gpu]\n    flavors:\n"
+    "    - name: a100\n      resources: [{name: cpu, nominalQuota: 1000}, "
+    "{name: nvidia.com/gpu, nominalQuota: 64}]\n"
+    "  - coveredResources: [memory]\n    flavors:\n"
+    "    - name: default\n      resources: [{name: memory, nominalQuota: 1Ti}]\n";
+
+/* Two flavors: a100 on nodes, spot without NodePools (quota only). */
+static const char *const two_flavors =
+    RF("a100") RF("spot")
+    "kind: NodePool\nmetadata: {name: pool}\n"
+    "spec: {flavor: a100, nodes: 2, capacity: {nvidia.com/gpu: 8}, nodeSelector: {p: a}}\n---\n"
+    "kind: ClusterQueue\nmetadata: {name: gpu}\n"
+    "spec:\n  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n"
+    "    - name: a100\n      resources: [{name: nvidia.com/gpu, nominalQuota: 16}]\n"
+    "    - name: spot\n      resources: [{name: nvidia.com/gpu, nominalQuota: 16}]\n";
+
+/* Kueue's preemption_test.go borrowWithinCohort shape: a lender with the
+ * cohort's spare quota and two standard queues that borrow it. */
+#define BWC_CQ(n, extra)                                                                           \
+    "kind: ClusterQueue\nmetadata: {name: " n "}\nspec:\n  cohort: all\n"                          \
+    "  preemption:\n    withinClusterQueue: LowerPriority\n    reclaimWithinCohort: Any\n" extra   \
+    "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"                               \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 1}]\n---\n"
+static const char *const bwc_platform =
+    RF("default")
+    BWC_CQ("a_standard", "    borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 0}\n")
+    BWC_CQ("b_standard", "    borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 0}\n")
+    BWC_CQ("a_plain", "")
+    "kind: ClusterQueue\nmetadata: {name: lender}\nspec:\n  cohort: all\n  resourceGroups:\n"
+    "  - coveredResources: [cpu]\n    flavors:\n"
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 10}]\n";
+
+static const scenario scenarios[] = {
+    /* ---- gang placement on NodePools ---- */
+    {"gang: 4 pods x 8 GPUs take 4 whole nodes",
+     gpu_nodes,
+     {"@0 sub big gpu 0 4*nvidia.com/gpu=8,cpu=8", "want big:A",
+      "place big main: a100-0=1, a100-1=1, a100-2=1, a100-3=1"}},
+    {"gang: quota fits, nodes do not: none start, Pending with the count",
+     gpu_nodes,
+     {"@0 sub half gpu 0 2*nvidia.com/gpu=8", "place half main: a100-0=1, a100-1=1",
+      "@1 sub big gpu 0 4*nvidia.com/gpu=8", "want half:A big:P",
+      "reason big pod set main: 4 pods of 8 nvidia.com/gpu need 4 nodes of flavor a100 with 8 "
+      "nvidia.com/gpu free; 2 have",
+      "@2 fin half", "want half:F big:A", "place big main: a100-0=1, a100-1=1, a100-2=1, a100-3=1"}},
+    {"gang: best fit, most-allocated node first, ties by name",
+     gpu_nodes,
+     {"@0 sub w1 gpu 0 1*nvidia.com/gpu=4", "place w1 main: a100-0=1",
+      "@0 sub w2 gpu 0 1*nvidia.com/gpu=2", "place w2 main: a100-0=1",
+      "@0 sub w3 gpu 0 1*nvidia.com/gpu=4", "place w3 main: a100-1=1",
+      "@0 sub w4 gpu 0 1*nvidia.com/gpu=2", "place w4 main: a100-0=1",
+      "@0 sub w5 gpu 0 3*nvidia.com/gpu=4", "place w5 main: a100-1=1, a100-2=2"}},
+    {"gang: several pod sets, all or nothing",
+     gpu_nodes,
+     {"@0 sub filler gpu 0 3*nvidia.com/gpu=8",
+      "@1 sub gang gpu 0 1*cpu=4;2*nvidia.com/gpu=8", "want filler:A gang:P",
+      "reason gang pod set w1: 2 pods of 8 nvidia.com/gpu need 2 nodes of flavor a100 with 8 "
+      "nvidia.com/gpu free; 1 have",
+      "@2 fin filler", "want gang:A",
+      "place gang main: a100-0=1; w1: a100-0=1, a100-1=1"}},
+    {"gang: a pod larger than any node can never fit",
+     gpu_nodes,
+     {"@0 sub huge gpu 0 1*nvidia.com/gpu=16", "want huge:P",
+      "reason huge a pod of pod set main needs 16 nvidia.com/gpu and the largest node of flavor "
+      "a100 has 8: can never fit"}},
+    {"gang: more pods than the empty pool holds can never fit",
+     gpu_nodes,
+     {"@0 sub five gpu 0 5*nvidia.com/gpu=8", "want five:P",
+      "reason five 5 pods of 8 nvidia.com/gpu (pod set main) need more than the 4 nodes of "
+      "flavor a100 hold even when empty (4 pods): can never fit"}},
+    {"gang: a flavor without NodePools keeps quota-only admission",
+     two_flavors,
+     {"@0 sub a gpu 0 1*nvidia.com/gpu=16", "want a:A", "reason a Quota reserved", "place a ",
+      "@0 sub b gpu 0 2*nvidia.com/gpu=8", "want a:A b:A",
+      "place b main: pool-0=1, pool-1=1"}},
+    {"gang: a pod too large for the nodes of the first flavor takes the next",
+     two_flavors,
+     {"@0 sub a gpu 0 1*nvidia.com/gpu=12", "want a:A", "place a "}},
+    {"gang: preemption frees nodes, the minimal set by placement",
+     gpu_nodes,
+     {"@0 sub l1 gpu -1 2*nvidia.com/gpu=8", "@0 sub l2 gpu -1 2*nvidia.com/gpu=8",
+      "@1 sub hi gpu 1 1*nvidia.com/gpu=8", "want l1:A l2:P hi:A", "pre l2/InClusterQueue",
+      "place hi main: a100-2=1"}},
+    {"gang: preemption empties one node, not one pod per node",
+     gpu_nodes,
+     {"@0 sub l0 gpu -1 1*nvidia.com/gpu=4", "@0 sub l1 gpu -1 1*nvidia.com/gpu=4",
+      "@0 sub l2 gpu -1 1*nvidia.com/gpu=4", "@0 sub l3 gpu -1 1*nvidia.com/gpu=4",
+      "@0 sub l4 gpu -1 1*nvidia.com/gpu=4", "@0 sub l5 gpu -1 1*nvidia.com/gpu=4",
+      "@0 sub l6 gpu -1 1*nvidia.com/gpu=4", "@0 sub l7 gpu -1 1*nvidia.com/gpu=4",
+      "place l6 main: a100-3=1", "place l7 main: a100-3=1",
+      "@1 sub hi gpu 1 1*nvidia.com/gpu=8", "want l5:A l6:P l7:P hi:A",
+      "pre l7/InClusterQueue,l6/InClusterQueue", "place hi main: a100-3=1"}},
+    {"gang: no preemption when the gang cannot fit anyway",
+     gpu_nodes,
+     {"@0 sub l1 gpu -1 1*nvidia.com/gpu=8", "@1 sub hi gpu 1 5*nvidia.com/gpu=8",
+      "want l1:A hi:P", "pre "}},
+
+    /* ---- borrowWithinCohort (Kueue preemption_test.go) ---- */
+    {"kueue: borrowWithinCohort preempts a lower-priority borrower, while borrowing",
+     bwc_platform,
+     {"@0 sub b1 b_standard -1 1*cpu=10", "want b1:A",
+      "@1 sub a1 a_standard 0 1*cpu=10", "want b1:P a1:A",
+      "pre b1/InCohortReclaimWhileBorrowing",
+      "reason b1 Evicted by ns/a1 (InCohortReclaimWhileBorrowing) at 1s; requeued: couldn't "
+      "assign flavors to pod set main: insufficient unused quota in cohort for cpu in flavor "
+      "default, 7 more needed"}},
+    {"kueue: without borrowWithinCohort a borrower is not preempted to borrow",
+     bwc_platform,
+     {"@0 sub b1 b_standard -1 1*cpu=10", "@1 sub a1 a_plain 0 1*cpu=10", "want b1:A a1:P",
+      "pre "}},
+    {"kueue: borrowWithinCohort does not preempt at or above maxPriorityThreshold",
+     bwc_platform,
+     {"@0 sub b1 b_standard 1 1*cpu=10", "@1 sub a1 a_standard 2 1*cpu=10", "want b1:A a1:P",
+      "pre "}},
+    {"kueue: borrowWithinCohort below the threshold (priority 0 < 0+1)",
+     bwc_platform,
+     {"@0 sub b1 b_standard 0 1*cpu=10", "@1 sub a1 a_standard 2 1*cpu=10", "want b1:P a1:A",
+      "pre b1/InCohortReclaimWhileBorrowing"}},
+    {"kueue: borrowWithinCohort over nominal takes only candidates under the threshold",
+     bwc_platform,
+     {"@0 sub a0 a_standard 0 1*cpu=1", "@0 sub b1 b_standard 1 1*cpu=5",
+      "@0 sub b2 b_standard -1 1*cpu=5", "@1 sub a1 a_standard 1 1*cpu=5",
+      "want a0:A b1:A b2:P a1:A", "pre b2/InCohortReclaimWhileBorrowing"}},
+    {"kueue: reclaim within nominal needs no borrowWithinCohort",
+     bwc_platform,
+     {"@0 sub b1 b_standard 0 1*cpu=13", "@1 sub a1 a_plain 0 1*cpu=1", "want b1:P a1:A",
+      "pre b1/InCohortReclamation"}},
+};
+
+/* ---- the interpreter ----------------------------------------------------- */
+
+static json_t *workload(const char *name, const char *cq, int prio, const char *sets_in)
+{
+    char sets[256];
+    snprintf(sets, sizeof sets, "%s", sets_in);
+    json_t *pss = json_array();
+    int idx = 0;
+    for (char *s1 = NULL, *ps = strtok_r(sets, ";", &s1); ps; ps = strtok_r(NULL, ";", &s1)) {
+        char *star = strchr(ps, '*');
+        assert_non_null(star);
+        *star = '\0';
+        json_t *req = json_object();
+        for (char *s2 = NULL, *it = strtok_r(star + 1, ",", &s2); it;
+             it = strtok_r(NULL, ",", &s2)) {
+            char *eq = strchr(it, '=');
+            assert_non_null(eq);
+            *eq = '\0';
+            json_object_set_new(req, it, json_string(eq + 1));
+        }
+        char psname[16];
+        snprintf(psname, sizeof psname, idx ? "w%d" : "main", idx);
+        json_array_append_new(
+            pss, json_pack("{s:s,s:i,s:{s:{s:[{s:s,s:{s:o}}]}}}", "name", psname, "count",
+                           atoi(ps), "template", "spec", "containers", "name", "c", "resources",
+                           "requests", req));
+        idx++;
+    }
+    return json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:i,s:o}}", "apiVersion",
+                     "kueue.x-k8s.io/v1beta1", "kind", "Workload", "metadata", "name", name,
+                     "namespace", "ns", "spec", "queueName", cq, "priority", prio, "podSets",
+                     pss);
+}
+
+static td_queue *load_platform(const char *yaml)
+{
+    td_manifest *m;
+    td_err err;
+    td_queue *q;
+    if (td_manifest_parse("platform.yaml", yaml, strlen(yaml), &m, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(td_queue_create(&q, &err), TD_OK);
+    for (size_t i = 0; i < td_manifest_count(m); i++) {
+        json_t *doc = td_manifest_doc(m, i);
+        if (td_queue_add_object(q, doc, m, &err) != TD_OK)
+            fail_msg("%s", err.msg);
+        const char *kind = json_string_value(json_object_get(doc, "kind"));
+        if (!kind || strcmp(kind, "ClusterQueue") != 0)
+            continue;
+        const char *name =
+            json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
+        json_t *lq = json_pack("{s:s,s:{s:s,s:s},s:{s:s}}", "kind", "LocalQueue", "metadata",
+                               "name", name, "namespace", "ns", "spec", "clusterQueue", name);
+        if (td_queue_add_object(q, lq, NULL, &err) != TD_OK)
+            fail_msg("%s", err.msg);
+        json_decref(lq);
+    }
+    if (td_queue_seal(q, &err) != TD_OK)
+        fail_msg("%s", err.msg);
+    td_manifest_destroy(m);
+    return q;
+}
+
+static size_t find(const td_queue *q, const char *name)
+{
+    char key[128];
+    snprintf(key, sizeof key, "ns/%s", name);
+    for (size_t i = 0; i < td_queue_workload_count(q); i++)
+        if (strcmp(td_queue_workload_key(q, i), key) == 0)
+            return i;
+    fail_msg("no workload %s", name);
+    return 0;
+}
+
+static void dump(const td_queue *q)
+{
+    const td_queue_event *ev;
+    size_t ne = td_queue_events(q, &ev);
+    for (size_t i = 0; i < ne; i++)
+        print_message("  event t=%llu type=%d %s %s %s [%s]\n",
+                      (unsigned long long)(ev[i].t_ns / NS), ev[i].type,
+                      td_queue_workload_key(q, ev[i].workload), ev[i].level, ev[i].placement,
+                      ev[i].reason);
+    for (size_t i = 0; i < td_queue_workload_count(q); i++)
+        print_message("  %s state=%d reason=%s placement=%s\n", td_queue_workload_key(q, i),
+                      td_queue_workload_state(q, i), td_queue_workload_reason(q, i),
+                      td_queue_workload_placement(q, i));
+}
+
+/* No node holds more than its capacity, and what the nodes hold is what
+ * the admitted workloads' placements say. */
+static void check_nodes(const td_queue *q, const char *row)
+{
+    for (size_t n = 0; n < td_queue_node_count(q); n++)
+        for (size_t r = 0; r < td_queue_resource_count(q); r++) {
+            const char *res = td_queue_resource_name(q, r);
+            int64_t used = td_queue_node_used_milli(q, n, res);
+            if (used < 0 || used > td_queue_node_capacity_milli(q, n, res))
+                fail_msg("%s: node %s holds %lld of %s", row, td_queue_node_name(q, n),
+                         (long long)used, res);
+        }
+    for (size_t i = 0; i < td_queue_workload_count(q); i++)
+        if (td_queue_workload_state(q, i) != TD_WL_ADMITTED &&
+            *td_queue_workload_placement(q, i))
+            fail_msg("%s: %s holds nodes while not admitted", row, td_queue_workload_key(q, i));
+}
+
+static void run_scenario(const scenario *s)
+{
+    td_queue *q = load_platform(s->platform);
+    td_err err;
+    size_t pre_seen = 0;
+    for (size_t k = 0; k < sizeof s->steps / sizeof s->steps[0] && s->steps[k]; k++) {
+        const char *st = s->steps[k];
+        char a[64] = "", b[64] = "", sets[256] = "";
+        unsigned long long t;
+        int prio, n;
+        if (st[0] == '@') {
+            assert_int_equal(sscanf(st, "@%llu %63s%n", &t, a, &n), 2);
+            const char *rest = st + n;
+            if (strcmp(a, "sub") == 0 || strcmp(a, "add") == 0) {
+                char name[64];
+                assert_int_equal(sscanf(rest, "%63s %63s %d %255s", name, b, &prio, sets), 4);
+                json_t *w = workload(name, b, prio, sets);
+                if (td_queue_submit(q, w, NULL, t * NS, NULL, &err) != TD_OK)
+                    fail_msg("%s: %s", s->name, err.msg);
+                json_decref(w);
+                if (strcmp(a, "add") == 0)
+                    continue;
+            } else if (strcmp(a, "fin") == 0) {
+                assert_int_equal(sscanf(rest, "%63s", b), 1);
+                if (td_queue_finish(q, find(q, b), t * NS, &err) != TD_OK)
+                    fail_msg("%s: %s", s->name, err.msg);
+            } else {
+                assert_string_equal(a, "sched");
+            }
+            assert_int_equal(td_queue_schedule(q, t * NS, NULL), TD_OK);
+            check_nodes(q, s->name);
+        } else if (strncmp(st, "want ", 5) == 0) {
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s", st + 5);
+            for (char *sv = NULL, *it = strtok_r(buf, " ", &sv); it; it = strtok_r(NULL, " ", &sv)) {
+                char *colon = strchr(it, ':');
+                *colon = '\0';
+                td_wl_state ws = td_queue_workload_state(q, find(q, it));
+                char got = ws == TD_WL_ADMITTED ? 'A' : ws == TD_WL_PENDING ? 'P' : 'F';
+                if (got != colon[1]) {
+                    dump(q);
+                    fail_msg("%s: step \"%s\": %s is %c", s->name, st, it, got);
+                }
+            }
+        } else if (strncmp(st, "reason ", 7) == 0 || strncmp(st, "place ", 6) == 0) {
+            bool reason = st[0] == 'r';
+            const char *p = st + (reason ? 7 : 6);
+            const char *sp = strchr(p, ' ');
+            snprintf(a, sizeof a, "%.*s", (int)(sp - p), p);
+            size_t id = find(q, a);
+            const char *got =
+                reason ? td_queue_workload_reason(q, id) : td_queue_workload_placement(q, id);
+            if (reason ? !strstr(got, sp + 1) : strcmp(got, sp + 1) != 0) {
+                dump(q);
+                fail_msg("%s: %s of %s:\n  got  \"%s\"\n  want \"%s\"", s->name,
+                         reason ? "reason" : "placement", a, got, sp + 1);
+            }
+        } else if (strncmp(st, "pre ", 4) == 0) {
+            const td_queue_event *ev;
+            size_t ne = td_queue_events(q, &ev);
+            char got[512] = "";
+            for (; pre_seen < ne; pre_seen++)
+                if (ev[pre_seen].type == TD_QEV_PREEMPTED)
+                    snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s/%s",
+                             *got ? "," : "",
+                             strchr(td_queue_workload_key(q, ev[pre_seen].workload), '/') + 1,
+                             ev[pre_seen].level);
+            if (strcmp(got, st + 4) != 0) {
+                dump(q);
+                fail_msg("%s: preempted got \"%s\" want \"%s\"", s->name, got, st + 4);
+            }
+        } else {
+            fail_msg("bad step %s", st);
+        }
+    }
+    td_queue_destroy(q);
+}
+
+static void test_scenarios(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
+        run_scenario(&scenarios[i]);
+}
+
+/* Many gangs of random shapes arrive, run and finish; after every pass no
+ * node is over capacity and an admitted gang holds exactly its pods. */
+static void test_gang_never_partial(void **state)
+{
+    (void)state;
+    td_queue *q = load_platform(gpu_nodes);
+    td_err err;
+    uint64_t seed = 42;
+    size_t n = 0;
+    int64_t pods_of[400];
+    for (int t = 0; t < 400; t++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        int pods = 1 + (int)((seed >> 33) % 4), gpus = 1 << ((seed >> 40) % 4);
+        char name[32], sets[64];
+        snprintf(name, sizeof name, "w%d", t);
+        snprintf(sets, sizeof sets, "%d*nvidia.com/gpu=%d", pods, gpus);
+        json_t *w = workload(name, "gpu", (int)((seed >> 50) % 3) - 1, sets);
+        assert_int_equal(td_queue_submit(q, w, NULL, (uint64_t)t * NS, NULL, &err), TD_OK);
+        json_decref(w);
+        pods_of[n++] = pods;
+        if ((seed >> 20) % 3 == 0)
+            for (size_t i = 0; i < n; i++)
+                if (td_queue_workload_state(q, i) == TD_WL_ADMITTED) {
+                    assert_int_equal(td_queue_finish(q, i, (uint64_t)t * NS, NULL), TD_OK);
+                    break;
+                }
+        assert_int_equal(td_queue_schedule(q, (uint64_t)t * NS, NULL), TD_OK);
+        check_nodes(q, "gang never partial");
+        int64_t held = 0, want = 0;
+        for (size_t i = 0; i < n; i++)
+            if (td_queue_workload_state(q, i) == TD_WL_ADMITTED) {
+                want += td_queue_workload_request_milli(q, i, "nvidia.com/gpu");
+                /* the placement text counts every pod: "main: a=1, b=2" */
+                const char *p = td_queue_workload_placement(q, i);
+                int64_t pods_placed = 0;
+                for (const char *e = strchr(p, '='); e; e = strchr(e + 1, '='))
+                    pods_placed += atoll(e + 1);
+                assert_int_equal(pods_placed, pods_of[i]);
+            }
+        for (size_t k = 0; k < td_queue_node_count(q); k++)
+            held += td_queue_node_used_milli(q, k, "nvidia.com/gpu");
+        assert_int_equal(held, want);
+    }
+    td_queue_destroy(q);
+}
+
+/* A NodePool with a bad node count is rejected by field. */
+static void test_bad_node_pool(void **state)
+{
+    (void)state;
+    const char *yaml = RF("a100") "kind: NodePool\nmetadata: {name: p}\n"
+                                  "spec: {flavor: a100, nodes: -1, nodeSelector: {a: b}}\n";
+    td_manifest *m;
+    td_err err;
+    td_queue *q;
+    assert_int_equal(td_manifest_parse("x.yaml", yaml, strlen(yaml), &m, &err), TD_OK);
+    assert_int_equal(td_queue_create(&q, &err), TD_OK);
+    td_status s = TD_OK;
+    for (size_t i = 0; i < td_manifest_count(m) && s == TD_OK; i++)
+        s = td_queue_add_object(q, td_manifest_doc(m, i), m, &err);
+    assert_int_equal(s, TD_EINVAL);
+    assert_non_null(strstr(err.msg, "NodePool p: spec.nodes: must be an integer in [0, 100000]"));
+    td_queue_destroy(q);
+    td_manifest_destroy(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scenarios),
+        cmocka_unit_test(test_gang_never_partial),
+        cmocka_unit_test(test_bad_node_pool),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -22,6 +22,8 @@ typedef struct ssl_ctx_st SSL_CTX;
 #define TD_HTTP_MAX_HEADER_BYTES (64u * 1024u) /* request line + headers; more -> 431 */
 #define TD_HTTP_MAX_HEADERS      128u          /* header fields; more -> 431 */
 #define TD_HTTP_IDLE_TIMEOUT_MS  60000u        /* default idle timeout per connection */
+#define TD_HTTP_HEADER_TIMEOUT_MS 10000u /* a begun request's headers must be in by then; else 408 */
+#define TD_HTTP_REQUEST_TIMEOUT_MS 60000u /* and the whole request (body too); else 408 */
 
 typedef struct {
     const char *name;  /* as the client spelled it */

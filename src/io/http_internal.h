@@ -34,6 +34,15 @@ char *td__buf_take(td__buf *b, size_t *len);
 
 /* ---- one connection's HTTP/1.1 request processing ---- */
 
+/* 1 if s[0..n) holds only token characters (RFC 9110 5.1: a field name).
+ * http-parser, built lenient, lets a space into a name ("Transfer-Encoding
+ * : chunked"), which an upstream may read otherwise: a smuggling vector. */
+int td__http_token_chars(const char *s, size_t n);
+
+/* 1 if s[0..n) holds no control byte but HTAB (no NUL, CR, LF: a lenient
+ * parser passes obs-fold and bare LF through inside a value). */
+int td__http_value_chars(const char *s, size_t n);
+
 typedef struct {
     size_t name_off, value_off; /* into hdr */
 } td__hdr_ix;
@@ -53,6 +62,8 @@ typedef struct {
     size_t header_bytes;
     int in_value;     /* the last header callback was for a value */
     int headers_done; /* header callbacks now are trailers, ignored */
+    int in_request;   /* a request has begun and is not complete yet */
+    unsigned long begun; /* requests begun on this connection */
     int err_status;   /* 4xx/5xx our callbacks chose when they failed */
 
     int stop;        /* process no more requests (closing or closed) */

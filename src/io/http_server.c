@@ -176,7 +176,30 @@ static int on_message_begin(http_parser *p)
     c->header_bytes = 0;
     c->in_value = 0;
     c->headers_done = 0;
+    c->in_request = 1;
+    c->begun++;
     return 0;
+}
+
+int td__http_token_chars(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              (ch && strchr("!#$%&'*+-.^_`|~", ch))))
+            return 0;
+    }
+    return 1;
+}
+
+int td__http_value_chars(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+            return 0;
+    }
+    return 1;
 }
 
 static int count_header_bytes(td__http_conn *c, size_t n)
@@ -220,6 +243,8 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
     td__http_conn *c = conn_of(p);
     if (count_header_bytes(c, n))
         return -1;
+    if (!td__http_token_chars(at, n))
+        return reject(c, 400);
     if (c->headers_done)
         return 0; /* a chunked body's trailer: counted, not kept */
     if (c->in_value != 1) {
@@ -249,6 +274,8 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
     td__http_conn *c = conn_of(p);
     if (count_header_bytes(c, n))
         return -1;
+    if (!td__http_value_chars(at, n))
+        return reject(c, 400);
     if (c->headers_done)
         return 0;
     if (c->in_value == 1) {
@@ -277,6 +304,8 @@ static int on_headers_complete(http_parser *p)
     td__http_conn *c = conn_of(p);
     if (end_field(c))
         return -1;
+    if (p->http_major != 1 || p->http_minor > 1)
+        return reject(c, 505);
     c->headers_done = 1;
     int has_length = (p->flags & F_CONTENTLENGTH) != 0;
     int chunked = (p->flags & F_CHUNKED) != 0;
@@ -512,6 +541,7 @@ static void dispatch(td__http_conn *c)
 static int on_message_complete(http_parser *p)
 {
     td__http_conn *c = conn_of(p);
+    c->in_request = 0;
     if (!c->stop)
         dispatch(c);
     buf_clear(&c->body);
@@ -622,6 +652,8 @@ struct conn {
     int peer_eof;  /* the client will send nothing more */
     int read_paused;
     int tls_failed;
+    unsigned long begun_seen; /* core.begun when req_start_ms was taken */
+    uint64_t req_start_ms;    /* loop time the current request began */
 };
 
 typedef struct {
@@ -671,15 +703,47 @@ static void conn_close(conn *c)
     uv_close((uv_handle_t *)&c->timer, on_conn_closed);
 }
 
+static int flush(conn *c);
+static void conn_finish(conn *c);
+
 static void on_timer(uv_timer_t *t)
 {
-    conn_close(t->data);
+    conn *c = t->data;
+    if (!c->closing && !c->finishing && c->core.in_request && !c->core.stop &&
+        (!c->tls || td__tls_handshake_done(c->tls))) {
+        /* a request begun and not complete in time (slowloris): 408 */
+        write_error(&c->core, 408);
+        if (flush(c) == 0)
+            conn_finish(c);
+        else
+            conn_close(c);
+        return;
+    }
+    conn_close(c);
 }
 
+/* Arms the connection's timer: the idle timeout, or sooner the deadline of
+ * a request in progress (its headers within TD_HTTP_HEADER_TIMEOUT_MS, all
+ * of it within TD_HTTP_REQUEST_TIMEOUT_MS), so that a client dribbling a
+ * byte now and then cannot hold a connection forever. */
 static void restart_idle(conn *c)
 {
-    if (!c->closing && !c->finishing)
-        uv_timer_start(&c->timer, on_timer, c->srv->idle_ms, 0);
+    if (c->closing || c->finishing)
+        return;
+    uint64_t ms = c->srv->idle_ms;
+    if (c->core.in_request) {
+        uint64_t now = uv_now(c->srv->loop);
+        if (c->begun_seen != c->core.begun) {
+            c->begun_seen = c->core.begun;
+            c->req_start_ms = now;
+        }
+        uint64_t end = c->req_start_ms + (c->core.headers_done ? TD_HTTP_REQUEST_TIMEOUT_MS
+                                                               : TD_HTTP_HEADER_TIMEOUT_MS);
+        uint64_t left = end > now ? end - now : 1;
+        if (left < ms)
+            ms = left;
+    }
+    uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -862,13 +926,13 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     }
     if (c->finishing)
         return; /* lingering: discard */
-    restart_idle(c);
     if (c->tls)
         tls_input(c, buf->base, (size_t)nread);
     else
         td__http_conn_feed(&c->core, buf->base, (size_t)nread);
     if (c->closing)
         return; /* the handler stopped the server */
+    restart_idle(c);
     if (flush(c) < 0) {
         conn_close(c);
         return;

@@ -177,6 +177,22 @@ static void on_timer(uv_timer_t *t)
     case TM_STREAM:
         px_req_timeout(c);
         break;
+    case TM_HEADER:
+    case TM_BODY:
+        if (c->rq.state == RQ_READING && !c->stop) {
+            /* A request begun and not finished in time (slowloris): say
+             * so with 408, then close. A connection that never sent a
+             * byte is owed nothing and is just closed. */
+            c->stop = 1;
+            c->rq.keep_alive = 0;
+            px_respond(c, 408, NULL, "{\"error\":\"request_timeout\"}");
+            px_req_end(c, TD_OUT_BAD_REQUEST);
+            if (px_flush(c) == 0)
+                conn_finish(c);
+            break;
+        }
+        px_conn_close(c);
+        break;
     case TM_IDLE:
         if (c->rq.state == RQ_IDLE && uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0) {
             conn_finish(c);
@@ -345,6 +361,8 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
     px_req *r = &c->rq;
     if (count_header_bytes(c, n))
         return -1;
+    if (!td__http_token_chars(at, n))
+        return refuse(c, 400); /* "Transfer-Encoding : chunked" and kin */
     if (r->headers_done)
         return 0; /* a chunked body's trailer: counted, not kept */
     if (r->in_value != 1) {
@@ -366,6 +384,8 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
     px_req *r = &c->rq;
     if (count_header_bytes(c, n))
         return -1;
+    if (!td__http_value_chars(at, n))
+        return refuse(c, 400); /* obs-fold, bare LF, NUL */
     if (r->headers_done)
         return 0;
     if (r->in_value == 1) {
@@ -439,6 +459,8 @@ static int on_headers_complete(http_parser *p)
     px_req *r = &c->rq;
     if (end_field(c))
         return -1;
+    if (p->http_major != 1 || p->http_minor > 1)
+        return refuse(c, 505);
     r->headers_done = 1;
     /* the target as received; the path is a part of it (route matching
      * NUL-terminates it in place for the lookup) */
@@ -504,6 +526,7 @@ static void parse_error(px_conn *c, enum http_errno e)
                        : status == 431 ? "{\"error\":\"headers_too_large\"}"
                        : status == 414 ? "{\"error\":\"uri_too_long\"}"
                        : status == 503 ? "{\"error\":\"overloaded\"}"
+                       : status == 505 ? "{\"error\":\"http_version_not_supported\"}"
                                        : "{\"error\":\"bad_request\"}";
     c->stop = 1;
     c->rq.keep_alive = 0;

@@ -1,6 +1,7 @@
 /* cmd_remote.c - verbs that talk to a running tenantd over its admin
  * listener: `apply`, `get`, `delete`. The server is --server URL, else
  * $TENANTD_SERVER, else http://127.0.0.1:8081. */
+#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -542,4 +543,110 @@ int td_cmd_admit_remote(int argc, char **argv)
     }
     json_decref(out);
     return rc;
+}
+
+/* `tenantctl explain request [--tenant T] [-o table|json]`: the tenant's
+ * limits as the running gateway enforces them and its latest refusals. */
+int td_cmd_explain_request(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"tenant", required_argument, NULL, 't'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             REMOTE_LONGOPTS,
+                                             {NULL, 0, NULL, 0}};
+    remote r;
+    remote_init(&r);
+    const char *tenant = NULL, *output = "table";
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "t:o:s:h", longopts, NULL)) != -1) {
+        if (remote_flag(&r, c))
+            continue;
+        switch (c) {
+        case 't': tenant = optarg; break;
+        case 'o': output = optarg; break;
+        case 'h':
+            printf("usage: tenantctl explain request [--tenant T] [-o table|json] [remote flags]\n\n"
+                   "Why were a tenant's requests refused? Prints the tenant's gateway limits as\n"
+                   "the running tenantd enforces them (mode enforce or shadow), what it could\n"
+                   "spend right now, and its latest refusals with the rule and the numbers.\n"
+                   "With a tenant's API key (--token-file) the tenant is the key's own.\n\n"
+                   "  -t, --tenant T       the Tenant (default: the caller's, for a tenant key)\n"
+                   "  -o, --output FMT     table (default) or json\n%s",
+                   remote_flags_help);
+            return TD_EXIT_OK;
+        default:
+            fprintf(stderr, "tenantctl explain request: unknown or incomplete flag \"%s\"\n",
+                    argv[optind - 1]);
+            return TD_EXIT_USAGE;
+        }
+    }
+    if (optind < argc || (strcmp(output, "table") != 0 && strcmp(output, "json") != 0)) {
+        fprintf(stderr, "tenantctl explain request: %s\n",
+                optind < argc ? "unexpected argument" : "-o must be table or json");
+        return TD_EXIT_USAGE;
+    }
+    char path[512] = "/v1/explain/request";
+    if (tenant) {
+        size_t n = strlen(path);
+        snprintf(path + n, sizeof path - n, "?tenant=");
+        n = strlen(path);
+        for (const unsigned char *s = (const unsigned char *)tenant; *s && n + 4 < sizeof path; s++)
+            n += (size_t)snprintf(path + n, sizeof path - n,
+                                  (isalnum(*s) || *s == '-' || *s == '.' || *s == '_') ? "%c"
+                                                                                       : "%%%02X",
+                                  *s);
+    }
+    json_t *o = NULL;
+    int status = call("explain request", &r, "GET", path, NULL, NULL, 0, &o);
+    if (status != 200) {
+        if (status > 0)
+            print_error("explain request", status, o);
+        json_decref(o);
+        return status == 404 ? TD_EXIT_USAGE : exit_for(status);
+    }
+    if (strcmp(output, "json") == 0) {
+        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fputc('\n', stdout);
+        json_decref(o);
+        return TD_EXIT_OK;
+    }
+    json_t *lim = json_object_get(o, "limits");
+    json_t *rate = json_object_get(lim, "rate"), *conc = json_object_get(lim, "concurrency");
+    printf("tenant %s (criticality %s, weight %g%s)\n", td_json_str(o, "tenant"),
+           td_json_str(lim, "criticality"), json_number_value(json_object_get(lim, "weight")),
+           json_is_true(json_object_get(o, "sharedLimits"))
+               ? "; limits shared through Redis, figures are this replica's view"
+               : "");
+    if (json_is_true(json_object_get(rate, "unlimited")))
+        printf("  rate         unlimited\n");
+    else
+        printf("  rate         %g per %gs, burst %g, %s; available now: %.6g\n",
+               json_number_value(json_object_get(rate, "cost")),
+               json_number_value(json_object_get(rate, "perSeconds")),
+               json_number_value(json_object_get(rate, "burst")), td_json_str(rate, "enforcement"),
+               json_number_value(json_object_get(rate, "availableNow")));
+    if (json_is_true(json_object_get(conc, "unlimited")))
+        printf("  concurrency  unlimited (%lld in flight)\n",
+               (long long)json_integer_value(json_object_get(conc, "inFlight")));
+    else
+        printf("  concurrency  %lld in flight of %lld, %s\n",
+               (long long)json_integer_value(json_object_get(conc, "inFlight")),
+               (long long)json_integer_value(json_object_get(conc, "limit")),
+               td_json_str(conc, "enforcement"));
+    json_t *list = json_object_get(o, "recentRefusals");
+    if (!json_array_size(list))
+        printf("no recent refusals\n");
+    else
+        printf("recent refusals, newest first (%s):\n", td_json_str(o, "sampling"));
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x)
+    {
+        printf("  %s  %lld %-19s %-7s %s\n", td_json_str(x, "time"),
+               (long long)json_integer_value(json_object_get(x, "status")),
+               td_json_str(x, "reason"), td_json_str(x, "mode"), td_json_str(x, "detail"));
+    }
+    json_decref(o);
+    return TD_EXIT_OK;
 }

@@ -10,6 +10,7 @@
 
 #include <time.h>
 
+#include "daemon/explain.h"
 #include "daemon/workloads.h"
 #include "tenantd/admit.h"
 #include "tenantd/authz.h"
@@ -492,6 +493,41 @@ static void h_submit(td_control *c, const td_http_request *req, td_http_response
     handle_apply_or_submit(c, req, resp, p, 1);
 }
 
+/* GET /v1/explain/request?tenant=T: the tenant's limits as enforced now
+ * and its latest refusals. A tenant's key explains its own tenant only
+ * (the tenant defaults to the caller's). */
+static void h_explain_request(td_control *c, const td_http_request *req, td_http_response *resp,
+                              const td_principal *p)
+{
+    char tenant[256] = "";
+    query_param(req->query, "tenant", tenant, sizeof tenant);
+    if (!*tenant && p->kind == TD_PRINCIPAL_TENANT)
+        snprintf(tenant, sizeof tenant, "%s", p->tenant_name);
+    if (!*tenant) {
+        reply_error(resp, 400, "tenant=NAME is required");
+        return;
+    }
+    if (p->kind == TD_PRINCIPAL_TENANT && strcmp(tenant, p->tenant_name) != 0) {
+        reply_error(resp, 403, "forbidden: a tenant's key explains its own tenant only");
+        return;
+    }
+    if (!c->gateway) {
+        reply_error(resp, 404, "this tenantd runs no gateway (start it with --listen)");
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    json_t *out = NULL;
+    td_err err;
+    td_status st = td_explain_request(c->gateway, tenant,
+                                      (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec,
+                                      &out, &err);
+    if (st != TD_OK)
+        reply_error(resp, st == TD_ENOTFOUND ? 404 : 500, err.msg);
+    else
+        reply_json(resp, 200, out);
+}
+
 typedef void (*endpoint_fn)(td_control *, const td_http_request *, td_http_response *,
                             const td_principal *);
 
@@ -516,6 +552,7 @@ static const struct {
     {"POST", "/v1/workloads", TD_AUTHZ_TENANT, h_submit},
     {"GET", "/v1/workloads", TD_AUTHZ_TENANT, handle_workloads},
     {"GET", "/v1/objects", TD_AUTHZ_TENANT, handle_objects},
+    {"GET", "/v1/explain/request", TD_AUTHZ_TENANT, h_explain_request},
     {"DELETE", "/v1/objects", TD_AUTHZ_ADMIN, handle_objects},
 };
 

@@ -185,7 +185,8 @@ static void note_refusal(px_conn *c, uint16_t status, const char *reason, bool s
     if (strcmp(reason, "rate_limited") == 0)
         snprintf(x.detail, sizeof x.detail,
                  "route %s: cost %.6g over the %.6g available (rate %.6g per %.6gs, burst %.6g)",
-                 route, r->estimate, td_limiter_available(p->limiter, t->slot, &t->rate, now),
+                 route, r->estimate,
+                 floor(td_limiter_available(p->limiter, t->slot, &t->rate, now) * 1000) / 1000,
                  t->rate.cost, (double)t->rate.per_ns / 1e9, t->rate.burst);
     else if (strcmp(reason, "concurrency_limited") == 0)
         snprintf(x.detail, sizeof x.detail, "route %s: %u in flight, limit %u", route,

@@ -1,0 +1,82 @@
+# test_explain_request.sh - "which limit did I hit?": GET /v1/explain/request
+# shows a tenant's limits as enforced now, what it could spend this instant,
+# and its latest refusals with the rule and the numbers; a tenant's key
+# explains its own tenant and no other.
+. "$(dirname "$0")/lib.sh"
+command -v curl >/dev/null || { echo "curl is required"; echo "0 passed, 1 failed"; exit 1; }
+
+sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
+"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 8 --ms-per-token 0 \
+    2>"$TMP/sim.log" &
+PIDS+=($!)
+for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
+[ -s "$TMP/simport" ] || { not_ok "simmodel did not start"; finish; exit 1; }
+SIM="127.0.0.1:$(cat "$TMP/simport")"
+cat > "$TMP/platform.yaml" <<Y
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: strict}
+spec:
+  namespaces: [strict-prod]
+  apiKeys: [{sha256: "$(sha key-strict)"}]
+  gateway: {rate: {cost: 1, per: 1h, burst: 3}, concurrency: 5}
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: shadowy}
+spec:
+  namespaces: [shadowy-prod]
+  apiKeys: [{sha256: "$(sha key-shadowy)"}]
+  gateway: {rate: {cost: 1, per: 1h, burst: 1}, enforcement: {rate: shadow}}
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: any}
+spec:
+  match: {pathPrefix: /}
+  upstream: {address: "$SIM"}
+  cost: {model: requests}
+Y
+printf 'admin-secret-0123456789\n' > "$TMP/admin.token"
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" --admin-token-file "$TMP/admin.token" \
+    || { finish; exit 1; }
+GW="http://127.0.0.1:$TD_DATA_PORT"
+API="http://127.0.0.1:$TD_PORT/v1/explain/request"
+for key in key-strict key-shadowy; do
+    for _ in 1 2 3 4 5; do
+        curl -s -o /dev/null --max-time 5 -H "Authorization: Bearer $key" -d '{}' "$GW/v1/completions"
+        sleep 0.02 # refusals are sampled at most every 10 ms per tenant
+    done
+done
+
+get() { curl -s -o "$TMP/body" -w '%{http_code}' --max-time 5 -H "Authorization: Bearer $1" "$2"; }
+[ "$(get admin-secret-0123456789 "$API?tenant=strict")" = 200 ] && ok "admin explains strict" || not_ok "admin: $(cat "$TMP/body")"
+python3 - "$TMP/body" <<'P' && ok "strict: limits, nothing available, refusals with rule and numbers" || not_ok "strict body: $(cat "$TMP/body")"
+import json, sys
+o = json.load(open(sys.argv[1]))
+r = o["limits"]["rate"]
+assert o["tenant"] == "strict" and r["burst"] == 3 and r["enforcement"] == "enforce", o
+assert r["availableNow"] < 1, r
+assert o["limits"]["concurrency"]["limit"] == 5, o
+ref = o["recentRefusals"]
+assert 1 <= len(ref) <= 2, ref
+for x in ref:
+    assert x["reason"] == "rate_limited" and x["status"] == 429 and x["mode"] == "enforce", x
+    assert "route any: cost 1 over the 0 available (rate 1 per 3600s, burst 3)" in x["detail"], x
+assert ref == sorted(ref, key=lambda x: x["time"], reverse=True)
+P
+[ "$(get key-shadowy "$API")" = 200 ] && ok "a tenant key explains its own tenant by default" || not_ok "own: $(cat "$TMP/body")"
+python3 - "$TMP/body" <<'P' && ok "shadowy: shadow refusals recorded as mode shadow with status 429" || not_ok "shadowy body: $(cat "$TMP/body")"
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["tenant"] == "shadowy" and o["limits"]["rate"]["enforcement"] == "shadow", o
+ref = o["recentRefusals"]
+assert ref and all(x["mode"] == "shadow" and x["reason"] == "rate_limited" for x in ref), ref
+P
+[ "$(get key-shadowy "$API?tenant=strict")" = 403 ] && ! grep -q "strict" "$TMP/body" &&
+    ok "a tenant key cannot explain another tenant (403, names nothing of it)" || not_ok "cross-tenant: $(cat "$TMP/body")"
+[ "$(get nobody "$API?tenant=strict")" = 401 ] && ok "an unknown credential gets 401" || not_ok "bad credential: $(cat "$TMP/body")"
+[ "$(get admin-secret-0123456789 "$API?tenant=ghost")" = 404 ] && grep -q "ghost" "$TMP/body" &&
+    ok "an unknown tenant is 404 naming it" || not_ok "unknown tenant: $(cat "$TMP/body")"
+stop_tenantd
+finish

@@ -22,6 +22,9 @@ typedef struct {
     bool has_used;
     /* Skip ResourceQuota (e.g. on UPDATE, where k8s charges only deltas). */
     bool skip_quota;
+    /* Record every step in r->trace (costs a copy of the pod per mutating
+     * step): `tenantctl explain pod`. */
+    bool trace;
 } td_admit_opts;
 
 typedef struct {
@@ -32,7 +35,21 @@ typedef struct {
     bool validating;       /* the decision was made after mutation succeeded */
     json_t *patch;         /* JSON Patch of the mutations (array); NULL if none */
     json_t *pod;           /* the pod after mutation; owned */
+    /* Validating rules in shadow (AdmissionPolicy spec.enforcement) that
+     * would have denied: [{"rule": R, "message": M}], or NULL. Owned. */
+    json_t *shadowed;
+    /* With opts->trace: one object per step in the order run:
+     * {"phase": "mutate"|"validate", "step": RULE, "result": "changed" |
+     *  "unchanged" | "passed" | "denied" | "shadow-denied" | "skipped",
+     *  "changes": [JSONPatch ops] (mutate), "message": TEXT}. Owned. */
+    json_t *trace;
 } td_admit_result;
+
+/* The rule names a decision can carry, which are also the keys of
+ * AdmissionPolicy spec.enforcement (validating rules only may be shadowed):
+ * LimitRange, PodSecurity, CostLabels, NodePool, Sandbox, Storage,
+ * ResourceQuota. NULL-terminated. */
+extern const char *const td_admit_validating_rules[];
 
 /* Decides pod (borrowed) in namespace ns (NULL: the pod's own, else
  * "default"). Always fills r (call td_admit_result_fini); returns TD_OK for a

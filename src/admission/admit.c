@@ -22,8 +22,62 @@ void td_admit_result_fini(td_admit_result *r)
         return;
     json_decref(r->patch);
     json_decref(r->pod);
+    json_decref(r->shadowed);
+    json_decref(r->trace);
     r->patch = NULL;
     r->pod = NULL;
+    r->shadowed = NULL;
+    r->trace = NULL;
+}
+
+const char *const td_admit_validating_rules[] = {"LimitRange", "CostLabels",    "PodSecurity",
+                                                 "NodePool",   "Sandbox",       "Storage",
+                                                 "ResourceQuota", NULL};
+
+/* The enforcement of a validating rule: AdmissionPolicy spec.enforcement
+ * is "enforce" | "shadow" for every rule, or a mapping rule -> mode. */
+static bool rule_shadowed(const td_config *cfg, const char *rule)
+{
+    json_t *e = td_json_path(td_config_admission_policy(cfg), "spec.enforcement");
+    const char *mode = json_is_string(e) ? json_string_value(e)
+                                         : json_string_value(json_object_get(e, rule));
+    return mode && strcmp(mode, "shadow") == 0;
+}
+
+/* One step's line of the trace (when tracing). */
+static void trace_step(td_admit_result *r, const char *phase, const char *rule, const char *result,
+                       json_t *changes, const char *message)
+{
+    if (!r->trace) {
+        json_decref(changes);
+        return;
+    }
+    json_t *o = json_pack("{s:s, s:s, s:s}", "phase", phase, "step", rule, "result", result);
+    if (o && changes)
+        json_object_set_new(o, "changes", changes);
+    else
+        json_decref(changes);
+    if (o && message && *message)
+        json_object_set_new(o, "message", json_string(message));
+    json_array_append_new(r->trace, o);
+}
+
+/* After a validating step: a denial by a rule in shadow is noted and the
+ * decision goes on; every outcome is traced. */
+static td_status after_validate(const td_config *cfg, td_admit_result *r, const char *rule,
+                                td_status st, td_err *err)
+{
+    if (st == TD_EFORBIDDEN && rule_shadowed(cfg, rule)) {
+        if (!r->shadowed)
+            r->shadowed = json_array();
+        json_array_append_new(r->shadowed,
+                              json_pack("{s:s, s:s}", "rule", rule, "message", err->msg));
+        trace_step(r, "validate", rule, "shadow-denied", NULL, err->msg);
+        return TD_OK;
+    }
+    trace_step(r, "validate", rule, st == TD_OK ? "passed" : "denied", NULL,
+               st == TD_OK ? NULL : err->msg);
+    return st;
 }
 
 static void decide(td_admit_result *r, td_status st, const char *rule, const td_err *err)
@@ -101,19 +155,45 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     json_t *const *quotas;
     size_t nquotas = td_config_list(cfg, "ResourceQuota", ns, &quotas);
 
-    /* The API server's own defaulting, then the mutating steps. */
+    if (opts->trace && !(r->trace = json_array())) {
+        td_err_set(&err, TD_ENOMEM, "out of memory");
+        decide(r, TD_ENOMEM, "Internal", &err);
+        return TD_ENOMEM;
+    }
+
+    /* The API server's own defaulting, then the mutating steps, in this
+     * fixed order (so the same input gives the same patch, byte for byte). */
+    enum { M_DEFAULTS, M_LIMITRANGE, M_PRIORITY, M_LABELS, M_POOLS, M_SANDBOX, M_COUNT };
+    static const char *const mnames[M_COUNT] = {"Defaults", "LimitRange", "Priority",
+                                                "CostLabels", "NodePool", "Sandbox"};
     const char *rule = "Defaults";
-    st = td_pod_default_requests(pod, &err);
-    if (st == TD_OK && (rule = "LimitRange"))
-        st = td_limitrange_default(pod, ranges, nranges, &err);
-    if (st == TD_OK && (rule = "Priority"))
-        st = td_priority_mutate(cfg, pod, &err);
-    if (st == TD_OK && (rule = "CostLabels"))
-        st = td_labels_mutate(cfg, ns, pod, &err);
-    if (st == TD_OK && (rule = "NodePool"))
-        st = td_pools_mutate(cfg, ns, pod, &err);
-    if (st == TD_OK && (rule = "Sandbox"))
-        st = td_sandbox_mutate(cfg, ns, pod, &err);
+    st = TD_OK;
+    for (int m = 0; st == TD_OK && m < M_COUNT; m++) {
+        rule = mnames[m];
+        json_t *before = r->trace ? json_deep_copy(pod) : NULL;
+        switch (m) {
+        case M_DEFAULTS: st = td_pod_default_requests(pod, &err); break;
+        case M_LIMITRANGE: st = td_limitrange_default(pod, ranges, nranges, &err); break;
+        case M_PRIORITY: st = td_priority_mutate(cfg, pod, &err); break;
+        case M_LABELS: st = td_labels_mutate(cfg, ns, pod, &err); break;
+        case M_POOLS: st = td_pools_mutate(cfg, ns, pod, &err); break;
+        case M_SANDBOX: st = td_sandbox_mutate(cfg, ns, pod, &err); break;
+        }
+        if (r->trace) {
+            json_t *ops = NULL;
+            td_err derr;
+            if (st == TD_OK && before && td_jsonpatch_diff(before, pod, &ops, &derr) != TD_OK)
+                ops = NULL;
+            trace_step(r, "mutate", rule,
+                       st != TD_OK                ? "denied"
+                       : json_array_size(ops) > 0 ? "changed"
+                                                  : "unchanged",
+                       json_array_size(ops) ? ops : NULL, st != TD_OK ? err.msg : NULL);
+            if (ops && !json_array_size(ops))
+                json_decref(ops);
+        }
+        json_decref(before);
+    }
     if (st != TD_OK)
         goto out;
     rule = "Internal";
@@ -129,17 +209,20 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     r->validating = true;
     td_pss_level level;
     rule = "LimitRange";
-    st = td_limitrange_validate(pod, ranges, nranges, &err);
+    st = after_validate(cfg, r, rule, td_limitrange_validate(pod, ranges, nranges, &err), &err);
     if (st == TD_OK && (rule = "PodSecurity") && (st = pss_level_of(cfg, ns, &level, &err)) == TD_OK)
-        st = td_pss_check(pod, level, &err);
+        st = after_validate(cfg, r, rule, td_pss_check(pod, level, &err), &err);
     if (st == TD_OK && (rule = "CostLabels"))
-        st = td_labels_validate(cfg, ns, pod, &err);
+        st = after_validate(cfg, r, rule, td_labels_validate(cfg, ns, pod, &err), &err);
     if (st == TD_OK && (rule = "NodePool"))
-        st = td_pools_validate(cfg, ns, pod, &err);
+        st = after_validate(cfg, r, rule, td_pools_validate(cfg, ns, pod, &err), &err);
     if (st == TD_OK && (rule = "Sandbox"))
-        st = td_sandbox_validate(cfg, ns, pod, &err);
+        st = after_validate(cfg, r, rule, td_sandbox_validate(cfg, ns, pod, &err), &err);
     if (st == TD_OK && (rule = "Storage"))
-        st = td_storage_validate_pod(cfg, ns, pod, &err);
+        st = after_validate(cfg, r, rule, td_storage_validate_pod(cfg, ns, pod, &err), &err);
+    if (st == TD_OK && (opts->skip_quota || !nquotas))
+        trace_step(r, "validate", "ResourceQuota", "skipped", NULL,
+                   opts->skip_quota ? "quota charges creations only" : "no ResourceQuota in the namespace");
     if (st == TD_OK && !opts->skip_quota && nquotas && (rule = "ResourceQuota")) {
         if (opts->has_used) {
             st = td_quota_check(pod, quotas, nquotas, opts->used_pods, opts->nused, &err);
@@ -157,6 +240,7 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
                 pods = have_status ? NULL : no_pods;
             st = td_quota_check(pod, quotas, nquotas, pods, npods, &err);
         }
+        st = after_validate(cfg, r, rule, st, &err);
     }
     if (st == TD_OK)
         rule = NULL;
@@ -315,6 +399,24 @@ td_status td_admission_review(const td_config *cfg, const json_t *input, td_revi
         }
         resp = json_object_get(*out, "response");
         r.allowed = true;
+    }
+    if (r.shadowed && mode != TD_REVIEW_MUTATE) {
+        /* Shadow: the API server shows warnings to the client (kubectl
+         * prints them) and keeps audit annotations in its audit log. */
+        json_t *warn = json_array(), *audit = json_object();
+        size_t i;
+        json_t *x;
+        json_array_foreach(r.shadowed, i, x)
+        {
+            char w[TD_ERR_MAX + 96], key[96];
+            snprintf(w, sizeof w, "tenantd shadow: %s would deny: %s", td_json_str(x, "rule"),
+                     td_json_str(x, "message"));
+            snprintf(key, sizeof key, "tenantd.dev/shadow-%s", td_json_str(x, "rule"));
+            json_array_append_new(warn, json_string(w));
+            json_object_set_new(audit, key, json_string(td_json_str(x, "message")));
+        }
+        json_object_set_new(resp, "warnings", warn);
+        json_object_set_new(resp, "auditAnnotations", audit);
     }
     if (r.allowed && r.patch && mode != TD_REVIEW_VALIDATE) {
         char *s = json_dumps(r.patch, JSON_COMPACT);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "tenantd/admit.h"
 #include "tenantd/chargeback.h"
 #include "tenantd/duration.h"
 #include "tenantd/quantity.h"
@@ -632,7 +633,7 @@ static td_status validate_admission_policy(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"requiredLabels", "inheritLabelsFromNamespace", "sandbox",
-                                       NULL};
+                                       "enforcement", NULL};
     static const char *const sandbox[] = {"runtimeClassName", "untrustedWorkloads", NULL};
     TRY(check_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
@@ -648,6 +649,29 @@ static td_status validate_admission_policy(vctx *v)
     json_t *inh = json_object_get(s, "inheritLabelsFromNamespace");
     if (inh && !json_is_boolean(inh))
         return vfail(v, inh, "spec.inheritLabelsFromNamespace", "must be true or false");
+    /* enforcement: "enforce" | "shadow", or {RULE: MODE} for the
+     * validating rules (see admit.h). */
+    json_t *e = json_object_get(s, "enforcement");
+    if (json_is_object(e)) {
+        TRY(check_fields(v, e, "spec.enforcement", td_admit_validating_rules));
+        const char *key;
+        json_t *m;
+        json_object_foreach(e, key, m)
+        {
+            char f[96];
+            snprintf(f, sizeof f, "spec.enforcement.%s", key);
+            const char *ms = json_string_value(m);
+            if (!ms || (strcmp(ms, "enforce") != 0 && strcmp(ms, "shadow") != 0))
+                return vfail(v, m, f, "must be enforce or shadow");
+        }
+    } else if (e) {
+        const char *ms = json_string_value(e);
+        if (!ms || (strcmp(ms, "enforce") != 0 && strcmp(ms, "shadow") != 0))
+            return vfail(v, e, "spec.enforcement",
+                         "must be enforce or shadow, or a mapping of rule to mode (rules: "
+                         "LimitRange, CostLabels, PodSecurity, NodePool, Sandbox, Storage, "
+                         "ResourceQuota)");
+    }
     return TD_OK;
 }
 

@@ -24,6 +24,9 @@ void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway 
     c->ready = 1;
     c->has_admin_token = 0;
     memset(c->admin_token_sha256, 0, sizeof c->admin_token_sha256);
+    for (size_t r = 0; r < 12; r++)
+        for (int d = 0; d < 3; d++)
+            atomic_init(&c->admission[r][d], 0);
 }
 
 td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,
@@ -87,6 +90,73 @@ static void reply_error(td_http_response *resp, int status, const char *msg)
     reply_json(resp, status, json_pack("{s:s}", "error", msg));
 }
 
+/* Rules counted in tenantd_admission_decisions_total; "other" catches
+ * anything else (Defaults, Internal). */
+static const char *const counted_rules[12] = {
+    "",        "LimitRange", "CostLabels", "PodSecurity", "NodePool",   "Sandbox",
+    "Storage", "ResourceQuota", "Priority", "BadRequest", "Forbidden", "other"};
+
+static size_t rule_index(const char *rule)
+{
+    for (size_t i = 0; rule && i < 11; i++)
+        if (strcmp(counted_rules[i], rule) == 0)
+            return i;
+    return 11;
+}
+
+/* Counts one review's decision, and each shadow rule that would have
+ * denied it, from the response the API server gets. */
+static void count_review(td_control *c, const json_t *out)
+{
+    json_t *resp = json_object_get(out, "response");
+    if (json_is_true(json_object_get(resp, "allowed")))
+        atomic_fetch_add(&c->admission[0][0], 1);
+    else
+        atomic_fetch_add(&c->admission[rule_index(td_json_str(resp, "status.details.kind"))][1],
+                         1);
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(resp, "auditAnnotations"), key, v)
+    {
+        if (strncmp(key, "tenantd.dev/shadow-", 19) == 0)
+            atomic_fetch_add(&c->admission[rule_index(key + 19)][2], 1);
+    }
+}
+
+/* Appends the admission counters to text (malloc'd; replaced). */
+static int append_admission_metrics(td_control *c, char **text, size_t *len)
+{
+    static const char *const decision[3] = {"allowed", "denied", "denied"};
+    static const char *const mode[3] = {"enforce", "enforce", "shadow"};
+    char line[256];
+    size_t cap = *len + 4096;
+    char *t = realloc(*text, cap);
+    if (!t)
+        return -1;
+    *text = t;
+    int n = snprintf(t + *len, cap - *len,
+                     "# HELP tenantd_admission_decisions_total Admission reviews decided, by the "
+                     "rule that denied (\"\" when allowed); mode=\"shadow\" counts rules in "
+                     "shadow that would have denied.\n"
+                     "# TYPE tenantd_admission_decisions_total counter\n");
+    *len += (size_t)n;
+    for (size_t r = 0; r < 12; r++)
+        for (int d = 0; d < 3; d++) {
+            unsigned long long v = atomic_load(&c->admission[r][d]);
+            if (!v || (r == 0) != (d == 0))
+                continue;
+            n = snprintf(line, sizeof line,
+                         "tenantd_admission_decisions_total{rule=\"%s\",decision=\"%s\","
+                         "mode=\"%s\"} %llu\n",
+                         counted_rules[r], decision[d], mode[d], v);
+            if (*len + (size_t)n + 1 > cap)
+                return 0; /* bounded by the table: cannot happen */
+            memcpy(t + *len, line, (size_t)n + 1);
+            *len += (size_t)n;
+        }
+    return 0;
+}
+
 static void handle_review(td_control *c, const td_http_request *req, td_http_response *resp,
                           td_review_mode mode)
 {
@@ -111,6 +181,7 @@ static void handle_review(td_control *c, const td_http_request *req, td_http_res
         reply_text(resp, 500, "out of memory\n");
         return;
     }
+    count_review(c, out);
     reply_json_flags(resp, 200, out, JSON_COMPACT);
 }
 
@@ -423,11 +494,9 @@ static void handle_metrics(td_control *c, td_http_response *resp)
 {
     char *text = NULL;
     size_t len = 0;
-    if (!c->gateway) {
-        reply_text(resp, 200, "");
-        return;
-    }
-    if (td_gateway_metrics_text(c->gateway, &text, &len) != TD_OK) {
+    if ((c->gateway && td_gateway_metrics_text(c->gateway, &text, &len) != TD_OK) ||
+        append_admission_metrics(c, &text, &len) < 0) {
+        free(text);
         reply_text(resp, 500, "out of memory\n");
         return;
     }

@@ -19,6 +19,9 @@ typedef struct {
     td_gateway *gateway;           /* borrowed; NULL: no gateway */
     int ready;
     int has_admin_token;           /* the control API and /metrics need it */
+    /* Admission decisions by rule: [rule][0 allowed, 1 denied, 2 shadow-denied];
+     * rule 0 is "" (allowed), then TD_CONTROL_RULES. */
+    _Atomic unsigned long long admission[12][3];
     unsigned char admin_token_sha256[32];
 } td_control;
 

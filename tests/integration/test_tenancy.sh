@@ -114,6 +114,16 @@ sed '/runtimeClassName: runc/d' "$TMP/tpod.yaml" > "$TMP/tpod2.yaml"
 expect_rc "team notebook admitted into the sandbox" 0 "$TENANTCTL" admit -c "$TMP/team.yaml" -c "$TMP/cust.yaml" -f "$TMP/tpod2.yaml" -o summary
 expect_grep "notebook gets gvisor" "$TMP/out" 'add /spec/runtimeClassName = "gvisor"'
 
+# The shipped example: a customer beside platform.yaml's teams.
+expect_rc "example customer pod admitted" 0 "$TENANTCTL" admit -c "$EX/platform.yaml" -c "$EX/tenancy.yaml" -f "$EX/pods/customer.yaml" -o summary
+expect_grep "example: sandboxed" "$TMP/out" 'add /spec/runtimeClassName = "gvisor"'
+expect_grep "example: dedicated pool" "$TMP/out" 'add /spec/nodeSelector = {"tenantd.dev/tenant":"acme"}'
+sed 's|customers/acme/datasets|customers/acme-evil/datasets|' "$EX/pods/customer.yaml" > "$TMP/evil.yaml"
+expect_rc "example: sibling prefix denied" 1 "$TENANTCTL" admit -c "$EX/platform.yaml" -c "$EX/tenancy.yaml" -f "$TMP/evil.yaml"
+sed 's|^spec:|spec:\n  nodeSelector: {tenantd.dev/pool: a100}|' "$EX/pods/customer.yaml" > "$TMP/shared.yaml"
+expect_rc "example: customer on team-a's a100 pool denied" 1 "$TENANTCTL" admit -c "$EX/platform.yaml" -c "$EX/tenancy.yaml" -f "$TMP/shared.yaml"
+expect_grep "example: pool denial names the pool" "$TMP/out" 'NodePool \"a100\", which tenant \"acme\" may not use'
+
 # ---- explain ----------------------------------------------------------------
 expect_rc "explain customer" 0 "$TENANTCTL" explain tenant acme -c "$TMP/team.yaml" -c "$TMP/cust.yaml"
 cp "$TMP/out" "$TMP/explain-cust"

@@ -21,6 +21,35 @@ int td_cmd_submit(int argc, char **argv);
 int td_cmd_simulate(int argc, char **argv);
 int td_cmd_loadtest(int argc, char **argv);
 
+int td_cmd_explain(int argc, char **argv);
+
+/* What `tenantctl provision` emits for one namespace; explain builds the
+ * same from a Tenant. Strings are borrowed. */
+typedef struct {
+    const char *team, *env, *ns, *project, *group, *cq, *pss, *pool;
+    const char *cpu, *mem, *lmem, *gpus, *pods, *pvcs; /* canonical quantities */
+    int customer;                                      /* spec.tenancy: customer */
+    int virtual_cluster;
+    const char *gateway_ns;
+    int gateway_port;
+    const char *runtime_class, *runtime_handler;
+    const char *bucket, *prefix, *storage_classes; /* storage_classes: comma-separated */
+    const char *gcp_sa, *aws_role;
+    const char *vcluster_version;
+} td_provision;
+
+/* One object of the baseline: the layer (a row of the README's tiers
+ * table), its kind and name. */
+typedef struct {
+    const char *layer;
+    const char *kind;
+    char name[160];
+} td_provision_item;
+
+/* Calls fn for each object p emits, in output order. */
+void td__provision_each(const td_provision *p,
+                        void (*fn)(void *ctx, const td_provision_item *it), void *ctx);
+
 /* true if argv holds -h or --help. */
 int td_cli_wants_help(int argc, char **argv);
 

@@ -15,6 +15,7 @@ static const verb verbs[] = {
     {"quantity", td_cmd_quantity, "print the canonical Kubernetes form of quantities"},
     {"admit", td_cmd_admit, "decide one Pod or AdmissionReview offline (exit 0 allowed, 1 denied)"},
     {"provision", td_cmd_provision, "print the baseline of one namespace per team and env"},
+    {"explain", td_cmd_explain, "explain a tenant: tier, layers, provisioned objects, checks"},
     {"apply", td_cmd_apply, "store objects in a running tenantd (all of a file or none)"},
     {"get", td_cmd_get, "list objects held by a running tenantd"},
     {"delete", td_cmd_delete, "remove an object from a running tenantd"},

@@ -12,25 +12,36 @@
 #include "tenantd/config.h"
 #include "tenantd/tenancy.h"
 
+/* A subject either explains NAME from -c PLATFORM files (run), or takes
+ * its own flags (main: argv[0] is the subject), e.g. to ask a running
+ * tenantd. */
 typedef struct {
     const char *name;
     int (*run)(const td_config *cfg, const char *name);
+    int (*main)(int argc, char **argv);
     const char *summary;
 } subject;
 
 static int explain_tenant(const td_config *cfg, const char *name);
 
 static const subject subjects[] = {
-    {"tenant", explain_tenant,
+    {"tenant", explain_tenant, NULL,
      "tier, layers in force, objects provisioning emits, admission checks"},
+    {"pod", NULL, td_cmd_explain_pod,
+     "each admission step in order: what it changed, what it checked (-f POD)"},
+    {"request", NULL, td_cmd_explain_request,
+     "a tenant's gateway limits now and its latest refusals (running tenantd)"},
 };
 
 #define NSUBJECTS (sizeof subjects / sizeof subjects[0])
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tenantctl explain SUBJECT NAME -c PLATFORM.yaml [-c ...]\n\n"
-               "Explains one object of PLATFORM as tenantd sees it.\n\nsubjects:\n");
+    fprintf(f, "usage: tenantctl explain SUBJECT NAME -c PLATFORM.yaml [-c ...]\n"
+               "       tenantctl explain pod -f POD -c PLATFORM.yaml [--used PODS.yaml]\n"
+               "       tenantctl explain request [--tenant T] [--server URL]\n\n"
+               "Explains one object as tenantd sees it (tenantctl explain SUBJECT --help).\n\n"
+               "subjects:\n");
     for (size_t i = 0; i < NSUBJECTS; i++)
         fprintf(f, "  %-8s %s\n", subjects[i].name, subjects[i].summary);
     fprintf(f, "\n  -c, --config FILE    platform objects (repeatable), required\n\n"
@@ -39,6 +50,9 @@ static void usage(FILE *f)
 
 int td_cmd_explain(int argc, char **argv)
 {
+    for (size_t i = 0; argc > 1 && i < NSUBJECTS; i++)
+        if (subjects[i].main && strcmp(argv[1], subjects[i].name) == 0)
+            return subjects[i].main(argc - 1, argv + 1);
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
@@ -76,6 +90,11 @@ int td_cmd_explain(int argc, char **argv)
     for (size_t i = 0; i < NSUBJECTS; i++)
         if (strcmp(argv[optind], subjects[i].name) == 0)
             s = &subjects[i];
+    if (s && !s->run) {
+        fprintf(stderr, "tenantctl explain: put the subject first: tenantctl explain %s ...\n",
+                s->name);
+        return TD_EXIT_USAGE;
+    }
     if (!s) {
         fprintf(stderr, "tenantctl explain: unknown subject \"%s\" (known:", argv[optind]);
         for (size_t i = 0; i < NSUBJECTS; i++)

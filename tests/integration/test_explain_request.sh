@@ -78,5 +78,13 @@ P
 [ "$(get nobody "$API?tenant=strict")" = 401 ] && ok "an unknown credential gets 401" || not_ok "bad credential: $(cat "$TMP/body")"
 [ "$(get admin-secret-0123456789 "$API?tenant=ghost")" = 404 ] && grep -q "ghost" "$TMP/body" &&
     ok "an unknown tenant is 404 naming it" || not_ok "unknown tenant: $(cat "$TMP/body")"
+printf 'key-strict\n' > "$TMP/strict.key"
+expect_rc "tenantctl explain request (tenant key, own tenant)" 0 "$TENANTCTL" explain request \
+    --server "http://127.0.0.1:$TD_PORT" --token-file "$TMP/strict.key"
+expect_grep "the table names the rate limit and mode" "$TMP/out" "rate         1 per 3600s, burst 3, enforce; available now:"
+expect_grep "the table lists a refusal with its numbers" "$TMP/out" "429 rate_limited        enforce route any: cost 1 over the 0 available"
+expect_rc "tenantctl explain request for another tenant is refused" 2 "$TENANTCTL" explain request \
+    --tenant shadowy --server "http://127.0.0.1:$TD_PORT" --token-file "$TMP/strict.key"
+expect_grep "403 is reported" "$TMP/err" "HTTP 403"
 stop_tenantd
 finish

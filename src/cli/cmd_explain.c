@@ -179,19 +179,22 @@ static int explain_tenant(const td_config *cfg, const char *name)
     json_array_foreach(nss, i, x)
     {
         const char *ns = json_string_value(x);
+        json_t *nsobj = td_config_get(cfg, "Namespace", NULL, ns);
         const char *lvl = json_string_value(json_object_get(
-            td_json_path(td_config_get(cfg, "Namespace", NULL, ns), "metadata.labels"),
-            "pod-security.kubernetes.io/enforce"));
+            td_json_path(nsobj, "metadata.labels"), "pod-security.kubernetes.io/enforce"));
         printf("  Pod Security in %s: %s\n", ns,
-               lvl ? lvl : "no enforce label (privileged)");
+               lvl ? lvl
+                   : nsobj ? "no enforce label (privileged)"
+                           : "Namespace not in the config (judged as privileged)");
     }
     if (customer)
         printf("  sandbox runtime: every pod runs in RuntimeClass %s (handler %s)\n", rc,
                rcobj ? td_json_str(rcobj, "handler") : "?, not in config");
     else
         printf("  sandbox runtime: only untrusted workloads (label %s, e.g. notebook) run in "
-               "RuntimeClass %s\n",
-               TD_LABEL_WORKLOAD, rc);
+               "RuntimeClass %s%s\n",
+               TD_LABEL_WORKLOAD, rc,
+               rcobj ? "" : " (not in the config: such pods fail at the API server)");
     printf("  GPU pools: ");
     print_pools(cfg, name, customer);
     printf("%s\n", customer ? " (customers: dedicated pools only)" : "");

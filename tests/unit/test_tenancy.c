@@ -437,6 +437,64 @@ static void test_config_rejects(void **state)
     }
 }
 
+/* The sandbox class's scheduling and overhead reach the pod, and the
+ * AdmissionPolicy picks the class and the untrusted workloads. */
+static void test_sandbox_config(void **state)
+{
+    (void)state;
+    static const char cfgtext[] =
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: t, labels: {team: t, project: p, "
+        "environment: e}}\n"
+        "---\napiVersion: tenantd.dev/v1alpha1\nkind: AdmissionPolicy\nmetadata: {name: default}\n"
+        "spec: {sandbox: {runtimeClassName: kata, untrustedWorkloads: [agent]}}\n"
+        "---\napiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: kata}\nhandler: kata\n"
+        "scheduling:\n  nodeSelector: {kata: \"yes\"}\n"
+        "  tolerations: [{key: sandbox, operator: Exists, effect: NoSchedule}]\n"
+        "overhead: {podFixed: {cpu: 250m, memory: 120Mi}}\n";
+    td_err err;
+    td_status st;
+    td_config *c = load_text(cfgtext, &err, &st);
+    if (!c)
+        fail_msg("%s", err.msg);
+    static const struct {
+        const char *name, *pod, *final;
+        int sandboxed;
+    } cases[] = {
+        {"configured workload sandboxed in the configured class",
+         POD("t", ",\"labels\":{\"tenantd.dev/workload\":\"agent\"}",
+             "\"tolerations\":[{\"key\":\"sandbox\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],"),
+         "{\"spec\":{\"runtimeClassName\":\"kata\",\"nodeSelector\":{\"kata\":\"yes\"},"
+         "\"tolerations\":[{\"key\":\"sandbox\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],"
+         "\"overhead\":{\"cpu\":\"250m\",\"memory\":\"120Mi\"}}}",
+         1},
+        {"notebook is no longer in the list",
+         POD("t", ",\"labels\":{\"tenantd.dev/workload\":\"notebook\"}", ""), NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *pod = json_loads(cases[i].pod, 0, NULL);
+        assert_non_null(pod);
+        td_admit_result r;
+        assert_int_equal(td_admit_pod(c, pod, NULL, NULL, &r), TD_OK);
+        if (!r.allowed)
+            fail_msg("%s: denied: %s", cases[i].name, r.message);
+        int has = td_json_path(r.pod, "spec.runtimeClassName") != NULL;
+        if (has != cases[i].sandboxed)
+            fail_msg("%s: runtimeClassName %s", cases[i].name, has ? "set" : "absent");
+        if (cases[i].final) {
+            json_t *want = json_loads(cases[i].final, 0, NULL);
+            /* tolerations: the pod's own one is not duplicated */
+            if (!subset(want, r.pod)) {
+                char *d = json_dumps(r.pod, JSON_COMPACT);
+                fail_msg("%s: final pod %s", cases[i].name, d);
+            }
+            json_decref(want);
+        }
+        td_admit_result_fini(&r);
+        json_decref(pod);
+    }
+    td_config_unref(c);
+}
+
 /* Nothing half-applied: a builder holding a good snapshot plus a bad
  * customer fails at finish, and the base snapshot is untouched. */
 static void test_nothing_half_applied(void **state)
@@ -462,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_rules),         cmocka_unit_test(test_patch_deterministic),
         cmocka_unit_test(test_pvc),           cmocka_unit_test(test_uri),
         cmocka_unit_test(test_config_rejects), cmocka_unit_test(test_nothing_half_applied),
+        cmocka_unit_test(test_sandbox_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,7 @@ typedef struct {
     double weight;              /* > 0 */
     unsigned char (*key_sha256)[32];
     size_t nkeys;
+    char *team, *project, *environment; /* spec.labels (cost labels), "" if absent */
 } td_gw_tenant;
 
 typedef struct {

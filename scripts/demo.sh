@@ -2,7 +2,8 @@
 # demo.sh - what `make demo` shows, in about a minute: simmodel behind
 # tenantd's gateway with one abusive tenant (contained, the others keep
 # their SLOs), the same run without limits as the control, a batch-queue
-# simulation with borrowing and preemption, and admission decisions.
+# simulation with borrowing and preemption, admission decisions, and the
+# cost report over the usage ledger both wrote (demo-out/data/ledger.db).
 # Reports go to demo-out/ (index.html links them all); every process it
 # starts is stopped on exit.
 set -u
@@ -49,18 +50,26 @@ SIM="127.0.0.1:$(cat "$TMP/simport")"
 # the control has the same tenants and keys and no limits at all.
 sed "s/127\.0\.0\.1:8000/$SIM/" "$EX/scenarios/gateway.yaml" >"$TMP/limited.yaml"
 grep -v '^  gateway:' "$TMP/limited.yaml" >"$TMP/open.yaml"
-start_tenantd() { # NAME CONFIG: sets GW
-    "$BUILD/tenantd" --data "$TMP/data-$1" --config "$2" --admin-listen 127.0.0.1:0 \
-        --port-file "$TMP/admin-$1" --listen 127.0.0.1:0 --listen-port-file "$TMP/gw-$1" \
-        --workers 2 2>"$TMP/tenantd-$1.log" &
-    PIDS+=($!)
-    wait_file "$TMP/admin-$1" $! && [ -s "$TMP/gw-$1" ] ||
-        { cat "$TMP/tenantd-$1.log"; die "tenantd ($1) did not start"; }
-    GW="http://127.0.0.1:$(cat "$TMP/gw-$1")"
+start_tenantd() { # NAME DATA CONFIG...: sets GW, ADMIN, TD_PID
+    local name=$1 data=$2
+    shift 2
+    local cfgs=()
+    for c in "$@"; do cfgs+=(--config "$c"); done
+    "$BUILD/tenantd" --data "$data" "${cfgs[@]}" --admin-listen 127.0.0.1:0 \
+        --port-file "$TMP/admin-$name" --listen 127.0.0.1:0 --listen-port-file "$TMP/gw-$name" \
+        --workers 2 2>"$TMP/tenantd-$name.log" &
+    TD_PID=$!
+    PIDS+=($TD_PID)
+    wait_file "$TMP/admin-$name" $TD_PID && [ -s "$TMP/gw-$name" ] ||
+        { cat "$TMP/tenantd-$name.log"; die "tenantd ($name) did not start"; }
+    GW="http://127.0.0.1:$(cat "$TMP/gw-$name")"
+    ADMIN="http://127.0.0.1:$(cat "$TMP/admin-$name")"
 }
-start_tenantd limited "$TMP/limited.yaml"
-LIMITED=$GW
-start_tenantd open "$TMP/open.yaml"
+# The limited tenantd meters every request into the usage ledger in
+# $OUT/data/ledger.db, priced by examples/costpolicy.yaml.
+start_tenantd limited "$OUT/data" "$TMP/limited.yaml" "$EX/costpolicy.yaml"
+LIMITED=$GW LIMITED_ADMIN=$ADMIN LIMITED_PID=$TD_PID
+start_tenantd open "$TMP/data-open" "$TMP/open.yaml"
 OPEN=$GW
 echo "  simmodel $SIM; tenantd gateway $LIMITED (limits on), $OPEN (limits off)"
 
@@ -115,11 +124,28 @@ cell() { # NAME TENANT: "99.95%  123 ms"
     echo "  with limits off the same abuser makes it ${wc}x (the isolation test's bar is 1.2x)."
 } | tee "$OUT/summary.txt"
 
+# ---- the dashboard, then the ledger is closed ----
+if command -v chromium >/dev/null; then
+    timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run \
+        --user-data-dir="$TMP/chromium" --hide-scrollbars --window-size=1900,520 \
+        --virtual-time-budget=6000 --screenshot="$OUT/dashboard.png" "$LIMITED_ADMIN/ui" \
+        >/dev/null 2>&1 && echo "  the live dashboard ($LIMITED_ADMIN/ui): $OUT/dashboard.png"
+fi
+kill "$LIMITED_PID" 2>/dev/null
+wait "$LIMITED_PID" 2>/dev/null
+
 # ---- the batch queue ----
 bold "3. Batch queue: Kueue's ClusterQueues with borrowing and preemption (tenantctl simulate)"
-"$CTL" simulate -c "$EX/kueue/platform.yaml" -f "$EX/kueue/workloads.yaml" >"$OUT/simulate.txt" 2>&1 ||
-    die "simulate failed: $(cat "$OUT/simulate.txt")"
-sed 's/^/  /' "$OUT/simulate.txt"
+# Its timeline starts two hours before this hour on the ledger's clock, so
+# the report below holds the batch GPU-hours beside the requests.
+NOW_S=$(date +%s)
+START=$(date -u -d "@$((NOW_S / 3600 * 3600 - 7200))" +%Y-%m-%dT%H:%M:%SZ)
+END=$(date -u -d "@$((NOW_S / 3600 * 3600 + 3600))" +%Y-%m-%dT%H:%M:%SZ)
+"$CTL" simulate -c "$EX/kueue/platform.yaml" -c "$EX/kueue/owners.yaml" \
+    -f "$EX/kueue/workloads.yaml" --ledger "$OUT/data" --start "$START" \
+    >"$OUT/simulate.txt" 2>"$TMP/simulate.err" ||
+    die "simulate failed: $(cat "$OUT/simulate.txt" "$TMP/simulate.err")"
+sed 's/^/  /' "$OUT/simulate.txt" "$TMP/simulate.err"
 
 # ---- admission ----
 bold "4. Admission against $EX/platform.yaml (quota, LimitRange, Pod Security, GPU pools)"
@@ -137,6 +163,26 @@ bold "4. Admission against $EX/platform.yaml (quota, LimitRange, Pod Security, G
         awk '/^kind:/ {k=$2} /^  name:/ && k {printf "  %-15s %s\n", k, $2; k=""}'
 } >"$OUT/admission.txt" 2>&1
 sed 's/^/  /' "$OUT/admission.txt"
+
+# ---- the cost report over the ledger ----
+REPORT_LI=""
+if "$CTL" report --help >/dev/null 2>&1; then
+    bold "5. Who used what and what it cost: tenantctl report over $OUT/data/ledger.db ($START to $END)"
+    report() { # FORMAT FILE
+        "$CTL" report --data "$OUT/data" -c "$TMP/limited.yaml" -c "$EX/costpolicy.yaml" \
+            -c "$EX/kueue/platform.yaml" -c "$EX/kueue/owners.yaml" --from "$START" --to "$END" \
+            --by team --format "$1" -o "$2" 2>"$TMP/report.err" ||
+            die "report failed: $(cat "$TMP/report.err")"
+    }
+    report table "$OUT/report.txt"
+    report html "$OUT/report.html"
+    report csv "$OUT/chargeback.csv"
+    sed 's/^/  /' "$OUT/report.txt"
+    REPORT_LI='<li><a href="report.html">cost report: showback, chargeback, right-sizing
+  (tenantctl report over the ledger)</a> (<a href="chargeback.csv">chargeback CSV</a>)</li>'
+fi
+DASH_LI=""
+[ -s "$OUT/dashboard.png" ] && DASH_LI='<li><a href="dashboard.png">the live dashboard (/ui) during the run</a></li>'
 
 # ---- the index ----
 esc() { sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g' "$1"; }
@@ -166,6 +212,8 @@ cat >"$OUT/index.html" <<H
 <li><a href="loadtest-no-limits.html">(c) the abuser with limits off: the control</a>
   (<a href="loadtest-no-limits.json">JSON</a>)</li>
 <li><a href="summary.html">the isolation summary</a></li>
+$REPORT_LI
+$DASH_LI
 <li><a href="simulate.html">batch queue: borrowing and preemption (tenantctl simulate)</a>
   (<a href="simulate.txt">text</a>)</li>
 <li><a href="admission.html">admission decisions (tenantctl admit, provision)</a>

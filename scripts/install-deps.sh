@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libfyaml-dev libjansson-dev libsqlite3-dev
       libuv1-dev libhttp-parser-dev libssl-dev libcmocka-dev libhiredis-dev
-      curl openssl sqlite3 clang libclang-rt-14-dev redis-server valgrind python3)
+      curl openssl sqlite3 clang libclang-rt-14-dev redis-server valgrind
+      chromium python3)
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do

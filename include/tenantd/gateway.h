@@ -38,6 +38,7 @@ typedef struct {
     bool shadow_rate, shadow_concurrency;
     unsigned char (*key_sha256)[32];
     size_t nkeys;
+    char *team, *project, *environment; /* spec.labels (cost labels), "" if absent */
 } td_gw_tenant;
 
 typedef struct {

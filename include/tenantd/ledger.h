@@ -60,6 +60,11 @@ typedef struct {
     size_t max_buffered;     /* records held in memory before append drops (counted) */
     int64_t flush_ms;        /* commit at least this often while records wait */
     int64_t retention_ns;    /* raw records older than this are compacted into hourly rollups; 0 = keep */
+    /* Called on the writer thread, after the commit, once for each record
+     * that was new (not for a replayed id); may be NULL. Must not call
+     * back into the ledger. */
+    void (*on_commit)(const td_ledger_rec *r, void *ud);
+    void *on_commit_ud;
 } td_ledger_opts;
 
 /* Opens (creating) DIR/ledger.db and starts the writer thread. opts may be

@@ -56,6 +56,15 @@ void td_metrics_limit_rejection(td_metrics *m, uint32_t tenant, td_limit_kind li
 /* Counter of shared-limit (Redis) degradations and of reconciliations. */
 void td_metrics_shared_degraded(td_metrics *m, int degraded);
 
+/* Totals of tenant slot t over all routes: requests by outcome (out has
+ * TD_OUT_COUNT entries) and in flight now; what /metrics shows summed over
+ * its route label. A slot never used gives zeros. */
+void td_metrics_tenant_totals(const td_metrics *m, uint32_t tenant, uint64_t *out,
+                              int64_t *inflight);
+
+/* Requests waiting in the criticality queue of route slot r (all classes). */
+int64_t td_metrics_route_queue(const td_metrics *m, uint32_t route);
+
 /* Renders every series with a non-zero value. name_of(kind, slot) gives
  * the label value of a tenant (kind 't') or route (kind 'r') slot, or NULL
  * for a slot not in use (skipped). *out is malloc'd text. */

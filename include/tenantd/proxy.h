@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "tenantd/gateway.h"
+#include "tenantd/ledger.h"
 #include "tenantd/status.h"
 
 typedef struct td_proxy td_proxy;
@@ -19,6 +20,9 @@ typedef struct {
     unsigned workers;    /* >= 1 */
     FILE *access_log;    /* one line per request; NULL: none */
     size_t max_body;     /* request bodies larger get 413 (default 1 MiB) */
+    td_ledger *ledger;   /* borrowed; NULL: no metering. Every request of a known tenant
+                            that ends (any outcome but the client going away) is appended */
+    const char *replica_id; /* prefix of ledger record ids, unique per daemon start */
 } td_proxy_opts;
 
 /* Binds, then starts the worker threads. g is borrowed and must outlive

@@ -4,6 +4,11 @@
 #ifndef TENANTD_CLI_H
 #define TENANTD_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tenantd/ledger.h"
+
 #define TD_EXIT_OK 0
 #define TD_EXIT_DENIED 1
 #define TD_EXIT_USAGE 2
@@ -21,6 +26,26 @@ int td_cmd_delete(int argc, char **argv);
 int td_cmd_submit(int argc, char **argv);
 int td_cmd_simulate(int argc, char **argv);
 int td_cmd_loadtest(int argc, char **argv);
+int td_cmd_report(int argc, char **argv);
+int td_cmd_recommend(int argc, char **argv);
+
+/* What `report` and `recommend` read (cmd_report.c): the period, the
+ * platform (-c files, else DIR/tenantd.db), its CostPolicy (NULL when
+ * need_policy is 0 and there is none) and the ledger records overlapping the
+ * period. td_report_load prints its own error and returns an exit code. */
+typedef struct {
+    struct td_config *cfg;
+    struct td_costpolicy *policy;
+    td_ledger_rec *recs;
+    size_t nrecs;
+    int64_t from_ns, to_ns;
+} td_report_input;
+int td_report_load(const char *verb, const char *data, const char *const *cfiles, size_t ncfiles,
+                   const char *from, const char *to, int need_policy, td_report_input *in);
+void td_report_input_free(td_report_input *in);
+/* RFC 3339 or a date (its midnight UTC) -> ns since the epoch; -1 if neither. */
+int td_report_time_parse(const char *s, int64_t *ns);
+void td_report_time_format(int64_t ns, char *buf, size_t len);
 
 int td_cmd_explain(int argc, char **argv);
 

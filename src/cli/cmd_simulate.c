@@ -9,9 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "tenantd/config.h"
+#include "tenantd/duration.h"
+#include "tenantd/intervals.h"
+#include "tenantd/ledger.h"
 #include "tenantd/manifest.h"
 #include "tenantd/queue.h"
 
@@ -23,7 +27,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tenantctl simulate -c PLATFORM.yaml... -f WORKLOADS.yaml [--until SECONDS]\n"
-            "                          [--format table|json]\n\n"
+            "                          [--format table|json] [--ledger DIR [--start TIME]]\n\n"
             "Runs tenantd's batch queue (Kueue's ResourceFlavor, ClusterQueue, LocalQueue,\n"
             "WorkloadPriorityClass, with PriorityClass; tenantd's NodePool for gang\n"
             "placement on nodes) on a virtual clock and prints the\n"
@@ -34,7 +38,13 @@ static void usage(FILE *f)
             "                       tenantd.dev/submit-at-seconds (default 0) and\n"
             "                       tenantd.dev/runtime-seconds (required)\n"
             "      --until SECONDS  stop the clock there (default: when nothing can move)\n"
-            "      --format FMT     table (default) or json\n\n"
+            "      --format FMT     table (default) or json\n"
+            "      --ledger DIR     also write every admitted interval (one record per flavor;\n"
+            "                       still running at the end: outcome running) into\n"
+            "                       DIR/ledger.db, for `tenantctl report --data DIR`\n"
+            "      --start TIME     the virtual clock's 0 as an RFC 3339 time for --ledger\n"
+            "                       (default: the current hour); the same --start writes\n"
+            "                       the same record ids, so a rerun counts nothing twice\n\n"
             "At one instant: completions first, then arrivals in file order, then one\n"
             "admission pass whose events keep the order it decided them in.\n\n"
             "exit status: 0 ran, 2 bad input (file:line: field)\n");
@@ -193,7 +203,65 @@ static json_t *placement_json(const char *s)
     return o;
 }
 
-static int run(td_queue *q, arrival *arr, size_t narr, uint64_t until_ns, bool json)
+typedef struct {
+    const char *dir; /* NULL: no ledger */
+    int64_t start_ns;
+    const td_config *cfg;
+} sim_ledger;
+
+static void count_new(const td_ledger_rec *r, void *ud)
+{
+    (void)r;
+    (*(uint64_t *)ud)++;
+}
+
+static int append_rec(const td_ledger_rec *r, void *ud)
+{
+    td_ledger *l = ud;
+    while (!td_ledger_append(l, r))
+        td_ledger_flush(l, NULL); /* a full buffer here only means: wait for the writer */
+    return 0;
+}
+
+/* Writes the timeline's admitted intervals into lg->dir/ledger.db. */
+static int write_ledger(const td_queue *q, const arrival *arr, const size_t *ids, size_t narr,
+                        uint64_t t, const sim_ledger *lg)
+{
+    const json_t **wls = calloc(narr ? narr : 1, sizeof *wls);
+    if (!wls) {
+        fprintf(stderr, "tenantctl simulate: out of memory\n");
+        return TD_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < narr; i++)
+        if (ids[i] < narr)
+            wls[ids[i]] = arr[i].doc;
+    td_err err;
+    td_ledger *l = NULL;
+    uint64_t fresh = 0;
+    td_ledger_opts lo = {.max_buffered = 4096, .flush_ms = 50, .on_commit = count_new,
+                         .on_commit_ud = &fresh};
+    td_status st = td_ledger_open(lg->dir, &lo, &l, &err);
+    td_intervals_opts io = {wls, narr, lg->cfg, lg->start_ns, (int64_t)t, true};
+    if (st == TD_OK)
+        st = td_ledger_intervals(q, &io, append_rec, l, &err);
+    if (st == TD_OK)
+        st = td_ledger_flush(l, &err);
+    uint64_t committed = l ? td_ledger_committed(l) : 0;
+    td_ledger_close(l); /* after this, fresh is final */
+    free(wls);
+    if (st != TD_OK) {
+        fprintf(stderr, "tenantctl simulate: --ledger: %s\n", err.msg);
+        return TD_EXIT_USAGE;
+    }
+    fprintf(stderr,
+            "tenantctl simulate: %llu interval records in %s/ledger.db (%llu new; ids already "
+            "stored are not counted again)\n",
+            (unsigned long long)committed, lg->dir, (unsigned long long)fresh);
+    return TD_EXIT_OK;
+}
+
+static int run(td_queue *q, arrival *arr, size_t narr, uint64_t until_ns, bool json,
+               const sim_ledger *lg)
 {
     size_t n = narr;
     sim_wl *w = calloc(n ? n : 1, sizeof *w);
@@ -287,6 +355,8 @@ static int run(td_queue *q, arrival *arr, size_t narr, uint64_t until_ns, bool j
         }
         t = until_ns;
     }
+    if (lg->dir && (rc = write_ledger(q, arr, ids, ai, t, lg)) != TD_EXIT_OK)
+        goto out;
 
     const td_queue_event *ev;
     size_t ne = td_queue_events(q, &ev);
@@ -403,11 +473,14 @@ int td_cmd_simulate(int argc, char **argv)
         {"config", required_argument, NULL, 'c'}, {"file", required_argument, NULL, 'f'},
         {"until", required_argument, NULL, 'u'},  {"format", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
+        {"ledger", required_argument, NULL, 'L'}, {"start", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0}};
     const char *configs[MAX_FILES], *file = NULL;
     size_t nconfigs = 0;
     uint64_t until_ns = NEVER;
     bool json = false;
+    sim_ledger lg = {NULL, 0, NULL};
+    const char *start = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:f:o:h", longopts, NULL)) != -1) {
@@ -443,6 +516,12 @@ int td_cmd_simulate(int argc, char **argv)
         case 'j':
             json = true;
             break;
+        case 'L':
+            lg.dir = optarg;
+            break;
+        case 'S':
+            start = optarg;
+            break;
         case 'h':
             usage(stdout);
             return TD_EXIT_OK;
@@ -457,6 +536,19 @@ int td_cmd_simulate(int argc, char **argv)
         return TD_EXIT_USAGE;
     }
 
+    if (start) {
+        td_err e;
+        if (!lg.dir) {
+            fprintf(stderr, "tenantctl simulate: --start goes with --ledger DIR\n");
+            return TD_EXIT_USAGE;
+        }
+        if (td_rfc3339_parse(start, &lg.start_ns, &e) != TD_OK) {
+            fprintf(stderr, "tenantctl simulate: --start: %s\n", e.msg);
+            return TD_EXIT_USAGE;
+        }
+    } else {
+        lg.start_ns = (int64_t)time(NULL) / 3600 * 3600 * 1000000000LL;
+    }
     td_manifest *ms[MAX_FILES + 1] = {NULL};
     size_t nm = 0;
     td_config_builder *b = NULL;
@@ -514,7 +606,16 @@ int td_cmd_simulate(int argc, char **argv)
             narr++;
         }
     qsort(arr, narr, sizeof *arr, cmp_arrival);
-    rc = run(q, arr, narr, until_ns, json);
+    td_config *cfg = NULL;
+    if (lg.dir) {
+        if (td_config_builder_finish(b, &cfg, &err) != TD_OK) {
+            fprintf(stderr, "tenantctl simulate: %s\n", err.msg);
+            goto out;
+        }
+        lg.cfg = cfg;
+    }
+    rc = run(q, arr, narr, until_ns, json, &lg);
+    td_config_unref(cfg);
 out:
     free(arr);
     td_queue_destroy(q);

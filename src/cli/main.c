@@ -22,6 +22,8 @@ static const verb verbs[] = {
     {"submit", td_cmd_submit, "submit Kueue Workloads to a running tenantd's batch queue"},
     {"simulate", td_cmd_simulate, "run the batch queue (Kueue semantics) on a virtual clock"},
     {"loadtest", td_cmd_loadtest, "open-loop load test of a gateway, one row per tenant"},
+    {"report", td_cmd_report, "showback/chargeback and right-sizing from the usage ledger"},
+    {"recommend", td_cmd_recommend, "ResourceQuota YAML sized from measured use (p95 x 1.2)"},
 };
 
 static void usage(FILE *f)

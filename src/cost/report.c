@@ -168,6 +168,7 @@ typedef struct {
     size_t naccs;
     int64_t direct_nano;
     int labels_set;
+    td_i128 gpu_mms, cpu_mms, mem_bms; /* milli-units (bytes) x ms, rounded once at the end */
 } owner;
 
 typedef struct {
@@ -365,6 +366,21 @@ static td_status shared_amount(const td_costpolicy *p, const shared_item *s, int
     return TD_OK;
 }
 
+/* The owner a weight's name stands for: a tenant's weight goes to the owner
+ * its records in the period belong to (so weights written per tenant work
+ * in a report by team); any other name is an owner of the grouping. */
+static const char *weight_owner(const td_ledger_rec *recs, size_t n, int64_t from_ns,
+                                int64_t to_ns, td_chargeback_by by, const char *name, char *buf,
+                                size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(recs[i].tenant, name) == 0 && recs[i].start_ns < to_ns &&
+            recs[i].end_ns >= from_ns)
+            return td_chargeback_owner(&recs[i], by, buf, len);
+    snprintf(buf, len, "%s", name);
+    return buf;
+}
+
 static td_status compute(const td_costpolicy *p, const td_ledger_rec *recs, size_t n,
                          int64_t from_ns, int64_t to_ns, td_chargeback_by by,
                          const td_pool_gpus *pools, size_t npools, owners *os,
@@ -421,10 +437,9 @@ static td_status compute(const td_costpolicy *p, const td_ledger_rec *recs, size
             int64_t s = r->start_ns > from_ns ? r->start_ns : from_ns;
             int64_t e = r->end_ns < to_ns ? r->end_ns : to_ns;
             int64_t dms = e > s ? (e - s) / NS_PER_MS : 0;
-            w->sum.gpu_milli_hours += (int64_t)((td_i128)r->gpu_milli * dms * 1000 / MS_PER_HOUR / 1000);
-            w->sum.cpu_milli_hours += (int64_t)((td_i128)r->cpu_milli * dms / MS_PER_HOUR);
-            w->sum.mem_gib_milli_hours +=
-                (int64_t)((td_i128)r->memory_bytes * dms * 1000 / MS_PER_HOUR / (1LL << 30));
+            w->gpu_mms += (td_i128)r->gpu_milli * dms;
+            w->cpu_mms += (td_i128)r->cpu_milli * dms;
+            w->mem_bms += (td_i128)r->memory_bytes * dms;
             for (size_t k = 0; k < nflv; k++)
                 if (strcmp(flv[k], r->flavor) == 0)
                     held[k] += (td_i128)r->gpu_milli * dms;
@@ -433,6 +448,10 @@ static td_status compute(const td_costpolicy *p, const td_ledger_rec *recs, size
     /* direct lines, one rounding each */
     for (size_t i = 0; i < os->n; i++) {
         owner *w = &os->v[i];
+        w->sum.gpu_milli_hours = (int64_t)td__div_round(w->gpu_mms, MS_PER_HOUR);
+        w->sum.cpu_milli_hours = (int64_t)td__div_round(w->cpu_mms, MS_PER_HOUR);
+        w->sum.mem_gib_milli_hours =
+            (int64_t)td__div_round(w->mem_bms * 1000, (td_i128)MS_PER_HOUR << 30);
         for (size_t k = 0; k < w->naccs; k++) {
             int64_t cents, nano;
             if ((st = acc_amount(&w->accs[k], &cents, &nano, err)) != TD_OK)
@@ -444,12 +463,16 @@ static td_status compute(const td_costpolicy *p, const td_ledger_rec *recs, size
     /* shared items: owners named by weights join the report first */
     for (size_t s = 0; s < p->nshared; s++)
         if (p->shared[s].rule == ALLOC_WEIGHTS)
-            for (size_t k = 0; k < p->shared[s].nweights; k++)
+            for (size_t k = 0; k < p->shared[s].nweights; k++) {
+                char key[TD_ITEM_MAX];
                 if (p->shared[s].weights[k] > 0 &&
-                    !owner_get(os, p->shared[s].weight_names[k], err)) {
+                    !owner_get(os, weight_owner(recs, n, from_ns, to_ns, by,
+                                                p->shared[s].weight_names[k], key, sizeof key),
+                               err)) {
                     st = TD_ENOMEM;
                     goto out;
                 }
+            }
     if (p->nshared && os->n == 0 && !owner_get(os, "(unallocated)", err)) {
         st = TD_ENOMEM;
         goto out;
@@ -486,9 +509,13 @@ static td_status compute(const td_costpolicy *p, const td_ledger_rec *recs, size
                 wts[i] = 1;
             else {
                 wts[i] = 0;
-                for (size_t k = 0; k < si->nweights; k++)
-                    if (strcmp(si->weight_names[k], names[i]) == 0)
-                        wts[i] = si->weights[k];
+                for (size_t k = 0; k < si->nweights; k++) {
+                    char key[TD_ITEM_MAX];
+                    if (strcmp(weight_owner(recs, n, from_ns, to_ns, by, si->weight_names[k],
+                                            key, sizeof key),
+                               names[i]) == 0)
+                        wts[i] += si->weights[k];
+                }
             }
             any |= wts[i] > 0;
         }

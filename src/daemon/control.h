@@ -1,6 +1,6 @@
 /* control.h - the admin listener's requests: the admission webhook
  * (/validate, /mutate), health (/healthz, /readyz) and the control API
- * (/v1/apply, /v1/objects). State is one atomic snapshot pointer and the
+ * (/v1/apply, /v1/objects), the dashboard (/ui, /v1/usage). State is one atomic snapshot pointer and the
  * store; an apply builds and validates a whole new snapshot, commits it to
  * the store, then swaps the pointer. */
 #ifndef TENANTD_DAEMON_CONTROL_H
@@ -13,8 +13,11 @@
 #include "tenantd/http.h"
 #include "tenantd/store.h"
 
+struct td_metering;
+
 typedef struct {
     _Atomic(td_config *) snapshot; /* owned reference */
+    struct td_metering *metering;  /* borrowed; NULL: no /v1/usage data */
     td_store *store;               /* borrowed */
     td_gateway *gateway;           /* borrowed; NULL: no gateway */
     int ready;

@@ -2,16 +2,20 @@
  * and serves the admin listener (admission webhook and control API) on a
  * libuv loop until SIGINT or SIGTERM. */
 #include <getopt.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "daemon/control.h"
+#include "daemon/metering.h"
 #include "tenantd/config.h"
+#include "tenantd/duration.h"
 #include "tenantd/gateway.h"
 #include "tenantd/http.h"
 #include "tenantd/proxy.h"
@@ -46,7 +50,12 @@ static void usage(FILE *f)
             "      --port-file FILE     write the bound admin port to FILE once listening\n"
             "      --admin-token-file FILE  require this bearer token (first line of FILE)\n"
             "                           on the control API and /metrics; the webhook and\n"
-            "                           health checks stay open (use --tls-client-ca for them)\n");
+            "                           health checks stay open (use --tls-client-ca for them)\n"
+            "      --ledger on|off      meter every gateway request and batch interval into\n"
+            "                           DIR/ledger.db (default on)\n"
+            "      --ledger-retention DURATION  raw request records older than this are\n"
+            "                           compacted into hourly rollups (default 720h; 0 keeps all)\n\n"
+            "The dashboard is GET /ui on the admin listener (its data: GET /v1/usage).\n");
 }
 
 typedef struct {
@@ -55,6 +64,7 @@ typedef struct {
     td_control *control;
     const char *const *configs;
     size_t nconfigs;
+    td_metering *metering;
 } daemon_state;
 
 static void on_server_stopped(void *arg)
@@ -72,6 +82,12 @@ static void on_signal(uv_signal_t *h, int signum)
     uv_signal_stop(&d->sigint);
     uv_signal_stop(&d->sigterm);
     uv_signal_stop(&d->sighup);
+    if (d->metering) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        td_metering_tick(d->metering, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+        td_metering_stop(d->metering);
+    }
     if (d->server) {
         td_http_server_stop(d->server, on_server_stopped, d);
         d->server = NULL;
@@ -202,7 +218,8 @@ static td_status load_state(td_store *store, const char *const *configs, size_t 
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
-           O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE };
+           O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE,
+           O_LEDGER, O_LEDGER_RETENTION };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"data", required_argument, NULL, 'd'},
@@ -219,6 +236,8 @@ int main(int argc, char **argv)
         {"access-log", required_argument, NULL, O_ACCESS_LOG},
         {"listen-port-file", required_argument, NULL, O_DATA_PORT_FILE},
         {"admin-token-file", required_argument, NULL, O_TOKEN_FILE},
+        {"ledger", required_argument, NULL, O_LEDGER},
+        {"ledger-retention", required_argument, NULL, O_LEDGER_RETENTION},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *configs[64];
@@ -227,7 +246,8 @@ int main(int argc, char **argv)
                *client_ca = NULL, *port_file = NULL, *data_listen = "127.0.0.1:8080",
                *redis = NULL, *access_log = NULL, *data_port_file = NULL, *token_file = NULL;
     long workers = sysconf(_SC_NPROCESSORS_ONLN), replicas = 1;
-    bool allow_x_tenant = false;
+    bool allow_x_tenant = false, ledger_on = true;
+    int64_t retention_ns = 720LL * 3600 * 1000000000LL;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "c:d:h", longopts, NULL)) != -1) {
@@ -251,6 +271,23 @@ int main(int argc, char **argv)
         case O_ACCESS_LOG: access_log = optarg; break;
         case O_DATA_PORT_FILE: data_port_file = optarg; break;
         case O_TOKEN_FILE: token_file = optarg; break;
+        case O_LEDGER:
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                fprintf(stderr, "tenantd: --ledger must be on or off, not \"%s\"\n", optarg);
+                return 2;
+            }
+            ledger_on = strcmp(optarg, "on") == 0;
+            break;
+        case O_LEDGER_RETENTION: {
+            td_err e;
+            if (strcmp(optarg, "0") == 0)
+                retention_ns = 0;
+            else if (td_duration_parse(optarg, &retention_ns, &e) != TD_OK) {
+                fprintf(stderr, "tenantd: --ledger-retention: %s\n", e.msg);
+                return 2;
+            }
+            break;
+        }
         case O_WORKERS:
         case O_REPLICAS: {
             char *end;
@@ -345,10 +382,25 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    td_proxy *proxy = NULL;
-    td_proxy_opts popts = {data_listen, workers > 0 ? (unsigned)workers : 1, alog, 0};
-    if (td_proxy_start(gateway, &popts, &proxy, &err) != TD_OK) {
+    td_control control;
+    td_metering *metering = NULL;
+    td_ledger *ledger = NULL;
+    char replica_id[24];
+    unsigned char rnd[6];
+    if (RAND_bytes(rnd, sizeof rnd) != 1)
+        memset(rnd, 0, sizeof rnd);
+    snprintf(replica_id, sizeof replica_id, "%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+             rnd[3], rnd[4], rnd[5]);
+    if (td_metering_create(&control, &metering, &err) != TD_OK ||
+        (ledger_on &&
+         td_ledger_open(data,
+                        &(td_ledger_opts){.max_buffered = 65536, .flush_ms = 200,
+                                          .retention_ns = retention_ns,
+                                          .on_commit = td_metering_on_commit,
+                                          .on_commit_ud = metering},
+                        &ledger, &err) != TD_OK)) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
+        td_metering_destroy(metering);
         if (alog && alog != stderr)
             fclose(alog);
         td_gateway_destroy(gateway);
@@ -357,8 +409,23 @@ int main(int argc, char **argv)
         SSL_CTX_free(tls);
         return 1;
     }
-    td_control control;
+    td_proxy *proxy = NULL;
+    td_proxy_opts popts = {data_listen, workers > 0 ? (unsigned)workers : 1, alog, 0, ledger,
+                           replica_id};
+    if (td_proxy_start(gateway, &popts, &proxy, &err) != TD_OK) {
+        fprintf(stderr, "tenantd: %s\n", err.msg);
+        td_ledger_close(ledger);
+        td_metering_destroy(metering);
+        if (alog && alog != stderr)
+            fclose(alog);
+        td_gateway_destroy(gateway);
+        td_config_unref(cfg);
+        td_store_close(store);
+        SSL_CTX_free(tls);
+        return 1;
+    }
     td_control_init(&control, cfg, store, gateway);
+    control.metering = metering;
     if (token_file) {
         td_control_set_admin_token(&control, token, token_len);
         memset(token, 0, sizeof token);
@@ -375,6 +442,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "tenantd: %s\n", err.msg);
         SSL_CTX_free(tls);
         td_proxy_stop(proxy);
+        td_ledger_close(ledger);
+        td_metering_destroy(metering);
         td_control_fini(&control);
         td_gateway_destroy(gateway);
         td_store_close(store);
@@ -404,9 +473,16 @@ int main(int argc, char **argv)
     uv_signal_start(&d.sigint, on_signal, SIGINT);
     uv_signal_start(&d.sigterm, on_signal, SIGTERM);
     uv_signal_start(&d.sighup, on_reload, SIGHUP);
+    d.metering = metering;
+    if (td_metering_start(metering, &loop, ledger, data, 2000, &err) != TD_OK)
+        fprintf(stderr, "tenantd: metering: %s (the dashboard starts from zero)\n", err.msg);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     td_proxy_stop(proxy);
+    /* Closing the ledger commits what the proxy and the last tick appended;
+     * its on_commit still prices into metering, freed after. */
+    td_ledger_close(ledger);
+    td_metering_destroy(metering);
     td_control_fini(&control);
     td_gateway_destroy(gateway);
     if (alog && alog != stderr)

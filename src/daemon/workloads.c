@@ -26,8 +26,8 @@ static int by_submission(const void *a, const void *b)
     return ta < tb ? -1 : ta > tb ? 1 : 0;
 }
 
-td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t **out,
-                            td_err *err)
+td_status td_workloads_replay(const td_config *cfg, td_queue **out_q, json_t ***out_wls,
+                              size_t *out_n, td_err *err)
 {
     td_queue *q = NULL;
     td_status st = td_queue_create(&q, err);
@@ -41,8 +41,8 @@ td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t
         st = td_queue_seal(q, err);
     json_t *const *wls;
     size_t n = td_config_list(cfg, "Workload", NULL, &wls);
-    json_t **order = n ? malloc(n * sizeof *order) : NULL;
-    if (n && !order)
+    json_t **order = malloc((n ? n : 1) * sizeof *order);
+    if (st == TD_OK && !order)
         st = td_err_set(err, TD_ENOMEM, "out of memory");
     if (st == TD_OK && n) {
         memcpy(order, wls, n * sizeof *order);
@@ -54,6 +54,24 @@ td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t
         if (st == TD_OK)
             st = td_queue_schedule(q, t, NULL);
     }
+    if (st != TD_OK) {
+        free(order);
+        td_queue_destroy(q);
+        return st;
+    }
+    *out_q = q;
+    *out_wls = order;
+    *out_n = n;
+    return TD_OK;
+}
+
+td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t **out,
+                            td_err *err)
+{
+    td_queue *q = NULL;
+    json_t **order = NULL;
+    size_t n = 0;
+    td_status st = td_workloads_replay(cfg, &q, &order, &n, err);
     json_t *arr = st == TD_OK ? json_array() : NULL;
     for (size_t id = 0; arr && id < td_queue_workload_count(q); id++) {
         const char *key = td_queue_workload_key(q, id);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "tenantd/config.h"
+#include "tenantd/queue.h"
 #include "tenantd/status.h"
 
 /* Annotation holding a Workload's submission time (ns since the epoch). */
@@ -21,5 +22,12 @@
  * priority class): the same check guards every apply. */
 td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t **out,
                             td_err *err);
+
+/* The queue after replaying cfg's Workloads at their submission times:
+ * *q (the caller destroys it) and *wls, the Workload objects by queue id
+ * (a malloc'd array of borrowed objects; the caller frees the array).
+ * TD_EINVAL as td_workloads_view. */
+td_status td_workloads_replay(const td_config *cfg, td_queue **q, json_t ***wls, size_t *n,
+                              td_err *err);
 
 #endif

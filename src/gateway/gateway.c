@@ -99,6 +99,9 @@ static void view_free(view *v)
     for (size_t i = 0; i < v->pub.ntenants; i++) {
         free(v->pub.tenants[i].name);
         free(v->pub.tenants[i].key_sha256);
+        free(v->pub.tenants[i].team);
+        free(v->pub.tenants[i].project);
+        free(v->pub.tenants[i].environment);
     }
     for (size_t i = 0; i < v->pub.nroutes; i++) {
         td_gw_route *r = &v->pub.routes[i];
@@ -142,6 +145,14 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
     td_status st = slot_of(&g->tenants, name, &t->slot);
     if (st != TD_OK)
         return td_err_set(err, st, "Tenant %s: more than %d tenants", name, TD_GW_MAX_TENANTS);
+    const char *team = td_json_str(obj, "spec.labels.team");
+    const char *project = td_json_str(obj, "spec.labels.project");
+    const char *env = td_json_str(obj, "spec.labels.environment");
+    t->team = strdup(team ? team : "");
+    t->project = strdup(project ? project : "");
+    t->environment = strdup(env ? env : "");
+    if (!t->team || !t->project || !t->environment)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
     json_t *rate = json_object_get(gw, "rate");
     t->rate.cost = num_or(json_object_get(rate, "cost"), 0);
     int64_t per = 1000000000LL;

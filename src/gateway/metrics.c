@@ -467,3 +467,32 @@ td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, cha
         *len = b.len;
     return TD_OK;
 }
+
+void td_metrics_tenant_totals(const td_metrics *m, uint32_t tenant, uint64_t *out,
+                              int64_t *inflight)
+{
+    memset(out, 0, TD_OUT_COUNT * sizeof *out);
+    *inflight = 0;
+    long t = slot_index(tenant, m->max_tenants);
+    if (t < 0)
+        return;
+    *inflight = atomic_load_explicit(&m->inflight[t], memory_order_relaxed);
+    tenant_block *b = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
+    if (!b)
+        return;
+    for (size_t c = 0; c < m->nchunks; c++) {
+        route_chunk *ch = atomic_load_explicit(&b->chunks[c], memory_order_acquire);
+        for (size_t r = 0; ch && r < ROUTES_PER_CHUNK; r++)
+            for (size_t o = 0; o < TD_OUT_COUNT; o++)
+                out[o] += atomic_load_explicit(&ch->requests[r][o], memory_order_relaxed);
+    }
+}
+
+int64_t td_metrics_route_queue(const td_metrics *m, uint32_t route)
+{
+    long r = slot_index(route, m->max_routes);
+    int64_t n = 0;
+    for (size_t c = 0; r >= 0 && c < TD_CRIT_COUNT; c++)
+        n += atomic_load_explicit(&m->queue[r][c], memory_order_relaxed);
+    return n;
+}

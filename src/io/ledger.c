@@ -55,6 +55,7 @@ struct td_ledger {
     _Atomic uint64_t committed, dropped;
 
     td_ledger_rec *batch;     /* writer-only */
+    unsigned char *fresh;     /* writer-only: batch[i] was inserted (not a replay) */
     size_t pending;
 };
 
@@ -156,14 +157,17 @@ td_status td_ledger_open(const char *dir, const td_ledger_opts *opts, td_ledger 
         if (opts->flush_ms > 0)
             l->opts.flush_ms = opts->flush_ms;
         l->opts.retention_ns = opts->retention_ns > 0 ? opts->retention_ns : 0;
+        l->opts.on_commit = opts->on_commit;
+        l->opts.on_commit_ud = opts->on_commit_ud;
     }
     l->cap = l->opts.max_buffered;
     size_t nbatch = l->cap < BATCH_MAX ? l->cap : BATCH_MAX;
     l->path = join_path(dir);
     l->ring = calloc(l->cap, sizeof *l->ring);
     l->batch = calloc(nbatch, sizeof *l->batch);
+    l->fresh = calloc(nbatch, 1);
     td_status st = TD_OK;
-    if (!l->path || !l->ring || !l->batch) {
+    if (!l->path || !l->ring || !l->batch || !l->fresh) {
         st = td_err_set(err, TD_ENOMEM, "out of memory (ledger buffer of %zu records)", l->cap);
         goto fail;
     }
@@ -223,6 +227,7 @@ fail:
     sqlite3_close(l->db);
     free(l->ring);
     free(l->batch);
+    free(l->fresh);
     free(l->path);
     free(l);
     return st;
@@ -266,6 +271,7 @@ static td_status write_batch(td_ledger *l, td_err *err)
     }
     for (size_t i = 0; i < l->pending; i++) {
         const td_ledger_rec *r = &l->batch[i];
+        l->fresh[i] = 0;
         if (r->kind == TD_LEDGER_REQUEST && r->start_ns < l->horizon_ns) {
             late++;
             continue;
@@ -296,6 +302,7 @@ static td_status write_batch(td_ledger *l, td_err *err)
         sqlite3_bind_int64(s, k++, r->storage_bytes);
         sqlite3_bind_int64(s, k++, r->gpu_used_milli);
         int rc = sqlite3_step(s);
+        l->fresh[i] = rc == SQLITE_DONE && sqlite3_changes(db) == 1;
         sqlite3_reset(s);
         sqlite3_clear_bindings(s);
         if (rc != SQLITE_DONE) {
@@ -313,6 +320,10 @@ static td_status write_batch(td_ledger *l, td_err *err)
     atomic_fetch_add(&l->dropped, late);
 out:
     pthread_mutex_unlock(&l->dbmu);
+    if (st == TD_OK && l->opts.on_commit)
+        for (size_t i = 0; i < l->pending; i++)
+            if (l->fresh[i])
+                l->opts.on_commit(&l->batch[i], l->opts.on_commit_ud);
     return st;
 }
 
@@ -515,6 +526,7 @@ void td_ledger_close(td_ledger *l)
     sqlite3_close(l->db);
     free(l->ring);
     free(l->batch);
+    free(l->fresh);
     free(l->path);
     free(l);
 }

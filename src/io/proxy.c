@@ -874,6 +874,8 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
     p->shared = td_gateway_shared(g);
     p->access_log = o->access_log;
     p->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
+    p->ledger = o->ledger;
+    snprintf(p->replica_id, sizeof p->replica_id, "%s", o->replica_id ? o->replica_id : "gw");
     p->nworkers = o->workers;
     for (unsigned i = 0; i < o->workers; i++) {
         px_worker *w = calloc(1, sizeof *w);

@@ -47,6 +47,8 @@ struct td_proxy {
     td_shared *shared; /* NULL without --redis */
     FILE *access_log;
     size_t max_body;
+    td_ledger *ledger; /* NULL: no metering */
+    char replica_id[40];
     unsigned nworkers;
     int port;
     px_worker **workers;
@@ -150,6 +152,8 @@ typedef struct {
     td_cost_scanner scan;
     char gpu_hdr[32];
     int have_gpu_hdr;
+    /* reconciled usage, for the ledger */
+    int64_t tokens_in, tokens_out, gpu_milli_seconds;
     const char *outcome_name; /* for the access log */
     int status;               /* what the client got */
 } px_req;
@@ -223,6 +227,7 @@ struct px_worker {
     td_gw_config *held;
     px_cfg *cfg_cur, *cfg_old;
     td__buf log;
+    uint64_t ledger_seq; /* ledger record ids: replica-worker-seq */
     time_t date_sec;
     char date[40];
     char rbuf[PX_READ_BUF];

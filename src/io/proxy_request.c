@@ -341,6 +341,61 @@ static void log_line(px_conn *c, const char *outcome, double cost)
 
 /* ---- the end of a request ---- */
 
+static void copy_label(char *dst, size_t n, const char *s)
+{
+    size_t len = s ? strnlen(s, n - 1) : 0;
+    if (len)
+        memcpy(dst, s, len);
+    dst[len] = 0;
+}
+
+/* Appends the request's ledger record: a copy into the ledger's buffer,
+ * never a wait on SQLite (a full buffer drops and counts). */
+static void meter(px_conn *c, td_outcome outcome, uint64_t now)
+{
+    px_req *r = &c->rq;
+    px_worker *w = c->w;
+    const td_gw_tenant *t = r->tenant;
+    td_ledger_rec rec;
+    /* Only the used prefix of the strings matters to the ledger; clearing
+     * the whole record would cost more than the rest of this function. */
+    rec.kind = TD_LEDGER_REQUEST;
+    snprintf(rec.id, sizeof rec.id, "%s-%u-%llu", w->p->replica_id, w->index,
+             (unsigned long long)++w->ledger_seq);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t wall = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    rec.end_ns = wall;
+    rec.start_ns = wall - (int64_t)(now - r->t_start);
+    copy_label(rec.tenant, sizeof rec.tenant, t->name);
+    copy_label(rec.team, sizeof rec.team, t->team);
+    copy_label(rec.project, sizeof rec.project, t->project);
+    copy_label(rec.environment, sizeof rec.environment, t->environment);
+    copy_label(rec.route, sizeof rec.route, r->route ? r->route->name : "");
+    rec.workload[0] = rec.cluster_queue[0] = rec.flavor[0] = 0;
+    const char *o = "error";
+    switch (outcome) {
+    case TD_OUT_ACCEPTED: o = "ok"; break;
+    case TD_OUT_RATE_LIMITED:
+    case TD_OUT_CONCURRENCY_LIMITED:
+    case TD_OUT_BAD_REQUEST:
+    case TD_OUT_UNAUTHORIZED: o = "rejected"; break;
+    case TD_OUT_SHED: o = "shed"; break;
+    case TD_OUT_TIMEOUT: o = "timeout"; break;
+    default: o = "error"; break;
+    }
+    copy_label(rec.outcome, sizeof rec.outcome, o);
+    rec.interruptible = false;
+    rec.count = 1;
+    int ok = outcome == TD_OUT_ACCEPTED;
+    rec.tokens_in = ok ? r->tokens_in : 0;
+    rec.tokens_out = ok ? r->tokens_out : 0;
+    rec.gpu_milli_seconds = ok ? r->gpu_milli_seconds : 0;
+    rec.gpu_milli = rec.cpu_milli = rec.memory_bytes = rec.storage_bytes = 0;
+    rec.gpu_used_milli = -1;
+    td_ledger_append(w->p->ledger, &rec);
+}
+
 void px_req_end(px_conn *c, int outcome)
 {
     px_req *r = &c->rq;
@@ -396,6 +451,8 @@ void px_req_end(px_conn *c, int outcome)
                            now - r->t_start, cost);
     if (p->access_log && r->headers_done)
         log_line(c, outcome >= 0 ? td_outcome_name((td_outcome)outcome) : "client_closed", cost);
+    if (p->ledger && t && outcome >= 0)
+        meter(c, (td_outcome)outcome, now);
     r->state = RQ_IDLE;
     r->headers_done = 0;
     r->tenant = NULL;
@@ -520,6 +577,7 @@ void px_req_headers(px_conn *c)
     r->resp_started = r->resp_chunked = r->resp_close = r->resp_status = 0;
     r->scan_on = 0;
     r->have_gpu_hdr = 0;
+    r->tokens_in = r->tokens_out = r->gpu_milli_seconds = 0;
     r->status = 0;
     r->crit = TD_CRIT_CRITICAL;
     r->deadline_ns = 0;

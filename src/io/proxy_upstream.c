@@ -366,6 +366,31 @@ static void up_complete(px_up *u)
         td_cost_scanner_finish(&r->scan, &usage);
     td_cost_actual(r->route->cost_model, &usage, r->have_gpu_hdr ? r->gpu_hdr : NULL, r->estimate,
                    &r->actual);
+    /* The ledger's usage: tokens as the upstream reported them (else the
+     * entry estimate on a tokens route); GPU-seconds as reported (header or
+     * body), else estimated as the time one upstream slot was held. */
+    if (usage.have & (TD_USAGE_PROMPT | TD_USAGE_COMPLETION)) {
+        r->tokens_in = (int64_t)usage.prompt_tokens;
+        r->tokens_out = (int64_t)usage.completion_tokens;
+    } else if (usage.have & TD_USAGE_TOTAL) {
+        r->tokens_in = (int64_t)usage.total_tokens;
+    } else if (r->route->cost_model == TD_COST_TOKENS) {
+        r->tokens_in = (int64_t)r->actual;
+    }
+    double gpu_s = -1;
+    if (r->have_gpu_hdr) {
+        char *end;
+        gpu_s = strtod(r->gpu_hdr, &end);
+        if (end == r->gpu_hdr || gpu_s < 0)
+            gpu_s = -1;
+    }
+    if (gpu_s < 0 && (usage.have & TD_USAGE_GPU_SECONDS))
+        gpu_s = usage.gpu_seconds;
+    if (gpu_s < 0 && r->route->cost_model == TD_COST_GPU_SECONDS)
+        gpu_s = r->actual;
+    if (gpu_s < 0)
+        gpu_s = r->t_started ? (double)(px_now() - r->t_started) / 1e9 : 0;
+    r->gpu_milli_seconds = (int64_t)(gpu_s * 1000 + 0.5);
     px_timer_set(c, TM_NONE, 0);
     r->status = r->resp_status;
     if (r->resp_close)

@@ -403,11 +403,24 @@ static void test_report_hand(void **state)
     assert_string_equal(rep->currency, "EUR");
     td_chargeback_report_destroy(rep);
 
-    /* by team: weights name a and b, which are team names here too */
-    assert_int_equal(td_chargeback_compute(p, recs, 4, 0, 10 * HOUR, TD_BY_TEAM, pools, 1, &rep,
-                                           &err),
+    /* by environment: the weights name tenants a (prod) and b (dev); each
+     * tenant's weight goes to the environment its records ran in */
+    assert_int_equal(td_chargeback_compute(p, recs, 4, 0, 10 * HOUR, TD_BY_ENVIRONMENT, pools, 1,
+                                           &rep, &err),
                      TD_OK);
-    assert_int_equal(rep->nowners, 2);
+    assert_int_equal(rep->nowners, 3); /* (none): a's request has no environment label */
+    assert_string_equal(rep->owners[0].owner, "(none)");
+    assert_string_equal(rep->owners[1].owner, "dev");
+    assert_string_equal(rep->owners[2].owner, "prod");
+    int64_t platform[3] = {0};
+    for (size_t i = 0; i < rep->nlines; i++)
+        if (strcmp(rep->lines[i].item, "shared/platform") == 0)
+            platform[strcmp(rep->lines[i].owner, "dev") == 0    ? 1
+                     : strcmp(rep->lines[i].owner, "prod") == 0 ? 2
+                                                                : 0] = rep->lines[i].amount_cents;
+    assert_int_equal(platform[1], 333);
+    assert_int_equal(platform[2], 667);
+    assert_int_equal(platform[0], 0);
     td_chargeback_report_destroy(rep);
 
     assert_int_equal(td_chargeback_compute(p, recs, 4, 10 * HOUR, 0, TD_BY_TENANT, pools, 1,

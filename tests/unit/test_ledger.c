@@ -188,10 +188,18 @@ static void test_round_trip(void **state)
     assert_non_null(strstr(e.msg, "/nonexistent/ledger/ledger.db"));
 }
 
+static void count_fresh(const td_ledger_rec *r, void *ud)
+{
+    (void)r;
+    (*(int *)ud)++;
+}
+
 static void test_idempotent(void **state)
 {
     (void)state;
-    td_ledger *l = open_ledger(NULL);
+    int fresh = 0;
+    td_ledger_opts o = {.on_commit = count_fresh, .on_commit_ud = &fresh};
+    td_ledger *l = open_ledger(&o);
     td_ledger_rec a = request("boot1-1", T0, "team-a", "ok", 10, 20);
     td_ledger_rec b = request("boot1-2", T0 + S, "team-a", "ok", 1, 2);
     assert_true(td_ledger_append(l, &a));
@@ -199,14 +207,16 @@ static void test_idempotent(void **state)
     assert_true(td_ledger_append(l, &b));
     assert_int_equal(td_ledger_flush(l, NULL), TD_OK);
     td_ledger_close(l);
+    assert_int_equal(fresh, 2); /* on_commit sees new records only */
 
     /* a replay after a restart: same ids, nothing counted twice */
-    l = open_ledger(NULL);
+    l = open_ledger(&o);
     td_ledger_rec changed = a;
     changed.tokens_in = 999; /* first write wins */
     assert_true(td_ledger_append(l, &changed));
     assert_true(td_ledger_append(l, &b));
     td_ledger_close(l); /* close flushes */
+    assert_int_equal(fresh, 2);
 
     collected c = read_all();
     assert_int_equal(c.n, 2);

@@ -1,0 +1,189 @@
+/* intervals.c - admitted intervals of a batch queue's workloads as ledger
+ * records (see intervals.h). Walks the queue's events: ADMITTED opens an
+ * interval, PREEMPTED closes it as evicted, FINISHED as finished. */
+#include "tenantd/intervals.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t admitted; /* queue time, -1: not admitted */
+    size_t cq;
+    char flavors[256];
+} open_iv;
+
+static bool is_gpu(const char *r)
+{
+    size_t n = strlen(r);
+    return n >= 4 && strcmp(r + n - 4, "/gpu") == 0;
+}
+
+static void copy(char *dst, size_t n, const char *s)
+{
+    snprintf(dst, n, "%s", s ? s : "");
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static bool interruptible(const td_config *cfg, const json_t *wl)
+{
+    if (!cfg || !wl)
+        return false;
+    const char *pc = td_json_str(wl, "spec.priorityClassName");
+    if (!pc)
+        pc = json_string_value(
+            json_object_get(td_json_path(wl, "metadata.labels"), "kueue.x-k8s.io/priority-class"));
+    if (!pc)
+        return false;
+    json_t *const *ps;
+    size_t n = td_config_list(cfg, "CostPolicy", NULL, &ps);
+    for (size_t i = 0; i < n; i++) {
+        json_t *classes = td_json_path(ps[i], "spec.interruptible.priorityClasses");
+        for (size_t k = 0; k < json_array_size(classes); k++) {
+            const char *s = json_string_value(json_array_get(classes, k));
+            if (s && strcmp(s, pc) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+static const char *label(const json_t *wl, const json_t *ns_obj, const char *key)
+{
+    const char *v = json_string_value(json_object_get(td_json_path(wl, "metadata.labels"), key));
+    if (!v && ns_obj)
+        v = json_string_value(json_object_get(td_json_path(ns_obj, "metadata.labels"), key));
+    return v;
+}
+
+/* Parses "ps: res=fl, res=fl; ps2: ..." into the flavor of resource res
+ * (the first pod set naming it), or NULL. */
+static bool flavor_of(const char *flavors, const char *res, char *out, size_t n)
+{
+    size_t rl = strlen(res);
+    const char *p = flavors;
+    while ((p = strstr(p, res)) != NULL) {
+        bool start = p == flavors || p[-1] == ' ' || p[-1] == ':';
+        if (start && p[rl] == '=') {
+            const char *f = p + rl + 1;
+            size_t fl = strcspn(f, ",;");
+            snprintf(out, n, "%.*s", (int)fl, f);
+            return true;
+        }
+        p += rl;
+    }
+    return false;
+}
+
+/* Emits one record per distinct flavor of w's interval [start, end). */
+static int emit(const td_queue *q, const td_intervals_opts *o, size_t w, const open_iv *iv,
+                int64_t end, const char *outcome, td_ledger_cb cb, void *ud)
+{
+    const char *key = td_queue_workload_key(q, w);
+    const json_t *wl = w < o->nworkloads ? o->workloads[w] : NULL;
+    char ns[TD_LEDGER_STR] = "";
+    const char *slash = strchr(key, '/');
+    if (slash)
+        snprintf(ns, sizeof ns, "%.*s", (int)(slash - key), key);
+    const json_t *ns_obj = o->cfg && *ns ? td_config_get(o->cfg, "Namespace", NULL, ns) : NULL;
+    size_t nres = td_queue_resource_count(q);
+    char done[32][TD_LEDGER_STR];
+    size_t ndone = 0;
+    for (size_t i = 0; i < nres; i++) {
+        char fl[TD_LEDGER_STR];
+        if (!flavor_of(iv->flavors, td_queue_resource_name(q, i), fl, sizeof fl))
+            continue;
+        bool seen = false;
+        for (size_t k = 0; k < ndone; k++)
+            seen |= strcmp(done[k], fl) == 0;
+        if (seen || ndone == 32)
+            continue;
+        copy(done[ndone++], TD_LEDGER_STR, fl);
+        td_ledger_rec r;
+        memset(&r, 0, sizeof r);
+        r.kind = TD_LEDGER_INTERVAL;
+        r.start_ns = iv->admitted + o->offset_ns;
+        r.end_ns = end + o->offset_ns;
+        char id[512];
+        snprintf(id, sizeof id, "%s@%lld/%s", key, (long long)r.start_ns, fl);
+        if (strlen(id) < sizeof r.id)
+            copy(r.id, sizeof r.id, id);
+        else
+            snprintf(r.id, sizeof r.id, "wl-%016llx@%lld/%.32s", (unsigned long long)fnv1a(id),
+                     (long long)r.start_ns, fl);
+        copy(r.tenant, sizeof r.tenant,
+             o->cfg && *ns ? td_json_str(td_config_tenant_for_namespace(o->cfg, ns), "metadata.name")
+                           : NULL);
+        copy(r.team, sizeof r.team, label(wl, ns_obj, "team"));
+        copy(r.project, sizeof r.project, label(wl, ns_obj, "project"));
+        copy(r.environment, sizeof r.environment, label(wl, ns_obj, "environment"));
+        copy(r.workload, sizeof r.workload, key);
+        copy(r.cluster_queue, sizeof r.cluster_queue,
+             iv->cq == TD_QUEUE_NONE ? "" : td_queue_cq_name(q, iv->cq));
+        copy(r.flavor, sizeof r.flavor, fl);
+        copy(r.outcome, sizeof r.outcome, outcome);
+        r.interruptible = interruptible(o->cfg, wl);
+        r.count = 1;
+        r.gpu_used_milli = -1;
+        /* every resource whose flavor is this one */
+        for (size_t j = 0; j < nres; j++) {
+            const char *res = td_queue_resource_name(q, j);
+            char fj[TD_LEDGER_STR];
+            if (!flavor_of(iv->flavors, res, fj, sizeof fj) || strcmp(fj, fl) != 0)
+                continue;
+            int64_t m = td_queue_workload_request_milli(q, w, res);
+            if (is_gpu(res))
+                r.gpu_milli += m;
+            else if (strcmp(res, "cpu") == 0)
+                r.cpu_milli += m;
+            else if (strcmp(res, "memory") == 0)
+                r.memory_bytes += m / 1000;
+            else if (strcmp(res, "ephemeral-storage") == 0 || strcmp(res, "storage") == 0)
+                r.storage_bytes += m / 1000;
+        }
+        if (cb(&r, ud) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+td_status td_ledger_intervals(const td_queue *q, const td_intervals_opts *o, td_ledger_cb cb,
+                              void *ud, td_err *err)
+{
+    size_t n = td_queue_workload_count(q);
+    open_iv *iv = calloc(n ? n : 1, sizeof *iv);
+    if (!iv)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        iv[i].admitted = -1;
+    const td_queue_event *ev;
+    size_t ne = td_queue_events(q, &ev);
+    int stop = 0;
+    for (size_t i = 0; i < ne && !stop; i++) {
+        const td_queue_event *e = &ev[i];
+        if (e->workload >= n)
+            continue;
+        open_iv *v = &iv[e->workload];
+        if (e->type == TD_QEV_ADMITTED) {
+            v->admitted = (int64_t)e->t_ns;
+            v->cq = e->cluster_queue;
+            copy(v->flavors, sizeof v->flavors, e->flavors);
+        } else if (v->admitted >= 0) {
+            stop = emit(q, o, e->workload, v, (int64_t)e->t_ns,
+                        e->type == TD_QEV_PREEMPTED ? "evicted" : "finished", cb, ud);
+            v->admitted = -1;
+        }
+    }
+    for (size_t w = 0; w < n && !stop && o->running; w++)
+        if (iv[w].admitted >= 0)
+            stop = emit(q, o, w, &iv[w], o->now_ns, "running", cb, ud);
+    free(iv);
+    return TD_OK;
+}

@@ -1321,9 +1321,16 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
             q->cqs[i].blocked = false;
         for (;;) {
             size_t n = 0;
-            for (size_t i = 0; i < q->ncqs; i++)
-                if (!q->cqs[i].blocked && q->cqs[i].heap.n)
-                    heads[n++].id = heap_pop(q, &q->cqs[i].heap);
+            for (size_t i = 0; i < q->ncqs; i++) {
+                cluster_queue *c = &q->cqs[i];
+                while (!c->blocked && c->heap.n) {
+                    size_t id = heap_pop(q, &c->heap);
+                    if (q->wls[id].state == TD_WL_PENDING) { /* withdrawn ones drop out */
+                        heads[n++].id = id;
+                        break;
+                    }
+                }
+            }
             if (n == 0)
                 break;
             for (size_t k = 0; k < n; k++) {
@@ -1377,6 +1384,21 @@ td_status td_queue_finish(td_queue *q, size_t id, uint64_t now_ns, td_err *err)
     w->placement_text = NULL;
     snprintf(e->reason, sizeof e->reason, "Workload finished in ClusterQueue %s",
              q->cqs[w->cq].name);
+    set_str(&w->reason, "");
+    return TD_OK;
+}
+
+td_status td_queue_withdraw(td_queue *q, size_t id, uint64_t now_ns, td_err *err)
+{
+    (void)now_ns;
+    if (id >= q->nwls || q->wls[id].state != TD_WL_PENDING)
+        return td_err_set(err, TD_EINVAL, "queue: workload %zu is not pending", id);
+    workload *w = &q->wls[id];
+    /* Heaps and parked lists drop it lazily: only PENDING ones are tried. */
+    w->state = TD_WL_FINISHED;
+    w->inadmissible = false;
+    free(w->evicted);
+    w->evicted = NULL;
     set_str(&w->reason, "");
     return TD_OK;
 }

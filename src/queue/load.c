@@ -703,7 +703,7 @@ static td_status add_local_queue(lctx *l)
     return TD_OK;
 }
 
-#define MAX_NODES 100000
+#define MAX_NODES 10000 /* placement scans the nodes of a flavor per node it fills */
 
 /* NodePool (tenantd kind): the queue reads spec.flavor, spec.nodes and
  * spec.capacity; taint, nodeSelector and tenants belong to admission. */

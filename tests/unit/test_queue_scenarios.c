@@ -535,7 +535,7 @@ static void test_bad_node_pool(void **state)
     for (size_t i = 0; i < td_manifest_count(m) && s == TD_OK; i++)
         s = td_queue_add_object(q, td_manifest_doc(m, i), m, &err);
     assert_int_equal(s, TD_EINVAL);
-    assert_non_null(strstr(err.msg, "NodePool p: spec.nodes: must be an integer in [0, 100000]"));
+    assert_non_null(strstr(err.msg, "NodePool p: spec.nodes: must be an integer in [0, 10000]"));
     td_queue_destroy(q);
     td_manifest_destroy(m);
 }

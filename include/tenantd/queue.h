@@ -84,6 +84,11 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted);
  * TD_EINVAL if it is not admitted. */
 td_status td_queue_finish(td_queue *q, size_t id, uint64_t now_ns, td_err *err);
 
+/* Pending workload id leaves the queue at now_ns without running (its job
+ * was reported complete while the queue had it waiting, e.g. a replay under
+ * changed quotas): Finished, no event. TD_EINVAL if it is not pending. */
+td_status td_queue_withdraw(td_queue *q, size_t id, uint64_t now_ns, td_err *err);
+
 /* All events so far, oldest first. Borrowed until the next call that
  * changes q. */
 size_t td_queue_events(const td_queue *q, const td_queue_event **out);

@@ -24,6 +24,7 @@ int td_cmd_apply(int argc, char **argv);
 int td_cmd_get(int argc, char **argv);
 int td_cmd_delete(int argc, char **argv);
 int td_cmd_submit(int argc, char **argv);
+int td_cmd_finish(int argc, char **argv);
 int td_cmd_simulate(int argc, char **argv);
 int td_cmd_loadtest(int argc, char **argv);
 int td_cmd_report(int argc, char **argv);

@@ -650,3 +650,58 @@ int td_cmd_explain_request(int argc, char **argv)
     json_decref(o);
     return TD_EXIT_OK;
 }
+
+
+int td_cmd_finish(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"namespace", required_argument, NULL, 'n'},
+                                             REMOTE_LONGOPTS, {NULL, 0, NULL, 0}};
+    remote r;
+    remote_init(&r);
+    const char *ns = "default";
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "n:s:h", longopts, NULL)) != -1) {
+        if (remote_flag(&r, c))
+            continue;
+        if (c == 'n') {
+            ns = optarg;
+        } else if (c == 'h') {
+            printf("usage: tenantctl finish NAME [-n NAMESPACE]\n\n"
+                   "Reports that an admitted Workload's job completed (the job runner calls it):\n"
+                   "its quota and nodes go back to the queue, waiting workloads may start, and\n"
+                   "the stored Workload is kept, marked finished, so its history survives\n"
+                   "restarts and a resubmission never runs it twice. Finishing it again is a\n"
+                   "no-op.\n\n"
+                   "  -n, --namespace NS   the Workload's namespace (default: default)\n%s"
+                   "\nexit status: 0 finished, 2 unknown or not admitted (the reason says why),\n"
+                   "3 tenantd unreachable\n",
+                   remote_flags_help);
+            return TD_EXIT_OK;
+        } else {
+            fprintf(stderr, "tenantctl finish: unknown or incomplete flag \"%s\"; see --help\n",
+                    argv[optind - 1]);
+            return TD_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 1) {
+        fprintf(stderr, "tenantctl finish: give the Workload's NAME; see --help\n");
+        return TD_EXIT_USAGE;
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "/v1/workloads/finish?namespace=%s&name=%s", ns, argv[optind]);
+    json_t *body = NULL;
+    int status = call("finish", &r, "POST", path, NULL, "", 0, &body);
+    if (status != 200) {
+        if (status > 0)
+            print_error("finish", status, body);
+        json_decref(body);
+        return exit_for(status);
+    }
+    const char *action = td_json_str(body, "finished.action");
+    printf("Workload %s/%s %s\n", ns, argv[optind],
+           action && strcmp(action, "unchanged") == 0 ? "was already finished" : "finished");
+    json_decref(body);
+    return TD_EXIT_OK;
+}

@@ -20,6 +20,7 @@ static const verb verbs[] = {
     {"get", td_cmd_get, "list objects held by a running tenantd"},
     {"delete", td_cmd_delete, "remove an object from a running tenantd"},
     {"submit", td_cmd_submit, "submit Kueue Workloads to a running tenantd's batch queue"},
+    {"finish", td_cmd_finish, "report a running Workload's job complete (frees its quota)"},
     {"simulate", td_cmd_simulate, "run the batch queue (Kueue semantics) on a virtual clock"},
     {"loadtest", td_cmd_loadtest, "open-loop load test of a gateway, one row per tenant"},
     {"report", td_cmd_report, "showback/chargeback and right-sizing from the usage ledger"},

@@ -722,6 +722,9 @@ static const kind_info kinds[] = {
     {"Workload", KUEUE_API, true, validate_meta_only, "wl,workload,workloads"},
     {"WorkloadPriorityClass", KUEUE_API, false, validate_meta_only,
      "wpc,workloadpriorityclass,workloadpriorityclasses"},
+    /* Kueue's own Configuration (the queue reads fairSharing) */
+    {"Configuration", "config.kueue.x-k8s.io/v1beta1,config.kueue.x-k8s.io/v1beta2", false,
+     validate_meta_only, "configuration,configurations"},
     {"Tenant", TD_API_TENANTD, false, validate_tenant, "tenant,tenants"},
     {"Route", TD_API_TENANTD, false, validate_route, "route,routes"},
     {"NodePool", TD_API_TENANTD, false, validate_nodepool, "pool,pools,nodepool,nodepools"},
@@ -821,6 +824,10 @@ static td_status validate_object(json_t *obj, const td_manifest *src, td_err *er
                                         "CostPolicy, LoadScenario",
                      kind);
     v.kind = k->kind;
+    /* Kueue's Configuration is written without metadata (it lives in a
+     * ConfigMap): it is the one named "kueue". */
+    if (strcmp(k->kind, "Configuration") == 0 && !json_object_get(obj, "metadata"))
+        json_object_set_new(obj, "metadata", json_pack("{s:s}", "name", "kueue"));
     const char *name = td_json_str(obj, "metadata.name");
     const char *ns = td_json_str(obj, "metadata.namespace");
     snprintf(v.who, sizeof v.who, "%s %s%s%s", k->kind, k->namespaced && ns ? ns : "",

@@ -333,8 +333,28 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         reply_error(resp, 400, "nothing to apply: the body holds no object");
         return;
     }
+    td_config *prev = td_config_ref(atomic_load(&c->snapshot));
     for (size_t i = 0; submit && i < td_manifest_count(m); i++) {
-        if (stamp_workload(td_manifest_doc(m, i), &err) != TD_OK) {
+        /* A resubmission (a client's retry) keeps its place and, once
+         * finished, stays finished: never a second run. */
+        json_t *doc = td_manifest_doc(m, i);
+        td_object_id pid = td_object_identity(doc);
+        json_t *old = td_config_get(prev, "Workload", pid.namespace_, pid.name);
+        json_t *oann = td_json_path(old, "metadata.annotations");
+        json_t *meta = json_object_get(doc, "metadata");
+        if (old && json_is_object(meta) && json_is_object(oann)) {
+            json_t *ann = json_object_get(meta, "annotations");
+            if (!ann) {
+                ann = json_object();
+                json_object_set_new(meta, "annotations", ann);
+            }
+            const char *keep[] = {TD_SUBMITTED_AT, TD_FINISHED_AT};
+            for (size_t k = 0; json_is_object(ann) && k < 2; k++)
+                if (json_object_get(oann, keep[k]))
+                    json_object_set(ann, keep[k], json_object_get(oann, keep[k]));
+        }
+        if (stamp_workload(doc, &err) != TD_OK) {
+            td_config_unref(prev);
             td_manifest_destroy(m);
             reply_error(resp, 400, err.msg);
             return;
@@ -344,11 +364,13 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         td_object_id id = td_object_identity(td_manifest_doc(m, i));
         int code = td_authz_check(p, TD_AUTHZ_TENANT, id.namespace_ ? id.namespace_ : "", &err);
         if (code) {
+            td_config_unref(prev);
             td_manifest_destroy(m);
             reply_error(resp, code, err.msg);
             return;
         }
     }
+    td_config_unref(prev);
     td_config *cur = td_config_ref(atomic_load(&c->snapshot));
     td_config_builder *b = NULL;
     td_config *next = NULL;
@@ -649,6 +671,94 @@ static void h_usage(td_control *c, const td_http_request *req, td_http_response 
     reply_json(resp, 200, u);
 }
 
+/* POST /v1/workloads/finish?namespace=NS&name=NAME: the job runner reports
+ * the admitted Workload complete. The stored Workload is marked (annotation
+ * TD_FINISHED_AT) in one store transaction, not deleted, so the history the
+ * queue replays survives restarts; its quota and nodes are free from then.
+ * 404 unknown, 409 not admitted, 200 (again: "unchanged") once finished. */
+static void h_finish(td_control *c, const td_http_request *req, td_http_response *resp,
+                     const td_principal *p)
+{
+    char ns[256] = "", name[256] = "";
+    query_param(req->query, "namespace", ns, sizeof ns);
+    query_param(req->query, "name", name, sizeof name);
+    if (!*ns)
+        snprintf(ns, sizeof ns, "default");
+    td_err aerr;
+    int code = td_authz_check(p, TD_AUTHZ_TENANT, ns, &aerr);
+    if (code) {
+        reply_error(resp, code, aerr.msg);
+        return;
+    }
+    td_config *cur = td_config_ref(atomic_load(&c->snapshot));
+    json_t *wl = td_config_get(cur, "Workload", ns, name);
+    char msg[800];
+    if (!*name || !wl) {
+        snprintf(msg, sizeof msg, "Workload %s/%s not found", ns, name);
+        reply_error(resp, 404, msg);
+        td_config_unref(cur);
+        return;
+    }
+    json_t *done = json_object_get(td_json_path(wl, "metadata.annotations"), TD_FINISHED_AT);
+    if (done) {
+        reply_json(resp, 200, json_pack("{s:{s:s,s:s,s:s}}", "finished", "namespace", ns, "name",
+                                        name, "action", "unchanged"));
+        td_config_unref(cur);
+        return;
+    }
+    td_err err;
+    json_t *view = NULL, *mine = NULL;
+    td_status st = td_workloads_view(cur, ns, &view, &err);
+    size_t i;
+    json_t *w;
+    json_array_foreach(view, i, w) if (strcmp(td_json_str(w, "name"), name) == 0) mine = w;
+    const char *state = mine ? td_json_str(mine, "state") : "";
+    if (st == TD_OK && strcmp(state, "Admitted") != 0) {
+        snprintf(msg, sizeof msg, "Workload %s/%s is %s, not Admitted: only a running workload "
+                 "can finish (%s)", ns, name, state, mine ? td_json_str(mine, "reason") : "");
+        json_decref(view);
+        reply_error(resp, 409, msg);
+        td_config_unref(cur);
+        return;
+    }
+    json_decref(view);
+    view = NULL;
+    json_t *copy = json_deep_copy(wl);
+    json_t *ann = td_json_path(copy, "metadata.annotations");
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu",
+             (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec);
+    td_config_builder *b = NULL;
+    td_config *next = NULL;
+    if (st == TD_OK && (!copy || !json_is_object(ann) ||
+                        json_object_set_new(ann, TD_FINISHED_AT, json_string(buf)) != 0))
+        st = td_err_set(&err, TD_ENOMEM, "out of memory");
+    if (st == TD_OK)
+        st = td_config_builder_create(cur, &b, &err);
+    if (st == TD_OK)
+        st = td_config_builder_add(b, copy, NULL, &err);
+    if (st == TD_OK)
+        st = td_config_builder_finish(b, &next, &err);
+    if (st == TD_OK)
+        st = td_workloads_view(next, NULL, &view, &err);
+    if (st == TD_OK) {
+        st = td_control_commit(c, next, &copy, 1, NULL, 0, &err);
+        next = NULL;
+    }
+    if (st == TD_OK)
+        reply_json(resp, 200, json_pack("{s:{s:s,s:s,s:s,s:s}}", "finished", "namespace", ns,
+                                        "name", name, "action", "finished", "at", buf));
+    else
+        reply_error(resp, st == TD_ENOMEM ? 500 : st == TD_EIO ? 503 : 400, err.msg);
+    json_decref(view);
+    json_decref(copy);
+    td_config_unref(next);
+    td_config_builder_destroy(b);
+    td_config_unref(cur);
+}
+
 typedef void (*endpoint_fn)(td_control *, const td_http_request *, td_http_response *,
                             const td_principal *);
 
@@ -672,6 +782,7 @@ static const struct {
     {"POST", "/v1/apply", TD_AUTHZ_ADMIN, h_apply},
     {"POST", "/v1/workloads", TD_AUTHZ_TENANT, h_submit},
     {"GET", "/v1/workloads", TD_AUTHZ_TENANT, handle_workloads},
+    {"POST", "/v1/workloads/finish", TD_AUTHZ_TENANT, h_finish},
     {"GET", "/v1/objects", TD_AUTHZ_TENANT, handle_objects},
     {"GET", "/v1/explain/request", TD_AUTHZ_TENANT, h_explain_request},
     {"GET", "/ui", TD_AUTHZ_OPEN, h_ui},

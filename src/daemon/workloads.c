@@ -1,11 +1,14 @@
 /* workloads.c - the daemon's view of the batch queue. Kueue persists each
- * admission; tenantd, for now, replays the stored Workloads in submission
- * order through the scheduler on every read, so a workload's state is a
- * pure function of the stored objects (deleting a workload finishes it). */
+ * admission; tenantd, for now, replays the stored Workloads (submissions and
+ * the finishes `tenantctl finish` records) in time order through the
+ * scheduler on every read, so a workload's state is a pure function of the
+ * stored objects. Deleting a workload erases it from that history. */
 #include "daemon/workloads.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tenantd/queue.h"
 
@@ -13,17 +16,27 @@ static const char *const setup_kinds[] = {"ResourceFlavor", "Cohort", "ClusterQu
                                           "LocalQueue", "PriorityClass",
                                           "WorkloadPriorityClass", "NodePool"};
 
-static uint64_t submitted_at(const json_t *wl)
+static uint64_t annotation_ns(const json_t *wl, const char *key)
 {
-    const char *s = json_string_value(
-        json_object_get(td_json_path(wl, "metadata.annotations"), TD_SUBMITTED_AT));
+    const char *s =
+        json_string_value(json_object_get(td_json_path(wl, "metadata.annotations"), key));
     return s ? strtoull(s, NULL, 10) : 0;
 }
 
-static int by_submission(const void *a, const void *b)
+typedef struct {
+    uint64_t t;
+    bool finish;
+    size_t wl; /* index into the stored list */
+} replay_ev;
+
+static int by_time(const void *a, const void *b)
 {
-    uint64_t ta = submitted_at(*(json_t *const *)a), tb = submitted_at(*(json_t *const *)b);
-    return ta < tb ? -1 : ta > tb ? 1 : 0;
+    const replay_ev *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    if (x->finish != y->finish)
+        return x->finish ? -1 : 1;
+    return x->wl < y->wl ? -1 : x->wl > y->wl;
 }
 
 td_status td_workloads_replay(const td_config *cfg, td_queue **out_q, json_t ***out_wls,
@@ -41,27 +54,60 @@ td_status td_workloads_replay(const td_config *cfg, td_queue **out_q, json_t ***
         st = td_queue_seal(q, err);
     json_t *const *wls;
     size_t n = td_config_list(cfg, "Workload", NULL, &wls);
-    json_t **order = malloc((n ? n : 1) * sizeof *order);
-    if (st == TD_OK && !order)
+    replay_ev *evs = n ? malloc(2 * n * sizeof *evs) : NULL;
+    size_t *qid = n ? malloc(n * sizeof *qid) : NULL;
+    size_t nev = 0;
+    if (n && (!evs || !qid))
         st = td_err_set(err, TD_ENOMEM, "out of memory");
-    if (st == TD_OK && n) {
-        memcpy(order, wls, n * sizeof *order);
-        qsort(order, n, sizeof *order, by_submission); /* stable enough: ties keep key order */
-    }
     for (size_t i = 0; st == TD_OK && i < n; i++) {
-        uint64_t t = submitted_at(order[i]);
-        st = td_queue_submit(q, order[i], NULL, t, NULL, err);
+        /* td_config_list is in key order, so ties replay the same way */
+        evs[nev++] = (replay_ev){annotation_ns(wls[i], TD_SUBMITTED_AT), false, i};
+        uint64_t fin = annotation_ns(wls[i], TD_FINISHED_AT);
+        if (fin)
+            evs[nev++] = (replay_ev){fin, true, i};
+        qid[i] = TD_QUEUE_NONE;
+    }
+    if (st == TD_OK && nev)
+        qsort(evs, nev, sizeof *evs, by_time);
+    for (size_t i = 0; st == TD_OK && i < nev;) {
+        uint64_t t = evs[i].t;
+        for (; st == TD_OK && i < nev && evs[i].t == t; i++) {
+            size_t w = evs[i].wl;
+            if (!evs[i].finish) {
+                st = td_queue_submit(q, wls[w], NULL, t, &qid[w], err);
+            } else if (qid[w] != TD_QUEUE_NONE) {
+                td_wl_state ws = td_queue_workload_state(q, qid[w]);
+                /* Under quotas changed since, history may differ: a workload
+                 * reported finished while still pending leaves the queue. */
+                if (ws == TD_WL_ADMITTED)
+                    st = td_queue_finish(q, qid[w], t, err);
+                else if (ws == TD_WL_PENDING)
+                    st = td_queue_withdraw(q, qid[w], t, err);
+            }
+        }
         if (st == TD_OK)
             st = td_queue_schedule(q, t, NULL);
     }
+    /* the stored Workload of each queue id */
+    size_t nq = st == TD_OK ? td_queue_workload_count(q) : 0;
+    json_t **by_id = malloc((nq ? nq : 1) * sizeof *by_id);
+    if (st == TD_OK && !by_id)
+        st = td_err_set(err, TD_ENOMEM, "out of memory");
+    for (size_t i = 0; st == TD_OK && i < nq; i++)
+        by_id[i] = NULL;
+    for (size_t i = 0; st == TD_OK && i < n; i++)
+        if (qid[i] != TD_QUEUE_NONE && qid[i] < nq)
+            by_id[qid[i]] = wls[i];
+    free(evs);
+    free(qid);
     if (st != TD_OK) {
-        free(order);
+        free(by_id);
         td_queue_destroy(q);
         return st;
     }
     *out_q = q;
-    *out_wls = order;
-    *out_n = n;
+    *out_wls = by_id;
+    *out_n = nq;
     return TD_OK;
 }
 
@@ -69,11 +115,11 @@ td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t
                             td_err *err)
 {
     td_queue *q = NULL;
-    json_t **order = NULL;
-    size_t n = 0;
-    td_status st = td_workloads_replay(cfg, &q, &order, &n, err);
+    json_t **by_id = NULL;
+    size_t nq = 0;
+    td_status st = td_workloads_replay(cfg, &q, &by_id, &nq, err);
     json_t *arr = st == TD_OK ? json_array() : NULL;
-    for (size_t id = 0; arr && id < td_queue_workload_count(q); id++) {
+    for (size_t id = 0; arr && id < nq; id++) {
         const char *key = td_queue_workload_key(q, id);
         const char *slash = strchr(key, '/');
         size_t nslen = slash ? (size_t)(slash - key) : 0;
@@ -82,6 +128,16 @@ td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t
             continue;
         size_t cq = td_queue_workload_cq(q, id);
         td_wl_state ws = td_queue_workload_state(q, id);
+        char finished[96] = "";
+        if (ws == TD_WL_FINISHED) {
+            uint64_t t = annotation_ns(by_id[id], TD_FINISHED_AT);
+            time_t secs = (time_t)(t / 1000000000ULL);
+            struct tm tm;
+            char ts[40] = "?";
+            if (gmtime_r(&secs, &tm))
+                strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+            snprintf(finished, sizeof finished, "Finished at %s (reported by the job runner)", ts);
+        }
         json_array_append_new(
             arr, json_pack("{s:s%, s:s, s:s, s:s, s:s, s:s, s:i, s:s}", "namespace", key, nslen, "name",
                            slash ? slash + 1 : key, "state",
@@ -90,13 +146,13 @@ td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t
                                                  : "Finished",
                            "clusterQueue", cq == TD_QUEUE_NONE ? "" : td_queue_cq_name(q, cq),
                            "flavors", td_queue_workload_flavors(q, id), "reason",
-                           td_queue_workload_reason(q, id), "priority",
+                           *finished ? finished : td_queue_workload_reason(q, id), "priority",
                            (int)td_queue_workload_priority(q, id), "placement",
                            td_queue_workload_placement(q, id)));
     }
     if (st == TD_OK && !arr)
         st = td_err_set(err, TD_ENOMEM, "out of memory");
-    free(order);
+    free(by_id);
     td_queue_destroy(q);
     if (st == TD_OK)
         *out = arr;

@@ -14,10 +14,14 @@
 
 /* Annotation holding a Workload's submission time (ns since the epoch). */
 #define TD_SUBMITTED_AT "tenantd.dev/submitted-at-ns"
+/* Annotation set by `tenantctl finish`: when the job runner reported the
+ * workload complete (ns since the epoch). The Workload stays stored. */
+#define TD_FINISHED_AT "tenantd.dev/finished-at-ns"
 
 /* A new JSON array, one object per Workload of cfg (namespace_ NULL: all):
- * {namespace, name, state: Pending|Admitted, clusterQueue, flavors, reason,
- * priority}. TD_EINVAL, naming the object and field, when the queue cannot
+ * {namespace, name, state: Pending|Admitted|Finished, clusterQueue, flavors,
+ * reason, priority, placement}, replaying submissions and finishes in time
+ * order (at one instant: finishes first, then submissions in key order). TD_EINVAL, naming the object and field, when the queue cannot
  * take cfg's objects (a malformed ClusterQueue or Workload, an unknown
  * priority class): the same check guards every apply. */
 td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t **out,

@@ -462,11 +462,17 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
                          "only TryNextFlavor is supported");
     }
     json_t *fs = json_object_get(spec, "fairSharing");
+    c->fair_weight = 1000;
     if (fs) {
-        /* Kueue applies weights only with fair sharing enabled in its own
-         * configuration; tenantd's queue runs without it, as Kueue's default. */
+        /* Weights count only with fair sharing enabled in Kueue's
+         * Configuration, as in Kueue. */
         static const char *const fsk[] = {"weight", NULL};
+        if (!json_is_object(fs))
+            return lfail(l, fs, "spec.fairSharing", "must be a mapping");
         TRYS(only_fields(l, fs, "spec.fairSharing", fsk));
+        json_t *wt = json_object_get(fs, "weight");
+        if (wt)
+            TRYS(parse_milli(l, wt, "spec.fairSharing.weight", &c->fair_weight, NULL));
     }
     json_t *pre = json_object_get(spec, "preemption");
     if (pre) {
@@ -697,7 +703,7 @@ static td_status add_local_queue(lctx *l)
     return TD_OK;
 }
 
-#define MAX_NODES 100000
+#define MAX_NODES 10000 /* placement scans the nodes of a flavor per node it fills */
 
 /* NodePool (tenantd kind): the queue reads spec.flavor, spec.nodes and
  * spec.capacity; taint, nodeSelector and tenants belong to admission. */
@@ -770,6 +776,64 @@ static td_status add_node_pool(lctx *l)
     return TD_OK;
 }
 
+/* Kueue's Configuration: fairSharing is what changes admission; the
+ * fields that configure Kueue's controller process are accepted and have
+ * no meaning here; anything else that would change semantics is refused. */
+static td_status add_configuration(lctx *l)
+{
+    td_queue *q = l->q;
+    static const char *const top[] = {
+        "apiVersion", "kind", "metadata", "fairSharing", "namespace", "manageJobsWithoutQueueName",
+        "managedJobsNamespaceSelector", "internalCertManagement", "clientConnection",
+        "integrations", "queueVisibility", "health", "metrics", "webhook", "leaderElection",
+        "controller", "pprofBindAddress", "featureGates", NULL};
+    TRYS(only_fields(l, l->obj, "", top));
+    json_t *fs = json_object_get(l->obj, "fairSharing");
+    if (!fs)
+        return TD_OK;
+    static const char *const fsk[] = {"enable", "preemptionStrategies", NULL};
+    if (!json_is_object(fs))
+        return lfail(l, fs, "fairSharing", "must be a mapping");
+    TRYS(only_fields(l, fs, "fairSharing", fsk));
+    json_t *en = json_object_get(fs, "enable");
+    if (en && !json_is_boolean(en))
+        return lfail(l, en, "fairSharing.enable", "must be true or false");
+    fs_strategy st[2] = {FS_LE_FINAL_SHARE, FS_LT_INITIAL_SHARE};
+    size_t n = 2;
+    json_t *ps = json_object_get(fs, "preemptionStrategies");
+    if (ps) {
+        /* Kueue's validation: one of these four lists. */
+        static const char *const names[] = {"LessThanOrEqualToFinalShare",
+                                            "LessThanInitialShare", NULL};
+        if (!json_is_array(ps) || json_array_size(ps) == 0 || json_array_size(ps) > 2)
+            return lfail(l, ps, "fairSharing.preemptionStrategies",
+                         "must be a list of one or two of LessThanOrEqualToFinalShare, "
+                         "LessThanInitialShare");
+        n = json_array_size(ps);
+        for (size_t i = 0; i < n; i++) {
+            json_t *e = json_array_get(ps, i);
+            int k = -1;
+            for (int j = 0; names[j]; j++)
+                if (json_is_string(e) && strcmp(json_string_value(e), names[j]) == 0)
+                    k = j;
+            char f[64];
+            snprintf(f, sizeof f, "fairSharing.preemptionStrategies[%zu]", i);
+            if (k < 0)
+                return lfail(l, e, f, "must be LessThanOrEqualToFinalShare or LessThanInitialShare");
+            st[i] = (fs_strategy)k;
+        }
+        if (n == 2 && !(st[0] == FS_LE_FINAL_SHARE && st[1] == FS_LT_INITIAL_SHARE))
+            return lfail(l, ps, "fairSharing.preemptionStrategies",
+                         "two strategies must be [LessThanOrEqualToFinalShare, "
+                         "LessThanInitialShare]");
+    }
+    q->fair_sharing = json_is_true(en);
+    q->fs_strategies[0] = st[0];
+    q->fs_strategies[1] = st[1];
+    q->nfs_strategies = n;
+    return TD_OK;
+}
+
 td_status td_queue_add_object(td_queue *q, const json_t *obj, const td_manifest *src, td_err *err)
 {
     const char *kind = td_json_str(obj, "kind");
@@ -779,6 +843,10 @@ td_status td_queue_add_object(td_queue *q, const json_t *obj, const td_manifest 
         return TD_OK;
     if (q->sealed)
         return td_err_set(err, TD_EINVAL, "queue: objects must be added before the queue is sealed");
+    if (strcmp(kind, "Configuration") == 0) {
+        l.name = name ? name : "kueue";
+        return add_configuration(&l);
+    }
     if (!name || !*name)
         return lfail(&l, obj, "metadata.name", "required");
     if (strcmp(kind, "PriorityClass") == 0)

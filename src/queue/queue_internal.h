@@ -63,6 +63,7 @@ typedef struct {
     bool strict_fifo;
     within_policy within;
     reclaim_policy reclaim;
+    int64_t fair_weight; /* spec.fairSharing.weight in milli-units, default 1000 */
     bool bwc;         /* borrowWithinCohort: LowerPriority */
     bool bwc_has_max; /* maxPriorityThreshold set */
     int32_t bwc_max_priority;
@@ -134,8 +135,14 @@ typedef struct {
     char *evicted; /* "Evicted by ns/x (Level) at Ts; requeued" until admitted again */
 } workload;
 
+/* Kueue Configuration fairSharing.preemptionStrategies */
+typedef enum { FS_LE_FINAL_SHARE = 0, FS_LT_INITIAL_SHARE } fs_strategy;
+
 struct td_queue {
     bool sealed;
+    bool fair_sharing;
+    fs_strategy fs_strategies[2];
+    size_t nfs_strategies;
     bool freed; /* quota was released since inadmissible workloads were parked */
     smap resource_ids, flavor_ids, cq_ids, lq_ids, pc_values, wpc_values, wl_ids;
     char **resource_names;

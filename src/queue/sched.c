@@ -121,6 +121,49 @@ static int64_t potential(const td_queue *q, const cluster_queue *c, int fr)
     return p;
 }
 
+/* Kueue's DominantResourceShare of c: for each resource, what c uses above
+ * its nominal quota (all flavors) per mille of what its cohort can lend of
+ * that resource; the largest, divided by c's weight (per mille of 1).
+ * 0 when c borrows nothing or has no cohort; INT64_MAX for weight 0. */
+static int64_t drs(const td_queue *q, const cluster_queue *c)
+{
+    if (c->cohort == QNONE)
+        return 0;
+    if (c->fair_weight == 0)
+        return INT64_MAX;
+    const cohort *co = &q->cohorts[c->cohort];
+    size_t nres = q->nres;
+    int64_t best = -1;
+    for (size_t r = 0; r < nres; r++) {
+        int64_t b = 0, lend = 0;
+        for (size_t f = 0; f < q->nflavors; f++) {
+            size_t fr = f * nres + r;
+            if (c->has[fr])
+                b = sat_add(b, max0(c->usage[fr] - c->nominal[fr]));
+            lend = sat_add(lend, co->lendable[fr]);
+        }
+        if (b > 0 && lend > 0) {
+            /* double: b * 1000 overflows int64 for memory in the PiB */
+            int64_t ratio = (int64_t)((double)b * 1000.0 / (double)lend);
+            best = ratio > best ? ratio : best;
+        }
+    }
+    if (best < 0)
+        return 0;
+    return (int64_t)((double)best * 1000.0 / (double)c->fair_weight);
+}
+
+/* drs of c were use added to it. */
+static int64_t drs_with(td_queue *q, cluster_queue *c, const fr_use *use, size_t nuse)
+{
+    for (size_t k = 0; k < nuse; k++)
+        add_usage(q, c, use[k].fr, use[k].v);
+    int64_t d = drs(q, c);
+    for (size_t k = 0; k < nuse; k++)
+        add_usage(q, c, use[k].fr, -use[k].v);
+    return d;
+}
+
 /* ---- flavor assignment --------------------------------------------------- */
 
 typedef struct {
@@ -628,12 +671,14 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     return 0;
 }
 
-/* Preemption levels, Kueue's reasons: 0 own queue, 1 reclaim, 2 reclaim while borrowing. */
+/* Preemption levels, Kueue's reasons: 0 own queue, 1 reclaim, 2 reclaim
+ * while borrowing, 3 fair sharing. */
 static const char *const level_names[] = {"InClusterQueue", "InCohortReclamation",
-                                          "InCohortReclaimWhileBorrowing"};
+                                          "InCohortReclaimWhileBorrowing", "InCohortFairSharing"};
 static const char *const level_texts[] = {"prioritization in the ClusterQueue",
                                           "reclamation within the cohort",
-                                          "reclamation within the cohort while borrowing"};
+                                          "reclamation within the cohort while borrowing",
+                                          "fair sharing within the cohort"};
 
 static int evict(td_queue *q, size_t id, size_t by, int level, uint64_t now_ns)
 {
@@ -704,7 +749,9 @@ static int cmp_candidates(const void *pa, const void *pb)
         return a->priority < b->priority ? -1 : 1;
     if (a->admitted_ns != b->admitted_ns)
         return a->admitted_ns > b->admitted_ns ? -1 : 1;
-    return a->seq < b->seq ? 1 : (a->seq > b->seq ? -1 : 0);
+    /* Kueue's last resort is the UID; tenantd's stable stand-in is the key. */
+    int k = strcmp(a->key, b->key);
+    return k ? k : (a->seq < b->seq ? -1 : (a->seq > b->seq));
 }
 
 static bool uses_any(const workload *w, const bool *need)
@@ -745,8 +792,8 @@ static int fits_with(td_queue *q, const workload *w, const cluster_queue *c, con
 
 typedef struct {
     size_t *v;
+    int *lv; /* each target's preemption level */
     size_t n;
-    int level; /* of the set found */
 } target_set;
 
 /* Kueue's minimalPreemptions: takes candidates in order (skipping other
@@ -770,6 +817,7 @@ static int minimal_set(td_queue *q, const workload *w, const int16_t *as, const 
         if (v->cq != w->cq && threshold && v->priority >= *threshold)
             borrow = false;
         books(q, v, -1);
+        t->lv[t->n] = v->cq == w->cq ? 0 : -1; /* others: by how it ends */
         t->v[t->n++] = cand[k];
         fit = fits_with(q, w, c, as, use, nuse, borrow);
     }
@@ -791,13 +839,211 @@ static int minimal_set(td_queue *q, const workload *w, const int16_t *as, const 
     for (size_t k = 0; k < t->n; k++)
         if (t->v[k] != QNONE) {
             books(q, &q->wls[t->v[k]], 1);
+            t->lv[m] = t->lv[k] == 0 ? 0 : borrow ? 2 : 1;
             t->v[m++] = t->v[k];
         }
     t->n = fit == 1 ? m : 0;
-    t->level = borrow ? 2 : 1;
     return fit < 0 ? -1 : 0;
 }
 
+
+static void sim_usage(td_queue *q, cluster_queue *c, const fr_use *use, size_t nuse, int64_t sign)
+{
+    for (size_t k = 0; k < nuse; k++)
+        add_usage(q, c, use[k].fr, sign * use[k].v);
+}
+
+/* fits_with, borrowing allowed, while w's own usage is simulated in c. */
+static int fits_simulated(td_queue *q, const workload *w, cluster_queue *c, const int16_t *as,
+                          const fr_use *use, size_t nuse)
+{
+    sim_usage(q, c, use, nuse, -1);
+    int f = fits_with(q, w, c, as, use, nuse, true);
+    sim_usage(q, c, use, nuse, 1);
+    return f;
+}
+
+/* The ClusterQueue, among those with candidates left (alive) that are
+ * w's own or still borrowing what is needed, whose dominant resource share
+ * is the largest (ties: the first defined); QNONE if none. */
+static size_t fair_pick(td_queue *q, size_t own, const bool *need, const size_t *cand,
+                        const bool *alive, size_t ncand)
+{
+    size_t best = QNONE;
+    int64_t best_share = -1;
+    for (size_t k = 0; k < ncand; k++) {
+        if (!alive[k])
+            continue;
+        size_t cq = q->wls[cand[k]].cq;
+        if (cq != own && !cq_borrowing(&q->cqs[cq], need, q->nfr))
+            continue;
+        int64_t sh = drs(q, &q->cqs[cq]);
+        if (sh > best_share || (sh == best_share && cq < best)) {
+            best_share = sh;
+            best = cq;
+        }
+    }
+    return best;
+}
+
+typedef struct {
+    td_queue *q;
+    const workload *w;
+    cluster_queue *c;
+    const int16_t *as;
+    const fr_use *use;
+    size_t nuse;
+    const bool *need;
+    const int32_t *threshold;
+    bool within_nominal; /* w's queue stays within nominal in what is needed */
+    target_set *t;
+    int fit;
+    bool took_own;
+} fair_ctx;
+
+static void fair_take(fair_ctx *x, size_t id, int level)
+{
+    books(x->q, &x->q->wls[id], -1);
+    x->t->v[x->t->n] = id;
+    x->t->lv[x->t->n++] = level;
+    x->fit = fits_simulated(x->q, x->w, x->c, x->as, x->use, x->nuse);
+}
+
+/* Rule S2-a over cand (alive marks what is left): the queue with the
+ * largest share gives its first candidate that passes, then pick again.
+ * What does not pass goes to retry. */
+static void fair_first(fair_ctx *x, const size_t *cand, bool *alive, size_t ncand, size_t *retry,
+                       size_t *nretry)
+{
+    td_queue *q = x->q;
+    size_t own = x->w->cq;
+    for (size_t cq; x->fit == 0 && (cq = fair_pick(q, own, x->need, cand, alive, ncand)) != QNONE;) {
+        int64_t pns = drs(q, x->c), told = drs(q, &q->cqs[cq]);
+        for (size_t k = 0; k < ncand; k++) {
+            if (!alive[k] || q->wls[cand[k]].cq != cq)
+                continue;
+            workload *v = &q->wls[cand[k]];
+            alive[k] = false;
+            if (cq == own) {
+                x->took_own = true;
+                fair_take(x, cand[k], 0);
+                break;
+            }
+            if (x->within_nominal) {
+                fair_take(x, cand[k], 1);
+                break;
+            }
+            bool pass = x->threshold && v->priority < *x->threshold;
+            if (!pass) {
+                books(q, v, -1);
+                int64_t tnew = drs(q, &q->cqs[cq]);
+                books(q, v, 1);
+                pass = q->fs_strategies[0] == FS_LE_FINAL_SHARE ? pns <= tnew : pns < told;
+            }
+            if (pass) {
+                fair_take(x, cand[k], 3);
+                break; /* shares changed: pick again */
+            }
+            retry[(*nretry)++] = cand[k];
+        }
+    }
+    /* a candidate left alive was never looked at: keep it for the retry */
+    for (size_t k = 0; k < ncand; k++)
+        if (alive[k] && q->wls[cand[k]].cq != own) {
+            alive[k] = false;
+            retry[(*nretry)++] = cand[k];
+        }
+}
+
+/* Kueue's fair preemption (KEP-1714), flat cohorts: w's usage is simulated
+ * in its queue while candidates are picked. The queue with the largest
+ * dominant resource share goes first: from w's own queue its first
+ * candidate; from another, when w's queue stays within nominal quota in
+ * what needs preemption, its first candidate (InCohortReclamation), else
+ * its first candidate for which the first strategy holds
+ * (LessThanOrEqualToFinalShare: w's queue's share <= the target's share
+ * without it; LessThanInitialShare: < the target's share now) or that is
+ * below the borrowWithinCohort threshold (InCohortFairSharing); then pick
+ * again. If own candidates were taken, rule one runs once more over the
+ * candidates passed over; if w still does not fit, the second strategy
+ * (LessThanInitialShare), the first candidate of each queue at most. Then
+ * give back, newest first, those not needed. The set in t, books
+ * untouched; -1 out of memory. */
+static int fair_set(td_queue *q, const workload *w, const int16_t *as, const fr_use *use,
+                    size_t nuse, const bool *need, const size_t *cand, size_t ncand,
+                    const int32_t *threshold, target_set *t)
+{
+    cluster_queue *c = &q->cqs[w->cq];
+    bool *alive = malloc(ncand * sizeof *alive);
+    size_t *retry = malloc(ncand * sizeof *retry), nretry = 0;
+    size_t *retry2 = malloc(ncand * sizeof *retry2), nretry2 = 0;
+    if (!alive || !retry || !retry2) {
+        free(alive);
+        free(retry);
+        free(retry2);
+        return -1;
+    }
+    t->n = 0;
+    sim_usage(q, c, use, nuse, 1);
+    fair_ctx x = {q, w, c, as, use, nuse, need, threshold, true, t, 0, false};
+    for (size_t fr = 0; fr < q->nfr; fr++)
+        if (need[fr] && c->usage[fr] > c->nominal[fr])
+            x.within_nominal = false;
+    for (size_t k = 0; k < ncand; k++)
+        alive[k] = true;
+    fair_first(&x, cand, alive, ncand, retry, &nretry);
+    if (x.fit == 0 && x.took_own) {
+        for (size_t k = 0; k < nretry; k++)
+            alive[k] = true;
+        fair_first(&x, retry, alive, nretry, retry2, &nretry2);
+        memcpy(retry, retry2, nretry2 * sizeof *retry);
+        nretry = nretry2;
+    }
+    if (x.fit == 0 && q->nfs_strategies > 1) {
+        for (size_t k = 0; k < nretry; k++)
+            alive[k] = true;
+        for (size_t cq; x.fit == 0 && (cq = fair_pick(q, w->cq, need, retry, alive, nretry)) != QNONE;) {
+            int64_t pns = drs(q, c), told = drs(q, &q->cqs[cq]);
+            bool first = true;
+            for (size_t k = 0; k < nretry; k++) {
+                if (!alive[k] || q->wls[retry[k]].cq != cq)
+                    continue;
+                alive[k] = false; /* the rule holds for a queue at most once */
+                if (first && pns < told)
+                    fair_take(&x, retry[k], 3);
+                first = false;
+            }
+        }
+    }
+    sim_usage(q, c, use, nuse, -1);
+    int fit = x.fit;
+    if (fit == 1) {
+        for (size_t k = t->n - 1; k-- > 0;) {
+            workload *v = &q->wls[t->v[k]];
+            books(q, v, 1);
+            int f = fits_with(q, w, c, as, use, nuse, true);
+            if (f == 1) {
+                t->v[k] = QNONE;
+            } else {
+                books(q, v, -1);
+                if (f < 0)
+                    fit = -1;
+            }
+        }
+    }
+    size_t m = 0;
+    for (size_t k = 0; k < t->n; k++)
+        if (t->v[k] != QNONE) {
+            books(q, &q->wls[t->v[k]], 1);
+            t->lv[m] = t->lv[k];
+            t->v[m++] = t->v[k];
+        }
+    t->n = fit == 1 ? m : 0;
+    free(alive);
+    free(retry);
+    free(retry2);
+    return fit < 0 ? -1 : 0;
+}
 
 /* Kueue's GetTargets (classical preemption): candidates from w's own
  * ClusterQueue (withinClusterQueue) and from borrowing members of its cohort
@@ -817,7 +1063,7 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     cluster_queue *c = &q->cqs[w->cq];
     bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
     size_t *cand = NULL, ncand = 0, cap = 0, *same = NULL;
-    target_set t = {NULL, 0, 0};
+    target_set t = {NULL, NULL, 0};
     int rc = 0;
     if (!need)
         return -1;
@@ -879,7 +1125,8 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     qsort(cand, ncand, sizeof *cand, cmp_candidates);
     same = malloc(ncand * sizeof *same);
     t.v = malloc(ncand * sizeof *t.v);
-    if (!same || !t.v) {
+    t.lv = malloc(ncand * sizeof *t.lv);
+    if (!same || !t.v || !t.lv) {
         rc = -1;
         goto out;
     }
@@ -891,12 +1138,14 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     for (size_t fr = 0; fr < q->nfr; fr++)
         if (need[fr] && c->usage[fr] >= c->nominal[fr])
             under_nominal = false;
+    int32_t threshold = w->priority;
+    if (c->bwc_has_max && c->bwc_max_priority < threshold)
+        threshold = c->bwc_max_priority + 1;
     if (nsame == ncand) {
         rc = minimal_set(q, w, as, use, nuse, need, cand, ncand, true, NULL, &t);
+    } else if (q->fair_sharing) {
+        rc = fair_set(q, w, as, use, nuse, need, cand, ncand, c->bwc ? &threshold : NULL, &t);
     } else if (c->bwc) {
-        int32_t threshold = w->priority;
-        if (c->bwc_has_max && c->bwc_max_priority < threshold)
-            threshold = c->bwc_max_priority + 1;
         size_t n = ncand;
         if (!under_nominal) {
             n = 0;
@@ -914,8 +1163,7 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     if (rc != 0 || t.n == 0)
         goto out;
     for (size_t k = 0; k < t.n; k++) {
-        int level = q->wls[t.v[k]].cq == w->cq ? 0 : t.level;
-        if (evict(q, t.v[k], id, level, now_ns) != 0) {
+        if (evict(q, t.v[k], id, t.lv[k], now_ns) != 0) {
             rc = -1;
             goto out;
         }
@@ -926,6 +1174,7 @@ out:
     free(cand);
     free(same);
     free(t.v);
+    free(t.lv);
     return rc;
 }
 
@@ -934,13 +1183,19 @@ out:
 typedef struct {
     size_t id;
     bool borrowing;
+    int64_t share; /* fair sharing: its queue's DRS were it admitted */
 } head;
 
+/* Kueue's entryOrdering: not borrowing first; with fair sharing, the lower
+ * dominant resource share (with the workload) first; then priority and
+ * queue time. */
 static int cmp_heads(const void *pa, const void *pb)
 {
     const head *a = pa, *b = pb;
     if (a->borrowing != b->borrowing)
         return a->borrowing ? 1 : -1;
+    if (a->share != b->share)
+        return a->share < b->share ? -1 : 1;
     return before(sort_q, a->id, b->id) ? -1 : (before(sort_q, b->id, a->id) ? 1 : 0);
 }
 
@@ -1066,9 +1321,16 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
             q->cqs[i].blocked = false;
         for (;;) {
             size_t n = 0;
-            for (size_t i = 0; i < q->ncqs; i++)
-                if (!q->cqs[i].blocked && q->cqs[i].heap.n)
-                    heads[n++].id = heap_pop(q, &q->cqs[i].heap);
+            for (size_t i = 0; i < q->ncqs; i++) {
+                cluster_queue *c = &q->cqs[i];
+                while (!c->blocked && c->heap.n) {
+                    size_t id = heap_pop(q, &c->heap);
+                    if (q->wls[id].state == TD_WL_PENDING) { /* withdrawn ones drop out */
+                        heads[n++].id = id;
+                        break;
+                    }
+                }
+            }
             if (n == 0)
                 break;
             for (size_t k = 0; k < n; k++) {
@@ -1079,6 +1341,8 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                     return TD_ENOMEM;
                 }
                 heads[k].borrowing = o.mode != MODE_FIT || o.borrowing;
+                heads[k].share =
+                    q->fair_sharing ? drs_with(q, &q->cqs[w->cq], o.use, o.nuse) : 0;
             }
             sort_q = q;
             qsort(heads, n, sizeof *heads, cmp_heads);
@@ -1120,6 +1384,21 @@ td_status td_queue_finish(td_queue *q, size_t id, uint64_t now_ns, td_err *err)
     w->placement_text = NULL;
     snprintf(e->reason, sizeof e->reason, "Workload finished in ClusterQueue %s",
              q->cqs[w->cq].name);
+    set_str(&w->reason, "");
+    return TD_OK;
+}
+
+td_status td_queue_withdraw(td_queue *q, size_t id, uint64_t now_ns, td_err *err)
+{
+    (void)now_ns;
+    if (id >= q->nwls || q->wls[id].state != TD_WL_PENDING)
+        return td_err_set(err, TD_EINVAL, "queue: workload %zu is not pending", id);
+    workload *w = &q->wls[id];
+    /* Heaps and parked lists drop it lazily: only PENDING ones are tried. */
+    w->state = TD_WL_FINISHED;
+    w->inadmissible = false;
+    free(w->evicted);
+    w->evicted = NULL;
     set_str(&w->reason, "");
     return TD_OK;
 }

@@ -364,11 +364,14 @@ static void submit_all(td_queue *q, const char *const *specs, size_t n, uint64_t
     td_err err;
     for (size_t i = 0; i < n && specs[i]; i++) {
         json_t *w = workload(specs[i]);
-        if (td_queue_submit(q, w, NULL, t, NULL, &err) != TD_OK)
+        /* one by one, a nanosecond apart: admitted in the order written,
+         * as the reservation times of Kueue's rows order them */
+        uint64_t at = one_by_one ? t + i : t;
+        if (td_queue_submit(q, w, NULL, at, NULL, &err) != TD_OK)
             fail_msg("%s", err.msg);
         json_decref(w);
         if (one_by_one)
-            assert_int_equal(td_queue_schedule(q, t, NULL), TD_OK);
+            assert_int_equal(td_queue_schedule(q, at, NULL), TD_OK);
     }
     assert_int_equal(td_queue_schedule(q, t, NULL), TD_OK);
 }

@@ -77,7 +77,115 @@ static const char *const bwc_platform =
     "  - coveredResources: [cpu]\n    flavors:\n"
     "    - name: default\n      resources: [{name: cpu, nominalQuota: 10}]\n";
 
+/* Kueue's preemption_fair_test.go baseCQs: a, b, c with 3 CPUs each and a
+ * queue that owns nothing, in one cohort, fair sharing on. */
+#define FS_CQ(n)                                                                                   \
+    "kind: ClusterQueue\nmetadata: {name: " n "}\nspec:\n  cohort: all\n"                          \
+    "  preemption:\n    withinClusterQueue: LowerPriority\n    reclaimWithinCohort: Any\n"         \
+    "    borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: -3}\n"                  \
+    "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"                               \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 3}]\n---\n"
+static const char *const fs_platform =
+    "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
+    "fairSharing:\n  enable: true\n"
+    "  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n---\n"
+    RF("default") FS_CQ("a") FS_CQ("b") FS_CQ("c")
+    "kind: ClusterQueue\nmetadata: {name: preemptible}\nspec:\n  cohort: all\n"
+    "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 0}]\n";
+
+/* Admission order by weighted share: a lender and two borrowers, y with
+ * twice x's weight; FS_ON is the Configuration or nothing. */
+#define WEIGHTED(FS_ON)                                                                            \
+    FS_ON RF("default")                                                                            \
+    "kind: ClusterQueue\nmetadata: {name: shared}\nspec:\n  cohort: all\n  resourceGroups:\n"     \
+    "  - coveredResources: [cpu]\n    flavors:\n"                                                 \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 12}]\n---\n"                \
+    "kind: ClusterQueue\nmetadata: {name: x}\nspec:\n  cohort: all\n  resourceGroups:\n"          \
+    "  - coveredResources: [cpu]\n    flavors:\n"                                                 \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 0}]\n---\n"                 \
+    "kind: ClusterQueue\nmetadata: {name: y}\nspec:\n  cohort: all\n  fairSharing: {weight: 2}\n" \
+    "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"                             \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 0}]\n"
+#define FS_CONFIG                                                                                  \
+    "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nfairSharing: {enable: true}\n---\n"
+
+#define A3 "@0 sub a1 a 0 1*cpu=1", "@0 sub a2 a 0 1*cpu=1", "@0 sub a3 a 0 1*cpu=1"
+#define B5                                                                                         \
+    "@0 sub b1 b 0 1*cpu=1", "@0 sub b2 b 0 1*cpu=1", "@0 sub b3 b 0 1*cpu=1",                     \
+        "@0 sub b4 b 0 1*cpu=1", "@0 sub b5 b 0 1*cpu=1"
+
 static const scenario scenarios[] = {
+    /* ---- fair sharing (Kueue preemption_fair_test.go TestFairPreemptions) ---- */
+    {"kueue fair: reclaim nominal from user using the most",
+     fs_platform,
+     {A3, B5, "@0 sub c1 c 0 1*cpu=1", "@1 sub c_incoming c 0 1*cpu=1", "want b1:P c_incoming:A",
+      "pre b1/InCohortReclamation"}},
+    {"kueue fair: can reclaim from queue using less, if the one using the most isn't enough",
+     fs_platform,
+     {"@0 sub a1 a 0 1*cpu=3", "@0 sub a2 a 0 1*cpu=1", "@0 sub b1 b 0 1*cpu=2",
+      "@0 sub b2 b 0 1*cpu=3", "@1 sub c_incoming c 0 1*cpu=3", "want a1:P b1:A c_incoming:A",
+      "pre a1/InCohortReclamation"}},
+    {"kueue fair: reclaim borrowable quota from user using the most",
+     fs_platform,
+     {A3, B5, "@0 sub c1 c 0 1*cpu=1", "@1 sub a_incoming a 0 1*cpu=1", "want b1:P a_incoming:A",
+      "pre b1/InCohortFairSharing",
+      "reason b1 Evicted by ns/a_incoming (InCohortFairSharing) at 1s; requeued"}},
+    {"kueue fair: preempt one from each CQ borrowing",
+     fs_platform,
+     {"@0 sub a1 a 0 1*cpu=500m", "@0 sub a2 a 0 1*cpu=500m", "@0 sub a3 a 0 1*cpu=3",
+      "@0 sub b1 b 0 1*cpu=500m", "@0 sub b2 b 0 1*cpu=500m", "@0 sub b3 b 0 1*cpu=3",
+      "@1 sub c_incoming c 0 1*cpu=2", "want c_incoming:A",
+      "pre a1/InCohortReclamation,b1/InCohortReclamation"}},
+    {"kueue fair: can't preempt when everyone under nominal",
+     fs_platform,
+     {A3, "@0 sub b1 b 0 1*cpu=3", "@0 sub c1 c 0 1*cpu=3", "@1 sub c_incoming c 0 1*cpu=1",
+      "want c_incoming:P", "pre "}},
+    {"kueue fair: can't preempt when it would switch the imbalance",
+     fs_platform,
+     {A3, B5, "@1 sub a_incoming a 0 1*cpu=2", "want a_incoming:P", "pre "}},
+    {"kueue fair: can preempt lower priority workloads from same CQ",
+     fs_platform,
+     {"@0 sub a1_low a -1 1*cpu=1", "@0 sub a2_low a -1 1*cpu=1", "@0 sub a3 a 0 1*cpu=1",
+      "@0 sub a4 a 0 1*cpu=1", B5, "@1 sub a_incoming a 0 1*cpu=2", "want a_incoming:A",
+      "pre a1_low/InClusterQueue,a2_low/InClusterQueue"}},
+    {"kueue fair: can preempt a combination of same CQ and highest user",
+     fs_platform,
+     {"@0 sub a_low a -1 1*cpu=1", "@0 sub a2 a 0 1*cpu=1", "@0 sub a3 a 0 1*cpu=1", B5,
+      "@0 sub b6 b 0 1*cpu=1", "@1 sub a_incoming a 0 1*cpu=2", "want a_incoming:A",
+      "pre b1/InCohortFairSharing,a_low/InClusterQueue"}},
+    {"kueue fair: preempt huge workload if there is no other option",
+     fs_platform,
+     {"@0 sub b1 b 0 1*cpu=9", "@1 sub a_incoming a 0 1*cpu=2", "want b1:P a_incoming:A",
+      "pre b1/InCohortReclamation"}},
+    {"kueue fair: can't preempt huge workload if the incoming is also huge",
+     fs_platform,
+     {"@0 sub a1 a 0 1*cpu=2", "@0 sub b1 b 0 1*cpu=7", "@1 sub a_incoming a 0 1*cpu=5",
+      "want a_incoming:P", "pre "}},
+    {"kueue fair: can't preempt 2 smaller workloads if the incoming is huge",
+     fs_platform,
+     {"@0 sub b1 b 0 1*cpu=2", "@0 sub b2 b 0 1*cpu=2", "@0 sub b3 b 0 1*cpu=3",
+      "@1 sub a_incoming a 0 1*cpu=6", "want a_incoming:P", "pre "}},
+    {"kueue fair: preempt from target and others even if over nominal",
+     fs_platform,
+     {"@0 sub a1_low a -1 1*cpu=2", "@0 sub a2_low a -1 1*cpu=1", "@0 sub b1 b 0 1*cpu=3",
+      "@0 sub b2 b 0 1*cpu=3", "@1 sub a_incoming a 0 1*cpu=4",
+      "want a1_low:P a2_low:A b1:P a_incoming:A",
+      "pre a1_low/InClusterQueue,b1/InCohortFairSharing"}},
+    {"kueue fair: prefer to preempt workloads that don't make the target CQ the biggest share",
+     fs_platform,
+     {"@0 sub b1 b 0 1*cpu=2", "@0 sub b2 b 0 1*cpu=1", "@0 sub b3 b 0 1*cpu=2",
+      "@0 sub c1 c 0 1*cpu=1", "@1 sub a_incoming a 0 1*cpu=3500m", "want a_incoming:A",
+      "pre b2/InCohortFairSharing"}},
+    {"fair sharing orders heads by weighted share: y (weight 2) before x",
+     WEIGHTED(FS_CONFIG),
+     {"@0 sub x1 x 0 1*cpu=6", "@0 sub y1 y 0 1*cpu=2", "@1 add x2 x 0 1*cpu=4",
+      "@1 add y2 y 0 1*cpu=4", "@1 sched", "want x2:P y2:A"}},
+    {"without fair sharing the same heads go by queue order: x first",
+     WEIGHTED(""),
+     {"@0 sub x1 x 0 1*cpu=6", "@0 sub y1 y 0 1*cpu=2", "@1 add x2 x 0 1*cpu=4",
+      "@1 add y2 y 0 1*cpu=4", "@1 sched", "want x2:A y2:P"}},
+
     /* ---- gang placement on NodePools ---- */
     {"gang: 4 pods x 8 GPUs take 4 whole nodes",
      gpu_nodes,
@@ -125,17 +233,17 @@ static const scenario scenarios[] = {
      {"@0 sub a gpu 0 1*nvidia.com/gpu=12", "want a:A", "place a "}},
     {"gang: preemption frees nodes, the minimal set by placement",
      gpu_nodes,
-     {"@0 sub l1 gpu -1 2*nvidia.com/gpu=8", "@0 sub l2 gpu -1 2*nvidia.com/gpu=8",
-      "@1 sub hi gpu 1 1*nvidia.com/gpu=8", "want l1:A l2:P hi:A", "pre l2/InClusterQueue",
+     {"@0 sub l1 gpu -1 2*nvidia.com/gpu=8", "@1 sub l2 gpu -1 2*nvidia.com/gpu=8",
+      "@2 sub hi gpu 1 1*nvidia.com/gpu=8", "want l1:A l2:P hi:A", "pre l2/InClusterQueue",
       "place hi main: a100-2=1"}},
     {"gang: preemption empties one node, not one pod per node",
      gpu_nodes,
-     {"@0 sub l0 gpu -1 1*nvidia.com/gpu=4", "@0 sub l1 gpu -1 1*nvidia.com/gpu=4",
-      "@0 sub l2 gpu -1 1*nvidia.com/gpu=4", "@0 sub l3 gpu -1 1*nvidia.com/gpu=4",
-      "@0 sub l4 gpu -1 1*nvidia.com/gpu=4", "@0 sub l5 gpu -1 1*nvidia.com/gpu=4",
-      "@0 sub l6 gpu -1 1*nvidia.com/gpu=4", "@0 sub l7 gpu -1 1*nvidia.com/gpu=4",
+     {"@0 sub l0 gpu -1 1*nvidia.com/gpu=4", "@1 sub l1 gpu -1 1*nvidia.com/gpu=4",
+      "@2 sub l2 gpu -1 1*nvidia.com/gpu=4", "@3 sub l3 gpu -1 1*nvidia.com/gpu=4",
+      "@4 sub l4 gpu -1 1*nvidia.com/gpu=4", "@5 sub l5 gpu -1 1*nvidia.com/gpu=4",
+      "@6 sub l6 gpu -1 1*nvidia.com/gpu=4", "@7 sub l7 gpu -1 1*nvidia.com/gpu=4",
       "place l6 main: a100-3=1", "place l7 main: a100-3=1",
-      "@1 sub hi gpu 1 1*nvidia.com/gpu=8", "want l5:A l6:P l7:P hi:A",
+      "@8 sub hi gpu 1 1*nvidia.com/gpu=8", "want l5:A l6:P l7:P hi:A",
       "pre l7/InClusterQueue,l6/InClusterQueue", "place hi main: a100-3=1"}},
     {"gang: no preemption when the gang cannot fit anyway",
      gpu_nodes,
@@ -427,7 +535,7 @@ static void test_bad_node_pool(void **state)
     for (size_t i = 0; i < td_manifest_count(m) && s == TD_OK; i++)
         s = td_queue_add_object(q, td_manifest_doc(m, i), m, &err);
     assert_int_equal(s, TD_EINVAL);
-    assert_non_null(strstr(err.msg, "NodePool p: spec.nodes: must be an integer in [0, 100000]"));
+    assert_non_null(strstr(err.msg, "NodePool p: spec.nodes: must be an integer in [0, 10000]"));
     td_queue_destroy(q);
     td_manifest_destroy(m);
 }

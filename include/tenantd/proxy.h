@@ -13,12 +13,14 @@
 #include "tenantd/status.h"
 
 typedef struct td_proxy td_proxy;
+typedef struct ssl_ctx_st SSL_CTX; /* as in http.h */
 
 typedef struct {
     const char *listen;  /* "127.0.0.1:8080"; port 0 picks a free one (all workers share it) */
     unsigned workers;    /* >= 1 */
     FILE *access_log;    /* one line per request; NULL: none */
     size_t max_body;     /* request bodies larger get 413 (default 1 MiB) */
+    SSL_CTX *tls;        /* serve HTTPS with it (the proxy takes its own reference); NULL: HTTP */
 } td_proxy_opts;
 
 /* Binds, then starts the worker threads. g is borrowed and must outlive

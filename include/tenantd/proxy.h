@@ -14,6 +14,7 @@
 #include "tenantd/status.h"
 
 typedef struct td_proxy td_proxy;
+typedef struct ssl_ctx_st SSL_CTX; /* as in http.h */
 
 typedef struct {
     const char *listen;  /* "127.0.0.1:8080"; port 0 picks a free one (all workers share it) */
@@ -23,6 +24,7 @@ typedef struct {
     td_ledger *ledger;   /* borrowed; NULL: no metering. Every request of a known tenant
                             that ends (any outcome but the client going away) is appended */
     const char *replica_id; /* prefix of ledger record ids, unique per daemon start */
+    SSL_CTX *tls;        /* serve HTTPS with it (the proxy takes its own reference); NULL: HTTP */
 } td_proxy_opts;
 
 /* Binds, then starts the worker threads. g is borrowed and must outlive

@@ -43,6 +43,8 @@ static void usage(FILE *f)
             "      --allow-x-tenant     demo mode: trust an X-Tenant header (off by default)\n"
             "      --access-log FILE    one line per gateway request (- for stderr)\n"
             "      --listen-port-file FILE  write the bound data port to FILE\n"
+            "      --data-tls-cert FILE serve the data listener over HTTPS with this PEM chain\n"
+            "      --data-tls-key FILE  and this PEM private key (optional; default plain HTTP)\n"
             "      --admin-listen ADDR  admin listener (default 127.0.0.1:8081; port 0 = any)\n"
             "      --tls-cert FILE      serve HTTPS with this PEM certificate chain\n"
             "      --tls-key FILE       and this PEM private key\n"
@@ -220,6 +222,7 @@ int main(int argc, char **argv)
     enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
            O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE,
            O_LEDGER, O_LEDGER_RETENTION };
+           O_DATA_CERT, O_DATA_KEY };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"data", required_argument, NULL, 'd'},
@@ -238,13 +241,16 @@ int main(int argc, char **argv)
         {"admin-token-file", required_argument, NULL, O_TOKEN_FILE},
         {"ledger", required_argument, NULL, O_LEDGER},
         {"ledger-retention", required_argument, NULL, O_LEDGER_RETENTION},
+        {"data-tls-cert", required_argument, NULL, O_DATA_CERT},
+        {"data-tls-key", required_argument, NULL, O_DATA_KEY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *configs[64];
     size_t nconfigs = 0;
     const char *data = NULL, *listen = "127.0.0.1:8081", *cert = NULL, *key = NULL,
                *client_ca = NULL, *port_file = NULL, *data_listen = "127.0.0.1:8080",
-               *redis = NULL, *access_log = NULL, *data_port_file = NULL, *token_file = NULL;
+               *redis = NULL, *access_log = NULL, *data_port_file = NULL, *token_file = NULL,
+               *data_cert = NULL, *data_key = NULL;
     long workers = sysconf(_SC_NPROCESSORS_ONLN), replicas = 1;
     bool allow_x_tenant = false, ledger_on = true;
     int64_t retention_ns = 720LL * 3600 * 1000000000LL;
@@ -288,6 +294,8 @@ int main(int argc, char **argv)
             }
             break;
         }
+        case O_DATA_CERT: data_cert = optarg; break;
+        case O_DATA_KEY: data_key = optarg; break;
         case O_WORKERS:
         case O_REPLICAS: {
             char *end;
@@ -317,8 +325,9 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (!cert != !key) {
-        fprintf(stderr, "tenantd: --tls-cert and --tls-key go together\n");
+    if (!cert != !key || !data_cert != !data_key) {
+        fprintf(stderr, "tenantd: --%stls-cert and --%stls-key go together\n",
+                !cert != !key ? "" : "data-", !cert != !key ? "" : "data-");
         return 2;
     }
     td_err err;
@@ -399,6 +408,15 @@ int main(int argc, char **argv)
                                           .on_commit = td_metering_on_commit,
                                           .on_commit_ud = metering},
                         &ledger, &err) != TD_OK)) {
+    td_proxy *proxy = NULL;
+    SSL_CTX *data_tls = NULL;
+    td_proxy_opts popts = {data_listen, workers > 0 ? (unsigned)workers : 1, alog, 0, NULL};
+    st = data_cert ? td_tls_server_ctx(data_cert, data_key, NULL, &data_tls, &err) : TD_OK;
+    popts.tls = data_tls;
+    if (st == TD_OK)
+        st = td_proxy_start(gateway, &popts, &proxy, &err);
+    SSL_CTX_free(data_tls); /* the proxy holds its own reference */
+    if (st != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
         td_metering_destroy(metering);
         if (alog && alog != stderr)
@@ -455,8 +473,9 @@ int main(int argc, char **argv)
     json_t *const *all;
     fprintf(stderr,
             "tenantd: %zu objects loaded; admin listener on %s://%s (port %d); gateway on "
-            "%s (port %d, %ld workers%s%s)\n",
-            td_config_all(cfg, &all), cert ? "https" : "http", listen, port, data_listen,
+            "%s://%s (port %d, %ld workers%s%s)\n",
+            td_config_all(cfg, &all), cert ? "https" : "http", listen, port,
+            data_cert ? "https" : "http", data_listen,
             td_proxy_port(proxy), workers, redis ? ", limits shared through redis " : "",
             redis ? redis : "");
     if (data_port_file)

@@ -36,6 +36,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <openssl/ssl.h>
+
 #include "io/proxy_internal.h"
 
 #define DEFAULT_MAX_BODY ((size_t)1 << 20)
@@ -96,6 +98,7 @@ static void on_conn_closed(uv_handle_t *h)
     td__buf_fini(&c->rq.url);
     td__buf_fini(&c->rq.hdr);
     td__buf_fini(&c->rq.body);
+    td__tls_destroy(c->tls);
     free(c);
 }
 
@@ -163,6 +166,11 @@ static void conn_finish(px_conn *c)
     if (c->rq.state != RQ_IDLE || c->rq.cfg)
         px_req_abort(c);
     px_timer_set(c, TM_LINGER, PX_LINGER_MS + PX_IDLE_TIMEOUT_MS);
+    if (c->tls && td__tls_handshake_done(c->tls)) {
+        td__tls_shutdown(c->tls); /* close_notify, sent by the flush */
+        if (px_flush(c) < 0)
+            return;
+    }
     c->shutdown_req.data = c;
     if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
         px_conn_close(c);
@@ -236,10 +244,33 @@ static void on_write(uv_write_t *req, int status)
         px_up_resume(c);
 }
 
+/* TLS: encrypts what is in c->out, then puts the records to send in its
+ * place, so the plain path below writes ciphertext. 0, or -1 on failure. */
+static int tls_seal(px_conn *c)
+{
+    if (c->out.len && td__tls_write(c->tls, c->out.p, c->out.len, NULL) != TD_OK)
+        return -1;
+    c->out.len = 0;
+    size_t pending = td__tls_out_pending(c->tls);
+    if (pending == 0)
+        return 0;
+    char *data = malloc(pending);
+    if (!data)
+        return -1;
+    size_t n = td__tls_out(c->tls, data, pending);
+    td_status st = td__buf_append(&c->out, data, n);
+    free(data);
+    return st == TD_OK ? 0 : -1;
+}
+
 int px_flush(px_conn *c)
 {
     if (c->closing)
         return -1;
+    if (c->tls && tls_seal(c) < 0) {
+        px_conn_close(c);
+        return -1;
+    }
     if (c->out.len == 0)
         return 0;
     size_t off = 0;
@@ -625,6 +656,47 @@ void px_conn_request_done(px_conn *c)
     conn_process(c, NULL, 0);
 }
 
+/* TLS: ciphertext in; the handshake, then each decrypted piece through
+ * conn_process as plain input would go. A failed handshake or record
+ * closes the connection (the alert, if any, is flushed first). The
+ * handshake must finish within the header timeout set at accept. */
+static void tls_input(px_conn *c, const char *data, size_t n)
+{
+    if (td__tls_feed(c->tls, data, n) != TD_OK) {
+        px_conn_close(c);
+        return;
+    }
+    if (!td__tls_handshake_done(c->tls)) {
+        td_status st = td__tls_handshake(c->tls, NULL);
+        if (st != TD_OK && st != TD_EAGAIN) {
+            px_flush(c);
+            px_conn_close(c);
+            return;
+        }
+        if (px_flush(c) < 0 || st == TD_EAGAIN)
+            return;
+    }
+    char plain[16 * 1024];
+    while (!c->closing && !c->finishing) {
+        size_t got = 0;
+        td_status st = td__tls_read(c->tls, plain, sizeof plain, &got, NULL);
+        if (st == TD_EAGAIN)
+            break;
+        if (st != TD_OK) {
+            px_conn_close(c);
+            return;
+        }
+        if (got == 0) { /* close_notify: as EOF */
+            if (busy(c))
+                px_conn_close(c);
+            else
+                conn_finish(c);
+            return;
+        }
+        conn_process(c, plain, got);
+    }
+}
+
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     px_conn *c = st->data;
@@ -657,7 +729,10 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         uint64_t left = spent < PX_BODY_TOTAL_MS ? PX_BODY_TOTAL_MS - spent : 1;
         px_timer_set(c, TM_BODY, left < PX_BODY_TIMEOUT_MS ? left : PX_BODY_TIMEOUT_MS);
     }
-    conn_process(c, buf->base, (size_t)nread);
+    if (c->tls)
+        tls_input(c, buf->base, (size_t)nread);
+    else
+        conn_process(c, buf->base, (size_t)nread);
 }
 
 static void on_connection(uv_stream_t *l, int status)
@@ -686,7 +761,8 @@ static void on_connection(uv_stream_t *l, int status)
         w->conns->prev = c;
     w->conns = c;
     w->n_conns++;
-    if (uv_accept(l, (uv_stream_t *)&c->tcp) < 0 || w->n_conns > PX_MAX_CONNS) {
+    if (uv_accept(l, (uv_stream_t *)&c->tcp) < 0 || w->n_conns > PX_MAX_CONNS ||
+        (w->p->tls && td__tls_create(w->p->tls, 1, &c->tls, NULL) != TD_OK)) {
         px_conn_close(c);
         return;
     }
@@ -876,6 +952,10 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
     p->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
     p->ledger = o->ledger;
     snprintf(p->replica_id, sizeof p->replica_id, "%s", o->replica_id ? o->replica_id : "gw");
+    if (o->tls) {
+        SSL_CTX_up_ref(o->tls);
+        p->tls = o->tls;
+    }
     p->nworkers = o->workers;
     for (unsigned i = 0; i < o->workers; i++) {
         px_worker *w = calloc(1, sizeof *w);
@@ -990,5 +1070,6 @@ void td_proxy_stop(td_proxy *p)
         free(w);
     }
     free(p->workers);
+    SSL_CTX_free(p->tls);
     free(p);
 }

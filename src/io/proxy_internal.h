@@ -49,6 +49,7 @@ struct td_proxy {
     size_t max_body;
     td_ledger *ledger; /* NULL: no metering */
     char replica_id[40];
+    SSL_CTX *tls; /* our reference, or NULL: plain HTTP */
     unsigned nworkers;
     int port;
     px_worker **workers;
@@ -171,6 +172,7 @@ struct px_conn {
     px_req rq;
     px_timer_mode timer_mode;
     char peer[64];
+    td__tls *tls; /* NULL on a plain-HTTP listener */
     int open_handles;
     unsigned closing : 1;   /* uv_close called */
     unsigned finishing : 1; /* no more requests; shutting down */

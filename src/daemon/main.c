@@ -221,8 +221,7 @@ int main(int argc, char **argv)
 {
     enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
            O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE,
-           O_LEDGER, O_LEDGER_RETENTION };
-           O_DATA_CERT, O_DATA_KEY };
+           O_LEDGER, O_LEDGER_RETENTION, O_DATA_CERT, O_DATA_KEY };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"data", required_argument, NULL, 'd'},
@@ -408,15 +407,6 @@ int main(int argc, char **argv)
                                           .on_commit = td_metering_on_commit,
                                           .on_commit_ud = metering},
                         &ledger, &err) != TD_OK)) {
-    td_proxy *proxy = NULL;
-    SSL_CTX *data_tls = NULL;
-    td_proxy_opts popts = {data_listen, workers > 0 ? (unsigned)workers : 1, alog, 0, NULL};
-    st = data_cert ? td_tls_server_ctx(data_cert, data_key, NULL, &data_tls, &err) : TD_OK;
-    popts.tls = data_tls;
-    if (st == TD_OK)
-        st = td_proxy_start(gateway, &popts, &proxy, &err);
-    SSL_CTX_free(data_tls); /* the proxy holds its own reference */
-    if (st != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
         td_metering_destroy(metering);
         if (alog && alog != stderr)
@@ -428,9 +418,16 @@ int main(int argc, char **argv)
         return 1;
     }
     td_proxy *proxy = NULL;
+    SSL_CTX *data_tls = NULL;
     td_proxy_opts popts = {data_listen, workers > 0 ? (unsigned)workers : 1, alog, 0, ledger,
-                           replica_id};
-    if (td_proxy_start(gateway, &popts, &proxy, &err) != TD_OK) {
+                           replica_id, NULL};
+    st = data_cert ? td_tls_server_ctx(data_cert, data_key, NULL, &data_tls, &err)
+                             : TD_OK;
+    popts.tls = data_tls;
+    if (st == TD_OK)
+        st = td_proxy_start(gateway, &popts, &proxy, &err);
+    SSL_CTX_free(data_tls); /* the proxy holds its own reference */
+    if (st != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
         td_ledger_close(ledger);
         td_metering_destroy(metering);

@@ -75,6 +75,14 @@ expect_grep "missing ClusterQueue message" "$TMP/err" \
 sed 's/  queueingStrategy: StrictFIFO/  queueingStrategy: StrictFIFO\n  admissionChecks: [prov]/' "$P" >"$TMP/bad4.yaml"
 expect_rc "unsupported field" 2 "$TENANTCTL" simulate -c "$TMP/bad4.yaml" -f "$W"
 expect_grep "unsupported field by name" "$TMP/err" "ClusterQueue team-c: spec.admissionChecks: not supported"
+printf 'apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata: {name: gpu-pool}\nspec: {parentName: org}\n---\napiVersion: kueue.x-k8s.io/v1alpha1\nkind: Cohort\nmetadata: {name: org}\nspec: {parent: gpu-pool}\n' >"$TMP/cycle.yaml"
+expect_rc "a cycle of cohorts" 2 "$TENANTCTL" simulate -c "$P" -c "$TMP/cycle.yaml" -f "$W"
+expect_grep "the cycle named with file:line" "$TMP/err" \
+    "cycle.yaml:1: Cohort gpu-pool: spec.parentName: cycle gpu-pool -> org -> gpu-pool"
+printf 'apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata: {name: gpu-pool}\nspec:\n  resourceGroups:\n  - coveredResources: [cpu, nvidia.com/gpu]\n    flavors:\n    - name: a100\n      resources: [{name: cpu, nominalQuota: 96}, {name: nvidia.com/gpu, nominalQuota: 8}]\n' >"$TMP/pool.yaml"
+expect_rc "a Cohort with its own quota (Kueue's v1beta1 shape) loads" 0 "$TENANTCTL" simulate -c "$P" -c "$TMP/pool.yaml" -f "$W"
+expect_grep "quota is not nodes: a-finetune still reclaims the A100 nodes" "$TMP/out" \
+    "300       preempted  team-b/b-pretrain"
 expect_rc "missing -f" 2 "$TENANTCTL" simulate -c "$P"
 expect_rc "help" 0 "$TENANTCTL" simulate --help
 

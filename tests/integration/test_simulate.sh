@@ -53,6 +53,15 @@ then ok "json shape"; else not_ok "json shape"; fi
 "$TENANTCTL" simulate -c "$P" -f "$W" --format json >"$TMP/run3" 2>&1
 if cmp -s "$TMP/run2" "$TMP/run3"; then ok "deterministic"; else not_ok "deterministic"; fi
 
+printf 'apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nnamespace: kueue-system\nfairSharing:\n  enable: true\n  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n' >"$TMP/fair.yaml"
+"$TENANTCTL" simulate -c "$P" -c "$TMP/fair.yaml" -f "$W" --format json >"$TMP/fair1" 2>&1
+"$TENANTCTL" simulate -c "$P" -c "$TMP/fair.yaml" -f "$W" --format json >"$TMP/fair2" 2>&1
+if cmp -s "$TMP/fair1" "$TMP/fair2" && grep -q '"events"' "$TMP/fair1"; then ok "fair sharing (Kueue's Configuration, no metadata) runs, deterministic"; else not_ok "fair sharing run"; cat "$TMP/fair1"; fi
+if cmp -s "$TMP/fair1" "$TMP/run2"; then not_ok "fair sharing changes the order"; else ok "fair sharing changes the order"; fi
+printf 'apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady: {enable: true}\n' >"$TMP/wfpr.yaml"
+expect_rc "Configuration fields that change semantics are refused" 2 "$TENANTCTL" simulate -c "$P" -c "$TMP/wfpr.yaml" -f "$W"
+expect_grep "by name" "$TMP/err" "wfpr.yaml:3: Configuration kueue: waitForPodsReady: not supported by tenantd's queue"
+
 expect_rc "--until stops the clock" 0 "$TENANTCTL" simulate -c "$P" -f "$W" --until 400
 expect_no_grep "nothing after --until" "$TMP/out" "1500      admitted"
 expect_grep "pending listed with why" "$TMP/out" "team-b/b-pretrain"

@@ -201,12 +201,21 @@ void td_queue_destroy(td_queue *q)
         free_cq(&q->cqs[i]);
     free(q->cqs);
     for (size_t i = 0; i < q->ncohorts; i++) {
-        free(q->cohorts[i].name);
-        free(q->cohorts[i].members);
-        free(q->cohorts[i].lendable);
-        free(q->cohorts[i].used);
+        cohort *co = &q->cohorts[i];
+        free(co->name);
+        free(co->members);
+        free(co->all_members);
+        free(co->lendable);
+        free(co->used);
+        free(co->nominal);
+        free(co->borrowing_limit);
+        free(co->lending_limit);
+        free(co->guaranteed);
     }
     free(q->cohorts);
+    for (size_t i = 0; i < q->ncohort_defs; i++)
+        free_cq(&q->cohort_defs[i]);
+    free(q->cohort_defs);
     for (size_t i = 0; i < q->nlqs; i++) {
         free(q->lq_keys[i]);
         free(q->lq_targets[i]);
@@ -419,10 +428,11 @@ static td_status parse_enum(lctx *l, const json_t *parent, const char *key, cons
     return lfail(l, v, field, "must be one of %s", allowed);
 }
 
+static td_status parse_groups(lctx *l, const json_t *spec, cluster_queue *c, bool is_cohort);
+
 /* Parses everything into c (zeroed by the caller); on error the caller frees c. */
 static td_status parse_cq(lctx *l, cluster_queue *c)
 {
-    td_queue *q = l->q;
     json_t *spec = json_object_get(l->obj, "spec");
     if (!json_is_object(spec))
         return lfail(l, spec, "spec", "required: a mapping");
@@ -515,6 +525,15 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
         }
     }
 
+    return parse_groups(l, spec, c, false);
+}
+
+/* spec.resourceGroups of a ClusterQueue or (is_cohort) a Cohort into c's
+ * groups and quota; c->cohort_name is the cohort or parent, without which
+ * borrowingLimit and lendingLimit make no sense. */
+static td_status parse_groups(lctx *l, const json_t *spec, cluster_queue *c, bool is_cohort)
+{
+    td_queue *q = l->q;
     json_t *rgs = json_object_get(spec, "resourceGroups");
     if (rgs && !json_is_array(rgs))
         return lfail(l, rgs, "spec.resourceGroups", "must be a list");
@@ -614,16 +633,19 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
                 if (bl) {
                     snprintf(sub, sizeof sub, "%s.borrowingLimit", rf);
                     if (!c->cohort_name)
-                        return lfail(l, bl, sub, "must not be set when there is no cohort");
+                        return lfail(l, bl, sub, "must not be set when there is no %s",
+                                     is_cohort ? "parent" : "cohort");
                     TRYS(parse_milli(l, bl, sub, &e.borrowing_limit, NULL));
                 }
                 json_t *ll = json_object_get(re, "lendingLimit");
                 if (ll) {
                     snprintf(sub, sizeof sub, "%s.lendingLimit", rf);
                     if (!c->cohort_name)
-                        return lfail(l, ll, sub, "must not be set when there is no cohort");
+                        return lfail(l, ll, sub, "must not be set when there is no %s",
+                                     is_cohort ? "parent" : "cohort");
                     TRYS(parse_milli(l, ll, sub, &e.lending_limit, NULL));
-                    if (e.lending_limit > e.nominal)
+                    /* a Cohort lends what its subtree holds, not only its own */
+                    if (!is_cohort && e.lending_limit > e.nominal)
                         return lfail(l, ll, sub, "must be less than or equal to nominalQuota");
                 }
                 quota_entry *qe = realloc(c->quota, (c->nquota + 1) * sizeof *qe);
@@ -776,6 +798,50 @@ static td_status add_node_pool(lctx *l)
     return TD_OK;
 }
 
+/* Cohort: its own quota (spec.resourceGroups, lent to the members) and its
+ * parent (spec.parentName, or spec.parent as in v1alpha1). */
+static td_status add_cohort(lctx *l)
+{
+    td_queue *q = l->q;
+    json_t *spec = json_object_get(l->obj, "spec");
+    if (spec && !json_is_object(spec))
+        return lfail(l, spec, "spec", "must be a mapping");
+    static const char *const ck[] = {"resourceGroups", "parentName", "parent", NULL};
+    if (spec)
+        TRYS(only_fields(l, spec, "spec", ck));
+    for (size_t i = 0; i < q->ncohort_defs; i++)
+        if (strcmp(q->cohort_defs[i].name, l->name) == 0)
+            return lfail(l, NULL, "metadata.name", "Cohort %s is defined twice", l->name);
+    cluster_queue d = {0};
+    d.cohort = QNONE;
+    const char *parent = td_json_str(spec, "parentName");
+    const char *field = "spec.parentName";
+    if (!parent) {
+        parent = td_json_str(spec, "parent");
+        field = "spec.parent";
+    }
+    td_status st = TD_OK;
+    if (parent && strcmp(parent, l->name) == 0)
+        st = lfail(l, json_object_get(spec, strchr(field, '.') + 1), field,
+                   "cycle: Cohort %s -> %s", l->name, parent);
+    if (st == TD_OK && (!(d.name = td__qstrdup(l->name)) || !(d.where = where_of(l, l->obj)) ||
+                        (parent && *parent && !(d.cohort_name = td__qstrdup(parent)))))
+        st = td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    if (st == TD_OK && spec)
+        st = parse_groups(l, spec, &d, true);
+    cluster_queue *nd = st == TD_OK ? realloc(q->cohort_defs, (q->ncohort_defs + 1) * sizeof *nd)
+                                    : NULL;
+    if (st == TD_OK && !nd)
+        st = td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    if (st != TD_OK) {
+        free_cq(&d);
+        return st;
+    }
+    q->cohort_defs = nd;
+    q->cohort_defs[q->ncohort_defs++] = d;
+    return TD_OK;
+}
+
 /* Kueue's Configuration: fairSharing is what changes admission; the
  * fields that configure Kueue's controller process are accepted and have
  * no meaning here; anything else that would change semantics is refused. */
@@ -869,13 +935,8 @@ td_status td_queue_add_object(td_queue *q, const json_t *obj, const td_manifest 
     }
     if (strcmp(kind, "NodePool") == 0)
         return add_node_pool(&l);
-    if (strcmp(kind, "Cohort") == 0) {
-        json_t *spec = json_object_get(obj, "spec");
-        static const char *const none[] = {NULL};
-        if (spec)
-            TRYS(only_fields(&l, spec, "spec", none));
-        return TD_OK;
-    }
+    if (strcmp(kind, "Cohort") == 0)
+        return add_cohort(&l);
     if (strcmp(kind, "ClusterQueue") != 0)
         return TD_OK;
     if (td__smap_get(&q->cq_ids, name) != QNONE)
@@ -898,6 +959,173 @@ td_status td_queue_add_object(td_queue *q, const json_t *obj, const td_manifest 
 }
 
 /* ---- seal ---------------------------------------------------------------- */
+
+static int64_t sadd(int64_t a, int64_t b)
+{
+    return a > QUNLIMITED - b ? QUNLIMITED : a + b;
+}
+
+static size_t find_or_add_cohort(td_queue *q, const char *name)
+{
+    for (size_t k = 0; k < q->ncohorts; k++)
+        if (strcmp(q->cohorts[k].name, name) == 0)
+            return k;
+    size_t nfr = q->nfr ? q->nfr : 1;
+    cohort *p = realloc(q->cohorts, (q->ncohorts + 1) * sizeof *p);
+    if (!p)
+        return QNONE;
+    q->cohorts = p;
+    cohort *co = &p[q->ncohorts];
+    memset(co, 0, sizeof *co);
+    co->parent = QNONE;
+    co->def = QNONE;
+    co->name = td__qstrdup(name);
+    co->lendable = calloc(nfr, sizeof(int64_t));
+    co->used = calloc(nfr, sizeof(int64_t));
+    co->nominal = calloc(nfr, sizeof(int64_t));
+    co->borrowing_limit = malloc(nfr * sizeof(int64_t));
+    co->lending_limit = malloc(nfr * sizeof(int64_t));
+    co->guaranteed = calloc(nfr, sizeof(int64_t));
+    q->ncohorts++; /* counted now so destroy frees what exists */
+    if (!co->name || !co->lendable || !co->used || !co->nominal || !co->borrowing_limit ||
+        !co->lending_limit || !co->guaranteed)
+        return QNONE;
+    for (size_t fr = 0; fr < nfr; fr++)
+        co->borrowing_limit[fr] = co->lending_limit[fr] = QUNLIMITED;
+    return q->ncohorts - 1;
+}
+
+static int push_id(size_t **v, size_t *n, size_t id)
+{
+    size_t *p = realloc(*v, (*n + 1) * sizeof *p);
+    if (!p)
+        return -1;
+    *v = p;
+    p[(*n)++] = id;
+    return 0;
+}
+
+/* Cohorts: the defined ones (with quota and parent), the ones ClusterQueues
+ * and parents name (implicit, empty), parents linked and cycles refused;
+ * then, deepest first, what each subtree holds (Kueue's SubtreeQuota: own
+ * nominal plus what every child does not keep for itself) and keeps
+ * (guaranteed: subtree - lendingLimit). Usage starts at zero. */
+static td_status build_cohorts(td_queue *q, td_err *err)
+{
+    size_t nfr = q->nfr;
+    for (size_t i = 0; i < q->ncohort_defs; i++) {
+        size_t co = find_or_add_cohort(q, q->cohort_defs[i].name);
+        if (co == QNONE)
+            return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+        q->cohorts[co].def = i;
+    }
+    for (size_t i = 0; i < q->ncqs; i++) {
+        cluster_queue *c = &q->cqs[i];
+        c->cohort = QNONE;
+        if (!c->cohort_name)
+            continue;
+        size_t co = find_or_add_cohort(q, c->cohort_name);
+        if (co == QNONE || push_id(&q->cohorts[co].members, &q->cohorts[co].nmembers, i) != 0)
+            return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+        c->cohort = co;
+    }
+    for (size_t k = 0; k < q->ncohorts; k++) {
+        size_t d = q->cohorts[k].def;
+        if (d == QNONE || !q->cohort_defs[d].cohort_name)
+            continue;
+        size_t p = find_or_add_cohort(q, q->cohort_defs[d].cohort_name);
+        if (p == QNONE)
+            return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+        q->cohorts[k].parent = p;
+    }
+    for (size_t k = 0; k < q->ncohorts; k++) {
+        size_t at = k, steps = 0;
+        while (at != QNONE && steps <= q->ncohorts) {
+            at = q->cohorts[at].parent;
+            steps++;
+            if (at == k)
+                break;
+        }
+        if (at != k)
+            continue;
+        char chain[512] = "";
+        at = k;
+        do {
+            snprintf(chain + strlen(chain), sizeof chain - strlen(chain), "%s -> ",
+                     q->cohorts[at].name);
+            at = q->cohorts[at].parent;
+        } while (at != k);
+        snprintf(chain + strlen(chain), sizeof chain - strlen(chain), "%s", q->cohorts[k].name);
+        const cluster_queue *d = &q->cohort_defs[q->cohorts[k].def];
+        return td_err_set(err, TD_EINVAL, "%sCohort %s: spec.parentName: cycle %s", d->where,
+                          d->name, chain);
+    }
+    size_t *depth = calloc(q->ncohorts ? q->ncohorts : 1, sizeof *depth);
+    size_t *order = calloc(q->ncohorts ? q->ncohorts : 1, sizeof *order);
+    if (!depth || !order) {
+        free(depth);
+        free(order);
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    }
+    for (size_t k = 0; k < q->ncohorts; k++) {
+        cohort *co = &q->cohorts[k];
+        for (size_t at = co->parent; at != QNONE; at = q->cohorts[at].parent)
+            depth[k]++;
+        order[k] = k;
+        if (co->def != QNONE) {
+            const cluster_queue *d = &q->cohort_defs[co->def];
+            for (size_t e = 0; e < d->nquota; e++) {
+                size_t fr = (size_t)d->quota[e].flavor * q->nres + (size_t)d->quota[e].resource;
+                co->nominal[fr] = d->quota[e].nominal;
+                co->borrowing_limit[fr] = d->quota[e].borrowing_limit;
+                co->lending_limit[fr] = d->quota[e].lending_limit;
+            }
+        }
+        for (size_t fr = 0; fr < nfr; fr++)
+            co->lendable[fr] = co->nominal[fr];
+    }
+    for (size_t i = 0; i < q->ncqs; i++) {
+        cluster_queue *c = &q->cqs[i];
+        if (c->cohort == QNONE)
+            continue;
+        for (size_t fr = 0; fr < nfr; fr++)
+            if (c->has[fr])
+                q->cohorts[c->cohort].lendable[fr] =
+                    sadd(q->cohorts[c->cohort].lendable[fr], c->nominal[fr] - c->guaranteed[fr]);
+    }
+    /* deepest first: a cohort's subtree is complete before it is lent up */
+    for (size_t a = 1; a < q->ncohorts; a++)
+        for (size_t b = a; b > 0 && depth[order[b - 1]] < depth[order[b]]; b--) {
+            size_t t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    for (size_t i = 0; i < q->ncohorts; i++) {
+        cohort *co = &q->cohorts[order[i]];
+        for (size_t fr = 0; fr < nfr; fr++) {
+            int64_t ll = co->lending_limit[fr];
+            co->guaranteed[fr] = ll == QUNLIMITED || ll >= co->lendable[fr] ? 0
+                                                                            : co->lendable[fr] - ll;
+            if (co->parent != QNONE)
+                q->cohorts[co->parent].lendable[fr] =
+                    sadd(q->cohorts[co->parent].lendable[fr], co->lendable[fr] - co->guaranteed[fr]);
+        }
+    }
+    free(depth);
+    free(order);
+    /* every ClusterQueue of a tree is a member of its root, for preemption */
+    for (size_t i = 0; i < q->ncqs; i++) {
+        size_t at = q->cqs[i].cohort;
+        if (at == QNONE)
+            continue;
+        while (q->cohorts[at].parent != QNONE)
+            at = q->cohorts[at].parent;
+        q->cqs[i].root = at;
+        if (push_id(&q->cohorts[at].all_members, &q->cohorts[at].nall, i) != 0)
+            return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    }
+    return TD_OK;
+}
 
 static _Thread_local const td_queue *pool_sort_q;
 
@@ -990,6 +1218,17 @@ td_status td_queue_seal(td_queue *q, td_err *err)
                                       c->groups[g].flavor_where[f], c->name, g, f,
                                       q->flavor_names[c->groups[g].flavors[f]]);
     }
+    for (size_t i = 0; i < q->ncohort_defs; i++) {
+        cluster_queue *c = &q->cohort_defs[i];
+        for (size_t g = 0; g < c->ngroups; g++)
+            for (size_t f = 0; f < c->groups[g].nflavors; f++)
+                if (!q->flavor_defined[c->groups[g].flavors[f]])
+                    return td_err_set(err, TD_EINVAL,
+                                      "%sCohort %s: spec.resourceGroups[%zu].flavors[%zu].name: "
+                                      "ResourceFlavor \"%s\" does not exist",
+                                      c->groups[g].flavor_where[f], c->name, g, f,
+                                      q->flavor_names[c->groups[g].flavors[f]]);
+    }
     size_t nres = q->nres, nfr = q->nflavors * q->nres;
     q->nfr = nfr;
     if (!(q->acc = calloc(nfr ? nfr : 1, sizeof *q->acc)))
@@ -1019,40 +1258,11 @@ td_status td_queue_seal(td_queue *q, td_err *err)
             int64_t lendable = e->lending_limit < e->nominal ? e->lending_limit : e->nominal;
             c->guaranteed[fr] = e->nominal - lendable;
         }
-        if (!c->cohort_name)
-            continue;
-        size_t co = QNONE;
-        for (size_t k = 0; k < q->ncohorts; k++)
-            if (strcmp(q->cohorts[k].name, c->cohort_name) == 0)
-                co = k;
-        if (co == QNONE) {
-            cohort *p = realloc(q->cohorts, (q->ncohorts + 1) * sizeof *p);
-            if (!p)
-                return td_err_set(err, TD_ENOMEM, "queue: out of memory");
-            q->cohorts = p;
-            co = q->ncohorts++;
-            memset(&p[co], 0, sizeof p[co]);
-            p[co].name = td__qstrdup(c->cohort_name);
-            p[co].lendable = calloc(nfr ? nfr : 1, sizeof(int64_t));
-            p[co].used = calloc(nfr ? nfr : 1, sizeof(int64_t));
-            if (!p[co].name || !p[co].lendable || !p[co].used)
-                return td_err_set(err, TD_ENOMEM, "queue: out of memory");
-        }
-        cohort *ch = &q->cohorts[co];
-        size_t *m = realloc(ch->members, (ch->nmembers + 1) * sizeof *m);
-        if (!m)
-            return td_err_set(err, TD_ENOMEM, "queue: out of memory");
-        ch->members = m;
-        m[ch->nmembers++] = i;
-        c->cohort = co;
-        for (size_t fr = 0; fr < nfr; fr++)
-            if (c->has[fr]) {
-                int64_t add = c->nominal[fr] - c->guaranteed[fr];
-                ch->lendable[fr] =
-                    ch->lendable[fr] > QUNLIMITED - add ? QUNLIMITED : ch->lendable[fr] + add;
-            }
     }
-    td_status st = build_nodes(q, err);
+    td_status st = build_cohorts(q, err);
+    if (st != TD_OK)
+        return st;
+    st = build_nodes(q, err);
     if (st != TD_OK)
         return st;
     q->sealed = true;

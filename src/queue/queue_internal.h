@@ -42,12 +42,21 @@ typedef struct {
     size_t nflavors;
 } resource_group;
 
+/* A cohort, defined (a Cohort object: own quota, parent) or implicit (named
+ * by a ClusterQueue or as a parent). Per flavor-resource, as Kueue's
+ * resource nodes: */
 typedef struct {
     char *name;
-    size_t *members;
+    size_t parent; /* QNONE: a root */
+    size_t def;    /* index in cohort_defs, or QNONE */
+    size_t *members; /* ClusterQueues whose cohort this is */
     size_t nmembers;
-    int64_t *lendable; /* per flavor-resource: sum of min(nominal, lendingLimit) */
-    int64_t *used;     /* per flavor-resource: sum of max(0, usage - guaranteed) */
+    size_t *all_members; /* roots only: every ClusterQueue of the tree */
+    size_t nall;
+    int64_t *lendable; /* SubtreeQuota: own nominal + what children lend up */
+    int64_t *used;     /* usage stored here: sum of children's max(0, usage - guaranteed) */
+    int64_t *nominal, *borrowing_limit, *lending_limit; /* own quota; limits QUNLIMITED */
+    int64_t *guaranteed; /* max(0, lendable - lendingLimit): kept from the parent */
 } cohort;
 
 typedef struct {
@@ -58,8 +67,9 @@ typedef struct {
 typedef struct {
     char *name;
     char *where;
-    char *cohort_name; /* NULL if none */
+    char *cohort_name; /* NULL if none (a Cohort definition: its parent) */
     size_t cohort;
+    size_t root; /* the root cohort of its tree, when it has a cohort */
     bool strict_fifo;
     within_policy within;
     reclaim_policy reclaim;
@@ -155,6 +165,8 @@ struct td_queue {
     size_t ncqs, capcqs;
     cohort *cohorts;
     size_t ncohorts;
+    cluster_queue *cohort_defs; /* Cohort objects: name, where, parent, quota */
+    size_t ncohort_defs;
     char **lq_keys, **lq_targets, **lq_where;
     size_t nlqs, caplqs;
     int32_t *pc_vals, *wpc_vals;

@@ -83,29 +83,67 @@ static size_t heap_pop(td_queue *q, idvec *h)
 
 /* ---- quota arithmetic ---------------------------------------------------- */
 
+/* Kueue's resource-node arithmetic over the cohort tree: what a node uses
+ * beyond what it keeps (guaranteed) is stored in its parent, and so on up. */
 static void add_usage(td_queue *q, cluster_queue *c, int fr, int64_t delta)
 {
     int64_t old = c->usage[fr];
     c->usage[fr] += delta;
-    if (c->cohort != QNONE) {
-        int64_t g = c->guaranteed[fr];
-        q->cohorts[c->cohort].used[fr] += max0(c->usage[fr] - g) - max0(old - g);
+    int64_t g = c->guaranteed[fr];
+    delta = max0(c->usage[fr] - g) - max0(old - g);
+    for (size_t at = c->cohort; at != QNONE && delta != 0;) {
+        cohort *co = &q->cohorts[at];
+        old = co->used[fr];
+        co->used[fr] += delta;
+        g = co->guaranteed[fr];
+        delta = max0(co->used[fr] - g) - max0(old - g);
+        at = co->parent;
     }
 }
 
-/* What c can still take of fr: its unused guaranteed part plus what the
- * cohort has left to lend, within its borrowingLimit. */
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* What a node with subtree quota sub, guaranteed g, usage u, borrowing
+ * limit bl can take: its unused guaranteed part plus what its parent has
+ * (parent_avail), within bl above what it lends up. */
+static int64_t node_available(int64_t sub, int64_t g, int64_t u, int64_t bl, int64_t parent_avail)
+{
+    if (bl != QUNLIMITED)
+        parent_avail = min64(parent_avail, sat_add(sub - g - max0(u - g), bl));
+    return max0(g - u) + max0(parent_avail);
+}
+
+static int64_t cohort_available(const td_queue *q, size_t at, int fr)
+{
+    const cohort *co = &q->cohorts[at];
+    if (co->parent == QNONE)
+        return co->lendable[fr] - co->used[fr];
+    return node_available(co->lendable[fr], co->guaranteed[fr], co->used[fr],
+                          co->borrowing_limit[fr], cohort_available(q, co->parent, fr));
+}
+
+/* What c can still take of fr: its unused guaranteed part plus what its
+ * cohort tree has left to lend, within its borrowingLimit. */
 static int64_t available(const td_queue *q, const cluster_queue *c, int fr)
 {
     if (c->cohort == QNONE)
         return max0(c->nominal[fr] - c->usage[fr]);
-    const cohort *co = &q->cohorts[c->cohort];
-    int64_t a = sat_add(max0(c->guaranteed[fr] - c->usage[fr]), max0(co->lendable[fr] - co->used[fr]));
-    if (c->borrowing_limit[fr] != QUNLIMITED) {
-        int64_t cap = max0(sat_add(c->nominal[fr], c->borrowing_limit[fr]) - c->usage[fr]);
-        a = a < cap ? a : cap;
-    }
-    return a;
+    return node_available(c->nominal[fr], c->guaranteed[fr], c->usage[fr], c->borrowing_limit[fr],
+                          cohort_available(q, c->cohort, fr));
+}
+
+static int64_t cohort_potential(const td_queue *q, size_t at, int fr)
+{
+    const cohort *co = &q->cohorts[at];
+    if (co->parent == QNONE)
+        return co->lendable[fr];
+    int64_t p = sat_add(co->guaranteed[fr], cohort_potential(q, co->parent, fr));
+    if (co->borrowing_limit[fr] != QUNLIMITED)
+        p = min64(p, sat_add(co->lendable[fr], co->borrowing_limit[fr]));
+    return p;
 }
 
 /* The most c could ever hold of fr, were everything else idle. */
@@ -113,11 +151,9 @@ static int64_t potential(const td_queue *q, const cluster_queue *c, int fr)
 {
     if (c->cohort == QNONE)
         return c->nominal[fr];
-    int64_t p = sat_add(c->guaranteed[fr], q->cohorts[c->cohort].lendable[fr]);
-    if (c->borrowing_limit[fr] != QUNLIMITED) {
-        int64_t cap = sat_add(c->nominal[fr], c->borrowing_limit[fr]);
-        p = p < cap ? p : cap;
-    }
+    int64_t p = sat_add(c->guaranteed[fr], cohort_potential(q, c->cohort, fr));
+    if (c->borrowing_limit[fr] != QUNLIMITED)
+        p = min64(p, sat_add(c->nominal[fr], c->borrowing_limit[fr]));
     return p;
 }
 
@@ -271,6 +307,58 @@ static bool never_fits(td_queue *q, const workload *w, size_t ps, const resource
     return true;
 }
 
+/* Whether pod set ps (its resources that pas gives flavor f) fits on f's
+ * nodes as they are now; if not, appends why ("pod set workers: 4 pods of 8
+ * nvidia.com/gpu need 4 nodes of flavor a100 with 8 nvidia.com/gpu free; 2
+ * have"). Pods of one set are alike, so counting per node is exact. */
+static bool room_now(const td_queue *q, const workload *w, size_t ps, const int16_t *pas, int f,
+                     bool name_set, char *why, size_t whyn)
+{
+    size_t first = q->flavor_node_start[f], nn = q->flavor_node_n[f];
+    int64_t can = 0;
+    size_t have = 0;
+    bool one_per_node = true;
+    for (size_t i = first; i < first + nn; i++) {
+        int64_t k = pods_fit(q, w, ps, pas, &q->nodes[i], false);
+        can = k > INT64_MAX - can ? INT64_MAX : can + k;
+        have += k > 0;
+        one_per_node &= pods_fit(q, w, ps, pas, &q->nodes[i], true) <= 1;
+    }
+    if (can >= w->counts[ps])
+        return true;
+    char d[256];
+    pod_desc(q, w, ps, pas, f, d, sizeof d);
+    if (one_per_node)
+        append(why, whyn, "%s%s%s%s%lld pods of %s need %lld nodes of flavor %s with %s free; %zu have",
+               *why ? ", " : "", name_set ? "pod set " : "", name_set ? w->podset_names[ps] : "",
+               name_set ? ": " : "", (long long)w->counts[ps], d,
+               (long long)w->counts[ps], q->flavor_names[f], d, have);
+    else
+        append(why, whyn,
+               "%s%s%s%s%lld pods of %s need room on nodes of flavor %s; %lld fit now, on %zu nodes",
+               *why ? ", " : "", name_set ? "pod set " : "", name_set ? w->podset_names[ps] : "",
+               name_set ? ": " : "", (long long)w->counts[ps], d,
+               q->flavor_names[f], (long long)can, have);
+    return false;
+}
+
+/* room_now for the resources of group grp given flavor f. */
+static bool group_room_now(const td_queue *q, const workload *w, size_t ps,
+                           const resource_group *grp, int f, char *why, size_t whyn)
+{
+    size_t nres = q->nres;
+    int16_t pas[nres ? nres : 1];
+    bool any = false;
+    for (size_t r = 0; r < nres; r++)
+        pas[r] = -1;
+    for (size_t k = 0; k < grp->nresources; k++)
+        if (w->pod_requests[ps * nres + (size_t)grp->resources[k]] > 0) {
+            pas[grp->resources[k]] = (int16_t)f;
+            any = true;
+        }
+    return !any || w->counts[ps] == 0 || room_now(q, w, ps, pas, f, false, why, whyn);
+}
+
 static bool needs_nodes(const td_queue *q, const workload *w, const int16_t *as)
 {
     for (size_t i = 0; i < w->npodsets * q->nres; i++)
@@ -369,29 +457,8 @@ static int place(td_queue *q, const workload *w, const int16_t *as, char *why, s
             if (why) {
                 /* Say it against the nodes as they are for this pod set. */
                 unplace_scratch(q, w, as, mark);
-                int64_t can = 0;
-                size_t have = 0;
-                bool one_per_node = true;
-                for (size_t i = first; i < first + nn; i++) {
-                    int64_t k = pods_fit(q, w, ps, pas, &q->nodes[i], false);
-                    can += k;
-                    have += k > 0;
-                    one_per_node &= pods_fit(q, w, ps, pas, &q->nodes[i], true) <= 1;
-                }
-                char d[256];
-                pod_desc(q, w, ps, pas, f, d, sizeof d);
-                if (one_per_node)
-                    snprintf(why, whyn,
-                             "pod set %s: %lld pods of %s need %lld nodes of flavor %s with %s "
-                             "free; %zu have",
-                             w->podset_names[ps], (long long)w->counts[ps], d,
-                             (long long)w->counts[ps], q->flavor_names[f], d, have);
-                else
-                    snprintf(why, whyn,
-                             "pod set %s: %lld pods of %s need room on nodes of flavor %s; "
-                             "%lld fit now, on %zu nodes",
-                             w->podset_names[ps], (long long)w->counts[ps], d,
-                             q->flavor_names[f], (long long)can, have);
+                why[0] = '\0';
+                room_now(q, w, ps, pas, f, true, why, whyn);
             }
             unplace_scratch(q, w, as, 0);
             return 0;
@@ -490,6 +557,12 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
                         fb = true;
                     }
                 }
+                /* With NodePools a flavor fits only if the pods have room
+                 * now, as Kueue's topology-aware assignment decides: else
+                 * preemption may make room, or the next flavor has it. */
+                if (fm == MODE_FIT && q->flavor_node_n[f] &&
+                    !group_room_now(q, w, i, grp, f, why, sizeof why))
+                    fm = MODE_PREEMPT;
                 if (fm == MODE_FIT) {
                     best = (int)fi;
                     best_mode = MODE_FIT;
@@ -1083,10 +1156,11 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     if (!any_need)
         goto out;
     for (int pass = 0; pass < 2; pass++) {
-        const cohort *co = c->cohort != QNONE ? &q->cohorts[c->cohort] : NULL;
-        size_t nm = pass == 0 ? 1 : (c->reclaim != RECLAIM_NEVER && co ? co->nmembers : 0);
+        /* the whole cohort tree is one pool of candidates */
+        const cohort *co = c->cohort != QNONE ? &q->cohorts[c->root] : NULL;
+        size_t nm = pass == 0 ? 1 : (c->reclaim != RECLAIM_NEVER && co ? co->nall : 0);
         for (size_t mi = 0; mi < nm; mi++) {
-            size_t cqi = pass == 0 ? w->cq : co->members[mi];
+            size_t cqi = pass == 0 ? w->cq : co->all_members[mi];
             const cluster_queue *m = &q->cqs[cqi];
             if (pass == 0 && c->within == WITHIN_NEVER)
                 continue;

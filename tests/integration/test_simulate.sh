@@ -53,6 +53,15 @@ then ok "json shape"; else not_ok "json shape"; fi
 "$TENANTCTL" simulate -c "$P" -f "$W" --format json >"$TMP/run3" 2>&1
 if cmp -s "$TMP/run2" "$TMP/run3"; then ok "deterministic"; else not_ok "deterministic"; fi
 
+printf 'apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nnamespace: kueue-system\nfairSharing:\n  enable: true\n  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n' >"$TMP/fair.yaml"
+"$TENANTCTL" simulate -c "$P" -c "$TMP/fair.yaml" -f "$W" --format json >"$TMP/fair1" 2>&1
+"$TENANTCTL" simulate -c "$P" -c "$TMP/fair.yaml" -f "$W" --format json >"$TMP/fair2" 2>&1
+if cmp -s "$TMP/fair1" "$TMP/fair2" && grep -q '"events"' "$TMP/fair1"; then ok "fair sharing (Kueue's Configuration, no metadata) runs, deterministic"; else not_ok "fair sharing run"; cat "$TMP/fair1"; fi
+if cmp -s "$TMP/fair1" "$TMP/run2"; then not_ok "fair sharing changes the order"; else ok "fair sharing changes the order"; fi
+printf 'apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady: {enable: true}\n' >"$TMP/wfpr.yaml"
+expect_rc "Configuration fields that change semantics are refused" 2 "$TENANTCTL" simulate -c "$P" -c "$TMP/wfpr.yaml" -f "$W"
+expect_grep "by name" "$TMP/err" "wfpr.yaml:3: Configuration kueue: waitForPodsReady: not supported by tenantd's queue"
+
 expect_rc "--until stops the clock" 0 "$TENANTCTL" simulate -c "$P" -f "$W" --until 400
 expect_no_grep "nothing after --until" "$TMP/out" "1500      admitted"
 expect_grep "pending listed with why" "$TMP/out" "team-b/b-pretrain"
@@ -75,6 +84,14 @@ expect_grep "missing ClusterQueue message" "$TMP/err" \
 sed 's/  queueingStrategy: StrictFIFO/  queueingStrategy: StrictFIFO\n  admissionChecks: [prov]/' "$P" >"$TMP/bad4.yaml"
 expect_rc "unsupported field" 2 "$TENANTCTL" simulate -c "$TMP/bad4.yaml" -f "$W"
 expect_grep "unsupported field by name" "$TMP/err" "ClusterQueue team-c: spec.admissionChecks: not supported"
+printf 'apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata: {name: gpu-pool}\nspec: {parentName: org}\n---\napiVersion: kueue.x-k8s.io/v1alpha1\nkind: Cohort\nmetadata: {name: org}\nspec: {parent: gpu-pool}\n' >"$TMP/cycle.yaml"
+expect_rc "a cycle of cohorts" 2 "$TENANTCTL" simulate -c "$P" -c "$TMP/cycle.yaml" -f "$W"
+expect_grep "the cycle named with file:line" "$TMP/err" \
+    "cycle.yaml:1: Cohort gpu-pool: spec.parentName: cycle gpu-pool -> org -> gpu-pool"
+printf 'apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata: {name: gpu-pool}\nspec:\n  resourceGroups:\n  - coveredResources: [cpu, nvidia.com/gpu]\n    flavors:\n    - name: a100\n      resources: [{name: cpu, nominalQuota: 96}, {name: nvidia.com/gpu, nominalQuota: 8}]\n' >"$TMP/pool.yaml"
+expect_rc "a Cohort with its own quota (Kueue's v1beta1 shape) loads" 0 "$TENANTCTL" simulate -c "$P" -c "$TMP/pool.yaml" -f "$W"
+expect_grep "quota is not nodes: a-finetune still reclaims the A100 nodes" "$TMP/out" \
+    "300       preempted  team-b/b-pretrain"
 expect_rc "missing -f" 2 "$TENANTCTL" simulate -c "$P"
 expect_rc "help" 0 "$TENANTCTL" simulate --help
 

@@ -7,6 +7,7 @@
  *   "want NAME:A NAME:P ..."    states (A admitted, P pending, F finished)
  *   "reason NAME TEXT"          TEXT is part of NAME's reason
  *   "place NAME TEXT"           NAME's placement is exactly TEXT
+ *   "flavors NAME TEXT"         NAME's flavor assignment is exactly TEXT
  *   "pre NAME/Level,..."        preemptions since the last "pre", in order
  * SETS is "count*res=q,res=q;count*..." (pod sets main, w1, w2...); every
  * ClusterQueue gets a LocalQueue of its name in namespace ns. */
@@ -51,14 +52,15 @@ static const char *const gpu_nodes =
     "  - coveredResources: [memory]\n    flavors:\n"
     "    - name: default\n      resources: [{name: memory, nominalQuota: 1Ti}]\n";
 
-/* Two flavors: a100 on nodes, spot without NodePools (quota only). */
+/* Two flavors: a100 on 2 nodes (quota 32, more than the nodes hold), spot
+ * without NodePools (quota only). */
 static const char *const two_flavors =
     RF("a100") RF("spot")
     "kind: NodePool\nmetadata: {name: pool}\n"
     "spec: {flavor: a100, nodes: 2, capacity: {nvidia.com/gpu: 8}, nodeSelector: {p: a}}\n---\n"
     "kind: ClusterQueue\nmetadata: {name: gpu}\n"
     "spec:\n  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n"
-    "    - name: a100\n      resources: [{name: nvidia.com/gpu, nominalQuota: 16}]\n"
+    "    - name: a100\n      resources: [{name: nvidia.com/gpu, nominalQuota: 32}]\n"
     "    - name: spot\n      resources: [{name: nvidia.com/gpu, nominalQuota: 16}]\n";
 
 /* Kueue's preemption_test.go borrowWithinCohort shape: a lender with the
@@ -115,7 +117,67 @@ static const char *const fs_platform =
     "@0 sub b1 b 0 1*cpu=1", "@0 sub b2 b 0 1*cpu=1", "@0 sub b3 b 0 1*cpu=1",                     \
         "@0 sub b4 b 0 1*cpu=1", "@0 sub b5 b 0 1*cpu=1"
 
+/* Cohorts with their own quota, nested: org (8 CPUs of its own) holds team
+ * (its own 3, lends 1 up, may borrow 3), s1 (4) and s2 (0); team holds t1
+ * (2). org's subtree: 8 + 4 + 1 = 13; t1 reaches 2 + 3 + 3 = 8. */
+static const char *const tree_platform =
+    RF("default")
+    "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata: {name: org}\nspec:\n"
+    "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 8}]\n---\n"
+    "apiVersion: kueue.x-k8s.io/v1alpha1\nkind: Cohort\nmetadata: {name: team}\nspec:\n"
+    "  parent: org\n  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 3, lendingLimit: 1, "
+    "borrowingLimit: 3}]\n---\n"
+    "kind: ClusterQueue\nmetadata: {name: t1}\nspec:\n  cohort: team\n"
+    "  preemption: {reclaimWithinCohort: Any}\n  resourceGroups:\n"
+    "  - coveredResources: [cpu]\n    flavors:\n"
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 2}]\n---\n"
+    "kind: ClusterQueue\nmetadata: {name: s1}\nspec:\n  cohortName: org\n"
+    "  preemption: {reclaimWithinCohort: Any}\n  resourceGroups:\n"
+    "  - coveredResources: [cpu]\n    flavors:\n"
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 4}]\n---\n"
+    "kind: ClusterQueue\nmetadata: {name: s2}\nspec:\n  cohortName: org\n  resourceGroups:\n"
+    "  - coveredResources: [cpu]\n    flavors:\n"
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 0}]\n";
+
+/* A Cohort whose quota its members share, no member owning any. */
+static const char *const pool_platform =
+    RF("default")
+    "kind: Cohort\nmetadata: {name: pool}\nspec:\n  resourceGroups:\n"
+    "  - coveredResources: [cpu]\n    flavors:\n"
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 10}]\n---\n"
+    "kind: ClusterQueue\nmetadata: {name: m1}\nspec:\n  cohort: pool\n  resourceGroups:\n"
+    "  - coveredResources: [cpu]\n    flavors:\n"
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 0}]\n---\n"
+    "kind: ClusterQueue\nmetadata: {name: m2}\nspec:\n  cohort: pool\n  resourceGroups:\n"
+    "  - coveredResources: [cpu]\n    flavors:\n"
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 0}]\n";
+
 static const scenario scenarios[] = {
+    /* ---- Cohort objects: own quota, nesting ---- */
+    {"cohort quota is lent to members that own nothing",
+     pool_platform,
+     {"@0 sub a m1 0 1*cpu=6", "want a:A", "reason a borrowing in cohort pool",
+      "@1 sub b m2 0 1*cpu=6", "want a:A b:P",
+      "reason b insufficient unused quota in cohort for cpu in flavor default, 2 more needed",
+      "@2 fin a", "want b:A"}},
+    {"nested cohorts: t1 reaches its own 2, team's 3 and team's borrowingLimit 3, no more",
+     tree_platform,
+     {"@0 sub big t1 0 1*cpu=9", "want big:P",
+      "reason big request > maximum capacity (9 > 8)", "@1 sub ok t1 0 1*cpu=8", "want ok:A",
+      "reason ok borrowing in cohort team"}},
+    {"nested cohorts: team keeps all but lendingLimit 1 of its own from the rest of org",
+     tree_platform,
+     {"@0 sub x s1 0 1*cpu=14", "want x:P", "reason x request > maximum capacity (14 > 13)",
+      "@1 sub y s1 0 1*cpu=13", "want y:A", "@2 sub z t1 0 1*cpu=4", "want z:A",
+      "@3 sub z2 t1 0 1*cpu=1", "want z2:P"}},
+    {"nested cohorts: s1 reclaims its nominal quota from a borrower deeper in the tree",
+     tree_platform,
+     {"@0 sub b2 s2 0 1*cpu=9", "@1 sub t t1 0 1*cpu=8", "want b2:A t:A",
+      "@2 sub back s1 0 1*cpu=4", "want t:P b2:A back:A", "pre t/InCohortReclamation"}},
+
+
     /* ---- fair sharing (Kueue preemption_fair_test.go TestFairPreemptions) ---- */
     {"kueue fair: reclaim nominal from user using the most",
      fs_platform,
@@ -230,7 +292,13 @@ static const scenario scenarios[] = {
       "place b main: pool-0=1, pool-1=1"}},
     {"gang: a pod too large for the nodes of the first flavor takes the next",
      two_flavors,
-     {"@0 sub a gpu 0 1*nvidia.com/gpu=12", "want a:A", "place a "}},
+     {"@0 sub a gpu 0 1*nvidia.com/gpu=12", "want a:A", "place a ",
+      "flavors a main: nvidia.com/gpu=spot"}},
+    {"gang: quota left but the nodes full, the next flavor is tried",
+     two_flavors,
+     {"@0 sub a gpu 0 2*nvidia.com/gpu=8", "flavors a main: nvidia.com/gpu=a100",
+      "@1 sub b gpu 0 1*nvidia.com/gpu=4", "want a:A b:A", "flavors b main: nvidia.com/gpu=spot",
+      "place b "}},
     {"gang: preemption frees nodes, the minimal set by placement",
      gpu_nodes,
      {"@0 sub l1 gpu -1 2*nvidia.com/gpu=8", "@1 sub l2 gpu -1 2*nvidia.com/gpu=8",
@@ -433,14 +501,16 @@ static void run_scenario(const scenario *s)
                     fail_msg("%s: step \"%s\": %s is %c", s->name, st, it, got);
                 }
             }
-        } else if (strncmp(st, "reason ", 7) == 0 || strncmp(st, "place ", 6) == 0) {
+        } else if (strncmp(st, "reason ", 7) == 0 || strncmp(st, "place ", 6) == 0 ||
+                   strncmp(st, "flavors ", 8) == 0) {
             bool reason = st[0] == 'r';
-            const char *p = st + (reason ? 7 : 6);
+            const char *p = strchr(st, ' ') + 1;
             const char *sp = strchr(p, ' ');
             snprintf(a, sizeof a, "%.*s", (int)(sp - p), p);
             size_t id = find(q, a);
-            const char *got =
-                reason ? td_queue_workload_reason(q, id) : td_queue_workload_placement(q, id);
+            const char *got = reason        ? td_queue_workload_reason(q, id)
+                              : st[0] == 'f' ? td_queue_workload_flavors(q, id)
+                                             : td_queue_workload_placement(q, id);
             if (reason ? !strstr(got, sp + 1) : strcmp(got, sp + 1) != 0) {
                 dump(q);
                 fail_msg("%s: %s of %s:\n  got  \"%s\"\n  want \"%s\"", s->name,
@@ -520,6 +590,51 @@ static void test_gang_never_partial(void **state)
     td_queue_destroy(q);
 }
 
+/* Cohort cycles and bad Cohort fields are refused with file:line and field. */
+static void test_bad_cohorts(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *yaml, *want;
+    } rows[] = {
+        {"kind: Cohort\nmetadata: {name: a}\nspec: {parentName: b}\n---\n"
+         "kind: Cohort\nmetadata: {name: b}\nspec: {parentName: c}\n---\n"
+         "kind: Cohort\nmetadata: {name: c}\nspec: {parentName: a}\n",
+         "x.yaml:1: Cohort a: spec.parentName: cycle a -> b -> c -> a"},
+        {"kind: Cohort\nmetadata: {name: a}\nspec: {parentName: a}\n",
+         "x.yaml:3: Cohort a: spec.parentName: cycle: Cohort a -> a"},
+        {"kind: Cohort\nmetadata: {name: a}\nspec: {fairSharing: {weight: 1}}\n",
+         "Cohort a: spec.fairSharing: not supported by tenantd's queue"},
+        {RF("f") "kind: Cohort\nmetadata: {name: a}\nspec:\n  resourceGroups:\n"
+                 "  - coveredResources: [cpu]\n    flavors:\n"
+                 "    - name: f\n      resources: [{name: cpu, nominalQuota: 1, borrowingLimit: 1}]\n",
+         "borrowingLimit: must not be set when there is no parent"},
+        {"kind: Cohort\nmetadata: {name: a}\nspec:\n  resourceGroups:\n"
+         "  - coveredResources: [cpu]\n    flavors:\n"
+         "    - name: nope\n      resources: [{name: cpu, nominalQuota: 1}]\n",
+         "x.yaml:7: Cohort a: spec.resourceGroups[0].flavors[0].name: ResourceFlavor \"nope\" does "
+         "not exist"},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        td_manifest *m;
+        td_err err;
+        td_queue *q;
+        assert_int_equal(td_manifest_parse("x.yaml", rows[r].yaml, strlen(rows[r].yaml), &m, &err),
+                         TD_OK);
+        assert_int_equal(td_queue_create(&q, &err), TD_OK);
+        td_status s = TD_OK;
+        for (size_t i = 0; i < td_manifest_count(m) && s == TD_OK; i++)
+            s = td_queue_add_object(q, td_manifest_doc(m, i), m, &err);
+        if (s == TD_OK)
+            s = td_queue_seal(q, &err);
+        if (s != TD_EINVAL || !strstr(err.msg, rows[r].want))
+            fail_msg("row %zu: status %d, \"%s\", want \"%s\"", r, s, s ? err.msg : "",
+                     rows[r].want);
+        td_queue_destroy(q);
+        td_manifest_destroy(m);
+    }
+}
+
 /* A NodePool with a bad node count is rejected by field. */
 static void test_bad_node_pool(void **state)
 {
@@ -546,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_scenarios),
         cmocka_unit_test(test_gang_never_partial),
         cmocka_unit_test(test_bad_node_pool),
+        cmocka_unit_test(test_bad_cohorts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,8 @@ static const subject subjects[] = {
      "tier, layers in force, objects provisioning emits, admission checks"},
     {"pod", NULL, td_cmd_explain_pod,
      "each admission step in order: what it changed, what it checked (-f POD)"},
+    {"workload", NULL, td_cmd_explain_workload,
+     "a batch workload: why pending/admitted, position, preemptions (running tenantd)"},
     {"request", NULL, td_cmd_explain_request,
      "a tenant's gateway limits now and its latest refusals (running tenantd)"},
 };
@@ -39,6 +41,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tenantctl explain SUBJECT NAME -c PLATFORM.yaml [-c ...]\n"
                "       tenantctl explain pod -f POD -c PLATFORM.yaml [--used PODS.yaml]\n"
+               "       tenantctl explain workload [NS/]NAME [--server URL]\n"
                "       tenantctl explain request [--tenant T] [--server URL]\n\n"
                "Explains one object as tenantd sees it (tenantctl explain SUBJECT --help).\n\n"
                "subjects:\n");

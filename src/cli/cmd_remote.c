@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "tenantd/config.h"
@@ -545,6 +546,17 @@ int td_cmd_admit_remote(int argc, char **argv)
     return rc;
 }
 
+/* Percent-encodes s for a query value into out (cut at n). */
+static void url_encode(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (const unsigned char *c = (const unsigned char *)s; *c && k + 4 < n; c++)
+        k += (size_t)snprintf(out + k, n - k,
+                              (isalnum(*c) || *c == '-' || *c == '.' || *c == '_') ? "%c" : "%%%02X",
+                              *c);
+    out[k < n ? k : n - 1] = '\0';
+}
+
 /* `tenantctl explain request [--tenant T] [-o table|json]`: the tenant's
  * limits as the running gateway enforces them and its latest refusals. */
 int td_cmd_explain_request(int argc, char **argv)
@@ -586,16 +598,10 @@ int td_cmd_explain_request(int argc, char **argv)
                 optind < argc ? "unexpected argument" : "-o must be table or json");
         return TD_EXIT_USAGE;
     }
-    char path[512] = "/v1/explain/request";
+    char path[512] = "/v1/explain/request", et[400];
     if (tenant) {
-        size_t n = strlen(path);
-        snprintf(path + n, sizeof path - n, "?tenant=");
-        n = strlen(path);
-        for (const unsigned char *s = (const unsigned char *)tenant; *s && n + 4 < sizeof path; s++)
-            n += (size_t)snprintf(path + n, sizeof path - n,
-                                  (isalnum(*s) || *s == '-' || *s == '.' || *s == '_') ? "%c"
-                                                                                       : "%%%02X",
-                                  *s);
+        url_encode(tenant, et, sizeof et);
+        snprintf(path, sizeof path, "/v1/explain/request?tenant=%s", et);
     }
     json_t *o = NULL;
     int status = call("explain request", &r, "GET", path, NULL, NULL, 0, &o);
@@ -703,5 +709,150 @@ int td_cmd_finish(int argc, char **argv)
     printf("Workload %s/%s %s\n", ns, argv[optind],
            action && strcmp(action, "unchanged") == 0 ? "was already finished" : "finished");
     json_decref(body);
+    return TD_EXIT_OK;
+}
+
+/* Seconds since the epoch as RFC 3339 UTC (to the second). */
+static const char *rfc3339(double secs, char *buf, size_t n)
+{
+    time_t t = (time_t)secs;
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, n, "%.0f", secs);
+    return buf;
+}
+
+/* `tenantctl explain workload [NS/]NAME [-n NS] [-o table|json]`: why a
+ * workload of the running tenantd's batch queue is where it is. */
+int td_cmd_explain_workload(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"namespace", required_argument, NULL, 'n'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             REMOTE_LONGOPTS,
+                                             {NULL, 0, NULL, 0}};
+    remote r;
+    remote_init(&r);
+    const char *ns = NULL, *output = "table";
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "n:o:s:h", longopts, NULL)) != -1) {
+        if (remote_flag(&r, c))
+            continue;
+        switch (c) {
+        case 'n': ns = optarg; break;
+        case 'o': output = optarg; break;
+        case 'h':
+            printf("usage: tenantctl explain workload [NS/]NAME [-n NS] [-o table|json] [remote flags]\n\n"
+                   "Why is a Workload pending, admitted or finished? Asks the running tenantd:\n"
+                   "its state and Kueue's reason, flavors and node placement, its position in\n"
+                   "its ClusterQueue with the workloads ahead of it (another tenant's only as a\n"
+                   "count), its history (admitted, preempted by whom and at which level,\n"
+                   "requeued, finished), whom it preempted, and its ClusterQueue's quota.\n\n"
+                   "  -n, --namespace NS   the Workload's namespace (default: default)\n"
+                   "  -o, --output FMT     table (default) or json\n%s",
+                   remote_flags_help);
+            return TD_EXIT_OK;
+        default:
+            fprintf(stderr, "tenantctl explain workload: unknown or incomplete flag \"%s\"\n",
+                    argv[optind - 1]);
+            return TD_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 1 || (strcmp(output, "table") != 0 && strcmp(output, "json") != 0)) {
+        fprintf(stderr, "tenantctl explain workload: %s\n",
+                argc - optind != 1 ? "give one [NS/]NAME" : "-o must be table or json");
+        return TD_EXIT_USAGE;
+    }
+    char nsbuf[256], name[256];
+    const char *arg = argv[optind], *slash = strchr(arg, '/');
+    if (slash) {
+        snprintf(nsbuf, sizeof nsbuf, "%.*s", (int)(slash - arg), arg);
+        snprintf(name, sizeof name, "%s", slash + 1);
+        ns = nsbuf;
+    } else {
+        snprintf(name, sizeof name, "%s", arg);
+    }
+    char path[1200], ens[700], ename[700];
+    url_encode(ns ? ns : "default", ens, sizeof ens);
+    url_encode(name, ename, sizeof ename);
+    snprintf(path, sizeof path, "/v1/explain/workload?namespace=%s&name=%s", ens, ename);
+    json_t *o = NULL;
+    int status = call("explain workload", &r, "GET", path, NULL, NULL, 0, &o);
+    if (status != 200) {
+        if (status > 0)
+            print_error("explain workload", status, o);
+        json_decref(o);
+        return status == 404 ? TD_EXIT_USAGE : exit_for(status);
+    }
+    if (strcmp(output, "json") == 0) {
+        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fputc('\n', stdout);
+        json_decref(o);
+        return TD_EXIT_OK;
+    }
+    printf("%s/%s: %s in ClusterQueue %s (priority %lld)\n", td_json_str(o, "namespace"),
+           td_json_str(o, "name"), td_json_str(o, "state"), td_json_str(o, "clusterQueue"),
+           (long long)json_integer_value(json_object_get(o, "priority")));
+    if (*td_json_str(o, "reason"))
+        printf("  why:        %s\n", td_json_str(o, "reason"));
+    if (*td_json_str(o, "flavors"))
+        printf("  flavors:    %s\n", td_json_str(o, "flavors"));
+    if (*td_json_str(o, "placement"))
+        printf("  placement:  %s\n", td_json_str(o, "placement"));
+    json_t *qo = json_object_get(o, "queue");
+    if (qo) {
+        printf("  position:   %lld of %lld pending in %s",
+               (long long)json_integer_value(json_object_get(qo, "position")),
+               (long long)json_integer_value(json_object_get(qo, "pendingInClusterQueue")),
+               td_json_str(o, "clusterQueue"));
+        long long hidden = (long long)json_integer_value(json_object_get(qo, "aheadOfOtherTenants"));
+        if (hidden)
+            printf(" (%lld of other tenants ahead)", hidden);
+        printf("\n");
+        size_t i;
+        json_t *x;
+        json_array_foreach(json_object_get(qo, "ahead"), i, x)
+            printf("    ahead:    %s (priority %lld)\n", td_json_str(x, "workload"),
+                   (long long)json_integer_value(json_object_get(x, "priority")));
+    }
+    const char *res;
+    json_t *v;
+    json_t *quota = json_object_get(o, "clusterQueueQuota");
+    if (json_object_size(quota))
+        printf("  quota of %s (nominal / used / borrowed; this workload requests):\n",
+               td_json_str(o, "clusterQueue"));
+    json_object_foreach(quota, res, v)
+        printf("    %-18s %g / %g / %g; requests %g\n", res,
+               json_number_value(json_object_get(v, "nominal")),
+               json_number_value(json_object_get(v, "used")),
+               json_number_value(json_object_get(v, "borrowed")),
+               json_number_value(json_object_get(v, "requested")));
+    size_t i;
+    json_t *e;
+    if (json_array_size(json_object_get(o, "history")))
+        printf("  history:\n");
+    json_array_foreach(json_object_get(o, "history"), i, e)
+    {
+        char when[40];
+        printf("    %s  %-9s", rfc3339(json_number_value(json_object_get(e, "t")), when, sizeof when),
+               td_json_str(e, "type"));
+        if (td_json_str(e, "by"))
+            printf(" by %s (%s)", td_json_str(e, "by"), td_json_str(e, "level"));
+        if (td_json_str(e, "flavors"))
+            printf(" %s%s", td_json_str(e, "flavors"),
+                   json_is_true(json_object_get(e, "borrowing")) ? " (borrowing)" : "");
+        if (*td_json_str(e, "reason") && !td_json_str(e, "flavors"))
+            printf(" %s", td_json_str(e, "reason"));
+        printf("\n");
+    }
+    json_array_foreach(json_object_get(o, "preempted"), i, e)
+    {
+        char when[40];
+        printf("  preempted:  %s at %s (%s)\n", td_json_str(e, "workload"),
+               rfc3339(json_number_value(json_object_get(e, "t")), when, sizeof when),
+               td_json_str(e, "level"));
+    }
+    json_decref(o);
     return TD_EXIT_OK;
 }

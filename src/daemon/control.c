@@ -260,35 +260,38 @@ static td_status stamp_workload(json_t *wl, td_err *err)
  * reason that names another tenant's workload names it no more. */
 static json_t *tenant_view(const td_principal *p, json_t *view)
 {
-    static const char preempted[] = "Preempted to accommodate a workload (";
-    json_t *mine = json_array();
+    /* every workload the tenant may not see, as "namespace/name" */
+    size_t nv = json_array_size(view), nh = 0;
+    char **hidden = calloc(nv ? nv : 1, sizeof *hidden);
+    json_t *mine = hidden ? json_array() : NULL;
     size_t i;
     json_t *w;
+    json_array_foreach(view, i, w)
+    {
+        if (mine && !td_authz_namespace_ok(p, td_json_str(w, "namespace")) &&
+            (hidden[nh] = malloc(strlen(td_json_str(w, "namespace")) +
+                                 strlen(td_json_str(w, "name")) + 2)) != NULL)
+            sprintf(hidden[nh++], "%s/%s", td_json_str(w, "namespace"), td_json_str(w, "name"));
+    }
     json_array_foreach(view, i, w)
     {
         if (!mine || !td_authz_namespace_ok(p, td_json_str(w, "namespace")))
             continue;
         const char *reason = td_json_str(w, "reason");
-        if (p->kind == TD_PRINCIPAL_TENANT && reason &&
-            strncmp(reason, preempted, sizeof preempted - 1) == 0) {
-            const char *key = reason + sizeof preempted - 1;
-            size_t nslen = strcspn(key, "/)");
-            char ns[256];
-            snprintf(ns, sizeof ns, "%.*s", (int)(nslen < 255 ? nslen : 255), key);
-            if (!td_authz_namespace_ok(p, ns)) {
-                json_t *copy = json_copy(w);
-                const char *rest = strchr(key, ')');
-                char msg[512];
-                snprintf(msg, sizeof msg, "Preempted to accommodate another tenant's workload%s",
-                         rest ? rest + 1 : "");
-                if (copy)
-                    json_object_set_new(copy, "reason", json_string(msg));
-                json_array_append_new(mine, copy);
-                continue;
-            }
+        char *r = reason && nh ? td_redact_keys(reason, (const char *const *)hidden, nh) : NULL;
+        if (r && strcmp(r, reason) != 0) {
+            json_t *copy = json_copy(w);
+            if (copy)
+                json_object_set_new(copy, "reason", json_string(r));
+            json_array_append_new(mine, copy);
+        } else {
+            json_array_append(mine, w);
         }
-        json_array_append(mine, w);
+        free(r);
     }
+    for (i = 0; i < nh; i++)
+        free(hidden[i]);
+    free(hidden);
     json_decref(view);
     return mine;
 }
@@ -759,6 +762,37 @@ static void h_finish(td_control *c, const td_http_request *req, td_http_response
     td_config_unref(cur);
 }
 
+/* GET /v1/explain/workload?namespace=NS&name=NAME: why a workload is where
+ * it is; a tenant asks about its own namespaces and sees others' workloads
+ * only as counts. */
+static void h_explain_workload(td_control *c, const td_http_request *req,
+                               td_http_response *resp, const td_principal *p)
+{
+    char ns[256] = "", name[256] = "";
+    query_param(req->query, "namespace", ns, sizeof ns);
+    query_param(req->query, "name", name, sizeof name);
+    if (!*ns)
+        snprintf(ns, sizeof ns, "default");
+    td_err err;
+    int code = *name ? td_authz_check(p, TD_AUTHZ_TENANT, ns, &err) : 0;
+    if (!*name) {
+        reply_error(resp, 400, "name=NAME is required (and namespace=NS)");
+        return;
+    }
+    if (code) {
+        reply_error(resp, code, err.msg);
+        return;
+    }
+    td_config *cur = td_config_ref(atomic_load(&c->snapshot));
+    json_t *out = NULL;
+    td_status st = td_explain_workload(cur, ns, name, p, &out, &err);
+    td_config_unref(cur);
+    if (st != TD_OK)
+        reply_error(resp, st == TD_ENOTFOUND ? 404 : st == TD_ENOMEM ? 500 : 400, err.msg);
+    else
+        reply_json(resp, 200, out);
+}
+
 typedef void (*endpoint_fn)(td_control *, const td_http_request *, td_http_response *,
                             const td_principal *);
 
@@ -785,6 +819,7 @@ static const struct {
     {"POST", "/v1/workloads/finish", TD_AUTHZ_TENANT, h_finish},
     {"GET", "/v1/objects", TD_AUTHZ_TENANT, handle_objects},
     {"GET", "/v1/explain/request", TD_AUTHZ_TENANT, h_explain_request},
+    {"GET", "/v1/explain/workload", TD_AUTHZ_TENANT, h_explain_workload},
     {"GET", "/ui", TD_AUTHZ_OPEN, h_ui},
     {"GET", "/v1/usage", TD_AUTHZ_TENANT, h_usage},
     {"DELETE", "/v1/objects", TD_AUTHZ_ADMIN, handle_objects},

@@ -1,6 +1,12 @@
 /* explain.c - see explain.h. */
 #include "daemon/explain.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/workloads.h"
+#include "tenantd/queue.h"
+
 #include <stdio.h>
 #include <time.h>
 
@@ -63,4 +69,221 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
                         json_string("refusals are kept at most 100 per second per tenant"));
     *out = o;
     return TD_OK;
+}
+
+char *td_redact_keys(const char *text, const char *const *hidden, size_t n)
+{
+    static const char other[] = "another tenant's workload";
+    size_t cap = strlen(text) + 1, len = 0;
+    char *out = malloc(cap);
+    for (const char *s = text; out && *s;) {
+        size_t klen = 0;
+        for (size_t i = 0; i < n && !klen; i++) {
+            size_t l = strlen(hidden[i]);
+            /* whole keys only: team-a/x must not match inside team-a/xy */
+            if (l && strncmp(s, hidden[i], l) == 0 &&
+                !(s[l] == '-' || s[l] == '.' || (s[l] >= 'a' && s[l] <= 'z') ||
+                  (s[l] >= '0' && s[l] <= '9')))
+                klen = l;
+        }
+        const char *piece = klen ? other : s;
+        size_t plen = klen ? sizeof other - 1 : 1;
+        if (len + plen + 1 > cap) {
+            char *bigger = realloc(out, cap = 2 * cap + plen);
+            if (!bigger) {
+                free(out);
+                return NULL;
+            }
+            out = bigger;
+        }
+        memcpy(out + len, piece, plen);
+        len += plen;
+        s += klen ? klen : 1;
+    }
+    if (out)
+        out[len] = '\0';
+    return out;
+}
+
+/* The keys of q's workloads p may not see (borrowed from q); *n their
+ * number. NULL with *n = 0 for the admin or when out of memory. */
+static const char **hidden_keys(const td_queue *q, const td_principal *p, size_t *n)
+{
+    *n = 0;
+    if (p->kind != TD_PRINCIPAL_TENANT)
+        return NULL;
+    size_t nq = td_queue_workload_count(q);
+    const char **keys = malloc((nq ? nq : 1) * sizeof *keys);
+    char nsbuf[300];
+    for (size_t i = 0; keys && i < nq; i++) {
+        const char *k = td_queue_workload_key(q, i), *slash = strchr(k, '/');
+        size_t len = slash ? (size_t)(slash - k) : 0;
+        snprintf(nsbuf, sizeof nsbuf, "%.*s", (int)(len < 299 ? len : 299), k);
+        if (!td_authz_namespace_ok(p, nsbuf))
+            keys[(*n)++] = k;
+    }
+    return keys;
+}
+
+/* json_string of text redacted for p's eyes. */
+static json_t *redacted(const char *text, const char *const *hidden, size_t n)
+{
+    char *r = n ? td_redact_keys(text, hidden, n) : NULL;
+    json_t *j = json_string(r ? r : text);
+    free(r);
+    return j;
+}
+
+static const char *state_name(td_wl_state s)
+{
+    return s == TD_WL_ADMITTED ? "Admitted" : s == TD_WL_PENDING ? "Pending" : "Finished";
+}
+
+static const char *event_name(td_queue_event_type t)
+{
+    switch (t) {
+    case TD_QEV_ADMITTED: return "admitted";
+    case TD_QEV_PREEMPTED: return "preempted";
+    case TD_QEV_FINISHED: return "finished";
+    case TD_QEV_REQUEUED: return "requeued";
+    }
+    return "?";
+}
+
+/* The namespace part of "ns/name" into buf. */
+static const char *ns_of(const char *key, char *buf, size_t n)
+{
+    const char *slash = strchr(key, '/');
+    size_t len = slash ? (size_t)(slash - key) : 0;
+    snprintf(buf, n, "%.*s", (int)(len < n ? len : n - 1), key);
+    return buf;
+}
+
+/* Kueue's order inside a ClusterQueue: higher priority first, then the
+ * earlier submission (queue ids count up in submission order). */
+static bool ahead_of(const td_queue *q, size_t a, size_t b)
+{
+    int32_t pa = td_queue_workload_priority(q, a), pb = td_queue_workload_priority(q, b);
+    return pa != pb ? pa > pb : a < b;
+}
+
+td_status td_explain_workload(const td_config *cfg, const char *ns, const char *name,
+                              const td_principal *p, json_t **out, td_err *err)
+{
+    td_queue *q = NULL;
+    json_t **by_id = NULL;
+    size_t nq = 0;
+    td_status st = td_workloads_replay(cfg, &q, &by_id, &nq, err);
+    if (st != TD_OK)
+        return st;
+    char key[600];
+    snprintf(key, sizeof key, "%s/%s", ns, name);
+    size_t id = TD_QUEUE_NONE;
+    for (size_t i = 0; i < nq; i++)
+        if (strcmp(td_queue_workload_key(q, i), key) == 0)
+            id = i; /* the latest submission of that name */
+    if (id == TD_QUEUE_NONE) {
+        free(by_id);
+        td_queue_destroy(q);
+        return td_err_set(err, TD_ENOTFOUND, "Workload %s not found", key);
+    }
+    size_t cq = td_queue_workload_cq(q, id);
+    td_wl_state ws = td_queue_workload_state(q, id);
+    size_t nhidden = 0;
+    const char **hidden = hidden_keys(q, p, &nhidden);
+    json_t *o = json_pack(
+        "{s:s, s:s, s:s, s:o, s:s, s:s, s:s, s:i}", "namespace", ns, "name", name, "state",
+        state_name(ws), "reason",
+        redacted(td_queue_workload_reason(q, id), (const char *const *)hidden, nhidden),
+        "clusterQueue",
+        cq == TD_QUEUE_NONE ? "" : td_queue_cq_name(q, cq), "flavors",
+        td_queue_workload_flavors(q, id), "placement", td_queue_workload_placement(q, id),
+        "priority", (int)td_queue_workload_priority(q, id));
+    json_t *ahead = json_array(), *history = json_array(), *caused = json_array(),
+           *quota = json_object();
+    if (!o || !ahead || !history || !caused || !quota)
+        st = td_err_set(err, TD_ENOMEM, "out of memory");
+    /* position among the pending of its ClusterQueue */
+    size_t position = 0, others = 0, pending = 0;
+    char nsbuf[300];
+    for (size_t i = 0; st == TD_OK && ws == TD_WL_PENDING && cq != TD_QUEUE_NONE && i < nq; i++) {
+        if (td_queue_workload_cq(q, i) != cq || td_queue_workload_state(q, i) != TD_WL_PENDING)
+            continue;
+        pending++;
+        if (i == id || !ahead_of(q, i, id))
+            continue;
+        position++;
+        const char *k = td_queue_workload_key(q, i);
+        if (td_authz_namespace_ok(p, ns_of(k, nsbuf, sizeof nsbuf)))
+            json_array_append_new(ahead, json_pack("{s:s, s:i}", "workload", k, "priority",
+                                                   (int)td_queue_workload_priority(q, i)));
+        else
+            others++;
+    }
+    const td_queue_event *ev;
+    size_t ne = td_queue_events(q, &ev);
+    for (size_t i = 0; st == TD_OK && i < ne; i++) {
+        if (ev[i].workload == id) {
+            json_t *e = json_pack("{s:f, s:s, s:o}", "t", (double)ev[i].t_ns / 1e9, "type",
+                                  event_name(ev[i].type), "reason",
+                                  redacted(ev[i].reason, (const char *const *)hidden, nhidden));
+            if (ev[i].type == TD_QEV_PREEMPTED && ev[i].by != TD_QUEUE_NONE) {
+                const char *by = td_queue_workload_key(q, ev[i].by);
+                json_object_set_new(e, "by",
+                                    json_string(td_authz_namespace_ok(
+                                                    p, ns_of(by, nsbuf, sizeof nsbuf))
+                                                    ? by
+                                                    : "another tenant's workload"));
+                json_object_set_new(e, "level", json_string(ev[i].level));
+            }
+            if (ev[i].type == TD_QEV_ADMITTED) {
+                json_object_set_new(e, "flavors", json_string(ev[i].flavors));
+                json_object_set_new(e, "borrowing", json_boolean(ev[i].borrowing));
+            }
+            json_array_append_new(history, e);
+        } else if (ev[i].type == TD_QEV_PREEMPTED && ev[i].by == id) {
+            const char *v = td_queue_workload_key(q, ev[i].workload);
+            json_array_append_new(
+                caused, json_pack("{s:f, s:s, s:s}", "t", (double)ev[i].t_ns / 1e9, "workload",
+                                  td_authz_namespace_ok(p, ns_of(v, nsbuf, sizeof nsbuf))
+                                      ? v
+                                      : "another tenant's workload",
+                                  "level", ev[i].level));
+        }
+    }
+    for (size_t r = 0; st == TD_OK && cq != TD_QUEUE_NONE && r < td_queue_resource_count(q); r++) {
+        const char *res = td_queue_resource_name(q, r);
+        int64_t nominal = td_queue_cq_nominal_milli(q, cq, res);
+        int64_t used = td_queue_cq_usage_milli(q, cq, res);
+        if (!nominal && !used)
+            continue;
+        json_object_set_new(quota, res,
+                            json_pack("{s:f, s:f, s:f, s:f}", "nominal", (double)nominal / 1000,
+                                      "used", (double)used / 1000, "borrowed",
+                                      (double)td_queue_cq_borrowed_milli(q, cq, res) / 1000,
+                                      "requested",
+                                      (double)td_queue_workload_request_milli(q, id, res) / 1000));
+    }
+    if (st == TD_OK && ws == TD_WL_PENDING && cq != TD_QUEUE_NONE)
+        json_object_set_new(o, "queue",
+                            json_pack("{s:i, s:i, s:o, s:i}", "position", (int)position + 1,
+                                      "pendingInClusterQueue", (int)pending, "ahead", ahead,
+                                      "aheadOfOtherTenants", (int)others));
+    else
+        json_decref(ahead);
+    if (st == TD_OK) {
+        json_object_set_new(o, "history", history);
+        json_object_set_new(o, "preempted", caused);
+        json_object_set_new(o, "clusterQueueQuota", quota);
+        *out = o;
+    } else {
+        json_decref(o);
+        json_decref(history);
+        json_decref(caused);
+        json_decref(quota);
+    }
+    free(hidden);
+    free(by_id);
+    td_queue_destroy(q);
+    return st;
 }

@@ -7,6 +7,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "tenantd/authz.h"
+#include "tenantd/config.h"
 #include "tenantd/gateway.h"
 #include "tenantd/status.h"
 
@@ -15,5 +17,22 @@
  * tenant when the gateway serves no such tenant; TD_ENOMEM. */
 td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns, json_t **out,
                              td_err *err);
+
+/* A new string: text with every occurrence of each of the n workload keys
+ * ("namespace/name") in hidden replaced by "another tenant's workload", so
+ * a reason never names what its reader may not see. NULL when out of
+ * memory. */
+char *td_redact_keys(const char *text, const char *const *hidden, size_t n);
+
+/* Why is workload ns/name where it is? A new JSON object: its state and
+ * reason, ClusterQueue, flavors and placement; when pending, its position
+ * in its ClusterQueue (priority first, then submission order) with the
+ * workloads ahead of it that p may see (others only counted); its history
+ * (admitted, preempted by whom at which level, requeued, finished) and the
+ * workloads it preempted; its ClusterQueue's quota and usage per resource.
+ * TD_ENOTFOUND naming the workload; TD_EINVAL when the queue cannot take
+ * cfg (as td_workloads_view); TD_ENOMEM. */
+td_status td_explain_workload(const td_config *cfg, const char *ns, const char *name,
+                              const td_principal *p, json_t **out, td_err *err);
 
 #endif

@@ -1,0 +1,54 @@
+# test_explain_workload.sh - "why is my job pending, who preempted it?":
+# `tenantctl explain workload` on the running batch queue with Kueue's
+# example (borrowing, reclaim, a gang): the true cause, the position in the
+# ClusterQueue with the workloads ahead, the preemptor and level, the
+# ClusterQueue's quota; a tenant's key sees another tenant's workloads only
+# as counts and cannot explain them.
+. "$(dirname "$0")/lib.sh"
+sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
+{ cat "$EX/kueue/platform.yaml"; cat <<Y
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: team-b}
+spec: {namespaces: [team-b], apiKeys: [{sha256: "$(sha key-team-b)"}]}
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: team-a}
+spec: {namespaces: [team-a], apiKeys: [{sha256: "$(sha key-team-a)"}]}
+Y
+} > "$TMP/platform.yaml"
+printf 'admin-token-0123456789\n' > "$TMP/admin"
+printf 'key-team-b\n' > "$TMP/b.key"
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" --admin-token-file "$TMP/admin" || { finish; exit 1; }
+export TENANTD_SERVER="http://127.0.0.1:$TD_PORT"
+ADM=(--token-file "$TMP/admin")
+expect_rc "submit Kueue's example workloads" 0 "$TENANTCTL" submit -f "$EX/kueue/workloads.yaml" "${ADM[@]}"
+
+expect_rc "explain the reclaimed borrower" 0 "$TENANTCTL" explain workload team-b/b-pretrain "${ADM[@]}"
+expect_grep "pending with Kueue's reason" "$TMP/out" "team-b/b-pretrain: Pending in ClusterQueue team-b"
+expect_grep "the true cause: evicted by the returning owner" "$TMP/out" "Evicted by team-a/a-finetune (InCohortReclamation)"
+expect_grep "history: admitted while borrowing" "$TMP/out" "admitted  workers: cpu=a100, nvidia.com/gpu=a100 (borrowing)"
+expect_grep "history: preempted by whom, at which level" "$TMP/out" "preempted by team-a/a-finetune (InCohortReclamation)"
+expect_grep "first in its ClusterQueue" "$TMP/out" "position:   1 of 2 pending in team-b"
+expect_rc "explain the gang behind it" 0 "$TENANTCTL" explain workload b-gang -n team-b "${ADM[@]}"
+expect_grep "second, with the workload ahead named" "$TMP/out" "position:   2 of 2 pending in team-b"
+expect_grep "the one ahead" "$TMP/out" "ahead:    team-b/b-pretrain (priority 100)"
+expect_rc "explain the owner" 0 "$TENANTCTL" explain workload team-a/a-finetune "${ADM[@]}"
+expect_grep "admitted, placed" "$TMP/out" "placement:  workers: a100-0=4"
+expect_grep "whom it preempted" "$TMP/out" "preempted:  team-b/b-pretrain"
+expect_grep "its ClusterQueue's quota" "$TMP/out" "nvidia.com/gpu     8 / 8 / 0; requests 8"
+
+# team-b's own key: its workloads, and team-a's only as "another tenant's"
+expect_rc "team-b's key explains its workload" 0 "$TENANTCTL" explain workload team-b/b-pretrain --token-file "$TMP/b.key"
+expect_grep "the preemptor of another tenant is not named" "$TMP/out" "preempted by another tenant's workload (InCohortReclamation)"
+expect_no_grep "nothing of team-a leaks" "$TMP/out" "a-finetune"
+expect_rc "team-b's key cannot explain team-a's workload" 2 "$TENANTCTL" explain workload team-a/a-finetune --token-file "$TMP/b.key"
+expect_grep "403" "$TMP/err" "HTTP 403"
+expect_rc "json output" 0 "$TENANTCTL" explain workload team-b/b-gang -o json "${ADM[@]}"
+expect_grep "json position" "$TMP/out" '"position": 2'
+expect_rc "an unknown workload is named" 2 "$TENANTCTL" explain workload team-b/nope "${ADM[@]}"
+expect_grep "not found" "$TMP/err" "Workload team-b/nope not found"
+stop_tenantd
+finish

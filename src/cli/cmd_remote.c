@@ -382,6 +382,25 @@ int td_cmd_get(int argc, char **argv)
         }
     } else if (json_array_size(items) == 0) {
         fprintf(stderr, "No %s objects%s%s.\n", kind, *ns ? " in namespace " : "", ns);
+    } else if (strcmp(kind, "ClusterQueue") == 0) {
+        /* as `kubectl get clusterqueues -o wide` prints Kueue's, plus GPUs */
+        printf("%-24s %-16s %-18s %-19s %s\n", "NAME", "COHORT", "PENDING WORKLOADS",
+               "ADMITTED WORKLOADS", "GPUS USED/NOMINAL (BORROWED)");
+        size_t i;
+        json_t *o;
+        json_array_foreach(items, i, o)
+        {
+            json_t *gpu = json_object_get(td_json_path(o, "status.usage"), "nvidia.com/gpu");
+            char g[64] = "-";
+            if (gpu)
+                snprintf(g, sizeof g, "%g/%g (%g)", json_number_value(json_object_get(gpu, "used")),
+                         json_number_value(json_object_get(gpu, "nominal")),
+                         json_number_value(json_object_get(gpu, "borrowed")));
+            printf("%-24s %-16s %-18lld %-19lld %s\n", td_json_str(o, "metadata.name"),
+                   td_json_str(o, "spec.cohort") ? td_json_str(o, "spec.cohort") : "",
+                   (long long)json_integer_value(td_json_path(o, "status.pendingWorkloads")),
+                   (long long)json_integer_value(td_json_path(o, "status.admittedWorkloads")), g);
+        }
     } else {
         int namespaced = td_kind_namespaced(kind);
         if (namespaced)

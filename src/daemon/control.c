@@ -462,10 +462,20 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
         json_t *const *list;
         size_t n = td_config_list(cur, kind, *ns ? ns : NULL, &list);
         int tenant = p->kind != TD_PRINCIPAL_ADMIN;
+        /* A ClusterQueue comes with its status, as `kubectl get` shows it. */
+        json_t *cq_status = NULL;
+        if (strcmp(kind, "ClusterQueue") == 0 && td_workloads_cq_status(cur, &cq_status, &err) != TD_OK)
+            cq_status = NULL;
         for (size_t i = 0; i < n; i++) {
             if (*name && strcmp(td_json_str(list[i], "metadata.name"), name) != 0)
                 continue;
-            if (!tenant) {
+            json_t *status = json_object_get(cq_status, td_json_str(list[i], "metadata.name"));
+            if (!tenant && status) {
+                json_t *copy = json_copy(list[i]);
+                if (copy)
+                    json_object_set(copy, "status", status);
+                json_array_append_new(items, copy);
+            } else if (!tenant) {
                 json_array_append(items, list[i]);
             } else if (!td_kind_namespaced(kind)) {
                 /* only its own Tenant reaches here, keys redacted */
@@ -483,6 +493,7 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
         } else {
             reply_json(resp, 200, json_pack("{s:s, s:o}", "kind", kind, "items", items));
         }
+        json_decref(cq_status);
         td_config_unref(cur);
         return;
     }

@@ -158,3 +158,59 @@ td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t
         *out = arr;
     return st;
 }
+
+td_status td_workloads_cq_status(const td_config *cfg, json_t **out, td_err *err)
+{
+    td_queue *q = NULL;
+    json_t **by_id = NULL;
+    size_t nq = 0;
+    td_status st = td_workloads_replay(cfg, &q, &by_id, &nq, err);
+    if (st != TD_OK)
+        return st;
+    free(by_id);
+    size_t ncq = td_queue_cq_count(q);
+    size_t *pending = calloc(ncq ? ncq : 1, sizeof *pending);
+    size_t *admitted = calloc(ncq ? ncq : 1, sizeof *admitted);
+    json_t *o = json_object();
+    if (!pending || !admitted || !o)
+        st = td_err_set(err, TD_ENOMEM, "out of memory");
+    for (size_t i = 0; st == TD_OK && i < nq; i++) {
+        size_t cq = td_queue_workload_cq(q, i);
+        if (cq == TD_QUEUE_NONE)
+            continue;
+        td_wl_state ws = td_queue_workload_state(q, i);
+        if (ws == TD_WL_PENDING)
+            pending[cq]++;
+        else if (ws == TD_WL_ADMITTED)
+            admitted[cq]++;
+    }
+    for (size_t c = 0; st == TD_OK && c < ncq; c++) {
+        json_t *usage = json_object();
+        for (size_t r = 0; usage && r < td_queue_resource_count(q); r++) {
+            const char *res = td_queue_resource_name(q, r);
+            int64_t nominal = td_queue_cq_nominal_milli(q, c, res);
+            int64_t used = td_queue_cq_usage_milli(q, c, res);
+            if (nominal || used)
+                json_object_set_new(usage, res,
+                                    json_pack("{s:f, s:f, s:f}", "nominal",
+                                              (double)nominal / 1000, "used",
+                                              (double)used / 1000, "borrowed",
+                                              (double)td_queue_cq_borrowed_milli(q, c, res) / 1000));
+        }
+        json_t *one = usage ? json_pack("{s:i, s:i, s:i, s:o}", "pendingWorkloads", (int)pending[c],
+                                        "reservingWorkloads", (int)admitted[c],
+                                        "admittedWorkloads", (int)admitted[c], "usage", usage)
+                            : NULL;
+        if (!one || json_object_set_new(o, td_queue_cq_name(q, c), one) < 0)
+            st = td_err_set(err, TD_ENOMEM, "out of memory");
+    }
+    free(pending);
+    free(admitted);
+    td_queue_destroy(q);
+    if (st != TD_OK) {
+        json_decref(o);
+        return st;
+    }
+    *out = o;
+    return TD_OK;
+}

@@ -34,4 +34,11 @@ td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t
 td_status td_workloads_replay(const td_config *cfg, td_queue **q, json_t ***wls, size_t *n,
                               td_err *err);
 
+/* Kueue's ClusterQueue status, computed from the same replay: a new JSON
+ * object mapping each ClusterQueue's name to {pendingWorkloads,
+ * reservingWorkloads, admittedWorkloads, usage: {RESOURCE: {nominal, used,
+ * borrowed}}} (quantities as numbers, in units: 1.5 = 1500m).
+ * TD_EINVAL as td_workloads_view. */
+td_status td_workloads_cq_status(const td_config *cfg, json_t **out, td_err *err);
+
 #endif

@@ -50,5 +50,10 @@ expect_rc "json output" 0 "$TENANTCTL" explain workload team-b/b-gang -o json "$
 expect_grep "json position" "$TMP/out" '"position": 2'
 expect_rc "an unknown workload is named" 2 "$TENANTCTL" explain workload team-b/nope "${ADM[@]}"
 expect_grep "not found" "$TMP/err" "Workload team-b/nope not found"
+expect_rc "get clusterqueues shows Kueue's status columns" 0 "$TENANTCTL" get clusterqueues "${ADM[@]}"
+grep -Eq "^team-b +gpu-pool +2 +0 +0/16 \(0\)" "$TMP/out" && ok "team-b: 2 pending, none admitted, 0 of 16 GPUs" || { not_ok "get cq"; cat "$TMP/out"; }
+grep -Eq "^team-a +gpu-pool +0 +1 +8/8 \(0\)" "$TMP/out" && ok "team-a: 1 admitted, 8 of 8 GPUs" || { not_ok "get cq team-a"; cat "$TMP/out"; }
+expect_rc "get cq -o json" 0 "$TENANTCTL" get cq team-a -o json "${ADM[@]}"
+expect_grep "status in the object" "$TMP/out" '"admittedWorkloads": 1'
 stop_tenantd
 finish

@@ -20,6 +20,7 @@ int td_cmd_admit_remote(int argc, char **argv); /* admit --server: decided by a 
 int td_cmd_explain_request(int argc, char **argv); /* explain request: a tenant's gateway limits */
 int td_cmd_explain_pod(int argc, char **argv);     /* explain pod: each admission step */
 int td_cmd_explain_workload(int argc, char **argv); /* explain workload: why it is where it is */
+int td_cmd_simulate_remote(int argc, char **argv);  /* simulate --server: from the live queues */
 int td_cmd_provision(int argc, char **argv);
 int td_cmd_apply(int argc, char **argv);
 int td_cmd_get(int argc, char **argv);

@@ -45,6 +45,13 @@ static void usage(FILE *f)
             "      --start TIME     the virtual clock's 0 as an RFC 3339 time for --ledger\n"
             "                       (default: the current hour); the same --start writes\n"
             "                       the same record ids, so a rerun counts nothing twice\n\n"
+            "Against a running tenantd (a dry run; nothing changes there):\n"
+            "  tenantctl simulate --server URL -f WORKLOADS.yaml [--until S] [--format F]\n"
+            "                     [--live-runtime SECONDS] [remote flags as for apply]\n"
+            "starts from its live queues: its ClusterQueues, flavors, cohorts and nodes,\n"
+            "its admitted workloads (running for --live-runtime, default: past the end)\n"
+            "and its pending ones in their order; WORKLOADS then arrive at their\n"
+            "submit-at seconds after that state. Only what happens from then on prints.\n\n"
             "At one instant: completions first, then arrivals in file order, then one\n"
             "admission pass whose events keep the order it decided them in.\n\n"
             "exit status: 0 ran, 2 bad input (file:line: field)\n");
@@ -207,6 +214,9 @@ typedef struct {
     const char *dir; /* NULL: no ledger */
     int64_t start_ns;
     const td_config *cfg;
+    /* simulate --server: the live state is replayed before origin_ns;
+     * events before it are not printed, later times print minus it. */
+    uint64_t origin_ns;
 } sim_ledger;
 
 static void count_new(const td_ledger_rec *r, void *ud)
@@ -370,8 +380,10 @@ static int run(td_queue *q, arrival *arr, size_t narr, uint64_t until_ns, bool j
         json_t *root = json_object(), *events = json_array(), *queues = json_object();
         for (size_t i = 0; i < ne; i++) {
             const td_queue_event *e = &ev[i];
+            if (e->t_ns < lg->origin_ns)
+                continue;
             json_t *o = json_object();
-            json_object_set_new(o, "t", json_real((double)e->t_ns / NS));
+            json_object_set_new(o, "t", json_real((double)(e->t_ns - lg->origin_ns) / NS));
             json_object_set_new(o, "type", json_string(type_name(e->type)));
             json_object_set_new(o, "workload", json_string(td_queue_workload_key(q, e->workload)));
             json_object_set_new(o, "clusterQueue",
@@ -425,7 +437,10 @@ static int run(td_queue *q, arrival *arr, size_t narr, uint64_t until_ns, bool j
         for (size_t i = 0; i < ne; i++) {
             const td_queue_event *e = &ev[i];
             bool on = e->type == TD_QEV_ADMITTED && *e->placement;
-            printf("%-9g %-10s %-24s %-14s %-34s %s%s%s%s%s%s\n", (double)e->t_ns / NS,
+            if (e->t_ns < lg->origin_ns)
+                continue;
+            printf("%-9g %-10s %-24s %-14s %-34s %s%s%s%s%s%s\n",
+                   (double)(e->t_ns - lg->origin_ns) / NS,
                    type_name(e->type), td_queue_workload_key(q, e->workload),
                    td_queue_cq_name(q, e->cluster_queue), *e->flavors ? e->flavors : "-",
                    e->reason, *e->level ? " [" : "", e->level, *e->level ? "]" : "",
@@ -469,17 +484,23 @@ out:
 
 int td_cmd_simulate(int argc, char **argv)
 {
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--server") == 0 || strcmp(argv[i], "-s") == 0 ||
+            strncmp(argv[i], "--server=", 9) == 0)
+            return td_cmd_simulate_remote(argc, argv);
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'}, {"file", required_argument, NULL, 'f'},
         {"until", required_argument, NULL, 'u'},  {"format", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
         {"ledger", required_argument, NULL, 'L'}, {"start", required_argument, NULL, 'S'},
+        /* internal, for simulate --server (cmd_remote.c) */
+        {"origin-ns", required_argument, NULL, 'O'},
         {NULL, 0, NULL, 0}};
     const char *configs[MAX_FILES], *file = NULL;
     size_t nconfigs = 0;
     uint64_t until_ns = NEVER;
     bool json = false;
-    sim_ledger lg = {NULL, 0, NULL};
+    sim_ledger lg = {NULL, 0, NULL, 0};
     const char *start = NULL;
     int c;
     optind = 1;
@@ -521,6 +542,9 @@ int td_cmd_simulate(int argc, char **argv)
             break;
         case 'S':
             start = optarg;
+            break;
+        case 'O':
+            lg.origin_ns = strtoull(optarg, NULL, 10);
             break;
         case 'h':
             usage(stdout);
@@ -603,6 +627,8 @@ int td_cmd_simulate(int argc, char **argv)
                 parse_seconds(ms[i], doc, "tenantd.dev/runtime-seconds", true,
                               &arr[narr].runtime_ns) != 0)
                 goto out;
+            if (i == nconfigs) /* the -f file arrives after the live state */
+                arr[narr].submit_ns += lg.origin_ns;
             narr++;
         }
     qsort(arr, narr, sizeof *arr, cmp_arrival);

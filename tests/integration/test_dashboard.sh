@@ -168,8 +168,8 @@ for t in tenants:
     check(t, "gpus in use", float(c("gpus")["data-in-use"]), msum("tenantd_gpus_in_use", tenant=t), "")
     check(t, "gpu quota", float(c("gpus")["data-quota"]), msum("tenantd_gpu_quota", tenant=t), "")
     check(t, "pending", num("pendingWorkloads"), msum("tenantd_workloads_pending", tenant=t), "")
-    check(t, "tokens in", num("tokensIn"), msum("tenantd_usage_tokens_total", tenant=t, direction="in"), "")
-    check(t, "tokens out", num("tokensOut"), msum("tenantd_usage_tokens_total", tenant=t, direction="out"), "")
+    check(t, "tokens in", num("tokensIn"), msum("tenantd_usage_tokens", tenant=t, direction="in"), "")
+    check(t, "tokens out", num("tokensOut"), msum("tenantd_usage_tokens", tenant=t, direction="out"), "")
 # beta runs no workload: its cost is exactly its requests' tenantd_cost_total
 # (the page rounds to 4 decimals); alpha's adds its running workload.
 team = {"alpha": "alpha", "beta": "beta"}

@@ -59,6 +59,7 @@ struct td_metering {
 
     /* loop thread only */
     td_config *cfg_seen; /* reference: the snapshot the policy came from */
+    td_config *cfg_replayed; /* reference: the snapshot of the last replay */
     td_ledger_rec *running;
     size_t nrunning;
     int64_t last_tick_ns;
@@ -323,7 +324,13 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
     size_t nw = 0;
     td_err e;
     rec_vec v = {0};
-    td_status st = td_workloads_replay(cfg, &q, &wls, &nw, &e);
+    td_status st = TD_OK;
+    if (cfg == m->cfg_replayed) {
+        /* Same snapshot, same replay: no interval opened or closed since
+         * (only "now" moved), so the replay, O(workloads), is skipped. */
+        goto out;
+    }
+    st = td_workloads_replay(cfg, &q, &wls, &nw, &e);
     if (st == TD_OK) {
         td_intervals_opts io = {(const json_t *const *)wls, nw, cfg, 0, now_ns, true};
         st = td_ledger_intervals(q, &io, collect, &v, &e);
@@ -337,6 +344,8 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
         goto out;
     }
     m->tick_err[0] = 0;
+    td_config_unref(m->cfg_replayed);
+    m->cfg_replayed = td_config_ref(cfg);
     /* intervals that closed (since the last tick; older ones are stored) */
     for (size_t i = 0; m->ledger && i < v.n; i++)
         if (strcmp(v.v[i].outcome, "running") != 0 &&
@@ -416,6 +425,7 @@ void td_metering_destroy(td_metering *m)
         return;
     td_costpolicy_destroy(m->policy);
     td_config_unref(m->cfg_seen);
+    td_config_unref(m->cfg_replayed);
     free(m->lines);
     free(m->tenants);
     free(m->running);

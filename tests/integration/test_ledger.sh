@@ -248,6 +248,9 @@ expect_grep "says what it wrote" "$TMP/err" "6 interval records in $SIMDIR/ledge
 expect_grep "b-pretrain's two intervals on the virtual clock" <(sql "$SIMDIR" \
     "select group_concat(outcome || ':' || ((start_ns - 1793491200000000000) / 1000000000) || '-' || ((end_ns - 1793491200000000000) / 1000000000) || ':' || gpu_milli || ':' || team, ',') from (select * from records where workload='team-b/b-pretrain' order by start_ns)") \
     "evicted:0-300:16000:b,finished:1500-4800:16000:b"
+expect_grep "b-gang: the launcher's CPUs on a100, the workers' GPUs and CPUs on h100" <(sql "$SIMDIR" \
+    "select group_concat(flavor || ':' || gpu_milli || ':' || cpu_milli, ',') from (select * from records where workload='team-b/b-gang' order by flavor)") \
+    "a100:0:2000,h100:12000:24000"
 expect_grep "GPU-hours of the whole timeline" <(sql "$SIMDIR" \
     "select sum(gpu_milli * (end_ns - start_ns) / 1000000000) / 3600 from records") "$(python3 -c 'print((16*300 + 16*3300 + 8*1200 + 12*2400 + 4*1800)*1000//3600)')"
 expect_rc "simulate --ledger again" 0 "$TENANTCTL" simulate -c "$EX/kueue/platform.yaml" \

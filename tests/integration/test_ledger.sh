@@ -109,6 +109,20 @@ spec:
           resources: {requests: {cpu: "4", nvidia.com/gpu: "4"}}
 Y
 
+# wait_until SECONDS CMD...: polls CMD every 0.2 s until it succeeds (the
+# metering tick is every 2 s, commits every 0.2 s; a loaded machine is slower)
+wait_until() {
+    local n=$(($1 * 5))
+    shift
+    for _ in $(seq 1 "$n"); do "$@" && return 0; sleep 0.2; done
+    return 1
+}
+usage_has() { curl -s "$ADMIN/v1/usage" | python3 -c "$1" 2>/dev/null; }
+alpha_gpus() { # N: alpha holds N GPUs on /v1/usage
+    usage_has "import json,sys; u=json.load(sys.stdin); a=[t for t in u['tenants'] if t['name']=='alpha'][0]; sys.exit(0 if a['gpusInUse']==$1 else 1)"
+}
+metrics_have() { curl -s "$ADMIN/metrics" | grep -qF -- "$1"; }
+
 DATA="$TMP/data"
 start_tenantd "$DATA" --config "$TMP/platform.yaml" || { finish; exit 1; }
 ADMIN="http://127.0.0.1:$TD_PORT"
@@ -141,7 +155,7 @@ print(pi, po)' "$TMP/alpha.json")"
 # ---- a workload: admitted, then finished by deleting it ----
 code=$(curl -s -o "$TMP/submit.out" -w '%{http_code}' --data-binary @"$TMP/train.yaml" "$ADMIN/v1/workloads")
 [ "$code" = 200 ] && ok "workload submitted" || { not_ok "submit: $code"; cat "$TMP/submit.out"; }
-sleep 2.5 # one metering tick sees it running
+wait_until 15 alpha_gpus 4.0 || not_ok "no metering tick saw the workload running"
 curl -s "$ADMIN/v1/usage" >"$TMP/usage.json"
 python3 - "$TMP/usage.json" >"$TMP/check" 2>&1 <<'P'
 import json, sys
@@ -156,7 +170,8 @@ sleep 1.1 # the interval lasts a measurable time
 code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE \
     "$ADMIN/v1/objects?kind=Workload&namespace=alpha-prod&name=train")
 [ "$code" = 200 ] && ok "workload deleted (finished)" || not_ok "delete: $code"
-sleep 2.5 # the next tick closes its interval
+# the next tick closes its interval; its commit prices it
+wait_until 15 metrics_have 'item="gpu/a100"' || not_ok "the finished interval was not priced"
 curl -s "$ADMIN/metrics" >"$TMP/metrics"
 stop_tenantd
 

@@ -56,6 +56,14 @@ spec:
   timeout: 5s
 ---
 apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: dead}
+spec:
+  match: {pathPrefix: /dead/}
+  upstream: {address: "127.0.0.1:1", capacity: 4, queue: 4}
+  cost: {model: requests}
+---
+apiVersion: tenantd.dev/v1alpha1
 kind: CostPolicy
 metadata: {name: default}
 spec:
@@ -64,6 +72,7 @@ spec:
   - {resource: nvidia.com/gpu, flavor: a100, perHour: "2.50"}
   - {resource: cpu, perHour: "0.031"}
   - {route: chat, per1kTokensIn: "0.002", per1kTokensOut: "0.006"}
+  - {route: dead, perRequest: "0.001"}
 ---
 apiVersion: v1
 kind: Namespace
@@ -144,6 +153,12 @@ for i in $(seq 1 10); do
     [ "$code" = 200 ] && BOK=$((BOK + 1))
 done
 [ "$B429" -gt 0 ] && ok "beta was rate limited ($B429 x 429, $BOK ok)" || not_ok "beta never got 429"
+# an upstream that refuses (502) and one too slow for the client's deadline (504)
+expect_grep "502 from a dead upstream" <(curl -s -o /dev/null -w '%{http_code}' \
+    -H "Authorization: Bearer key-beta" "$GW/dead/x") "502"
+expect_grep "504 past the client's deadline" <(curl -s -o /dev/null -w '%{http_code}' \
+    -H "Authorization: Bearer key-alpha" -H "X-Request-Timeout-Ms: 30" \
+    -d '{"model":"m","prompt":"slow","max_tokens":2000}' "$GW/v1/completions") "504"
 read -r ALPHA_IN ALPHA_OUT <<<"$(python3 -c '
 import json, sys
 pi = po = 0
@@ -185,6 +200,10 @@ expect_grep "alpha's labels from its Tenant" <(sql "$DATA" \
 expect_grep "beta's 429s are rejected records, its ok ones ok" <(sql "$DATA" \
     "select sum(outcome='rejected'), sum(outcome='ok'), max(case when outcome='rejected' then tokens_in + tokens_out else 0 end) from records where tenant='beta'") \
     "$B429|$BOK|0"
+expect_grep "the 502 is an error record of route dead" <(sql "$DATA" \
+    "select count(*), tenant, route from records where outcome='error'") "1|beta|dead"
+expect_grep "the 504 is a timeout record, no tokens billed" <(sql "$DATA" \
+    "select count(*), tenant, tokens_in + tokens_out from records where outcome='timeout'") "1|alpha|0"
 expect_grep "one finished interval of the workload, owner labels from its Namespace" <(sql "$DATA" \
     "select count(*), workload, flavor, cluster_queue, outcome, tenant, team, project, gpu_milli, cpu_milli, (end_ns - start_ns) >= 1000000000 from records where kind=1") \
     "1|alpha-prod/train|a100|cq-alpha|finished|alpha|alpha|training|4000|4000|1"

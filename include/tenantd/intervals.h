@@ -26,9 +26,9 @@ typedef struct {
 /* Calls cb for each interval record, in event order. Record ids are
  * "<namespace>/<name>@<admitted ns>/<flavor>" (hashed when longer than the
  * id field), so the same history always gives the same ids. Resources are
- * the workload's total requests (td_queue_workload_request_milli), each
- * under the flavor assigned to it (the first pod set's, when pod sets got
- * different flavors for one resource). Labels team/project/environment
+ * each pod set's requests (all its pods) under the flavor the admission
+ * gave that pod set for that resource (a launcher's CPUs on one flavor, its
+ * workers' on another). Labels team/project/environment
  * come from the Workload's labels, else from its Namespace's; the tenant
  * is the Tenant listing the namespace in spec.namespaces ("" if none).
  * cb returns non-zero to stop. TD_ENOMEM only. */

@@ -366,6 +366,49 @@ static td_status shared_amount(const td_costpolicy *p, const shared_item *s, int
     return TD_OK;
 }
 
+static int cmp_interval(const void *a, const void *b)
+{
+    const td_ledger_rec *x = *(const td_ledger_rec *const *)a, *y = *(const td_ledger_rec *const *)b;
+    int c = strcmp(x->workload, y->workload);
+    if (c)
+        return c;
+    if ((c = strcmp(x->flavor, y->flavor)))
+        return c;
+    return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/* A workload holds one flavor's resources once at a time: two intervals of
+ * one workload and flavor that overlap would count the same GPUs twice, so
+ * they are an error naming both records. */
+static td_status check_overlaps(const td_ledger_rec *recs, size_t n, int64_t from_ns,
+                                int64_t to_ns, td_err *err)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m += recs[i].kind == TD_LEDGER_INTERVAL;
+    if (m < 2)
+        return TD_OK;
+    const td_ledger_rec **v = malloc(m * sizeof *v);
+    if (!v)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (recs[i].kind == TD_LEDGER_INTERVAL && recs[i].start_ns < to_ns &&
+            recs[i].end_ns > from_ns)
+            v[m++] = &recs[i];
+    qsort(v, m, sizeof *v, cmp_interval);
+    td_status st = TD_OK;
+    for (size_t i = 1; i < m && st == TD_OK; i++)
+        if (strcmp(v[i]->workload, v[i - 1]->workload) == 0 &&
+            strcmp(v[i]->flavor, v[i - 1]->flavor) == 0 && v[i]->start_ns < v[i - 1]->end_ns)
+            st = td_err_set(err, TD_EINVAL,
+                            "ledger: intervals %s and %s of workload %s (flavor %s) overlap; "
+                            "the same resources would be counted twice",
+                            v[i - 1]->id, v[i]->id, v[i]->workload, v[i]->flavor);
+    free(v);
+    return st;
+}
+
 /* The owner a weight's name stands for: a tenant's weight goes to the owner
  * its records in the period belong to (so weights written per tenant work
  * in a report by team); any other name is an owner of the grouping. */
@@ -396,6 +439,8 @@ static td_status compute(const td_costpolicy *p, const td_ledger_rec *recs, size
         st = td_err_set(err, TD_ENOMEM, "out of memory");
         goto out;
     }
+    if ((st = check_overlaps(recs, n, from_ns, to_ns, err)) != TD_OK)
+        goto out;
     for (size_t i = 0; i < npools; i++) {
         size_t k;
         for (k = 0; k < nflv; k++)

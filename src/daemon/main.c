@@ -417,6 +417,8 @@ int main(int argc, char **argv)
         SSL_CTX_free(tls);
         return 1;
     }
+    if (ledger && td_metering_load(metering, cfg, data, &err) != TD_OK)
+        fprintf(stderr, "tenantd: metering: %s (this period's cost starts from zero)\n", err.msg);
     td_proxy *proxy = NULL;
     SSL_CTX *data_tls = NULL;
     td_proxy_opts popts = {data_listen, workers > 0 ? (unsigned)workers : 1, alog, 0, ledger,
@@ -490,8 +492,7 @@ int main(int argc, char **argv)
     uv_signal_start(&d.sigterm, on_signal, SIGTERM);
     uv_signal_start(&d.sighup, on_reload, SIGHUP);
     d.metering = metering;
-    if (td_metering_start(metering, &loop, ledger, data, 2000, &err) != TD_OK)
-        fprintf(stderr, "tenantd: metering: %s (the dashboard starts from zero)\n", err.msg);
+    td_metering_start(metering, &loop, ledger, 2000);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     td_proxy_stop(proxy);

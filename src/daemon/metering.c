@@ -59,6 +59,7 @@ struct td_metering {
 
     /* loop thread only */
     td_config *cfg_seen; /* reference: the snapshot the policy came from */
+    td_config *cfg_replayed; /* reference: the snapshot of the last replay */
     td_ledger_rec *running;
     size_t nrunning;
     int64_t last_tick_ns;
@@ -221,31 +222,29 @@ static void on_timer(uv_timer_t *h)
     td_metering_tick(m, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
 }
 
-td_status td_metering_start(td_metering *m, uv_loop_t *loop, td_ledger *l, const char *dir,
-                            uint64_t tick_ms, td_err *err)
+td_status td_metering_load(td_metering *m, td_config *cfg, const char *dir, td_err *err)
 {
-    m->ledger = l;
-    m->tick_ms = tick_ms ? tick_ms : 2000;
-    td_config *cfg = atomic_load(&m->c->snapshot);
     refresh_policy(m, cfg);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-    if (l) {
-        /* Committed before this start: the period so far. The writer has
-         * committed nothing of ours yet (the proxy has not started). */
-        pthread_mutex_lock(&m->mu);
-        td_status st = td_ledger_read(dir, m->period_start_ns, now + 1, read_period, m, err);
-        pthread_mutex_unlock(&m->mu);
-        if (st != TD_OK && st != TD_ENOTFOUND)
-            return st;
-    }
-    td_metering_tick(m, now);
+    pthread_mutex_lock(&m->mu);
+    td_status st = td_ledger_read(dir, m->period_start_ns, now + 1, read_period, m, err);
+    pthread_mutex_unlock(&m->mu);
+    return st == TD_ENOTFOUND ? TD_OK : st;
+}
+
+void td_metering_start(td_metering *m, uv_loop_t *loop, td_ledger *l, uint64_t tick_ms)
+{
+    m->ledger = l;
+    m->tick_ms = tick_ms ? tick_ms : 2000;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    td_metering_tick(m, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
     uv_timer_init(loop, &m->timer);
     m->timer.data = m;
     uv_timer_start(&m->timer, on_timer, m->tick_ms, m->tick_ms);
     m->timer_on = 1;
-    return TD_OK;
 }
 
 typedef struct {
@@ -325,7 +324,13 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
     size_t nw = 0;
     td_err e;
     rec_vec v = {0};
-    td_status st = td_workloads_replay(cfg, &q, &wls, &nw, &e);
+    td_status st = TD_OK;
+    if (cfg == m->cfg_replayed) {
+        /* Same snapshot, same replay: no interval opened or closed since
+         * (only "now" moved), so the replay, O(workloads), is skipped. */
+        goto out;
+    }
+    st = td_workloads_replay(cfg, &q, &wls, &nw, &e);
     if (st == TD_OK) {
         td_intervals_opts io = {(const json_t *const *)wls, nw, cfg, 0, now_ns, true};
         st = td_ledger_intervals(q, &io, collect, &v, &e);
@@ -339,6 +344,8 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
         goto out;
     }
     m->tick_err[0] = 0;
+    td_config_unref(m->cfg_replayed);
+    m->cfg_replayed = td_config_ref(cfg);
     /* intervals that closed (since the last tick; older ones are stored) */
     for (size_t i = 0; m->ledger && i < v.n; i++)
         if (strcmp(v.v[i].outcome, "running") != 0 &&
@@ -418,6 +425,7 @@ void td_metering_destroy(td_metering *m)
         return;
     td_costpolicy_destroy(m->policy);
     td_config_unref(m->cfg_seen);
+    td_config_unref(m->cfg_replayed);
     free(m->lines);
     free(m->tenants);
     free(m->running);
@@ -631,12 +639,13 @@ td_status td_metering_metrics(td_metering *m, char **text, size_t *len)
         label_value(f, m->tenants[i].name);
         fprintf(f, "\"} %lld\n", (long long)m->tenants[i].pending);
     }
-    fputs("# HELP tenantd_usage_tokens_total Tokens of a tenant's requests committed to the "
-          "ledger this period.\n# TYPE tenantd_usage_tokens_total counter\n",
+    /* a gauge: it starts again with each period (calendar month, UTC) */
+    fputs("# HELP tenantd_usage_tokens Tokens of a tenant's requests committed to the ledger "
+          "this period (calendar month, UTC).\n# TYPE tenantd_usage_tokens gauge\n",
           f);
     for (size_t i = 0; i < m->ntenants; i++) {
         for (int d = 0; d < 2; d++) {
-            fputs("tenantd_usage_tokens_total{tenant=\"", f);
+            fputs("tenantd_usage_tokens{tenant=\"", f);
             label_value(f, m->tenants[i].name);
             fprintf(f, "\",direction=\"%s\"} %lld\n", d ? "out" : "in",
                     (long long)(d ? m->tenants[i].tokens_out : m->tenants[i].tokens_in));

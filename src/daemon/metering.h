@@ -23,12 +23,16 @@ td_status td_metering_create(td_control *c, td_metering **out, td_err *err);
  * Any thread. */
 void td_metering_on_commit(const td_ledger_rec *r, void *ud);
 
+/* Reads the current period's records of dir's ledger into the sums,
+ * priced with cfg's CostPolicy. Call before anything is appended to the
+ * ledger (before the proxy starts): records appended later are counted by
+ * on_commit, so none is counted twice. TD_OK when there is no ledger yet. */
+td_status td_metering_load(td_metering *m, td_config *cfg, const char *dir, td_err *err);
+
 /* Loop thread. l may be NULL (--ledger off: nothing is written, the
- * dashboard still shows traffic and GPUs). Reads the current period from
- * dir's ledger into the sums, runs a first tick, then ticks every tick_ms
- * on loop. */
-td_status td_metering_start(td_metering *m, uv_loop_t *loop, td_ledger *l, const char *dir,
-                            uint64_t tick_ms, td_err *err);
+ * dashboard still shows traffic and GPUs). Runs a first tick, then one
+ * every tick_ms on loop. */
+void td_metering_start(td_metering *m, uv_loop_t *loop, td_ledger *l, uint64_t tick_ms);
 
 /* One replay of the queue at now_ns (ns since the epoch): appends the
  * intervals that closed, and those of workloads deleted since the last tick

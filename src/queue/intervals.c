@@ -1,7 +1,11 @@
 /* intervals.c - admitted intervals of a batch queue's workloads as ledger
  * records (see intervals.h). Walks the queue's events: ADMITTED opens an
- * interval, PREEMPTED closes it as evicted, FINISHED as finished. */
+ * interval, PREEMPTED closes it as evicted, FINISHED as finished. Part of
+ * the queue module: it reads each pod set's requests from the queue's own
+ * workload state. */
 #include "tenantd/intervals.h"
+
+#include "queue/queue_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,49 +67,84 @@ static const char *label(const json_t *wl, const json_t *ns_obj, const char *key
     return v;
 }
 
-/* Parses "ps: res=fl, res=fl; ps2: ..." into the flavor of resource res
- * (the first pod set naming it), or NULL. */
-static bool flavor_of(const char *flavors, const char *res, char *out, size_t n)
+typedef struct {
+    char flavor[TD_LEDGER_STR];
+    int64_t gpu_milli, cpu_milli, memory_bytes, storage_bytes;
+} flavor_sum;
+
+/* Adds requests of pod set ps for "res=fl, res=fl" (one pod set's part of
+ * an event's flavors string) into the per-flavor sums. */
+static void add_podset(const td_queue *q, const workload *wk, size_t ps, const char *p,
+                       const char *end, flavor_sum *sums, size_t *nsums, size_t max)
 {
-    size_t rl = strlen(res);
-    const char *p = flavors;
-    while ((p = strstr(p, res)) != NULL) {
-        bool start = p == flavors || p[-1] == ' ' || p[-1] == ':';
-        if (start && p[rl] == '=') {
-            const char *f = p + rl + 1;
-            size_t fl = strcspn(f, ",;");
-            snprintf(out, n, "%.*s", (int)fl, f);
-            return true;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ','))
+            p++;
+        const char *eq = memchr(p, '=', (size_t)(end - p));
+        if (!eq)
+            return;
+        const char *fe = eq + 1;
+        while (fe < end && *fe != ',')
+            fe++;
+        size_t rl = (size_t)(eq - p), fl = (size_t)(fe - eq - 1);
+        for (size_t r = 0; r < q->nres; r++) {
+            if (strlen(q->resource_names[r]) != rl || memcmp(q->resource_names[r], p, rl) != 0)
+                continue;
+            size_t k = 0;
+            while (k < *nsums && (strlen(sums[k].flavor) != fl ||
+                                  memcmp(sums[k].flavor, eq + 1, fl) != 0))
+                k++;
+            if (k == *nsums) {
+                if (*nsums == max || fl >= TD_LEDGER_STR)
+                    break;
+                memset(&sums[k], 0, sizeof sums[k]);
+                memcpy(sums[k].flavor, eq + 1, fl);
+                (*nsums)++;
+            }
+            int64_t m = wk->requests[ps * q->nres + r];
+            const char *res = q->resource_names[r];
+            if (is_gpu(res))
+                sums[k].gpu_milli += m;
+            else if (strcmp(res, "cpu") == 0)
+                sums[k].cpu_milli += m;
+            else if (strcmp(res, "memory") == 0)
+                sums[k].memory_bytes += m / 1000;
+            else if (strcmp(res, "ephemeral-storage") == 0 || strcmp(res, "storage") == 0)
+                sums[k].storage_bytes += m / 1000;
+            break;
         }
-        p += rl;
+        p = fe;
     }
-    return false;
 }
 
-/* Emits one record per distinct flavor of w's interval [start, end). */
+/* Emits one record per distinct flavor of w's interval [admitted, end):
+ * the event's flavors string ("ps: res=fl, res=fl; ps2: ...", pod sets in
+ * order) says which flavor each pod set's resources were given. */
 static int emit(const td_queue *q, const td_intervals_opts *o, size_t w, const open_iv *iv,
                 int64_t end, const char *outcome, td_ledger_cb cb, void *ud)
 {
     const char *key = td_queue_workload_key(q, w);
+    const workload *wk = &q->wls[w];
     const json_t *wl = w < o->nworkloads ? o->workloads[w] : NULL;
     char ns[TD_LEDGER_STR] = "";
     const char *slash = strchr(key, '/');
     if (slash)
         snprintf(ns, sizeof ns, "%.*s", (int)(slash - key), key);
     const json_t *ns_obj = o->cfg && *ns ? td_config_get(o->cfg, "Namespace", NULL, ns) : NULL;
-    size_t nres = td_queue_resource_count(q);
-    char done[32][TD_LEDGER_STR];
-    size_t ndone = 0;
-    for (size_t i = 0; i < nres; i++) {
-        char fl[TD_LEDGER_STR];
-        if (!flavor_of(iv->flavors, td_queue_resource_name(q, i), fl, sizeof fl))
-            continue;
-        bool seen = false;
-        for (size_t k = 0; k < ndone; k++)
-            seen |= strcmp(done[k], fl) == 0;
-        if (seen || ndone == 32)
-            continue;
-        copy(done[ndone++], TD_LEDGER_STR, fl);
+    flavor_sum sums[16];
+    size_t nsums = 0;
+    const char *p = iv->flavors;
+    for (size_t ps = 0; ps < wk->npodsets && *p; ps++) {
+        const char *seg_end = strstr(p, "; ");
+        if (!seg_end)
+            seg_end = p + strlen(p);
+        const char *colon = memchr(p, ':', (size_t)(seg_end - p));
+        if (colon)
+            add_podset(q, wk, ps, colon + 1, seg_end, sums, &nsums, 16);
+        p = *seg_end ? seg_end + 2 : seg_end;
+    }
+    for (size_t k = 0; k < nsums; k++) {
+        const char *fl = sums[k].flavor;
         td_ledger_rec r;
         memset(&r, 0, sizeof r);
         r.kind = TD_LEDGER_INTERVAL;
@@ -132,22 +171,10 @@ static int emit(const td_queue *q, const td_intervals_opts *o, size_t w, const o
         r.interruptible = interruptible(o->cfg, wl);
         r.count = 1;
         r.gpu_used_milli = -1;
-        /* every resource whose flavor is this one */
-        for (size_t j = 0; j < nres; j++) {
-            const char *res = td_queue_resource_name(q, j);
-            char fj[TD_LEDGER_STR];
-            if (!flavor_of(iv->flavors, res, fj, sizeof fj) || strcmp(fj, fl) != 0)
-                continue;
-            int64_t m = td_queue_workload_request_milli(q, w, res);
-            if (is_gpu(res))
-                r.gpu_milli += m;
-            else if (strcmp(res, "cpu") == 0)
-                r.cpu_milli += m;
-            else if (strcmp(res, "memory") == 0)
-                r.memory_bytes += m / 1000;
-            else if (strcmp(res, "ephemeral-storage") == 0 || strcmp(res, "storage") == 0)
-                r.storage_bytes += m / 1000;
-        }
+        r.gpu_milli = sums[k].gpu_milli;
+        r.cpu_milli = sums[k].cpu_milli;
+        r.memory_bytes = sums[k].memory_bytes;
+        r.storage_bytes = sums[k].storage_bytes;
         if (cb(&r, ud) != 0)
             return 1;
     }

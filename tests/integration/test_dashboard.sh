@@ -96,8 +96,17 @@ printf 'apiVersion: kueue.x-k8s.io/v1beta1\nkind: Workload\nmetadata: {name: tra
 code=$(curl -s -o "$TMP/submit" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
     --data-binary @"$TMP/wl.yaml" "$ADMIN/v1/workloads")
 [ "$code" = 200 ] && ok "a 6-GPU workload submitted" || { not_ok "submit: $code"; cat "$TMP/submit"; }
-sleep 2.5 # a metering tick: GPUs in use, committed ledger records priced
-curl -s -H "Authorization: Bearer $TOKEN" "$ADMIN/metrics" >"$TMP/metrics"
+# Wait for a metering tick (GPUs in use) and the commit of all 17 request
+# records (tokens, cost): then nothing moves while the page is read.
+settled=0
+for _ in $(seq 1 75); do
+    curl -s -H "Authorization: Bearer $TOKEN" "$ADMIN/metrics" >"$TMP/metrics"
+    grep -qF 'tenantd_gpus_in_use{tenant="alpha"} 6' "$TMP/metrics" &&
+        grep -qF 'tenantd_ledger_records_total 17' "$TMP/metrics" && { settled=1; break; }
+    sleep 0.2
+done
+[ "$settled" = 1 ] && ok "metering settled: 17 records committed, alpha holds 6 GPUs" ||
+    { not_ok "metering did not settle"; grep -E 'ledger|gpus_in_use' "$TMP/metrics"; }
 
 URL="$ADMIN/ui#token=$TOKEN"
 run_chromium() {
@@ -168,8 +177,8 @@ for t in tenants:
     check(t, "gpus in use", float(c("gpus")["data-in-use"]), msum("tenantd_gpus_in_use", tenant=t), "")
     check(t, "gpu quota", float(c("gpus")["data-quota"]), msum("tenantd_gpu_quota", tenant=t), "")
     check(t, "pending", num("pendingWorkloads"), msum("tenantd_workloads_pending", tenant=t), "")
-    check(t, "tokens in", num("tokensIn"), msum("tenantd_usage_tokens_total", tenant=t, direction="in"), "")
-    check(t, "tokens out", num("tokensOut"), msum("tenantd_usage_tokens_total", tenant=t, direction="out"), "")
+    check(t, "tokens in", num("tokensIn"), msum("tenantd_usage_tokens", tenant=t, direction="in"), "")
+    check(t, "tokens out", num("tokensOut"), msum("tenantd_usage_tokens", tenant=t, direction="out"), "")
 # beta runs no workload: its cost is exactly its requests' tenantd_cost_total
 # (the page rounds to 4 decimals); alpha's adds its running workload.
 team = {"alpha": "alpha", "beta": "beta"}

@@ -56,6 +56,14 @@ spec:
   timeout: 5s
 ---
 apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: dead}
+spec:
+  match: {pathPrefix: /dead/}
+  upstream: {address: "127.0.0.1:1", capacity: 4, queue: 4}
+  cost: {model: requests}
+---
+apiVersion: tenantd.dev/v1alpha1
 kind: CostPolicy
 metadata: {name: default}
 spec:
@@ -64,6 +72,7 @@ spec:
   - {resource: nvidia.com/gpu, flavor: a100, perHour: "2.50"}
   - {resource: cpu, perHour: "0.031"}
   - {route: chat, per1kTokensIn: "0.002", per1kTokensOut: "0.006"}
+  - {route: dead, perRequest: "0.001"}
 ---
 apiVersion: v1
 kind: Namespace
@@ -109,6 +118,20 @@ spec:
           resources: {requests: {cpu: "4", nvidia.com/gpu: "4"}}
 Y
 
+# wait_until SECONDS CMD...: polls CMD every 0.2 s until it succeeds (the
+# metering tick is every 2 s, commits every 0.2 s; a loaded machine is slower)
+wait_until() {
+    local n=$(($1 * 5))
+    shift
+    for _ in $(seq 1 "$n"); do "$@" && return 0; sleep 0.2; done
+    return 1
+}
+usage_has() { curl -s "$ADMIN/v1/usage" | python3 -c "$1" 2>/dev/null; }
+alpha_gpus() { # N: alpha holds N GPUs on /v1/usage
+    usage_has "import json,sys; u=json.load(sys.stdin); a=[t for t in u['tenants'] if t['name']=='alpha'][0]; sys.exit(0 if a['gpusInUse']==$1 else 1)"
+}
+metrics_have() { curl -s "$ADMIN/metrics" | grep -qF -- "$1"; }
+
 DATA="$TMP/data"
 start_tenantd "$DATA" --config "$TMP/platform.yaml" || { finish; exit 1; }
 ADMIN="http://127.0.0.1:$TD_PORT"
@@ -130,6 +153,12 @@ for i in $(seq 1 10); do
     [ "$code" = 200 ] && BOK=$((BOK + 1))
 done
 [ "$B429" -gt 0 ] && ok "beta was rate limited ($B429 x 429, $BOK ok)" || not_ok "beta never got 429"
+# an upstream that refuses (502) and one too slow for the client's deadline (504)
+expect_grep "502 from a dead upstream" <(curl -s -o /dev/null -w '%{http_code}' \
+    -H "Authorization: Bearer key-beta" "$GW/dead/x") "502"
+expect_grep "504 past the client's deadline" <(curl -s -o /dev/null -w '%{http_code}' \
+    -H "Authorization: Bearer key-alpha" -H "X-Request-Timeout-Ms: 30" \
+    -d '{"model":"m","prompt":"slow","max_tokens":2000}' "$GW/v1/completions") "504"
 read -r ALPHA_IN ALPHA_OUT <<<"$(python3 -c '
 import json, sys
 pi = po = 0
@@ -141,7 +170,7 @@ print(pi, po)' "$TMP/alpha.json")"
 # ---- a workload: admitted, then finished by deleting it ----
 code=$(curl -s -o "$TMP/submit.out" -w '%{http_code}' --data-binary @"$TMP/train.yaml" "$ADMIN/v1/workloads")
 [ "$code" = 200 ] && ok "workload submitted" || { not_ok "submit: $code"; cat "$TMP/submit.out"; }
-sleep 2.5 # one metering tick sees it running
+wait_until 15 alpha_gpus 4.0 || not_ok "no metering tick saw the workload running"
 curl -s "$ADMIN/v1/usage" >"$TMP/usage.json"
 python3 - "$TMP/usage.json" >"$TMP/check" 2>&1 <<'P'
 import json, sys
@@ -156,7 +185,8 @@ sleep 1.1 # the interval lasts a measurable time
 code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE \
     "$ADMIN/v1/objects?kind=Workload&namespace=alpha-prod&name=train")
 [ "$code" = 200 ] && ok "workload deleted (finished)" || not_ok "delete: $code"
-sleep 2.5 # the next tick closes its interval
+# the next tick closes its interval; its commit prices it
+wait_until 15 metrics_have 'item="gpu/a100"' || not_ok "the finished interval was not priced"
 curl -s "$ADMIN/metrics" >"$TMP/metrics"
 stop_tenantd
 
@@ -170,6 +200,10 @@ expect_grep "alpha's labels from its Tenant" <(sql "$DATA" \
 expect_grep "beta's 429s are rejected records, its ok ones ok" <(sql "$DATA" \
     "select sum(outcome='rejected'), sum(outcome='ok'), max(case when outcome='rejected' then tokens_in + tokens_out else 0 end) from records where tenant='beta'") \
     "$B429|$BOK|0"
+expect_grep "the 502 is an error record of route dead" <(sql "$DATA" \
+    "select count(*), tenant, route from records where outcome='error'") "1|beta|dead"
+expect_grep "the 504 is a timeout record, no tokens billed" <(sql "$DATA" \
+    "select count(*), tenant, tokens_in + tokens_out from records where outcome='timeout'") "1|alpha|0"
 expect_grep "one finished interval of the workload, owner labels from its Namespace" <(sql "$DATA" \
     "select count(*), workload, flavor, cluster_queue, outcome, tenant, team, project, gpu_milli, cpu_milli, (end_ns - start_ns) >= 1000000000 from records where kind=1") \
     "1|alpha-prod/train|a100|cq-alpha|finished|alpha|alpha|training|4000|4000|1"
@@ -248,6 +282,9 @@ expect_grep "says what it wrote" "$TMP/err" "6 interval records in $SIMDIR/ledge
 expect_grep "b-pretrain's two intervals on the virtual clock" <(sql "$SIMDIR" \
     "select group_concat(outcome || ':' || ((start_ns - 1793491200000000000) / 1000000000) || '-' || ((end_ns - 1793491200000000000) / 1000000000) || ':' || gpu_milli || ':' || team, ',') from (select * from records where workload='team-b/b-pretrain' order by start_ns)") \
     "evicted:0-300:16000:b,finished:1500-4800:16000:b"
+expect_grep "b-gang: the launcher's CPUs on a100, the workers' GPUs and CPUs on h100" <(sql "$SIMDIR" \
+    "select group_concat(flavor || ':' || gpu_milli || ':' || cpu_milli, ',') from (select * from records where workload='team-b/b-gang' order by flavor)") \
+    "a100:0:2000,h100:12000:24000"
 expect_grep "GPU-hours of the whole timeline" <(sql "$SIMDIR" \
     "select sum(gpu_milli * (end_ns - start_ns) / 1000000000) / 3600 from records") "$(python3 -c 'print((16*300 + 16*3300 + 8*1200 + 12*2400 + 4*1800)*1000//3600)')"
 expect_rc "simulate --ledger again" 0 "$TENANTCTL" simulate -c "$EX/kueue/platform.yaml" \

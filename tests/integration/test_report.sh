@@ -206,6 +206,12 @@ sed 's/discount: "0.6"/discount: "1.6"/' "$P" >"$TMP/bad.yaml"
 expect_rc "a bad CostPolicy" 2 "$TENANTCTL" report "${R[@]/$P/$TMP/bad.yaml}"
 expect_grep "names file, line and field" "$TMP/err" "bad.yaml:$(grep -n 'discount: "1.6"' "$TMP/bad.yaml" | cut -d: -f1): CostPolicy default: spec.interruptible.discount"
 expect_rc "no ledger" 2 "$TENANTCTL" report --data "$TMP/nothing" -c "$P"
+expect_grep "names the missing ledger" "$TMP/err" "$TMP/nothing"
+mkdir -p "$TMP/newer"
+cp "$D/ledger.db" "$TMP/newer/"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE meta SET value=value+1 WHERE key=\"schema\""); c.commit()' "$TMP/newer/ledger.db"
+expect_rc "a ledger of a newer schema is refused" 2 "$TENANTCTL" report --data "$TMP/newer" -c "$P"
+expect_grep "names the newer version" "$TMP/err" "was written by a newer tenantd"
 expect_rc "report --help" 0 "$TENANTCTL" report --help
 expect_grep "help names the formats" "$TMP/out" "table (default), csv"
 

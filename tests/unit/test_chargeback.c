@@ -431,6 +431,22 @@ static void test_report_hand(void **state)
                                            &err),
                      TD_EINVAL);
     assert_non_null(strstr(err.msg, "empty"));
+    /* two intervals of one workload and flavor that overlap: counted twice */
+    td_ledger_rec twice[] = {
+        interval("a", "a", "prod", "a100", 0, 2 * HOUR, 2000, 0, 0, false),
+        interval("a", "a", "prod", "a100", HOUR, 3 * HOUR, 2000, 0, 0, false),
+    };
+    assert_int_equal(td_chargeback_compute(p, twice, 2, 0, 10 * HOUR, TD_BY_TENANT, pools, 1,
+                                           &rep, &err),
+                     TD_EINVAL);
+    assert_non_null(strstr(err.msg, "intervals i-a-0 and i-a-3600000000000 of workload a-ns/job "
+                                    "(flavor a100) overlap"));
+    twice[1].start_ns = 2 * HOUR; /* back to back is fine */
+    assert_int_equal(td_chargeback_compute(p, twice, 2, 0, 10 * HOUR, TD_BY_TENANT, pools, 1,
+                                           &rep, &err),
+                     TD_OK);
+    assert_int_equal(rep->owners[0].direct_cents, 1500); /* (4 + 2) GPU-h x 2.50 */
+    td_chargeback_report_destroy(rep);
     /* a pool whose flavor has no price, when it sits idle, is an error */
     td_pool_gpus l4[] = {{"l4", "l4", 2}};
     assert_int_equal(td_chargeback_compute(p, recs, 4, 0, 10 * HOUR, TD_BY_TENANT, l4, 1, &rep,
@@ -466,6 +482,7 @@ static void test_report_random(void **state)
                                    (int64_t)(rnd() % 8001), (int64_t)(rnd() % 64001),
                                    (int64_t)(rnd() % (512 * GIB)), rnd() % 4 == 0);
                 recs[i].storage_bytes = (int64_t)(rnd() % (100 * GIB));
+                snprintf(recs[i].workload, sizeof recs[i].workload, "%s-ns/job-%zu", t, i);
             }
         }
         td_chargeback_report *rep = NULL;

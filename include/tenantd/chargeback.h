@@ -48,6 +48,10 @@ td_status td_costpolicy_from_config(const td_config *c, td_costpolicy **out, td_
 
 const char *td_costpolicy_currency(const td_costpolicy *p);
 
+/* true when p has a price (per1kTokens, perRequest or perGPUHour) for the
+ * Route named route. */
+bool td_costpolicy_prices_route(const td_costpolicy *p, const char *route);
+
 /* Parses a non-negative decimal ("2.50", "0.0042", "730") into nano-units.
  * At most 9 decimals; TD_EINVAL otherwise. Exposed for tests and callers
  * that take amounts on the command line. */

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <pthread.h>
 
+#include "tenantd/budget.h"
+#include "tenantd/chargeback.h"
 #include "tenantd/config.h"
 #include "tenantd/critqueue.h"
 #include "tenantd/limiter.h"
@@ -22,9 +24,25 @@
 
 #define TD_GW_MAX_TENANTS 65536
 #define TD_GW_MAX_ROUTES 1024
+#define TD_GW_MAX_KEYS 65536 /* named keys with limits of their own, over all reloads */
 #define TD_GW_RECENT_RINGS 16 /* refusal rings, one per worker (mod 16) */
 
 typedef enum { TD_COST_TOKENS, TD_COST_GPU_SECONDS, TD_COST_REQUESTS } td_cost_model;
+
+/* spec.budgets[]: at most one per period. */
+typedef struct {
+    td_period period;
+    int64_t amount_nano; /* in the CostPolicy's currency */
+    bool shadow;         /* counted and noted, never refused */
+} td_gw_budget;
+
+/* spec.apiKeys[]: a key, with limits of its own when it has a name. */
+typedef struct {
+    char *name;           /* NULL: unnamed, only the tenant's limits apply */
+    uint32_t slot;        /* key slot of "tenant/name" (stable across reloads); valid with a name */
+    td_rate rate;         /* rate.cost <= 0: none of its own */
+    uint32_t concurrency; /* 0: none of its own */
+} td_gw_key;
 
 typedef struct {
     char *name;
@@ -37,7 +55,10 @@ typedef struct {
      * counted ("would have rejected") but the request proceeds. */
     bool shadow_rate, shadow_concurrency;
     unsigned char (*key_sha256)[32];
+    td_gw_key *keys; /* nkeys, parallel to key_sha256 */
     size_t nkeys;
+    td_gw_budget budgets[TD_PERIOD_COUNT];
+    size_t nbudgets;
     char *team, *project, *environment; /* spec.labels (cost labels), "" if absent */
 } td_gw_tenant;
 
@@ -63,6 +84,7 @@ struct td_gw_config {
     size_t ntenants;
     td_gw_route *routes; /* longest prefix first */
     size_t nroutes;
+    td_costpolicy *cost_policy; /* NULL when the config has none */
 };
 
 typedef struct td_gateway td_gateway;
@@ -94,6 +116,15 @@ void td_gw_config_unref(td_gw_config *c);
 /* The tenant whose key this is (SHA-256, compared in constant time with
  * every configured hash), or NULL. */
 const td_gw_tenant *td_gw_tenant_by_key(const td_gw_config *c, const char *key, size_t len);
+/* The same, and *k (may be NULL) the key's own entry. */
+const td_gw_tenant *td_gw_tenant_by_key_ex(const td_gw_config *c, const char *key, size_t len,
+                                           const td_gw_key **k);
+
+/* The price of a request's ledger record r (borrowed) under c's CostPolicy,
+ * in nano-units. TD_ENOTFOUND without a CostPolicy; TD_EINVAL naming the
+ * route when it has no price (config validation keeps budgeted tenants from
+ * reaching that). */
+td_status td_gw_price(const td_gw_config *c, const td_ledger_rec *r, int64_t *nano, td_err *err);
 const td_gw_tenant *td_gw_tenant_by_name(const td_gw_config *c, const char *name);
 
 /* The route with the longest path prefix matching path, or NULL. */
@@ -104,9 +135,20 @@ td_limiter *td_gateway_limiter(td_gateway *g);
 td_metrics *td_gateway_metrics(td_gateway *g);
 td_shared *td_gateway_shared(td_gateway *g); /* NULL without --redis */
 td_recent *td_gateway_recent(td_gateway *g);
+/* Key-level state: limiter and (with --redis) shared limits by key slot. */
+td_limiter *td_gateway_key_limiter(td_gateway *g);
+td_shared *td_gateway_key_shared(td_gateway *g); /* NULL without --redis */
+/* Budget spend by tenant slot. */
+td_budgets *td_gateway_budgets(td_gateway *g);
+
+/* Start-up: counts the priced cost of ledger record r (a completed
+ * request, outcome "ok") toward its tenant's spend in every period kind
+ * current at now_ns, so a restart keeps the period's spend. Records of
+ * unknown tenants, other outcomes or unpriced routes are skipped. */
+void td_gateway_budget_replay(td_gateway *g, const td_ledger_rec *r, int64_t now_ns);
 bool td_gateway_allow_x_tenant(const td_gateway *g);
 
-/* Name of a tenant ('t') or route ('r') slot for metrics labels, or NULL. */
+/* Name of a tenant ('t'), route ('r') or key ('k': "tenant/key") slot, or NULL. */
 const char *td_gateway_slot_name(void *g, char kind, uint32_t slot);
 
 /* Renders /metrics. */

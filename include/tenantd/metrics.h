@@ -20,6 +20,7 @@ typedef enum {
     TD_OUT_TIMEOUT,            /* 504 */
     TD_OUT_BAD_REQUEST,        /* 400/404/413/431 */
     TD_OUT_UNAUTHORIZED,       /* 401: no tenant; counted under tenant "" */
+    TD_OUT_BUDGET_EXCEEDED,    /* 429 a money budget of the period is spent */
     TD_OUT_COUNT
 } td_outcome;
 
@@ -50,7 +51,14 @@ void td_metrics_inflight_add(td_metrics *m, uint32_t tenant, int delta);
 /* A limit of a tenant refused a request: enforced (the request got 429)
  * or in shadow (it would have been refused and went on).
  * tenantd_limit_rejections_total{tenant,limit,mode}. */
-typedef enum { TD_LIMIT_RATE = 0, TD_LIMIT_CONCURRENCY, TD_LIMIT_COUNT } td_limit_kind;
+typedef enum {
+    TD_LIMIT_RATE = 0,
+    TD_LIMIT_CONCURRENCY,
+    TD_LIMIT_BUDGET,          /* limit="budget" */
+    TD_LIMIT_KEY_RATE,        /* limit="key_rate": a key's own rate */
+    TD_LIMIT_KEY_CONCURRENCY, /* limit="key_concurrency" */
+    TD_LIMIT_COUNT
+} td_limit_kind;
 void td_metrics_limit_rejection(td_metrics *m, uint32_t tenant, td_limit_kind limit, bool shadow);
 
 /* Counter of shared-limit (Redis) degradations and of reconciliations. */

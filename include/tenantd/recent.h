@@ -16,7 +16,8 @@ typedef struct {
     uint32_t tenant;   /* slot */
     uint16_t status;   /* the HTTP status it got (or would have, in shadow) */
     bool shadow;       /* a shadow limit: it would have been refused and went on */
-    char reason[32];   /* rate_limited, concurrency_limited, shed, ... */
+    char reason[32];   /* rate_limited, concurrency_limited, budget_exceeded, shed, ... */
+    char key[48];      /* the key whose own limit refused ("" = the tenant's limit) */
     char detail[160];  /* the numbers: "cost 120 > available 35 of burst 600 (600 per 1m)" */
 } td_rejection;
 

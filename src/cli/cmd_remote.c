@@ -661,13 +661,40 @@ int td_cmd_explain_request(int argc, char **argv)
                (long long)json_integer_value(json_object_get(conc, "inFlight")),
                (long long)json_integer_value(json_object_get(conc, "limit")),
                td_json_str(conc, "enforcement"));
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(lim, "budgets"), i, x)
+    {
+        printf("  budget       %s: %.9g of %.9g %s spent (%.9g left), %s; resets at %s\n",
+               td_json_str(x, "period"), json_number_value(json_object_get(x, "spent")),
+               json_number_value(json_object_get(x, "amount")), td_json_str(x, "currency"),
+               json_number_value(json_object_get(x, "remaining")), td_json_str(x, "enforcement"),
+               td_json_str(x, "resetsAt"));
+    }
+    json_array_foreach(json_object_get(lim, "keys"), i, x)
+    {
+        json_t *kr = json_object_get(x, "rate"), *kc = json_object_get(x, "concurrency");
+        printf("  key %-8s rate ", td_json_str(x, "name"));
+        if (json_object_get(kr, "inherits"))
+            printf("the tenant's");
+        else
+            printf("%g per %gs, burst %g, available now: %.6g",
+                   json_number_value(json_object_get(kr, "cost")),
+                   json_number_value(json_object_get(kr, "perSeconds")),
+                   json_number_value(json_object_get(kr, "burst")),
+                   json_number_value(json_object_get(kr, "availableNow")));
+        if (json_object_get(kc, "inherits"))
+            printf("; concurrency the tenant's\n");
+        else
+            printf("; concurrency %lld in flight of %lld\n",
+                   (long long)json_integer_value(json_object_get(kc, "inFlight")),
+                   (long long)json_integer_value(json_object_get(kc, "limit")));
+    }
     json_t *list = json_object_get(o, "recentRefusals");
     if (!json_array_size(list))
         printf("no recent refusals\n");
     else
         printf("recent refusals, newest first (%s):\n", td_json_str(o, "sampling"));
-    size_t i;
-    json_t *x;
     json_array_foreach(list, i, x)
     {
         printf("  %s  %lld %-19s %-7s %s\n", td_json_str(x, "time"),

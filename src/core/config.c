@@ -17,6 +17,7 @@
 #include "tenantd/chargeback.h"
 #include "tenantd/duration.h"
 #include "tenantd/quantity.h"
+#include "tenantd/budget.h"
 #include "tenantd/tenancy.h"
 
 typedef struct {
@@ -483,11 +484,158 @@ static td_status check_enforcement(vctx *v, const json_t *e, const char *field)
     return TD_OK;
 }
 
+/* A budget amount: a decimal string ("500", "0.25") or a number, >= 0. */
+static td_status budget_amount(vctx *v, const json_t *a, const char *f, int64_t *nano)
+{
+    char buf[64];
+    const char *txt = json_string_value(a);
+    if (json_is_integer(a)) {
+        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(a));
+        txt = buf;
+    } else if (json_is_real(a)) {
+        snprintf(buf, sizeof buf, "%.9f", json_real_value(a));
+        txt = buf;
+    }
+    if (!a)
+        return vfail(v, a, f, "required: an amount in the CostPolicy's currency, e.g. \"500\"");
+    if (!txt)
+        return vfail(v, a, f, "must be a decimal amount such as \"500\" or \"0.25\"");
+    if (txt[0] == '-')
+        return vfail(v, a, f, "%s is negative; a budget is an amount >= 0", txt);
+    td_err e;
+    if (td_money_parse(txt, nano, &e) != TD_OK)
+        return vfail(v, a, f, "%s", e.msg);
+    return TD_OK;
+}
+
+/* spec.budgets: [{amount: "500", period: day|week|month, enforcement}],
+ * one budget per period. Prices are checked across objects (cross_check). */
+static td_status validate_budgets(vctx *v, const json_t *bs, const char *field)
+{
+    static const char *const fields[] = {"amount", "period", "enforcement", NULL};
+    if (!bs)
+        return TD_OK;
+    if (!json_is_array(bs))
+        return vfail(v, bs, field, "must be a list of {amount, period, enforcement}");
+    size_t i;
+    json_t *b;
+    bool seen[TD_PERIOD_COUNT] = {false};
+    json_array_foreach(bs, i, b)
+    {
+        char f[160];
+        snprintf(f, sizeof f, "%s[%zu]", field, i);
+        if (!json_is_object(b))
+            return vfail(v, b, f, "must be a mapping {amount, period, enforcement}");
+        TRY(check_fields(v, b, f, fields));
+        json_t *a = json_object_get(b, "amount");
+        snprintf(f, sizeof f, "%s[%zu].amount", field, i);
+        int64_t nano;
+        TRY(budget_amount(v, a, f, &nano));
+        json_t *per = json_object_get(b, "period");
+        snprintf(f, sizeof f, "%s[%zu].period", field, i);
+        td_period p;
+        if (td_period_parse(json_string_value(per), &p) != TD_OK)
+            return vfail(v, per, f, "%s%s%s is not a period; must be day, week or month (calendar "
+                                    "periods in UTC)",
+                         json_is_string(per) ? "\"" : "",
+                         json_is_string(per) ? json_string_value(per) : (per ? "this" : "(none)"),
+                         json_is_string(per) ? "\"" : "");
+        if (seen[p])
+            return vfail(v, per, f, "a second budget for the period %s; one budget per period",
+                         td_period_name(p));
+        seen[p] = true;
+        json_t *e = json_object_get(b, "enforcement");
+        snprintf(f, sizeof f, "%s[%zu].enforcement", field, i);
+        const char *m = json_string_value(e);
+        if (e && (!m || (strcmp(m, "enforce") != 0 && strcmp(m, "shadow") != 0)))
+            return vfail(v, e, f, "must be enforce or shadow");
+    }
+    return TD_OK;
+}
+
+/* Per second, for comparing a key's rate with its tenant's. */
+static double rate_per_s(const json_t *r, double *burst)
+{
+    double cost = json_number_value(json_object_get(r, "cost"));
+    int64_t per = 1000000000LL;
+    const char *ps = json_string_value(json_object_get(r, "per"));
+    if (ps && td_duration_parse(ps, &per, NULL) != TD_OK)
+        per = 1000000000LL;
+    json_t *bj = json_object_get(r, "burst");
+    *burst = json_is_number(bj) ? json_number_value(bj) : cost;
+    return per > 0 ? cost * 1e9 / (double)per : cost;
+}
+
+/* spec.apiKeys[i]: {sha256, name, rate, concurrency}. A key's own limits
+ * may only be tighter than its tenant's (spec.gateway); limits need a name
+ * (their state is kept by "tenant/name" across reloads). */
+static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *keys, size_t i,
+                                  const json_t *k)
+{
+    static const char *const fields[] = {"sha256", "name", "rate", "concurrency", NULL};
+    static const char *const rate[] = {"cost", "per", "burst", NULL};
+    char f[96];
+    snprintf(f, sizeof f, "spec.apiKeys[%zu]", i);
+    if (!json_is_object(k))
+        return vfail(v, k, f, "must be a mapping {sha256, name, rate, concurrency}");
+    TRY(check_fields(v, k, f, fields));
+    json_t *name = json_object_get(k, "name");
+    const char *ns = json_string_value(name);
+    if (name && (!ns || !dns_label(ns)))
+        return vfail(v, name, f, "name must be a DNS label (lowercase letters, digits, '-')");
+    for (size_t j = 0; ns && j < i; j++)
+        if (json_equal(json_object_get(json_array_get(keys, j), "name"), name))
+            return vfail(v, name, f, "name \"%s\" is already the name of spec.apiKeys[%zu]", ns,
+                         j);
+    json_t *r = json_object_get(k, "rate"), *c = json_object_get(k, "concurrency");
+    if ((r || c) && !ns)
+        return vfail(v, r ? r : c, f, "a key with its own rate or concurrency needs a name");
+    char ff[128];
+    const json_t *g = json_object_get(spec, "gateway");
+    if (r) {
+        snprintf(ff, sizeof ff, "%s.rate", f);
+        TRY(check_fields(v, r, ff, rate));
+        snprintf(ff, sizeof ff, "%s.rate.cost", f);
+        if (!json_object_get(r, "cost"))
+            return vfail(v, r, ff, "required: cost units per `per`");
+        TRY(check_number(v, json_object_get(r, "cost"), ff, 0));
+        snprintf(ff, sizeof ff, "%s.rate.per", f);
+        TRY(check_duration(v, json_object_get(r, "per"), ff));
+        snprintf(ff, sizeof ff, "%s.rate.burst", f);
+        TRY(check_number(v, json_object_get(r, "burst"), ff, 0));
+        const json_t *tr = json_object_get(g, "rate");
+        double kb, tb;
+        double kr = rate_per_s(r, &kb);
+        if (tr && json_number_value(json_object_get(tr, "cost")) > 0) {
+            double trs = rate_per_s(tr, &tb);
+            snprintf(ff, sizeof ff, "%s.rate", f);
+            if (kr > trs * (1 + 1e-12) || kb > tb)
+                return vfail(v, r, ff,
+                             "key %s: %g per second (burst %g) is looser than the tenant's "
+                             "spec.gateway.rate %g per second (burst %g); a key's limit may "
+                             "only be tighter",
+                             ns, kr, kb, trs, tb);
+        }
+    }
+    if (c) {
+        snprintf(ff, sizeof ff, "%s.concurrency", f);
+        TRY(check_integer(v, c, ff, 1));
+        json_t *tc = json_object_get(g, "concurrency");
+        if (json_is_integer(tc) && json_integer_value(tc) > 0 &&
+            json_integer_value(c) > json_integer_value(tc))
+            return vfail(v, c, ff,
+                         "key %s: %lld in flight is looser than the tenant's "
+                         "spec.gateway.concurrency %lld; a key's limit may only be tighter",
+                         ns, (long long)json_integer_value(c), (long long)json_integer_value(tc));
+    }
+    return TD_OK;
+}
+
 static td_status validate_tenant(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"namespaces", "labels", "apiKeys", "gateway", "tenancy",
-                                       "storage", NULL};
+                                       "storage", "budgets", NULL};
     static const char *const gw[] = {"rate", "concurrency", "criticality", "weight",
                                      "enforcement", NULL};
     static const char *const rate[] = {"cost", "per", "burst", NULL};
@@ -512,6 +660,7 @@ static td_status validate_tenant(vctx *v)
         return vfail(v, keys, "spec.apiKeys", "must be a list of {sha256: HEX}");
     json_array_foreach(keys, i, x)
     {
+        TRY(validate_api_key(v, s, keys, i, x));
         const char *h = td_json_str(x, "sha256");
         size_t n = h ? strlen(h) : 0;
         int hex = n == 64;
@@ -529,6 +678,7 @@ static td_status validate_tenant(vctx *v)
         return vfail(v, json_object_get(s, "tenancy"), "spec.tenancy",
                      "\"%s\" is not a tier; must be team or customer", tenancy ? tenancy : "");
     TRY(validate_storage(v, json_object_get(s, "storage")));
+    TRY(validate_budgets(v, json_object_get(s, "budgets"), "spec.budgets"));
     json_t *g = json_object_get(s, "gateway");
     if (g) {
         TRY(check_fields(v, g, "spec.gateway", gw));
@@ -1064,6 +1214,45 @@ static td_status tenancy_cross_check(entry *items, size_t n, td_err *err)
     return TD_OK;
 }
 
+/* A Tenant with budgets can use every Route, so the CostPolicy (the one
+ * named default, else the first) must price each of them: a request that
+ * cannot be priced cannot be held to a budget. */
+static td_status budget_cross_check(entry *items, size_t n, td_err *err)
+{
+    const json_t *budgeted = NULL;
+    for (size_t i = 0; !budgeted && i < n; i++)
+        if (is_kind(items[i].obj, "Tenant") &&
+            json_array_size(td_json_path(items[i].obj, "spec.budgets")) > 0)
+            budgeted = items[i].obj;
+    if (!budgeted)
+        return TD_OK;
+    const char *tn = td_json_str(budgeted, "metadata.name");
+    json_t *pol = find_obj(items, n, "CostPolicy", "default");
+    for (size_t i = 0; !pol && i < n; i++)
+        if (is_kind(items[i].obj, "CostPolicy"))
+            pol = items[i].obj;
+    if (!pol)
+        return td_err_set(err, TD_EINVAL,
+                          "Tenant %s: spec.budgets: there is no CostPolicy to price its requests; "
+                          "add a CostPolicy with a price for every Route",
+                          tn);
+    td_costpolicy *cp = NULL;
+    td_status st = td_costpolicy_parse(pol, NULL, &cp, err);
+    for (size_t i = 0; st == TD_OK && i < n; i++) {
+        if (!is_kind(items[i].obj, "Route"))
+            continue;
+        const char *rn = td_json_str(items[i].obj, "metadata.name");
+        if (!td_costpolicy_prices_route(cp, rn))
+            st = td_err_set(err, TD_EINVAL,
+                            "Tenant %s: spec.budgets: CostPolicy %s has no price for Route %s, "
+                            "which the tenant can use; add {route: %s, per1kTokens: ...} (or "
+                            "perRequest, perGPUHour) to its spec.prices",
+                            tn, td_json_str(pol, "metadata.name"), rn, rn);
+    }
+    td_costpolicy_destroy(cp);
+    return st;
+}
+
 /* Rules that span objects. */
 static td_status cross_check(entry *items, size_t n, td_err *err)
 {
@@ -1127,6 +1316,8 @@ static td_status cross_check(entry *items, size_t n, td_err *err)
             }
         }
     }
+    if (budget_cross_check(items, n, err) != TD_OK)
+        return TD_EINVAL;
     return tenancy_cross_check(items, n, err);
 }
 

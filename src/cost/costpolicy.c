@@ -562,6 +562,11 @@ const gpu_price *td__gpu_price(const td_costpolicy *p, const char *flavor)
     return any;
 }
 
+bool td_costpolicy_prices_route(const td_costpolicy *p, const char *route)
+{
+    return p && route && td__route_price(p, route) != NULL;
+}
+
 const route_price *td__route_price(const td_costpolicy *p, const char *route)
 {
     for (size_t i = 0; i < p->nroutes; i++)

@@ -138,6 +138,40 @@ static void on_reload(uv_signal_t *h, int signum)
     td_config_unref(cur);
 }
 
+typedef struct {
+    td_gateway *g;
+    int64_t now_ns;
+    size_t n;
+} seed_ctx;
+
+static int seed_one(const td_ledger_rec *r, void *ud)
+{
+    seed_ctx *s = ud;
+    td_gateway_budget_replay(s->g, r, s->now_ns);
+    s->n++;
+    return 0;
+}
+
+/* Budgets keep the current periods' spend across a restart: every priced
+ * request record of the ledger since the earliest current period start
+ * (this month's or this week's) counts again, before the gateway takes
+ * traffic. */
+static void seed_budgets(td_gateway *g, const char *data)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now_s = (int64_t)ts.tv_sec, ms, me, ws, we;
+    td_period_bounds(TD_PERIOD_MONTH, now_s, &ms, &me);
+    td_period_bounds(TD_PERIOD_WEEK, now_s, &ws, &we);
+    int64_t from = (ms < ws ? ms : ws) * 1000000000LL;
+    seed_ctx s = {g, now_s * 1000000000LL + ts.tv_nsec, 0};
+    td_err err;
+    if (td_ledger_read(data, from, s.now_ns + 1, seed_one, &s, &err) != TD_OK)
+        fprintf(stderr, "tenantd: budgets: the ledger could not be read (%s); spend starts at "
+                        "zero\n",
+                err.msg);
+}
+
 static int write_port_file(const char *path, int port)
 {
     /* Written aside and renamed, so a reader never sees half a number. */
@@ -419,6 +453,8 @@ int main(int argc, char **argv)
     }
     if (ledger && td_metering_load(metering, cfg, data, &err) != TD_OK)
         fprintf(stderr, "tenantd: metering: %s (this period's cost starts from zero)\n", err.msg);
+    if (ledger)
+        seed_budgets(gateway, data);
     td_proxy *proxy = NULL;
     SSL_CTX *data_tls = NULL;
     td_proxy_opts popts = {data_listen, workers > 0 ? (unsigned)workers : 1, alog, 0, ledger,

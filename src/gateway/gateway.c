@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tenantd/duration.h"
 
@@ -25,6 +26,7 @@ typedef struct {
 typedef struct {
     unsigned char sha[32];
     size_t tenant; /* index into tenants */
+    size_t key;    /* index into that tenant's keys */
 } key_entry;
 
 /* The view's private part: keys sorted by hash for lookup. */
@@ -38,8 +40,11 @@ struct td_gateway {
     pthread_mutex_t lock; /* reloads and the swap of `current` */
     td_gw_config *current;
     _Atomic uint64_t generation;
-    slot_table tenants, routes;
+    slot_table tenants, routes, keys;
     td_limiter *limiter;
+    td_limiter *key_limiter;
+    td_shared *key_shared;
+    td_budgets *budgets;
     td_metrics *metrics;
     td_shared *shared;
     td_recent *recent;
@@ -86,7 +91,7 @@ static td_status slot_of(slot_table *t, const char *name, uint32_t *slot)
 const char *td_gateway_slot_name(void *arg, char kind, uint32_t slot)
 {
     td_gateway *g = arg;
-    slot_table *t = kind == 't' ? &g->tenants : &g->routes;
+    slot_table *t = kind == 't' ? &g->tenants : kind == 'k' ? &g->keys : &g->routes;
     return slot < atomic_load(&t->n) ? t->names[slot] : NULL;
 }
 
@@ -99,6 +104,9 @@ static void view_free(view *v)
     for (size_t i = 0; i < v->pub.ntenants; i++) {
         free(v->pub.tenants[i].name);
         free(v->pub.tenants[i].key_sha256);
+        for (size_t k = 0; v->pub.tenants[i].keys && k < v->pub.tenants[i].nkeys; k++)
+            free(v->pub.tenants[i].keys[k].name);
+        free(v->pub.tenants[i].keys);
         free(v->pub.tenants[i].team);
         free(v->pub.tenants[i].project);
         free(v->pub.tenants[i].environment);
@@ -112,6 +120,7 @@ static void view_free(view *v)
     }
     free(v->pub.tenants);
     free(v->pub.routes);
+    td_costpolicy_destroy(v->pub.cost_policy);
     free(v->keys);
     free(v);
 }
@@ -133,6 +142,21 @@ static int hexval(char c)
 static double num_or(const json_t *j, double def)
 {
     return json_is_number(j) ? json_number_value(j) : def;
+}
+
+/* {cost, per, burst} into r; no mapping: unlimited. */
+static td_status parse_rate(const json_t *rate, td_rate *r, td_err *err)
+{
+    r->cost = num_or(json_object_get(rate, "cost"), 0);
+    int64_t per = 1000000000LL;
+    const char *pers = json_string_value(json_object_get(rate, "per"));
+    if (pers && td_duration_parse(pers, &per, err) != TD_OK)
+        return TD_EINVAL;
+    if (per <= 0)
+        return td_err_set(err, TD_EINVAL, "must be > 0");
+    r->per_ns = (uint64_t)per;
+    r->burst = num_or(json_object_get(rate, "burst"), r->cost);
+    return TD_OK;
 }
 
 static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_err *err)
@@ -175,6 +199,29 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
     const char *ec = all ? all : json_string_value(json_object_get(enf, "concurrency"));
     t->shadow_rate = er && strcmp(er, "shadow") == 0;
     t->shadow_concurrency = ec && strcmp(ec, "shadow") == 0;
+    json_t *bs = td_json_path(obj, "spec.budgets");
+    for (size_t i = 0; i < json_array_size(bs) && t->nbudgets < TD_PERIOD_COUNT; i++) {
+        json_t *b = json_array_get(bs, i);
+        td_gw_budget *gb = &t->budgets[t->nbudgets];
+        if (td_period_parse(json_string_value(json_object_get(b, "period")), &gb->period) != TD_OK)
+            return td_err_set(err, TD_EINVAL, "Tenant %s: spec.budgets[%zu].period is unknown",
+                              name, i);
+        json_t *a = json_object_get(b, "amount");
+        char buf[64];
+        const char *txt = json_string_value(a);
+        if (json_is_integer(a)) {
+            snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(a));
+            txt = buf;
+        } else if (json_is_real(a)) {
+            snprintf(buf, sizeof buf, "%.9f", json_real_value(a));
+            txt = buf;
+        }
+        if (td_money_parse(txt, &gb->amount_nano, err) != TD_OK)
+            return td_err_prefix(err, TD_EINVAL, "Tenant %s: spec.budgets[%zu].amount", name, i);
+        const char *m = td_json_str(b, "enforcement");
+        gb->shadow = m && strcmp(m, "shadow") == 0;
+        t->nbudgets++;
+    }
     t->criticality = TD_CRIT_CRITICAL;
     const char *crit = json_string_value(json_object_get(gw, "criticality"));
     if (crit && td_criticality_parse(crit, &t->criticality) != TD_OK)
@@ -184,11 +231,30 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
     t->nkeys = json_array_size(keys);
     if (t->nkeys) {
         t->key_sha256 = calloc(t->nkeys, sizeof *t->key_sha256);
-        if (!t->key_sha256)
+        t->keys = calloc(t->nkeys, sizeof *t->keys);
+        if (!t->key_sha256 || !t->keys)
             return td_err_set(err, TD_ENOMEM, "out of memory");
     }
     for (size_t k = 0; k < t->nkeys; k++) {
-        const char *hex = td_json_str(json_array_get(keys, k), "sha256");
+        json_t *ko = json_array_get(keys, k);
+        const char *kname = td_json_str(ko, "name");
+        td_gw_key *gk = &t->keys[k];
+        if (kname) {
+            char full[300];
+            snprintf(full, sizeof full, "%s/%s", name, kname);
+            gk->name = strdup(kname);
+            if (!gk->name)
+                return td_err_set(err, TD_ENOMEM, "out of memory");
+            st = slot_of(&g->keys, full, &gk->slot);
+            if (st != TD_OK)
+                return td_err_set(err, st, "Tenant %s: more than %d named keys", name,
+                                  TD_GW_MAX_KEYS);
+            if (parse_rate(json_object_get(ko, "rate"), &gk->rate, err) != TD_OK)
+                return td_err_prefix(err, TD_EINVAL, "Tenant %s: spec.apiKeys[%zu].rate.per",
+                                     name, k);
+            gk->concurrency = (uint32_t)num_or(json_object_get(ko, "concurrency"), 0);
+        }
+        const char *hex = td_json_str(ko, "sha256");
         for (size_t i = 0; hex && i < 32; i++) {
             int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
             if (hi < 0 || lo < 0)
@@ -300,6 +366,7 @@ static td_status build_view(td_gateway *g, const td_config *cfg, view **out, td_
         for (size_t i = 0; st == TD_OK && i < v->pub.ntenants; i++)
             for (size_t k = 0; k < v->pub.tenants[i].nkeys; k++) {
                 memcpy(v->keys[v->nkeys].sha, v->pub.tenants[i].key_sha256[k], 32);
+                v->keys[v->nkeys].key = k;
                 v->keys[v->nkeys++].tenant = i;
             }
         if (st == TD_OK) {
@@ -313,6 +380,9 @@ static td_status build_view(td_gateway *g, const td_config *cfg, view **out, td_
                                     v->pub.tenants[v->keys[i].tenant].name);
         }
     }
+    if (st == TD_OK && td_config_list(cfg, "CostPolicy", NULL, &routes) > 0 &&
+        td_costpolicy_from_config(cfg, &v->pub.cost_policy, err) != TD_OK)
+        st = TD_EINVAL;
     if (st != TD_OK) {
         view_free(v);
         return st;
@@ -327,7 +397,15 @@ static td_status build_view(td_gateway *g, const td_config *cfg, view **out, td_
 
 const td_gw_tenant *td_gw_tenant_by_key(const td_gw_config *c, const char *key, size_t len)
 {
+    return td_gw_tenant_by_key_ex(c, key, len, NULL);
+}
+
+const td_gw_tenant *td_gw_tenant_by_key_ex(const td_gw_config *c, const char *key, size_t len,
+                                           const td_gw_key **k)
+{
     const view *v = (const view *)c;
+    if (k)
+        *k = NULL;
     unsigned char sha[32];
     if (!v || !v->nkeys)
         return NULL;
@@ -342,8 +420,12 @@ const td_gw_tenant *td_gw_tenant_by_key(const td_gw_config *c, const char *key, 
         else
             hi = mid;
     }
-    if (lo < v->nkeys && CRYPTO_memcmp(v->keys[lo].sha, sha, 32) == 0)
-        return &v->pub.tenants[v->keys[lo].tenant];
+    if (lo < v->nkeys && CRYPTO_memcmp(v->keys[lo].sha, sha, 32) == 0) {
+        const td_gw_tenant *t = &v->pub.tenants[v->keys[lo].tenant];
+        if (k && t->keys)
+            *k = &t->keys[v->keys[lo].key];
+        return t;
+    }
     return NULL;
 }
 
@@ -377,6 +459,16 @@ static void publish(td_gateway *g, view *v)
         const td_gw_tenant *was = td_gw_tenant_by_name(old, v->pub.tenants[i].name);
         if (was && !same_rate(&was->rate, &v->pub.tenants[i].rate))
             td_limiter_reset(g->limiter, v->pub.tenants[i].slot);
+        /* a key whose own rate changed starts afresh, as a tenant does */
+        const td_gw_tenant *t = &v->pub.tenants[i];
+        for (size_t k = 0; was && k < t->nkeys; k++) {
+            if (!t->keys[k].name)
+                continue;
+            for (size_t j = 0; j < was->nkeys; j++)
+                if (was->keys[j].name && strcmp(was->keys[j].name, t->keys[k].name) == 0 &&
+                    !same_rate(&was->keys[j].rate, &t->keys[k].rate))
+                    td_limiter_reset(g->key_limiter, t->keys[k].slot);
+        }
     }
     v->pub.generation = atomic_load(&g->generation) + 1;
     g->current = &v->pub;
@@ -397,7 +489,13 @@ td_status td_gateway_create(const td_config *cfg, const td_gateway_opts *o, td_g
     if (st == TD_OK)
         st = slots_init(&g->routes, TD_GW_MAX_ROUTES);
     if (st == TD_OK)
+        st = slots_init(&g->keys, TD_GW_MAX_KEYS);
+    if (st == TD_OK)
         st = td_limiter_create(TD_GW_MAX_TENANTS, &g->limiter);
+    if (st == TD_OK)
+        st = td_limiter_create(TD_GW_MAX_KEYS, &g->key_limiter);
+    if (st == TD_OK)
+        st = td_budgets_create(TD_GW_MAX_TENANTS, &g->budgets);
     if (st == TD_OK)
         st = td_metrics_create(TD_GW_MAX_TENANTS, TD_GW_MAX_ROUTES, &g->metrics);
     if (st == TD_OK)
@@ -409,6 +507,9 @@ td_status td_gateway_create(const td_config *cfg, const td_gateway_opts *o, td_g
     if (o && o->redis) {
         td_shared_opts so = {o->redis, o->replicas ? o->replicas : 1, 0, 0, NULL};
         st = td_shared_create(&so, TD_GW_MAX_TENANTS, &g->shared, err);
+        /* keys in Redis as "tenant/key": a tenant name has no '/' */
+        if (st == TD_OK)
+            st = td_shared_create(&so, TD_GW_MAX_KEYS, &g->key_shared, err);
         if (st != TD_OK) {
             td_gateway_destroy(g);
             return st;
@@ -430,12 +531,17 @@ void td_gateway_destroy(td_gateway *g)
     if (!g)
         return;
     td_shared_destroy(g->shared);
+    td_shared_destroy(g->key_shared);
     td_gw_config_unref(g->current);
     td_metrics_destroy(g->metrics);
     td_recent_destroy(g->recent);
     td_limiter_destroy(g->limiter);
+    td_limiter_destroy(g->key_limiter);
+    td_budgets_destroy(g->budgets);
     slots_fini(&g->tenants);
     slots_fini(&g->routes);
+    if (g->keys.names)
+        slots_fini(&g->keys);
     pthread_mutex_destroy(&g->lock);
     free(g);
 }
@@ -485,6 +591,54 @@ td_shared *td_gateway_shared(td_gateway *g)
     return g->shared;
 }
 
+td_limiter *td_gateway_key_limiter(td_gateway *g)
+{
+    return g->key_limiter;
+}
+
+td_shared *td_gateway_key_shared(td_gateway *g)
+{
+    return g->key_shared;
+}
+
+td_budgets *td_gateway_budgets(td_gateway *g)
+{
+    return g->budgets;
+}
+
+td_status td_gw_price(const td_gw_config *c, const td_ledger_rec *r, int64_t *nano, td_err *err)
+{
+    if (!c || !c->cost_policy)
+        return td_err_set(err, TD_ENOTFOUND, "no CostPolicy");
+    td_charge ch[TD_CHARGE_MAX];
+    size_t n = 0;
+    td_status st = td_chargeback_price(c->cost_policy, r, INT64_MIN, INT64_MAX, ch, &n, err);
+    if (st != TD_OK)
+        return st;
+    int64_t sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += ch[i].amount_nano;
+    *nano = sum;
+    return TD_OK;
+}
+
+void td_gateway_budget_replay(td_gateway *g, const td_ledger_rec *r, int64_t now_ns)
+{
+    if (r->kind != TD_LEDGER_REQUEST || strcmp(r->outcome, "ok") != 0)
+        return;
+    td_gw_config *held = NULL;
+    const td_gw_config *c = td_gateway_config(g, &held);
+    const td_gw_tenant *t = td_gw_tenant_by_name(c, r->tenant);
+    int64_t nano = 0;
+    if (t && td_gw_price(c, r, &nano, NULL) == TD_OK)
+        for (int p = 0; p < TD_PERIOD_COUNT; p++)
+            td_budgets_replay(g->budgets, t->slot, (td_period)p,
+                              r->start_ns >= 0 ? r->start_ns / 1000000000LL
+                                               : -((-r->start_ns + 999999999LL) / 1000000000LL),
+                              nano, now_ns / 1000000000LL);
+    td_gw_config_unref(held);
+}
+
 bool td_gateway_allow_x_tenant(const td_gateway *g)
 {
     return g->allow_x_tenant;
@@ -494,5 +648,45 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
 {
     if (g->shared)
         td_metrics_shared_degraded(g->metrics, td_shared_degraded(g->shared));
-    return td_metrics_render(g->metrics, td_gateway_slot_name, g, out, len);
+    td_status st = td_metrics_render(g->metrics, td_gateway_slot_name, g, out, len);
+    if (st != TD_OK)
+        return st;
+    /* budgets: spend of each tenant's budgeted periods, current now */
+    td_gw_config *held = NULL;
+    const td_gw_config *c = td_gateway_config(g, &held);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    size_t n = strlen(*out), cap = n + 256;
+    char *b = realloc(*out, cap);
+    if (!b) {
+        td_gw_config_unref(held);
+        return TD_OK; /* the main families are still there */
+    }
+    n += (size_t)snprintf(b + n, cap - n,
+                          "# HELP tenantd_budget_spent Spend of a tenant's budget in its current "
+                          "period, in the CostPolicy's currency (reserved estimates included).\n"
+                          "# TYPE tenantd_budget_spent gauge\n");
+    for (size_t i = 0; c && i < c->ntenants; i++) {
+        const td_gw_tenant *t = &c->tenants[i];
+        for (size_t k = 0; k < t->nbudgets; k++) {
+            if (cap - n < 256 + strlen(t->name)) {
+                cap = cap * 2 + strlen(t->name) + 256;
+                char *nb = realloc(b, cap);
+                if (!nb)
+                    break;
+                b = nb;
+            }
+            int64_t v = td_budgets_spent(g->budgets, t->slot, t->budgets[k].period,
+                                         (int64_t)ts.tv_sec);
+            n += (size_t)snprintf(b + n, cap - n,
+                                  "tenantd_budget_spent{tenant=\"%s\",period=\"%s\"} %.9g\n",
+                                  t->name, td_period_name(t->budgets[k].period),
+                                  (double)v / TD_MONEY_NANO);
+        }
+    }
+    td_gw_config_unref(held);
+    *out = b;
+    if (len)
+        *len = n;
+    return TD_OK;
 }

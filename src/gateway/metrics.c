@@ -54,7 +54,8 @@ struct td_metrics {
 
 static const char *const outcome_names[TD_OUT_COUNT] = {
     "accepted",       "rate_limited", "concurrency_limited", "shed",
-    "upstream_error", "timeout",      "bad_request",         "unauthorized"};
+    "upstream_error", "timeout",      "bad_request",         "unauthorized",
+    "budget_exceeded"};
 
 const char *td_outcome_name(td_outcome o)
 {
@@ -429,7 +430,8 @@ td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, cha
         printf_(&b, "} %" PRId64 "\n", v);
     }
 
-    static const char *const limit_names[TD_LIMIT_COUNT] = {"rate", "concurrency"};
+    static const char *const limit_names[TD_LIMIT_COUNT] = {"rate", "concurrency", "budget",
+                                                            "key_rate", "key_concurrency"};
     family(&b, "tenantd_limit_rejections_total", "counter",
            "Requests a tenant's limit refused: mode=\"enforce\" got 429, mode=\"shadow\" "
            "would have and went on.");

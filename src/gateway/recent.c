@@ -80,6 +80,7 @@ void td_recent_note(td_recent *r, unsigned ring_no, const td_rejection *x)
     g->e[g->next] = *x;
     g->e[g->next].reason[sizeof x->reason - 1] = '\0';
     g->e[g->next].detail[sizeof x->detail - 1] = '\0';
+    g->e[g->next].key[sizeof x->key - 1] = '\0';
     g->next = (g->next + 1) % r->per_ring;
     if (g->count < r->per_ring)
         g->count++;

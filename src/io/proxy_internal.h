@@ -142,6 +142,14 @@ typedef struct {
     uint64_t t_start, t_decided, t_started, t_first_byte, t_end, t_body_start;
     int conc_held, rate_charged, cq_started, queued;
     const char *shadow; /* the shadow limit that would have refused it, or NULL */
+    /* key level: the key's own entry (NULL or unnamed: none), its holds */
+    const td_gw_key *key;
+    int key_conc_held, key_rate_charged;
+    /* budgets: nano-units reserved in each of bud_n periods (settled at the end) */
+    int bud_n;
+    td_period bud_period[TD_PERIOD_COUNT];
+    int64_t bud_start[TD_PERIOD_COUNT];
+    int64_t bud_reserved;
     /* upstream */
     px_up *up;
     int retried;

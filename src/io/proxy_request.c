@@ -163,7 +163,8 @@ static void respond_bad_request(px_conn *c, const char *msg)
 
 /* Keeps a sampled record of a refusal for `tenantctl explain request`:
  * the rule and the numbers it compared. */
-static void note_refusal(px_conn *c, uint16_t status, const char *reason, bool shadow)
+static void note_refusal(px_conn *c, uint16_t status, const char *reason, bool shadow,
+                         const td_gw_key *k, const char *detail)
 {
     px_req *r = &c->rq;
     const td_gw_tenant *t = r->tenant;
@@ -181,8 +182,23 @@ static void note_refusal(px_conn *c, uint16_t status, const char *reason, bool s
     x.status = status;
     x.shadow = shadow;
     snprintf(x.reason, sizeof x.reason, "%s", reason);
+    if (k)
+        snprintf(x.key, sizeof x.key, "%s", k->name);
     const char *route = r->route ? r->route->name : "";
-    if (strcmp(reason, "rate_limited") == 0)
+    td_limiter *kl = td_gateway_key_limiter(p->g);
+    if (detail)
+        snprintf(x.detail, sizeof x.detail, "%s", detail);
+    else if (k && strcmp(reason, "rate_limited") == 0)
+        snprintf(x.detail, sizeof x.detail,
+                 "key %s, route %s: cost %.6g over the %.6g available (key rate %.6g per %.6gs, "
+                 "burst %.6g)",
+                 k->name, route, r->estimate,
+                 floor(td_limiter_available(kl, k->slot, &k->rate, now) * 1000) / 1000,
+                 k->rate.cost, (double)k->rate.per_ns / 1e9, k->rate.burst);
+    else if (k && strcmp(reason, "concurrency_limited") == 0)
+        snprintf(x.detail, sizeof x.detail, "key %s, route %s: %u in flight, key limit %u",
+                 k->name, route, td_limiter_inflight(kl, k->slot), k->concurrency);
+    else if (strcmp(reason, "rate_limited") == 0)
         snprintf(x.detail, sizeof x.detail,
                  "route %s: cost %.6g over the %.6g available (rate %.6g per %.6gs, burst %.6g)",
                  route, r->estimate,
@@ -203,7 +219,7 @@ static void note_refusal(px_conn *c, uint16_t status, const char *reason, bool s
 
 static void respond_shed(px_conn *c, const char *why)
 {
-    note_refusal(c, 503, why, false);
+    note_refusal(c, 503, why, false, NULL, NULL);
     char body[300], esc[200];
     json_escape(esc, sizeof esc, c->rq.tenant ? c->rq.tenant->name : "");
     snprintf(body, sizeof body, "{\"error\":\"overloaded\",\"reason\":\"%s\",\"tenant\":\"%s\"}",
@@ -213,18 +229,35 @@ static void respond_shed(px_conn *c, const char *why)
     px_respond(c, 503, extra, body);
 }
 
-static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns)
+/* ,"level":"tenant"} or ,"level":"key","key":"NAME"} closing a 429 body. */
+static void level_tail(char *dst, size_t cap, const td_gw_key *k)
 {
-    note_refusal(c, 429, error, false);
+    if (!k) {
+        snprintf(dst, cap, ",\"level\":\"tenant\"}");
+        return;
+    }
+    char esc[100];
+    json_escape(esc, sizeof esc, k->name);
+    snprintf(dst, cap, ",\"level\":\"key\",\"key\":\"%s\"}", esc);
+}
+
+/* A 429 of a rate or concurrency limit at the tenant level (k NULL) or of
+ * the key k's own limit. */
+static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns, const td_gw_key *k)
+{
+    note_refusal(c, 429, error, false, k, NULL);
+    char tail[140];
+    level_tail(tail, sizeof tail, k);
+    const td_rate *rate = k ? &k->rate : &c->rq.tenant->rate;
     if (retry_ns == TD_LIMITER_NEVER) {
         /* The estimate alone is over the tenant's burst: waiting will not
          * help, so no Retry-After; the client must ask for less. */
-        char body[400], esc[200];
+        char body[540], esc[200];
         json_escape(esc, sizeof esc, c->rq.tenant->name);
         snprintf(body, sizeof body,
                  "{\"error\":\"%s\",\"reason\":\"cost_exceeds_burst\",\"tenant\":\"%s\","
-                 "\"cost\":%.0f,\"burst\":%.0f}",
-                 error, esc, c->rq.estimate, c->rq.tenant->rate.burst);
+                 "\"cost\":%.0f,\"burst\":%.0f%s",
+                 error, esc, c->rq.estimate, rate->burst, tail);
         px_respond(c, 429, NULL, body);
         return;
     }
@@ -234,7 +267,7 @@ static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns)
         secs = 1;
     /* {"error":"E","tenant":"T","retry_after_ms":N} and Retry-After: S,
      * without snprintf (see px_respond). error is one of our short names. */
-    char body[340], esc[200], extra[64]; /* 11 + 40 + 12 + 199 + 19 + 20 + 2 */
+    char body[480], esc[200], extra[64]; /* 11 + 40 + 12 + 199 + 19 + 20 + 140 */
     json_escape(esc, sizeof esc, c->rq.tenant->name);
     size_t elen = strlen(error), tlen = strlen(esc);
     if (elen > 40)
@@ -245,12 +278,55 @@ static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns)
     d = put(d, esc, tlen);
     d = PUT_LIT(d, "\",\"retry_after_ms\":");
     d += fmt_u64(d, ms);
-    d = PUT_LIT(d, "}");
+    d = put(d, tail, strlen(tail));
     *d = '\0';
     d = PUT_LIT(extra, "Retry-After: ");
     d += fmt_u64(d, secs);
     d = PUT_LIT(d, "\r\n");
     *d = '\0';
+    px_respond(c, 429, extra, body);
+}
+
+/* nano-units as a decimal amount, trailing zeros dropped ("0.0125"). */
+static void money_str(int64_t nano, char *buf, size_t cap)
+{
+    const char *sign = nano < 0 ? "-" : "";
+    uint64_t v = nano < 0 ? (uint64_t)-(nano + 1) + 1 : (uint64_t)nano;
+    snprintf(buf, cap, "%s%llu.%09llu", sign, (unsigned long long)(v / TD_MONEY_NANO),
+             (unsigned long long)(v % TD_MONEY_NANO));
+    char *e = buf + strlen(buf) - 1;
+    while (*e == '0')
+        *e-- = '\0';
+    if (*e == '.')
+        *e = '\0';
+}
+
+/* 429 budget_exceeded: the budget, what is spent of it, when it starts
+ * over (also as Retry-After). */
+static void respond_budget(px_conn *c, const td_gw_budget *b, int64_t spent, int64_t now_s)
+{
+    px_req *r = &c->rq;
+    int64_t start, end;
+    td_period_bounds(b->period, now_s, &start, &end);
+    char amount[40], sp[40], est[40], resets[32], esc[200], detail[200];
+    money_str(b->amount_nano, amount, sizeof amount);
+    money_str(spent, sp, sizeof sp);
+    money_str(r->bud_reserved, est, sizeof est);
+    td_rfc3339(end, resets, sizeof resets);
+    const char *cur = td_costpolicy_currency(r->cfg->c->cost_policy);
+    snprintf(detail, sizeof detail,
+             "route %s: %s budget %s %s, spent %s, this request's estimate %s; resets at %s",
+             r->route->name, td_period_name(b->period), amount, cur, sp, est, resets);
+    note_refusal(c, 429, "budget_exceeded", false, NULL, detail);
+    json_escape(esc, sizeof esc, r->tenant->name);
+    char body[600], extra[64];
+    snprintf(body, sizeof body,
+             "{\"error\":\"budget_exceeded\",\"tenant\":\"%s\",\"level\":\"tenant\","
+             "\"period\":\"%s\",\"budget\":%s,\"spent\":%s,\"estimate\":%s,"
+             "\"currency\":\"%s\",\"resetsAt\":\"%s\"}",
+             esc, td_period_name(b->period), amount, sp, est, cur, resets);
+    snprintf(extra, sizeof extra, "Retry-After: %lld\r\n",
+             (long long)(end - now_s > 0 ? end - now_s : 1));
     px_respond(c, 429, extra, body);
 }
 
@@ -351,7 +427,7 @@ static void copy_label(char *dst, size_t n, const char *s)
 
 /* Appends the request's ledger record: a copy into the ledger's buffer,
  * never a wait on SQLite (a full buffer drops and counts). */
-static void meter(px_conn *c, td_outcome outcome, uint64_t now)
+static void build_rec(px_conn *c, td_outcome outcome, uint64_t now, td_ledger_rec *out)
 {
     px_req *r = &c->rq;
     px_worker *w = c->w;
@@ -379,7 +455,8 @@ static void meter(px_conn *c, td_outcome outcome, uint64_t now)
     case TD_OUT_RATE_LIMITED:
     case TD_OUT_CONCURRENCY_LIMITED:
     case TD_OUT_BAD_REQUEST:
-    case TD_OUT_UNAUTHORIZED: o = "rejected"; break;
+    case TD_OUT_UNAUTHORIZED:
+    case TD_OUT_BUDGET_EXCEEDED: o = "rejected"; break;
     case TD_OUT_SHED: o = "shed"; break;
     case TD_OUT_TIMEOUT: o = "timeout"; break;
     default: o = "error"; break;
@@ -393,7 +470,45 @@ static void meter(px_conn *c, td_outcome outcome, uint64_t now)
     rec.gpu_milli_seconds = ok ? r->gpu_milli_seconds : 0;
     rec.gpu_milli = rec.cpu_milli = rec.memory_bytes = rec.storage_bytes = 0;
     rec.gpu_used_milli = -1;
-    td_ledger_append(w->p->ledger, &rec);
+    *out = rec;
+}
+
+static void meter(px_conn *c, const td_ledger_rec *rec)
+{
+    td_ledger_append(c->w->p->ledger, rec);
+}
+
+/* The price of the estimate, before the request goes upstream: its record
+ * as if it came back as estimated. Tokens are priced at the dearer of the
+ * input and output prices, so the reservation is not below the truth when
+ * the estimate's tokens are right. */
+static int64_t price_estimate(px_conn *c)
+{
+    px_req *r = &c->rq;
+    const td_gw_route *route = r->route;
+    td_ledger_rec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = TD_LEDGER_REQUEST;
+    snprintf(rec.route, sizeof rec.route, "%s", route->name);
+    snprintf(rec.tenant, sizeof rec.tenant, "%s", r->tenant->name);
+    snprintf(rec.outcome, sizeof rec.outcome, "ok");
+    rec.count = 1;
+    rec.gpu_used_milli = -1;
+    double gpu_s = route->cost_model == TD_COST_GPU_SECONDS ? r->estimate
+                                                            : route->default_gpu_seconds;
+    rec.gpu_milli_seconds = (int64_t)(gpu_s * 1000 + 0.5);
+    int64_t a = 0, b = 0;
+    if (route->cost_model == TD_COST_TOKENS)
+        rec.tokens_in = (int64_t)ceil(r->estimate);
+    if (td_gw_price(r->cfg->c, &rec, &a, NULL) != TD_OK)
+        a = 0;
+    if (route->cost_model == TD_COST_TOKENS) {
+        rec.tokens_out = rec.tokens_in;
+        rec.tokens_in = 0;
+        if (td_gw_price(r->cfg->c, &rec, &b, NULL) != TD_OK)
+            b = 0;
+    }
+    return a > b ? a : b;
 }
 
 void px_req_end(px_conn *c, int outcome)
@@ -445,17 +560,49 @@ void px_req_end(px_conn *c, int outcome)
         td_metrics_inflight_add(p->metrics, t->slot, -1);
         r->conc_held = 0;
     }
+    if (r->key_rate_charged) {
+        double delta = r->actual - r->estimate;
+        td_shared *ks = td_gateway_key_shared(p->g);
+        if (delta != 0) {
+            if (ks)
+                td_shared_adjust(ks, r->key->slot, delta);
+            else
+                td_limiter_adjust(td_gateway_key_limiter(p->g), r->key->slot, &r->key->rate,
+                                  delta, now);
+        }
+        r->key_rate_charged = 0;
+    }
+    if (r->key_conc_held) {
+        td_limiter_release(td_gateway_key_limiter(p->g), r->key->slot);
+        r->key_conc_held = 0;
+    }
     if (outcome >= 0)
         td_metrics_request(p->metrics, t ? t->slot : TD_METRICS_NONE,
                            r->route ? r->route->slot : TD_METRICS_NONE, (td_outcome)outcome,
                            now - r->t_start, cost);
     if (p->access_log && r->headers_done)
         log_line(c, outcome >= 0 ? td_outcome_name((td_outcome)outcome) : "client_closed", cost);
-    if (p->ledger && t && outcome >= 0)
-        meter(c, (td_outcome)outcome, now);
+    if (t && ((p->ledger && outcome >= 0) || r->bud_n)) {
+        td_ledger_rec rec;
+        build_rec(c, outcome >= 0 ? (td_outcome)outcome : TD_OUT_UPSTREAM_ERROR, now, &rec);
+        if (r->bud_n) {
+            /* settle the reservation to the price of what the ledger
+             * records: completed requests cost their usage, others nothing */
+            int64_t price = 0;
+            if (outcome == TD_OUT_ACCEPTED && td_gw_price(r->cfg->c, &rec, &price, NULL) != TD_OK)
+                price = r->bud_reserved;
+            for (int i = 0; i < r->bud_n; i++)
+                td_budgets_settle(td_gateway_budgets(p->g), t->slot, r->bud_period[i],
+                                  r->bud_start[i], price - r->bud_reserved);
+            r->bud_n = 0;
+        }
+        if (p->ledger && outcome >= 0)
+            meter(c, &rec);
+    }
     r->state = RQ_IDLE;
     r->headers_done = 0;
     r->tenant = NULL;
+    r->key = NULL;
     r->route = NULL;
     r->rs = NULL;
     px_cfg_release(w, r->cfg);
@@ -571,6 +718,10 @@ void px_req_headers(px_conn *c)
     r->reject_error = NULL;
     r->estimate = r->actual = 0;
     r->conc_held = r->rate_charged = r->cq_started = r->queued = 0;
+    r->key = NULL;
+    r->key_conc_held = r->key_rate_charged = 0;
+    r->bud_n = 0;
+    r->bud_reserved = 0;
     r->shadow = NULL;
     r->up = NULL;
     r->retried = 0;
@@ -594,7 +745,9 @@ void px_req_headers(px_conn *c)
                 v += 7;
                 while (*v == ' ')
                     v++;
-                r->tenant = td_gw_tenant_by_key(cfg, v, strlen(v));
+                r->tenant = td_gw_tenant_by_key_ex(cfg, v, strlen(v), &r->key);
+                if (r->key && !r->key->name)
+                    r->key = NULL; /* unnamed: the tenant's limits only */
             }
         } else if (r->h_xtenant && td_gateway_allow_x_tenant(p->g)) {
             r->tenant = td_gw_tenant_by_name(cfg, r->h_xtenant);
@@ -702,41 +855,124 @@ void px_req_message(px_conn *c)
             timeout_ns = asked;
     }
 
-    /* (d) concurrency. In shadow a refusal is counted and the request goes
-     * on without a slot (it holds none, so it releases none). */
+    /* (d) concurrency, the key's own cap first, then the tenant's. In
+     * shadow a refusal is counted and the request goes on without a slot
+     * (it holds none, so it releases none). A refusal at the tenant level
+     * gives the key's slot back at the end (px_req_end). */
+    const td_gw_key *k = r->key;
+    td_limiter *kl = td_gateway_key_limiter(p->g);
+    if (k && k->concurrency) {
+        if (td_limiter_acquire(kl, k->slot, k->concurrency) != TD_OK) {
+            td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_KEY_CONCURRENCY,
+                                       t->shadow_concurrency);
+            if (!t->shadow_concurrency) {
+                respond_limited(c, "concurrency_limited", 1000000000ULL, k);
+                px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
+                return;
+            }
+            note_refusal(c, 429, "concurrency_limited", true, k, NULL);
+            r->shadow = "concurrency_limited";
+        } else {
+            r->key_conc_held = 1;
+        }
+    }
     if (td_limiter_acquire(p->limiter, t->slot, t->concurrency) != TD_OK) {
         td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_CONCURRENCY,
                                    t->shadow_concurrency);
         if (!t->shadow_concurrency) {
-            respond_limited(c, "concurrency_limited", 1000000000ULL);
+            respond_limited(c, "concurrency_limited", 1000000000ULL, NULL);
             px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
             return;
         }
-        note_refusal(c, 429, "concurrency_limited", true);
+        note_refusal(c, 429, "concurrency_limited", true, NULL, NULL);
         r->shadow = "concurrency_limited";
     } else {
         r->conc_held = 1;
         td_metrics_inflight_add(p->metrics, t->slot, 1);
     }
 
-    /* (e) rate. In shadow a refusal charges nothing (the limiter's state is
-     * what enforcing would have left) and the request goes on. */
+    /* (e) rate, the key's own first, then the tenant's. In shadow a refusal
+     * charges nothing (the limiter's state is what enforcing would have
+     * left) and the request goes on. A refusal after a charge sets actual
+     * to 0, so that px_req_end gives the whole estimate back. */
     uint64_t now = px_now(), retry = 0;
-    td_status st = p->shared
-                       ? td_shared_take(p->shared, t->slot, t->name, &t->rate, est, now, &retry)
-                       : td_limiter_take(p->limiter, t->slot, &t->rate, est, now, &retry);
+    td_status st;
+    if (k && k->rate.cost > 0) {
+        td_shared *ks = td_gateway_key_shared(p->g);
+        st = ks ? td_shared_take(ks, k->slot, td_gateway_slot_name(p->g, 'k', k->slot), &k->rate,
+                                 est, now, &retry)
+                : td_limiter_take(kl, k->slot, &k->rate, est, now, &retry);
+        if (st != TD_OK) {
+            td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_KEY_RATE, t->shadow_rate);
+            if (!t->shadow_rate) {
+                respond_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL, k);
+                px_req_end(c, TD_OUT_RATE_LIMITED);
+                return;
+            }
+            note_refusal(c, 429, "rate_limited", true, k, NULL);
+            if (!r->shadow)
+                r->shadow = "rate_limited";
+        } else {
+            r->key_rate_charged = 1;
+        }
+    }
+    st = p->shared ? td_shared_take(p->shared, t->slot, t->name, &t->rate, est, now, &retry)
+                   : td_limiter_take(p->limiter, t->slot, &t->rate, est, now, &retry);
     if (st != TD_OK) {
         td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_RATE, t->shadow_rate);
         if (!t->shadow_rate) {
-            respond_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL);
+            r->actual = 0;
+            respond_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL, NULL);
             px_req_end(c, TD_OUT_RATE_LIMITED);
             return;
         }
-        note_refusal(c, 429, "rate_limited", true);
+        note_refusal(c, 429, "rate_limited", true, NULL, NULL);
         if (!r->shadow)
             r->shadow = "rate_limited";
     } else {
         r->rate_charged = 1;
+    }
+
+    /* (g) budgets: the estimate's price is reserved in every period at
+     * once, or in none (a refusal gives back what was reserved, and the
+     * rate charges above). Shadow budgets always reserve, and note when
+     * they would have refused. */
+    if (t->nbudgets && r->cfg->c->cost_policy) {
+        td_budgets *bs = td_gateway_budgets(p->g);
+        struct timespec wall;
+        clock_gettime(CLOCK_REALTIME, &wall);
+        int64_t now_s = (int64_t)wall.tv_sec;
+        r->bud_reserved = price_estimate(c);
+        for (size_t i = 0; i < t->nbudgets; i++) {
+            const td_gw_budget *b = &t->budgets[i];
+            int64_t start = 0, spent = 0;
+            st = td_budgets_reserve(bs, t->slot, b->period, b->amount_nano, r->bud_reserved,
+                                    b->shadow, now_s, &start, &spent);
+            if (st != TD_OK) {
+                td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_BUDGET, false);
+                for (int j = 0; j < r->bud_n; j++)
+                    td_budgets_settle(bs, t->slot, r->bud_period[j], r->bud_start[j],
+                                      -r->bud_reserved);
+                r->bud_n = 0;
+                r->actual = 0;
+                respond_budget(c, b, spent, now_s);
+                px_req_end(c, TD_OUT_BUDGET_EXCEEDED);
+                return;
+            }
+            r->bud_period[r->bud_n] = b->period;
+            r->bud_start[r->bud_n++] = start;
+            if (b->shadow && (spent > b->amount_nano || r->bud_reserved > b->amount_nano - spent)) {
+                td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_BUDGET, true);
+                char amount[40], sp[40], detail[160];
+                money_str(b->amount_nano, amount, sizeof amount);
+                money_str(spent, sp, sizeof sp);
+                snprintf(detail, sizeof detail, "route %s: %s budget %s, spent %s (shadow)",
+                         route->name, td_period_name(b->period), amount, sp);
+                note_refusal(c, 429, "budget_exceeded", true, NULL, detail);
+                if (!r->shadow)
+                    r->shadow = "budget_exceeded";
+            }
+        }
     }
 
     /* (f) the route's criticality queue, this worker's share of it */

@@ -1,0 +1,285 @@
+# test_budget.sh - money budgets and key-level limits in the real gateway,
+# with simmodel upstream and a CostPolicy at 0.001 per token:
+# a day budget runs out (429 budget_exceeded with the budget, the spend and
+# the reset time), 120 requests 40 at a time never spend past the budget, a
+# streamed response is charged its real tokens (from the stream's usage,
+# more than the estimate), a restart keeps the spend (replayed from the
+# ledger), a shadow budget never refuses and is counted apart; a key's own
+# rate refuses with level "key" while its tenant has room, and the tenant
+# level refuses a second key; explain shows budgets, keys and levels; bad
+# budgets and looser key limits are refused at apply naming file:line.
+. "$(dirname "$0")/lib.sh"
+command -v curl >/dev/null || { echo "curl is required"; echo "0 passed, 1 failed"; exit 1; }
+command -v python3 >/dev/null || { echo "python3 is required"; echo "0 passed, 1 failed"; exit 1; }
+
+sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
+
+# No max_tokens in a request: tenantd estimates 16 output tokens, simmodel
+# writes 40, so the real cost is above the estimate.
+"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 16 --ms-per-token 0 \
+    --default-max-tokens 40 2>"$TMP/sim.log" &
+PIDS+=($!)
+for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
+[ -s "$TMP/simport" ] || { not_ok "simmodel did not start"; cat "$TMP/sim.log"; finish; exit 1; }
+SIM="127.0.0.1:$(cat "$TMP/simport")"
+
+tenant() { # NAME BUDGETS [GATEWAY] [KEYS]
+    local keys="[{sha256: \"$(sha "key-$1")\"}]" gw="{concurrency: 200}"
+    [ $# -ge 3 ] && gw=$3
+    [ $# -ge 4 ] && keys=$4
+    cat <<Y
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: $1}
+spec:
+  namespaces: [$1-prod]
+  labels: {team: $1, project: p, environment: prod}
+  apiKeys: $keys
+  budgets: $2
+  gateway: $gw
+---
+Y
+}
+{
+    tenant capped '[{amount: "0.2", period: day}, {amount: 100, period: month}]'
+    tenant crowd '[{amount: "1", period: week}]'
+    tenant streamer '[{amount: "10", period: month}]'
+    tenant shadowy '[{amount: "0.05", period: day, enforcement: shadow}]'
+    tenant keyed '[]' '{rate: {cost: 100, per: 1h, burst: 100}}' \
+        "[{sha256: \"$(sha key-ci)\", name: ci-bot, rate: {cost: 30, per: 1h}}, {sha256: \"$(sha key-web)\", name: web}]"
+    cat <<Y
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: chat}
+spec:
+  match: {pathPrefix: /v1/}
+  upstream: {address: "$SIM", capacity: 64, queue: 256}
+  cost: {model: tokens}
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: CostPolicy
+metadata: {name: default}
+spec:
+  currency: USD
+  prices:
+  - {route: chat, per1kTokens: "1"}
+Y
+} > "$TMP/platform.yaml"
+
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
+GW="http://127.0.0.1:$TD_DATA_PORT"
+ADMIN="http://127.0.0.1:$TD_PORT"
+
+# The client: sends requests, keeps status, body and the usage it reports.
+cat > "$TMP/client.py" <<'P'
+import json, sys, threading, http.client, urllib.parse
+def send(gw, key, body, stream=False):
+    u = urllib.parse.urlparse(gw)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=20)
+    c.request("POST", "/v1/chat/completions", body=json.dumps(body),
+              headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+    r = c.getresponse()
+    raw = r.read().decode()
+    c.close()
+    usage = None
+    if r.status == 200:
+        if stream:
+            for line in raw.splitlines():
+                if line.startswith("data: ") and line[6:] != "[DONE]":
+                    d = json.loads(line[6:])
+                    if d.get("usage"):
+                        usage = d["usage"]
+        else:
+            usage = json.loads(raw)["usage"]
+    return {"status": r.status, "body": raw, "usage": usage,
+            "retry_after": r.getheader("Retry-After")}
+def main():
+    gw, key, n, par, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    msg = {"messages": [{"role": "user", "content": "hello world!"}]}
+    if mode == "fixed":
+        msg["max_tokens"] = 20
+    if mode == "stream":
+        msg["stream"] = True
+    out, lock, idx = [], threading.Lock(), [0]
+    def worker():
+        while True:
+            with lock:
+                if idx[0] >= n:
+                    return
+                idx[0] += 1
+            res = send(gw, key, msg, mode == "stream")
+            with lock:
+                out.append(res)
+    ts = [threading.Thread(target=worker) for _ in range(par)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    json.dump(out, sys.stdout)
+main()
+P
+client() { python3 "$TMP/client.py" "$GW" "$@"; }
+metric() { curl -s --max-time 5 "$ADMIN/metrics" | grep -F "$1" | awk '{print $2}'; }
+
+# 1. A day budget of 0.2 runs out: 23 tokens (3 prompt + 20) cost 0.023, so
+# 8 pass (0.184) and the 9th would pass 0.2.
+client key-capped 10 1 fixed > "$TMP/capped.json"
+python3 - "$TMP/capped.json" <<'P' && ok "capped: 8 served, then 429 budget_exceeded with the budget, the spend and resetsAt (next UTC midnight)" || not_ok "capped: $(head -c 600 "$TMP/capped.json")"
+import json, sys, datetime
+rs = json.load(open(sys.argv[1]))
+codes = [r["status"] for r in rs]
+assert codes == [200] * 8 + [429] * 2, codes
+spent = sum(r["usage"]["total_tokens"] for r in rs if r["status"] == 200) * 0.001
+b = json.loads(rs[8]["body"])
+assert b["error"] == "budget_exceeded" and b["level"] == "tenant" and b["tenant"] == "capped", b
+assert b["budget"] == 0.2 and b["period"] == "day" and b["currency"] == "USD", b
+assert abs(b["spent"] - spent) < 1e-9 and abs(b["spent"] - 0.184) < 1e-9, (b, spent)
+tomorrow = datetime.datetime.now(datetime.timezone.utc).date() + datetime.timedelta(days=1)
+assert b["resetsAt"] == tomorrow.strftime("%Y-%m-%dT00:00:00Z"), b
+assert rs[8]["retry_after"] and 0 < int(rs[8]["retry_after"]) <= 86400, rs[8]
+P
+v=$(metric 'tenantd_budget_spent{tenant="capped",period="day"}')
+[ "$v" = 0.184 ] && ok "metric tenantd_budget_spent{capped,day} = 0.184" || not_ok "capped day spend metric: '$v'"
+v=$(metric 'tenantd_limit_rejections_total{tenant="capped",limit="budget",mode="enforce"}')
+[ "$v" = 2 ] && ok "budget refusals counted: limit=budget mode=enforce 2" || not_ok "rejections metric: '$v'"
+v=$(metric 'tenantd_requests_total{tenant="capped",route="chat",outcome="budget_exceeded"}')
+[ "$v" = 2 ] && ok "outcome budget_exceeded counted" || not_ok "outcome metric: '$v'"
+
+# 2. 120 requests, 40 in parallel, against a week budget of 1: reservations
+# are atomic, so at most floor(1/0.023) = 43 are served and the real spend
+# stays within the budget (each request's real cost equals its estimate).
+client key-crowd 120 40 fixed > "$TMP/crowd.json"
+python3 - "$TMP/crowd.json" <<'P' > "$TMP/crowd.out" && ok "crowd: $(cat "$TMP/crowd.out")" || not_ok "crowd: $(cat "$TMP/crowd.out") $(head -c 400 "$TMP/crowd.json")"
+import json, sys
+rs = json.load(open(sys.argv[1]))
+ok = [r for r in rs if r["status"] == 200]
+no = [r for r in rs if r["status"] == 429]
+assert len(ok) + len(no) == 120, [r["status"] for r in rs]
+assert all(json.loads(r["body"])["error"] == "budget_exceeded" for r in no)
+spent = sum(r["usage"]["total_tokens"] for r in ok) * 0.001
+assert len(ok) == 43 and spent <= 1.0 + 1e-9, (len(ok), spent)
+print("120 requests 40 at a time: %d served, spend %.3f of 1, %d refused" % (len(ok), spent, len(no)))
+P
+v=$(metric 'tenantd_budget_spent{tenant="crowd",period="week"}')
+[ "$v" = 0.989 ] && ok "crowd: the week's spend is 43 x 0.023 = 0.989" || not_ok "crowd spend metric: '$v'"
+
+# 3. A streamed response is charged what its final usage chunk says
+# (3 + 40 tokens), not the estimate (3 + 16).
+client key-streamer 1 1 stream > "$TMP/stream.json"
+python3 - "$TMP/stream.json" <<'P' && ok "stream: served with usage 43 tokens in its last chunk" || not_ok "stream: $(head -c 600 "$TMP/stream.json")"
+import json, sys
+rs = json.load(open(sys.argv[1]))
+assert rs[0]["status"] == 200 and rs[0]["usage"]["total_tokens"] == 43, rs
+P
+v=$(metric 'tenantd_budget_spent{tenant="streamer",period="month"}')
+[ "$v" = 0.043 ] && ok "stream: charged 0.043 (real tokens), not the 0.019 estimate" || not_ok "stream spend: '$v'"
+
+# 4. A shadow budget never refuses; its would-be refusals are counted apart.
+client key-shadowy 5 1 fixed > "$TMP/shadowy.json"
+python3 - "$TMP/shadowy.json" <<'P' && ok "shadow: 5 served past a budget of 0.05 (3 would have been refused)" || not_ok "shadow: $(head -c 300 "$TMP/shadowy.json")"
+import json, sys
+assert [r["status"] for r in json.load(open(sys.argv[1]))] == [200] * 5
+P
+v=$(metric 'tenantd_limit_rejections_total{tenant="shadowy",limit="budget",mode="shadow"}')
+[ "$v" = 3 ] && ok "shadow refusals counted with mode=shadow: 3" || not_ok "shadow metric: '$v'"
+[ -z "$(metric 'tenantd_limit_rejections_total{tenant="shadowy",limit="budget",mode="enforce"}')" ] &&
+    ok "no enforced budget refusal for the shadow tenant" || not_ok "shadow tenant has enforce refusals"
+v=$(metric 'tenantd_budget_spent{tenant="shadowy",period="day"}')
+[ "$v" = 0.115 ] && ok "the shadow budget still counts the spend: 0.115" || not_ok "shadow spend: '$v'"
+
+# 5. Key level: ci-bot's own rate (30 per hour) refuses its second request
+# (23 + 23 > 30) while the tenant has 77 of 100 left; the key "web" then
+# gets exactly 3 (the refused request charged the tenant nothing), and the
+# tenant level refuses its 4th.
+client key-ci 2 1 fixed > "$TMP/ci.json"
+client key-web 4 1 fixed > "$TMP/web.json"
+python3 - "$TMP/ci.json" "$TMP/web.json" <<'P' && ok "key ci-bot refused at level key; key web served 3 and refused at level tenant" || not_ok "levels: $(head -c 300 "$TMP/ci.json") $(head -c 600 "$TMP/web.json")"
+import json, sys
+ci, web = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert [r["status"] for r in ci] == [200, 429], ci
+b = json.loads(ci[1]["body"])
+assert b["error"] == "rate_limited" and b["level"] == "key" and b["key"] == "ci-bot" and b["tenant"] == "keyed", b
+assert [r["status"] for r in web] == [200, 200, 200, 429], web
+b = json.loads(web[3]["body"])
+assert b["error"] == "rate_limited" and b["level"] == "tenant" and "key" not in b, b
+P
+v=$(metric 'tenantd_limit_rejections_total{tenant="keyed",limit="key_rate",mode="enforce"}')
+[ "$v" = 1 ] && ok "key-level refusal counted as limit=key_rate" || not_ok "key_rate metric: '$v'"
+
+# 6. Explain: budgets with amount, spend, reset and mode; keys; levels.
+curl -s --max-time 5 "$ADMIN/v1/explain/request?tenant=capped" > "$TMP/ex1"
+python3 - "$TMP/ex1" <<'P' && ok "explain capped: both budgets, the spend, resetsAt, and the budget_exceeded refusal" || not_ok "explain capped: $(cat "$TMP/ex1")"
+import json, sys
+o = json.load(open(sys.argv[1]))
+bs = {b["period"]: b for b in o["limits"]["budgets"]}
+assert bs["day"]["amount"] == 0.2 and abs(bs["day"]["spent"] - 0.184) < 1e-9, bs
+assert bs["day"]["enforcement"] == "enforce" and bs["day"]["resetsAt"].endswith("T00:00:00Z"), bs
+assert bs["month"]["amount"] == 100 and abs(bs["month"]["spent"] - 0.184) < 1e-9, bs
+assert bs["month"]["resetsAt"][8:] == "01T00:00:00Z", bs
+ref = o["recentRefusals"]
+assert ref and ref[0]["reason"] == "budget_exceeded" and ref[0]["level"] == "tenant", ref
+assert "day budget 0.2 USD, spent 0.184, this request's estimate 0.023" in ref[0]["detail"], ref
+P
+curl -s --max-time 5 "$ADMIN/v1/explain/request?tenant=keyed" > "$TMP/ex2"
+python3 - "$TMP/ex2" <<'P' && ok "explain keyed: key limits, and refusals naming level and key" || not_ok "explain keyed: $(cat "$TMP/ex2")"
+import json, sys
+o = json.load(open(sys.argv[1]))
+ks = {k["name"]: k for k in o["limits"]["keys"]}
+assert ks["ci-bot"]["rate"]["cost"] == 30 and ks["ci-bot"]["concurrency"]["inherits"] == "tenant", ks
+assert ks["web"]["rate"]["inherits"] == "tenant", ks
+lv = {(x["level"], x.get("key")) for x in o["recentRefusals"]}
+assert ("key", "ci-bot") in lv and ("tenant", None) in lv, o["recentRefusals"]
+assert "precedence" in o["limits"]
+P
+expect_rc "tenantctl explain request shows budgets" 0 "$TENANTCTL" explain request --tenant capped \
+    --server "$ADMIN"
+expect_grep "the table has the day budget" "$TMP/out" "budget       day: 0.184 of 0.2 USD spent (0.016 left), enforce; resets at"
+
+# 7. Bad input at apply: nothing applied, the error names file:line and field.
+bad() { # NAME FILE-CONTENT WANT
+    printf '%s\n' "$2" > "$TMP/bad.yaml"
+    expect_rc "refused: $1" 2 "$TENANTCTL" apply -f "$TMP/bad.yaml" --server "$ADMIN"
+    expect_grep "message: $1" "$TMP/err" "$3"
+}
+T='apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: bad}
+spec:'
+bad "negative amount" "$T
+  budgets: [{amount: \"-5\", period: day}]" 'bad.yaml:5: Tenant bad: spec.budgets[0].amount: -5 is negative'
+bad "unknown period" "$T
+  budgets: [{amount: 5, period: fortnight}]" 'spec.budgets[0].period: "fortnight" is not a period; must be day, week or month'
+bad "two budgets for one period" "$T
+  budgets: [{amount: 5, period: day}, {amount: 6, period: day}]" 'a second budget for the period day'
+bad "budget enforcement" "$T
+  budgets: [{amount: 5, period: day, enforcement: audit}]" 'spec.budgets[0].enforcement: must be enforce or shadow'
+bad "key rate looser than the tenant's" "$T
+  apiKeys: [{sha256: \"$(sha k1)\", name: k1, rate: {cost: 200, per: 1s}}]
+  gateway: {rate: {cost: 100, per: 1s}}" "key k1: 200 per second (burst 200) is looser than the tenant's spec.gateway.rate 100 per second (burst 100)"
+bad "key concurrency looser than the tenant's" "$T
+  apiKeys: [{sha256: \"$(sha k1)\", name: k1, concurrency: 9}]
+  gateway: {concurrency: 4}" "spec.apiKeys[0].concurrency: key k1: 9 in flight is looser than the tenant's spec.gateway.concurrency 4"
+bad "key limits without a name" "$T
+  apiKeys: [{sha256: \"$(sha k1)\", concurrency: 2}]" 'a key with its own rate or concurrency needs a name'
+bad "a Route the CostPolicy does not price" 'apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: unpriced}
+spec:
+  match: {pathPrefix: /other/}
+  upstream: {address: "127.0.0.1:9"}' 'CostPolicy default has no price for Route unpriced, which the tenant can use'
+
+# 8. A restart keeps the period's spend: replayed from the ledger.
+stop_tenantd
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
+GW="http://127.0.0.1:$TD_DATA_PORT"
+ADMIN="http://127.0.0.1:$TD_PORT"
+v=$(metric 'tenantd_budget_spent{tenant="capped",period="day"}')
+[ "$v" = 0.184 ] && ok "after a restart capped's day spend is still 0.184" || not_ok "after restart: '$v'"
+v=$(metric 'tenantd_budget_spent{tenant="streamer",period="month"}')
+[ "$v" = 0.043 ] && ok "after a restart the streamed request's cost is still counted" || not_ok "streamer after restart: '$v'"
+client key-capped 1 1 fixed > "$TMP/capped2.json"
+python3 - "$TMP/capped2.json" <<'P' && ok "after a restart capped is still refused" || not_ok "capped after restart: $(cat "$TMP/capped2.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+assert r["status"] == 429 and abs(json.loads(r["body"])["spent"] - 0.184) < 1e-9, r
+P
+stop_tenantd
+finish

@@ -436,7 +436,7 @@ int main(int argc, char **argv)
     if (td_metering_create(&control, &metering, &err) != TD_OK ||
         (ledger_on &&
          td_ledger_open(data,
-                        &(td_ledger_opts){.max_buffered = 65536, .flush_ms = 200,
+                        &(td_ledger_opts){.max_buffered = 65536, .flush_ms = 50,
                                           .retention_ns = retention_ns,
                                           .on_commit = td_metering_on_commit,
                                           .on_commit_ud = metering},

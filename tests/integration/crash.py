@@ -66,6 +66,8 @@ def main():
     logf = open(log, "a")
     proc = [None]
 
+    starts = [0]
+
     def start():
         t0 = time.time()
         proc[0] = subprocess.Popen([tenantd, "--data", data, "--config", config,
@@ -79,6 +81,7 @@ def main():
                 st, _ = post("http://127.0.0.1:%d/v1/chat/completions" % gw, body,
                              {"Authorization": "Bearer " + key}, timeout=1)
                 if st == 200:
+                    starts[0] += 1
                     return time.time() - t0
             except (OSError, urllib.error.URLError):
                 pass
@@ -128,6 +131,7 @@ def main():
             except (OSError, urllib.error.URLError):
                 time.sleep(0.02)
 
+    t_run = time.time()
     subs = [threading.Thread(target=submitter) for _ in range(4)]
     loads = [threading.Thread(target=gateway_load) for _ in range(2)]
     for t in subs + loads:
@@ -187,9 +191,26 @@ def main():
         failures.append("unacknowledged batches half present: %s" % half[:10])
     stray = [k for k in seen if not k.startswith("wl-")]
 
-    # LEDGER: the usage ledger (another branch) lands here: read its totals
-    # (tenantctl report --data DATA_DIR --format json) and check that they
-    # equal gw_ok[0], the gateway requests acknowledged with 200 above.
+    # The usage ledger: every request answered 200 (the run's and each
+    # start's first probe) is one "ok" request record, never two (ids are
+    # idempotent); a SIGKILL loses at most what waited for the next batched
+    # commit (tenantd commits every 50 ms), so the records lost at each
+    # kill are bounded by the gateway's rate over 200 ms (4 commit intervals).
+    import sqlite3
+    db = sqlite3.connect("file:%s/ledger.db?mode=ro" % data, uri=True)
+    ledger_ok = db.execute("SELECT COALESCE(SUM(count), 0) FROM records WHERE kind = 0 "
+                           "AND outcome = 'ok'").fetchone()[0]
+    ledger_ids = db.execute("SELECT COUNT(*) FROM records WHERE kind = 0").fetchone()[0]
+    db.close()
+    answered = gw_ok[0] + starts[0]
+    span = max(time.time() - t_run, 1.0)
+    lost_bound = int(len(restarts) * (gw_ok[0] / span) * 0.2) + len(restarts)
+    if ledger_ok > answered:
+        failures.append("ledger counts %d ok requests, more than the %d answered 200" %
+                        (ledger_ok, answered))
+    if ledger_ok < answered - lost_bound:
+        failures.append("ledger lost %d ok requests over %d kills, above the bound of %d" %
+                        (answered - ledger_ok, len(restarts), lost_bound))
 
     print("seed %d: %d workloads in %d batches of %d; %d kills" % (seed, nbatches * BATCH,
                                                                 nbatches, BATCH, len(restarts)))
@@ -202,6 +223,10 @@ def main():
           (len(failed), unacked_present, len(failed) - unacked_present - len(half), len(half)))
     print("workloads listed after the run: %d (%d not ours)" % (len(items), len(stray)))
     print("gateway requests answered 200 during the run: %d" % gw_ok[0])
+    print("ledger: %d ok request records for %d answered 200 (incl. %d start probes); "
+          "%d lost at %d kills (bound %d); %d request records in all" %
+          (ledger_ok, answered, starts[0], answered - ledger_ok, len(restarts), lost_bound,
+           ledger_ids))
     if len(acked) + len(failed) != nbatches:
         failures.append("only %d of %d batches were tried" % (len(acked) + len(failed), nbatches))
     if len(acked) < nbatches // 2:

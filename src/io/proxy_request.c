@@ -306,30 +306,33 @@ static void copy_label(char *dst, size_t n, const char *s)
     dst[len] = 0;
 }
 
+static void meter_id(px_worker *w, td_ledger_rec *rec)
+{
+    snprintf(rec->id, sizeof rec->id, "%s-%u-%llu", w->p->replica_id, w->index,
+             (unsigned long long)++w->ledger_seq);
+}
+
+void px_meter_flush(px_worker *w)
+{
+    for (size_t i = 0; i < PX_METER_AGG; i++) {
+        px_meter_agg *a = &w->agg[i];
+        if (!a->used)
+            continue;
+        meter_id(w, &a->rec);
+        td_ledger_append(w->p->ledger, &a->rec);
+        a->used = 0;
+    }
+}
+
 /* Appends the request's ledger record: a copy into the ledger's buffer,
- * never a wait on SQLite (a full buffer drops and counts). */
+ * never a wait on SQLite (a full buffer drops and counts). A rejection or a
+ * shed request, which used nothing, is added to its tenant, route and
+ * outcome's aggregate instead, flushed each second. */
 static void meter(px_conn *c, td_outcome outcome, uint64_t now)
 {
     px_req *r = &c->rq;
     px_worker *w = c->w;
     const td_gw_tenant *t = r->tenant;
-    td_ledger_rec rec;
-    /* Only the used prefix of the strings matters to the ledger; clearing
-     * the whole record would cost more than the rest of this function. */
-    rec.kind = TD_LEDGER_REQUEST;
-    snprintf(rec.id, sizeof rec.id, "%s-%u-%llu", w->p->replica_id, w->index,
-             (unsigned long long)++w->ledger_seq);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t wall = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-    rec.end_ns = wall;
-    rec.start_ns = wall - (int64_t)(now - r->t_start);
-    copy_label(rec.tenant, sizeof rec.tenant, t->name);
-    copy_label(rec.team, sizeof rec.team, t->team);
-    copy_label(rec.project, sizeof rec.project, t->project);
-    copy_label(rec.environment, sizeof rec.environment, t->environment);
-    copy_label(rec.route, sizeof rec.route, r->route ? r->route->name : "");
-    rec.workload[0] = rec.cluster_queue[0] = rec.flavor[0] = 0;
     const char *o = "error";
     switch (outcome) {
     case TD_OUT_ACCEPTED: o = "ok"; break;
@@ -341,16 +344,64 @@ static void meter(px_conn *c, td_outcome outcome, uint64_t now)
     case TD_OUT_TIMEOUT: o = "timeout"; break;
     default: o = "error"; break;
     }
-    copy_label(rec.outcome, sizeof rec.outcome, o);
-    rec.interruptible = false;
-    rec.count = 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t wall = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    int64_t start = wall - (int64_t)(now - r->t_start);
+    uint32_t route_slot = r->route ? r->route->slot : TD_METRICS_NONE;
+    px_meter_agg *agg = NULL;
+    if (*o == 'r' || *o == 's') {
+        px_meter_agg *free_slot = NULL;
+        for (size_t i = 0; i < PX_METER_AGG; i++) {
+            px_meter_agg *a = &w->agg[i];
+            if (!a->used) {
+                if (!free_slot)
+                    free_slot = a;
+            } else if (a->tenant_slot == t->slot && a->route_slot == route_slot &&
+                       strcmp(a->rec.outcome, o) == 0) {
+                a->rec.count++;
+                if (wall > a->rec.end_ns)
+                    a->rec.end_ns = wall;
+                if (start < a->rec.start_ns)
+                    a->rec.start_ns = start;
+                return;
+            }
+        }
+        if (!free_slot) {
+            px_meter_flush(w);
+            free_slot = &w->agg[0];
+        }
+        agg = free_slot;
+        agg->used = 1;
+        agg->tenant_slot = t->slot;
+        agg->route_slot = route_slot;
+    }
+    td_ledger_rec local;
+    td_ledger_rec *rec = agg ? &agg->rec : &local;
+    /* Only the used prefix of the strings matters to the ledger; clearing
+     * the whole record would cost more than the rest of this function. */
+    rec->kind = TD_LEDGER_REQUEST;
+    rec->end_ns = wall;
+    rec->start_ns = start;
+    copy_label(rec->tenant, sizeof rec->tenant, t->name);
+    copy_label(rec->team, sizeof rec->team, t->team);
+    copy_label(rec->project, sizeof rec->project, t->project);
+    copy_label(rec->environment, sizeof rec->environment, t->environment);
+    copy_label(rec->route, sizeof rec->route, r->route ? r->route->name : "");
+    rec->workload[0] = rec->cluster_queue[0] = rec->flavor[0] = 0;
+    copy_label(rec->outcome, sizeof rec->outcome, o);
+    rec->interruptible = false;
+    rec->count = 1;
     int ok = outcome == TD_OUT_ACCEPTED;
-    rec.tokens_in = ok ? r->tokens_in : 0;
-    rec.tokens_out = ok ? r->tokens_out : 0;
-    rec.gpu_milli_seconds = ok ? r->gpu_milli_seconds : 0;
-    rec.gpu_milli = rec.cpu_milli = rec.memory_bytes = rec.storage_bytes = 0;
-    rec.gpu_used_milli = -1;
-    td_ledger_append(w->p->ledger, &rec);
+    rec->tokens_in = ok ? r->tokens_in : 0;
+    rec->tokens_out = ok ? r->tokens_out : 0;
+    rec->gpu_milli_seconds = ok ? r->gpu_milli_seconds : 0;
+    rec->gpu_milli = rec->cpu_milli = rec->memory_bytes = rec->storage_bytes = 0;
+    rec->gpu_used_milli = -1;
+    if (agg)
+        return; /* appended by px_meter_flush */
+    meter_id(w, rec);
+    td_ledger_append(w->p->ledger, rec);
 }
 
 void px_req_end(px_conn *c, int outcome)

@@ -21,7 +21,7 @@
 #define HOUR_NS (3600LL * NS)
 #define DAY_NS (24LL * HOUR_NS)
 #define MAX_FILES 32
-#define MAX_RECORDS (64u << 20) /* records one report reads into memory */
+#define MAX_RECORDS (4u << 20) /* records one report holds in memory (~800 bytes each) */
 
 static void usage(FILE *f)
 {
@@ -555,6 +555,12 @@ static int write_json(FILE *f, const td_chargeback_report *rep, const td_rightsi
 static const char *const palette[] = {"#0969da", "#2da44e", "#bf8700", "#8250df", "#cf222e",
                                       "#1b7c83", "#fb8500", "#57606a", "#e85aad", "#6e7781"};
 
+static int cmp_owner_sum(const void *a, const void *b)
+{
+    return strcmp(((const td_chargeback_owner_sum *)a)->owner,
+                  ((const td_chargeback_owner_sum *)b)->owner);
+}
+
 /* Direct cost per owner per time bucket (for the stacked chart), in
  * currency units as doubles: display only, the tables carry the exact
  * amounts. */
@@ -564,14 +570,13 @@ static int bucket_costs(const td_costpolicy *p, const td_chargeback_report *rep,
 {
     for (size_t i = 0; i < n; i++) {
         const td_ledger_rec *r = &recs[i];
-        char key[TD_ITEM_MAX];
-        const char *o = td_chargeback_owner(r, rep->by, key, sizeof key);
-        size_t oi = rep->nowners;
-        for (size_t k = 0; k < rep->nowners; k++)
-            if (strcmp(rep->owners[k].owner, o) == 0)
-                oi = k;
-        if (oi == rep->nowners)
+        td_chargeback_owner_sum key;
+        td_chargeback_owner(r, rep->by, key.owner, sizeof key.owner);
+        const td_chargeback_owner_sum *hit =
+            bsearch(&key, rep->owners, rep->nowners, sizeof *rep->owners, cmp_owner_sum);
+        if (!hit)
             continue;
+        size_t oi = (size_t)(hit - rep->owners);
         int64_t s = r->start_ns > rep->from_ns ? r->start_ns : rep->from_ns;
         int64_t e = r->kind == TD_LEDGER_REQUEST ? s + 1 : r->end_ns;
         if (e > rep->to_ns)

@@ -235,7 +235,7 @@ P
 expect_grep "after a restart /v1/usage starts from the period in the ledger" "$TMP/check" "ok"
 # scoping: a tenant's key sees itself only; nothing else without the token
 curl -s -H "Authorization: Bearer key-beta" "$ADMIN/v1/usage" >"$TMP/beta.json"
-python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tenants"]; assert [x["name"] for x in t]==["beta"], t; print("ok")' \
+python3 -c 'import json,sys; u=json.load(open(sys.argv[1])); t=u["tenants"]; assert [x["name"] for x in t]==["beta"], t; assert u["routes"]==[] and "unpriced" not in u, u; print("ok")' \
     "$TMP/beta.json" >"$TMP/check" 2>&1
 expect_grep "a tenant's key reads only its own usage" "$TMP/check" "ok"
 stop_tenantd

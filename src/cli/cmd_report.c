@@ -612,7 +612,8 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
           "<title>tenantd cost report</title>\n<style>\n"
           "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}\n"
           "table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 8px;border-bottom:1px "
-          "solid #ddd;text-align:right}td:first-child,th:first-child{text-align:left}\n"
+          "solid #ddd;text-align:right}td:first-child,th:first-child{text-align:left;"
+          "white-space:nowrap}\n"
           "svg{background:#fafafa;border:1px solid #eee}.lab{font-size:11px;fill:#555}\n"
           ".key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}\n"
           ".quota{stroke:#cf222e;stroke-width:2}\n"
@@ -740,6 +741,8 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
                    "<title>GPUs requested and used (p95) against quota</title>\n",
                 W, H);
         double scale = (W - L - 20) / maxg;
+        fprintf(f, "<text class=\"lab\" x=\"%d\" y=\"%d\" text-anchor=\"end\">0 to %.3g GPUs</text>\n",
+                W - 20, H - 6, maxg);
         for (size_t i = 0; i < rs->nrows; i++) {
             const td_rightsize_row *r = &rs->rows[i];
             int y = (int)i * RH + 10;

@@ -74,8 +74,9 @@ typedef struct {
 /* Prices the part of r that lies in [from_ns, to_ns) (pass INT64_MIN and
  * INT64_MAX for the whole record). An interval yields up to four charges
  * (GPU of its flavor, CPU, memory, storage; discounted when interruptible),
- * a request one per priced measure of its route. Zero quantities yield no
- * charge. A used resource, flavor or route without a price is TD_EINVAL
+ * a request one per priced measure of its route. Zero quantities, and
+ * requests whose outcome is rejected or shed (the upstream did no work),
+ * yield no charge. A used resource, flavor or route without a price is TD_EINVAL
  * naming it ("no price for nvidia.com/gpu flavor h100"); nothing is counted
  * as zero. *n is the number of charges written to out. */
 td_status td_chargeback_price(const td_costpolicy *p, const td_ledger_rec *r, int64_t from_ns,

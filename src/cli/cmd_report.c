@@ -21,7 +21,7 @@
 #define HOUR_NS (3600LL * NS)
 #define DAY_NS (24LL * HOUR_NS)
 #define MAX_FILES 32
-#define MAX_RECORDS (64u << 20) /* records one report reads into memory */
+#define MAX_RECORDS (4u << 20) /* records one report holds in memory (~800 bytes each) */
 
 static void usage(FILE *f)
 {
@@ -555,6 +555,12 @@ static int write_json(FILE *f, const td_chargeback_report *rep, const td_rightsi
 static const char *const palette[] = {"#0969da", "#2da44e", "#bf8700", "#8250df", "#cf222e",
                                       "#1b7c83", "#fb8500", "#57606a", "#e85aad", "#6e7781"};
 
+static int cmp_owner_sum(const void *a, const void *b)
+{
+    return strcmp(((const td_chargeback_owner_sum *)a)->owner,
+                  ((const td_chargeback_owner_sum *)b)->owner);
+}
+
 /* Direct cost per owner per time bucket (for the stacked chart), in
  * currency units as doubles: display only, the tables carry the exact
  * amounts. */
@@ -564,14 +570,13 @@ static int bucket_costs(const td_costpolicy *p, const td_chargeback_report *rep,
 {
     for (size_t i = 0; i < n; i++) {
         const td_ledger_rec *r = &recs[i];
-        char key[TD_ITEM_MAX];
-        const char *o = td_chargeback_owner(r, rep->by, key, sizeof key);
-        size_t oi = rep->nowners;
-        for (size_t k = 0; k < rep->nowners; k++)
-            if (strcmp(rep->owners[k].owner, o) == 0)
-                oi = k;
-        if (oi == rep->nowners)
+        td_chargeback_owner_sum key;
+        td_chargeback_owner(r, rep->by, key.owner, sizeof key.owner);
+        const td_chargeback_owner_sum *hit =
+            bsearch(&key, rep->owners, rep->nowners, sizeof *rep->owners, cmp_owner_sum);
+        if (!hit)
             continue;
+        size_t oi = (size_t)(hit - rep->owners);
         int64_t s = r->start_ns > rep->from_ns ? r->start_ns : rep->from_ns;
         int64_t e = r->kind == TD_LEDGER_REQUEST ? s + 1 : r->end_ns;
         if (e > rep->to_ns)
@@ -607,7 +612,8 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
           "<title>tenantd cost report</title>\n<style>\n"
           "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}\n"
           "table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 8px;border-bottom:1px "
-          "solid #ddd;text-align:right}td:first-child,th:first-child{text-align:left}\n"
+          "solid #ddd;text-align:right}td:first-child,th:first-child{text-align:left;"
+          "white-space:nowrap}\n"
           "svg{background:#fafafa;border:1px solid #eee}.lab{font-size:11px;fill:#555}\n"
           ".key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}\n"
           ".quota{stroke:#cf222e;stroke-width:2}\n"
@@ -735,6 +741,8 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
                    "<title>GPUs requested and used (p95) against quota</title>\n",
                 W, H);
         double scale = (W - L - 20) / maxg;
+        fprintf(f, "<text class=\"lab\" x=\"%d\" y=\"%d\" text-anchor=\"end\">0 to %.3g GPUs</text>\n",
+                W - 20, H - 6, maxg);
         for (size_t i = 0; i < rs->nrows; i++) {
             const td_rightsize_row *r = &rs->rows[i];
             int y = (int)i * RH + 10;

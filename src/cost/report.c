@@ -171,10 +171,14 @@ typedef struct {
     td_i128 gpu_mms, cpu_mms, mem_bms; /* milli-units (bytes) x ms, rounded once at the end */
 } owner;
 
+/* Owners in the order they appeared, found by name through an open-
+ * addressing table of indices (+1; 0 is empty), so a report costs O(n) in
+ * records whatever the number of owners. */
 typedef struct {
     owner *v;
     size_t n, cap;
-    size_t last;
+    size_t *slots;
+    size_t nslots; /* a power of two, at least twice n */
 } owners;
 
 static void owners_free(owners *o)
@@ -182,17 +186,46 @@ static void owners_free(owners *o)
     for (size_t i = 0; i < o->n; i++)
         free(o->v[i].accs);
     free(o->v);
+    free(o->slots);
+}
+
+static size_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+static int owners_rehash(owners *o, size_t nslots)
+{
+    size_t *ns = calloc(nslots, sizeof *ns);
+    if (!ns)
+        return -1;
+    for (size_t i = 0; i < o->n; i++) {
+        size_t h = name_hash(o->v[i].sum.owner) & (nslots - 1);
+        while (ns[h])
+            h = (h + 1) & (nslots - 1);
+        ns[h] = i + 1;
+    }
+    free(o->slots);
+    o->slots = ns;
+    o->nslots = nslots;
+    return 0;
 }
 
 static owner *owner_get(owners *o, const char *name, td_err *err)
 {
-    if (o->last < o->n && strcmp(o->v[o->last].sum.owner, name) == 0)
-        return &o->v[o->last];
-    for (size_t i = 0; i < o->n; i++)
-        if (strcmp(o->v[i].sum.owner, name) == 0) {
-            o->last = i;
-            return &o->v[i];
-        }
+    size_t h = o->nslots ? name_hash(name) & (o->nslots - 1) : 0;
+    while (o->nslots && o->slots[h]) {
+        if (strcmp(o->v[o->slots[h] - 1].sum.owner, name) == 0)
+            return &o->v[o->slots[h] - 1];
+        h = (h + 1) & (o->nslots - 1);
+    }
+    if (2 * (o->n + 1) > o->nslots && owners_rehash(o, o->nslots ? 2 * o->nslots : 64) < 0) {
+        td_err_set(err, TD_ENOMEM, "out of memory");
+        return NULL;
+    }
     if (o->n == o->cap) {
         size_t nc = o->cap ? 2 * o->cap : 16;
         owner *nv = realloc(o->v, nc * sizeof *nv);
@@ -206,7 +239,10 @@ static owner *owner_get(owners *o, const char *name, td_err *err)
     owner *w = &o->v[o->n];
     memset(w, 0, sizeof *w);
     snprintf(w->sum.owner, sizeof w->sum.owner, "%s", name);
-    o->last = o->n++;
+    h = name_hash(w->sum.owner) & (o->nslots - 1);
+    while (o->slots[h])
+        h = (h + 1) & (o->nslots - 1);
+    o->slots[h] = ++o->n;
     return w;
 }
 
@@ -275,6 +311,11 @@ void td_chargeback_report_destroy(td_chargeback_report *r)
 static int cmp_owner(const void *a, const void *b)
 {
     return strcmp(((const owner *)a)->sum.owner, ((const owner *)b)->sum.owner);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 static int cmp_line(const void *a, const void *b)
@@ -522,8 +563,7 @@ static td_status compute(const td_costpolicy *p, const td_ledger_rec *recs, size
         st = TD_ENOMEM;
         goto out;
     }
-    qsort(os->v, os->n, sizeof *os->v, cmp_owner);
-    os->last = 0;
+    qsort(os->v, os->n, sizeof *os->v, cmp_owner); /* the name table is stale from here */
     rep->shared = calloc(p->nshared ? p->nshared : 1, sizeof *rep->shared);
     int64_t *wts = calloc(os->n ? os->n : 1, sizeof *wts);
     int64_t *parts = calloc(os->n ? os->n : 1, sizeof *parts);
@@ -550,20 +590,19 @@ static td_status compute(const td_costpolicy *p, const td_ledger_rec *recs, size
         for (size_t i = 0; i < os->n; i++) {
             if (si->rule == ALLOC_PROPORTIONAL)
                 wts[i] = os->v[i].direct_nano;
-            else if (si->rule == ALLOC_EVEN)
-                wts[i] = 1;
-            else {
-                wts[i] = 0;
-                for (size_t k = 0; k < si->nweights; k++) {
-                    char key[TD_ITEM_MAX];
-                    if (strcmp(weight_owner(recs, n, from_ns, to_ns, by, si->weight_names[k],
-                                            key, sizeof key),
-                               names[i]) == 0)
-                        wts[i] += si->weights[k];
-                }
-            }
-            any |= wts[i] > 0;
+            else
+                wts[i] = si->rule == ALLOC_EVEN;
         }
+        for (size_t k = 0; si->rule == ALLOC_WEIGHTS && k < si->nweights; k++) {
+            char key[TD_ITEM_MAX];
+            const char *o = weight_owner(recs, n, from_ns, to_ns, by, si->weight_names[k], key,
+                                         sizeof key);
+            const char **hit = bsearch(&o, names, os->n, sizeof *names, cmp_name);
+            if (hit)
+                wts[hit - names] += si->weights[k];
+        }
+        for (size_t i = 0; i < os->n; i++)
+            any |= wts[i] > 0;
         if (!any) /* nobody used anything: proportional falls back to even */
             for (size_t i = 0; i < os->n; i++)
                 wts[i] = 1;

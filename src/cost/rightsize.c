@@ -98,10 +98,38 @@ typedef struct {
 typedef struct {
     series *v;
     size_t n, cap;
+    size_t *slots; /* open addressing by owner name: index + 1, 0 empty */
+    size_t nslots; /* a power of two, at least twice n */
 } series_set;
+
+static size_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+static int set_rehash(series_set *ss, size_t nslots)
+{
+    size_t *ns = calloc(nslots, sizeof *ns);
+    if (!ns)
+        return -1;
+    for (size_t i = 0; i < ss->n; i++) {
+        size_t h = name_hash(ss->v[i].owner) & (nslots - 1);
+        while (ns[h])
+            h = (h + 1) & (nslots - 1);
+        ns[h] = i + 1;
+    }
+    free(ss->slots);
+    ss->slots = ns;
+    ss->nslots = nslots;
+    return 0;
+}
 
 static void set_free(series_set *ss)
 {
+    free(ss->slots);
     for (size_t i = 0; i < ss->n; i++) {
         free(ss->v[i].s);
         free(ss->v[i].e);
@@ -115,9 +143,14 @@ static void set_free(series_set *ss)
 
 static series *series_get(series_set *ss, const char *owner)
 {
-    for (size_t i = 0; i < ss->n; i++)
-        if (strcmp(ss->v[i].owner, owner) == 0)
-            return &ss->v[i];
+    size_t h = ss->nslots ? name_hash(owner) & (ss->nslots - 1) : 0;
+    while (ss->nslots && ss->slots[h]) {
+        if (strcmp(ss->v[ss->slots[h] - 1].owner, owner) == 0)
+            return &ss->v[ss->slots[h] - 1];
+        h = (h + 1) & (ss->nslots - 1);
+    }
+    if (2 * (ss->n + 1) > ss->nslots && set_rehash(ss, ss->nslots ? 2 * ss->nslots : 64) < 0)
+        return NULL;
     if (ss->n == ss->cap) {
         size_t nc = ss->cap ? 2 * ss->cap : 16;
         series *nv = realloc(ss->v, nc * sizeof *nv);
@@ -126,9 +159,13 @@ static series *series_get(series_set *ss, const char *owner)
         ss->v = nv;
         ss->cap = nc;
     }
-    series *x = &ss->v[ss->n++];
+    series *x = &ss->v[ss->n];
     memset(x, 0, sizeof *x);
     snprintf(x->owner, sizeof x->owner, "%s", owner);
+    h = name_hash(x->owner) & (ss->nslots - 1);
+    while (ss->slots[h])
+        h = (h + 1) & (ss->nslots - 1);
+    ss->slots[h] = ++ss->n;
     return x;
 }
 

@@ -469,9 +469,12 @@ json_t *td_metering_usage(td_metering *m, const char *only, int64_t now_ns)
         json_pack("{s:b, s:I, s:I}", "enabled", m->ledger != NULL, "committed",
                   (json_int_t)(m->ledger ? td_ledger_committed(m->ledger) : 0), "dropped",
                   (json_int_t)(m->ledger ? td_ledger_dropped(m->ledger) : 0)));
-    json_object_set_new(root, "unpriced",
-                        json_pack("{s:I, s:s}", "records", (json_int_t)m->unpriced, "last",
-                                  m->unpriced_msg));
+    /* A tenant's own view holds nothing about the others: no global
+     * unpriced message (it may name another tenant's route), no routes. */
+    if (!only)
+        json_object_set_new(root, "unpriced",
+                            json_pack("{s:I, s:s}", "records", (json_int_t)m->unpriced, "last",
+                                      m->unpriced_msg));
     /* The gateway's tenants first (request counters), then any tenant the
      * ledger or the queue knows. */
     td_gw_config *held = NULL;
@@ -481,7 +484,7 @@ json_t *td_metering_usage(td_metering *m, const char *only, int64_t now_ns)
         gc = td_gateway_config(m->c->gateway, &held);
         mx = td_gateway_metrics(m->c->gateway);
     }
-    for (size_t i = 0; gc && i < gc->nroutes; i++)
+    for (size_t i = 0; gc && !only && i < gc->nroutes; i++)
         json_array_append_new(routes, json_pack("{s:s, s:I}", "name", gc->routes[i].name,
                                                 "queueDepth",
                                                 (json_int_t)td_metrics_route_queue(

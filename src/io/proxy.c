@@ -787,6 +787,8 @@ static void on_tick(uv_timer_t *t)
 {
     px_worker *w = t->data;
     px_routes_sweep(w, px_now());
+    if (w->p->ledger)
+        px_meter_flush(w);
 }
 
 static void on_log_check(uv_check_t *h)
@@ -817,6 +819,8 @@ static void worker_stop_now(px_worker *w)
     px_routes_shutdown(w);
     if (w->log.len)
         px_log_flush(w);
+    if (w->p->ledger)
+        px_meter_flush(w);
 }
 
 static void on_stop_async(uv_async_t *a)
@@ -828,6 +832,8 @@ static void worker_cleanup(px_worker *w)
 {
     if (w->loop_ok) {
         uv_run(&w->loop, UV_RUN_DEFAULT);
+        if (w->p->ledger)
+            px_meter_flush(w); /* requests that ended while the loop ran dry */
         px_routes_free(w);
         if (w->log.len)
             px_log_flush(w);

@@ -217,6 +217,16 @@ struct px_up {
     unsigned reading : 1;   /* uv_read_start is in effect */
 };
 
+/* Rejected and shed requests of one tenant, route and outcome since the
+ * last flush, metered as one ledger record (count = requests): a client
+ * flooding 429s must not make the ledger do a write per rejection. */
+#define PX_METER_AGG 32
+typedef struct {
+    uint32_t tenant_slot, route_slot; /* route_slot TD_METRICS_NONE: no route */
+    int used;
+    td_ledger_rec rec; /* labels, outcome, first start, last end, count */
+} px_meter_agg;
+
 struct px_worker {
     td_proxy *p;
     unsigned index;
@@ -238,6 +248,7 @@ struct px_worker {
     px_cfg *cfg_cur, *cfg_old;
     td__buf log;
     uint64_t ledger_seq; /* ledger record ids: replica-worker-seq */
+    px_meter_agg agg[PX_METER_AGG];
     time_t date_sec;
     char date[40];
     char rbuf[PX_READ_BUF];
@@ -275,6 +286,9 @@ void px_req_abort(px_conn *c);
 /* Starts queued requests while the route's worker share has room. */
 void px_route_pump(px_route *rs);
 void px_cfg_release(px_worker *w, px_cfg *pc);
+/* Appends the aggregated rejected/shed records and clears them (the
+ * worker's tick, and its stop). */
+void px_meter_flush(px_worker *w);
 void px_log_flush(px_worker *w);
 
 /* ---- proxy_upstream.c ---- */

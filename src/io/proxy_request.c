@@ -425,19 +425,17 @@ static void copy_label(char *dst, size_t n, const char *s)
     dst[len] = 0;
 }
 
-/* Appends the request's ledger record: a copy into the ledger's buffer,
- * never a wait on SQLite (a full buffer drops and counts). */
+/* The request's ledger record (without its id): what the budget settles to
+ * and what meter() appends; never a wait on SQLite. */
 static void build_rec(px_conn *c, td_outcome outcome, uint64_t now, td_ledger_rec *out)
 {
     px_req *r = &c->rq;
-    px_worker *w = c->w;
     const td_gw_tenant *t = r->tenant;
     td_ledger_rec rec;
     /* Only the used prefix of the strings matters to the ledger; clearing
      * the whole record would cost more than the rest of this function. */
     rec.kind = TD_LEDGER_REQUEST;
-    snprintf(rec.id, sizeof rec.id, "%s-%u-%llu", w->p->replica_id, w->index,
-             (unsigned long long)++w->ledger_seq);
+    rec.id[0] = 0; /* meter() numbers it */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t wall = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
@@ -473,9 +471,65 @@ static void build_rec(px_conn *c, td_outcome outcome, uint64_t now, td_ledger_re
     *out = rec;
 }
 
+static void meter_id(px_worker *w, td_ledger_rec *rec)
+{
+    snprintf(rec->id, sizeof rec->id, "%s-%u-%llu", w->p->replica_id, w->index,
+             (unsigned long long)++w->ledger_seq);
+}
+
+void px_meter_flush(px_worker *w)
+{
+    for (size_t i = 0; i < PX_METER_AGG; i++) {
+        px_meter_agg *a = &w->agg[i];
+        if (!a->used)
+            continue;
+        meter_id(w, &a->rec);
+        td_ledger_append(w->p->ledger, &a->rec);
+        a->used = 0;
+    }
+}
+
+/* Appends the request's record to the ledger. A rejection or a shed
+ * request, which used nothing, is added to its tenant, route and outcome's
+ * aggregate instead (flushed each second), so an abuser's flood costs the
+ * ledger a record per second, not one per refusal. */
 static void meter(px_conn *c, const td_ledger_rec *rec)
 {
-    td_ledger_append(c->w->p->ledger, rec);
+    px_worker *w = c->w;
+    px_req *r = &c->rq;
+    const char *o = rec->outcome;
+    if (*o == 'r' || *o == 's') {
+        uint32_t tenant_slot = r->tenant->slot;
+        uint32_t route_slot = r->route ? r->route->slot : TD_METRICS_NONE;
+        px_meter_agg *free_slot = NULL;
+        for (size_t i = 0; i < PX_METER_AGG; i++) {
+            px_meter_agg *a = &w->agg[i];
+            if (!a->used) {
+                if (!free_slot)
+                    free_slot = a;
+            } else if (a->tenant_slot == tenant_slot && a->route_slot == route_slot &&
+                       strcmp(a->rec.outcome, o) == 0) {
+                a->rec.count++;
+                if (rec->end_ns > a->rec.end_ns)
+                    a->rec.end_ns = rec->end_ns;
+                if (rec->start_ns < a->rec.start_ns)
+                    a->rec.start_ns = rec->start_ns;
+                return;
+            }
+        }
+        if (!free_slot) {
+            px_meter_flush(w);
+            free_slot = &w->agg[0];
+        }
+        free_slot->used = 1;
+        free_slot->tenant_slot = tenant_slot;
+        free_slot->route_slot = route_slot;
+        free_slot->rec = *rec;
+        return;
+    }
+    td_ledger_rec copy = *rec;
+    meter_id(w, &copy);
+    td_ledger_append(w->p->ledger, &copy);
 }
 
 /* The price of the estimate, before the request goes upstream: its record

@@ -96,16 +96,24 @@ printf 'apiVersion: kueue.x-k8s.io/v1beta1\nkind: Workload\nmetadata: {name: tra
 code=$(curl -s -o "$TMP/submit" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
     --data-binary @"$TMP/wl.yaml" "$ADMIN/v1/workloads")
 [ "$code" = 200 ] && ok "a 6-GPU workload submitted" || { not_ok "submit: $code"; cat "$TMP/submit"; }
-# Wait for a metering tick (GPUs in use) and the commit of all 17 request
-# records (tokens, cost): then nothing moves while the page is read.
-settled=0
-for _ in $(seq 1 75); do
+# Wait for a metering tick (GPUs in use) and for the ledger to have
+# committed everything (the records counter unchanged for 1.6 s: rejections
+# are flushed each second, commits every 0.2 s): then nothing moves while
+# the page is read.
+settled=0 prev=-1 same=0
+for _ in $(seq 1 60); do
     curl -s -H "Authorization: Bearer $TOKEN" "$ADMIN/metrics" >"$TMP/metrics"
-    grep -qF 'tenantd_gpus_in_use{tenant="alpha"} 6' "$TMP/metrics" &&
-        grep -qF 'tenantd_ledger_records_total 17' "$TMP/metrics" && { settled=1; break; }
-    sleep 0.2
+    n=$(sed -n 's/^tenantd_ledger_records_total //p' "$TMP/metrics")
+    if [ "$n" = "$prev" ]; then same=$((same + 1)); else same=0; fi
+    prev=$n
+    if [ "$same" -ge 4 ] && [ "${n:-0}" -gt 0 ] &&
+        grep -qF 'tenantd_gpus_in_use{tenant="alpha"} 6' "$TMP/metrics"; then
+        settled=1
+        break
+    fi
+    sleep 0.4
 done
-[ "$settled" = 1 ] && ok "metering settled: 17 records committed, alpha holds 6 GPUs" ||
+[ "$settled" = 1 ] && ok "metering settled: $n records committed, alpha holds 6 GPUs" ||
     { not_ok "metering did not settle"; grep -E 'ledger|gpus_in_use' "$TMP/metrics"; }
 
 URL="$ADMIN/ui#token=$TOKEN"

@@ -176,6 +176,14 @@ assert d["rightsizing"]["idle_routes"] == ["completions"]
 PY
 then ok "json: totals, shared items and right-sizing agree"; else not_ok "json checks"; fi
 
+# ---- the same period written with an offset and fractions ----
+expect_rc "report with RFC 3339 offsets" 0 "$TENANTCTL" report --data "$D" -c "$P" \
+    --from 2026-12-01T01:00:00+01:00 --to 2026-12-01T01:59:60.000-00:00 --format csv
+tail -1 "$TMP/out" | cut -d, -f7- >"$TMP/t1"
+tail -1 "$TMP/report.csv" | cut -d, -f7- >"$TMP/t2"
+cmp -s "$TMP/t1" "$TMP/t2" && ok "offsets name the same instants (same total)" || {
+    not_ok "offset period differs"; cat "$TMP/t1" "$TMP/t2"; }
+
 # ---- --by team: owners are the team labels ----
 expect_rc "report --by team" 0 "$TENANTCTL" report "${R[@]}" --by team --format csv
 expect_grep "by team: team column holds the owner" "$TMP/out" "team-b,b,ranking,dev,gpu/a100,"

@@ -242,6 +242,17 @@ static void test_price_records(void **state)
     assert_int_equal(n, 1);
     assert_string_equal(c[0].item, "requests/embed");
     assert_int_equal(c[0].amount_nano, 100000LL);
+    /* 429s and sheds summed into one record: no work upstream, no charge */
+    e.count = 40;
+    snprintf(e.outcome, sizeof e.outcome, "rejected");
+    assert_int_equal(td_chargeback_price(p, &e, INT64_MIN, INT64_MAX, c, &n, &err), TD_OK);
+    assert_int_equal(n, 0);
+    snprintf(e.outcome, sizeof e.outcome, "shed");
+    assert_int_equal(td_chargeback_price(p, &e, INT64_MIN, INT64_MAX, c, &n, &err), TD_OK);
+    assert_int_equal(n, 0);
+    snprintf(e.outcome, sizeof e.outcome, "error"); /* reached the upstream: charged */
+    assert_int_equal(td_chargeback_price(p, &e, INT64_MIN, INT64_MAX, c, &n, &err), TD_OK);
+    assert_int_equal(c[0].amount_nano, 40 * 100000LL);
     td_costpolicy_destroy(p);
 }
 

@@ -405,12 +405,13 @@ static void log_line(px_conn *c, const char *outcome, double cost)
         td__buf_append(b, "/", 1);
     td__buf_printf(b,
                    " status=%d outcome=%s%s%s cost_est=%g cost=%g queue_ms=%.3f upstream_ms=%.3f "
-                   "total_ms=%.3f peer=%s\n",
+                   "total_ms=%.3f peer=%s%s\n",
                    r->status ? r->status : 499, outcome, r->shadow ? " shadow_would=" : "",
                    r->shadow ? r->shadow : "", r->estimate, cost,
                    r->t_decided ? ms_between(r->t_decided, queue_end) : 0.0,
                    r->t_started ? ms_between(r->t_started, r->t_end) : 0.0,
-                   ms_between(r->t_start, r->t_end), c->peer);
+                   ms_between(r->t_start, r->t_end), c->peer,
+                   r->usage_counted ? " usage=counted" : "");
     if (b->len > 32 * 1024)
         px_log_flush(c->w);
 }
@@ -722,6 +723,8 @@ void px_req_headers(px_conn *c)
     r->key_conc_held = r->key_rate_charged = 0;
     r->bud_n = 0;
     r->bud_reserved = 0;
+    r->prompt_est = 0;
+    r->usage_counted = 0;
     r->shadow = NULL;
     r->up = NULL;
     r->retried = 0;
@@ -827,8 +830,9 @@ void px_req_message(px_conn *c)
                    r->method != HTTP_PATCH;
     if (route->cost_model == TD_COST_TOKENS && bodyless) {
         est = 1; /* GET /v1/models and the like */
-    } else if (td_cost_estimate(route->cost_model, r->body.p, r->body.len, r->h_gpu,
-                                route->default_gpu_seconds, &est, &err) != TD_OK) {
+    } else if (td_cost_estimate_ex(route->cost_model, r->body.p, r->body.len, r->h_gpu,
+                                   route->default_gpu_seconds, &est, &r->prompt_est,
+                                   &err) != TD_OK) {
         respond_bad_request(c, err.msg);
         px_req_end(c, TD_OUT_BAD_REQUEST);
         return;

@@ -72,6 +72,8 @@ Y
     tenant crowd '[{amount: "1", period: week}]'
     tenant streamer '[{amount: "10", period: month}]'
     tenant counted '[{amount: "10", period: month}]'
+    tenant conc '[]' '{concurrency: 5}' \
+        "[{sha256: \"$(sha key-batch)\", name: batch, concurrency: 1}, {sha256: \"$(sha key-other)\", name: other}]"
     tenant shadowy '[{amount: "0.05", period: day, enforcement: shadow}]'
     tenant keyed '[]' '{rate: {cost: 100, per: 1h, burst: 100}}' \
         "[{sha256: \"$(sha key-ci)\", name: ci-bot, rate: {cost: 30, per: 1h}}, {sha256: \"$(sha key-web)\", name: web}]"
@@ -259,6 +261,27 @@ assert b["error"] == "rate_limited" and b["level"] == "tenant" and "key" not in 
 P
 v=$(metric 'tenantd_limit_rejections_total{tenant="keyed",limit="key_rate",mode="enforce"}')
 [ "$v" = 1 ] && ok "key-level refusal counted as limit=key_rate" || not_ok "key_rate metric: '$v'"
+
+# Key concurrency: batch may hold one request; while one hangs upstream its
+# second is refused at level key, and another key of the tenant still passes.
+curl -s -o /dev/null --max-time 3 -H "Authorization: Bearer key-batch" -H 'X-Simmodel-Fault: hang' \
+    -d '{"prompt":"hi","max_tokens":1}' "$GW/v1/completions" &
+hung=$!
+sleep 0.5
+code=$(curl -s -o "$TMP/b2" -w '%{http_code}' --max-time 5 -H "Authorization: Bearer key-batch" \
+    -d '{"prompt":"hi","max_tokens":1}' "$GW/v1/completions")
+[ "$code" = 429 ] && grep -q '"error":"concurrency_limited".*"level":"key","key":"batch"' "$TMP/b2" &&
+    ok "key batch's second request in flight: 429 concurrency_limited at level key" ||
+    not_ok "key concurrency: $code $(cat "$TMP/b2")"
+code=$(curl -s -o "$TMP/b3" -w '%{http_code}' --max-time 5 -H "Authorization: Bearer key-other" \
+    -d '{"prompt":"hi","max_tokens":1}' "$GW/v1/completions")
+[ "$code" = 200 ] && ok "meanwhile the tenant's other key is served" || not_ok "other key: $code $(cat "$TMP/b3")"
+wait $hung
+v=$(metric 'tenantd_limit_rejections_total{tenant="conc",limit="key_concurrency",mode="enforce"}')
+[ "$v" = 1 ] && ok "counted as limit=key_concurrency" || not_ok "key_concurrency metric: '$v'"
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -H "Authorization: Bearer key-batch" \
+    -d '{"prompt":"hi","max_tokens":1}' "$GW/v1/completions")
+[ "$code" = 200 ] && ok "the key's slot is released when its request ends" || not_ok "after release: $code"
 
 # 6. Explain: budgets with amount, spend, reset and mode; keys; levels.
 curl -s --max-time 5 "$ADMIN/v1/explain/request?tenant=capped" > "$TMP/ex1"

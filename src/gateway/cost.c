@@ -232,8 +232,9 @@ static int key_is(const char *key, unsigned char len, unsigned char over, const 
 static void end_string(td_cost_scanner *s)
 {
     if (s->deep_collect)
-        s->deep_last_content = !s->deep_over && ((s->deep_len == 7 && memcmp(s->deep, "content", 7) == 0) ||
-                                                 (s->deep_len == 4 && memcmp(s->deep, "text", 4) == 0));
+        s->deep_last_content =
+            !s->deep_over && ((s->deep_len == 7 && memcmp(s->deep, "content", 7) == 0) ||
+                              (s->deep_len == 4 && memcmp(s->deep, "text", 4) == 0));
     s->deep_collect = 0;
     s->deep_counting = 0;
 }

@@ -326,7 +326,8 @@ static void test_scanner_content(void **state)
          "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"tok tok\"}}],"
          "\"usage\":{\"total_tokens\":8}}",
          true, 7},
-        {"role only", 1, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n", false, 0},
+        {"role only", 1, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n", false,
+         0},
         {"top-level text is not generated text", 0, "{\"text\":\"abc\",\"x\":{\"content\":\"d\"}}",
          false, 0},
         {"the value \"content\" is not a key", 0,
@@ -349,9 +350,8 @@ static void test_scanner_content(void **state)
             td_cost_scanner_finish(&sc, &u);
             bool have = (u.have & TD_USAGE_CONTENT) != 0;
             if (have != rows[i].have || u.content_chars != rows[i].chars) {
-                print_error("row \"%s\" split at %zu: have %d chars %g, want %d %g\n",
-                            rows[i].name, cut, have, u.content_chars, rows[i].have,
-                            rows[i].chars);
+                print_error("row \"%s\" split at %zu: have %d chars %g, want %d %g\n", rows[i].name,
+                            cut, have, u.content_chars, rows[i].have, rows[i].chars);
                 failed++;
                 break;
             }
@@ -359,8 +359,8 @@ static void test_scanner_content(void **state)
     }
     assert_int_equal(failed, 0);
     double est = 0, prompt = -1;
-    assert_int_equal(td_cost_estimate_ex(T, "{\"prompt\":\"12345678\",\"max_tokens\":10}", 37,
-                                         NULL, 1, &est, &prompt, NULL),
+    assert_int_equal(td_cost_estimate_ex(T, "{\"prompt\":\"12345678\",\"max_tokens\":10}", 37, NULL,
+                                         1, &est, &prompt, NULL),
                      TD_OK);
     assert_true(est == 12 && prompt == 2);
 }
@@ -445,7 +445,13 @@ static void test_actual_table(void **state)
          50,
          15,
          true},
-        {"tokens: prompt only (embeddings)", T, {TD_USAGE_PROMPT, 0, 12, 0, 0, 0}, NULL, 50, 12, true},
+        {"tokens: prompt only (embeddings)",
+         T,
+         {TD_USAGE_PROMPT, 0, 12, 0, 0, 0},
+         NULL,
+         50,
+         12,
+         true},
         {"tokens: nothing, the estimate stands", T, {0, 0, 0, 0, 0, 0}, NULL, 50, 50, false},
         {"tokens: zero is a real answer", T, {TD_USAGE_TOTAL, 0, 0, 0, 0, 0}, NULL, 50, 0, true},
         {"gpuSeconds: the response header", G, {GPU, 0, 0, 0, 9, 0}, "0.3", 1, 0.3, true},

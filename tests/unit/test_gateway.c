@@ -5,10 +5,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <string.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
+
+#include <cmocka.h>
 
 #include "tenantd/gateway.h"
 
@@ -124,7 +125,6 @@ static void test_view(void **state)
     td_gateway_destroy(g);
 }
 
-
 /* Keys with limits of their own, budgets, and pricing in the view: a key
  * lookup returns its entry, a named key keeps its slot across reloads (a
  * new key gets a new one), a changed key rate resets only that key's
@@ -133,7 +133,8 @@ static const char keys_v1[] =
     "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t}\n"
     "spec:\n  apiKeys:\n  - {sha256: %s, name: ci-bot, rate: {cost: 10, per: 1s}, concurrency: 2}\n"
     "  - {sha256: %s, name: web}\n  - {sha256: %s}\n"
-    "  budgets: [{amount: \"0.5\", period: day}, {amount: 12, period: month, enforcement: shadow}]\n"
+    "  budgets: [{amount: \"0.5\", period: day}, {amount: 12, period: month, enforcement: "
+    "shadow}]\n"
     "  gateway: {rate: {cost: 100, per: 1s}, concurrency: 4}\n---\n"
     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: chat}\n"
     "spec: {match: {pathPrefix: /}, upstream: {address: '127.0.0.1:9'}}\n---\n"
@@ -154,7 +155,8 @@ static td_config *load_keys(int ci_rate, int with_new)
         if (strncmp(p, "CI", 2) == 0)
             h = "5d4cb8b8efca6c4c0c31aaaa46064433eec4b0e86abec2b2589add3a5ad33102";
         else if (strncmp(p, "WEB", 3) == 0)
-            h = with_new ? "fec4421d43014c13a864d10ff2726b73d97f177972edd382c003e3f2ff928834" : "c7f39454528d01dfdfe5dd328d076632f5c1b95f47629aea5ab4c7b680ec25ae";
+            h = with_new ? "fec4421d43014c13a864d10ff2726b73d97f177972edd382c003e3f2ff928834"
+                         : "c7f39454528d01dfdfe5dd328d076632f5c1b95f47629aea5ab4c7b680ec25ae";
         else if (strncmp(p, "ANON", 4) == 0)
             h = "4bb4505ef0f5dbe05ef440111cf196b226db57ea8deb6bf22a3763ad47f23822";
         if (h) {

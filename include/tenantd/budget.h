@@ -43,8 +43,8 @@ void td_budgets_destroy(td_budgets *b);
  * one step under the counter's own lock, so concurrent reservations never
  * pass the limit together. TD_EINVAL for a bad slot or a negative cost. */
 td_status td_budgets_reserve(td_budgets *b, size_t slot, td_period p, int64_t limit_nano,
-                             int64_t cost_nano, bool force, int64_t now_s,
-                             int64_t *period_start_s, int64_t *spent_nano);
+                             int64_t cost_nano, bool force, int64_t now_s, int64_t *period_start_s,
+                             int64_t *spent_nano);
 
 /* Adds delta_nano (negative to give back) to slot's spend in the period
  * that began at period_start_s, if the counter still holds that period;

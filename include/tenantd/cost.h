@@ -36,17 +36,30 @@ td_status td_cost_estimate(td_cost_model m, const char *body, size_t len,
                            const char *gpu_seconds_header, double default_gpu_seconds, double *out,
                            td_err *err);
 
+/* The same, and *prompt_out (may be NULL) the prompt's part of a tokens
+ * estimate (ceil(characters / 4) + token ids, before max_tokens; 0 for the
+ * other models). */
+td_status td_cost_estimate_ex(td_cost_model m, const char *body, size_t len,
+                              const char *gpu_seconds_header, double default_gpu_seconds,
+                              double *out, double *prompt_out, td_err *err);
+
 /* What a response said it used. Fields are valid when their TD_USAGE_ bit
  * is set in have. */
 enum {
     TD_USAGE_TOTAL = 1u,
     TD_USAGE_PROMPT = 2u,
     TD_USAGE_COMPLETION = 4u,
-    TD_USAGE_GPU_SECONDS = 8u
+    TD_USAGE_GPU_SECONDS = 8u,
+    TD_USAGE_CONTENT = 16u /* scanner only: content_chars counted */
 };
 typedef struct {
     unsigned have;
     double total_tokens, prompt_tokens, completion_tokens, gpu_seconds;
+    /* Characters (code points) of the generated text: the "content" and
+     * "text" strings below the top two levels (choices[].delta.content,
+     * choices[].message.content, choices[].text), summed over every event
+     * of a stream. For a response that reports no usage. */
+    double content_chars;
 } td_usage;
 
 /* Reads the top-level "usage" object ({total_tokens, prompt_tokens,
@@ -72,6 +85,11 @@ typedef struct {
     unsigned char usage_done;  /* that usage object closed in this document */
     unsigned char key1_len, key2_len, key1_over, key2_over;
     char key1[24], key2[24];
+    /* strings below depth 2: is the last one the key "content"/"text", is
+     * the current one its value (counted), \uXXXX digits still to skip */
+    unsigned char deep_collect, deep_len, deep_over, deep_last_content, deep_after_colon,
+        deep_counting, u_skip;
+    char deep[8];
     unsigned char num_len, num_over;
     char num[40];
     td_usage pending; /* values read inside the usage object being scanned */

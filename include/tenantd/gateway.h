@@ -24,7 +24,7 @@
 
 #define TD_GW_MAX_TENANTS 65536
 #define TD_GW_MAX_ROUTES 1024
-#define TD_GW_MAX_KEYS 65536 /* named keys with limits of their own, over all reloads */
+#define TD_GW_MAX_KEYS     65536 /* named keys with limits of their own, over all reloads */
 #define TD_GW_RECENT_RINGS 16 /* refusal rings, one per worker (mod 16) */
 
 typedef enum { TD_COST_TOKENS, TD_COST_GPU_SECONDS, TD_COST_REQUESTS } td_cost_model;

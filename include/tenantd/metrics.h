@@ -12,15 +12,15 @@
 #include "tenantd/status.h"
 
 typedef enum {
-    TD_OUT_ACCEPTED = 0,       /* proxied, upstream answered */
-    TD_OUT_RATE_LIMITED,       /* 429 rate */
-    TD_OUT_CONCURRENCY_LIMITED,/* 429 in-flight cap */
-    TD_OUT_SHED,               /* 503 shed by the criticality queue (or deadline) */
-    TD_OUT_UPSTREAM_ERROR,     /* 502 */
-    TD_OUT_TIMEOUT,            /* 504 */
-    TD_OUT_BAD_REQUEST,        /* 400/404/413/431 */
-    TD_OUT_UNAUTHORIZED,       /* 401: no tenant; counted under tenant "" */
-    TD_OUT_BUDGET_EXCEEDED,    /* 429 a money budget of the period is spent */
+    TD_OUT_ACCEPTED = 0,        /* proxied, upstream answered */
+    TD_OUT_RATE_LIMITED,        /* 429 rate */
+    TD_OUT_CONCURRENCY_LIMITED, /* 429 in-flight cap */
+    TD_OUT_SHED,                /* 503 shed by the criticality queue (or deadline) */
+    TD_OUT_UPSTREAM_ERROR,      /* 502 */
+    TD_OUT_TIMEOUT,             /* 504 */
+    TD_OUT_BAD_REQUEST,         /* 400/404/413/431 */
+    TD_OUT_UNAUTHORIZED,        /* 401: no tenant; counted under tenant "" */
+    TD_OUT_BUDGET_EXCEEDED,     /* 429 a money budget of the period is spent */
     TD_OUT_COUNT
 } td_outcome;
 

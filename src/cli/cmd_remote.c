@@ -602,7 +602,9 @@ int td_cmd_explain_request(int argc, char **argv)
             printf("usage: tenantctl explain request [--tenant T] [-o table|json] [remote flags]\n\n"
                    "Why were a tenant's requests refused? Prints the tenant's gateway limits as\n"
                    "the running tenantd enforces them (mode enforce or shadow), what it could\n"
-                   "spend right now, and its latest refusals with the rule and the numbers.\n"
+                   "spend right now, its money budgets (spent, left, when they reset), its\n"
+                   "keys' own limits, and its latest refusals with the rule, the level (key or\n"
+                   "tenant) and the numbers.\n"
                    "With a tenant's API key (--token-file) the tenant is the key's own.\n\n"
                    "  -t, --tenant T       the Tenant (default: the caller's, for a tenant key)\n"
                    "  -o, --output FMT     table (default) or json\n%s",

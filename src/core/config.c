@@ -14,10 +14,10 @@
 #include <strings.h>
 
 #include "tenantd/admit.h"
+#include "tenantd/budget.h"
 #include "tenantd/chargeback.h"
 #include "tenantd/duration.h"
 #include "tenantd/quantity.h"
-#include "tenantd/budget.h"
 #include "tenantd/tenancy.h"
 
 typedef struct {
@@ -535,8 +535,9 @@ static td_status validate_budgets(vctx *v, const json_t *bs, const char *field)
         snprintf(f, sizeof f, "%s[%zu].period", field, i);
         td_period p;
         if (td_period_parse(json_string_value(per), &p) != TD_OK)
-            return vfail(v, per, f, "%s%s%s is not a period; must be day, week or month (calendar "
-                                    "periods in UTC)",
+            return vfail(v, per, f,
+                         "%s%s%s is not a period; must be day, week or month (calendar "
+                         "periods in UTC)",
                          json_is_string(per) ? "\"" : "",
                          json_is_string(per) ? json_string_value(per) : (per ? "this" : "(none)"),
                          json_is_string(per) ? "\"" : "");
@@ -585,8 +586,7 @@ static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *key
         return vfail(v, name, f, "name must be a DNS label (lowercase letters, digits, '-')");
     for (size_t j = 0; ns && j < i; j++)
         if (json_equal(json_object_get(json_array_get(keys, j), "name"), name))
-            return vfail(v, name, f, "name \"%s\" is already the name of spec.apiKeys[%zu]", ns,
-                         j);
+            return vfail(v, name, f, "name \"%s\" is already the name of spec.apiKeys[%zu]", ns, j);
     json_t *r = json_object_get(k, "rate"), *c = json_object_get(k, "concurrency");
     if ((r || c) && !ns)
         return vfail(v, r ? r : c, f, "a key with its own rate or concurrency needs a name");
@@ -634,8 +634,8 @@ static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *key
 static td_status validate_tenant(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
-    static const char *const spec[] = {"namespaces", "labels", "apiKeys", "gateway", "tenancy",
-                                       "storage", "budgets", NULL};
+    static const char *const spec[] = {"namespaces", "labels",  "apiKeys", "gateway",
+                                       "tenancy",    "storage", "budgets", NULL};
     static const char *const gw[] = {"rate", "concurrency", "criticality", "weight",
                                      "enforcement", NULL};
     static const char *const rate[] = {"cost", "per", "burst", NULL};

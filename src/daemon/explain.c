@@ -53,20 +53,19 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
         const td_gw_budget *b = &t->budgets[i];
         int64_t start, end;
         td_period_bounds(b->period, (int64_t)wall.tv_sec, &start, &end);
-        int64_t spent = td_budgets_spent(td_gateway_budgets(g), t->slot, b->period,
-                                         (int64_t)wall.tv_sec);
+        int64_t spent =
+            td_budgets_spent(td_gateway_budgets(g), t->slot, b->period, (int64_t)wall.tv_sec);
         char from[32], resets[32];
         td_rfc3339(start, from, sizeof from);
         td_rfc3339(end, resets, sizeof resets);
         json_array_append_new(
-            budgets, json_pack("{s:s, s:f, s:f, s:f, s:s, s:s, s:s, s:s}", "period",
-                               td_period_name(b->period), "amount",
-                               (double)b->amount_nano / TD_MONEY_NANO, "spent",
-                               (double)spent / TD_MONEY_NANO, "remaining",
-                               (double)(b->amount_nano > spent ? b->amount_nano - spent : 0) /
-                                   TD_MONEY_NANO,
-                               "currency", cur, "periodStart", from, "resetsAt", resets,
-                               "enforcement", mode_name(b->shadow)));
+            budgets,
+            json_pack("{s:s, s:f, s:f, s:f, s:s, s:s, s:s, s:s}", "period",
+                      td_period_name(b->period), "amount", (double)b->amount_nano / TD_MONEY_NANO,
+                      "spent", (double)spent / TD_MONEY_NANO, "remaining",
+                      (double)(b->amount_nano > spent ? b->amount_nano - spent : 0) / TD_MONEY_NANO,
+                      "currency", cur, "periodStart", from, "resetsAt", resets, "enforcement",
+                      mode_name(b->shadow)));
     }
     /* keys with limits of their own (the tenant's apply to every key too) */
     json_t *keys = json_array();
@@ -75,21 +74,20 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
         const td_gw_key *k = t->keys ? &t->keys[i] : NULL;
         if (!k || !k->name)
             continue;
-        json_t *kr = k->rate.cost > 0
-                         ? json_pack("{s:f, s:f, s:f, s:s, s:f}", "cost", k->rate.cost,
-                                     "perSeconds", (double)k->rate.per_ns / 1e9, "burst",
-                                     k->rate.burst, "enforcement", mode_name(t->shadow_rate),
-                                     "availableNow",
-                                     td_limiter_available(kl, k->slot, &k->rate, now_ns))
-                         : json_pack("{s:s}", "inherits", "tenant");
+        json_t *kr =
+            k->rate.cost > 0
+                ? json_pack("{s:f, s:f, s:f, s:s, s:f}", "cost", k->rate.cost, "perSeconds",
+                            (double)k->rate.per_ns / 1e9, "burst", k->rate.burst, "enforcement",
+                            mode_name(t->shadow_rate), "availableNow",
+                            td_limiter_available(kl, k->slot, &k->rate, now_ns))
+                : json_pack("{s:s}", "inherits", "tenant");
         json_t *kc = k->concurrency
                          ? json_pack("{s:i, s:i, s:s}", "limit", (json_int_t)k->concurrency,
                                      "inFlight", (json_int_t)td_limiter_inflight(kl, k->slot),
                                      "enforcement", mode_name(t->shadow_concurrency))
                          : json_pack("{s:s}", "inherits", "tenant");
-        json_array_append_new(keys,
-                              json_pack("{s:s, s:o, s:o}", "name", k->name, "rate", kr,
-                                        "concurrency", kc));
+        json_array_append_new(
+            keys, json_pack("{s:s, s:o, s:o}", "name", k->name, "rate", kr, "concurrency", kc));
     }
     if (o && budgets && keys) {
         json_object_set_new(json_object_get(o, "limits"), "budgets", budgets);
@@ -115,11 +113,13 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
         size_t k = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
         snprintf(when + k, sizeof when - k, ".%03uZ",
                  (unsigned)(rs[i].wall_ns % 1000000000ULL / 1000000));
-        json_t *x = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "time", when, "status",
-                              (int)rs[i].status, "reason", rs[i].reason, "mode",
-                              mode_name(rs[i].shadow), "level",
-                              rs[i].key[0] ? "key" : rs[i].status == 429 ? "tenant" : "route",
-                              "detail", rs[i].detail);
+        json_t *x =
+            json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "time", when, "status", (int)rs[i].status,
+                      "reason", rs[i].reason, "mode", mode_name(rs[i].shadow), "level",
+                      rs[i].key[0]          ? "key"
+                      : rs[i].status == 429 ? "tenant"
+                                            : "route",
+                      "detail", rs[i].detail);
         if (x && rs[i].key[0])
             json_object_set_new(x, "key", json_string(rs[i].key));
         json_array_append_new(list, x);

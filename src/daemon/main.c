@@ -167,8 +167,9 @@ static void seed_budgets(td_gateway *g, const char *data)
     seed_ctx s = {g, now_s * 1000000000LL + ts.tv_nsec, 0};
     td_err err;
     if (td_ledger_read(data, from, s.now_ns + 1, seed_one, &s, &err) != TD_OK)
-        fprintf(stderr, "tenantd: budgets: the ledger could not be read (%s); spend starts at "
-                        "zero\n",
+        fprintf(stderr,
+                "tenantd: budgets: the ledger could not be read (%s); spend starts at "
+                "zero\n",
                 err.msg);
 }
 

@@ -159,8 +159,8 @@ static void roll(counter *c, td_period p, int64_t now_s)
 }
 
 td_status td_budgets_reserve(td_budgets *b, size_t slot, td_period p, int64_t limit_nano,
-                             int64_t cost_nano, bool force, int64_t now_s,
-                             int64_t *period_start_s, int64_t *spent_nano)
+                             int64_t cost_nano, bool force, int64_t now_s, int64_t *period_start_s,
+                             int64_t *spent_nano)
 {
     counter *c = at(b, slot, p);
     if (!c || cost_nano < 0)

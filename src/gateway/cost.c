@@ -59,7 +59,8 @@ static int int_field(const json_t *obj, const char *name, double *out)
     return 1;
 }
 
-static td_status estimate_tokens(const char *body, size_t len, double *out, td_err *err)
+static td_status estimate_tokens(const char *body, size_t len, double *out, double *prompt_out,
+                                 td_err *err)
 {
     json_error_t je;
     json_t *root = json_loadb(body, len, 0, &je);
@@ -96,6 +97,8 @@ static td_status estimate_tokens(const char *body, size_t len, double *out, td_e
         return td_err_set(err, TD_EINVAL, "%s must be a %s integer", bad,
                           strcmp(bad, "n") == 0 ? "positive" : "non-negative");
     *out = ceil(chars / 4) + tokens + max_tokens * n;
+    if (prompt_out)
+        *prompt_out = ceil(chars / 4) + tokens;
     return TD_OK;
 }
 
@@ -117,9 +120,19 @@ td_status td_cost_estimate(td_cost_model m, const char *body, size_t len,
                            const char *gpu_seconds_header, double default_gpu_seconds, double *out,
                            td_err *err)
 {
+    return td_cost_estimate_ex(m, body, len, gpu_seconds_header, default_gpu_seconds, out, NULL,
+                               err);
+}
+
+td_status td_cost_estimate_ex(td_cost_model m, const char *body, size_t len,
+                              const char *gpu_seconds_header, double default_gpu_seconds,
+                              double *out, double *prompt_out, td_err *err)
+{
+    if (prompt_out)
+        *prompt_out = 0;
     switch (m) {
     case TD_COST_TOKENS:
-        return estimate_tokens(body ? body : "", body ? len : 0, out, err);
+        return estimate_tokens(body ? body : "", body ? len : 0, out, prompt_out, err);
     case TD_COST_GPU_SECONDS: {
         double d = default_gpu_seconds;
         if (gpu_seconds_header && parse_nonneg(gpu_seconds_header, &d) < 0)
@@ -212,6 +225,18 @@ static int key_is(const char *key, unsigned char len, unsigned char over, const 
 {
     size_t n = strlen(name);
     return !over && len == n && memcmp(key, name, n) == 0;
+}
+
+/* A string closed: below depth 2, remember whether it was the key
+ * "content" or "text" (a value after it is generated text). */
+static void end_string(td_cost_scanner *s)
+{
+    if (s->deep_collect)
+        s->deep_last_content =
+            !s->deep_over && ((s->deep_len == 7 && memcmp(s->deep, "content", 7) == 0) ||
+                              (s->deep_len == 4 && memcmp(s->deep, "text", 4) == 0));
+    s->deep_collect = 0;
+    s->deep_counting = 0;
 }
 
 static void end_scalar(td_cost_scanner *s)
@@ -328,19 +353,40 @@ static void json_bytes(td_cost_scanner *s, const char *p, size_t n)
     for (size_t i = 0; i < n; i++) {
         char c = p[i];
         if (s->in_string) {
-            if (s->escape) {
+            if (s->u_skip) {
+                s->u_skip--; /* hex digits of a \uXXXX escape */
+            } else if (s->escape) {
                 s->escape = 0;
+                if (c == 'u')
+                    s->u_skip = 4;
             } else if (c == '\\') {
                 s->escape = 1;
                 /* an escaped key is never one of ours; mark it so */
                 if (s->key_collect)
                     *(s->depth == 1 ? &s->key1_over : &s->key2_over) = 1;
+                s->deep_over = 1;
+                if (s->deep_counting)
+                    s->found.content_chars++; /* one character, however escaped */
             } else if (c == '"') {
                 s->in_string = 0;
-            } else if (s->key_collect) {
-                key_byte(s, c);
+                end_string(s);
+            } else {
+                if (s->key_collect)
+                    key_byte(s, c);
+                if (s->deep_counting && ((unsigned char)c & 0xC0) != 0x80)
+                    s->found.content_chars++;
+                if (s->deep_collect) {
+                    if (s->deep_len < sizeof s->deep)
+                        s->deep[s->deep_len++] = c;
+                    else
+                        s->deep_over = 1;
+                }
             }
             continue;
+        }
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != ':' && c != '"') {
+            s->deep_after_colon = 0;
+            s->deep_last_content = 0;
         }
         switch (c) {
         case ' ':
@@ -352,6 +398,15 @@ static void json_bytes(td_cost_scanner *s, const char *p, size_t n)
         case '"':
             end_scalar(s);
             s->in_string = 1;
+            if (s->depth >= 3) {
+                s->deep_counting = s->deep_after_colon;
+                s->deep_collect = !s->deep_after_colon;
+                s->deep_len = s->deep_over = 0;
+                if (s->deep_counting)
+                    s->found.have |= TD_USAGE_CONTENT;
+            }
+            s->deep_after_colon = 0;
+            s->deep_last_content = 0;
             s->key_collect = (s->depth == 1 && s->obj1 && s->want_key1) ||
                              (s->depth == 2 && s->obj2 && s->want_key2);
             if (s->key_collect && s->depth == 1)
@@ -372,6 +427,8 @@ static void json_bytes(td_cost_scanner *s, const char *p, size_t n)
         case ':':
         case ',':
             end_scalar(s);
+            s->deep_after_colon = c == ':' && s->depth >= 3 && s->deep_last_content;
+            s->deep_last_content = 0;
             if (s->depth == 1 && s->obj1)
                 s->want_key1 = c == ',';
             else if (s->depth == 2 && s->obj2)

@@ -250,8 +250,8 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
                 return td_err_set(err, st, "Tenant %s: more than %d named keys", name,
                                   TD_GW_MAX_KEYS);
             if (parse_rate(json_object_get(ko, "rate"), &gk->rate, err) != TD_OK)
-                return td_err_prefix(err, TD_EINVAL, "Tenant %s: spec.apiKeys[%zu].rate.per",
-                                     name, k);
+                return td_err_prefix(err, TD_EINVAL, "Tenant %s: spec.apiKeys[%zu].rate.per", name,
+                                     k);
             gk->concurrency = (uint32_t)num_or(json_object_get(ko, "concurrency"), 0);
         }
         const char *hex = td_json_str(ko, "sha256");
@@ -676,12 +676,11 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
                     break;
                 b = nb;
             }
-            int64_t v = td_budgets_spent(g->budgets, t->slot, t->budgets[k].period,
-                                         (int64_t)ts.tv_sec);
-            n += (size_t)snprintf(b + n, cap - n,
-                                  "tenantd_budget_spent{tenant=\"%s\",period=\"%s\"} %.9g\n",
-                                  t->name, td_period_name(t->budgets[k].period),
-                                  (double)v / TD_MONEY_NANO);
+            int64_t v =
+                td_budgets_spent(g->budgets, t->slot, t->budgets[k].period, (int64_t)ts.tv_sec);
+            n += (size_t)snprintf(
+                b + n, cap - n, "tenantd_budget_spent{tenant=\"%s\",period=\"%s\"} %.9g\n", t->name,
+                td_period_name(t->budgets[k].period), (double)v / TD_MONEY_NANO);
         }
     }
     td_gw_config_unref(held);

@@ -150,6 +150,8 @@ typedef struct {
     td_period bud_period[TD_PERIOD_COUNT];
     int64_t bud_start[TD_PERIOD_COUNT];
     int64_t bud_reserved;
+    double prompt_est; /* the estimate's prompt tokens (tokens routes) */
+    int usage_counted; /* the response named no usage: tokens counted from its text */
     /* upstream */
     px_up *up;
     int retried;

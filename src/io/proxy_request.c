@@ -196,8 +196,8 @@ static void note_refusal(px_conn *c, uint16_t status, const char *reason, bool s
                  floor(td_limiter_available(kl, k->slot, &k->rate, now) * 1000) / 1000,
                  k->rate.cost, (double)k->rate.per_ns / 1e9, k->rate.burst);
     else if (k && strcmp(reason, "concurrency_limited") == 0)
-        snprintf(x.detail, sizeof x.detail, "key %s, route %s: %u in flight, key limit %u",
-                 k->name, route, td_limiter_inflight(kl, k->slot), k->concurrency);
+        snprintf(x.detail, sizeof x.detail, "key %s, route %s: %u in flight, key limit %u", k->name,
+                 route, td_limiter_inflight(kl, k->slot), k->concurrency);
     else if (strcmp(reason, "rate_limited") == 0)
         snprintf(x.detail, sizeof x.detail,
                  "route %s: cost %.6g over the %.6g available (rate %.6g per %.6gs, burst %.6g)",
@@ -291,7 +291,7 @@ static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns, co
 static void money_str(int64_t nano, char *buf, size_t cap)
 {
     const char *sign = nano < 0 ? "-" : "";
-    uint64_t v = nano < 0 ? (uint64_t)-(nano + 1) + 1 : (uint64_t)nano;
+    uint64_t v = nano < 0 ? (uint64_t) - (nano + 1) + 1 : (uint64_t)nano;
     snprintf(buf, cap, "%s%llu.%09llu", sign, (unsigned long long)(v / TD_MONEY_NANO),
              (unsigned long long)(v % TD_MONEY_NANO));
     char *e = buf + strlen(buf) - 1;
@@ -405,12 +405,13 @@ static void log_line(px_conn *c, const char *outcome, double cost)
         td__buf_append(b, "/", 1);
     td__buf_printf(b,
                    " status=%d outcome=%s%s%s cost_est=%g cost=%g queue_ms=%.3f upstream_ms=%.3f "
-                   "total_ms=%.3f peer=%s\n",
+                   "total_ms=%.3f peer=%s%s\n",
                    r->status ? r->status : 499, outcome, r->shadow ? " shadow_would=" : "",
                    r->shadow ? r->shadow : "", r->estimate, cost,
                    r->t_decided ? ms_between(r->t_decided, queue_end) : 0.0,
                    r->t_started ? ms_between(r->t_started, r->t_end) : 0.0,
-                   ms_between(r->t_start, r->t_end), c->peer);
+                   ms_between(r->t_start, r->t_end), c->peer,
+                   r->usage_counted ? " usage=counted" : "");
     if (b->len > 32 * 1024)
         px_log_flush(c->w);
 }
@@ -454,7 +455,9 @@ static void build_rec(px_conn *c, td_outcome outcome, uint64_t now, td_ledger_re
     case TD_OUT_CONCURRENCY_LIMITED:
     case TD_OUT_BAD_REQUEST:
     case TD_OUT_UNAUTHORIZED:
-    case TD_OUT_BUDGET_EXCEEDED: o = "rejected"; break;
+    case TD_OUT_BUDGET_EXCEEDED:
+        o = "rejected";
+        break;
     case TD_OUT_SHED: o = "shed"; break;
     case TD_OUT_TIMEOUT: o = "timeout"; break;
     default: o = "error"; break;
@@ -548,8 +551,8 @@ static int64_t price_estimate(px_conn *c)
     snprintf(rec.outcome, sizeof rec.outcome, "ok");
     rec.count = 1;
     rec.gpu_used_milli = -1;
-    double gpu_s = route->cost_model == TD_COST_GPU_SECONDS ? r->estimate
-                                                            : route->default_gpu_seconds;
+    double gpu_s =
+        route->cost_model == TD_COST_GPU_SECONDS ? r->estimate : route->default_gpu_seconds;
     rec.gpu_milli_seconds = (int64_t)(gpu_s * 1000 + 0.5);
     int64_t a = 0, b = 0;
     if (route->cost_model == TD_COST_TOKENS)
@@ -621,8 +624,8 @@ void px_req_end(px_conn *c, int outcome)
             if (ks)
                 td_shared_adjust(ks, r->key->slot, delta);
             else
-                td_limiter_adjust(td_gateway_key_limiter(p->g), r->key->slot, &r->key->rate,
-                                  delta, now);
+                td_limiter_adjust(td_gateway_key_limiter(p->g), r->key->slot, &r->key->rate, delta,
+                                  now);
         }
         r->key_rate_charged = 0;
     }
@@ -776,6 +779,8 @@ void px_req_headers(px_conn *c)
     r->key_conc_held = r->key_rate_charged = 0;
     r->bud_n = 0;
     r->bud_reserved = 0;
+    r->prompt_est = 0;
+    r->usage_counted = 0;
     r->shadow = NULL;
     r->up = NULL;
     r->retried = 0;
@@ -881,8 +886,9 @@ void px_req_message(px_conn *c)
                    r->method != HTTP_PATCH;
     if (route->cost_model == TD_COST_TOKENS && bodyless) {
         est = 1; /* GET /v1/models and the like */
-    } else if (td_cost_estimate(route->cost_model, r->body.p, r->body.len, r->h_gpu,
-                                route->default_gpu_seconds, &est, &err) != TD_OK) {
+    } else if (td_cost_estimate_ex(route->cost_model, r->body.p, r->body.len, r->h_gpu,
+                                   route->default_gpu_seconds, &est, &r->prompt_est,
+                                   &err) != TD_OK) {
         respond_bad_request(c, err.msg);
         px_req_end(c, TD_OUT_BAD_REQUEST);
         return;

@@ -7,6 +7,7 @@
  * length and the client speaks HTTP/1.1), its body fed to the cost scanner.
  * A request that fails on a reused connection before any response byte
  * (the upstream closed it meanwhile) is sent once more on a new one. */
+#include <math.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,6 +365,18 @@ static void up_complete(px_up *u)
     td_usage usage = {0};
     if (r->scan_on)
         td_cost_scanner_finish(&r->scan, &usage);
+    /* No usage in the response (a stream without a usage chunk, a server
+     * that never reports it): the tokens are counted instead, the prompt as
+     * estimated and the completion from the generated text (characters / 4),
+     * and the request is marked usage=counted in the access log. */
+    if (r->route->cost_model == TD_COST_TOKENS &&
+        !(usage.have & (TD_USAGE_TOTAL | TD_USAGE_PROMPT | TD_USAGE_COMPLETION)) &&
+        (usage.have & TD_USAGE_CONTENT)) {
+        usage.prompt_tokens = r->prompt_est;
+        usage.completion_tokens = ceil(usage.content_chars / 4);
+        usage.have |= TD_USAGE_PROMPT | TD_USAGE_COMPLETION;
+        r->usage_counted = 1;
+    }
     td_cost_actual(r->route->cost_model, &usage, r->have_gpu_hdr ? r->gpu_hdr : NULL, r->estimate,
                    &r->actual);
     /* The ledger's usage: tokens as the upstream reported them (else the

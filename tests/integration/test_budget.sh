@@ -23,6 +23,33 @@ for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
 [ -s "$TMP/simport" ] || { not_ok "simmodel did not start"; cat "$TMP/sim.log"; finish; exit 1; }
 SIM="127.0.0.1:$(cat "$TMP/simport")"
 
+# An upstream that streams its text and never reports usage.
+cat > "$TMP/nousage.py" <<'P'
+import http.server, json, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        ev = "".join("data: %s\n\n" % json.dumps({"choices": [{"delta": {"content": "abcdefghij"}}]})
+                     for _ in range(4)) + "data: [DONE]\n\n"
+        b = ev.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_address[1]))
+s.serve_forever()
+P
+python3 "$TMP/nousage.py" "$TMP/rawport" 2>"$TMP/raw.log" &
+PIDS+=($!)
+for _ in $(seq 1 50); do [ -s "$TMP/rawport" ] && break; sleep 0.1; done
+[ -s "$TMP/rawport" ] || { not_ok "the no-usage upstream did not start"; finish; exit 1; }
+RAW="127.0.0.1:$(cat "$TMP/rawport")"
+
 tenant() { # NAME BUDGETS [GATEWAY] [KEYS]
     local keys="[{sha256: \"$(sha "key-$1")\"}]" gw="{concurrency: 200}"
     [ $# -ge 3 ] && gw=$3
@@ -44,6 +71,9 @@ Y
     tenant capped '[{amount: "0.2", period: day}, {amount: 100, period: month}]'
     tenant crowd '[{amount: "1", period: week}]'
     tenant streamer '[{amount: "10", period: month}]'
+    tenant counted '[{amount: "10", period: month}]'
+    tenant conc '[]' '{concurrency: 5}' \
+        "[{sha256: \"$(sha key-batch)\", name: batch, concurrency: 1}, {sha256: \"$(sha key-other)\", name: other}]"
     tenant shadowy '[{amount: "0.05", period: day, enforcement: shadow}]'
     tenant keyed '[]' '{rate: {cost: 100, per: 1h, burst: 100}}' \
         "[{sha256: \"$(sha key-ci)\", name: ci-bot, rate: {cost: 30, per: 1h}}, {sha256: \"$(sha key-web)\", name: web}]"
@@ -57,16 +87,26 @@ spec:
   cost: {model: tokens}
 ---
 apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: raw}
+spec:
+  match: {pathPrefix: /raw/}
+  upstream: {address: "$RAW"}
+  cost: {model: tokens}
+---
+apiVersion: tenantd.dev/v1alpha1
 kind: CostPolicy
 metadata: {name: default}
 spec:
   currency: USD
   prices:
   - {route: chat, per1kTokens: "1"}
+  - {route: raw, per1kTokens: "1"}
 Y
 } > "$TMP/platform.yaml"
 
-start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" --access-log "$TMP/access.log" ||
+    { finish; exit 1; }
 GW="http://127.0.0.1:$TD_DATA_PORT"
 ADMIN="http://127.0.0.1:$TD_PORT"
 
@@ -172,6 +212,24 @@ P
 v=$(metric 'tenantd_budget_spent{tenant="streamer",period="month"}')
 [ "$v" = 0.043 ] && ok "stream: charged 0.043 (real tokens), not the 0.019 estimate" || not_ok "stream spend: '$v'"
 
+# A stream without usage is charged its counted tokens: the prompt as
+# estimated (3) and the text (40 characters = 10 tokens), not the estimate
+# (3 + max_tokens 100); the access log says usage=counted.
+code=$(curl -s -o "$TMP/raw.out" -w '%{http_code}' --max-time 10 -H "Authorization: Bearer key-counted" \
+    -H 'Content-Type: application/json' \
+    -d '{"messages":[{"role":"user","content":"hello world!"}],"max_tokens":100,"stream":true}' \
+    "$GW/raw/v1/chat/completions")
+[ "$code" = 200 ] && grep -q abcdefghij "$TMP/raw.out" && ok "a stream without usage is proxied" ||
+    not_ok "no-usage stream: $code $(head -c 300 "$TMP/raw.out")"
+v=$(metric 'tenantd_budget_spent{tenant="counted",period="month"}')
+[ "$v" = 0.013 ] && ok "a stream without usage is charged its counted tokens: 0.013, not 0.103" ||
+    not_ok "counted spend: '$v'"
+kill -HUP "$TD_PID" 2>/dev/null
+sleep 0.5
+expect_grep "the access log marks it usage=counted" "$TMP/access.log" "usage=counted"
+grep 'tenant=counted' "$TMP/access.log" | grep -q 'cost=13 ' && ok "its cost in the access log is 13 tokens" ||
+    not_ok "access log: $(grep 'tenant=counted' "$TMP/access.log")"
+
 # 4. A shadow budget never refuses; its would-be refusals are counted apart.
 client key-shadowy 5 1 fixed > "$TMP/shadowy.json"
 python3 - "$TMP/shadowy.json" <<'P' && ok "shadow: 5 served past a budget of 0.05 (3 would have been refused)" || not_ok "shadow: $(head -c 300 "$TMP/shadowy.json")"
@@ -203,6 +261,27 @@ assert b["error"] == "rate_limited" and b["level"] == "tenant" and "key" not in 
 P
 v=$(metric 'tenantd_limit_rejections_total{tenant="keyed",limit="key_rate",mode="enforce"}')
 [ "$v" = 1 ] && ok "key-level refusal counted as limit=key_rate" || not_ok "key_rate metric: '$v'"
+
+# Key concurrency: batch may hold one request; while one hangs upstream its
+# second is refused at level key, and another key of the tenant still passes.
+curl -s -o /dev/null --max-time 3 -H "Authorization: Bearer key-batch" -H 'X-Simmodel-Fault: hang' \
+    -d '{"prompt":"hi","max_tokens":1}' "$GW/v1/completions" &
+hung=$!
+sleep 0.5
+code=$(curl -s -o "$TMP/b2" -w '%{http_code}' --max-time 5 -H "Authorization: Bearer key-batch" \
+    -d '{"prompt":"hi","max_tokens":1}' "$GW/v1/completions")
+[ "$code" = 429 ] && grep -q '"error":"concurrency_limited".*"level":"key","key":"batch"' "$TMP/b2" &&
+    ok "key batch's second request in flight: 429 concurrency_limited at level key" ||
+    not_ok "key concurrency: $code $(cat "$TMP/b2")"
+code=$(curl -s -o "$TMP/b3" -w '%{http_code}' --max-time 5 -H "Authorization: Bearer key-other" \
+    -d '{"prompt":"hi","max_tokens":1}' "$GW/v1/completions")
+[ "$code" = 200 ] && ok "meanwhile the tenant's other key is served" || not_ok "other key: $code $(cat "$TMP/b3")"
+wait $hung
+v=$(metric 'tenantd_limit_rejections_total{tenant="conc",limit="key_concurrency",mode="enforce"}')
+[ "$v" = 1 ] && ok "counted as limit=key_concurrency" || not_ok "key_concurrency metric: '$v'"
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -H "Authorization: Bearer key-batch" \
+    -d '{"prompt":"hi","max_tokens":1}' "$GW/v1/completions")
+[ "$code" = 200 ] && ok "the key's slot is released when its request ends" || not_ok "after release: $code"
 
 # 6. Explain: budgets with amount, spend, reset and mode; keys; levels.
 curl -s --max-time 5 "$ADMIN/v1/explain/request?tenant=capped" > "$TMP/ex1"
@@ -268,7 +347,8 @@ spec:
 
 # 8. A restart keeps the period's spend: replayed from the ledger.
 stop_tenantd
-start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" --access-log "$TMP/access.log" ||
+    { finish; exit 1; }
 GW="http://127.0.0.1:$TD_DATA_PORT"
 ADMIN="http://127.0.0.1:$TD_PORT"
 v=$(metric 'tenantd_budget_spent{tenant="capped",period="day"}')

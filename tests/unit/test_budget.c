@@ -33,8 +33,7 @@ static void test_period_bounds(void **state)
         {"2100 is not a leap year", TD_PERIOD_MONTH, 4107492000, 4105123200, 4107542400},
         {"2000 is a leap year", TD_PERIOD_MONTH, 951782400, 949363200, 951868800},
         {"Wednesday's week starts Monday", TD_PERIOD_WEEK, 1796233200, 1795996800, 1796601600},
-        {"Sunday 23:59:59 is the week before", TD_PERIOD_WEEK, 1795996799, 1795392000,
-         1795996800},
+        {"Sunday 23:59:59 is the week before", TD_PERIOD_WEEK, 1795996799, 1795392000, 1795996800},
         {"Monday 00:00 starts a week", TD_PERIOD_WEEK, 1795996800, 1795996800, 1796601600},
         {"week across 1970", TD_PERIOD_WEEK, -43200, -259200, 345600},
         {"day before 1970", TD_PERIOD_DAY, -43200, -86400, 0},
@@ -126,15 +125,13 @@ static void test_period_rollover(void **state)
     int64_t start = 0;
     const int64_t sunday_late = 1795996799, monday = 1795996800;
     assert_int_equal(
-        td_budgets_reserve(b, 0, TD_PERIOD_WEEK, 100, 90, false, sunday_late, &start, NULL),
-        TD_OK);
+        td_budgets_reserve(b, 0, TD_PERIOD_WEEK, 100, 90, false, sunday_late, &start, NULL), TD_OK);
     assert_int_equal(td_budgets_spent(b, 0, TD_PERIOD_WEEK, sunday_late), 90);
     /* Monday: a new week, the spend starts over */
     assert_int_equal(td_budgets_spent(b, 0, TD_PERIOD_WEEK, monday), 0);
     int64_t start2 = 0;
-    assert_int_equal(td_budgets_reserve(b, 0, TD_PERIOD_WEEK, 100, 90, false, monday, &start2,
-                                        NULL),
-                     TD_OK);
+    assert_int_equal(
+        td_budgets_reserve(b, 0, TD_PERIOD_WEEK, 100, 90, false, monday, &start2, NULL), TD_OK);
     assert_int_equal(start2, monday);
     /* Sunday's request settles after midnight: its cost was last week's */
     td_budgets_settle(b, 0, TD_PERIOD_WEEK, start, 50);
@@ -145,8 +142,8 @@ static void test_period_rollover(void **state)
     td_budgets_replay(b, 0, TD_PERIOD_WEEK, sunday_late, 1000, monday);
     td_budgets_replay(b, 0, TD_PERIOD_WEEK, monday + 10, 7, monday + 20);
     assert_int_equal(td_budgets_spent(b, 0, TD_PERIOD_WEEK, monday + 20), 57);
-    td_budgets_replay(b, 0, TD_PERIOD_MONTH, sunday_late, 5, monday);   /* Nov 29 in Nov 30 */
-    td_budgets_replay(b, 0, TD_PERIOD_MONTH, monday, 5, 1796083200);    /* Nov 30 in Dec 1 */
+    td_budgets_replay(b, 0, TD_PERIOD_MONTH, sunday_late, 5, monday); /* Nov 29 in Nov 30 */
+    td_budgets_replay(b, 0, TD_PERIOD_MONTH, monday, 5, 1796083200);  /* Nov 30 in Dec 1 */
     assert_int_equal(td_budgets_spent(b, 0, TD_PERIOD_MONTH, monday), 5);
     assert_int_equal(td_budgets_spent(b, 0, TD_PERIOD_MONTH, 1796083200), 0);
     td_budgets_destroy(b);

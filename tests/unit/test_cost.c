@@ -230,7 +230,7 @@ static const scan_row scan_rows[] = {
 
 static int usage_eq(const td_usage *u, const scan_row *r)
 {
-    if (u->have != r->want_have)
+    if ((u->have & ~TD_USAGE_CONTENT) != r->want_have) /* content: test_scanner_content */
         return 0;
     if ((u->have & TD_USAGE_TOTAL) && u->total_tokens != r->total)
         return 0;
@@ -297,6 +297,74 @@ static void test_scanner_whole_and_split(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* Generated text counted for responses without usage: code points of the
+ * "content"/"text" values below the top two levels, over every event, the
+ * same however the body is split. */
+static void test_scanner_content(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int sse;
+        const char *body;
+        bool have;
+        double chars;
+    } rows[] = {
+        {"sse chat deltas, no usage", 1,
+         "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n"
+         "data: {\"choices\":[{\"delta\":{\"content\":\"h\xc3\xa9llo\"}}]}\n\n"
+         "data: {\"choices\":[{\"delta\":{\"content\":\" wo\"}}]}\n\n"
+         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"rld\"},\"x\":1}]}\n\n"
+         "data: [DONE]\n\n",
+         true, 11},
+        {"sse completions text", 1,
+         "data: {\"choices\":[{\"text\":\"abc\"}]}\n\ndata: {\"choices\":[{\"text\":\"de\"}]}\n\n",
+         true, 5},
+        {"escapes count one character each", 1,
+         "data: {\"choices\":[{\"delta\":{\"content\":\"a\\nb\\u00e9\\\"\"}}]}\n\n", true, 5},
+        {"a whole chat response", 0,
+         "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"tok tok\"}}],"
+         "\"usage\":{\"total_tokens\":8}}",
+         true, 7},
+        {"role only", 1, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n", false,
+         0},
+        {"top-level text is not generated text", 0, "{\"text\":\"abc\",\"x\":{\"content\":\"d\"}}",
+         false, 0},
+        {"the value \"content\" is not a key", 0,
+         "{\"choices\":[{\"x\":\"content\",\"y\":\"abc\"}]}", false, 0},
+        {"content parts", 0,
+         "{\"choices\":[{\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}}]}", true,
+         2},
+        {"a number after content is not text", 0, "{\"choices\":[{\"content\":5,\"a\":\"bc\"}]}",
+         false, 0},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        size_t len = strlen(rows[i].body);
+        for (size_t cut = 0; cut <= len; cut++) {
+            td_cost_scanner sc;
+            td_usage u;
+            td_cost_scanner_init(&sc, rows[i].sse);
+            td_cost_scanner_feed(&sc, rows[i].body, cut);
+            td_cost_scanner_feed(&sc, rows[i].body + cut, len - cut);
+            td_cost_scanner_finish(&sc, &u);
+            bool have = (u.have & TD_USAGE_CONTENT) != 0;
+            if (have != rows[i].have || u.content_chars != rows[i].chars) {
+                print_error("row \"%s\" split at %zu: have %d chars %g, want %d %g\n", rows[i].name,
+                            cut, have, u.content_chars, rows[i].have, rows[i].chars);
+                failed++;
+                break;
+            }
+        }
+    }
+    assert_int_equal(failed, 0);
+    double est = 0, prompt = -1;
+    assert_int_equal(td_cost_estimate_ex(T, "{\"prompt\":\"12345678\",\"max_tokens\":10}", 37, NULL,
+                                         1, &est, &prompt, NULL),
+                     TD_OK);
+    assert_true(est == 12 && prompt == 2);
+}
+
 /* For every non-SSE row that is JSON, the scanner agrees with jansson. */
 static void test_scanner_agrees_with_jansson(void **state)
 {
@@ -313,7 +381,7 @@ static void test_scanner_agrees_with_jansson(void **state)
             continue;
         td_usage got;
         scan_pieces(r, NULL, 0, &got);
-        if (got.have != want.have || got.total_tokens != want.total_tokens ||
+        if ((got.have & ~TD_USAGE_CONTENT) != want.have || got.total_tokens != want.total_tokens ||
             got.prompt_tokens != want.prompt_tokens ||
             got.completion_tokens != want.completion_tokens ||
             got.gpu_seconds != want.gpu_seconds) {
@@ -369,22 +437,28 @@ static void test_actual_table(void **state)
         double estimate, want;
         bool want_known;
     } rows[] = {
-        {"tokens: total", T, {TOK, 30, 10, 20, 0}, NULL, 50, 30, true},
+        {"tokens: total", T, {TOK, 30, 10, 20, 0, 0}, NULL, 50, 30, true},
         {"tokens: prompt + completion without total",
          T,
-         {TD_USAGE_PROMPT | TD_USAGE_COMPLETION, 0, 10, 5, 0},
+         {TD_USAGE_PROMPT | TD_USAGE_COMPLETION, 0, 10, 5, 0, 0},
          NULL,
          50,
          15,
          true},
-        {"tokens: prompt only (embeddings)", T, {TD_USAGE_PROMPT, 0, 12, 0, 0}, NULL, 50, 12, true},
-        {"tokens: nothing, the estimate stands", T, {0, 0, 0, 0, 0}, NULL, 50, 50, false},
-        {"tokens: zero is a real answer", T, {TD_USAGE_TOTAL, 0, 0, 0, 0}, NULL, 50, 0, true},
-        {"gpuSeconds: the response header", G, {GPU, 0, 0, 0, 9}, "0.3", 1, 0.3, true},
-        {"gpuSeconds: from the stream", G, {GPU, 0, 0, 0, 0.7}, NULL, 1, 0.7, true},
-        {"gpuSeconds: bad header, stream value", G, {GPU, 0, 0, 0, 0.7}, "x", 1, 0.7, true},
-        {"gpuSeconds: nothing", G, {TOK, 5, 0, 0, 0}, NULL, 1, 1, false},
-        {"requests: 1", R, {TOK, 5, 0, 0, 0}, NULL, 1, 1, true},
+        {"tokens: prompt only (embeddings)",
+         T,
+         {TD_USAGE_PROMPT, 0, 12, 0, 0, 0},
+         NULL,
+         50,
+         12,
+         true},
+        {"tokens: nothing, the estimate stands", T, {0, 0, 0, 0, 0, 0}, NULL, 50, 50, false},
+        {"tokens: zero is a real answer", T, {TD_USAGE_TOTAL, 0, 0, 0, 0, 0}, NULL, 50, 0, true},
+        {"gpuSeconds: the response header", G, {GPU, 0, 0, 0, 9, 0}, "0.3", 1, 0.3, true},
+        {"gpuSeconds: from the stream", G, {GPU, 0, 0, 0, 0.7, 0}, NULL, 1, 0.7, true},
+        {"gpuSeconds: bad header, stream value", G, {GPU, 0, 0, 0, 0.7, 0}, "x", 1, 0.7, true},
+        {"gpuSeconds: nothing", G, {TOK, 5, 0, 0, 0, 0}, NULL, 1, 1, false},
+        {"requests: 1", R, {TOK, 5, 0, 0, 0, 0}, NULL, 1, 1, true},
     };
     int failed = 0;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -408,6 +482,7 @@ int main(void)
         cmocka_unit_test(test_scanner_whole_and_split),
         cmocka_unit_test(test_scanner_agrees_with_jansson),
         cmocka_unit_test(test_scanner_long_stream),
+        cmocka_unit_test(test_scanner_content),
         cmocka_unit_test(test_actual_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

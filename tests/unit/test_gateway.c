@@ -5,8 +5,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
 
 #include "tenantd/gateway.h"
 
@@ -122,10 +125,148 @@ static void test_view(void **state)
     td_gateway_destroy(g);
 }
 
+/* Keys with limits of their own, budgets, and pricing in the view: a key
+ * lookup returns its entry, a named key keeps its slot across reloads (a
+ * new key gets a new one), a changed key rate resets only that key's
+ * limiter state, and a request record is priced by the CostPolicy. */
+static const char keys_v1[] =
+    "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t}\n"
+    "spec:\n  apiKeys:\n  - {sha256: %s, name: ci-bot, rate: {cost: 10, per: 1s}, concurrency: 2}\n"
+    "  - {sha256: %s, name: web}\n  - {sha256: %s}\n"
+    "  budgets: [{amount: \"0.5\", period: day}, {amount: 12, period: month, enforcement: "
+    "shadow}]\n"
+    "  gateway: {rate: {cost: 100, per: 1s}, concurrency: 4}\n---\n"
+    "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: chat}\n"
+    "spec: {match: {pathPrefix: /}, upstream: {address: '127.0.0.1:9'}}\n---\n"
+    "apiVersion: tenantd.dev/v1alpha1\nkind: CostPolicy\nmetadata: {name: default}\n"
+    "spec: {currency: EUR, prices: [{route: chat, per1kTokensIn: \"1\", per1kTokensOut: \"3\"}]}\n";
+
+static td_config *load_keys(int ci_rate, int with_new)
+{
+    char y[4096];
+    snprintf(y, sizeof y, keys_v1, "CI", "WEB", "ANON");
+    char *at = strstr(y, "cost: 10,");
+    if (at)
+        memcpy(at + 6, ci_rate == 10 ? "10" : "20", 2);
+    char out[4096];
+    size_t k = 0;
+    for (const char *p = y; *p && k < sizeof out - 70; p++) {
+        const char *h = NULL;
+        if (strncmp(p, "CI", 2) == 0)
+            h = "5d4cb8b8efca6c4c0c31aaaa46064433eec4b0e86abec2b2589add3a5ad33102";
+        else if (strncmp(p, "WEB", 3) == 0)
+            h = with_new ? "fec4421d43014c13a864d10ff2726b73d97f177972edd382c003e3f2ff928834"
+                         : "c7f39454528d01dfdfe5dd328d076632f5c1b95f47629aea5ab4c7b680ec25ae";
+        else if (strncmp(p, "ANON", 4) == 0)
+            h = "4bb4505ef0f5dbe05ef440111cf196b226db57ea8deb6bf22a3763ad47f23822";
+        if (h) {
+            memcpy(out + k, h, 64);
+            k += 64;
+            p += strncmp(p, "CI", 2) == 0 ? 1 : strncmp(p, "WEB", 3) == 0 ? 2 : 3;
+        } else {
+            out[k++] = *p;
+        }
+    }
+    out[k] = 0;
+    if (with_new) {
+        char *w = strstr(out, "name: web");
+        if (w)
+            memcpy(w, "name: new", 9);
+    }
+    return load(out);
+}
+
+static void test_keys_budgets_prices(void **state)
+{
+    (void)state;
+    td_config *c = load_keys(10, 0);
+    td_gateway *g = NULL;
+    td_err err;
+    assert_int_equal(td_gateway_create(c, NULL, &g, &err), TD_OK);
+    td_gw_config *held = NULL;
+    const td_gw_config *v = td_gateway_config(g, &held);
+    const td_gw_key *k = NULL;
+    const td_gw_tenant *t = td_gw_tenant_by_key_ex(v, "k-ci", 4, &k);
+    assert_non_null(t);
+    assert_non_null(k);
+    assert_string_equal(k->name, "ci-bot");
+    assert_true(k->rate.cost == 10 && k->rate.burst == 10 && k->concurrency == 2);
+    uint32_t ci_slot = k->slot;
+    assert_string_equal(td_gateway_slot_name(g, 'k', ci_slot), "t/ci-bot");
+    assert_non_null(td_gw_tenant_by_key_ex(v, "k-web", 5, &k));
+    assert_string_equal(k->name, "web");
+    assert_true(k->rate.cost == 0 && k->concurrency == 0);
+    uint32_t web_slot = k->slot;
+    assert_non_null(td_gw_tenant_by_key_ex(v, "k-anon", 6, &k));
+    assert_null(k->name);
+    assert_null(td_gw_tenant_by_key_ex(v, "k-none", 6, &k));
+    assert_null(k);
+    /* budgets */
+    assert_int_equal(t->nbudgets, 2);
+    assert_int_equal(t->budgets[0].period, TD_PERIOD_DAY);
+    assert_true(t->budgets[0].amount_nano == 500000000LL && !t->budgets[0].shadow);
+    assert_int_equal(t->budgets[1].period, TD_PERIOD_MONTH);
+    assert_true(t->budgets[1].amount_nano == 12 * TD_MONEY_NANO && t->budgets[1].shadow);
+    /* prices: 100 in at 1/1k + 50 out at 3/1k = 0.25 */
+    td_ledger_rec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = TD_LEDGER_REQUEST;
+    strcpy(rec.route, "chat");
+    strcpy(rec.tenant, "t");
+    strcpy(rec.outcome, "ok");
+    rec.count = 1;
+    rec.tokens_in = 100;
+    rec.tokens_out = 50;
+    int64_t nano = 0;
+    assert_int_equal(td_gw_price(v, &rec, &nano, &err), TD_OK);
+    assert_true(nano == 250000000LL);
+    /* replay: the record counts in every current period of its tenant */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now_ns = (int64_t)ts.tv_sec * 1000000000LL;
+    rec.start_ns = rec.end_ns = now_ns - 1000000000LL;
+    td_gateway_budget_replay(g, &rec, now_ns);
+    strcpy(rec.outcome, "rejected"); /* not completed: not counted */
+    td_gateway_budget_replay(g, &rec, now_ns);
+    assert_true(td_budgets_spent(td_gateway_budgets(g), t->slot, TD_PERIOD_DAY, ts.tv_sec) ==
+                250000000LL);
+    assert_true(td_budgets_spent(td_gateway_budgets(g), t->slot, TD_PERIOD_WEEK, ts.tv_sec) ==
+                250000000LL);
+
+    /* the key's limiter: spend ci-bot's burst, then reload */
+    td_limiter *kl = td_gateway_key_limiter(g);
+    const td_gw_key *ci = NULL;
+    td_gw_tenant_by_key_ex(v, "k-ci", 4, &ci);
+    assert_int_equal(td_limiter_take(kl, ci_slot, &ci->rate, 10, 1000, NULL), TD_OK);
+    assert_int_equal(td_limiter_take(kl, ci_slot, &ci->rate, 10, 1000, NULL), TD_EAGAIN);
+    /* same limits, a new key: slots kept, state kept, the new name a new slot */
+    td_config *c2 = load_keys(10, 1);
+    assert_int_equal(td_gateway_reload(g, c2, &err), TD_OK);
+    v = td_gateway_config(g, &held);
+    td_gw_tenant_by_key_ex(v, "k-ci", 4, &ci);
+    assert_int_equal(ci->slot, ci_slot);
+    assert_int_equal(td_limiter_take(kl, ci_slot, &ci->rate, 10, 1000, NULL), TD_EAGAIN);
+    assert_non_null(td_gw_tenant_by_key_ex(v, "k-new", 5, &k));
+    assert_true(k->slot != ci_slot && k->slot != web_slot);
+    /* ci-bot's rate changes: its state starts afresh */
+    td_config *c3 = load_keys(20, 1);
+    assert_int_equal(td_gateway_reload(g, c3, &err), TD_OK);
+    v = td_gateway_config(g, &held);
+    td_gw_tenant_by_key_ex(v, "k-ci", 4, &ci);
+    assert_true(ci->rate.cost == 20);
+    assert_int_equal(td_limiter_take(kl, ci_slot, &ci->rate, 20, 1000, NULL), TD_OK);
+    td_gw_config_unref(held);
+    td_gateway_destroy(g);
+    td_config_unref(c);
+    td_config_unref(c2);
+    td_config_unref(c3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view),
+        cmocka_unit_test(test_keys_budgets_prices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

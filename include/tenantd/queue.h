@@ -135,4 +135,45 @@ int64_t td_queue_cq_borrowed_milli(const td_queue *q, size_t cq, const char *res
 size_t td_queue_resource_count(const td_queue *q);
 const char *td_queue_resource_name(const td_queue *q, size_t i);
 
+/* ---- persisted admissions (Kueue's Workload status.admission) ----------- */
+
+/* Kueue's status.admission of admitted workload id, a new object:
+ * {clusterQueue, podSetAssignments: [{name, flavors: {RESOURCE: FLAVOR},
+ * resourceUsage: {RESOURCE: QUANTITY}, count, topologyAssignment: {levels:
+ * ["kubernetes.io/hostname"], domains: [{values: [NODE], count: PODS}]}}]}
+ * (topologyAssignment only for pods placed on NodePools). NULL if id is not
+ * admitted or out of memory. */
+json_t *td_queue_workload_admission(const td_queue *q, size_t id);
+
+/* Re-admits pending workload id (just submitted) exactly as adm (borrowed,
+ * the shape above) records it, admitted at admitted_ns: the same flavors and
+ * nodes, without deciding anything and whatever the quotas and free
+ * capacity are now (Kueue keeps an admission when a quota shrinks). Records
+ * no event. TD_EINVAL, naming the workload and field, when the record does
+ * not match the workload or q (another ClusterQueue, pod sets, a flavor that
+ * is not a ResourceFlavor, a node that is not of its flavor); nothing
+ * changes then. */
+td_status td_queue_restore_admission(td_queue *q, size_t id, const json_t *adm,
+                                     uint64_t admitted_ns, bool borrowing, td_err *err);
+
+/* Gives pending workload id the reason recorded for it (copied); evicted
+ * (may be NULL) is its "Evicted by ..." record. TD_EINVAL if not pending. */
+td_status td_queue_restore_pending(td_queue *q, size_t id, const char *evicted,
+                                   const char *reason, td_err *err);
+
+/* Appends a recorded event (copied; ids are this q's) to the event list,
+ * changing no state: the history explain and the ledger read. TD_EINVAL for
+ * an unknown workload or ClusterQueue. */
+td_status td_queue_restore_event(td_queue *q, const td_queue_event *ev, td_err *err);
+
+/* Queue time (submission, or the last eviction), admission time (0 unless
+ * admitted), whether admitted above nominal quota, the "Evicted by" record
+ * of a requeued workload ("" if none), and the id of "namespace/name"
+ * (TD_QUEUE_NONE if not submitted). */
+uint64_t td_queue_workload_queue_ns(const td_queue *q, size_t id);
+uint64_t td_queue_workload_admitted_ns(const td_queue *q, size_t id);
+bool td_queue_workload_borrowing(const td_queue *q, size_t id);
+const char *td_queue_workload_evicted(const td_queue *q, size_t id);
+size_t td_queue_workload_find(const td_queue *q, const char *key);
+
 #endif

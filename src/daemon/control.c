@@ -34,7 +34,39 @@ void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway 
 td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,
                             const td_object_id *dels, size_t ndels, td_err *err)
 {
-    td_status st = td_store_write(c->store, objs, nobjs, dels, ndels, err);
+    /* The scheduling pass over what is about to be served: its decisions
+     * (the Workloads whose status changed) go into the same transaction. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    json_t *changed = NULL;
+    json_t **all = NULL;
+    td_config_builder *b = NULL;
+    td_status st = td_workloads_pass(next, now_ns, &changed, err);
+    size_t nch = st == TD_OK ? json_array_size(changed) : 0;
+    if (nch) {
+        td_config *final = NULL;
+        all = malloc((nobjs + nch) * sizeof *all);
+        st = all ? td_config_builder_create(next, &b, err)
+                 : td_err_set(err, TD_ENOMEM, "out of memory");
+        for (size_t i = 0; st == TD_OK && i < nch; i++)
+            st = td_config_builder_add(b, json_array_get(changed, i), NULL, err);
+        if (st == TD_OK)
+            st = td_config_builder_finish(b, &final, err);
+        if (st == TD_OK) {
+            td_config_unref(next);
+            next = final;
+            if (nobjs)
+                memcpy(all, objs, nobjs * sizeof *all);
+            for (size_t i = 0; i < nch; i++)
+                all[nobjs + i] = json_array_get(changed, i);
+        }
+    }
+    td_config_builder_destroy(b);
+    if (st == TD_OK)
+        st = td_store_write(c->store, nch ? all : objs, nobjs + nch, dels, ndels, err);
+    free(all);
+    json_decref(changed);
     if (st != TD_OK) {
         td_config_unref(next);
         return st;
@@ -337,6 +369,14 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         return;
     }
     td_config *prev = td_config_ref(atomic_load(&c->snapshot));
+    for (size_t i = 0; i < td_manifest_count(m); i++) {
+        if (td_workloads_keep_status(prev, td_manifest_doc(m, i), &err) != TD_OK) {
+            td_config_unref(prev);
+            td_manifest_destroy(m);
+            reply_error(resp, 500, err.msg);
+            return;
+        }
+    }
     for (size_t i = 0; submit && i < td_manifest_count(m); i++) {
         /* A resubmission (a client's retry) keeps its place and, once
          * finished, stays finished: never a second run. */
@@ -404,6 +444,13 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         next = NULL;
     }
     if (st == TD_OK && submit) {
+        /* what the pass decided, as it is served now */
+        td_config *now = td_config_ref(atomic_load(&c->snapshot));
+        json_decref(view);
+        view = NULL;
+        if (td_workloads_view(now, NULL, &view, &err) != TD_OK)
+            view = json_array();
+        td_config_unref(now);
         json_t *mine = json_array();
         size_t i;
         json_t *w;

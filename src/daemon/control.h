@@ -35,9 +35,12 @@ void td_control_set_admin_token(td_control *c, const char *token, size_t len);
 /* Takes over cfg. gateway may be NULL. */
 void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway);
 
-/* Stores objs (borrowed) and the deletions, then makes next (taken over)
- * the snapshot everyone sees and reloads the gateway from it. On error
- * nothing changed and next is released. Loop thread only. */
+/* Runs the batch queue's scheduling pass over next (td_workloads_pass),
+ * stores objs (borrowed), the Workloads whose status the pass changed and
+ * the deletions in one transaction, then makes next with those statuses
+ * (taken over) the snapshot everyone sees and reloads the gateway from it.
+ * On error (TD_EINVAL when the queue cannot take next's objects) nothing
+ * changed and next is released. Loop thread only. */
 td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,
                             const td_object_id *dels, size_t ndels, td_err *err);
 void td_control_fini(td_control *c);

@@ -14,6 +14,7 @@
 
 #include "daemon/control.h"
 #include "daemon/metering.h"
+#include "daemon/workloads.h"
 #include "tenantd/config.h"
 #include "tenantd/duration.h"
 #include "tenantd/gateway.h"
@@ -111,6 +112,9 @@ static void on_reload(uv_signal_t *h, int signum)
     for (size_t i = 0; st == TD_OK && i < d->nconfigs; i++) {
         td_manifest *m = NULL;
         st = td_manifest_load_file(d->configs[i], &m, &err);
+        /* the queue's records on stored Workloads stay the daemon's */
+        for (size_t k = 0; st == TD_OK && k < td_manifest_count(m); k++)
+            st = td_workloads_keep_status(cur, td_manifest_doc(m, k), &err);
         if (st == TD_OK)
             st = td_config_builder_add_manifest(b, m, &err);
         for (size_t k = 0; st == TD_OK && k < td_manifest_count(m); k++)
@@ -480,6 +484,21 @@ int main(int argc, char **argv)
     }
     td_control_init(&control, cfg, store, gateway);
     control.metering = metering;
+    {
+        /* A scheduling pass over the stored records; it changes nothing
+         * unless the store predates them or the --config files changed the
+         * queue's objects. */
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        json_t *changed = NULL;
+        td_status ps = td_workloads_pass(
+            cfg, (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec, &changed, &err);
+        if (ps == TD_OK && json_array_size(changed))
+            ps = td_control_commit(&control, td_config_ref(cfg), NULL, 0, NULL, 0, &err);
+        if (ps != TD_OK)
+            fprintf(stderr, "tenantd: batch queue: scheduling pass at start: %s\n", err.msg);
+        json_decref(changed);
+    }
     if (token_file) {
         td_control_set_admin_token(&control, token, token_len);
         memset(token, 0, sizeof token);

@@ -1,7 +1,9 @@
-/* workloads.h - the batch queue behind the daemon: the state of every
- * submitted Workload, recomputed from the snapshot (Kueue's setup objects
- * and the stored Workloads, replayed in submission order through the same
- * scheduler `tenantctl simulate` uses). */
+/* workloads.h - the batch queue behind the daemon. As Kueue does, each
+ * decision is written on the stored Workload (status.admission, conditions,
+ * and tenantd's record in status.tenantd) by a scheduling pass; reads
+ * rebuild the queue from those records (admitted workloads on their
+ * recorded flavors and nodes) through the scheduler `tenantctl simulate`
+ * uses, without deciding anything. */
 #ifndef TENANTD_DAEMON_WORKLOADS_H
 #define TENANTD_DAEMON_WORKLOADS_H
 
@@ -20,19 +22,40 @@
 
 /* A new JSON array, one object per Workload of cfg (namespace_ NULL: all):
  * {namespace, name, state: Pending|Admitted|Finished, clusterQueue, flavors,
- * reason, priority, placement}, replaying submissions and finishes in time
- * order (at one instant: finishes first, then submissions in key order). TD_EINVAL, naming the object and field, when the queue cannot
- * take cfg's objects (a malformed ClusterQueue or Workload, an unknown
- * priority class): the same check guards every apply. */
+ * reason, priority, placement}, as the records on the stored Workloads say
+ * (a Workload never scheduled yet: Pending, waiting for a cycle; a finish
+ * not yet recorded: Finished). TD_EINVAL, naming the object and field, when
+ * the queue cannot take cfg's objects (a malformed ClusterQueue or Workload,
+ * an unknown priority class): the same check guards every apply. */
 td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t **out,
                             td_err *err);
 
-/* The queue after replaying cfg's Workloads at their submission times:
- * *q (the caller destroys it) and *wls, the Workload objects by queue id
- * (a malloc'd array of borrowed objects; the caller frees the array).
- * TD_EINVAL as td_workloads_view. */
+/* The queue rebuilt from cfg's Workloads and their records, no pass run:
+ * submitted in queue-time order, admitted ones restored on their recorded
+ * admission (td_queue_restore_admission), pending ones with their recorded
+ * reason, and the recorded history as the queue's events (what explain and
+ * the ledger's intervals read). *q (the caller destroys it) and *wls, the
+ * Workload objects by queue id (a malloc'd array of borrowed objects; the
+ * caller frees the array). TD_EINVAL as td_workloads_view. */
 td_status td_workloads_replay(const td_config *cfg, td_queue **q, json_t ***wls, size_t *n,
                               td_err *err);
+
+/* One scheduling pass at now_ns over cfg's rebuilt queue: *changed is a new
+ * JSON array of copies of the Workloads whose status the pass changed
+ * (status.admission {clusterQueue, podSetAssignments}, status.conditions
+ * QuotaReserved/Admitted/Evicted/Finished, status.tenantd {state, queuedAt,
+ * admittedAt, borrowing, flavors, reason, evicted, history}), to be stored in
+ * one transaction. A record that no longer fits the objects (its
+ * ClusterQueue or node gone) is evicted at now_ns. TD_EINVAL as
+ * td_workloads_view. */
+td_status td_workloads_pass(const td_config *cfg, uint64_t now_ns, json_t **changed,
+                            td_err *err);
+
+/* The queue's records belong to the daemon: a Workload doc (others are left
+ * alone) being submitted or applied loses any status it carries and gets
+ * the one stored on cur's Workload of that identity, if any (borrowed,
+ * shared). TD_ENOMEM only. */
+td_status td_workloads_keep_status(const td_config *cur, json_t *doc, td_err *err);
 
 /* Kueue's ClusterQueue status, computed from the same replay: a new JSON
  * object mapping each ClusterQueue's name to {pendingWorkloads,

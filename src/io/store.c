@@ -120,7 +120,9 @@ td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs,
     }
     for (size_t i = 0; i < nobjs; i++) {
         td_object_id id = td_object_identity(objs[i]);
-        char *body = json_dumps(objs[i], JSON_COMPACT | JSON_SORT_KEYS);
+        /* fields in the order they were applied: an object reads back after
+         * a restart exactly as it was served before */
+        char *body = json_dumps(objs[i], JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (!body) {
             rc = td_err_set(err, TD_ENOMEM, "out of memory");
             goto rollback;

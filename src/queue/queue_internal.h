@@ -127,6 +127,7 @@ typedef struct {
     size_t seq;
     td_wl_state state;
     bool inadmissible;
+    bool borrowing; /* admitted above nominal quota */
     size_t npodsets;
     char **podset_names;
     int64_t *requests; /* npodsets * nres, milli-units, all pods of the set */

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "queue/queue_internal.h"
+#include "tenantd/config.h"
 
 static int64_t max0(int64_t v)
 {
@@ -712,6 +713,7 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     w->admitted_pos = c->admitted.n - 1;
     w->state = TD_WL_ADMITTED;
     w->admitted_ns = now_ns;
+    w->borrowing = borrowing;
     free(w->evicted);
     w->evicted = NULL;
     w->inadmissible = false;
@@ -1611,4 +1613,252 @@ size_t td_queue_resource_count(const td_queue *q)
 const char *td_queue_resource_name(const td_queue *q, size_t i)
 {
     return q->resource_names[i];
+}
+
+/* ---- persisted admissions ------------------------------------------------- */
+
+/* Drops pending id from its ClusterQueue's heap (it is restored admitted). */
+static void heap_remove(td_queue *q, size_t id)
+{
+    idvec *h = &q->cqs[q->wls[id].cq].heap;
+    size_t i = 0;
+    while (i < h->n && h->v[i] != id)
+        i++;
+    if (i == h->n)
+        return;
+    h->v[i] = h->v[--h->n];
+    /* the moved entry may belong above or below i */
+    while (i > 0 && before(q, h->v[i], h->v[(i - 1) / 2])) {
+        size_t p = (i - 1) / 2, t = h->v[i];
+        h->v[i] = h->v[p];
+        h->v[p] = t;
+        i = p;
+    }
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && before(q, h->v[l], h->v[m]))
+            m = l;
+        if (r < h->n && before(q, h->v[r], h->v[m]))
+            m = r;
+        if (m == i)
+            break;
+        size_t t = h->v[i];
+        h->v[i] = h->v[m];
+        h->v[m] = t;
+        i = m;
+    }
+}
+
+static size_t node_index(const td_queue *q, const char *name)
+{
+    for (size_t n = 0; name && n < q->nnodes; n++)
+        if (strcmp(q->nodes[n].name, name) == 0)
+            return n;
+    return QNONE;
+}
+
+td_status td_queue_restore_admission(td_queue *q, size_t id, const json_t *adm,
+                                     uint64_t admitted_ns, bool borrowing, td_err *err)
+{
+    if (id >= q->nwls || q->wls[id].state != TD_WL_PENDING || q->wls[id].cq == QNONE)
+        return td_err_set(err, TD_EINVAL, "queue: workload %zu is not pending in a ClusterQueue",
+                          id);
+    workload *w = &q->wls[id];
+    cluster_queue *c = &q->cqs[w->cq];
+    const char *cqn = td_json_str(adm, "clusterQueue");
+    if (!cqn || strcmp(cqn, c->name) != 0)
+        return td_err_set(err, TD_EINVAL,
+                          "Workload %s: status.admission.clusterQueue: recorded \"%s\", its "
+                          "LocalQueue now points to %s",
+                          w->key, cqn ? cqn : "", c->name);
+    json_t *psa = json_object_get(adm, "podSetAssignments");
+    if (!json_is_array(psa) || json_array_size(psa) != w->npodsets)
+        return td_err_set(err, TD_EINVAL,
+                          "Workload %s: status.admission.podSetAssignments: %zu recorded, the "
+                          "workload has %zu pod sets",
+                          w->key, json_array_size(psa), w->npodsets);
+    size_t nres = q->nres ? q->nres : 1, na = w->npodsets * nres;
+    int16_t *as = malloc(na * sizeof *as);
+    fr_use *use = malloc((q->nfr ? q->nfr : 1) * sizeof *use);
+    size_t nuse = 0;
+    td_status st = as && use ? TD_OK : td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    q->scratch_place_n = 0;
+    for (size_t i = 0; st == TD_OK && i < w->npodsets; i++) {
+        json_t *a = json_array_get(psa, i);
+        const char *psn = td_json_str(a, "name");
+        if (!psn || strcmp(psn, w->podset_names[i]) != 0) {
+            st = td_err_set(err, TD_EINVAL,
+                            "Workload %s: status.admission.podSetAssignments[%zu].name: \"%s\", "
+                            "the pod set is %s",
+                            w->key, i, psn ? psn : "", w->podset_names[i]);
+            break;
+        }
+        json_t *fl = json_object_get(a, "flavors");
+        for (size_t r = 0; st == TD_OK && r < q->nres; r++) {
+            as[i * nres + r] = -1;
+            if (w->requests[i * nres + r] <= 0)
+                continue;
+            const char *fn = json_string_value(json_object_get(fl, q->resource_names[r]));
+            size_t f = fn ? td__smap_get(&q->flavor_ids, fn) : QNONE;
+            if (f == QNONE) {
+                st = td_err_set(err, TD_EINVAL,
+                                "Workload %s: status.admission.podSetAssignments[%zu].flavors.%s: "
+                                "\"%s\" is not a ResourceFlavor",
+                                w->key, i, q->resource_names[r], fn ? fn : "");
+                break;
+            }
+            as[i * nres + r] = (int16_t)f;
+            size_t fr = f * nres + r, k = 0;
+            while (k < nuse && use[k].fr != (int)fr)
+                k++;
+            if (k == nuse)
+                use[nuse++] = (fr_use){(int)fr, 0};
+            use[k].v = sat_add(use[k].v, w->requests[i * nres + r]);
+        }
+        json_t *doms = td_json_path(a, "topologyAssignment.domains");
+        size_t di;
+        json_t *d;
+        json_array_foreach(doms, di, d)
+        {
+            if (st != TD_OK)
+                break;
+            const char *node = json_string_value(json_array_get(json_object_get(d, "values"), 0));
+            json_t *cnt = json_object_get(d, "count");
+            size_t n = node_index(q, node);
+            bool flavor_ok = false;
+            for (size_t r = 0; n != QNONE && r < q->nres; r++)
+                flavor_ok |= as[i * nres + r] == q->nodes[n].flavor;
+            if (n == QNONE || !flavor_ok || !json_is_integer(cnt) || json_integer_value(cnt) <= 0) {
+                st = td_err_set(err, TD_EINVAL,
+                                "Workload %s: status.admission.podSetAssignments[%zu]."
+                                "topologyAssignment.domains[%zu]: node \"%s\" is not a node of "
+                                "its flavor, or the count is not positive",
+                                w->key, i, di, node ? node : "");
+                break;
+            }
+            if (push_place(q, (uint32_t)n, (uint32_t)i, json_integer_value(cnt)) != 0)
+                st = td_err_set(err, TD_ENOMEM, "queue: out of memory");
+        }
+    }
+    /* The books take the record as it is, over today's quota or capacity:
+     * Kueue does not evict what it admitted when a quota shrinks. */
+    for (size_t k = 0; st == TD_OK && k < q->scratch_place_n; k++)
+        node_adjust(q, w, as, &q->scratch_place[k], -1);
+    size_t ne = q->nevents;
+    if (st == TD_OK && admit(q, id, as, use, nuse, borrowing, admitted_ns) != 0) {
+        unplace_scratch(q, w, as, 0);
+        st = td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    }
+    if (st == TD_OK) {
+        q->nevents = ne; /* a restore is not a decision: no event */
+        heap_remove(q, id);
+    }
+    q->scratch_place_n = 0;
+    free(as);
+    free(use);
+    return st;
+}
+
+td_status td_queue_restore_pending(td_queue *q, size_t id, const char *evicted,
+                                   const char *reason, td_err *err)
+{
+    if (id >= q->nwls || q->wls[id].state != TD_WL_PENDING)
+        return td_err_set(err, TD_EINVAL, "queue: workload %zu is not pending", id);
+    workload *w = &q->wls[id];
+    char *e = evicted && *evicted ? td__qstrdup(evicted) : NULL;
+    char *r = td__qstrdup(reason ? reason : "");
+    if (!r || (evicted && *evicted && !e)) {
+        free(e);
+        free(r);
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    }
+    free(w->evicted);
+    w->evicted = e;
+    free(w->reason);
+    w->reason = r;
+    return TD_OK;
+}
+
+td_status td_queue_restore_event(td_queue *q, const td_queue_event *ev, td_err *err)
+{
+    if (ev->workload >= q->nwls || (ev->cluster_queue != QNONE && ev->cluster_queue >= q->ncqs) ||
+        (ev->by != QNONE && ev->by >= q->nwls))
+        return td_err_set(err, TD_EINVAL, "queue: recorded event names an unknown workload or "
+                                          "ClusterQueue");
+    td_queue_event *e = new_event(q);
+    if (!e)
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    *e = *ev;
+    return TD_OK;
+}
+
+json_t *td_queue_workload_admission(const td_queue *q, size_t id)
+{
+    if (id >= q->nwls || q->wls[id].state != TD_WL_ADMITTED)
+        return NULL;
+    const workload *w = &q->wls[id];
+    size_t nres = q->nres ? q->nres : 1;
+    json_t *psa = json_array();
+    json_t *adm = psa ? json_pack("{s:s, s:o}", "clusterQueue", q->cqs[w->cq].name,
+                                  "podSetAssignments", psa)
+                      : NULL;
+    for (size_t i = 0; adm && i < w->npodsets; i++) {
+        json_t *fl = json_object(), *ru = json_object();
+        for (size_t r = 0; fl && ru && r < q->nres; r++) {
+            int f = w->assignment[i * nres + r];
+            if (f < 0)
+                continue;
+            char buf[TD_QUANTITY_STR_MAX];
+            td__queue_fmt(q, (int)r, w->requests[i * nres + r], buf, sizeof buf);
+            json_object_set_new(fl, q->resource_names[r], json_string(q->flavor_names[f]));
+            json_object_set_new(ru, q->resource_names[r], json_string(buf));
+        }
+        json_t *a = fl && ru ? json_pack("{s:s, s:o, s:o, s:I}", "name", w->podset_names[i],
+                                         "flavors", fl, "resourceUsage", ru, "count",
+                                         (json_int_t)w->counts[i])
+                             : NULL;
+        if (!a) {
+            json_decref(adm);
+            return NULL;
+        }
+        json_t *doms = json_array();
+        for (size_t k = 0; doms && k < w->nplacement; k++)
+            if (w->placement[k].podset == i)
+                json_array_append_new(doms, json_pack("{s:[s], s:I}", "values",
+                                                      q->nodes[w->placement[k].node].name,
+                                                      "count", (json_int_t)w->placement[k].pods));
+        if (json_array_size(doms))
+            json_object_set_new(a, "topologyAssignment",
+                                json_pack("{s:[s], s:o}", "levels", "kubernetes.io/hostname",
+                                          "domains", doms));
+        else
+            json_decref(doms);
+        json_array_append_new(psa, a);
+    }
+    return adm;
+}
+
+uint64_t td_queue_workload_queue_ns(const td_queue *q, size_t id)
+{
+    return id < q->nwls ? q->wls[id].queue_ns : 0;
+}
+
+uint64_t td_queue_workload_admitted_ns(const td_queue *q, size_t id)
+{
+    return id < q->nwls && q->wls[id].state == TD_WL_ADMITTED ? q->wls[id].admitted_ns : 0;
+}
+
+bool td_queue_workload_borrowing(const td_queue *q, size_t id)
+{
+    return id < q->nwls && q->wls[id].state == TD_WL_ADMITTED && q->wls[id].borrowing;
+}
+
+const char *td_queue_workload_evicted(const td_queue *q, size_t id)
+{
+    return id < q->nwls && q->wls[id].evicted ? q->wls[id].evicted : "";
+}
+
+size_t td_queue_workload_find(const td_queue *q, const char *key)
+{
+    return key ? td__smap_get(&q->wl_ids, key) : QNONE;
 }

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "tenantd/config.h"
 #include "tenantd/manifest.h"
 #include "tenantd/queue.h"
 
@@ -517,6 +518,150 @@ static void test_missing_local_queue(void **state)
     td_queue_destroy(q);
 }
 
+/* Kueue writes status.admission; td_queue_restore_admission puts it back. A
+ * queue rebuilt from the records holds the same flavors, usage and
+ * admission records, and decides the next workload as the original does. */
+static void test_restore_roundtrip(void **state)
+{
+    (void)state;
+    td_err err;
+    td_queue *a = platform(), *b = platform();
+    const char *specs[] = {"s1 standalone 0 2*cpu=1,memory=1Gi", "s2 standalone 0 1*cpu=2,memory=2Gi",
+                           "e1 eng-alpha 0 1*cpu=60", "e2 eng-beta 0 1*cpu=30;2*cpu=1,nvidia.com/gpu=2"};
+    submit_all(a, specs, 4, 0, true);
+    for (size_t id = 0; id < 4; id++) {
+        assert_int_equal(td_queue_workload_state(a, id), TD_WL_ADMITTED);
+        json_t *w = workload(specs[id]);
+        size_t nid;
+        assert_int_equal(td_queue_submit(b, w, NULL, td_queue_workload_queue_ns(a, id), &nid, &err),
+                         TD_OK);
+        json_decref(w);
+        json_t *adm = td_queue_workload_admission(a, id);
+        assert_non_null(adm);
+        if (td_queue_restore_admission(b, nid, adm, td_queue_workload_admitted_ns(a, id),
+                                       td_queue_workload_borrowing(a, id), &err) != TD_OK)
+            fail_msg("%s", err.msg);
+        json_t *again = td_queue_workload_admission(b, nid);
+        assert_true(json_equal(adm, again));
+        assert_string_equal(td_queue_workload_flavors(a, id), td_queue_workload_flavors(b, nid));
+        assert_string_equal(td_queue_workload_reason(a, id), td_queue_workload_reason(b, nid));
+        json_decref(adm);
+        json_decref(again);
+    }
+    const td_queue_event *ev;
+    assert_int_equal(td_queue_events(b, &ev), 0); /* a restore is not a decision */
+    const char *res[] = {"cpu", "memory", "nvidia.com/gpu"};
+    for (size_t c = 0; c < td_queue_cq_count(a); c++)
+        for (size_t r = 0; r < 3; r++)
+            assert_int_equal(td_queue_cq_usage_milli(a, c, res[r]),
+                             td_queue_cq_usage_milli(b, c, res[r]));
+    /* s2 took memory on beta (alpha was short): recorded and restored so */
+    json_t *adm = td_queue_workload_admission(b, 1);
+    assert_string_equal(td_json_str(json_array_get(json_object_get(adm, "podSetAssignments"), 0),
+                                    "flavors.memory"),
+                        "beta");
+    json_decref(adm);
+    const char *next[] = {"n eng-alpha 0 1*cpu=45"};
+    submit_all(a, next, 1, 10, false);
+    submit_all(b, next, 1, 10, false);
+    assert_int_equal(td_queue_workload_state(a, 4), td_queue_workload_state(b, 4));
+    assert_string_equal(td_queue_workload_reason(a, 4), td_queue_workload_reason(b, 4));
+    assert_string_equal(td_queue_workload_flavors(a, 4), td_queue_workload_flavors(b, 4));
+    td_queue_destroy(a);
+    td_queue_destroy(b);
+}
+
+/* A record is kept over today's quota (Kueue does not evict on a quota
+ * decrease); a record that does not match is refused and changes nothing. */
+static void test_restore_over_quota_and_bad(void **state)
+{
+    (void)state;
+    td_err err;
+    td_queue *q = platform();
+    const char *specs[] = {"a sales 0 1*cpu=40", "b sales 0 1*cpu=40", "c sales 0 1*cpu=1"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *w = workload(specs[i]);
+        assert_int_equal(td_queue_submit(q, w, NULL, i, NULL, &err), TD_OK);
+        json_decref(w);
+    }
+    const char *good = "{\"clusterQueue\": \"sales\", \"podSetAssignments\": [{\"name\": \"main\", "
+                       "\"flavors\": {\"cpu\": \"default\"}, \"count\": 1}]}";
+    json_t *adm = json_loads(good, 0, NULL);
+    assert_int_equal(td_queue_restore_admission(q, 0, adm, 5, false, &err), TD_OK);
+    assert_int_equal(td_queue_restore_admission(q, 1, adm, 6, false, &err), TD_OK);
+    assert_int_equal(td_queue_restore_admission(q, 1, adm, 6, false, &err), TD_EINVAL);
+    json_decref(adm);
+    size_t sales = td_queue_workload_cq(q, 0);
+    assert_int_equal(td_queue_cq_usage_milli(q, sales, "cpu"), 80000); /* nominal 50 */
+    assert_int_equal(td_queue_cq_nominal_milli(q, sales, "cpu"), 50000);
+    struct {
+        const char *name, *record, *want;
+    } bad[] = {
+        {"other ClusterQueue",
+         "{\"clusterQueue\": \"besteffort\", \"podSetAssignments\": [{\"name\": \"main\", "
+         "\"flavors\": {\"cpu\": \"default\"}}]}",
+         "status.admission.clusterQueue"},
+        {"unknown flavor",
+         "{\"clusterQueue\": \"sales\", \"podSetAssignments\": [{\"name\": \"main\", "
+         "\"flavors\": {\"cpu\": \"gold\"}}]}",
+         "flavors.cpu: \"gold\" is not a ResourceFlavor"},
+        {"pod set renamed",
+         "{\"clusterQueue\": \"sales\", \"podSetAssignments\": [{\"name\": \"x\", "
+         "\"flavors\": {\"cpu\": \"default\"}}]}",
+         "podSetAssignments[0].name"},
+        {"no pod sets", "{\"clusterQueue\": \"sales\"}", "podSetAssignments: 0 recorded"},
+        {"flavor missing", "{\"clusterQueue\": \"sales\", \"podSetAssignments\": [{\"name\": \"main\"}]}",
+         "flavors.cpu"},
+        {"unknown node",
+         "{\"clusterQueue\": \"sales\", \"podSetAssignments\": [{\"name\": \"main\", \"flavors\": "
+         "{\"cpu\": \"default\"}, \"topologyAssignment\": {\"domains\": [{\"values\": [\"n9\"], "
+         "\"count\": 1}]}}]}",
+         "node \"n9\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *r = json_loads(bad[i].record, 0, NULL);
+        assert_non_null(r);
+        if (td_queue_restore_admission(q, 2, r, 7, false, &err) != TD_EINVAL)
+            fail_msg("%s: accepted", bad[i].name);
+        if (!strstr(err.msg, bad[i].want))
+            fail_msg("%s: \"%s\" lacks \"%s\"", bad[i].name, err.msg, bad[i].want);
+        assert_int_equal(td_queue_workload_state(q, 2), TD_WL_PENDING);
+        assert_int_equal(td_queue_cq_usage_milli(q, sales, "cpu"), 80000);
+        json_decref(r);
+    }
+    /* the new quota decides what is new: c waits */
+    assert_int_equal(td_queue_schedule(q, 8, NULL), TD_OK);
+    assert_int_equal(td_queue_workload_state(q, 0), TD_WL_ADMITTED);
+    assert_int_equal(td_queue_workload_state(q, 1), TD_WL_ADMITTED);
+    assert_int_equal(td_queue_workload_state(q, 2), TD_WL_PENDING);
+    assert_non_null(strstr(td_queue_workload_reason(q, 2), "insufficient unused quota"));
+    /* recorded history comes back as events; a recorded reason as reason */
+    td_queue_event e;
+    memset(&e, 0, sizeof e);
+    e.type = TD_QEV_ADMITTED;
+    e.workload = 0;
+    e.cluster_queue = sales;
+    e.by = TD_QUEUE_NONE;
+    e.t_ns = 5;
+    size_t ne0;
+    const td_queue_event *evs;
+    ne0 = td_queue_events(q, &evs);
+    assert_int_equal(td_queue_restore_event(q, &e, &err), TD_OK);
+    assert_int_equal(td_queue_events(q, &evs), ne0 + 1);
+    e.workload = 99;
+    assert_int_equal(td_queue_restore_event(q, &e, &err), TD_EINVAL);
+    assert_int_equal(td_queue_restore_pending(q, 2, "Evicted by ns/x (InClusterQueue) at 1s; requeued",
+                                              "Evicted by ns/x (InClusterQueue) at 1s; requeued: r",
+                                              &err),
+                     TD_OK);
+    assert_string_equal(td_queue_workload_evicted(q, 2),
+                        "Evicted by ns/x (InClusterQueue) at 1s; requeued");
+    assert_int_equal(td_queue_restore_pending(q, 0, NULL, "x", &err), TD_EINVAL);
+    assert_int_equal(td_queue_workload_find(q, "ns/b"), 1);
+    assert_int_equal(td_queue_workload_find(q, "ns/zz"), TD_QUEUE_NONE);
+    td_queue_destroy(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -524,6 +669,8 @@ int main(void)
         cmocka_unit_test(test_bad_objects),
         cmocka_unit_test(test_finish_requeues),
         cmocka_unit_test(test_missing_local_queue),
+        cmocka_unit_test(test_restore_roundtrip),
+        cmocka_unit_test(test_restore_over_quota_and_bad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -88,6 +88,22 @@ json_t *td_config_tenant_for_namespace(const td_config *c, const char *ns);
  * or NULL when none is configured (defaults apply). Borrowed. */
 json_t *td_config_admission_policy(const td_config *c);
 
+/* Values derived from a snapshot (parsed admission objects, ...), built
+ * once by the first reader that needs them and freed with the snapshot.
+ * An attachment starts with this header; destroy frees the whole value. */
+typedef struct td_config_attachment {
+    void (*destroy)(struct td_config_attachment *self);
+} td_config_attachment;
+
+typedef enum { TD_CONFIG_ATTACH_ADMISSION = 0, TD_CONFIG_ATTACH_MAX } td_config_attach_slot;
+
+/* The attachment in slot, built by build(c, arg) on first use (NULL if
+ * build returns NULL, e.g. out of memory: the caller then works without
+ * it). Thread-safe and lock-free: two threads racing both build, one
+ * value is kept and the other destroyed. Borrowed for the snapshot's life. */
+td_config_attachment *td_config_attachment_get(const td_config *c, td_config_attach_slot slot,
+                                               td_config_attachment *(*build)(const td_config *c));
+
 /* Small accessors for jansson objects; each returns NULL/def when the path
  * is missing or of another type. path is dot-separated ("metadata.name"). */
 const char *td_json_str(const json_t *obj, const char *path);

@@ -40,4 +40,22 @@ td_status td_limitrange_default(json_t *pod, json_t *const *limitranges, size_t 
 td_status td_limitrange_validate(const json_t *pod, json_t *const *limitranges, size_t n,
                                  td_err *err);
 
+/* LimitRanges parsed once (e.g. per config snapshot, see admindex.h) for
+ * the functions below, which behave exactly as the ones above given the
+ * same objects. Immutable once parsed: any number of threads may use one. */
+typedef struct td_limitranges td_limitranges;
+
+/* Parses n LimitRanges (borrowed; they must outlive *out). TD_EINVAL with
+ * the message td_limitrange_default would give for a malformed one;
+ * TD_ENOMEM. */
+td_status td_limitranges_parse(json_t *const *limitranges, size_t n, td_limitranges **out,
+                               td_err *err);
+void td_limitranges_destroy(td_limitranges *lrs);
+
+/* td_limitrange_default and td_limitrange_validate on parsed LimitRanges
+ * (lrs may be NULL: none). */
+td_status td_limitrange_default_parsed(json_t *pod, const td_limitranges *lrs, td_err *err);
+td_status td_limitrange_validate_parsed(const json_t *pod, const td_limitranges *lrs,
+                                        td_err *err);
+
 #endif

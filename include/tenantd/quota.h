@@ -6,6 +6,7 @@
 #ifndef TENANTD_QUOTA_H
 #define TENANTD_QUOTA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -46,5 +47,22 @@
  * `pods "NAME" is forbidden: ` prefix. Borrows all arguments. */
 td_status td_quota_check(const json_t *pod, json_t *const *quotas, size_t nquotas,
                          json_t *const *used_pods, size_t nused, td_err *err);
+
+/* ResourceQuotas parsed once (e.g. per config snapshot, see admindex.h).
+ * A parse is for one source of usage: from_status true for
+ * td_quota_check_parsed with used_pods NULL, false otherwise. Immutable
+ * once parsed: any number of threads may use one. */
+typedef struct td_quotas td_quotas;
+
+/* Parses nquotas ResourceQuotas (borrowed; they must outlive *out).
+ * TD_EINVAL with td_quota_check's message for a malformed one; TD_ENOMEM. */
+td_status td_quotas_parse(json_t *const *quotas, size_t nquotas, bool from_status,
+                          td_quotas **out, td_err *err);
+void td_quotas_destroy(td_quotas *qs);
+
+/* td_quota_check on parsed quotas (NULL: none); qs must have been parsed
+ * with from_status == (used_pods == NULL), else TD_EINVAL. */
+td_status td_quota_check_parsed(const json_t *pod, const td_quotas *qs, json_t *const *used_pods,
+                                size_t nused, td_err *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tenantd/admindex.h"
 #include "tenantd/jsonpatch.h"
 #include "tenantd/limitrange.h"
 #include "tenantd/podres.h"
@@ -154,6 +155,8 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     size_t nranges = td_config_list(cfg, "LimitRange", ns, &ranges);
     json_t *const *quotas;
     size_t nquotas = td_config_list(cfg, "ResourceQuota", ns, &quotas);
+    /* The same objects parsed once per snapshot; NULL: work from the JSON. */
+    const td_admindex_ns *ix = nranges + nquotas ? td_admindex_get(cfg, ns) : NULL;
 
     if (opts->trace && !(r->trace = json_array())) {
         td_err_set(&err, TD_ENOMEM, "out of memory");
@@ -173,7 +176,11 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         json_t *before = r->trace ? json_deep_copy(pod) : NULL;
         switch (m) {
         case M_DEFAULTS: st = td_pod_default_requests(pod, &err); break;
-        case M_LIMITRANGE: st = td_limitrange_default(pod, ranges, nranges, &err); break;
+        case M_LIMITRANGE:
+            st = ix && ix->limitranges_ok
+                     ? td_limitrange_default_parsed(pod, ix->limitranges, &err)
+                     : td_limitrange_default(pod, ranges, nranges, &err);
+            break;
         case M_PRIORITY: st = td_priority_mutate(cfg, pod, &err); break;
         case M_LABELS: st = td_labels_mutate(cfg, ns, pod, &err); break;
         case M_POOLS: st = td_pools_mutate(cfg, ns, pod, &err); break;
@@ -209,7 +216,11 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     r->validating = true;
     td_pss_level level;
     rule = "LimitRange";
-    st = after_validate(cfg, r, rule, td_limitrange_validate(pod, ranges, nranges, &err), &err);
+    st = after_validate(cfg, r, rule,
+                        ix && ix->limitranges_ok
+                            ? td_limitrange_validate_parsed(pod, ix->limitranges, &err)
+                            : td_limitrange_validate(pod, ranges, nranges, &err),
+                        &err);
     if (st == TD_OK && (rule = "PodSecurity") && (st = pss_level_of(cfg, ns, &level, &err)) == TD_OK)
         st = after_validate(cfg, r, rule, td_pss_check(pod, level, &err), &err);
     if (st == TD_OK && (rule = "CostLabels"))
@@ -224,22 +235,30 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         trace_step(r, "validate", "ResourceQuota", "skipped", NULL,
                    opts->skip_quota ? "quota charges creations only" : "no ResourceQuota in the namespace");
     if (st == TD_OK && !opts->skip_quota && nquotas && (rule = "ResourceQuota")) {
+        json_t *const *pods;
+        size_t npods;
         if (opts->has_used) {
-            st = td_quota_check(pod, quotas, nquotas, opts->used_pods, opts->nused, &err);
+            pods = opts->used_pods;
+            npods = opts->nused;
         } else {
             /* Pods of the snapshot are the used; with none, a quota's own
              * status.used (as `kubectl get quota -o yaml` shows it) counts,
              * and a namespace with neither starts from zero. */
             static json_t *const no_pods[1] = {NULL};
-            json_t *const *pods;
-            size_t npods = td_config_list(cfg, "Pod", ns, &pods);
+            npods = td_config_list(cfg, "Pod", ns, &pods);
             int have_status = 0;
-            for (size_t i = 0; i < nquotas; i++)
-                have_status |= td_json_path(quotas[i], "status.used") != NULL;
+            if (ix)
+                have_status = ix->quota_status_used;
+            else
+                for (size_t i = 0; i < nquotas; i++)
+                    have_status |= td_json_path(quotas[i], "status.used") != NULL;
             if (!npods)
                 pods = have_status ? NULL : no_pods;
-            st = td_quota_check(pod, quotas, nquotas, pods, npods, &err);
         }
+        int from_status = pods == NULL;
+        st = ix && ix->quotas_ok[from_status]
+                 ? td_quota_check_parsed(pod, ix->quotas[from_status], pods, npods, &err)
+                 : td_quota_check(pod, quotas, nquotas, pods, npods, &err);
         st = after_validate(cfg, r, rule, st, &err);
     }
     if (st == TD_OK)

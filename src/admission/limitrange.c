@@ -328,39 +328,91 @@ static td_status check_metadata(const json_t *pod, td_err *err)
     return TD_OK;
 }
 
-td_status td_limitrange_default(json_t *pod, json_t *const *limitranges, size_t n, td_err *err)
+/* Defaulting with lrs already parsed (n of them). */
+static td_status default_with(json_t *pod, const limit_range *lrs, size_t n, td_err *err)
 {
-    td__pod p;
-    limit_range *lrs;
     json_t *copy;
-    td_status s;
+    td_status s = TD_OK;
     size_t i;
 
-    s = td__pod_parse(pod, &p, err);
-    if (s != TD_OK)
-        return s;
-    td__pod_fini(&p);
-    s = check_metadata(pod, err);
-    if (s != TD_OK)
-        return s;
-    s = lrs_parse(limitranges, n, &lrs, err);
-    if (s != TD_OK)
-        return s;
-
     copy = json_deep_copy(pod);
-    if (copy == NULL) {
-        lrs_free(lrs, n);
+    if (copy == NULL)
         return td_err_set(err, TD_ENOMEM, "out of memory");
-    }
     for (i = 0; i < n && s == TD_OK; i++)
         s = merge_pod(copy, &lrs[i]);
     if (s == TD_OK)
         s = td__pod_commit(pod, copy);
     json_decref(copy);
-    lrs_free(lrs, n);
     if (s != TD_OK)
         return td_err_set(err, s, "applying LimitRange defaults: %s", td_strerror(s));
     return TD_OK;
+}
+
+/* The checks of the pod both entry points make before any LimitRange. */
+static td_status default_precheck(json_t *pod, td_err *err)
+{
+    td__pod p;
+    td_status s = td__pod_parse(pod, &p, err);
+    if (s != TD_OK)
+        return s;
+    td__pod_fini(&p);
+    return check_metadata(pod, err);
+}
+
+td_status td_limitrange_default(json_t *pod, json_t *const *limitranges, size_t n, td_err *err)
+{
+    limit_range *lrs;
+    td_status s;
+
+    s = default_precheck(pod, err);
+    if (s != TD_OK)
+        return s;
+    s = lrs_parse(limitranges, n, &lrs, err);
+    if (s != TD_OK)
+        return s;
+    s = default_with(pod, lrs, n, err);
+    lrs_free(lrs, n);
+    return s;
+}
+
+struct td_limitranges {
+    limit_range *lrs;
+    size_t n;
+};
+
+td_status td_limitranges_parse(json_t *const *limitranges, size_t n, td_limitranges **out,
+                               td_err *err)
+{
+    td_limitranges *l = calloc(1, sizeof *l);
+    *out = NULL;
+    if (l == NULL)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    td_status s = lrs_parse(limitranges, n, &l->lrs, err);
+    if (s != TD_OK) {
+        free(l);
+        return s;
+    }
+    l->n = n;
+    *out = l;
+    return TD_OK;
+}
+
+void td_limitranges_destroy(td_limitranges *l)
+{
+    if (l == NULL)
+        return;
+    lrs_free(l->lrs, l->n);
+    free(l);
+}
+
+td_status td_limitrange_default_parsed(json_t *pod, const td_limitranges *l, td_err *err)
+{
+    td_status s = default_precheck(pod, err);
+    if (s != TD_OK)
+        return s;
+    if (l == NULL || l->n == 0)
+        return TD_OK; /* nothing to merge: the pod is left as it is */
+    return default_with(pod, l->lrs, l->n, err);
 }
 
 /* ---- validation ---- */
@@ -596,22 +648,16 @@ static td_status validate_one(const td__pod *p, const limit_range *lr, violation
     return v->nomem ? TD_ENOMEM : TD_OK;
 }
 
-td_status td_limitrange_validate(const json_t *pod, json_t *const *limitranges, size_t n,
-                                 td_err *err)
+static td_status validate_with(const json_t *pod, const limit_range *lrs, size_t n,
+                               td_err *err)
 {
     td__pod p;
-    limit_range *lrs;
     td_status s;
     size_t i;
 
     s = td__pod_parse(pod, &p, err);
     if (s != TD_OK)
         return s;
-    s = lrs_parse(limitranges, n, &lrs, err);
-    if (s != TD_OK) {
-        td__pod_fini(&p);
-        return s;
-    }
     for (i = 0; i < n && s == TD_OK; i++) {
         violations v = {NULL, 0, 0, false};
         s = validate_one(&p, &lrs[i], &v);
@@ -622,7 +668,31 @@ td_status td_limitrange_validate(const json_t *pod, json_t *const *limitranges, 
                            td_strerror(s));
         violations_free(&v);
     }
-    lrs_free(lrs, n);
     td__pod_fini(&p);
     return s;
+}
+
+td_status td_limitrange_validate(const json_t *pod, json_t *const *limitranges, size_t n,
+                                 td_err *err)
+{
+    td__pod p;
+    limit_range *lrs;
+    td_status s;
+
+    /* The pod is checked before the LimitRanges, as before the split. */
+    s = td__pod_parse(pod, &p, err);
+    if (s != TD_OK)
+        return s;
+    td__pod_fini(&p);
+    s = lrs_parse(limitranges, n, &lrs, err);
+    if (s != TD_OK)
+        return s;
+    s = validate_with(pod, lrs, n, err);
+    lrs_free(lrs, n);
+    return s;
+}
+
+td_status td_limitrange_validate_parsed(const json_t *pod, const td_limitranges *l, td_err *err)
+{
+    return validate_with(pod, l ? l->lrs : NULL, l ? l->n : 0, err);
 }

@@ -936,37 +936,35 @@ out_err:
     return s;
 }
 
-td_status td_quota_check(const json_t *pod, json_t *const *quotas, size_t nquotas,
-                         json_t *const *used_pods, size_t nused, td_err *err)
+/* The check with the quotas parsed (qs, nquotas of them): the pod, then
+ * the used pods, then the decision. check() writes each quota's used when
+ * counting used pods, so it runs on a shallow copy of qs whose used it owns. */
+static td_status check_with(const json_t *pod, const quota *qs_in, size_t nquotas,
+                            bool from_status, json_t *const *used_pods, size_t nused,
+                            td_err *err)
 {
-    bool from_status = used_pods == NULL;
     pod_info pi;
     pod_info *used = NULL;
     td_resources *usages = NULL;
     quota *qs = NULL;
-    size_t i, nused_parsed = 0, nq_parsed = 0;
+    size_t i, nused_parsed = 0;
     td_status s;
 
-    if (nquotas > 0 && quotas == NULL)
-        return td_err_set(err, TD_EINVAL, "quotas: NULL with nquotas = %zu", nquotas);
     if (from_status)
         nused = 0;
-
     s = pod_info_parse(pod, &pi, err);
     if (s != TD_OK)
         return s;
     if (nquotas > 0) {
-        qs = calloc(nquotas, sizeof *qs);
+        qs = malloc(nquotas * sizeof *qs);
         if (qs == NULL) {
             s = td_err_set(err, TD_ENOMEM, "out of memory");
             goto out;
         }
-    }
-    for (i = 0; i < nquotas; i++) {
-        s = quota_parse(quotas[i], i, from_status, &qs[i], err);
-        if (s != TD_OK)
-            goto out;
-        nq_parsed++;
+        memcpy(qs, qs_in, nquotas * sizeof *qs);
+        if (!from_status)
+            for (i = 0; i < nquotas; i++)
+                td_resources_init(&qs[i].used);
     }
     if (nused > 0) {
         used = calloc(nused, sizeof *used);
@@ -1001,7 +999,101 @@ out:
     }
     free(used);
     free(usages);
-    quotas_free(qs, nq_parsed);
+    if (qs != NULL && !from_status)
+        for (i = 0; i < nquotas; i++)
+            td_resources_fini(&qs[i].used);
+    free(qs);
     td__pod_fini(&pi.res);
     return s;
+}
+
+struct td_quotas {
+    quota *qs;
+    size_t n;
+    bool from_status;
+};
+
+static td_status quotas_parse(json_t *const *quotas, size_t nquotas, bool from_status,
+                              quota **out, td_err *err)
+{
+    quota *qs = NULL;
+    size_t i;
+    *out = NULL;
+    if (nquotas == 0)
+        return TD_OK;
+    qs = calloc(nquotas, sizeof *qs);
+    if (qs == NULL)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    for (i = 0; i < nquotas; i++) {
+        td_status s = quota_parse(quotas[i], i, from_status, &qs[i], err);
+        if (s != TD_OK) {
+            quotas_free(qs, i);
+            return s;
+        }
+    }
+    *out = qs;
+    return TD_OK;
+}
+
+td_status td_quota_check(const json_t *pod, json_t *const *quotas, size_t nquotas,
+                         json_t *const *used_pods, size_t nused, td_err *err)
+{
+    bool from_status = used_pods == NULL;
+    pod_info pi;
+    quota *qs = NULL;
+    td_status s;
+
+    if (nquotas > 0 && quotas == NULL)
+        return td_err_set(err, TD_EINVAL, "quotas: NULL with nquotas = %zu", nquotas);
+    /* The pod is checked before the quotas. */
+    s = pod_info_parse(pod, &pi, err);
+    if (s != TD_OK)
+        return s;
+    td__pod_fini(&pi.res);
+    s = quotas_parse(quotas, nquotas, from_status, &qs, err);
+    if (s != TD_OK)
+        return s;
+    s = check_with(pod, qs, nquotas, from_status, used_pods, nused, err);
+    quotas_free(qs, nquotas);
+    return s;
+}
+
+td_status td_quotas_parse(json_t *const *quotas, size_t nquotas, bool from_status,
+                          td_quotas **out, td_err *err)
+{
+    td_quotas *q;
+    *out = NULL;
+    if (nquotas > 0 && quotas == NULL)
+        return td_err_set(err, TD_EINVAL, "quotas: NULL with nquotas = %zu", nquotas);
+    q = calloc(1, sizeof *q);
+    if (q == NULL)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    td_status s = quotas_parse(quotas, nquotas, from_status, &q->qs, err);
+    if (s != TD_OK) {
+        free(q);
+        return s;
+    }
+    q->n = nquotas;
+    q->from_status = from_status;
+    *out = q;
+    return TD_OK;
+}
+
+void td_quotas_destroy(td_quotas *q)
+{
+    if (q == NULL)
+        return;
+    quotas_free(q->qs, q->n);
+    free(q);
+}
+
+td_status td_quota_check_parsed(const json_t *pod, const td_quotas *q, json_t *const *used_pods,
+                                size_t nused, td_err *err)
+{
+    bool from_status = used_pods == NULL;
+    if (q != NULL && q->n > 0 && q->from_status != from_status)
+        return td_err_set(err, TD_EINVAL, "quotas parsed for usage from %s, checked with %s",
+                          q->from_status ? "status.used" : "used pods",
+                          from_status ? "status.used" : "used pods");
+    return check_with(pod, q ? q->qs : NULL, q ? q->n : 0, from_status, used_pods, nused, err);
 }

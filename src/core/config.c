@@ -35,6 +35,9 @@ struct td_config {
     entry *items; /* sorted by key */
     json_t **objs; /* same order, for borrowed runs */
     size_t n;
+    /* Derived values built lazily by readers: the snapshot is immutable, so
+     * they never go stale; freed with it. */
+    _Atomic(td_config_attachment *) attach[TD_CONFIG_ATTACH_MAX];
 };
 
 /* ---- validation context ------------------------------------------------ */
@@ -1327,6 +1330,8 @@ td_status td_config_builder_finish(td_config_builder *b, td_config **out, td_err
     if (!c)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     atomic_init(&c->refs, 1);
+    for (int i = 0; i < TD_CONFIG_ATTACH_MAX; i++)
+        atomic_init(&c->attach[i], NULL);
     if (b->n) {
         c->items = calloc(b->n, sizeof *c->items);
         c->objs = calloc(b->n, sizeof *c->objs);
@@ -1375,7 +1380,34 @@ void td_config_unref(td_config *c)
     }
     free(c->items);
     free(c->objs);
+    for (int i = 0; i < TD_CONFIG_ATTACH_MAX; i++) {
+        td_config_attachment *a = atomic_load_explicit(&c->attach[i], memory_order_acquire);
+        if (a)
+            a->destroy(a);
+    }
     free(c);
+}
+
+td_config_attachment *td_config_attachment_get(const td_config *c, td_config_attach_slot slot,
+                                               td_config_attachment *(*build)(const td_config *c))
+{
+    if (!c || slot < 0 || slot >= TD_CONFIG_ATTACH_MAX)
+        return NULL;
+    /* The slot is the one mutable field of a snapshot; it only goes from
+     * NULL to a finished value, once. */
+    _Atomic(td_config_attachment *) *slotp = (_Atomic(td_config_attachment *) *)&c->attach[slot];
+    td_config_attachment *a = atomic_load_explicit(slotp, memory_order_acquire);
+    if (a)
+        return a;
+    td_config_attachment *mine = build(c);
+    if (!mine)
+        return NULL;
+    td_config_attachment *expected = NULL;
+    if (atomic_compare_exchange_strong_explicit(slotp, &expected, mine, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return mine;
+    mine->destroy(mine);
+    return expected;
 }
 
 td_status td_config_empty(td_config **out, td_err *err)

@@ -719,7 +719,7 @@ td_status td_chargeback_price(const td_costpolicy *p, const td_ledger_rec *r, in
     *n = 0;
     TRY(td__measures(p, r, from_ns, to_ns, ms, &nm, err));
     for (size_t i = 0; i < nm; i++) {
-        td_i128 nano;
+        td_i128 nano = 0; /* gcc -O3 cannot see TRY set it */
         TRY(td__measure_nano(&ms[i], &nano, err));
         if (nano > INT64_MAX)
             return td_err_set(err, TD_EINVAL, "CostPolicy: amount of %s overflows", ms[i].item);

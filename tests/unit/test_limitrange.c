@@ -249,9 +249,34 @@ static void test_admit(void **state)
 
         for (size_t k = 0; k < n; k++)
             objs[k] = json_array_get(lrs, k);
+        json_t *pod2 = json_deep_copy(pod);
         st = td_limitrange_default(pod, objs, n, &err);
         if (st == TD_OK)
             st = td_limitrange_validate(pod, objs, n, &err);
+        /* The same from LimitRanges parsed once (as the admission index
+         * holds them): same status, message and pod, or a parse that fails
+         * where the JSON entry points fail too (admission then uses them). */
+        td_limitranges *parsed = NULL;
+        td_err perr = {{0}};
+        td_status pst = td_limitranges_parse(objs, n, &parsed, &perr);
+        if (pst != TD_OK) {
+            if (st == TD_OK) {
+                print_message("%s: parse failed: %s\n", admit_rows[i].name, perr.msg);
+                failed++;
+            }
+        } else {
+            pst = td_limitrange_default_parsed(pod2, parsed, &perr);
+            if (pst == TD_OK)
+                pst = td_limitrange_validate_parsed(pod2, parsed, &perr);
+            if (pst != st || (st != TD_OK && strcmp(perr.msg, err.msg) != 0) ||
+                !json_equal(pod, pod2)) {
+                print_message("%s: parsed path: status %d (%s), JSON path %d (%s)\n",
+                              admit_rows[i].name, pst, perr.msg, st, err.msg);
+                failed++;
+            }
+        }
+        td_limitranges_destroy(parsed);
+        json_decref(pod2);
         if (st != admit_rows[i].st) {
             print_message("%s: status %d, want %d (%s)\n", admit_rows[i].name, st,
                           admit_rows[i].st, err.msg);
@@ -339,7 +364,16 @@ static void test_default(void **state)
         assert_true(n <= 8);
         for (size_t k = 0; k < n; k++)
             objs[k] = json_array_get(lrs, k);
+        json_t *pod2 = json_deep_copy(pod);
+        td_limitranges *parsed = NULL;
         td_status st = td_limitrange_default(pod, objs, n, &err);
+        if (td_limitranges_parse(objs, n, &parsed, &err) != TD_OK ||
+            td_limitrange_default_parsed(pod2, parsed, &err) != TD_OK || !json_equal(pod2, want)) {
+            print_message("%s: parsed path differs (%s)\n", default_rows[i].name, err.msg);
+            failed++;
+        }
+        td_limitranges_destroy(parsed);
+        json_decref(pod2);
         if (st != TD_OK) {
             print_message("%s: status %d (%s)\n", default_rows[i].name, st, err.msg);
             failed++;
@@ -372,6 +406,17 @@ static void test_failure_leaves_pod(void **state)
     assert_string_equal(err.msg, "LimitRange \"bad\": spec.limits[0].default.cpu: \"1y\" is not a quantity");
     assert_true(json_equal(pod, before));
     assert_int_equal(td_limitrange_validate(pod, objs, 2, NULL), TD_EINVAL);
+    td_limitranges *parsed = NULL;
+    assert_int_equal(td_limitranges_parse(objs, 2, &parsed, &err), TD_EINVAL);
+    assert_string_equal(err.msg, "LimitRange \"bad\": spec.limits[0].default.cpu: \"1y\" is not a quantity");
+    assert_null(parsed);
+    /* No LimitRange: nothing to default, the pod untouched. */
+    assert_int_equal(td_limitranges_parse(NULL, 0, &parsed, &err), TD_OK);
+    assert_int_equal(td_limitrange_default_parsed(pod, parsed, &err), TD_OK);
+    assert_int_equal(td_limitrange_validate_parsed(pod, parsed, &err), TD_OK);
+    assert_int_equal(td_limitrange_default_parsed(pod, NULL, &err), TD_OK);
+    assert_true(json_equal(pod, before));
+    td_limitranges_destroy(parsed);
     json_decref(lrs);
     json_decref(before);
     json_decref(pod);

@@ -402,6 +402,30 @@ static void test_rows(void **state)
             print_message("%s: pod changed\n", rows[i].name);
             failed++;
         }
+        /* The same from quotas parsed once (as the admission index holds
+         * them), or a parse that fails where td_quota_check fails too. */
+        td_quotas *parsed = NULL;
+        td_err perr = {{0}};
+        td_status pst = td_quotas_parse(qobjs, nq, uobjs == NULL, &parsed, &perr);
+        if (pst != TD_OK) {
+            if (st == TD_OK) {
+                print_message("%s: parse failed: %s\n", rows[i].name, perr.msg);
+                failed++;
+            }
+        } else {
+            pst = td_quota_check_parsed(pod, parsed, uobjs, nu, &perr);
+            if (pst != st || (st != TD_OK && strcmp(perr.msg, err.msg) != 0)) {
+                print_message("%s: parsed path: status %d (%s), JSON path %d (%s)\n",
+                              rows[i].name, pst, perr.msg, st, err.msg);
+                failed++;
+            }
+            /* Twice: a check leaves the parsed quotas as they were. */
+            if (td_quota_check_parsed(pod, parsed, uobjs, nu, NULL) != st) {
+                print_message("%s: parsed path changed by a check\n", rows[i].name);
+                failed++;
+            }
+        }
+        td_quotas_destroy(parsed);
         if (td_quota_check(pod, qobjs, nq, uobjs, nu, NULL) != st) {
             print_message("%s: different status without err\n", rows[i].name);
             failed++;

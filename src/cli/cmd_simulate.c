@@ -320,6 +320,23 @@ static int run(td_queue *q, arrival *arr, size_t narr, uint64_t until_ns, bool j
             w[id].submit_ns = t;
             w[id].runtime_ns = w[id].remaining_ns = arr[ai].runtime_ns;
             w[id].finish_ns = NEVER;
+            /* simulate --server: a live admitted workload keeps its recorded
+             * flavors and nodes (Kueue's status.admission), not re-decided */
+            const json_t *rec = td_json_path(arr[ai].doc, "status.tenantd");
+            if (lg->origin_ns && rec && td_json_str(rec, "state") &&
+                strcmp(td_json_str(rec, "state"), "Admitted") == 0) {
+                if (td_queue_restore_admission(q, id, td_json_path(arr[ai].doc, "status.admission"),
+                                               t, json_is_true(json_object_get(rec, "borrowing")),
+                                               &err) != TD_OK) {
+                    fprintf(stderr, "tenantctl simulate: live workload %s: %s\n",
+                            td_queue_workload_key(q, id), err.msg);
+                    rc = TD_EXIT_USAGE;
+                    goto out;
+                }
+                w[id].admitted_ns = w[id].first_admit_ns = t;
+                w[id].ever_admitted = true;
+                w[id].finish_ns = t + w[id].remaining_ns;
+            }
             ai++;
         }
         if (td_queue_schedule(q, t, NULL) != TD_OK) {

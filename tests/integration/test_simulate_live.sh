@@ -29,6 +29,11 @@ grep -Eq "^60 +admitted +team-c/c-sweep" "$TMP/out" && ok "the new workload is a
 [ "$(awk 'NR > 1 && $1 ~ /^[0-9.]+$/ && $1 + 0 < 60' "$TMP/out" | wc -l)" = 0 ] && ok "nothing of the live history is printed" || { not_ok "history printed"; cat "$TMP/out"; }
 expect_rc "with --live-runtime the live workloads finish in the simulation" 0 "$TENANTCTL" simulate --server "$TENANTD_SERVER" -f "$TMP/new.yaml" --live-runtime 300 --format json
 expect_grep "a live workload finishes at 300 s" "$TMP/out" '"workload": "team-a/a-finetune"'
+expect_rc "table output of the same" 0 "$TENANTCTL" simulate --server "$TENANTD_SERVER" -f "$TMP/new.yaml" --live-runtime 300
+grep -Eq "^300 +finished +team-c/c-eval +team-c +main: cpu=h100, nvidia.com/gpu=h100" "$TMP/out" &&
+    ok "a live workload keeps its recorded flavors (c-eval runs on H100, as live)" || { not_ok "c-eval flavors"; cat "$TMP/out"; }
+grep -Eq "^[0-9.]+ +admitted +team-b/b-gang" "$TMP/out" && ! grep -Eq "^(0|60) +admitted +team-b/b-gang" "$TMP/out" &&
+    ok "the live pending gang waits until the live workloads finish" || { not_ok "b-gang timing"; cat "$TMP/out"; }
 "$TENANTCTL" get workloads -o json > "$TMP/after"
 cmp -s "$TMP/before" "$TMP/after" && ok "the dry run changed nothing on the server" || { not_ok "server state changed"; diff "$TMP/before" "$TMP/after" | head; }
 expect_rc "a bad workload file is exit 2 naming it" 2 "$TENANTCTL" simulate --server "$TENANTD_SERVER" -f /nonexistent.yaml

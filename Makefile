@@ -19,10 +19,14 @@ build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTD_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS) -- -s --no-print-directory
 
-# Every fuzz target replays its seed corpus (regression inputs included),
-# then every suite runs twice: a normal build and an ASan+UBSan build.
+# Every fuzz target replays its seed corpus (regression inputs included)
+# and then fuzzes for FUZZ_CI_SECONDS (default 5) from it, so every change
+# is fuzzed a little; then every suite runs twice: a normal build and an
+# ASan+UBSan build.
+FUZZ_CI_SECONDS ?= 5
 test: build build-asan build-fuzz
 	@bash scripts/fuzz.sh build-fuzz 0
+	@bash scripts/fuzz.sh build-fuzz $(FUZZ_CI_SECONDS)
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS)

@@ -49,6 +49,7 @@ typedef struct {
     uint32_t slot;              /* stable across reloads */
     td_rate rate;               /* rate.cost <= 0: unlimited */
     uint32_t concurrency;       /* 0: unlimited */
+    uint32_t max_connections;   /* client connections open at once, 0: unlimited */
     td_criticality criticality; /* default for its requests */
     double weight;              /* > 0 */
     /* spec.gateway.enforcement: true = shadow, the limit is decided and
@@ -135,6 +136,14 @@ td_limiter *td_gateway_limiter(td_gateway *g);
 td_metrics *td_gateway_metrics(td_gateway *g);
 td_shared *td_gateway_shared(td_gateway *g); /* NULL without --redis */
 td_recent *td_gateway_recent(td_gateway *g);
+
+/* Client connections per tenant (counted from a connection's first request
+ * of the tenant until it closes): true and counted if slot had fewer than
+ * max open (0: unlimited, still counted); false otherwise. Every true is
+ * paired with one td_gateway_conn_release. Any thread. */
+bool td_gateway_conn_acquire(td_gateway *g, uint32_t slot, uint32_t max);
+void td_gateway_conn_release(td_gateway *g, uint32_t slot);
+uint32_t td_gateway_conn_count(td_gateway *g, uint32_t slot);
 /* Key-level state: limiter and (with --redis) shared limits by key slot. */
 td_limiter *td_gateway_key_limiter(td_gateway *g);
 td_shared *td_gateway_key_shared(td_gateway *g); /* NULL without --redis */

@@ -639,7 +639,7 @@ static td_status validate_tenant(vctx *v)
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"namespaces", "labels",  "apiKeys", "gateway",
                                        "tenancy",    "storage", "budgets", NULL};
-    static const char *const gw[] = {"rate", "concurrency", "criticality", "weight",
+    static const char *const gw[] = {"rate", "concurrency", "maxConnections", "criticality", "weight",
                                      "enforcement", NULL};
     static const char *const rate[] = {"cost", "per", "burst", NULL};
     TRY(check_fields(v, v->obj, "", top));
@@ -693,6 +693,8 @@ static td_status validate_tenant(vctx *v)
             TRY(check_number(v, json_object_get(r, "burst"), "spec.gateway.rate.burst", 0));
         }
         TRY(check_integer(v, json_object_get(g, "concurrency"), "spec.gateway.concurrency", 0));
+        TRY(check_integer(v, json_object_get(g, "maxConnections"), "spec.gateway.maxConnections",
+                          0));
         TRY(check_number(v, json_object_get(g, "weight"), "spec.gateway.weight", 0));
         TRY(check_enforcement(v, json_object_get(g, "enforcement"), "spec.gateway.enforcement"));
         static const char *const crit[] = {"critical_plus", "critical", "sheddable_plus",

@@ -48,6 +48,7 @@ struct td_gateway {
     td_metrics *metrics;
     td_shared *shared;
     td_recent *recent;
+    _Atomic uint32_t *conns; /* [TD_GW_MAX_TENANTS] client connections per tenant */
     bool allow_x_tenant;
 };
 
@@ -188,6 +189,7 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
     t->rate.per_ns = (uint64_t)per;
     t->rate.burst = num_or(json_object_get(rate, "burst"), t->rate.cost);
     t->concurrency = (uint32_t)num_or(json_object_get(gw, "concurrency"), 0);
+    t->max_connections = (uint32_t)num_or(json_object_get(gw, "maxConnections"), 0);
     t->weight = num_or(json_object_get(gw, "weight"), 1);
     if (t->weight <= 0)
         t->weight = 1;
@@ -500,6 +502,8 @@ td_status td_gateway_create(const td_config *cfg, const td_gateway_opts *o, td_g
         st = td_metrics_create(TD_GW_MAX_TENANTS, TD_GW_MAX_ROUTES, &g->metrics);
     if (st == TD_OK)
         st = td_recent_create(TD_GW_RECENT_RINGS, 256, TD_GW_MAX_TENANTS, &g->recent);
+    if (st == TD_OK && !(g->conns = calloc(TD_GW_MAX_TENANTS, sizeof *g->conns)))
+        st = TD_ENOMEM; /* zero bytes are valid atomics on our targets */
     if (st != TD_OK) {
         td_gateway_destroy(g);
         return td_err_set(err, st, "out of memory");
@@ -535,6 +539,7 @@ void td_gateway_destroy(td_gateway *g)
     td_gw_config_unref(g->current);
     td_metrics_destroy(g->metrics);
     td_recent_destroy(g->recent);
+    free((void *)g->conns);
     td_limiter_destroy(g->limiter);
     td_limiter_destroy(g->key_limiter);
     td_budgets_destroy(g->budgets);
@@ -579,6 +584,31 @@ td_limiter *td_gateway_limiter(td_gateway *g)
 td_metrics *td_gateway_metrics(td_gateway *g)
 {
     return g->metrics;
+}
+
+bool td_gateway_conn_acquire(td_gateway *g, uint32_t slot, uint32_t max)
+{
+    if (slot >= TD_GW_MAX_TENANTS)
+        return false;
+    uint32_t n = atomic_load_explicit(&g->conns[slot], memory_order_relaxed);
+    do {
+        if (max && n >= max)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&g->conns[slot], &n, n + 1,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    return true;
+}
+
+void td_gateway_conn_release(td_gateway *g, uint32_t slot)
+{
+    if (slot < TD_GW_MAX_TENANTS)
+        atomic_fetch_sub_explicit(&g->conns[slot], 1, memory_order_relaxed);
+}
+
+uint32_t td_gateway_conn_count(td_gateway *g, uint32_t slot)
+{
+    return slot < TD_GW_MAX_TENANTS ? atomic_load_explicit(&g->conns[slot], memory_order_relaxed)
+                                    : 0;
 }
 
 td_recent *td_gateway_recent(td_gateway *g)

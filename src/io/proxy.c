@@ -93,6 +93,8 @@ static void on_conn_closed(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     w->n_conns--;
+    if (c->conn_counted)
+        td_gateway_conn_release(w->p->g, c->conn_tenant);
     td__buf_fini(&c->in);
     td__buf_fini(&c->out);
     td__buf_fini(&c->rq.url);

@@ -184,6 +184,8 @@ struct px_conn {
     char peer[64];
     td__tls *tls; /* NULL on a plain-HTTP listener */
     int open_handles;
+    uint32_t conn_tenant;   /* the tenant slot the connection counts for */
+    unsigned conn_counted : 1; /* conn_tenant holds one of its connections */
     unsigned closing : 1;   /* uv_close called */
     unsigned finishing : 1; /* no more requests; shutting down */
     unsigned shut_done : 1;

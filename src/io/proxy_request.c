@@ -813,7 +813,18 @@ void px_req_headers(px_conn *c)
         }
         if (!r->tenant) {
             set_reject(r, 401, "{\"error\":\"unauthorized\"}", TD_OUT_UNAUTHORIZED);
-        } else {
+        } else if (!c->conn_counted) {
+            /* a connection counts for the tenant of its first request */
+            if (td_gateway_conn_acquire(p->g, r->tenant->slot, r->tenant->max_connections)) {
+                c->conn_counted = 1;
+                c->conn_tenant = r->tenant->slot;
+            } else {
+                r->keep_alive = 0;
+                set_reject(r, 429, "{\"error\":\"too_many_connections\"}",
+                           TD_OUT_CONCURRENCY_LIMITED);
+            }
+        }
+        if (r->tenant && !r->reject_status) {
             /* (b) where: the path alone, NUL-terminated for the lookup */
             if (r->path_off == SIZE_MAX) {
                 r->route = td_gw_route_match(cfg, "/");

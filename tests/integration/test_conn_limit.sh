@@ -1,0 +1,84 @@
+# test_conn_limit.sh - client connections per tenant (Tenant
+# spec.gateway.maxConnections): a connection counts for the tenant of its
+# first request until it closes; one over the cap gets 429
+# too_many_connections and is closed; closing one makes room; another
+# tenant is not affected.
+. "$(dirname "$0")/lib.sh"
+sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
+"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 8 --ms-per-token 0 \
+    2>"$TMP/sim.log" &
+PIDS+=($!)
+for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
+[ -s "$TMP/simport" ] || { not_ok "simmodel did not start"; finish; exit 1; }
+cat > "$TMP/platform.yaml" <<Y
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: capped}
+spec:
+  apiKeys: [{sha256: "$(sha key-capped)"}]
+  gateway: {maxConnections: 2}
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: other}
+spec:
+  apiKeys: [{sha256: "$(sha key-other)"}]
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: any}
+spec:
+  match: {pathPrefix: /}
+  upstream: {address: "127.0.0.1:$(cat "$TMP/simport")"}
+  cost: {model: requests}
+Y
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
+python3 - "$TD_DATA_PORT" > "$TMP/out" 2>&1 <<'P'
+import socket, sys
+port = int(sys.argv[1])
+def conn():
+    return socket.create_connection(("127.0.0.1", port), timeout=5)
+def ask(s, key):
+    s.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Content-Type: application/json\r\nContent-Length: 30\r\n\r\n"
+               '{"prompt":"hi","max_tokens":1}' % key).encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split()[1]) if head else 0
+    n = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            n = int(line.split(b":")[1])
+    while len(body) < n:
+        body += s.recv(65536)
+    return status, body
+a, b, c = conn(), conn(), conn()
+print("a", ask(a, "key-capped")[0])
+print("b", ask(b, "key-capped")[0])
+st, body = ask(c, "key-capped")
+print("c", st, body.decode())
+print("c closed", c.recv(1) == b"")
+o = conn()
+print("other", ask(o, "key-other")[0])
+print("a again", ask(a, "key-capped")[0])
+a.close()
+import time; time.sleep(0.2)
+d = conn()
+print("d", ask(d, "key-capped")[0])
+P
+expect_grep "two connections of the capped tenant are served" "$TMP/out" "b 200"
+expect_grep "the third gets 429 too_many_connections" "$TMP/out" 'c 429 {"error":"too_many_connections"}'
+expect_grep "... and is closed" "$TMP/out" "c closed True"
+expect_grep "another tenant is not affected" "$TMP/out" "other 200"
+expect_grep "a counted connection keeps serving" "$TMP/out" "a again 200"
+expect_grep "closing one makes room for a new one" "$TMP/out" "d 200"
+printf 'apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: bad}\nspec:\n  gateway: {maxConnections: -1}\n' > "$TMP/bad.yaml"
+expect_rc "a negative cap is refused" 2 "$TENANTCTL" apply -f "$TMP/bad.yaml" --server "http://127.0.0.1:$TD_PORT"
+expect_grep "naming the field" "$TMP/err" "spec.gateway.maxConnections"
+stop_tenantd
+finish

@@ -1120,6 +1120,284 @@ static int fair_set(td_queue *q, const workload *w, const int16_t *as, const fr_
     return fit < 0 ? -1 : 0;
 }
 
+/* ---- hierarchical reclaim (Kueue's classical preemption, KEP-79) ---------- */
+
+/* Kueue's preemption variants: how a candidate may be preempted. */
+typedef enum {
+    PV_WITHIN_CQ = 0,       /* InClusterQueue */
+    PV_HIERARCHICAL,        /* InCohortReclamation: the preemptor is closer to the quota */
+    PV_RECLAIM_NO_BORROW,   /* InCohortReclamation, only if the preemptor ends within quota */
+    PV_RECLAIM_WHILE_BORROW /* InCohortReclaimWhileBorrowing */
+} variant;
+
+typedef struct {
+    size_t id;
+    size_t lca; /* cohort where the preemptor's and the candidate's paths meet */
+    variant pv;
+} hcand;
+
+typedef struct {
+    hcand *v;
+    size_t n, cap;
+} hcand_vec;
+
+typedef struct {
+    td_queue *q;
+    const workload *w;
+    const bool *need;
+    bool adv;
+    hcand_vec *out[2]; /* [0] priority candidates, [1] hierarchy candidates */
+    int oom;
+} hctx;
+
+static bool cq_within_nominal(const td_queue *q, const cluster_queue *m, const bool *need)
+{
+    for (size_t fr = 0; fr < q->nfr; fr++)
+        if (need[fr] && m->usage[fr] > m->nominal[fr])
+            return false;
+    return true;
+}
+
+static bool cohort_within_nominal(const td_queue *q, const cohort *co, const bool *need)
+{
+    for (size_t fr = 0; fr < q->nfr; fr++)
+        if (need[fr] && co->used[fr] > co->lendable[fr])
+            return false;
+    return true;
+}
+
+/* Kueue's classifyPreemptionVariant; -1 for a workload it may not preempt. */
+static int classify(const td_queue *q, const workload *w, const workload *v, const bool *need,
+                    bool adv)
+{
+    const cluster_queue *c = &q->cqs[w->cq];
+    if (!uses_any(v, need))
+        return -1;
+    if (v->cq == w->cq) {
+        bool ok = c->within != WITHIN_NEVER &&
+                  (v->priority < w->priority ||
+                   (c->within == WITHIN_LOWER_OR_NEWER && v->priority == w->priority &&
+                    w->queue_ns < v->queue_ns));
+        return ok ? PV_WITHIN_CQ : -1;
+    }
+    if (c->reclaim == RECLAIM_NEVER || (c->reclaim == RECLAIM_LOWER && v->priority >= w->priority))
+        return -1;
+    if (adv)
+        return PV_HIERARCHICAL;
+    if (!c->bwc || v->priority >= w->priority ||
+        (c->bwc_has_max && v->priority > c->bwc_max_priority))
+        return PV_RECLAIM_NO_BORROW;
+    return PV_RECLAIM_WHILE_BORROW;
+}
+
+static void hpush(hctx *x, hcand_vec *vec, size_t id, size_t lca, variant pv)
+{
+    if (vec->n == vec->cap) {
+        size_t cap = vec->cap ? vec->cap * 2 : 16;
+        hcand *p = realloc(vec->v, cap * sizeof *p);
+        if (!p) {
+            x->oom = 1;
+            return;
+        }
+        vec->v = p;
+        vec->cap = cap;
+    }
+    vec->v[vec->n++] = (hcand){id, lca, pv};
+}
+
+static void from_cq(hctx *x, size_t cqi, size_t lca, hcand_vec *vec)
+{
+    const cluster_queue *m = &x->q->cqs[cqi];
+    for (size_t k = 0; k < m->admitted.n; k++) {
+        int pv = classify(x->q, x->w, &x->q->wls[m->admitted.v[k]], x->need, x->adv);
+        if (pv >= 0)
+            hpush(x, vec, m->admitted.v[k], lca, (variant)pv);
+    }
+}
+
+/* Kueue's collectCandidatesInSubtree: below cur, skipping the subtree
+ * already visited and subtrees within their quota in what is needed. */
+static void collect_subtree(hctx *x, size_t cur, size_t lca, size_t skip)
+{
+    td_queue *q = x->q;
+    for (size_t ch = 0; ch < q->ncohorts && !x->oom; ch++)
+        if (q->cohorts[ch].parent == cur && ch != skip &&
+            !cohort_within_nominal(q, &q->cohorts[ch], x->need))
+            collect_subtree(x, ch, lca, skip);
+    const cohort *co = &q->cohorts[cur];
+    for (size_t k = 0; k < co->nmembers && !x->oom; k++) {
+        size_t m = co->members[k];
+        if (m != x->w->cq && !cq_within_nominal(q, &q->cqs[m], x->need))
+            from_cq(x, m, lca, x->out[x->adv]);
+    }
+}
+
+/* Kueue's QuantitiesFitInQuota at one node (subtree quota sub, guaranteed
+ * g, usage u): whether rem fits, and what exceeds the node's own part. */
+static bool fit_in_node(const int64_t *sub, const int64_t *g, const int64_t *u, fr_use *rem,
+                        size_t nuse)
+{
+    bool fits = true;
+    for (size_t k = 0; k < nuse; k++) {
+        int fr = rem[k].fr;
+        if (sub[fr] < sat_add(u[fr], rem[k].v))
+            fits = false;
+        rem[k].v = max0(rem[k].v - max0(g[fr] - u[fr]));
+    }
+    return fits;
+}
+
+static _Thread_local const td_queue *hsort_q;
+static _Thread_local size_t hsort_cq;
+
+static int cmp_hcand(const void *pa, const void *pb)
+{
+    sort_q = hsort_q;
+    sort_cq = hsort_cq;
+    return cmp_candidates(&((const hcand *)pa)->id, &((const hcand *)pb)->id);
+}
+
+/* Kueue's candidateIsValid: a candidate of another queue only while its
+ * queue, and every cohort up to where the paths meet, is above its quota
+ * in what is needed; one that needs the preemptor within quota only when
+ * it will be. */
+static bool hvalid(const td_queue *q, const workload *w, const hcand *h, const bool *need,
+                   bool borrow)
+{
+    const workload *v = &q->wls[h->id];
+    if (v->cq == w->cq)
+        return true;
+    if (borrow && h->pv == PV_RECLAIM_NO_BORROW)
+        return false;
+    const cluster_queue *m = &q->cqs[v->cq];
+    if (cq_within_nominal(q, m, need))
+        return false;
+    for (size_t at = m->cohort; at != QNONE && at != h->lca; at = q->cohorts[at].parent)
+        if (cohort_within_nominal(q, &q->cohorts[at], need))
+            return false;
+    return true;
+}
+
+static const int variant_level[] = {0, 1, 1, 2};
+
+/* Kueue's classical preemption over a cohort tree (GetTargets with
+ * hierarchical cohorts). Candidates, each list in candidatesOrdering:
+ * first those over which w has a hierarchical advantage (walking up from
+ * w's queue, once a subtree's quota holds what w needs beyond the levels
+ * below, every borrowing queue met from there is reclaimed whatever the
+ * borrowWithinCohort threshold), then the other queues' candidates, then
+ * w's own queue's. Subtrees within their quota are skipped. Tried with
+ * borrowing allowed and not, in Kueue's order; the first run in which w
+ * fits gives the set, minimal (given back newest first). Books untouched;
+ * the set in t (n = 0: none); -1 out of memory. */
+static int classical_set(td_queue *q, const workload *w, const int16_t *as, const fr_use *use,
+                         size_t nuse, const bool *need, target_set *t)
+{
+    cluster_queue *c = &q->cqs[w->cq];
+    hcand_vec lists[3] = {{NULL, 0, 0}, {NULL, 0, 0}, {NULL, 0, 0}}; /* prio, hier, same */
+    hctx x = {q, w, need, false, {&lists[0], &lists[1]}, 0};
+    fr_use *rem = malloc((nuse ? nuse : 1) * sizeof *rem);
+    int rc = 0;
+    t->n = 0;
+    if (!rem)
+        return -1;
+    if (c->within != WITHIN_NEVER)
+        from_cq(&x, w->cq, QNONE, &lists[2]);
+    if (c->cohort != QNONE && c->reclaim != RECLAIM_NEVER) {
+        memcpy(rem, use, nuse * sizeof *rem);
+        x.adv = fit_in_node(c->nominal, c->guaranteed, c->usage, rem, nuse);
+        size_t prev = QNONE;
+        for (size_t at = c->cohort; at != QNONE && !x.oom; at = q->cohorts[at].parent) {
+            collect_subtree(&x, at, at, prev);
+            const cohort *co = &q->cohorts[at];
+            x.adv = fit_in_node(co->lendable, co->guaranteed, co->used, rem, nuse) || x.adv;
+            prev = at;
+        }
+    }
+    size_t total = lists[0].n + lists[1].n + lists[2].n;
+    hcand *all = x.oom ? NULL : malloc((total ? total : 1) * sizeof *all);
+    t->v = malloc((total ? total : 1) * sizeof *t->v);
+    t->lv = malloc((total ? total : 1) * sizeof *t->lv);
+    if (!all || !t->v || !t->lv) {
+        rc = -1;
+        goto out;
+    }
+    hsort_q = q;
+    hsort_cq = w->cq;
+    size_t n = 0;
+    static const int order[] = {1, 0, 2};
+    for (int k = 0; k < 3; k++) {
+        hcand_vec *l = &lists[order[k]];
+        if (l->n)
+            qsort(l->v, l->n, sizeof *l->v, cmp_hcand);
+        if (l->n)
+            memcpy(all + n, l->v, l->n * sizeof *all);
+        n += l->n;
+    }
+    bool forbidden = !c->bwc, under_nominal = true;
+    for (size_t fr = 0; fr < q->nfr; fr++)
+        if (need[fr] && c->usage[fr] >= c->nominal[fr])
+            under_nominal = false;
+    bool attempts[2];
+    size_t na;
+    if ((lists[0].n == 0 && lists[1].n == 0) || (forbidden && !under_nominal)) {
+        attempts[0] = true;
+        na = 1;
+    } else if (forbidden && lists[1].n == 0) {
+        attempts[0] = false;
+        attempts[1] = true;
+        na = 2;
+    } else {
+        attempts[0] = true;
+        attempts[1] = false;
+        na = 2;
+    }
+    for (size_t a = 0; a < na && t->n == 0; a++) {
+        bool borrow = attempts[a];
+        size_t m = 0;
+        int fit = 0;
+        for (size_t k = 0; k < n && fit == 0; k++) {
+            if (!hvalid(q, w, &all[k], need, borrow))
+                continue;
+            books(q, &q->wls[all[k].id], -1);
+            t->v[m] = all[k].id;
+            t->lv[m++] = variant_level[all[k].pv];
+            fit = fits_with(q, w, c, as, use, nuse, borrow);
+        }
+        if (fit == 1) {
+            for (size_t k = m - 1; k-- > 0;) {
+                books(q, &q->wls[t->v[k]], 1);
+                int f = fits_with(q, w, c, as, use, nuse, borrow);
+                if (f == 1) {
+                    t->v[k] = QNONE;
+                } else {
+                    books(q, &q->wls[t->v[k]], -1);
+                    if (f < 0)
+                        fit = -1;
+                }
+            }
+        }
+        size_t kept = 0;
+        for (size_t k = 0; k < m; k++)
+            if (t->v[k] != QNONE) {
+                books(q, &q->wls[t->v[k]], 1);
+                t->lv[kept] = t->lv[k];
+                t->v[kept++] = t->v[k];
+            }
+        if (fit < 0) {
+            rc = -1;
+            break;
+        }
+        t->n = fit == 1 ? kept : 0;
+    }
+out:
+    free(rem);
+    free(all);
+    for (int k = 0; k < 3; k++)
+        free(lists[k].v);
+    return rc;
+}
+
 /* Kueue's GetTargets (classical preemption): candidates from w's own
  * ClusterQueue (withinClusterQueue) and from borrowing members of its cohort
  * (reclaimWithinCohort), ordered by candidatesOrdering; then
@@ -1157,6 +1435,12 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     }
     if (!any_need)
         goto out;
+    if (!q->fair_sharing) {
+        rc = classical_set(q, w, as, use, nuse, need, &t);
+        if (rc != 0 || t.n == 0)
+            goto out;
+        goto evict_targets;
+    }
     for (int pass = 0; pass < 2; pass++) {
         /* the whole cohort tree is one pool of candidates */
         const cohort *co = c->cohort != QNONE ? &q->cohorts[c->root] : NULL;
@@ -1238,6 +1522,7 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     }
     if (rc != 0 || t.n == 0)
         goto out;
+evict_targets:
     for (size_t k = 0; k < t.n; k++) {
         if (evict(q, t.v[k], id, t.lv[k], now_ns) != 0) {
             rc = -1;

@@ -158,26 +158,38 @@ static int64_t potential(const td_queue *q, const cluster_queue *c, int fr)
     return p;
 }
 
-/* Kueue's DominantResourceShare of c: for each resource, what c uses above
- * its nominal quota (all flavors) per mille of what its cohort can lend of
- * that resource; the largest, divided by c's weight (per mille of 1).
- * 0 when c borrows nothing or has no cohort; INT64_MAX for weight 0. */
-static int64_t drs(const td_queue *q, const cluster_queue *c)
+/* Kueue's DominantResourceShare of a node of the cohort tree (a
+ * ClusterQueue: usage over nominal; a Cohort: what its subtree uses over its
+ * subtree quota), computed at its own level: for each resource, what the
+ * node uses above its quota (all flavors; has, when given, limits the
+ * flavor-resources a ClusterQueue counts) per mille of what its parent could
+ * make available of that resource (its potential); the largest, divided by
+ * the node's weight (per mille of 1). 0 for a root or a node borrowing
+ * nothing; INT64_MAX for weight 0. *borrowing_on (may be NULL): whether the
+ * node is above its quota in a flavor-resource of use. */
+static int64_t node_share(const td_queue *q, const int64_t *usage, const int64_t *quota,
+                          const bool *has, size_t parent, int64_t weight, const fr_use *use,
+                          size_t nuse, bool *borrowing_on)
 {
-    if (c->cohort == QNONE)
+    if (borrowing_on) {
+        *borrowing_on = false;
+        for (size_t k = 0; parent != QNONE && k < nuse; k++)
+            if ((!has || has[use[k].fr]) && usage[use[k].fr] > quota[use[k].fr])
+                *borrowing_on = true;
+    }
+    if (parent == QNONE)
         return 0;
-    if (c->fair_weight == 0)
+    if (weight == 0)
         return INT64_MAX;
-    const cohort *co = &q->cohorts[c->cohort];
     size_t nres = q->nres;
     int64_t best = -1;
     for (size_t r = 0; r < nres; r++) {
         int64_t b = 0, lend = 0;
         for (size_t f = 0; f < q->nflavors; f++) {
             size_t fr = f * nres + r;
-            if (c->has[fr])
-                b = sat_add(b, max0(c->usage[fr] - c->nominal[fr]));
-            lend = sat_add(lend, co->lendable[fr]);
+            if (!has || has[fr])
+                b = sat_add(b, max0(usage[fr] - quota[fr]));
+            lend = sat_add(lend, cohort_potential(q, parent, (int)fr));
         }
         if (b > 0 && lend > 0) {
             /* double: b * 1000 overflows int64 for memory in the PiB */
@@ -187,7 +199,15 @@ static int64_t drs(const td_queue *q, const cluster_queue *c)
     }
     if (best < 0)
         return 0;
-    return (int64_t)((double)best * 1000.0 / (double)c->fair_weight);
+    return (int64_t)((double)best * 1000.0 / (double)weight);
+}
+
+/* The DominantResourceShare of ClusterQueue c at its cohort's level. */
+static int64_t drs(const td_queue *q, const cluster_queue *c)
+{
+    if (c->cohort == QNONE)
+        return 0;
+    return node_share(q, c->usage, c->nominal, c->has, c->cohort, c->fair_weight, NULL, 0, NULL);
 }
 
 /* drs of c were use added to it. */
@@ -1545,7 +1565,107 @@ typedef struct {
     size_t id;
     bool borrowing;
     int64_t share; /* fair sharing: its queue's DRS were it admitted */
+    fr_use *use;   /* fair sharing: its flavor assignment's usage */
+    size_t nuse;
 } head;
+
+/* ---- fair sharing over cohort trees (Kueue's fairSharingIterator) --------- */
+
+static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted);
+
+/* The node of c's path just below cohort at: a cohort, or QNONE for c. */
+static size_t node_below(const td_queue *q, const cluster_queue *c, size_t at)
+{
+    size_t prev = QNONE;
+    for (size_t k = c->cohort; k != QNONE && k != at; k = q->cohorts[k].parent)
+        prev = k;
+    return prev;
+}
+
+/* h's share at the level of cohort at: the DRS of the child of at on the
+ * path of h's queue, with h's usage added, and whether that child then
+ * borrows in what h requests. */
+static int64_t level_share(td_queue *q, const head *h, size_t at, bool *borrowing)
+{
+    cluster_queue *c = &q->cqs[q->wls[h->id].cq];
+    sim_usage(q, c, h->use, h->nuse, 1);
+    size_t node = node_below(q, c, at);
+    int64_t sh;
+    if (node == QNONE) {
+        sh = node_share(q, c->usage, c->nominal, c->has, c->cohort, c->fair_weight, h->use,
+                        h->nuse, borrowing);
+    } else {
+        const cohort *co = &q->cohorts[node];
+        sh = node_share(q, co->used, co->lendable, NULL, co->parent, co->fair_weight, h->use,
+                        h->nuse, borrowing);
+    }
+    sim_usage(q, c, h->use, h->nuse, -1);
+    return sh;
+}
+
+/* Kueue's entryComparer at cohort at: not borrowing at that level first
+ * (FairSharingPrioritizeNonBorrowing), then the lower share at that level,
+ * then priority, then queue time. */
+static bool fs_less(td_queue *q, const head *a, const head *b, size_t at)
+{
+    bool ab, bb;
+    int64_t sa = level_share(q, a, at, &ab), sb = level_share(q, b, at, &bb);
+    if (ab != bb)
+        return !ab;
+    if (sa != sb)
+        return sa < sb;
+    return before(q, a->id, b->id);
+}
+
+/* Kueue's runTournament: the winner of each child cohort and the head of
+ * each member queue meet at cohort at; the best at that level wins. Index
+ * into heads, or QNONE. */
+static size_t tournament(td_queue *q, size_t at, const head *heads, const bool *alive, size_t n)
+{
+    size_t best = QNONE;
+    for (size_t ch = 0; ch < q->ncohorts; ch++) {
+        if (q->cohorts[ch].parent != at)
+            continue;
+        size_t w = tournament(q, ch, heads, alive, n);
+        if (w != QNONE && (best == QNONE || fs_less(q, &heads[w], &heads[best], at)))
+            best = w;
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (!alive[k] || q->cqs[q->wls[heads[k].id].cq].cohort != at)
+            continue;
+        if (best == QNONE || fs_less(q, &heads[k], &heads[best], at))
+            best = k;
+    }
+    return best;
+}
+
+/* Fair sharing: the heads one at a time, as Kueue's iterator gives them:
+ * the first left (in cmp_heads order) names a cohort tree, whose
+ * tournament, on the usage as it is now, picks the next. -1 out of memory. */
+static int try_fair(td_queue *q, head *heads, size_t n, uint64_t now_ns, size_t *admitted)
+{
+    bool *alive = malloc((n ? n : 1) * sizeof *alive);
+    if (!alive)
+        return -1;
+    for (size_t k = 0; k < n; k++)
+        alive[k] = true;
+    for (size_t left = n; left > 0; left--) {
+        size_t k0 = 0;
+        while (!alive[k0])
+            k0++;
+        const cluster_queue *c = &q->cqs[q->wls[heads[k0].id].cq];
+        size_t k = c->cohort == QNONE ? k0 : tournament(q, c->root, heads, alive, n);
+        if (k == QNONE)
+            k = k0;
+        alive[k] = false;
+        if (try_head(q, heads[k].id, now_ns, admitted) != 0) {
+            free(alive);
+            return -1;
+        }
+    }
+    free(alive);
+    return 0;
+}
 
 /* Kueue's entryOrdering: not borrowing first; with fair sharing, the lower
  * dominant resource share (with the workload) first; then priority and
@@ -1652,8 +1772,15 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
 {
     size_t admitted = 0;
     head *heads = malloc((q->ncqs ? q->ncqs : 1) * sizeof *heads);
-    if (!heads)
+    /* fair sharing: each head's usage, for the tournaments */
+    fr_use *usebuf = q->fair_sharing && q->ncohorts
+                         ? malloc((q->ncqs ? q->ncqs : 1) * (q->nfr ? q->nfr : 1) * sizeof *usebuf)
+                         : NULL;
+    if (!heads || (q->fair_sharing && q->ncohorts && !usebuf)) {
+        free(heads);
+        free(usebuf);
         return TD_ENOMEM;
+    }
     /* Each round ends when no head can move; a round is repeated only when
      * quota was released (a preemption freed more than it needed). The
      * bound guards against policies that could evict one another forever. */
@@ -1670,6 +1797,7 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                         q->wls[id].inadmissible = false;
                         if (td__queue_push_pending(q, id) != 0) {
                             free(heads);
+                            free(usebuf);
                             return TD_ENOMEM;
                         }
                     }
@@ -1699,19 +1827,32 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                 workload *w = &q->wls[heads[k].id];
                 if (assign_flavors(q, w, &q->cqs[w->cq], &o) != 0) {
                     free(heads);
+                    free(usebuf);
                     return TD_ENOMEM;
                 }
                 heads[k].borrowing = o.mode != MODE_FIT || o.borrowing;
                 heads[k].share =
                     q->fair_sharing ? drs_with(q, &q->cqs[w->cq], o.use, o.nuse) : 0;
+                heads[k].use = usebuf ? usebuf + k * q->nfr : NULL;
+                heads[k].nuse = usebuf ? o.nuse : 0;
+                if (usebuf && o.nuse)
+                    memcpy(heads[k].use, o.use, o.nuse * sizeof *o.use);
             }
             sort_q = q;
             qsort(heads, n, sizeof *heads, cmp_heads);
-            for (size_t k = 0; k < n; k++)
-                if (try_head(q, heads[k].id, now_ns, &admitted) != 0) {
+            if (usebuf) {
+                if (try_fair(q, heads, n, now_ns, &admitted) != 0) {
                     free(heads);
+                    free(usebuf);
                     return TD_ENOMEM;
                 }
+            } else {
+                for (size_t k = 0; k < n; k++)
+                    if (try_head(q, heads[k].id, now_ns, &admitted) != 0) {
+                        free(heads);
+                        return TD_ENOMEM;
+                    }
+            }
             if (budget < n)
                 goto done;
             budget -= n;
@@ -1719,6 +1860,7 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
     }
 done:
     free(heads);
+    free(usebuf);
     if (nadmitted)
         *nadmitted = admitted;
     return TD_OK;

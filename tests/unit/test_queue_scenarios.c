@@ -214,7 +214,41 @@ static const char *const hier_lowest =
     RF("default") HCOHORT("c", "  parent: r\n", "3") HQ("q", "c", "0", P_ANY)
         HQ("q_borrowing", "r", "0", P_ANY) HQ("q_nominal", "r", "2", P_ANY);
 
+/* Fair sharing over a tree: R holds team cohorts A (three queues) and B
+ * (one queue) and a lender with R's CPUs. Kueue's tournament compares A
+ * against B at R's level (each cohort's share of what R could lend, with
+ * the head's usage added), then A's queues at A's level; a flat cohort
+ * would compare the four queues alike. */
+#define FSQ(n, co)                                                                                 \
+    "kind: ClusterQueue\nmetadata: {name: " n "}\nspec:\n  cohort: " co "\n  resourceGroups:\n"   \
+    "  - coveredResources: [cpu]\n    flavors:\n"                                              \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 0}]\n---\n"
+#define FS_TREE(cpus, a_spec)                                                                      \
+    FS_CONFIG RF("default") "kind: Cohort\nmetadata: {name: A}\nspec: {parentName: R" a_spec     \
+                            "}\n---\n"                                                           \
+                            "kind: Cohort\nmetadata: {name: B}\nspec: {parentName: R}\n---\n"      \
+        FSQ("a1", "A") FSQ("a2", "A") FSQ("a3", "A") FSQ("b1", "B")                               \
+            "kind: ClusterQueue\nmetadata: {name: lender}\nspec:\n  cohort: R\n"                  \
+            "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"                    \
+            "    - name: default\n      resources: [{name: cpu, nominalQuota: " cpus "}]\n"
+
 static const scenario scenarios[] = {
+    /* ---- fair sharing, shares per level of the cohort tree ---- */
+    {"fair sharing per level: after a1, cohort B (share 1/3 at R) goes before A (2/3)",
+     FS_TREE("3", ""),
+     {"@0 add a1_1 a1 0 1*cpu=1", "@0 add a2_1 a2 0 1*cpu=1", "@0 add a3_1 a3 0 1*cpu=1",
+      "@0 add b1_1 b1 0 1*cpu=1", "@0 sched", "want a1_1:A b1_1:A a2_1:A a3_1:P"}},
+    {"fair sharing per level: Cohort A's fairSharing.weight 3 divides its share at R",
+     FS_TREE("3", ", fairSharing: {weight: 3}"),
+     {"@0 add a1_1 a1 0 1*cpu=1", "@0 add a2_1 a2 0 1*cpu=1", "@0 add a3_1 a3 0 1*cpu=1",
+      "@0 add b1_1 b1 0 1*cpu=1", "@0 sched", "want a1_1:A a2_1:A a3_1:A b1_1:P"}},
+    {"fair sharing per level: the last CPU of a second cycle goes to B (2/5 at R), not A (4/5)",
+     FS_TREE("5", ""),
+     {"@0 add a1_1 a1 0 1*cpu=1", "@0 add a1_2 a1 0 1*cpu=1", "@0 add a2_1 a2 0 1*cpu=1",
+      "@0 add a2_2 a2 0 1*cpu=1", "@0 add a3_1 a3 0 1*cpu=1", "@0 add a3_2 a3 0 1*cpu=1",
+      "@0 add b1_1 b1 0 1*cpu=1", "@0 add b1_2 b1 0 1*cpu=1", "@0 add b1_3 b1 0 1*cpu=1",
+      "@0 sched",
+      "want b1_1:A b1_2:A b1_3:P a1_1:A a2_1:A a3_1:A a1_2:P a2_2:P a3_2:P"}},
     /* ---- hierarchical reclaim (kueue preemption_hierarchical_test.go) ---- */
     {"kueue hier: preempt with hierarchical advantage",
      hier_advantage,
@@ -721,8 +755,10 @@ static void test_bad_cohorts(void **state)
          "x.yaml:1: Cohort a: spec.parentName: cycle a -> b -> c -> a"},
         {"kind: Cohort\nmetadata: {name: a}\nspec: {parentName: a}\n",
          "x.yaml:3: Cohort a: spec.parentName: cycle: Cohort a -> a"},
-        {"kind: Cohort\nmetadata: {name: a}\nspec: {fairSharing: {weight: 1}}\n",
-         "Cohort a: spec.fairSharing: not supported by tenantd's queue"},
+        {"kind: Cohort\nmetadata: {name: a}\nspec: {fairSharing: {weight: 1, speed: 2}}\n",
+         "Cohort a: spec.fairSharing.speed: not supported by tenantd's queue"},
+        {"kind: Cohort\nmetadata: {name: a}\nspec: {fairSharing: {weight: -1}}\n",
+         "Cohort a: spec.fairSharing.weight"},
         {RF("f") "kind: Cohort\nmetadata: {name: a}\nspec:\n  resourceGroups:\n"
                  "  - coveredResources: [cpu]\n    flavors:\n"
                  "    - name: f\n      resources: [{name: cpu, nominalQuota: 1, borrowingLimit: 1}]\n",

@@ -806,7 +806,8 @@ static td_status add_cohort(lctx *l)
     json_t *spec = json_object_get(l->obj, "spec");
     if (spec && !json_is_object(spec))
         return lfail(l, spec, "spec", "must be a mapping");
-    static const char *const ck[] = {"resourceGroups", "parentName", "parent", NULL};
+    static const char *const ck[] = {"resourceGroups", "parentName", "parent", "fairSharing",
+                                     NULL};
     if (spec)
         TRYS(only_fields(l, spec, "spec", ck));
     for (size_t i = 0; i < q->ncohort_defs; i++)
@@ -829,6 +830,19 @@ static td_status add_cohort(lctx *l)
         st = td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
     if (st == TD_OK && spec)
         st = parse_groups(l, spec, &d, true);
+    /* a Cohort's fairSharing.weight: its share against its siblings */
+    d.fair_weight = 1000;
+    json_t *fs = json_object_get(spec, "fairSharing");
+    if (st == TD_OK && fs) {
+        static const char *const fsk[] = {"weight", NULL};
+        if (!json_is_object(fs))
+            st = lfail(l, fs, "spec.fairSharing", "must be a mapping");
+        if (st == TD_OK)
+            st = only_fields(l, fs, "spec.fairSharing", fsk);
+        json_t *wt = json_object_get(fs, "weight");
+        if (st == TD_OK && wt)
+            st = parse_milli(l, wt, "spec.fairSharing.weight", &d.fair_weight, NULL);
+    }
     cluster_queue *nd = st == TD_OK ? realloc(q->cohort_defs, (q->ncohort_defs + 1) * sizeof *nd)
                                     : NULL;
     if (st == TD_OK && !nd)
@@ -979,6 +993,7 @@ static size_t find_or_add_cohort(td_queue *q, const char *name)
     memset(co, 0, sizeof *co);
     co->parent = QNONE;
     co->def = QNONE;
+    co->fair_weight = 1000;
     co->name = td__qstrdup(name);
     co->lendable = calloc(nfr, sizeof(int64_t));
     co->used = calloc(nfr, sizeof(int64_t));
@@ -1018,6 +1033,7 @@ static td_status build_cohorts(td_queue *q, td_err *err)
         if (co == QNONE)
             return td_err_set(err, TD_ENOMEM, "queue: out of memory");
         q->cohorts[co].def = i;
+        q->cohorts[co].fair_weight = q->cohort_defs[i].fair_weight;
     }
     for (size_t i = 0; i < q->ncqs; i++) {
         cluster_queue *c = &q->cqs[i];

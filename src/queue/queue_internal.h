@@ -57,6 +57,7 @@ typedef struct {
     int64_t *used;     /* usage stored here: sum of children's max(0, usage - guaranteed) */
     int64_t *nominal, *borrowing_limit, *lending_limit; /* own quota; limits QUNLIMITED */
     int64_t *guaranteed; /* max(0, lendable - lendingLimit): kept from the parent */
+    int64_t fair_weight; /* spec.fairSharing.weight in milli-units, default 1000 */
 } cohort;
 
 typedef struct {

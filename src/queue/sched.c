@@ -158,26 +158,38 @@ static int64_t potential(const td_queue *q, const cluster_queue *c, int fr)
     return p;
 }
 
-/* Kueue's DominantResourceShare of c: for each resource, what c uses above
- * its nominal quota (all flavors) per mille of what its cohort can lend of
- * that resource; the largest, divided by c's weight (per mille of 1).
- * 0 when c borrows nothing or has no cohort; INT64_MAX for weight 0. */
-static int64_t drs(const td_queue *q, const cluster_queue *c)
+/* Kueue's DominantResourceShare of a node of the cohort tree (a
+ * ClusterQueue: usage over nominal; a Cohort: what its subtree uses over its
+ * subtree quota), computed at its own level: for each resource, what the
+ * node uses above its quota (all flavors; has, when given, limits the
+ * flavor-resources a ClusterQueue counts) per mille of what its parent could
+ * make available of that resource (its potential); the largest, divided by
+ * the node's weight (per mille of 1). 0 for a root or a node borrowing
+ * nothing; INT64_MAX for weight 0. *borrowing_on (may be NULL): whether the
+ * node is above its quota in a flavor-resource of use. */
+static int64_t node_share(const td_queue *q, const int64_t *usage, const int64_t *quota,
+                          const bool *has, size_t parent, int64_t weight, const fr_use *use,
+                          size_t nuse, bool *borrowing_on)
 {
-    if (c->cohort == QNONE)
+    if (borrowing_on) {
+        *borrowing_on = false;
+        for (size_t k = 0; parent != QNONE && k < nuse; k++)
+            if ((!has || has[use[k].fr]) && usage[use[k].fr] > quota[use[k].fr])
+                *borrowing_on = true;
+    }
+    if (parent == QNONE)
         return 0;
-    if (c->fair_weight == 0)
+    if (weight == 0)
         return INT64_MAX;
-    const cohort *co = &q->cohorts[c->cohort];
     size_t nres = q->nres;
     int64_t best = -1;
     for (size_t r = 0; r < nres; r++) {
         int64_t b = 0, lend = 0;
         for (size_t f = 0; f < q->nflavors; f++) {
             size_t fr = f * nres + r;
-            if (c->has[fr])
-                b = sat_add(b, max0(c->usage[fr] - c->nominal[fr]));
-            lend = sat_add(lend, co->lendable[fr]);
+            if (!has || has[fr])
+                b = sat_add(b, max0(usage[fr] - quota[fr]));
+            lend = sat_add(lend, cohort_potential(q, parent, (int)fr));
         }
         if (b > 0 && lend > 0) {
             /* double: b * 1000 overflows int64 for memory in the PiB */
@@ -187,7 +199,15 @@ static int64_t drs(const td_queue *q, const cluster_queue *c)
     }
     if (best < 0)
         return 0;
-    return (int64_t)((double)best * 1000.0 / (double)c->fair_weight);
+    return (int64_t)((double)best * 1000.0 / (double)weight);
+}
+
+/* The DominantResourceShare of ClusterQueue c at its cohort's level. */
+static int64_t drs(const td_queue *q, const cluster_queue *c)
+{
+    if (c->cohort == QNONE)
+        return 0;
+    return node_share(q, c->usage, c->nominal, c->has, c->cohort, c->fair_weight, NULL, 0, NULL);
 }
 
 /* drs of c were use added to it. */
@@ -1120,6 +1140,284 @@ static int fair_set(td_queue *q, const workload *w, const int16_t *as, const fr_
     return fit < 0 ? -1 : 0;
 }
 
+/* ---- hierarchical reclaim (Kueue's classical preemption, KEP-79) ---------- */
+
+/* Kueue's preemption variants: how a candidate may be preempted. */
+typedef enum {
+    PV_WITHIN_CQ = 0,       /* InClusterQueue */
+    PV_HIERARCHICAL,        /* InCohortReclamation: the preemptor is closer to the quota */
+    PV_RECLAIM_NO_BORROW,   /* InCohortReclamation, only if the preemptor ends within quota */
+    PV_RECLAIM_WHILE_BORROW /* InCohortReclaimWhileBorrowing */
+} variant;
+
+typedef struct {
+    size_t id;
+    size_t lca; /* cohort where the preemptor's and the candidate's paths meet */
+    variant pv;
+} hcand;
+
+typedef struct {
+    hcand *v;
+    size_t n, cap;
+} hcand_vec;
+
+typedef struct {
+    td_queue *q;
+    const workload *w;
+    const bool *need;
+    bool adv;
+    hcand_vec *out[2]; /* [0] priority candidates, [1] hierarchy candidates */
+    int oom;
+} hctx;
+
+static bool cq_within_nominal(const td_queue *q, const cluster_queue *m, const bool *need)
+{
+    for (size_t fr = 0; fr < q->nfr; fr++)
+        if (need[fr] && m->usage[fr] > m->nominal[fr])
+            return false;
+    return true;
+}
+
+static bool cohort_within_nominal(const td_queue *q, const cohort *co, const bool *need)
+{
+    for (size_t fr = 0; fr < q->nfr; fr++)
+        if (need[fr] && co->used[fr] > co->lendable[fr])
+            return false;
+    return true;
+}
+
+/* Kueue's classifyPreemptionVariant; -1 for a workload it may not preempt. */
+static int classify(const td_queue *q, const workload *w, const workload *v, const bool *need,
+                    bool adv)
+{
+    const cluster_queue *c = &q->cqs[w->cq];
+    if (!uses_any(v, need))
+        return -1;
+    if (v->cq == w->cq) {
+        bool ok = c->within != WITHIN_NEVER &&
+                  (v->priority < w->priority ||
+                   (c->within == WITHIN_LOWER_OR_NEWER && v->priority == w->priority &&
+                    w->queue_ns < v->queue_ns));
+        return ok ? PV_WITHIN_CQ : -1;
+    }
+    if (c->reclaim == RECLAIM_NEVER || (c->reclaim == RECLAIM_LOWER && v->priority >= w->priority))
+        return -1;
+    if (adv)
+        return PV_HIERARCHICAL;
+    if (!c->bwc || v->priority >= w->priority ||
+        (c->bwc_has_max && v->priority > c->bwc_max_priority))
+        return PV_RECLAIM_NO_BORROW;
+    return PV_RECLAIM_WHILE_BORROW;
+}
+
+static void hpush(hctx *x, hcand_vec *vec, size_t id, size_t lca, variant pv)
+{
+    if (vec->n == vec->cap) {
+        size_t cap = vec->cap ? vec->cap * 2 : 16;
+        hcand *p = realloc(vec->v, cap * sizeof *p);
+        if (!p) {
+            x->oom = 1;
+            return;
+        }
+        vec->v = p;
+        vec->cap = cap;
+    }
+    vec->v[vec->n++] = (hcand){id, lca, pv};
+}
+
+static void from_cq(hctx *x, size_t cqi, size_t lca, hcand_vec *vec)
+{
+    const cluster_queue *m = &x->q->cqs[cqi];
+    for (size_t k = 0; k < m->admitted.n; k++) {
+        int pv = classify(x->q, x->w, &x->q->wls[m->admitted.v[k]], x->need, x->adv);
+        if (pv >= 0)
+            hpush(x, vec, m->admitted.v[k], lca, (variant)pv);
+    }
+}
+
+/* Kueue's collectCandidatesInSubtree: below cur, skipping the subtree
+ * already visited and subtrees within their quota in what is needed. */
+static void collect_subtree(hctx *x, size_t cur, size_t lca, size_t skip)
+{
+    td_queue *q = x->q;
+    for (size_t ch = 0; ch < q->ncohorts && !x->oom; ch++)
+        if (q->cohorts[ch].parent == cur && ch != skip &&
+            !cohort_within_nominal(q, &q->cohorts[ch], x->need))
+            collect_subtree(x, ch, lca, skip);
+    const cohort *co = &q->cohorts[cur];
+    for (size_t k = 0; k < co->nmembers && !x->oom; k++) {
+        size_t m = co->members[k];
+        if (m != x->w->cq && !cq_within_nominal(q, &q->cqs[m], x->need))
+            from_cq(x, m, lca, x->out[x->adv]);
+    }
+}
+
+/* Kueue's QuantitiesFitInQuota at one node (subtree quota sub, guaranteed
+ * g, usage u): whether rem fits, and what exceeds the node's own part. */
+static bool fit_in_node(const int64_t *sub, const int64_t *g, const int64_t *u, fr_use *rem,
+                        size_t nuse)
+{
+    bool fits = true;
+    for (size_t k = 0; k < nuse; k++) {
+        int fr = rem[k].fr;
+        if (sub[fr] < sat_add(u[fr], rem[k].v))
+            fits = false;
+        rem[k].v = max0(rem[k].v - max0(g[fr] - u[fr]));
+    }
+    return fits;
+}
+
+static _Thread_local const td_queue *hsort_q;
+static _Thread_local size_t hsort_cq;
+
+static int cmp_hcand(const void *pa, const void *pb)
+{
+    sort_q = hsort_q;
+    sort_cq = hsort_cq;
+    return cmp_candidates(&((const hcand *)pa)->id, &((const hcand *)pb)->id);
+}
+
+/* Kueue's candidateIsValid: a candidate of another queue only while its
+ * queue, and every cohort up to where the paths meet, is above its quota
+ * in what is needed; one that needs the preemptor within quota only when
+ * it will be. */
+static bool hvalid(const td_queue *q, const workload *w, const hcand *h, const bool *need,
+                   bool borrow)
+{
+    const workload *v = &q->wls[h->id];
+    if (v->cq == w->cq)
+        return true;
+    if (borrow && h->pv == PV_RECLAIM_NO_BORROW)
+        return false;
+    const cluster_queue *m = &q->cqs[v->cq];
+    if (cq_within_nominal(q, m, need))
+        return false;
+    for (size_t at = m->cohort; at != QNONE && at != h->lca; at = q->cohorts[at].parent)
+        if (cohort_within_nominal(q, &q->cohorts[at], need))
+            return false;
+    return true;
+}
+
+static const int variant_level[] = {0, 1, 1, 2};
+
+/* Kueue's classical preemption over a cohort tree (GetTargets with
+ * hierarchical cohorts). Candidates, each list in candidatesOrdering:
+ * first those over which w has a hierarchical advantage (walking up from
+ * w's queue, once a subtree's quota holds what w needs beyond the levels
+ * below, every borrowing queue met from there is reclaimed whatever the
+ * borrowWithinCohort threshold), then the other queues' candidates, then
+ * w's own queue's. Subtrees within their quota are skipped. Tried with
+ * borrowing allowed and not, in Kueue's order; the first run in which w
+ * fits gives the set, minimal (given back newest first). Books untouched;
+ * the set in t (n = 0: none); -1 out of memory. */
+static int classical_set(td_queue *q, const workload *w, const int16_t *as, const fr_use *use,
+                         size_t nuse, const bool *need, target_set *t)
+{
+    cluster_queue *c = &q->cqs[w->cq];
+    hcand_vec lists[3] = {{NULL, 0, 0}, {NULL, 0, 0}, {NULL, 0, 0}}; /* prio, hier, same */
+    hctx x = {q, w, need, false, {&lists[0], &lists[1]}, 0};
+    fr_use *rem = malloc((nuse ? nuse : 1) * sizeof *rem);
+    int rc = 0;
+    t->n = 0;
+    if (!rem)
+        return -1;
+    if (c->within != WITHIN_NEVER)
+        from_cq(&x, w->cq, QNONE, &lists[2]);
+    if (c->cohort != QNONE && c->reclaim != RECLAIM_NEVER) {
+        memcpy(rem, use, nuse * sizeof *rem);
+        x.adv = fit_in_node(c->nominal, c->guaranteed, c->usage, rem, nuse);
+        size_t prev = QNONE;
+        for (size_t at = c->cohort; at != QNONE && !x.oom; at = q->cohorts[at].parent) {
+            collect_subtree(&x, at, at, prev);
+            const cohort *co = &q->cohorts[at];
+            x.adv = fit_in_node(co->lendable, co->guaranteed, co->used, rem, nuse) || x.adv;
+            prev = at;
+        }
+    }
+    size_t total = lists[0].n + lists[1].n + lists[2].n;
+    hcand *all = x.oom ? NULL : malloc((total ? total : 1) * sizeof *all);
+    t->v = malloc((total ? total : 1) * sizeof *t->v);
+    t->lv = malloc((total ? total : 1) * sizeof *t->lv);
+    if (!all || !t->v || !t->lv) {
+        rc = -1;
+        goto out;
+    }
+    hsort_q = q;
+    hsort_cq = w->cq;
+    size_t n = 0;
+    static const int order[] = {1, 0, 2};
+    for (int k = 0; k < 3; k++) {
+        hcand_vec *l = &lists[order[k]];
+        if (l->n)
+            qsort(l->v, l->n, sizeof *l->v, cmp_hcand);
+        if (l->n)
+            memcpy(all + n, l->v, l->n * sizeof *all);
+        n += l->n;
+    }
+    bool forbidden = !c->bwc, under_nominal = true;
+    for (size_t fr = 0; fr < q->nfr; fr++)
+        if (need[fr] && c->usage[fr] >= c->nominal[fr])
+            under_nominal = false;
+    bool attempts[2];
+    size_t na;
+    if ((lists[0].n == 0 && lists[1].n == 0) || (forbidden && !under_nominal)) {
+        attempts[0] = true;
+        na = 1;
+    } else if (forbidden && lists[1].n == 0) {
+        attempts[0] = false;
+        attempts[1] = true;
+        na = 2;
+    } else {
+        attempts[0] = true;
+        attempts[1] = false;
+        na = 2;
+    }
+    for (size_t a = 0; a < na && t->n == 0; a++) {
+        bool borrow = attempts[a];
+        size_t m = 0;
+        int fit = 0;
+        for (size_t k = 0; k < n && fit == 0; k++) {
+            if (!hvalid(q, w, &all[k], need, borrow))
+                continue;
+            books(q, &q->wls[all[k].id], -1);
+            t->v[m] = all[k].id;
+            t->lv[m++] = variant_level[all[k].pv];
+            fit = fits_with(q, w, c, as, use, nuse, borrow);
+        }
+        if (fit == 1) {
+            for (size_t k = m - 1; k-- > 0;) {
+                books(q, &q->wls[t->v[k]], 1);
+                int f = fits_with(q, w, c, as, use, nuse, borrow);
+                if (f == 1) {
+                    t->v[k] = QNONE;
+                } else {
+                    books(q, &q->wls[t->v[k]], -1);
+                    if (f < 0)
+                        fit = -1;
+                }
+            }
+        }
+        size_t kept = 0;
+        for (size_t k = 0; k < m; k++)
+            if (t->v[k] != QNONE) {
+                books(q, &q->wls[t->v[k]], 1);
+                t->lv[kept] = t->lv[k];
+                t->v[kept++] = t->v[k];
+            }
+        if (fit < 0) {
+            rc = -1;
+            break;
+        }
+        t->n = fit == 1 ? kept : 0;
+    }
+out:
+    free(rem);
+    free(all);
+    for (int k = 0; k < 3; k++)
+        free(lists[k].v);
+    return rc;
+}
+
 /* Kueue's GetTargets (classical preemption): candidates from w's own
  * ClusterQueue (withinClusterQueue) and from borrowing members of its cohort
  * (reclaimWithinCohort), ordered by candidatesOrdering; then
@@ -1157,6 +1455,12 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     }
     if (!any_need)
         goto out;
+    if (!q->fair_sharing) {
+        rc = classical_set(q, w, as, use, nuse, need, &t);
+        if (rc != 0 || t.n == 0)
+            goto out;
+        goto evict_targets;
+    }
     for (int pass = 0; pass < 2; pass++) {
         /* the whole cohort tree is one pool of candidates */
         const cohort *co = c->cohort != QNONE ? &q->cohorts[c->root] : NULL;
@@ -1238,6 +1542,7 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     }
     if (rc != 0 || t.n == 0)
         goto out;
+evict_targets:
     for (size_t k = 0; k < t.n; k++) {
         if (evict(q, t.v[k], id, t.lv[k], now_ns) != 0) {
             rc = -1;
@@ -1260,7 +1565,107 @@ typedef struct {
     size_t id;
     bool borrowing;
     int64_t share; /* fair sharing: its queue's DRS were it admitted */
+    fr_use *use;   /* fair sharing: its flavor assignment's usage */
+    size_t nuse;
 } head;
+
+/* ---- fair sharing over cohort trees (Kueue's fairSharingIterator) --------- */
+
+static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted);
+
+/* The node of c's path just below cohort at: a cohort, or QNONE for c. */
+static size_t node_below(const td_queue *q, const cluster_queue *c, size_t at)
+{
+    size_t prev = QNONE;
+    for (size_t k = c->cohort; k != QNONE && k != at; k = q->cohorts[k].parent)
+        prev = k;
+    return prev;
+}
+
+/* h's share at the level of cohort at: the DRS of the child of at on the
+ * path of h's queue, with h's usage added, and whether that child then
+ * borrows in what h requests. */
+static int64_t level_share(td_queue *q, const head *h, size_t at, bool *borrowing)
+{
+    cluster_queue *c = &q->cqs[q->wls[h->id].cq];
+    sim_usage(q, c, h->use, h->nuse, 1);
+    size_t node = node_below(q, c, at);
+    int64_t sh;
+    if (node == QNONE) {
+        sh = node_share(q, c->usage, c->nominal, c->has, c->cohort, c->fair_weight, h->use,
+                        h->nuse, borrowing);
+    } else {
+        const cohort *co = &q->cohorts[node];
+        sh = node_share(q, co->used, co->lendable, NULL, co->parent, co->fair_weight, h->use,
+                        h->nuse, borrowing);
+    }
+    sim_usage(q, c, h->use, h->nuse, -1);
+    return sh;
+}
+
+/* Kueue's entryComparer at cohort at: not borrowing at that level first
+ * (FairSharingPrioritizeNonBorrowing), then the lower share at that level,
+ * then priority, then queue time. */
+static bool fs_less(td_queue *q, const head *a, const head *b, size_t at)
+{
+    bool ab, bb;
+    int64_t sa = level_share(q, a, at, &ab), sb = level_share(q, b, at, &bb);
+    if (ab != bb)
+        return !ab;
+    if (sa != sb)
+        return sa < sb;
+    return before(q, a->id, b->id);
+}
+
+/* Kueue's runTournament: the winner of each child cohort and the head of
+ * each member queue meet at cohort at; the best at that level wins. Index
+ * into heads, or QNONE. */
+static size_t tournament(td_queue *q, size_t at, const head *heads, const bool *alive, size_t n)
+{
+    size_t best = QNONE;
+    for (size_t ch = 0; ch < q->ncohorts; ch++) {
+        if (q->cohorts[ch].parent != at)
+            continue;
+        size_t w = tournament(q, ch, heads, alive, n);
+        if (w != QNONE && (best == QNONE || fs_less(q, &heads[w], &heads[best], at)))
+            best = w;
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (!alive[k] || q->cqs[q->wls[heads[k].id].cq].cohort != at)
+            continue;
+        if (best == QNONE || fs_less(q, &heads[k], &heads[best], at))
+            best = k;
+    }
+    return best;
+}
+
+/* Fair sharing: the heads one at a time, as Kueue's iterator gives them:
+ * the first left (in cmp_heads order) names a cohort tree, whose
+ * tournament, on the usage as it is now, picks the next. -1 out of memory. */
+static int try_fair(td_queue *q, head *heads, size_t n, uint64_t now_ns, size_t *admitted)
+{
+    bool *alive = malloc((n ? n : 1) * sizeof *alive);
+    if (!alive)
+        return -1;
+    for (size_t k = 0; k < n; k++)
+        alive[k] = true;
+    for (size_t left = n; left > 0; left--) {
+        size_t k0 = 0;
+        while (!alive[k0])
+            k0++;
+        const cluster_queue *c = &q->cqs[q->wls[heads[k0].id].cq];
+        size_t k = c->cohort == QNONE ? k0 : tournament(q, c->root, heads, alive, n);
+        if (k == QNONE)
+            k = k0;
+        alive[k] = false;
+        if (try_head(q, heads[k].id, now_ns, admitted) != 0) {
+            free(alive);
+            return -1;
+        }
+    }
+    free(alive);
+    return 0;
+}
 
 /* Kueue's entryOrdering: not borrowing first; with fair sharing, the lower
  * dominant resource share (with the workload) first; then priority and
@@ -1367,8 +1772,15 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
 {
     size_t admitted = 0;
     head *heads = malloc((q->ncqs ? q->ncqs : 1) * sizeof *heads);
-    if (!heads)
+    /* fair sharing: each head's usage, for the tournaments */
+    fr_use *usebuf = q->fair_sharing && q->ncohorts
+                         ? malloc((q->ncqs ? q->ncqs : 1) * (q->nfr ? q->nfr : 1) * sizeof *usebuf)
+                         : NULL;
+    if (!heads || (q->fair_sharing && q->ncohorts && !usebuf)) {
+        free(heads);
+        free(usebuf);
         return TD_ENOMEM;
+    }
     /* Each round ends when no head can move; a round is repeated only when
      * quota was released (a preemption freed more than it needed). The
      * bound guards against policies that could evict one another forever. */
@@ -1385,6 +1797,7 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                         q->wls[id].inadmissible = false;
                         if (td__queue_push_pending(q, id) != 0) {
                             free(heads);
+                            free(usebuf);
                             return TD_ENOMEM;
                         }
                     }
@@ -1414,19 +1827,32 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                 workload *w = &q->wls[heads[k].id];
                 if (assign_flavors(q, w, &q->cqs[w->cq], &o) != 0) {
                     free(heads);
+                    free(usebuf);
                     return TD_ENOMEM;
                 }
                 heads[k].borrowing = o.mode != MODE_FIT || o.borrowing;
                 heads[k].share =
                     q->fair_sharing ? drs_with(q, &q->cqs[w->cq], o.use, o.nuse) : 0;
+                heads[k].use = usebuf ? usebuf + k * q->nfr : NULL;
+                heads[k].nuse = usebuf ? o.nuse : 0;
+                if (usebuf && o.nuse)
+                    memcpy(heads[k].use, o.use, o.nuse * sizeof *o.use);
             }
             sort_q = q;
             qsort(heads, n, sizeof *heads, cmp_heads);
-            for (size_t k = 0; k < n; k++)
-                if (try_head(q, heads[k].id, now_ns, &admitted) != 0) {
+            if (usebuf) {
+                if (try_fair(q, heads, n, now_ns, &admitted) != 0) {
                     free(heads);
+                    free(usebuf);
                     return TD_ENOMEM;
                 }
+            } else {
+                for (size_t k = 0; k < n; k++)
+                    if (try_head(q, heads[k].id, now_ns, &admitted) != 0) {
+                        free(heads);
+                        return TD_ENOMEM;
+                    }
+            }
             if (budget < n)
                 goto done;
             budget -= n;
@@ -1434,6 +1860,7 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
     }
 done:
     free(heads);
+    free(usebuf);
     if (nadmitted)
         *nadmitted = admitted;
     return TD_OK;

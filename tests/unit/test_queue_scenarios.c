@@ -154,7 +154,157 @@ static const char *const pool_platform =
     "  - coveredResources: [cpu]\n    flavors:\n"
     "    - name: default\n      resources: [{name: cpu, nominalQuota: 0}]\n";
 
+/* Kueue's preemption_hierarchical_test.go (TestHierarchicalPreemptions)
+ * trees, one flavor "default", cpu only. HQ(name, cohort, quota, policy)
+ * is a ClusterQueue; root cohorts without quota are implicit (named as a
+ * parent or a cohort). */
+#define HQ(n, co, cpu, pre)                                                                        \
+    "kind: ClusterQueue\nmetadata: {name: " n "}\nspec:\n  cohort: " co "\n"                        \
+    "  preemption: " pre "\n  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"         \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: " cpu "}]\n---\n"
+#define HCOHORT(n, parent, cpu)                                                                    \
+    "kind: Cohort\nmetadata: {name: " n "}\nspec:\n" parent "  resourceGroups:\n"                  \
+    "  - coveredResources: [cpu]\n    flavors:\n"                                               \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: " cpu "}]\n---\n"
+#define P_ANY "{withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}"
+#define P_BWC0                                                                                     \
+    "{withinClusterQueue: LowerPriority, reclaimWithinCohort: Any, borrowWithinCohort: "          \
+    "{policy: LowerPriority, maxPriorityThreshold: 0}}"
+#define P_LOWER_BWC0                                                                               \
+    "{withinClusterQueue: LowerPriority, reclaimWithinCohort: LowerPriority, "                   \
+    "borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 0}}"
+
+/*        R
+ *      /    \
+ *   C(2)  q_borrowing(0)   [q_nominal(2)]
+ *    |
+ *   q(0)                                  */
+static const char *const hier_advantage =
+    RF("default") HCOHORT("c", "  parent: r\n", "2") HQ("q", "c", "0", P_ANY)
+        HQ("q_borrowing", "r", "0", P_ANY);
+static const char *const hier_nominal =
+    RF("default") HCOHORT("c", "  parent: r\n", "2") HQ("q", "c", "0", P_ANY)
+        HQ("q_borrowing", "r", "0", P_ANY) HQ("q_nominal", "r", "2", P_ANY);
+
+/*         R
+ *      /     \
+ *   C(2)    q_nominal(2)
+ *   /   \
+ * q(0) q_same_cohort(0), q with borrowWithinCohort below priority 0 */
+static const char *const hier_forced =
+    RF("default") HCOHORT("c", "  parent: r\n", "2") HQ("q", "c", "0", P_BWC0)
+        HQ("q_same_cohort", "c", "0", P_ANY) HQ("q_nominal", "r", "2", P_ANY);
+
+/*          R(1)
+ *      /        \
+ *   C(4)      q_borrowing(0)
+ *   /   \
+ * q(0) q_same_cohort(0)                   */
+static const char *const hier_both =
+    RF("default") HCOHORT("r", "", "1") HCOHORT("c", "  parent: r\n", "4")
+        HQ("q", "c", "0", P_LOWER_BWC0) HQ("q_same_cohort", "c", "0", P_ANY)
+            HQ("q_borrowing", "r", "0", P_ANY);
+
+/*            R
+ *      /     |      \
+ *   C(3) q_borrowing(0) q_nominal(2)
+ *    |
+ *   q(0)                                  */
+static const char *const hier_lowest =
+    RF("default") HCOHORT("c", "  parent: r\n", "3") HQ("q", "c", "0", P_ANY)
+        HQ("q_borrowing", "r", "0", P_ANY) HQ("q_nominal", "r", "2", P_ANY);
+
+/* Fair sharing over a tree: R holds team cohorts A (three queues) and B
+ * (one queue) and a lender with R's CPUs. Kueue's tournament compares A
+ * against B at R's level (each cohort's share of what R could lend, with
+ * the head's usage added), then A's queues at A's level; a flat cohort
+ * would compare the four queues alike. */
+#define FSQ(n, co)                                                                                 \
+    "kind: ClusterQueue\nmetadata: {name: " n "}\nspec:\n  cohort: " co "\n  resourceGroups:\n"   \
+    "  - coveredResources: [cpu]\n    flavors:\n"                                              \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: 0}]\n---\n"
+#define FS_TREE(cpus, a_spec)                                                                      \
+    FS_CONFIG RF("default") "kind: Cohort\nmetadata: {name: A}\nspec: {parentName: R" a_spec     \
+                            "}\n---\n"                                                           \
+                            "kind: Cohort\nmetadata: {name: B}\nspec: {parentName: R}\n---\n"      \
+        FSQ("a1", "A") FSQ("a2", "A") FSQ("a3", "A") FSQ("b1", "B")                               \
+            "kind: ClusterQueue\nmetadata: {name: lender}\nspec:\n  cohort: R\n"                  \
+            "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"                    \
+            "    - name: default\n      resources: [{name: cpu, nominalQuota: " cpus "}]\n"
+
 static const scenario scenarios[] = {
+    /* ---- fair sharing, shares per level of the cohort tree ---- */
+    {"fair sharing per level: after a1, cohort B (share 1/3 at R) goes before A (2/3)",
+     FS_TREE("3", ""),
+     {"@0 add a1_1 a1 0 1*cpu=1", "@0 add a2_1 a2 0 1*cpu=1", "@0 add a3_1 a3 0 1*cpu=1",
+      "@0 add b1_1 b1 0 1*cpu=1", "@0 sched", "want a1_1:A b1_1:A a2_1:A a3_1:P"}},
+    {"fair sharing per level: Cohort A's fairSharing.weight 3 divides its share at R",
+     FS_TREE("3", ", fairSharing: {weight: 3}"),
+     {"@0 add a1_1 a1 0 1*cpu=1", "@0 add a2_1 a2 0 1*cpu=1", "@0 add a3_1 a3 0 1*cpu=1",
+      "@0 add b1_1 b1 0 1*cpu=1", "@0 sched", "want a1_1:A a2_1:A a3_1:A b1_1:P"}},
+    {"fair sharing per level: the last CPU of a second cycle goes to B (2/5 at R), not A (4/5)",
+     FS_TREE("5", ""),
+     {"@0 add a1_1 a1 0 1*cpu=1", "@0 add a1_2 a1 0 1*cpu=1", "@0 add a2_1 a2 0 1*cpu=1",
+      "@0 add a2_2 a2 0 1*cpu=1", "@0 add a3_1 a3 0 1*cpu=1", "@0 add a3_2 a3 0 1*cpu=1",
+      "@0 add b1_1 b1 0 1*cpu=1", "@0 add b1_2 b1 0 1*cpu=1", "@0 add b1_3 b1 0 1*cpu=1",
+      "@0 sched",
+      "want b1_1:A b1_2:A b1_3:P a1_1:A a2_1:A a3_1:A a1_2:P a2_2:P a3_2:P"}},
+    /* ---- hierarchical reclaim (kueue preemption_hierarchical_test.go) ---- */
+    {"kueue hier: preempt with hierarchical advantage",
+     hier_advantage,
+     {"@0 sub admitted2 q_borrowing 0 1*cpu=2", "want admitted2:A",
+      "@1 sub in q 0 1*cpu=2", "want in:A admitted2:P", "pre admitted2/InCohortReclamation"}},
+    {"kueue hier: avoid queues within nominal quota",
+     hier_nominal,
+     {"@0 sub admitted1 q_nominal -10 1*cpu=2", "@0 sub admitted2 q_borrowing 0 1*cpu=2",
+      "want admitted1:A admitted2:A", "@1 sub in q 0 1*cpu=2",
+      "want in:A admitted1:A admitted2:P", "pre admitted2/InCohortReclamation"}},
+    {"kueue hier: preempt multiple with hierarchical advantage (higher priorities too)",
+     hier_advantage,
+     {"@0 sub admitted1 q_borrowing 1 1*cpu=1", "@0 sub admitted2 q_borrowing 2 1*cpu=1",
+      "want admitted1:A admitted2:A", "@1 sub in q 0 1*cpu=2",
+      "want in:A admitted1:P admitted2:P",
+      "pre admitted1/InCohortReclamation,admitted2/InCohortReclamation"}},
+    {"kueue hier: prefer to preempt hierarchical candidate over a lower priority in its own queue",
+     hier_advantage,
+     {"@0 sub admitted_borrowing q_borrowing 1 1*cpu=1",
+      "@0 sub admitted_same_queue q -2 1*cpu=1", "want admitted_borrowing:A admitted_same_queue:A",
+      "@1 sub in q 0 1*cpu=1", "want in:A admitted_borrowing:P admitted_same_queue:A",
+      "pre admitted_borrowing/InCohortReclamation"}},
+    {"kueue hier: forced to preempt priority candidate (while borrowing, below the threshold)",
+     hier_forced,
+     {"@0 sub admitted_nominal q_nominal -10 1*cpu=2",
+      "@0 sub admitted_same_cohort q_same_cohort -1 1*cpu=2",
+      "want admitted_nominal:A admitted_same_cohort:A", "@1 sub in q 0 1*cpu=2",
+      "want in:A admitted_nominal:A admitted_same_cohort:P",
+      "pre admitted_same_cohort/InCohortReclaimWhileBorrowing"}},
+    {"kueue hier: preempt hierarchical and priority candidates",
+     hier_both,
+     {"@0 sub admitted_borrowing q_borrowing -1 1*cpu=2",
+      "@0 sub admitted_same_cohort_preemptible q_same_cohort -1 1*cpu=1",
+      "@0 sub admitted_borrowing_not_preemptible q_borrowing 1 1*cpu=2",
+      "want admitted_borrowing:A admitted_same_cohort_preemptible:A "
+      "admitted_borrowing_not_preemptible:A",
+      /* Kueue's row: these two targets, then (its next cycle) the requeued
+       * one takes c's quota back from q_borrowing: reclaimWithinCohort Any */
+      "@1 sub in q 0 1*cpu=3",
+      "want in:A admitted_borrowing:P admitted_same_cohort_preemptible:A "
+      "admitted_borrowing_not_preemptible:P",
+      "pre admitted_borrowing/InCohortReclamation,"
+      "admitted_same_cohort_preemptible/InCohortReclaimWhileBorrowing,"
+      "admitted_borrowing_not_preemptible/InCohortReclamation"}},
+    {"kueue hier: reclaim nominal quota from lowest priority workload, excluding non-borrowing",
+     hier_lowest,
+     {"@0 sub admitted_borrowing_prio_8 q_borrowing 8 1*cpu=1",
+      "@0 sub admitted_borrowing_prio_9 q_borrowing 9 1*cpu=1",
+      "@0 sub admitted_borrowing_prio_10 q_borrowing 9 1*cpu=1",
+      "@0 sub admitted_nominal q_nominal -2 1*cpu=2",
+      "want admitted_borrowing_prio_8:A admitted_borrowing_prio_9:A "
+      "admitted_borrowing_prio_10:A admitted_nominal:A",
+      "@1 sub in q 0 1*cpu=1",
+      "want in:A admitted_borrowing_prio_8:P admitted_borrowing_prio_9:A "
+      "admitted_borrowing_prio_10:A admitted_nominal:A",
+      "pre admitted_borrowing_prio_8/InCohortReclamation"}},
     /* ---- Cohort objects: own quota, nesting ---- */
     {"cohort quota is lent to members that own nothing",
      pool_platform,
@@ -167,11 +317,13 @@ static const scenario scenarios[] = {
      {"@0 sub big t1 0 1*cpu=9", "want big:P",
       "reason big request > maximum capacity (9 > 8)", "@1 sub ok t1 0 1*cpu=8", "want ok:A",
       "reason ok borrowing in cohort team"}},
-    {"nested cohorts: team keeps all but lendingLimit 1 of its own from the rest of org",
+    {"nested cohorts: team keeps all but lendingLimit 1 of its own from the rest of org; "
+     "t1 takes the lent 1 back from s1 (hierarchical advantage: team's quota holds it)",
      tree_platform,
      {"@0 sub x s1 0 1*cpu=14", "want x:P", "reason x request > maximum capacity (14 > 13)",
       "@1 sub y s1 0 1*cpu=13", "want y:A", "@2 sub z t1 0 1*cpu=4", "want z:A",
-      "@3 sub z2 t1 0 1*cpu=1", "want z2:P"}},
+      "@3 sub z2 t1 0 1*cpu=1", "want z2:A y:P", "pre y/InCohortReclamation",
+      "reason y Evicted by ns/z2 (InCohortReclamation) at 3s; requeued"}},
     {"nested cohorts: s1 reclaims its nominal quota from a borrower deeper in the tree",
      tree_platform,
      {"@0 sub b2 s2 0 1*cpu=9", "@1 sub t t1 0 1*cpu=8", "want b2:A t:A",
@@ -603,8 +755,10 @@ static void test_bad_cohorts(void **state)
          "x.yaml:1: Cohort a: spec.parentName: cycle a -> b -> c -> a"},
         {"kind: Cohort\nmetadata: {name: a}\nspec: {parentName: a}\n",
          "x.yaml:3: Cohort a: spec.parentName: cycle: Cohort a -> a"},
-        {"kind: Cohort\nmetadata: {name: a}\nspec: {fairSharing: {weight: 1}}\n",
-         "Cohort a: spec.fairSharing: not supported by tenantd's queue"},
+        {"kind: Cohort\nmetadata: {name: a}\nspec: {fairSharing: {weight: 1, speed: 2}}\n",
+         "Cohort a: spec.fairSharing.speed: not supported by tenantd's queue"},
+        {"kind: Cohort\nmetadata: {name: a}\nspec: {fairSharing: {weight: -1}}\n",
+         "Cohort a: spec.fairSharing.weight"},
         {RF("f") "kind: Cohort\nmetadata: {name: a}\nspec:\n  resourceGroups:\n"
                  "  - coveredResources: [cpu]\n    flavors:\n"
                  "    - name: f\n      resources: [{name: cpu, nominalQuota: 1, borrowingLimit: 1}]\n",

@@ -79,6 +79,11 @@ MATRIX=(
 "list Tenants         |GET   |/v1/objects?kind=Tenant|-|401 401 200 200 200"
 "get cluster kind     |GET   |/v1/objects?kind=ClusterQueue|-|401 401 403 403 200"
 "delete object        |DELETE|/v1/objects?kind=Namespace&name=scratch|-|401 401 403 403 200"
+"dashboard page       |GET   |/ui|-|200 200 200 200 200"
+"usage                |GET   |/v1/usage|-|401 401 200 200 200"
+"explain request      |GET   |/v1/explain/request?tenant=alpha|-|401 401 403 200 200"
+"explain workload     |GET   |/v1/explain/workload?namespace=team-a&name=alpha-secret-job|-|401 401 403 200 200"
+"finish workload      |POST  |/v1/workloads/finish?namespace=team-a&name=nope|-|401 401 403 404 404"
 "unknown endpoint     |GET   |/v1/nothing|-|404 404 404 404 404"
 "wrong method         |PUT   |/v1/workloads|-|405 405 405 405 405"
 )

@@ -126,8 +126,11 @@ else
     not_ok "(b) abuser: sent $sent offered $offered 429 $r429"
 fi
 r429=$(jget c abuser rateLimited) acc=$(jget c abuser accepted) offered=$(jget c abuser offered)
-if [ "$r429" = 0 ] && [ -n "$acc" ] && [ $((acc * 10)) -ge $((offered * 9)) ]; then
-    ok "(c) pass-through: the abuser is never limited ($acc of $offered accepted)"
+# Limits off: no 429 at all. Most of its requests are served; the rest time
+# out or are shed by the overloaded upstream's queue, which is the point of
+# (c) (on a loaded 2-core machine, 88-92% were served).
+if [ "$r429" = 0 ] && [ -n "$acc" ] && [ $((acc * 4)) -ge $((offered * 3)) ]; then
+    ok "(c) pass-through: the abuser is never limited ($acc of $offered accepted, no 429)"
 else
     not_ok "(c) the abuser was limited: 429 $r429, accepted $acc of $offered"
 fi

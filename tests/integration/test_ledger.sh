@@ -64,6 +64,14 @@ spec:
   cost: {model: requests}
 ---
 apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: tiny}
+spec:
+  match: {pathPrefix: /v1/chat/completions}
+  upstream: {address: "$SIM", capacity: 1, queue: 1}
+  cost: {model: requests}
+---
+apiVersion: tenantd.dev/v1alpha1
 kind: CostPolicy
 metadata: {name: default}
 spec:
@@ -73,6 +81,7 @@ spec:
   - {resource: cpu, perHour: "0.031"}
   - {route: chat, per1kTokensIn: "0.002", per1kTokensOut: "0.006"}
   - {route: dead, perRequest: "0.001"}
+  - {route: tiny, perRequest: "0.001"}
 ---
 apiVersion: v1
 kind: Namespace
@@ -159,6 +168,18 @@ expect_grep "502 from a dead upstream" <(curl -s -o /dev/null -w '%{http_code}' 
 expect_grep "504 past the client's deadline" <(curl -s -o /dev/null -w '%{http_code}' \
     -H "Authorization: Bearer key-alpha" -H "X-Request-Timeout-Ms: 30" \
     -d '{"model":"m","prompt":"slow","max_tokens":2000}' "$GW/v1/completions") "504"
+# 16 at once on a route of 1 slot and a short queue: some are shed (503)
+CURLS=()
+for i in $(seq 1 16); do
+    curl -s -m 20 -o /dev/null -w '%{http_code}\n' -H "Authorization: Bearer key-alpha" \
+        -H "X-Criticality: sheddable" -d '{"model":"m","prompt":"s","max_tokens":1500}' \
+        "$GW/v1/chat/completions" >"$TMP/tiny.$i" &
+    CURLS+=($!)
+done
+wait "${CURLS[@]}"
+SHED=$(cat "$TMP"/tiny.* | grep -c 503)
+TINY_OK=$(cat "$TMP"/tiny.* | grep -c 200)
+[ "$SHED" -gt 0 ] && ok "the tiny route shed $SHED of 16 ($TINY_OK ok)" || { not_ok "nothing shed"; cat "$TMP"/tiny.*; }
 read -r ALPHA_IN ALPHA_OUT <<<"$(python3 -c '
 import json, sys
 pi = po = 0
@@ -172,15 +193,16 @@ code=$(curl -s -o "$TMP/submit.out" -w '%{http_code}' --data-binary @"$TMP/train
 [ "$code" = 200 ] && ok "workload submitted" || { not_ok "submit: $code"; cat "$TMP/submit.out"; }
 wait_until 15 alpha_gpus 4.0 || not_ok "no metering tick saw the workload running"
 curl -s "$ADMIN/v1/usage" >"$TMP/usage.json"
-python3 - "$TMP/usage.json" >"$TMP/check" 2>&1 <<'P'
+python3 - "$TMP/usage.json" "$TINY_OK" "$SHED" >"$TMP/check" 2>&1 <<'P'
 import json, sys
 u = json.load(open(sys.argv[1]))
 a = [t for t in u["tenants"] if t["name"] == "alpha"][0]
 assert a["gpusInUse"] == 4.0 and a["gpuQuota"] == 8.0, a
-assert a["team"] == "alpha" and a["requests"]["accepted"] == 12, a
+assert a["team"] == "alpha" and a["requests"]["accepted"] == 12 + int(sys.argv[2]), a
+assert a["requests"]["shed"] == int(sys.argv[3]), a
 print("ok")
 P
-expect_grep "/v1/usage: alpha holds 4 of its 8 GPUs, 12 accepted" "$TMP/check" "ok"
+expect_grep "/v1/usage: alpha holds 4 of its 8 GPUs, its accepted and shed requests" "$TMP/check" "ok"
 sleep 1.1 # the interval lasts a measurable time
 code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE \
     "$ADMIN/v1/objects?kind=Workload&namespace=alpha-prod&name=train")
@@ -192,7 +214,7 @@ stop_tenantd
 
 # ---- what the ledger holds ----
 expect_grep "requests of alpha: 12 ok with simmodel's tokens" <(sql "$DATA" \
-    "select count(*), sum(tokens_in), sum(tokens_out), min(gpu_milli_seconds) > 0 from records where kind=0 and tenant='alpha' and outcome='ok'") \
+    "select count(*), sum(tokens_in), sum(tokens_out), min(gpu_milli_seconds) > 0 from records where kind=0 and tenant='alpha' and outcome='ok' and route='chat'") \
     "12|$ALPHA_IN|$ALPHA_OUT|1"
 expect_grep "alpha's labels from its Tenant" <(sql "$DATA" \
     "select distinct team || '/' || project || '/' || environment || '/' || route from records where tenant='alpha' and kind=0") \
@@ -200,6 +222,9 @@ expect_grep "alpha's labels from its Tenant" <(sql "$DATA" \
 expect_grep "beta's 429s are counted in aggregated rejected records, its ok ones one each" <(sql "$DATA" \
     "select sum(case when outcome='rejected' then count end), sum(outcome='ok'), max(case when outcome='rejected' then tokens_in + tokens_out else 0 end), sum(outcome='rejected') < $B429 from records where tenant='beta' and route='chat'") \
     "$B429|$BOK|0|1"
+expect_grep "the 503s are counted in shed records of route tiny" <(sql "$DATA" \
+    "select sum(case when outcome='shed' then count end), sum(outcome='ok') from records where route='tiny'") \
+    "$SHED|$TINY_OK"
 expect_grep "the 502 is an error record of route dead" <(sql "$DATA" \
     "select count(*), tenant, route from records where outcome='error'") "1|beta|dead"
 expect_grep "the 504 is a timeout record, no tokens billed" <(sql "$DATA" \

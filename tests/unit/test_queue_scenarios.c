@@ -232,7 +232,92 @@ static const char *const hier_lowest =
             "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"                    \
             "    - name: default\n      resources: [{name: cpu, nominalQuota: " cpus "}]\n"
 
+/* Kueue's preemption_fair_test.go trees (TestFairPreemptions, hierarchical
+ * rows). FQ(name, cohort, extra spec lines, cpu) is a ClusterQueue. */
+#define FQ(n, co, extra, cpu)                                                                      \
+    "kind: ClusterQueue\nmetadata: {name: " n "}\nspec:\n  cohort: " co "\n" extra                \
+    "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"                            \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: " cpu "}]\n---\n"
+#define FCOHORT(n, parent, extra, cpu)                                                             \
+    "kind: Cohort\nmetadata: {name: " n "}\nspec:\n" parent extra "  resourceGroups:\n"          \
+    "  - coveredResources: [cpu]\n    flavors:\n"                                              \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: " cpu "}]\n---\n"
+#define FCOHORT0(n, parent, extra) "kind: Cohort\nmetadata: {name: " n "}\nspec: {parentName: " parent extra "}\n---\n"
+#define W(x) "  fairSharing: {weight: " x "}\n"
+
+/*          ROOT(5)
+ *        /    |     \
+ *   LEFT(5,w2) c(1)  RIGHT(5)
+ *    /   \           /    \
+ *  a(1,w2) b(1)    d(1)  e(1,w0.99)   */
+static const char *const fair_hier =
+    FS_CONFIG RF("default") FCOHORT("ROOT", "", "", "5")
+        FCOHORT("LEFT", "  parentName: ROOT\n", W("2"), "5")
+            FCOHORT("RIGHT", "  parentName: ROOT\n", "", "5")
+                FQ("a", "LEFT", W("2") "  preemption: {reclaimWithinCohort: Any}\n", "1")
+                    FQ("b", "LEFT", "", "1") FQ("c", "ROOT", "", "1") FQ("d", "RIGHT", "", "1")
+                        FQ("e", "RIGHT", W("0.99"), "1");
+
+/*        ROOT
+ *      /      \
+ *  a(5,w10)  RIGHT(q, w0.1)
+ *               |
+ *             b(0, w0.1)                 */
+#define FAIR_PROTECTED(q, reclaim)                                                                 \
+    FS_CONFIG RF("default") FCOHORT("RIGHT", "  parentName: ROOT\n", W("0.1"), q)                  \
+        FQ("a", "ROOT",                                                                           \
+           W("10") "  preemption: {reclaimWithinCohort: " reclaim                                 \
+                   ", withinClusterQueue: LowerPriority}\n",                                      \
+           "5") FQ("b", "RIGHT", W("0.1"), "0")
+
+/*          ROOT
+ *       /    |    \
+ *   A(w1.01) B(w0.99) C
+ *      |     |        |
+ *     AA     BB       CC
+ *      |     |        |
+ *     AAA   BBB      CCC
+ *      |     |        |
+ *      a     b     CCCC(1)               */
+static const char *const fair_deep =
+    FS_CONFIG RF("default") FCOHORT0("A", "ROOT", ", fairSharing: {weight: 1.01}")
+        FCOHORT0("AA", "A", "") FCOHORT0("AAA", "AA", "")
+            FCOHORT0("B", "ROOT", ", fairSharing: {weight: 0.99}") FCOHORT0("BB", "B", "")
+                FCOHORT0("BBB", "BB", "") FCOHORT0("C", "ROOT", "") FCOHORT0("CC", "C", "")
+                    FCOHORT0("CCC", "CC", "") FCOHORT("CCCC", "  parentName: CCC\n", "", "1")
+                        FQ("a", "AAA", "  preemption: {reclaimWithinCohort: Any}\n", "0")
+                            FQ("b", "BBB", "", "0");
+
 static const scenario scenarios[] = {
+    /* ---- fair-sharing preemption in cohort trees (kueue preemption_fair_test.go) ---- */
+    {"kueue fair: hierarchical preemption",
+     fair_hier,
+     {"@0 sub b1 b 1 1*cpu=1", "@0 sub b2 b 2 1*cpu=1", "@0 sub b3 b 3 1*cpu=1",
+      "@0 sub b4 b 4 1*cpu=1", "@0 sub b5 b 5 1*cpu=1", "@0 sub c1 c 1 1*cpu=1",
+      "@0 sub c2 c 2 1*cpu=1", "@0 sub c3 c 3 1*cpu=1", "@0 sub c4 c 4 1*cpu=1",
+      "@0 sub c5 c 5 1*cpu=1", "@0 sub d1 d 1 1*cpu=1", "@0 sub d2 d 2 1*cpu=1",
+      "@0 sub d3 d 3 1*cpu=1", "@0 sub d4 d 4 1*cpu=1", "@0 sub d5 d 5 1*cpu=1",
+      "@0 sub e1 e 1 1*cpu=1", "@0 sub e2 e 2 1*cpu=1", "@0 sub e3 e 3 1*cpu=1",
+      "@0 sub e4 e 4 1*cpu=1", "@0 sub e5 e 5 1*cpu=1", "@1 sub unit a 0 1*cpu=5",
+      "want unit:A b1:P b2:P c1:P c2:P e1:P b3:A c3:A d1:A e2:A",
+      "pre c1/InCohortFairSharing,e1/InCohortFairSharing,c2/InCohortFairSharing,"
+      "b1/InCohortFairSharing,b2/InCohortFairSharing"}},
+    {"kueue fair: borrowing cq in non-borrowing cohort is protected",
+     FAIR_PROTECTED("1", "Any"),
+     {"@0 sub a1 a -1 1*cpu=1", "@0 sub a2 a -1 1*cpu=1", "@0 sub a3 a -1 1*cpu=1",
+      "@0 sub b1 b -1 1*cpu=1", "want a1:A a2:A a3:A b1:A", "@1 sub unit a 0 1*cpu=5",
+      "want unit:A a1:P a2:P a3:P b1:A",
+      "pre a1/InClusterQueue,a2/InClusterQueue,a3/InClusterQueue"}},
+    {"kueue fair: forced to preempt within clusterqueue because borrowing workload too important",
+     FAIR_PROTECTED("3", "LowerPriority"),
+     {"@0 sub a1 a -1 1*cpu=1", "@0 sub a2 a -1 1*cpu=1", "@0 sub a3 a -1 1*cpu=1",
+      "@0 sub b1 b 100 1*cpu=4", "want a1:A a2:A a3:A b1:A", "@1 sub unit a 0 1*cpu=4",
+      "want unit:A a1:P a2:P a3:P b1:A",
+      "pre a1/InClusterQueue,a2/InClusterQueue,a3/InClusterQueue"}},
+    {"kueue fair: deep preemption (A weighs more than B at ROOT)",
+     fair_deep,
+     {"@0 sub b1 b 0 1*cpu=1", "want b1:A", "@1 sub a1 a 0 1*cpu=1", "want a1:A b1:P",
+      "pre b1/InCohortFairSharing"}},
     /* ---- fair sharing, shares per level of the cohort tree ---- */
     {"fair sharing per level: after a1, cohort B (share 1/3 at R) goes before A (2/3)",
      FS_TREE("3", ""),

@@ -2244,6 +2244,7 @@ td_status td_queue_restore_admission(td_queue *q, size_t id, const json_t *adm,
         json_t *doms = td_json_path(a, "topologyAssignment.domains");
         size_t di;
         json_t *d;
+        int64_t placed_pods = 0;
         json_array_foreach(doms, di, d)
         {
             if (st != TD_OK)
@@ -2262,15 +2263,23 @@ td_status td_queue_restore_admission(td_queue *q, size_t id, const json_t *adm,
                                 w->key, i, di, node ? node : "");
                 break;
             }
+            placed_pods += json_integer_value(cnt);
             if (push_place(q, (uint32_t)n, (uint32_t)i, json_integer_value(cnt)) != 0)
                 st = td_err_set(err, TD_ENOMEM, "queue: out of memory");
         }
+        if (st == TD_OK && json_array_size(doms) && placed_pods != w->counts[i])
+            st = td_err_set(err, TD_EINVAL,
+                            "Workload %s: status.admission.podSetAssignments[%zu]."
+                            "topologyAssignment: %lld pods placed, the pod set has %lld",
+                            w->key, i, (long long)placed_pods, (long long)w->counts[i]);
     }
     /* The books take the record as it is, over today's quota or capacity:
      * Kueue does not evict what it admitted when a quota shrinks. */
     for (size_t k = 0; st == TD_OK && k < q->scratch_place_n; k++)
         node_adjust(q, w, as, &q->scratch_place[k], -1);
     size_t ne = q->nevents;
+    /* borrowing names the cohort: none, if the queue has left it since */
+    borrowing = borrowing && c->cohort != QNONE;
     if (st == TD_OK && admit(q, id, as, use, nuse, borrowing, admitted_ns) != 0) {
         unplace_scratch(q, w, as, 0);
         st = td_err_set(err, TD_ENOMEM, "queue: out of memory");

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "tenantd/config.h"
 #include "tenantd/manifest.h"
 #include "tenantd/queue.h"
 
@@ -894,6 +895,58 @@ static void test_bad_node_pool(void **state)
     td_manifest_destroy(m);
 }
 
+/* A gang's admission on nodes, recorded and restored: the same nodes hold
+ * the same pods; a record placing the wrong number of pods, or on a node
+ * that does not exist, is refused and holds nothing. */
+static void test_restore_nodes(void **state)
+{
+    (void)state;
+    td_err err;
+    td_queue *a = load_platform(gpu_nodes), *b = load_platform(gpu_nodes);
+    json_t *w1 = workload("w1", "gpu", 0, "3*nvidia.com/gpu=4"), *w2 = workload("w2", "gpu", 0,
+                                                                                "1*nvidia.com/gpu=8");
+    assert_int_equal(td_queue_submit(a, w1, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_submit(a, w2, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_schedule(a, 0, NULL), TD_OK);
+    assert_int_equal(td_queue_workload_state(a, 0), TD_WL_ADMITTED);
+    assert_int_equal(td_queue_workload_state(a, 1), TD_WL_ADMITTED);
+    assert_int_equal(td_queue_submit(b, w1, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_submit(b, w2, NULL, 0, NULL, &err), TD_OK);
+    for (size_t id = 0; id < 2; id++) {
+        json_t *adm = td_queue_workload_admission(a, id);
+        if (td_queue_restore_admission(b, id, adm, 0, false, &err) != TD_OK)
+            fail_msg("%s", err.msg);
+        assert_string_equal(td_queue_workload_placement(a, id), td_queue_workload_placement(b, id));
+        json_decref(adm);
+    }
+    for (size_t n = 0; n < td_queue_node_count(a); n++)
+        assert_int_equal(td_queue_node_used_milli(a, n, "nvidia.com/gpu"),
+                         td_queue_node_used_milli(b, n, "nvidia.com/gpu"));
+    /* a third queue: tampered records */
+    td_queue *c = load_platform(gpu_nodes);
+    assert_int_equal(td_queue_submit(c, w1, NULL, 0, NULL, &err), TD_OK);
+    json_t *adm = td_queue_workload_admission(a, 0);
+    json_t *dom = json_array_get(
+        td_json_path(json_array_get(json_object_get(adm, "podSetAssignments"), 0),
+                     "topologyAssignment.domains"),
+        0);
+    json_object_set_new(dom, "count", json_integer(json_integer_value(json_object_get(dom, "count")) + 1));
+    assert_int_equal(td_queue_restore_admission(c, 0, adm, 0, false, &err), TD_EINVAL);
+    assert_non_null(strstr(err.msg, "pods placed, the pod set has 3"));
+    json_object_set_new(dom, "values", json_pack("[s]", "a100-9"));
+    assert_int_equal(td_queue_restore_admission(c, 0, adm, 0, false, &err), TD_EINVAL);
+    assert_non_null(strstr(err.msg, "node \"a100-9\""));
+    for (size_t n = 0; n < td_queue_node_count(c); n++)
+        assert_int_equal(td_queue_node_used_milli(c, n, "nvidia.com/gpu"), 0);
+    assert_int_equal(td_queue_workload_state(c, 0), TD_WL_PENDING);
+    json_decref(adm);
+    json_decref(w1);
+    json_decref(w2);
+    td_queue_destroy(a);
+    td_queue_destroy(b);
+    td_queue_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -901,6 +954,7 @@ int main(void)
         cmocka_unit_test(test_gang_never_partial),
         cmocka_unit_test(test_bad_node_pool),
         cmocka_unit_test(test_bad_cohorts),
+        cmocka_unit_test(test_restore_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -436,9 +436,8 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
     }
     if (st == TD_OK)
         st = td_config_builder_finish(b, &next, &err);
-    /* The batch queue must be able to take the new objects too. */
-    if (st == TD_OK)
-        st = td_workloads_view(next, NULL, &view, &err);
+    /* The batch queue must be able to take the new objects too: the
+     * commit's scheduling pass refuses them otherwise. */
     if (st == TD_OK) {
         st = td_control_commit(c, next, objs, td_manifest_count(m), NULL, 0, &err);
         next = NULL;
@@ -554,10 +553,8 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
         st = td_config_builder_delete(b, kind, ns, name, &err);
     if (st == TD_OK)
         st = td_config_builder_finish(b, &next, &err);
-    json_t *view = NULL;
-    if (st == TD_OK && (st = td_workloads_view(next, NULL, &view, &err)) != TD_OK)
+    if (st == TD_OK && (st = td_workloads_check(next, &err)) != TD_OK)
         td_err_prefix(&err, st, "deleting %s %s would break the batch queue", kind, name);
-    json_decref(view);
     if (st == TD_OK) {
         td_object_id id = {kind, td_kind_namespaced(kind) ? ns : "", name};
         st = td_control_commit(c, next, NULL, 0, &id, 1, &err);
@@ -802,8 +799,6 @@ static void h_finish(td_control *c, const td_http_request *req, td_http_response
         st = td_config_builder_add(b, copy, NULL, &err);
     if (st == TD_OK)
         st = td_config_builder_finish(b, &next, &err);
-    if (st == TD_OK)
-        st = td_workloads_view(next, NULL, &view, &err);
     if (st == TD_OK) {
         st = td_control_commit(c, next, &copy, 1, NULL, 0, &err);
         next = NULL;

@@ -484,21 +484,6 @@ int main(int argc, char **argv)
     }
     td_control_init(&control, cfg, store, gateway);
     control.metering = metering;
-    {
-        /* A scheduling pass over the stored records; it changes nothing
-         * unless the store predates them or the --config files changed the
-         * queue's objects. */
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        json_t *changed = NULL;
-        td_status ps = td_workloads_pass(
-            cfg, (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec, &changed, &err);
-        if (ps == TD_OK && json_array_size(changed))
-            ps = td_control_commit(&control, td_config_ref(cfg), NULL, 0, NULL, 0, &err);
-        if (ps != TD_OK)
-            fprintf(stderr, "tenantd: batch queue: scheduling pass at start: %s\n", err.msg);
-        json_decref(changed);
-    }
     if (token_file) {
         td_control_set_admin_token(&control, token, token_len);
         memset(token, 0, sizeof token);
@@ -549,6 +534,27 @@ int main(int argc, char **argv)
     uv_signal_start(&d.sighup, on_reload, SIGHUP);
     d.metering = metering;
     td_metering_start(metering, &loop, ledger, 2000);
+    {
+        /* A scheduling pass over the stored records, once both listeners
+         * are up (requests wait in the backlog); it changes nothing unless
+         * the store predates the records or the --config files changed the
+         * queue's objects. */
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        json_t *changed = NULL;
+        td_config *cur = td_config_ref(atomic_load(&control.snapshot));
+        td_status ps = td_workloads_pass(
+            cur, (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec, &changed, &err);
+        if (ps == TD_OK && json_array_size(changed)) {
+            fprintf(stderr, "tenantd: batch queue: the pass at start updates %zu Workloads\n",
+                    json_array_size(changed));
+            ps = td_control_commit(&control, td_config_ref(cur), NULL, 0, NULL, 0, &err);
+        }
+        if (ps != TD_OK)
+            fprintf(stderr, "tenantd: batch queue: scheduling pass at start: %s\n", err.msg);
+        json_decref(changed);
+        td_config_unref(cur);
+    }
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     td_proxy_stop(proxy);

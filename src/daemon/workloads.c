@@ -321,6 +321,44 @@ td_status td_workloads_replay(const td_config *cfg, td_queue **out_q, json_t ***
     return TD_OK;
 }
 
+static const char *state_name(td_wl_state ws)
+{
+    return ws == TD_WL_ADMITTED ? "Admitted" : ws == TD_WL_PENDING ? "Pending" : "Finished";
+}
+
+/* s, or "" when absent */
+static const char *str_or_empty(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+/* Whether wl's record already says what queue id says (nothing new in its
+ * history): then make_status would give the status it has. */
+static bool record_current(const td_queue *q, size_t id, const json_t *wl)
+{
+    const json_t *rec = td_json_path(wl, "status.tenantd");
+    if (!json_is_object(rec))
+        return false;
+    td_wl_state ws = td_queue_workload_state(q, id);
+    size_t cq = td_queue_workload_cq(q, id);
+    if (strcmp(str_or_empty(rec, "state"), state_name(ws)) != 0 ||
+        ns_value(json_object_get(rec, "queuedAt")) != td_queue_workload_queue_ns(q, id) ||
+        strcmp(str_or_empty(rec, "reason"), td_queue_workload_reason(q, id)) != 0 ||
+        strcmp(str_or_empty(rec, "clusterQueue"),
+               cq == TD_QUEUE_NONE ? "" : td_queue_cq_name(q, cq)) != 0 ||
+        json_integer_value(json_object_get(rec, "priority")) != td_queue_workload_priority(q, id) ||
+        strcmp(str_or_empty(rec, "evicted"),
+               ws == TD_WL_PENDING ? td_queue_workload_evicted(q, id) : "") != 0)
+        return false;
+    if (ws != TD_WL_ADMITTED)
+        return true;
+    return ns_value(json_object_get(rec, "admittedAt")) == td_queue_workload_admitted_ns(q, id) &&
+           json_is_true(json_object_get(rec, "borrowing")) == td_queue_workload_borrowing(q, id) &&
+           strcmp(str_or_empty(rec, "flavors"), td_queue_workload_flavors(q, id)) == 0 &&
+           strcmp(str_or_empty(rec, "placement"), td_queue_workload_placement(q, id)) == 0;
+}
+
 static json_t *condition(const char *type, bool status, const char *reason, const char *message,
                          uint64_t t)
 {
@@ -337,10 +375,16 @@ static json_t *make_status(const td_queue *q, size_t id, const json_t *wl, size_
     td_wl_state ws = td_queue_workload_state(q, id);
     const char *reason = td_queue_workload_reason(q, id);
     json_t *old = td_json_path(wl, "status.tenantd.history");
-    json_t *hist = json_is_array(old) ? json_deep_copy(old) : json_array();
     const td_queue_event *ev;
     size_t ne = td_queue_events(q, &ev);
-    for (size_t k = ne0; hist && k < ne; k++) {
+    bool grows = false;
+    for (size_t k = ne0; k < ne && !grows; k++)
+        grows = ev[k].workload == id;
+    /* The recorded history is shared, never changed, unless it grows. */
+    json_t *hist = !json_is_array(old) ? json_array()
+                   : grows             ? json_deep_copy(old)
+                                       : json_incref(old);
+    for (size_t k = ne0; hist && grows && k < ne; k++) {
         if (ev[k].workload != id)
             continue;
         json_t *h = json_pack("{s:s, s:o, s:I, s:s}", "type", event_names[ev[k].type], "time",
@@ -364,12 +408,11 @@ static json_t *make_status(const td_queue *q, size_t id, const json_t *wl, size_
         json_object_set_new(h, "reason", json_string(ev[k].reason));
         json_array_append_new(hist, h);
     }
-    json_t *rec = json_pack("{s:s, s:o, s:s}", "state",
-                            ws == TD_WL_ADMITTED  ? "Admitted"
-                            : ws == TD_WL_PENDING ? "Pending"
-                                                  : "Finished",
-                            "queuedAt", ns_string(td_queue_workload_queue_ns(q, id)), "reason",
-                            reason);
+    size_t cq = td_queue_workload_cq(q, id);
+    json_t *rec = json_pack("{s:s, s:o, s:s, s:s, s:i}", "state", state_name(ws), "queuedAt",
+                            ns_string(td_queue_workload_queue_ns(q, id)), "reason", reason,
+                            "clusterQueue", cq == TD_QUEUE_NONE ? "" : td_queue_cq_name(q, cq),
+                            "priority", (int)td_queue_workload_priority(q, id));
     json_t *conds = json_array();
     json_t *st = rec && conds ? json_pack("{s:o}", "conditions", conds) : NULL;
     if (!st || !hist) {
@@ -383,6 +426,9 @@ static json_t *make_status(const td_queue *q, size_t id, const json_t *wl, size_
         json_object_set_new(rec, "admittedAt", ns_string(at));
         json_object_set_new(rec, "borrowing", json_boolean(td_queue_workload_borrowing(q, id)));
         json_object_set_new(rec, "flavors", json_string(td_queue_workload_flavors(q, id)));
+        if (*td_queue_workload_placement(q, id))
+            json_object_set_new(rec, "placement",
+                                json_string(td_queue_workload_placement(q, id)));
         json_array_append_new(conds, condition("QuotaReserved", true, "QuotaReserved", reason, at));
         json_array_append_new(conds, condition("Admitted", true, "Admitted",
                                                "The workload is admitted", at));
@@ -416,9 +462,18 @@ td_status td_workloads_pass(const td_config *cfg, uint64_t now_ns, json_t **chan
     json_t *const *wls;
     td_config_list(cfg, "Workload", NULL, &wls);
     json_t *out = json_array();
-    if (!out)
+    size_t nq = td_queue_workload_count(q);
+    bool *grows = calloc(nq ? nq : 1, sizeof *grows);
+    if (!out || !grows)
         st = td_err_set(err, TD_ENOMEM, "out of memory");
+    const td_queue_event *ev;
+    size_t ne = td_queue_events(q, &ev);
+    for (size_t k = ne0; grows && k < ne; k++)
+        if (ev[k].workload < nq)
+            grows[ev[k].workload] = true;
     for (size_t i = 0; st == TD_OK && i < n; i++) {
+        if (!grows[qid[i]] && record_current(q, qid[i], wls[i]))
+            continue;
         json_t *status = make_status(q, qid[i], wls[i], ne0);
         if (!status) {
             st = td_err_set(err, TD_ENOMEM, "out of memory");
@@ -437,6 +492,7 @@ td_status td_workloads_pass(const td_config *cfg, uint64_t now_ns, json_t **chan
         }
     }
     free(qid);
+    free(grows);
     td_queue_destroy(q);
     if (st != TD_OK) {
         json_decref(out);
@@ -446,8 +502,85 @@ td_status td_workloads_pass(const td_config *cfg, uint64_t now_ns, json_t **chan
     return TD_OK;
 }
 
+static bool in_namespace(const char *namespace_, const char *ns)
+{
+    return !namespace_ || !*namespace_ || strcmp(namespace_, ns ? ns : "default") == 0;
+}
+
+static json_t *finished_reason(const json_t *wl)
+{
+    uint64_t t = annotation_ns(wl, TD_FINISHED_AT);
+    time_t secs = (time_t)(t / 1000000000ULL);
+    struct tm tm;
+    char ts[40] = "?", finished[96];
+    if (gmtime_r(&secs, &tm))
+        strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(finished, sizeof finished, "Finished at %s (reported by the job runner)", ts);
+    return json_string(finished);
+}
+
+static td_status view_rebuilt(const td_config *cfg, const char *namespace_, json_t **out,
+                              td_err *err);
+
 td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t **out,
                             td_err *err)
+{
+    json_t *const *wls;
+    size_t n = td_config_list(cfg, "Workload", NULL, &wls);
+    for (size_t i = 0; i < n; i++)
+        if (!td_json_str(wls[i], "status.tenantd.state"))
+            return view_rebuilt(cfg, namespace_, out, err); /* no pass has run yet */
+    /* every Workload has its record: the view is the records, in the order
+     * a rebuild gives (queue time, then key) */
+    order_ref *ord = malloc((n ? n : 1) * sizeof *ord);
+    json_t *arr = ord ? json_array() : NULL;
+    if (!arr) {
+        free(ord);
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        ord[i] = (order_ref){ns_value(td_json_path(wls[i], "status.tenantd.queuedAt")), i};
+    if (n)
+        qsort(ord, n, sizeof *ord, by_queue_time);
+    for (size_t k = 0; k < n; k++) {
+        const json_t *wl = wls[ord[k].wl], *rec = td_json_path(wl, "status.tenantd");
+        const char *ns = td_json_str(wl, "metadata.namespace");
+        if (!in_namespace(namespace_, ns))
+            continue;
+        const char *state = str_or_empty(rec, "state");
+        bool fin = strcmp(state, "Finished") == 0, adm = strcmp(state, "Admitted") == 0;
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:i, s:s}", "namespace",
+                              ns && *ns ? ns : "default", "name",
+                              td_json_str(wl, "metadata.name"), "state", state, "clusterQueue",
+                              str_or_empty(rec, "clusterQueue"), "flavors",
+                              adm ? str_or_empty(rec, "flavors") : "", "reason",
+                              fin ? finished_reason(wl) : json_string(str_or_empty(rec, "reason")),
+                              "priority", (int)json_integer_value(json_object_get(rec, "priority")),
+                              "placement", adm ? str_or_empty(rec, "placement") : "");
+        if (!o || json_array_append_new(arr, o) != 0) {
+            json_decref(arr);
+            free(ord);
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        }
+    }
+    free(ord);
+    *out = arr;
+    return TD_OK;
+}
+
+td_status td_workloads_check(const td_config *cfg, td_err *err)
+{
+    td_queue *q = NULL;
+    json_t **by_id = NULL;
+    size_t nq = 0;
+    td_status st = td_workloads_replay(cfg, &q, &by_id, &nq, err);
+    free(by_id);
+    td_queue_destroy(q);
+    return st;
+}
+
+static td_status view_rebuilt(const td_config *cfg, const char *namespace_, json_t **out,
+                              td_err *err)
 {
     td_queue *q = NULL;
     json_t **by_id = NULL;

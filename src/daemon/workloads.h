@@ -22,13 +22,16 @@
 
 /* A new JSON array, one object per Workload of cfg (namespace_ NULL: all):
  * {namespace, name, state: Pending|Admitted|Finished, clusterQueue, flavors,
- * reason, priority, placement}, as the records on the stored Workloads say
- * (a Workload never scheduled yet: Pending, waiting for a cycle; a finish
- * not yet recorded: Finished). TD_EINVAL, naming the object and field, when
- * the queue cannot take cfg's objects (a malformed ClusterQueue or Workload,
- * an unknown priority class): the same check guards every apply. */
+ * reason, priority, placement}, as the records on the stored Workloads say,
+ * in queue-time order. While some Workload has no record yet (a store
+ * written before them), from the rebuilt queue instead: then TD_EINVAL,
+ * naming the object and field, when the queue cannot take cfg's objects. */
 td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t **out,
                             td_err *err);
+
+/* TD_OK if the queue can take cfg's objects (setup objects, Workloads and
+ * their records); TD_EINVAL naming the object and field otherwise. */
+td_status td_workloads_check(const td_config *cfg, td_err *err);
 
 /* The queue rebuilt from cfg's Workloads and their records, no pass run:
  * submitted in queue-time order, admitted ones restored on their recorded

@@ -958,27 +958,132 @@ static int fits_simulated(td_queue *q, const workload *w, cluster_queue *c, cons
     return f;
 }
 
-/* The ClusterQueue, among those with candidates left (alive) that are
- * w's own or still borrowing what is needed, whose dominant resource share
- * is the largest (ties: the first defined); QNONE if none. */
+/* ---- fair-sharing targets over cohort trees (Kueue's fairsharing
+ * ordering): the descent from the root to the queue to take from next,
+ * and the shares compared at the level where the paths meet. ---- */
+
+/* The node of c's path just below cohort at: a cohort, or QNONE for c. */
+static size_t node_below(const td_queue *q, const cluster_queue *c, size_t at)
+{
+    size_t prev = QNONE;
+    for (size_t k = c->cohort; k != QNONE && k != at; k = q->cohorts[k].parent)
+        prev = k;
+    return prev;
+}
+
+static bool on_path(const td_queue *q, size_t own_cq, size_t at)
+{
+    for (size_t k = q->cqs[own_cq].cohort; k != QNONE; k = q->cohorts[k].parent)
+        if (k == at)
+            return true;
+    return false;
+}
+
+static bool cohort_borrowing(const td_queue *q, const cohort *co)
+{
+    for (size_t fr = 0; fr < q->nfr; fr++)
+        if (co->used[fr] > co->lendable[fr])
+            return true;
+    return false;
+}
+
+static int64_t cohort_drs(const td_queue *q, const cohort *co)
+{
+    return node_share(q, co->used, co->lendable, NULL, co->parent, co->fair_weight, NULL, 0, NULL);
+}
+
+/* The share of the node on cqi's path just below cohort lca (Kueue's
+ * almost least common ancestor). */
+static int64_t almost_lca_share(const td_queue *q, size_t cqi, size_t lca)
+{
+    size_t node = node_below(q, &q->cqs[cqi], lca);
+    return node == QNONE ? drs(q, &q->cqs[cqi]) : cohort_drs(q, &q->cohorts[node]);
+}
+
+/* Where target's path meets own's. */
+static size_t meet(const td_queue *q, size_t own, size_t target)
+{
+    for (size_t k = q->cqs[target].cohort; k != QNONE; k = q->cohorts[k].parent)
+        if (on_path(q, own, k))
+            return k;
+    return QNONE;
+}
+
+/* Kueue's ComputeShares: the preemptor's and the target's shares at the
+ * level where their paths meet. */
+static void pair_shares(const td_queue *q, size_t own, size_t target, int64_t *pns, int64_t *ts)
+{
+    size_t lca = meet(q, own, target);
+    *pns = lca == QNONE ? drs(q, &q->cqs[own]) : almost_lca_share(q, own, lca);
+    *ts = lca == QNONE ? drs(q, &q->cqs[target]) : almost_lca_share(q, target, lca);
+}
+
+static bool cq_has_alive(const td_queue *q, size_t cqi, const size_t *cand, const bool *alive,
+                         size_t ncand)
+{
+    for (size_t k = 0; k < ncand; k++)
+        if (alive[k] && q->wls[cand[k]].cq == cqi)
+            return true;
+    return false;
+}
+
+/* Kueue's nextTarget from cohort at: the child with the highest share,
+ * among queues with candidates left that are w's own or borrowing what is
+ * needed (ties: the first defined) and cohorts that borrow or lie on w's
+ * path; a cohort wins ties against a queue, and is descended into. */
+static size_t fair_next(td_queue *q, size_t at, size_t own, const bool *need, const size_t *cand,
+                        const bool *alive, size_t ncand)
+{
+    size_t best_cq = QNONE;
+    int64_t best_cq_share = -1;
+    const cohort *co = &q->cohorts[at];
+    for (size_t k = 0; k < co->nmembers; k++) {
+        size_t m = co->members[k];
+        if ((m != own && !cq_borrowing(&q->cqs[m], need, q->nfr)) ||
+            !cq_has_alive(q, m, cand, alive, ncand))
+            continue;
+        int64_t sh = drs(q, &q->cqs[m]);
+        if (sh > best_cq_share || (sh == best_cq_share && m < best_cq)) {
+            best_cq_share = sh;
+            best_cq = m;
+        }
+    }
+    size_t picked[64], npicked = 0; /* cohorts already found empty */
+    for (;;) {
+        size_t best_co = QNONE;
+        int64_t best_co_share = -1;
+        for (size_t ch = 0; ch < q->ncohorts; ch++) {
+            if (q->cohorts[ch].parent != at)
+                continue;
+            bool seen = false;
+            for (size_t k = 0; k < npicked; k++)
+                seen |= picked[k] == ch;
+            if (seen || (!cohort_borrowing(q, &q->cohorts[ch]) && !on_path(q, own, ch)))
+                continue;
+            int64_t sh = cohort_drs(q, &q->cohorts[ch]);
+            if (sh >= best_co_share) {
+                best_co_share = sh;
+                best_co = ch;
+            }
+        }
+        if (best_co == QNONE || best_co_share < best_cq_share)
+            return best_cq;
+        size_t r = fair_next(q, best_co, own, need, cand, alive, ncand);
+        if (r != QNONE || npicked == sizeof picked / sizeof picked[0])
+            return r != QNONE ? r : best_cq;
+        picked[npicked++] = best_co;
+    }
+}
+
+/* The ClusterQueue to take a candidate from next (see fair_next), QNONE if
+ * none is left. */
 static size_t fair_pick(td_queue *q, size_t own, const bool *need, const size_t *cand,
                         const bool *alive, size_t ncand)
 {
-    size_t best = QNONE;
-    int64_t best_share = -1;
-    for (size_t k = 0; k < ncand; k++) {
-        if (!alive[k])
-            continue;
-        size_t cq = q->wls[cand[k]].cq;
-        if (cq != own && !cq_borrowing(&q->cqs[cq], need, q->nfr))
-            continue;
-        int64_t sh = drs(q, &q->cqs[cq]);
-        if (sh > best_share || (sh == best_share && cq < best)) {
-            best_share = sh;
-            best = cq;
-        }
-    }
-    return best;
+    const cluster_queue *c = &q->cqs[own];
+    if (c->cohort == QNONE)
+        return cq_has_alive(q, own, cand, alive, ncand) ? own : QNONE;
+    return fair_next(q, c->root, own, need, cand, alive, ncand);
 }
 
 typedef struct {
@@ -1013,7 +1118,8 @@ static void fair_first(fair_ctx *x, const size_t *cand, bool *alive, size_t ncan
     td_queue *q = x->q;
     size_t own = x->w->cq;
     for (size_t cq; x->fit == 0 && (cq = fair_pick(q, own, x->need, cand, alive, ncand)) != QNONE;) {
-        int64_t pns = drs(q, x->c), told = drs(q, &q->cqs[cq]);
+        int64_t pns, told;
+        pair_shares(q, own, cq, &pns, &told);
         for (size_t k = 0; k < ncand; k++) {
             if (!alive[k] || q->wls[cand[k]].cq != cq)
                 continue;
@@ -1031,7 +1137,8 @@ static void fair_first(fair_ctx *x, const size_t *cand, bool *alive, size_t ncan
             bool pass = x->threshold && v->priority < *x->threshold;
             if (!pass) {
                 books(q, v, -1);
-                int64_t tnew = drs(q, &q->cqs[cq]);
+                int64_t pns_unused, tnew;
+                pair_shares(q, own, cq, &pns_unused, &tnew);
                 books(q, v, 1);
                 pass = q->fs_strategies[0] == FS_LE_FINAL_SHARE ? pns <= tnew : pns < told;
             }
@@ -1098,7 +1205,8 @@ static int fair_set(td_queue *q, const workload *w, const int16_t *as, const fr_
         for (size_t k = 0; k < nretry; k++)
             alive[k] = true;
         for (size_t cq; x.fit == 0 && (cq = fair_pick(q, w->cq, need, retry, alive, nretry)) != QNONE;) {
-            int64_t pns = drs(q, c), told = drs(q, &q->cqs[cq]);
+            int64_t pns, told;
+            pair_shares(q, w->cq, cq, &pns, &told);
             bool first = true;
             for (size_t k = 0; k < nretry; k++) {
                 if (!alive[k] || q->wls[retry[k]].cq != cq)
@@ -1572,15 +1680,6 @@ typedef struct {
 /* ---- fair sharing over cohort trees (Kueue's fairSharingIterator) --------- */
 
 static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted);
-
-/* The node of c's path just below cohort at: a cohort, or QNONE for c. */
-static size_t node_below(const td_queue *q, const cluster_queue *c, size_t at)
-{
-    size_t prev = QNONE;
-    for (size_t k = c->cohort; k != QNONE && k != at; k = q->cohorts[k].parent)
-        prev = k;
-    return prev;
-}
 
 /* h's share at the level of cohort at: the DRS of the child of at on the
  * path of h's queue, with h's usage added, and whether that child then
@@ -2145,6 +2244,7 @@ td_status td_queue_restore_admission(td_queue *q, size_t id, const json_t *adm,
         json_t *doms = td_json_path(a, "topologyAssignment.domains");
         size_t di;
         json_t *d;
+        int64_t placed_pods = 0;
         json_array_foreach(doms, di, d)
         {
             if (st != TD_OK)
@@ -2163,15 +2263,23 @@ td_status td_queue_restore_admission(td_queue *q, size_t id, const json_t *adm,
                                 w->key, i, di, node ? node : "");
                 break;
             }
+            placed_pods += json_integer_value(cnt);
             if (push_place(q, (uint32_t)n, (uint32_t)i, json_integer_value(cnt)) != 0)
                 st = td_err_set(err, TD_ENOMEM, "queue: out of memory");
         }
+        if (st == TD_OK && json_array_size(doms) && placed_pods != w->counts[i])
+            st = td_err_set(err, TD_EINVAL,
+                            "Workload %s: status.admission.podSetAssignments[%zu]."
+                            "topologyAssignment: %lld pods placed, the pod set has %lld",
+                            w->key, i, (long long)placed_pods, (long long)w->counts[i]);
     }
     /* The books take the record as it is, over today's quota or capacity:
      * Kueue does not evict what it admitted when a quota shrinks. */
     for (size_t k = 0; st == TD_OK && k < q->scratch_place_n; k++)
         node_adjust(q, w, as, &q->scratch_place[k], -1);
     size_t ne = q->nevents;
+    /* borrowing names the cohort: none, if the queue has left it since */
+    borrowing = borrowing && c->cohort != QNONE;
     if (st == TD_OK && admit(q, id, as, use, nuse, borrowing, admitted_ns) != 0) {
         unplace_scratch(q, w, as, 0);
         st = td_err_set(err, TD_ENOMEM, "queue: out of memory");

@@ -588,7 +588,9 @@ static void test_restore_over_quota_and_bad(void **state)
                        "\"flavors\": {\"cpu\": \"default\"}, \"count\": 1}]}";
     json_t *adm = json_loads(good, 0, NULL);
     assert_int_equal(td_queue_restore_admission(q, 0, adm, 5, false, &err), TD_OK);
-    assert_int_equal(td_queue_restore_admission(q, 1, adm, 6, false, &err), TD_OK);
+    assert_int_equal(td_queue_restore_admission(q, 1, adm, 6, true, &err), TD_OK);
+    /* sales has no cohort: a record saying "borrowing" cannot name one */
+    assert_string_equal(td_queue_workload_reason(q, 1), "Quota reserved in ClusterQueue sales");
     assert_int_equal(td_queue_restore_admission(q, 1, adm, 6, false, &err), TD_EINVAL);
     json_decref(adm);
     size_t sales = td_queue_workload_cq(q, 0);
@@ -612,6 +614,9 @@ static void test_restore_over_quota_and_bad(void **state)
         {"no pod sets", "{\"clusterQueue\": \"sales\"}", "podSetAssignments: 0 recorded"},
         {"flavor missing", "{\"clusterQueue\": \"sales\", \"podSetAssignments\": [{\"name\": \"main\"}]}",
          "flavors.cpu"},
+        {"borrowing recorded without a cohort: no crash, but the pod sets are wrong",
+         "{\"clusterQueue\": \"sales\", \"podSetAssignments\": []}",
+         "podSetAssignments: 0 recorded"},
         {"unknown node",
          "{\"clusterQueue\": \"sales\", \"podSetAssignments\": [{\"name\": \"main\", \"flavors\": "
          "{\"cpu\": \"default\"}, \"topologyAssignment\": {\"domains\": [{\"values\": [\"n9\"], "

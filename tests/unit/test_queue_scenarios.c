@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "tenantd/config.h"
 #include "tenantd/manifest.h"
 #include "tenantd/queue.h"
 
@@ -232,7 +233,92 @@ static const char *const hier_lowest =
             "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"                    \
             "    - name: default\n      resources: [{name: cpu, nominalQuota: " cpus "}]\n"
 
+/* Kueue's preemption_fair_test.go trees (TestFairPreemptions, hierarchical
+ * rows). FQ(name, cohort, extra spec lines, cpu) is a ClusterQueue. */
+#define FQ(n, co, extra, cpu)                                                                      \
+    "kind: ClusterQueue\nmetadata: {name: " n "}\nspec:\n  cohort: " co "\n" extra                \
+    "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"                            \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: " cpu "}]\n---\n"
+#define FCOHORT(n, parent, extra, cpu)                                                             \
+    "kind: Cohort\nmetadata: {name: " n "}\nspec:\n" parent extra "  resourceGroups:\n"          \
+    "  - coveredResources: [cpu]\n    flavors:\n"                                              \
+    "    - name: default\n      resources: [{name: cpu, nominalQuota: " cpu "}]\n---\n"
+#define FCOHORT0(n, parent, extra) "kind: Cohort\nmetadata: {name: " n "}\nspec: {parentName: " parent extra "}\n---\n"
+#define W(x) "  fairSharing: {weight: " x "}\n"
+
+/*          ROOT(5)
+ *        /    |     \
+ *   LEFT(5,w2) c(1)  RIGHT(5)
+ *    /   \           /    \
+ *  a(1,w2) b(1)    d(1)  e(1,w0.99)   */
+static const char *const fair_hier =
+    FS_CONFIG RF("default") FCOHORT("ROOT", "", "", "5")
+        FCOHORT("LEFT", "  parentName: ROOT\n", W("2"), "5")
+            FCOHORT("RIGHT", "  parentName: ROOT\n", "", "5")
+                FQ("a", "LEFT", W("2") "  preemption: {reclaimWithinCohort: Any}\n", "1")
+                    FQ("b", "LEFT", "", "1") FQ("c", "ROOT", "", "1") FQ("d", "RIGHT", "", "1")
+                        FQ("e", "RIGHT", W("0.99"), "1");
+
+/*        ROOT
+ *      /      \
+ *  a(5,w10)  RIGHT(q, w0.1)
+ *               |
+ *             b(0, w0.1)                 */
+#define FAIR_PROTECTED(q, reclaim)                                                                 \
+    FS_CONFIG RF("default") FCOHORT("RIGHT", "  parentName: ROOT\n", W("0.1"), q)                  \
+        FQ("a", "ROOT",                                                                           \
+           W("10") "  preemption: {reclaimWithinCohort: " reclaim                                 \
+                   ", withinClusterQueue: LowerPriority}\n",                                      \
+           "5") FQ("b", "RIGHT", W("0.1"), "0")
+
+/*          ROOT
+ *       /    |    \
+ *   A(w1.01) B(w0.99) C
+ *      |     |        |
+ *     AA     BB       CC
+ *      |     |        |
+ *     AAA   BBB      CCC
+ *      |     |        |
+ *      a     b     CCCC(1)               */
+static const char *const fair_deep =
+    FS_CONFIG RF("default") FCOHORT0("A", "ROOT", ", fairSharing: {weight: 1.01}")
+        FCOHORT0("AA", "A", "") FCOHORT0("AAA", "AA", "")
+            FCOHORT0("B", "ROOT", ", fairSharing: {weight: 0.99}") FCOHORT0("BB", "B", "")
+                FCOHORT0("BBB", "BB", "") FCOHORT0("C", "ROOT", "") FCOHORT0("CC", "C", "")
+                    FCOHORT0("CCC", "CC", "") FCOHORT("CCCC", "  parentName: CCC\n", "", "1")
+                        FQ("a", "AAA", "  preemption: {reclaimWithinCohort: Any}\n", "0")
+                            FQ("b", "BBB", "", "0");
+
 static const scenario scenarios[] = {
+    /* ---- fair-sharing preemption in cohort trees (kueue preemption_fair_test.go) ---- */
+    {"kueue fair: hierarchical preemption",
+     fair_hier,
+     {"@0 sub b1 b 1 1*cpu=1", "@0 sub b2 b 2 1*cpu=1", "@0 sub b3 b 3 1*cpu=1",
+      "@0 sub b4 b 4 1*cpu=1", "@0 sub b5 b 5 1*cpu=1", "@0 sub c1 c 1 1*cpu=1",
+      "@0 sub c2 c 2 1*cpu=1", "@0 sub c3 c 3 1*cpu=1", "@0 sub c4 c 4 1*cpu=1",
+      "@0 sub c5 c 5 1*cpu=1", "@0 sub d1 d 1 1*cpu=1", "@0 sub d2 d 2 1*cpu=1",
+      "@0 sub d3 d 3 1*cpu=1", "@0 sub d4 d 4 1*cpu=1", "@0 sub d5 d 5 1*cpu=1",
+      "@0 sub e1 e 1 1*cpu=1", "@0 sub e2 e 2 1*cpu=1", "@0 sub e3 e 3 1*cpu=1",
+      "@0 sub e4 e 4 1*cpu=1", "@0 sub e5 e 5 1*cpu=1", "@1 sub unit a 0 1*cpu=5",
+      "want unit:A b1:P b2:P c1:P c2:P e1:P b3:A c3:A d1:A e2:A",
+      "pre c1/InCohortFairSharing,e1/InCohortFairSharing,c2/InCohortFairSharing,"
+      "b1/InCohortFairSharing,b2/InCohortFairSharing"}},
+    {"kueue fair: borrowing cq in non-borrowing cohort is protected",
+     FAIR_PROTECTED("1", "Any"),
+     {"@0 sub a1 a -1 1*cpu=1", "@0 sub a2 a -1 1*cpu=1", "@0 sub a3 a -1 1*cpu=1",
+      "@0 sub b1 b -1 1*cpu=1", "want a1:A a2:A a3:A b1:A", "@1 sub unit a 0 1*cpu=5",
+      "want unit:A a1:P a2:P a3:P b1:A",
+      "pre a1/InClusterQueue,a2/InClusterQueue,a3/InClusterQueue"}},
+    {"kueue fair: forced to preempt within clusterqueue because borrowing workload too important",
+     FAIR_PROTECTED("3", "LowerPriority"),
+     {"@0 sub a1 a -1 1*cpu=1", "@0 sub a2 a -1 1*cpu=1", "@0 sub a3 a -1 1*cpu=1",
+      "@0 sub b1 b 100 1*cpu=4", "want a1:A a2:A a3:A b1:A", "@1 sub unit a 0 1*cpu=4",
+      "want unit:A a1:P a2:P a3:P b1:A",
+      "pre a1/InClusterQueue,a2/InClusterQueue,a3/InClusterQueue"}},
+    {"kueue fair: deep preemption (A weighs more than B at ROOT)",
+     fair_deep,
+     {"@0 sub b1 b 0 1*cpu=1", "want b1:A", "@1 sub a1 a 0 1*cpu=1", "want a1:A b1:P",
+      "pre b1/InCohortFairSharing"}},
     /* ---- fair sharing, shares per level of the cohort tree ---- */
     {"fair sharing per level: after a1, cohort B (share 1/3 at R) goes before A (2/3)",
      FS_TREE("3", ""),
@@ -809,6 +895,58 @@ static void test_bad_node_pool(void **state)
     td_manifest_destroy(m);
 }
 
+/* A gang's admission on nodes, recorded and restored: the same nodes hold
+ * the same pods; a record placing the wrong number of pods, or on a node
+ * that does not exist, is refused and holds nothing. */
+static void test_restore_nodes(void **state)
+{
+    (void)state;
+    td_err err;
+    td_queue *a = load_platform(gpu_nodes), *b = load_platform(gpu_nodes);
+    json_t *w1 = workload("w1", "gpu", 0, "3*nvidia.com/gpu=4"), *w2 = workload("w2", "gpu", 0,
+                                                                                "1*nvidia.com/gpu=8");
+    assert_int_equal(td_queue_submit(a, w1, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_submit(a, w2, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_schedule(a, 0, NULL), TD_OK);
+    assert_int_equal(td_queue_workload_state(a, 0), TD_WL_ADMITTED);
+    assert_int_equal(td_queue_workload_state(a, 1), TD_WL_ADMITTED);
+    assert_int_equal(td_queue_submit(b, w1, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_submit(b, w2, NULL, 0, NULL, &err), TD_OK);
+    for (size_t id = 0; id < 2; id++) {
+        json_t *adm = td_queue_workload_admission(a, id);
+        if (td_queue_restore_admission(b, id, adm, 0, false, &err) != TD_OK)
+            fail_msg("%s", err.msg);
+        assert_string_equal(td_queue_workload_placement(a, id), td_queue_workload_placement(b, id));
+        json_decref(adm);
+    }
+    for (size_t n = 0; n < td_queue_node_count(a); n++)
+        assert_int_equal(td_queue_node_used_milli(a, n, "nvidia.com/gpu"),
+                         td_queue_node_used_milli(b, n, "nvidia.com/gpu"));
+    /* a third queue: tampered records */
+    td_queue *c = load_platform(gpu_nodes);
+    assert_int_equal(td_queue_submit(c, w1, NULL, 0, NULL, &err), TD_OK);
+    json_t *adm = td_queue_workload_admission(a, 0);
+    json_t *dom = json_array_get(
+        td_json_path(json_array_get(json_object_get(adm, "podSetAssignments"), 0),
+                     "topologyAssignment.domains"),
+        0);
+    json_object_set_new(dom, "count", json_integer(json_integer_value(json_object_get(dom, "count")) + 1));
+    assert_int_equal(td_queue_restore_admission(c, 0, adm, 0, false, &err), TD_EINVAL);
+    assert_non_null(strstr(err.msg, "pods placed, the pod set has 3"));
+    json_object_set_new(dom, "values", json_pack("[s]", "a100-9"));
+    assert_int_equal(td_queue_restore_admission(c, 0, adm, 0, false, &err), TD_EINVAL);
+    assert_non_null(strstr(err.msg, "node \"a100-9\""));
+    for (size_t n = 0; n < td_queue_node_count(c); n++)
+        assert_int_equal(td_queue_node_used_milli(c, n, "nvidia.com/gpu"), 0);
+    assert_int_equal(td_queue_workload_state(c, 0), TD_WL_PENDING);
+    json_decref(adm);
+    json_decref(w1);
+    json_decref(w2);
+    td_queue_destroy(a);
+    td_queue_destroy(b);
+    td_queue_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -816,6 +954,7 @@ int main(void)
         cmocka_unit_test(test_gang_never_partial),
         cmocka_unit_test(test_bad_node_pool),
         cmocka_unit_test(test_bad_cohorts),
+        cmocka_unit_test(test_restore_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,7 +26,12 @@ typedef enum {
     TD_QEV_ADMITTED = 0,
     TD_QEV_PREEMPTED,
     TD_QEV_FINISHED,
-    TD_QEV_REQUEUED
+    TD_QEV_REQUEUED,
+    /* preemption in shadow (ClusterQueue annotation
+     * tenantd.dev/preemption-enforcement: shadow): workload would have been
+     * preempted by `by` at `level`; nothing changed. Once per preemptor
+     * until it is admitted. */
+    TD_QEV_WOULD_PREEMPT
 } td_queue_event_type;
 
 /* One decision, in the order it was taken. Strings are owned by the event. */

@@ -899,7 +899,10 @@ int td_cmd_explain_workload(int argc, char **argv)
     json_array_foreach(json_object_get(o, "preempted"), i, e)
     {
         char when[40];
-        printf("  preempted:  %s at %s (%s)\n", td_json_str(e, "workload"),
+        printf("  %s %s at %s (%s)\n",
+               json_is_true(json_object_get(e, "shadow")) ? "would preempt (shadow):"
+                                                          : "preempted: ",
+               td_json_str(e, "workload"),
                rfc3339(json_number_value(json_object_get(e, "t")), when, sizeof when),
                td_json_str(e, "level"));
     }

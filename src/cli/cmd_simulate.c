@@ -159,6 +159,7 @@ static const char *type_name(td_queue_event_type t)
     return t == TD_QEV_ADMITTED    ? "admitted"
            : t == TD_QEV_PREEMPTED ? "preempted"
            : t == TD_QEV_REQUEUED  ? "requeued"
+           : t == TD_QEV_WOULD_PREEMPT ? "wouldPreempt"
                                    : "finished";
 }
 
@@ -409,7 +410,8 @@ static int run(td_queue *q, arrival *arr, size_t narr, uint64_t until_ns, bool j
             json_object_set_new(o, "borrowing", json_boolean(e->borrowing));
             if (e->type == TD_QEV_ADMITTED)
                 json_object_set_new(o, "placement", placement_json(e->placement));
-            if (e->type == TD_QEV_PREEMPTED || e->type == TD_QEV_REQUEUED) {
+            if (e->type == TD_QEV_PREEMPTED || e->type == TD_QEV_REQUEUED ||
+                e->type == TD_QEV_WOULD_PREEMPT) {
                 json_object_set_new(o, "by", json_string(td_queue_workload_key(q, e->by)));
                 json_object_set_new(o, "level", json_string(e->level));
             }

@@ -157,6 +157,55 @@ static void count_review(td_control *c, const json_t *out)
     }
 }
 
+/* Appends one line to the malloc'd *text of *len bytes. 0, or -1. */
+static int append_text(char **text, size_t *len, const char *line)
+{
+    size_t n = strlen(line);
+    char *t = realloc(*text, *len + n + 1);
+    if (!t)
+        return -1;
+    memcpy(t + *len, line, n + 1);
+    *text = t;
+    *len += n;
+    return 0;
+}
+
+/* Appends the batch queue's preemptions, enforced and in shadow, to text. */
+static int append_queue_metrics(td_control *c, char **text, size_t *len)
+{
+    td_config *cur = td_config_ref(atomic_load(&c->snapshot));
+    json_t *counts = NULL;
+    td_err err;
+    td_status st = td_workloads_preemptions(cur, &counts, &err);
+    td_config_unref(cur);
+    if (st != TD_OK)
+        return st == TD_ENOMEM ? -1 : 0; /* a queue it cannot take: no series */
+    int rc = append_text(text, len,
+                         "# HELP tenantd_queue_preemptions_total Workloads preempted in the batch "
+                         "queue, by their ClusterQueue and Kueue's level; mode=\"shadow\" counts "
+                         "what a ClusterQueue in shadow would have preempted.\n"
+                         "# TYPE tenantd_queue_preemptions_total counter\n");
+    const char *key;
+    json_t *v;
+    json_object_foreach(counts, key, v)
+    {
+        char k[256], line[512];
+        snprintf(k, sizeof k, "%s", key);
+        char *lvl = strchr(k, '\x1f'), *mode = lvl ? strchr(lvl + 1, '\x1f') : NULL;
+        if (rc < 0 || !mode)
+            continue;
+        *lvl++ = '\0';
+        *mode++ = '\0';
+        snprintf(line, sizeof line,
+                 "tenantd_queue_preemptions_total{cluster_queue=\"%s\",level=\"%s\",mode=\"%s\"} "
+                 "%lld\n",
+                 k, lvl, mode, (long long)json_integer_value(v));
+        rc = append_text(text, len, line);
+    }
+    json_decref(counts);
+    return rc;
+}
+
 /* Appends the admission counters to text (malloc'd; replaced). */
 static int append_admission_metrics(td_control *c, char **text, size_t *len)
 {
@@ -577,7 +626,7 @@ static void handle_metrics(td_control *c, td_http_response *resp)
     char *text = NULL;
     size_t len = 0;
     if ((c->gateway && td_gateway_metrics_text(c->gateway, &text, &len) != TD_OK) ||
-        append_admission_metrics(c, &text, &len) < 0) {
+        append_admission_metrics(c, &text, &len) < 0 || append_queue_metrics(c, &text, &len) < 0) {
         free(text);
         reply_text(resp, 500, "out of memory\n");
         return;

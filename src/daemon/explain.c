@@ -210,6 +210,7 @@ static const char *event_name(td_queue_event_type t)
     case TD_QEV_PREEMPTED: return "preempted";
     case TD_QEV_FINISHED: return "finished";
     case TD_QEV_REQUEUED: return "requeued";
+    case TD_QEV_WOULD_PREEMPT: return "wouldPreempt";
     }
     return "?";
 }
@@ -291,7 +292,8 @@ td_status td_explain_workload(const td_config *cfg, const char *ns, const char *
             json_t *e = json_pack("{s:f, s:s, s:o}", "t", (double)ev[i].t_ns / 1e9, "type",
                                   event_name(ev[i].type), "reason",
                                   redacted(ev[i].reason, (const char *const *)hidden, nhidden));
-            if (ev[i].type == TD_QEV_PREEMPTED && ev[i].by != TD_QUEUE_NONE) {
+            if ((ev[i].type == TD_QEV_PREEMPTED || ev[i].type == TD_QEV_WOULD_PREEMPT) &&
+                ev[i].by != TD_QUEUE_NONE) {
                 const char *by = td_queue_workload_key(q, ev[i].by);
                 json_object_set_new(e, "by",
                                     json_string(td_authz_namespace_ok(
@@ -305,14 +307,17 @@ td_status td_explain_workload(const td_config *cfg, const char *ns, const char *
                 json_object_set_new(e, "borrowing", json_boolean(ev[i].borrowing));
             }
             json_array_append_new(history, e);
-        } else if (ev[i].type == TD_QEV_PREEMPTED && ev[i].by == id) {
+        } else if ((ev[i].type == TD_QEV_PREEMPTED || ev[i].type == TD_QEV_WOULD_PREEMPT) &&
+                   ev[i].by == id) {
             const char *v = td_queue_workload_key(q, ev[i].workload);
             json_array_append_new(
-                caused, json_pack("{s:f, s:s, s:s}", "t", (double)ev[i].t_ns / 1e9, "workload",
+                caused, json_pack("{s:f, s:s, s:s, s:b}", "t", (double)ev[i].t_ns / 1e9,
+                                  "workload",
                                   td_authz_namespace_ok(p, ns_of(v, nsbuf, sizeof nsbuf))
                                       ? v
                                       : "another tenant's workload",
-                                  "level", ev[i].level));
+                                  "level", ev[i].level, "shadow",
+                                  ev[i].type == TD_QEV_WOULD_PREEMPT));
         }
     }
     for (size_t r = 0; st == TD_OK && cq != TD_QUEUE_NONE && r < td_queue_resource_count(q); r++) {

@@ -50,11 +50,12 @@ static json_t *rfc3339(uint64_t ns)
     return json_string(ts);
 }
 
-static const char *const event_names[] = {"Admitted", "Preempted", "Finished", "Requeued"};
+static const char *const event_names[] = {"Admitted", "Preempted", "Finished", "Requeued",
+                                          "WouldPreempt"};
 
 static int event_type(const char *s, td_queue_event_type *t)
 {
-    for (int i = 0; s && i < 4; i++)
+    for (int i = 0; s && i < (int)(sizeof event_names / sizeof event_names[0]); i++)
         if (strcmp(s, event_names[i]) == 0) {
             *t = (td_queue_event_type)i;
             return 0;
@@ -693,5 +694,36 @@ td_status td_workloads_keep_status(const td_config *cur, json_t *doc, td_err *er
     json_object_del(doc, "status");
     if (st && json_object_set(doc, "status", st) != 0)
         return td_err_set(err, TD_ENOMEM, "out of memory");
+    return TD_OK;
+}
+
+td_status td_workloads_preemptions(const td_config *cfg, json_t **out, td_err *err)
+{
+    td_queue *q = NULL;
+    json_t **by_id = NULL;
+    size_t nq = 0;
+    td_status st = td_workloads_replay(cfg, &q, &by_id, &nq, err);
+    if (st != TD_OK)
+        return st;
+    free(by_id);
+    json_t *o = json_object();
+    const td_queue_event *ev;
+    size_t ne = td_queue_events(q, &ev);
+    for (size_t i = 0; o && i < ne; i++) {
+        if (ev[i].type != TD_QEV_PREEMPTED && ev[i].type != TD_QEV_WOULD_PREEMPT)
+            continue;
+        char key[256];
+        snprintf(key, sizeof key, "%s\x1f%s\x1f%s", td_queue_cq_name(q, ev[i].cluster_queue),
+                 ev[i].level, ev[i].type == TD_QEV_WOULD_PREEMPT ? "shadow" : "enforce");
+        json_int_t n = json_integer_value(json_object_get(o, key));
+        if (json_object_set_new(o, key, json_integer(n + 1)) < 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    td_queue_destroy(q);
+    if (!o)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    *out = o;
     return TD_OK;
 }

@@ -67,4 +67,9 @@ td_status td_workloads_keep_status(const td_config *cur, json_t *doc, td_err *er
  * TD_EINVAL as td_workloads_view. */
 td_status td_workloads_cq_status(const td_config *cfg, json_t **out, td_err *err);
 
+/* Preemptions in the queue's recorded history, enforced and in shadow: a
+ * new JSON object {"CQ\x1fLEVEL\x1fMODE": count} (CQ the preempted
+ * workload's, MODE enforce or shadow). TD_EINVAL as td_workloads_view. */
+td_status td_workloads_preemptions(const td_config *cfg, json_t **out, td_err *err);
+
 #endif

@@ -202,7 +202,8 @@ td_status td_ledger_intervals(const td_queue *q, const td_intervals_opts *o, td_
             v->admitted = (int64_t)e->t_ns;
             v->cq = e->cluster_queue;
             copy(v->flavors, sizeof v->flavors, e->flavors);
-        } else if (v->admitted >= 0) {
+        } else if (v->admitted >= 0 &&
+                   (e->type == TD_QEV_PREEMPTED || e->type == TD_QEV_FINISHED)) {
             stop = emit(q, o, e->workload, v, (int64_t)e->t_ns,
                         e->type == TD_QEV_PREEMPTED ? "evicted" : "finished", cb, ud);
             v->admitted = -1;

@@ -440,6 +440,15 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
     if (!(c->name = td__qstrdup(l->name)) || !(c->where = where_of(l, l->obj)))
         return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
     c->cohort = QNONE;
+    json_t *pe = json_object_get(td_json_path(l->obj, "metadata.annotations"),
+                                 "tenantd.dev/preemption-enforcement");
+    if (pe) {
+        const char *m = json_string_value(pe);
+        if (!m || (strcmp(m, "enforce") != 0 && strcmp(m, "shadow") != 0))
+            return lfail(l, pe, "metadata.annotations.tenantd.dev/preemption-enforcement",
+                         "must be enforce or shadow");
+        c->shadow_preemption = strcmp(m, "shadow") == 0;
+    }
     const char *cohort = td_json_str(spec, "cohort");
     if (!cohort)
         cohort = td_json_str(spec, "cohortName");

@@ -75,6 +75,7 @@ typedef struct {
     within_policy within;
     reclaim_policy reclaim;
     int64_t fair_weight; /* spec.fairSharing.weight in milli-units, default 1000 */
+    bool shadow_preemption; /* annotation tenantd.dev/preemption-enforcement: shadow */
     bool bwc;         /* borrowWithinCohort: LowerPriority */
     bool bwc_has_max; /* maxPriorityThreshold set */
     int32_t bwc_max_priority;
@@ -145,6 +146,7 @@ typedef struct {
     char *reason;
     char *flavors;
     char *evicted; /* "Evicted by ns/x (Level) at Ts; requeued" until admitted again */
+    bool shadow_noted; /* its shadow preemption is recorded (until admitted) */
 } workload;
 
 /* Kueue Configuration fairSharing.preemptionStrategies */
@@ -190,6 +192,7 @@ struct td_queue {
     /* scratch of the flavor assigner */
     int64_t *acc;
     int16_t *scratch_assign;
+    char shadow_note[256]; /* set by a shadow preemption for the head's Pending reason */
     size_t scratch_assign_cap;
     fr_use *scratch_use;
     size_t scratch_use_cap;

@@ -684,6 +684,7 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
                  bool borrowing, uint64_t now_ns)
 {
     workload *w = &q->wls[id];
+    w->shadow_noted = false;
     cluster_queue *c = &q->cqs[w->cq];
     size_t nres = q->nres ? q->nres : 1;
     fr_use *u = realloc(w->use, (nuse ? nuse : 1) * sizeof *u);
@@ -1651,6 +1652,35 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     if (rc != 0 || t.n == 0)
         goto out;
 evict_targets:
+    if (q->cqs[q->wls[id].cq].shadow_preemption) {
+        /* Shadow: decide, record once, change nothing; the workload waits. */
+        workload *pw = &q->wls[id];
+        snprintf(q->shadow_note, sizeof q->shadow_note,
+                 "preemption in shadow: would preempt %zu workload%s (%s%s)", t.n,
+                 t.n == 1 ? "" : "s", q->wls[t.v[0]].key, t.n > 1 ? ", ..." : "");
+        for (size_t k = 0; !pw->shadow_noted && k < t.n; k++) {
+            td_queue_event *e = new_event(q);
+            if (!e) {
+                rc = -1;
+                goto out;
+            }
+            workload *v = &q->wls[t.v[k]];
+            e->t_ns = now_ns;
+            e->type = TD_QEV_WOULD_PREEMPT;
+            e->workload = t.v[k];
+            e->cluster_queue = v->cq;
+            e->by = id;
+            snprintf(e->level, sizeof e->level, "%s", level_names[t.lv[k]]);
+            snprintf(e->flavors, sizeof e->flavors, "%s", v->flavors);
+            snprintf(e->reason, sizeof e->reason,
+                     "Would be preempted to accommodate a workload (%s) due to %s (shadow: "
+                     "not preempted)",
+                     pw->key, level_texts[t.lv[k]]);
+        }
+        pw->shadow_noted = true;
+        rc = 0;
+        goto out;
+    }
     for (size_t k = 0; k < t.n; k++) {
         if (evict(q, t.v[k], id, t.lv[k], now_ns) != 0) {
             rc = -1;
@@ -1840,6 +1870,7 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted)
     memcpy(as, q->scratch_assign, na * sizeof *as);
     memcpy(use, o.use, o.nuse * sizeof *use);
     size_t nuse = o.nuse;
+    q->shadow_note[0] = '\0';
     int rc = preempt(q, id, as, use, nuse, now_ns);
     if (rc == 1) {
         bool borrowing = false;
@@ -1864,6 +1895,10 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted)
     free(use);
     if (rc != 0)
         return rc < 0 ? -1 : 0;
+    if (q->shadow_note[0]) {
+        size_t n = strlen(why);
+        snprintf(why + n, sizeof why - n, "; %s", q->shadow_note);
+    }
     return park(q, id, why);
 }
 

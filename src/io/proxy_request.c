@@ -447,6 +447,7 @@ static void build_rec(px_conn *c, td_outcome outcome, uint64_t now, td_ledger_re
     copy_label(rec.project, sizeof rec.project, t->project);
     copy_label(rec.environment, sizeof rec.environment, t->environment);
     copy_label(rec.route, sizeof rec.route, r->route ? r->route->name : "");
+    copy_label(rec.api_key, sizeof rec.api_key, r->key && r->key->name ? r->key->name : "");
     rec.workload[0] = rec.cluster_queue[0] = rec.flavor[0] = 0;
     const char *o = "error";
     switch (outcome) {
@@ -493,7 +494,7 @@ void px_meter_flush(px_worker *w)
 }
 
 /* Appends the request's record to the ledger. A rejection or a shed
- * request, which used nothing, is added to its tenant, route and outcome's
+ * request, which used nothing, is added to its tenant, route, key and outcome's
  * aggregate instead (flushed each second), so an abuser's flood costs the
  * ledger a record per second, not one per refusal. */
 static void meter(px_conn *c, const td_ledger_rec *rec)
@@ -511,7 +512,7 @@ static void meter(px_conn *c, const td_ledger_rec *rec)
                 if (!free_slot)
                     free_slot = a;
             } else if (a->tenant_slot == tenant_slot && a->route_slot == route_slot &&
-                       strcmp(a->rec.outcome, o) == 0) {
+                       strcmp(a->rec.outcome, o) == 0 && strcmp(a->rec.api_key, rec->api_key) == 0) {
                 a->rec.count++;
                 if (rec->end_ns > a->rec.end_ns)
                     a->rec.end_ns = rec->end_ns;

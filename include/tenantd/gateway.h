@@ -29,7 +29,7 @@
 
 typedef enum { TD_COST_TOKENS, TD_COST_GPU_SECONDS, TD_COST_REQUESTS } td_cost_model;
 
-/* spec.budgets[]: at most one per period. */
+/* spec.budgets[] and spec.apiKeys[].budgets[]: at most one per period. */
 typedef struct {
     td_period period;
     int64_t amount_nano; /* in the CostPolicy's currency */
@@ -42,6 +42,10 @@ typedef struct {
     uint32_t slot;        /* key slot of "tenant/name" (stable across reloads); valid with a name */
     td_rate rate;         /* rate.cost <= 0: none of its own */
     uint32_t concurrency; /* 0: none of its own */
+    /* its own budgets (each at most the tenant's of the same period); the
+     * tenant's budgets hold for it too. Spend by key slot. */
+    td_gw_budget budgets[TD_PERIOD_COUNT];
+    size_t nbudgets;
 } td_gw_key;
 
 typedef struct {
@@ -149,10 +153,13 @@ td_limiter *td_gateway_key_limiter(td_gateway *g);
 td_shared *td_gateway_key_shared(td_gateway *g); /* NULL without --redis */
 /* Budget spend by tenant slot. */
 td_budgets *td_gateway_budgets(td_gateway *g);
+/* Budget spend of named keys, by key slot (td_gw_key.slot). */
+td_budgets *td_gateway_key_budgets(td_gateway *g);
 
 /* Start-up: counts the priced cost of ledger record r (a completed
  * request, outcome "ok") toward its tenant's spend in every period kind
- * current at now_ns, so a restart keeps the period's spend. Records of
+ * current at now_ns, and toward its key's when r->api_key names one of the
+ * tenant's named keys, so a restart keeps the period's spend. Records of
  * unknown tenants, other outcomes or unpriced routes are skipped. */
 void td_gateway_budget_replay(td_gateway *g, const td_ledger_rec *r, int64_t now_ns);
 bool td_gateway_allow_x_tenant(const td_gateway *g);

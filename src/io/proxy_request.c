@@ -301,33 +301,87 @@ static void money_str(int64_t nano, char *buf, size_t cap)
         *e = '\0';
 }
 
-/* 429 budget_exceeded: the budget, what is spent of it, when it starts
- * over (also as Retry-After). */
-static void respond_budget(px_conn *c, const td_gw_budget *b, int64_t spent, int64_t now_s)
+/* 429 budget_exceeded: the budget (the tenant's, or the key k's own), what
+ * is spent of it, when it starts over (also as Retry-After). */
+static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k, int64_t spent,
+                           int64_t now_s)
 {
     px_req *r = &c->rq;
     int64_t start, end;
     td_period_bounds(b->period, now_s, &start, &end);
-    char amount[40], sp[40], est[40], resets[32], esc[200], detail[200];
+    char amount[40], sp[40], est[40], resets[32], esc[200], detail[300], who[120], tail[140];
     money_str(b->amount_nano, amount, sizeof amount);
     money_str(spent, sp, sizeof sp);
     money_str(r->bud_reserved, est, sizeof est);
     td_rfc3339(end, resets, sizeof resets);
     const char *cur = td_costpolicy_currency(r->cfg->c->cost_policy);
+    who[0] = '\0';
+    if (k)
+        snprintf(who, sizeof who, "key %s, ", k->name);
     snprintf(detail, sizeof detail,
-             "route %s: %s budget %s %s, spent %s, this request's estimate %s; resets at %s",
+             "%sroute %s: %s budget %s %s, spent %s, this request's estimate %s; resets at %s", who,
              r->route->name, td_period_name(b->period), amount, cur, sp, est, resets);
-    note_refusal(c, 429, "budget_exceeded", false, NULL, detail);
+    note_refusal(c, 429, "budget_exceeded", false, k, detail);
     json_escape(esc, sizeof esc, r->tenant->name);
-    char body[600], extra[64];
+    level_tail(tail, sizeof tail, k);
+    tail[strlen(tail) - 1] = '\0'; /* without its closing brace */
+    char body[700], extra[64];
     snprintf(body, sizeof body,
-             "{\"error\":\"budget_exceeded\",\"tenant\":\"%s\",\"level\":\"tenant\","
+             "{\"error\":\"budget_exceeded\",\"tenant\":\"%s\"%s,"
              "\"period\":\"%s\",\"budget\":%s,\"spent\":%s,\"estimate\":%s,"
              "\"currency\":\"%s\",\"resetsAt\":\"%s\"}",
-             esc, td_period_name(b->period), amount, sp, est, cur, resets);
+             esc, tail, td_period_name(b->period), amount, sp, est, cur, resets);
     snprintf(extra, sizeof extra, "Retry-After: %lld\r\n",
              (long long)(end - now_s > 0 ? end - now_s : 1));
     px_respond(c, 429, extra, body);
+}
+
+/* Reserves r->bud_reserved in each of the n budgets of slot in bs (the
+ * key k's own, or the tenant's when k is NULL) at now_s, in all or in none:
+ * TD_OK with each reservation in per[]/start[] (*nres of them) for the
+ * settle at the end; TD_EQUOTA when an enforced budget has no room, with
+ * what this call reserved given back, *refused that budget and *spent its
+ * spend. A shadow budget always reserves and is counted and noted when it
+ * would have refused. */
+static td_status reserve_budgets(px_conn *c, td_budgets *bs, uint32_t slot,
+                                 const td_gw_budget *bud, size_t n, const td_gw_key *k,
+                                 int64_t now_s, td_period *per, int64_t *start, int *nres,
+                                 const td_gw_budget **refused, int64_t *spent)
+{
+    px_req *r = &c->rq;
+    td_proxy *p = c->w->p;
+    *nres = 0;
+    for (size_t i = 0; i < n; i++) {
+        const td_gw_budget *b = &bud[i];
+        int64_t st_s = 0, sp = 0;
+        if (td_budgets_reserve(bs, slot, b->period, b->amount_nano, r->bud_reserved, b->shadow,
+                               now_s, &st_s, &sp) != TD_OK) {
+            for (int j = 0; j < *nres; j++)
+                td_budgets_settle(bs, slot, per[j], start[j], -r->bud_reserved);
+            *nres = 0;
+            *refused = b;
+            *spent = sp;
+            return TD_EQUOTA;
+        }
+        per[*nres] = b->period;
+        start[(*nres)++] = st_s;
+        if (b->shadow && (sp > b->amount_nano || r->bud_reserved > b->amount_nano - sp)) {
+            td_metrics_limit_rejection(p->metrics, r->tenant->slot,
+                                       k ? TD_LIMIT_KEY_BUDGET : TD_LIMIT_BUDGET, true);
+            char amount[40], sps[40], who[120], detail[300];
+            money_str(b->amount_nano, amount, sizeof amount);
+            money_str(sp, sps, sizeof sps);
+            who[0] = '\0';
+            if (k)
+                snprintf(who, sizeof who, "key %s, ", k->name);
+            snprintf(detail, sizeof detail, "%sroute %s: %s budget %s, spent %s (shadow)", who,
+                     r->route->name, td_period_name(b->period), amount, sps);
+            note_refusal(c, 429, "budget_exceeded", true, k, detail);
+            if (!r->shadow)
+                r->shadow = "budget_exceeded";
+        }
+    }
+    return TD_OK;
 }
 
 /* ---- the access log ---- */
@@ -640,19 +694,23 @@ void px_req_end(px_conn *c, int outcome)
                            now - r->t_start, cost);
     if (p->access_log && r->headers_done)
         log_line(c, outcome >= 0 ? td_outcome_name((td_outcome)outcome) : "client_closed", cost);
-    if (t && ((p->ledger && outcome >= 0) || r->bud_n)) {
+    if (t && ((p->ledger && outcome >= 0) || r->bud_n || r->bud_key_n)) {
         td_ledger_rec rec;
         build_rec(c, outcome >= 0 ? (td_outcome)outcome : TD_OUT_UPSTREAM_ERROR, now, &rec);
-        if (r->bud_n) {
-            /* settle the reservation to the price of what the ledger
-             * records: completed requests cost their usage, others nothing */
+        if (r->bud_n || r->bud_key_n) {
+            /* settle the reservations (the tenant's and the key's) to the
+             * price of what the ledger records: completed requests cost
+             * their usage, others nothing */
             int64_t price = 0;
             if (outcome == TD_OUT_ACCEPTED && td_gw_price(r->cfg->c, &rec, &price, NULL) != TD_OK)
                 price = r->bud_reserved;
             for (int i = 0; i < r->bud_n; i++)
                 td_budgets_settle(td_gateway_budgets(p->g), t->slot, r->bud_period[i],
                                   r->bud_start[i], price - r->bud_reserved);
-            r->bud_n = 0;
+            for (int i = 0; r->key && i < r->bud_key_n; i++)
+                td_budgets_settle(td_gateway_key_budgets(p->g), r->key->slot, r->bud_key_period[i],
+                                  r->bud_key_start[i], price - r->bud_reserved);
+            r->bud_n = r->bud_key_n = 0;
         }
         if (p->ledger && outcome >= 0)
             meter(c, &rec);
@@ -778,7 +836,7 @@ void px_req_headers(px_conn *c)
     r->conc_held = r->rate_charged = r->cq_started = r->queued = 0;
     r->key = NULL;
     r->key_conc_held = r->key_rate_charged = 0;
-    r->bud_n = 0;
+    r->bud_n = r->bud_key_n = 0;
     r->bud_reserved = 0;
     r->prompt_est = 0;
     r->usage_counted = 0;
@@ -1005,45 +1063,43 @@ void px_req_message(px_conn *c)
         r->rate_charged = 1;
     }
 
-    /* (g) budgets: the estimate's price is reserved in every period at
-     * once, or in none (a refusal gives back what was reserved, and the
-     * rate charges above). Shadow budgets always reserve, and note when
-     * they would have refused. */
-    if (t->nbudgets && r->cfg->c->cost_policy) {
-        td_budgets *bs = td_gateway_budgets(p->g);
+    /* (g) budgets: the estimate's price is reserved in every period of the
+     * key's own budgets, then of the tenant's, at once or in none (a
+     * refusal gives back what was reserved, and the rate charges above).
+     * Shadow budgets always reserve, and note when they would have
+     * refused. */
+    if ((t->nbudgets || (k && k->nbudgets)) && r->cfg->c->cost_policy) {
         struct timespec wall;
         clock_gettime(CLOCK_REALTIME, &wall);
         int64_t now_s = (int64_t)wall.tv_sec;
+        const td_gw_budget *refused = NULL;
+        int64_t spent = 0;
         r->bud_reserved = price_estimate(c);
-        for (size_t i = 0; i < t->nbudgets; i++) {
-            const td_gw_budget *b = &t->budgets[i];
-            int64_t start = 0, spent = 0;
-            st = td_budgets_reserve(bs, t->slot, b->period, b->amount_nano, r->bud_reserved,
-                                    b->shadow, now_s, &start, &spent);
+        td_budgets *kbs = td_gateway_key_budgets(p->g);
+        st = TD_OK;
+        if (k && k->nbudgets)
+            st = reserve_budgets(c, kbs, k->slot, k->budgets, k->nbudgets, k, now_s,
+                                 r->bud_key_period, r->bud_key_start, &r->bud_key_n, &refused,
+                                 &spent);
+        if (st == TD_OK && t->nbudgets) {
+            st = reserve_budgets(c, td_gateway_budgets(p->g), t->slot, t->budgets, t->nbudgets,
+                                 NULL, now_s, r->bud_period, r->bud_start, &r->bud_n, &refused,
+                                 &spent);
             if (st != TD_OK) {
-                td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_BUDGET, false);
-                for (int j = 0; j < r->bud_n; j++)
-                    td_budgets_settle(bs, t->slot, r->bud_period[j], r->bud_start[j],
+                for (int j = 0; j < r->bud_key_n; j++)
+                    td_budgets_settle(kbs, k->slot, r->bud_key_period[j], r->bud_key_start[j],
                                       -r->bud_reserved);
-                r->bud_n = 0;
-                r->actual = 0;
-                respond_budget(c, b, spent, now_s);
-                px_req_end(c, TD_OUT_BUDGET_EXCEEDED);
-                return;
+                r->bud_key_n = 0;
+                k = NULL; /* the tenant's budget refused */
             }
-            r->bud_period[r->bud_n] = b->period;
-            r->bud_start[r->bud_n++] = start;
-            if (b->shadow && (spent > b->amount_nano || r->bud_reserved > b->amount_nano - spent)) {
-                td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_BUDGET, true);
-                char amount[40], sp[40], detail[160];
-                money_str(b->amount_nano, amount, sizeof amount);
-                money_str(spent, sp, sizeof sp);
-                snprintf(detail, sizeof detail, "route %s: %s budget %s, spent %s (shadow)",
-                         route->name, td_period_name(b->period), amount, sp);
-                note_refusal(c, 429, "budget_exceeded", true, NULL, detail);
-                if (!r->shadow)
-                    r->shadow = "budget_exceeded";
-            }
+        }
+        if (st != TD_OK) {
+            td_metrics_limit_rejection(p->metrics, t->slot, k ? TD_LIMIT_KEY_BUDGET : TD_LIMIT_BUDGET,
+                                       false);
+            r->actual = 0;
+            respond_budget(c, refused, k, spent, now_s);
+            px_req_end(c, TD_OUT_BUDGET_EXCEEDED);
+            return;
         }
     }
 

@@ -312,7 +312,7 @@ static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k
     char amount[40], sp[40], est[40], resets[32], esc[200], detail[300], who[120], tail[140];
     money_str(b->amount_nano, amount, sizeof amount);
     money_str(spent, sp, sizeof sp);
-    money_str(r->bud_reserved, est, sizeof est);
+    money_str(r->bud.reserved_nano, est, sizeof est);
     td_rfc3339(end, resets, sizeof resets);
     const char *cur = td_costpolicy_currency(r->cfg->c->cost_policy);
     who[0] = '\0';
@@ -336,52 +336,24 @@ static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k
     px_respond(c, 429, extra, body);
 }
 
-/* Reserves r->bud_reserved in each of the n budgets of slot in bs (the
- * key k's own, or the tenant's when k is NULL) at now_s, in all or in none:
- * TD_OK with each reservation in per[]/start[] (*nres of them) for the
- * settle at the end; TD_EQUOTA when an enforced budget has no room, with
- * what this call reserved given back, *refused that budget and *spent its
- * spend. A shadow budget always reserves and is counted and noted when it
- * would have refused. */
-static td_status reserve_budgets(px_conn *c, td_budgets *bs, uint32_t slot,
-                                 const td_gw_budget *bud, size_t n, const td_gw_key *k,
-                                 int64_t now_s, td_period *per, int64_t *start, int *nres,
-                                 const td_gw_budget **refused, int64_t *spent)
+/* A shadow budget that would have refused: counted and noted, and the
+ * request goes on. */
+static void note_shadow_budget(px_conn *c, const td_gw_budget_note *n)
 {
     px_req *r = &c->rq;
-    td_proxy *p = c->w->p;
-    *nres = 0;
-    for (size_t i = 0; i < n; i++) {
-        const td_gw_budget *b = &bud[i];
-        int64_t st_s = 0, sp = 0;
-        if (td_budgets_reserve(bs, slot, b->period, b->amount_nano, r->bud_reserved, b->shadow,
-                               now_s, &st_s, &sp) != TD_OK) {
-            for (int j = 0; j < *nres; j++)
-                td_budgets_settle(bs, slot, per[j], start[j], -r->bud_reserved);
-            *nres = 0;
-            *refused = b;
-            *spent = sp;
-            return TD_EQUOTA;
-        }
-        per[*nres] = b->period;
-        start[(*nres)++] = st_s;
-        if (b->shadow && (sp > b->amount_nano || r->bud_reserved > b->amount_nano - sp)) {
-            td_metrics_limit_rejection(p->metrics, r->tenant->slot,
-                                       k ? TD_LIMIT_KEY_BUDGET : TD_LIMIT_BUDGET, true);
-            char amount[40], sps[40], who[120], detail[300];
-            money_str(b->amount_nano, amount, sizeof amount);
-            money_str(sp, sps, sizeof sps);
-            who[0] = '\0';
-            if (k)
-                snprintf(who, sizeof who, "key %s, ", k->name);
-            snprintf(detail, sizeof detail, "%sroute %s: %s budget %s, spent %s (shadow)", who,
-                     r->route->name, td_period_name(b->period), amount, sps);
-            note_refusal(c, 429, "budget_exceeded", true, k, detail);
-            if (!r->shadow)
-                r->shadow = "budget_exceeded";
-        }
-    }
-    return TD_OK;
+    td_metrics_limit_rejection(c->w->p->metrics, r->tenant->slot,
+                               n->key ? TD_LIMIT_KEY_BUDGET : TD_LIMIT_BUDGET, true);
+    char amount[40], sp[40], who[120], detail[300];
+    money_str(n->budget->amount_nano, amount, sizeof amount);
+    money_str(n->spent_nano, sp, sizeof sp);
+    who[0] = '\0';
+    if (n->key)
+        snprintf(who, sizeof who, "key %s, ", n->key->name);
+    snprintf(detail, sizeof detail, "%sroute %s: %s budget %s, spent %s (shadow)", who,
+             r->route->name, td_period_name(n->budget->period), amount, sp);
+    note_refusal(c, 429, "budget_exceeded", true, n->key, detail);
+    if (!r->shadow)
+        r->shadow = "budget_exceeded";
 }
 
 /* ---- the access log ---- */
@@ -694,23 +666,17 @@ void px_req_end(px_conn *c, int outcome)
                            now - r->t_start, cost);
     if (p->access_log && r->headers_done)
         log_line(c, outcome >= 0 ? td_outcome_name((td_outcome)outcome) : "client_closed", cost);
-    if (t && ((p->ledger && outcome >= 0) || r->bud_n || r->bud_key_n)) {
+    if (t && ((p->ledger && outcome >= 0) || r->bud.n || r->bud.nkey)) {
         td_ledger_rec rec;
         build_rec(c, outcome >= 0 ? (td_outcome)outcome : TD_OUT_UPSTREAM_ERROR, now, &rec);
-        if (r->bud_n || r->bud_key_n) {
+        if (r->bud.n || r->bud.nkey) {
             /* settle the reservations (the tenant's and the key's) to the
              * price of what the ledger records: completed requests cost
              * their usage, others nothing */
             int64_t price = 0;
             if (outcome == TD_OUT_ACCEPTED && td_gw_price(r->cfg->c, &rec, &price, NULL) != TD_OK)
-                price = r->bud_reserved;
-            for (int i = 0; i < r->bud_n; i++)
-                td_budgets_settle(td_gateway_budgets(p->g), t->slot, r->bud_period[i],
-                                  r->bud_start[i], price - r->bud_reserved);
-            for (int i = 0; r->key && i < r->bud_key_n; i++)
-                td_budgets_settle(td_gateway_key_budgets(p->g), r->key->slot, r->bud_key_period[i],
-                                  r->bud_key_start[i], price - r->bud_reserved);
-            r->bud_n = r->bud_key_n = 0;
+                price = r->bud.reserved_nano;
+            td_gateway_budget_settle(p->g, t, r->key, &r->bud, price);
         }
         if (p->ledger && outcome >= 0)
             meter(c, &rec);
@@ -836,8 +802,8 @@ void px_req_headers(px_conn *c)
     r->conc_held = r->rate_charged = r->cq_started = r->queued = 0;
     r->key = NULL;
     r->key_conc_held = r->key_rate_charged = 0;
-    r->bud_n = r->bud_key_n = 0;
-    r->bud_reserved = 0;
+    r->bud.n = r->bud.nkey = 0;
+    r->bud.reserved_nano = 0;
     r->prompt_est = 0;
     r->usage_counted = 0;
     r->shadow = NULL;
@@ -1063,41 +1029,23 @@ void px_req_message(px_conn *c)
         r->rate_charged = 1;
     }
 
-    /* (g) budgets: the estimate's price is reserved in every period of the
-     * key's own budgets, then of the tenant's, at once or in none (a
-     * refusal gives back what was reserved, and the rate charges above).
-     * Shadow budgets always reserve, and note when they would have
-     * refused. */
+    /* (g) budgets: the estimate's price is reserved at every budget of the
+     * key's own, then of the tenant's, or at none (a refusal gives back the
+     * rate charges above too). Shadow budgets always reserve, and are
+     * noted when they would have refused. */
     if ((t->nbudgets || (k && k->nbudgets)) && r->cfg->c->cost_policy) {
         struct timespec wall;
         clock_gettime(CLOCK_REALTIME, &wall);
         int64_t now_s = (int64_t)wall.tv_sec;
-        const td_gw_budget *refused = NULL;
-        int64_t spent = 0;
-        r->bud_reserved = price_estimate(c);
-        td_budgets *kbs = td_gateway_key_budgets(p->g);
-        st = TD_OK;
-        if (k && k->nbudgets)
-            st = reserve_budgets(c, kbs, k->slot, k->budgets, k->nbudgets, k, now_s,
-                                 r->bud_key_period, r->bud_key_start, &r->bud_key_n, &refused,
-                                 &spent);
-        if (st == TD_OK && t->nbudgets) {
-            st = reserve_budgets(c, td_gateway_budgets(p->g), t->slot, t->budgets, t->nbudgets,
-                                 NULL, now_s, r->bud_period, r->bud_start, &r->bud_n, &refused,
-                                 &spent);
-            if (st != TD_OK) {
-                for (int j = 0; j < r->bud_key_n; j++)
-                    td_budgets_settle(kbs, k->slot, r->bud_key_period[j], r->bud_key_start[j],
-                                      -r->bud_reserved);
-                r->bud_key_n = 0;
-                k = NULL; /* the tenant's budget refused */
-            }
-        }
+        td_gw_budget_verdict v;
+        st = td_gateway_budget_reserve(p->g, t, k, price_estimate(c), now_s, &r->bud, &v);
+        for (size_t i = 0; i < v.nshadow; i++)
+            note_shadow_budget(c, &v.shadow[i]);
         if (st != TD_OK) {
-            td_metrics_limit_rejection(p->metrics, t->slot, k ? TD_LIMIT_KEY_BUDGET : TD_LIMIT_BUDGET,
-                                       false);
+            td_metrics_limit_rejection(p->metrics, t->slot,
+                                       v.refused.key ? TD_LIMIT_KEY_BUDGET : TD_LIMIT_BUDGET, false);
             r->actual = 0;
-            respond_budget(c, refused, k, spent, now_s);
+            respond_budget(c, v.refused.budget, v.refused.key, v.refused.spent_nano, now_s);
             px_req_end(c, TD_OUT_BUDGET_EXCEEDED);
             return;
         }

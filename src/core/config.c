@@ -1274,6 +1274,7 @@ static td_status tenancy_cross_check(entry *items, size_t n, td_err *err)
 static td_status budget_cross_check(entry *items, size_t n, td_err *err)
 {
     const json_t *budgeted = NULL;
+    char field[64] = "spec.budgets";
     for (size_t i = 0; !budgeted && i < n; i++) {
         if (!is_kind(items[i].obj, "Tenant"))
             continue;
@@ -1283,8 +1284,10 @@ static td_status budget_cross_check(entry *items, size_t n, td_err *err)
         json_t *key;
         json_array_foreach(td_json_path(items[i].obj, "spec.apiKeys"), k, key)
         {
-            if (json_array_size(json_object_get(key, "budgets")) > 0)
+            if (!budgeted && json_array_size(json_object_get(key, "budgets")) > 0) {
                 budgeted = items[i].obj;
+                snprintf(field, sizeof field, "spec.apiKeys[%zu].budgets", k);
+            }
         }
     }
     if (!budgeted)
@@ -1296,9 +1299,9 @@ static td_status budget_cross_check(entry *items, size_t n, td_err *err)
             pol = items[i].obj;
     if (!pol)
         return td_err_set(err, TD_EINVAL,
-                          "Tenant %s: spec.budgets: there is no CostPolicy to price its requests; "
+                          "Tenant %s: %s: there is no CostPolicy to price its requests; "
                           "add a CostPolicy with a price for every Route",
-                          tn);
+                          tn, field);
     td_costpolicy *cp = NULL;
     td_status st = td_costpolicy_parse(pol, NULL, &cp, err);
     for (size_t i = 0; st == TD_OK && i < n; i++) {
@@ -1307,10 +1310,10 @@ static td_status budget_cross_check(entry *items, size_t n, td_err *err)
         const char *rn = td_json_str(items[i].obj, "metadata.name");
         if (!td_costpolicy_prices_route(cp, rn))
             st = td_err_set(err, TD_EINVAL,
-                            "Tenant %s: spec.budgets: CostPolicy %s has no price for Route %s, "
+                            "Tenant %s: %s: CostPolicy %s has no price for Route %s, "
                             "which the tenant can use; add {route: %s, per1kTokens: ...} (or "
                             "perRequest, perGPUHour) to its spec.prices",
-                            tn, td_json_str(pol, "metadata.name"), rn, rn);
+                            tn, field, td_json_str(pol, "metadata.name"), rn, rn);
     }
     td_costpolicy_destroy(cp);
     return st;

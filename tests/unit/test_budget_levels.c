@@ -343,7 +343,7 @@ static void test_validation(void **state)
     assert_int_equal(td_config_builder_create(NULL, &b, &err), TD_OK);
     assert_int_equal(td_config_builder_add_manifest(b, m, &err), TD_OK);
     assert_int_equal(td_config_builder_finish(b, &c, &err), TD_EINVAL);
-    assert_non_null(strstr(err.msg, "no CostPolicy"));
+    assert_non_null(strstr(err.msg, "Tenant team-a: spec.apiKeys[0].budgets: there is no CostPolicy"));
     assert_null(c);
     td_config_builder_destroy(b);
     td_manifest_destroy(m);

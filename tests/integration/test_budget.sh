@@ -9,7 +9,8 @@
 # level refuses a second key; a key's own budget runs out (level "key",
 # the key named) while the tenant and its other key keep being served, a
 # shadow key budget never refuses, and a restart keeps the key's spend
-# (replayed from ledger records carrying the key's name); explain shows
+# (replayed from ledger records carrying the key's name), 90 requests 30
+# at a time never pass a key budget; explain shows
 # budgets, keys and levels; bad budgets and looser key limits are refused
 # at apply naming file:line.
 . "$(dirname "$0")/lib.sh"
@@ -81,6 +82,8 @@ Y
     tenant shadowy '[{amount: "0.05", period: day, enforcement: shadow}]'
     tenant keyed '[]' '{rate: {cost: 100, per: 1h, burst: 100}}' \
         "[{sha256: \"$(sha key-ci)\", name: ci-bot, rate: {cost: 30, per: 1h}}, {sha256: \"$(sha key-web)\", name: web}]"
+    tenant kcrowd '[{amount: "10", period: month}]' '{concurrency: 200}' \
+        "[{sha256: \"$(sha key-bulk)\", name: bulk, budgets: [{amount: \"0.5\", period: day}]}]"
     tenant keybud '[{amount: "1", period: month}]' '{concurrency: 200}' \
         "[{sha256: \"$(sha key-kb-ci)\", name: ci, budgets: [{amount: \"0.1\", period: day}]},
           {sha256: \"$(sha key-kb-web)\", name: web},
@@ -301,6 +304,24 @@ v=$(metric 'tenantd_limit_rejections_total{tenant="keybud",limit="key_budget",mo
 [ "$v" = 2 ] && ok "trial's would-be refusals counted apart with mode=shadow: 2" || not_ok "key_budget shadow metric: '$v'"
 [ -z "$(metric 'tenantd_limit_rejections_total{tenant="keybud",limit="budget",')" ] &&
     ok "no refusal of the tenant's own budget" || not_ok "keybud has tenant-level budget refusals"
+
+# 90 requests of one key, 30 at a time, against its day budget of 0.5: at
+# most floor(0.5/0.023) = 21 served, and the tenant's spend is the key's.
+client key-bulk 90 30 fixed > "$TMP/bulk.json"
+python3 - "$TMP/bulk.json" <<'P' > "$TMP/bulk.out" && ok "key bulk: $(cat "$TMP/bulk.out")" || not_ok "bulk: $(cat "$TMP/bulk.out") $(head -c 400 "$TMP/bulk.json")"
+import json, sys
+rs = json.load(open(sys.argv[1]))
+ok = [r for r in rs if r["status"] == 200]
+no = [json.loads(r["body"]) for r in rs if r["status"] == 429]
+assert len(ok) + len(no) == 90, [r["status"] for r in rs]
+assert all(b["error"] == "budget_exceeded" and b["level"] == "key" and b["key"] == "bulk" for b in no), no[:2]
+spent = sum(r["usage"]["total_tokens"] for r in ok) * 0.001
+assert len(ok) == 21 and spent <= 0.5 + 1e-9, (len(ok), spent)
+print("90 requests 30 at a time against a key budget of 0.5: %d served, spend %.3f, %d refused at level key" % (len(ok), spent, len(no)))
+P
+v=$(metric 'tenantd_budget_spent{tenant="kcrowd",period="month"}')
+[ "$v" = 0.483 ] && ok "kcrowd: the tenant's spend is the key's, 21 x 0.023 = 0.483 (refused requests cost the tenant nothing)" ||
+    not_ok "kcrowd spend: '$v'"
 
 # Key concurrency: batch may hold one request; while one hangs upstream its
 # second is refused at level key, and another key of the tenant still passes.

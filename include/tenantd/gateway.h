@@ -29,7 +29,7 @@
 
 typedef enum { TD_COST_TOKENS, TD_COST_GPU_SECONDS, TD_COST_REQUESTS } td_cost_model;
 
-/* spec.budgets[]: at most one per period. */
+/* spec.budgets[] and spec.apiKeys[].budgets[]: at most one per period. */
 typedef struct {
     td_period period;
     int64_t amount_nano; /* in the CostPolicy's currency */
@@ -42,6 +42,10 @@ typedef struct {
     uint32_t slot;        /* key slot of "tenant/name" (stable across reloads); valid with a name */
     td_rate rate;         /* rate.cost <= 0: none of its own */
     uint32_t concurrency; /* 0: none of its own */
+    /* its own budgets (each at most the tenant's of the same period); the
+     * tenant's budgets hold for it too. Spend by key slot. */
+    td_gw_budget budgets[TD_PERIOD_COUNT];
+    size_t nbudgets;
 } td_gw_key;
 
 typedef struct {
@@ -149,10 +153,57 @@ td_limiter *td_gateway_key_limiter(td_gateway *g);
 td_shared *td_gateway_key_shared(td_gateway *g); /* NULL without --redis */
 /* Budget spend by tenant slot. */
 td_budgets *td_gateway_budgets(td_gateway *g);
+/* Budget spend of named keys, by key slot (td_gw_key.slot). */
+td_budgets *td_gateway_key_budgets(td_gateway *g);
+
+/* ---- budgets at two levels (budget_levels.c) ----
+ * A request of a named key with budgets of its own is held to those and to
+ * its tenant's: the estimate's price is reserved at every budget of both
+ * levels, or at none, and settled at every one to the real price. */
+
+/* What a request holds of its budgets until it ends. */
+typedef struct {
+    int64_t reserved_nano; /* the estimate's price, reserved at each */
+    int n, nkey;           /* periods held at the tenant's budgets, at the key's */
+    td_period period[TD_PERIOD_COUNT], key_period[TD_PERIOD_COUNT];
+    int64_t start[TD_PERIOD_COUNT], key_start[TD_PERIOD_COUNT];
+} td_gw_budget_hold;
+
+/* A budget that refused, or in shadow would have: which one, at which
+ * level (key NULL: the tenant's), and its spend before the request. */
+typedef struct {
+    const td_gw_budget *budget;
+    const td_gw_key *key;
+    int64_t spent_nano;
+} td_gw_budget_note;
+
+typedef struct {
+    td_gw_budget_note refused; /* .budget NULL when the request was admitted */
+    td_gw_budget_note shadow[2 * TD_PERIOD_COUNT]; /* shadow budgets over, checked before */
+    size_t nshadow;
+} td_gw_budget_verdict;
+
+/* Reserves cost_nano (>= 0) at the key k's own budgets (k may be NULL or
+ * have none), then at t's, at now_s. TD_OK: every reservation is in *h
+ * (borrowed storage, overwritten) for td_gateway_budget_settle. TD_EQUOTA:
+ * an enforced budget had no room: v->refused names it and its level, and
+ * nothing stays reserved at either level (*h is empty). Shadow budgets
+ * always reserve; those that would have refused (of the levels checked
+ * before any refusal) are listed in v->shadow. Key budgets come first, so
+ * a key's tighter budget is the one named. Any thread. */
+td_status td_gateway_budget_reserve(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,
+                                    int64_t cost_nano, int64_t now_s, td_gw_budget_hold *h,
+                                    td_gw_budget_verdict *v);
+/* Settles every reservation of h (t's and k's, the same t and k as the
+ * reserve) to price_nano, the request's real price (0 when it used
+ * nothing), and empties h. A settle of an empty hold does nothing. */
+void td_gateway_budget_settle(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,
+                              td_gw_budget_hold *h, int64_t price_nano);
 
 /* Start-up: counts the priced cost of ledger record r (a completed
  * request, outcome "ok") toward its tenant's spend in every period kind
- * current at now_ns, so a restart keeps the period's spend. Records of
+ * current at now_ns, and toward its key's when r->api_key names one of the
+ * tenant's named keys, so a restart keeps the period's spend. Records of
  * unknown tenants, other outcomes or unpriced routes are skipped. */
 void td_gateway_budget_replay(td_gateway *g, const td_ledger_rec *r, int64_t now_ns);
 bool td_gateway_allow_x_tenant(const td_gateway *g);

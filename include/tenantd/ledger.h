@@ -18,8 +18,11 @@
 #include "tenantd/status.h"
 
 /* The on-disk schema version this build writes; a ledger written by a
- * newer version is refused (TD_EINVAL naming both versions). */
-#define TD_LEDGER_SCHEMA 1
+ * newer version is refused (TD_EINVAL naming both versions). Version 2
+ * added records.api_key; a version-1 ledger is migrated in place when the
+ * writer opens it (its records get api_key ""), and read as is by the
+ * reader (api_key "" too). */
+#define TD_LEDGER_SCHEMA 2
 
 typedef enum {
     TD_LEDGER_REQUEST = 0, /* one gateway request */
@@ -37,6 +40,7 @@ typedef struct {
     char project[TD_LEDGER_STR];
     char environment[TD_LEDGER_STR];
     char route[TD_LEDGER_STR];          /* request: Route name */
+    char api_key[TD_LEDGER_STR];        /* request: the API key's name ("" for an unnamed key) */
     char workload[2 * TD_LEDGER_STR];   /* interval: "namespace/name" */
     char cluster_queue[TD_LEDGER_STR];  /* interval */
     char flavor[TD_LEDGER_STR];         /* interval: ResourceFlavor of these resources */
@@ -80,7 +84,8 @@ uint64_t td_ledger_committed(const td_ledger *l);
 uint64_t td_ledger_dropped(const td_ledger *l);
 /* Compacts now: raw request records that started before the hour
  * boundary at or below now_ns - retention_ns are summed into hourly rollups
- * (per hour x tenant x team/project/environment x route x outcome; count =
+ * (per hour x tenant x team/project/environment x route x api_key x
+ * outcome; count =
  * records summed) and deleted, in one transaction. Interval records stay
  * raw: they are one per admission, and summing them across different
  * durations would lose their resource-seconds. Idempotent: a second call

@@ -57,6 +57,7 @@ typedef enum {
     TD_LIMIT_BUDGET,          /* limit="budget" */
     TD_LIMIT_KEY_RATE,        /* limit="key_rate": a key's own rate */
     TD_LIMIT_KEY_CONCURRENCY, /* limit="key_concurrency" */
+    TD_LIMIT_KEY_BUDGET,      /* limit="key_budget": a key's own budget */
     TD_LIMIT_COUNT
 } td_limit_kind;
 void td_metrics_limit_rejection(td_metrics *m, uint32_t tenant, td_limit_kind limit, bool shadow);

@@ -691,6 +691,17 @@ int td_cmd_explain_request(int argc, char **argv)
             printf("; concurrency %lld in flight of %lld\n",
                    (long long)json_integer_value(json_object_get(kc, "inFlight")),
                    (long long)json_integer_value(json_object_get(kc, "limit")));
+        size_t j;
+        json_t *b;
+        json_array_foreach(json_object_get(x, "budgets"), j, b)
+        {
+            printf("  key %-8s budget %s: %.9g of %.9g %s spent (%.9g left), %s; resets at %s\n",
+                   td_json_str(x, "name"), td_json_str(b, "period"),
+                   json_number_value(json_object_get(b, "spent")),
+                   json_number_value(json_object_get(b, "amount")), td_json_str(b, "currency"),
+                   json_number_value(json_object_get(b, "remaining")),
+                   td_json_str(b, "enforcement"), td_json_str(b, "resetsAt"));
+        }
     }
     json_t *list = json_object_get(o, "recentRefusals");
     if (!json_array_size(list))

@@ -570,13 +570,52 @@ static double rate_per_s(const json_t *r, double *burst)
     return per > 0 ? cost * 1e9 / (double)per : cost;
 }
 
-/* spec.apiKeys[i]: {sha256, name, rate, concurrency}. A key's own limits
- * may only be tighter than its tenant's (spec.gateway); limits need a name
- * (their state is kept by "tenant/name" across reloads). */
+/* spec.apiKeys[i].budgets: each as the tenant's budgets are, and none above
+ * the tenant's budget of the same period (a key's limit may only be
+ * tighter). Runs after validate_budgets of both lists. */
+static td_status key_budgets_within(vctx *v, const json_t *spec, const json_t *kb,
+                                    const char *kname, const char *f)
+{
+    const json_t *tb = json_object_get(spec, "budgets");
+    size_t i, j;
+    json_t *b, *t;
+    json_array_foreach(kb, i, b)
+    {
+        td_period p;
+        int64_t kn;
+        char ff[160];
+        snprintf(ff, sizeof ff, "%s.budgets[%zu].amount", f, i);
+        if (td_period_parse(td_json_str(b, "period"), &p) != TD_OK)
+            continue;
+        TRY(budget_amount(v, json_object_get(b, "amount"), ff, &kn));
+        json_array_foreach(tb, j, t)
+        {
+            td_period tp;
+            int64_t tn;
+            if (td_period_parse(td_json_str(t, "period"), &tp) != TD_OK || tp != p)
+                continue;
+            char tf[64];
+            snprintf(tf, sizeof tf, "spec.budgets[%zu].amount", j);
+            TRY(budget_amount(v, json_object_get(t, "amount"), tf, &tn));
+            if (kn > tn)
+                return vfail(v, json_object_get(b, "amount"), ff,
+                             "key %s: its %s budget %.9g is above the tenant's %s budget "
+                             "%.9g (%s); a key's budget may only be tighter",
+                             kname, td_period_name(p), (double)kn / TD_MONEY_NANO,
+                             td_period_name(p), (double)tn / TD_MONEY_NANO, tf);
+        }
+    }
+    return TD_OK;
+}
+
+/* spec.apiKeys[i]: {sha256, name, rate, concurrency, budgets}. A key's own
+ * limits may only be tighter than its tenant's (spec.gateway, spec.budgets);
+ * limits need a name (their state is kept by "tenant/name" across reloads). */
 static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *keys, size_t i,
                                   const json_t *k)
 {
-    static const char *const fields[] = {"sha256", "name", "rate", "concurrency", NULL};
+    static const char *const fields[] = {"sha256", "name", "rate", "concurrency", "budgets",
+                                         NULL};
     static const char *const rate[] = {"cost", "per", "burst", NULL};
     char f[96];
     snprintf(f, sizeof f, "spec.apiKeys[%zu]", i);
@@ -591,8 +630,18 @@ static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *key
         if (json_equal(json_object_get(json_array_get(keys, j), "name"), name))
             return vfail(v, name, f, "name \"%s\" is already the name of spec.apiKeys[%zu]", ns, j);
     json_t *r = json_object_get(k, "rate"), *c = json_object_get(k, "concurrency");
+    json_t *kb = json_object_get(k, "budgets");
     if ((r || c) && !ns)
         return vfail(v, r ? r : c, f, "a key with its own rate or concurrency needs a name");
+    if (kb && !ns)
+        return vfail(v, kb, f, "a key with its own budgets needs a name");
+    if (kb) {
+        char bf[96];
+        snprintf(bf, sizeof bf, "%s.budgets", f);
+        TRY(validate_budgets(v, json_object_get(spec, "budgets"), "spec.budgets"));
+        TRY(validate_budgets(v, kb, bf));
+        TRY(key_budgets_within(v, spec, kb, ns, f));
+    }
     char ff[128];
     const json_t *g = json_object_get(spec, "gateway");
     if (r) {
@@ -1225,10 +1274,22 @@ static td_status tenancy_cross_check(entry *items, size_t n, td_err *err)
 static td_status budget_cross_check(entry *items, size_t n, td_err *err)
 {
     const json_t *budgeted = NULL;
-    for (size_t i = 0; !budgeted && i < n; i++)
-        if (is_kind(items[i].obj, "Tenant") &&
-            json_array_size(td_json_path(items[i].obj, "spec.budgets")) > 0)
+    char field[64] = "spec.budgets";
+    for (size_t i = 0; !budgeted && i < n; i++) {
+        if (!is_kind(items[i].obj, "Tenant"))
+            continue;
+        if (json_array_size(td_json_path(items[i].obj, "spec.budgets")) > 0)
             budgeted = items[i].obj;
+        size_t k;
+        json_t *key;
+        json_array_foreach(td_json_path(items[i].obj, "spec.apiKeys"), k, key)
+        {
+            if (!budgeted && json_array_size(json_object_get(key, "budgets")) > 0) {
+                budgeted = items[i].obj;
+                snprintf(field, sizeof field, "spec.apiKeys[%zu].budgets", k);
+            }
+        }
+    }
     if (!budgeted)
         return TD_OK;
     const char *tn = td_json_str(budgeted, "metadata.name");
@@ -1238,9 +1299,9 @@ static td_status budget_cross_check(entry *items, size_t n, td_err *err)
             pol = items[i].obj;
     if (!pol)
         return td_err_set(err, TD_EINVAL,
-                          "Tenant %s: spec.budgets: there is no CostPolicy to price its requests; "
+                          "Tenant %s: %s: there is no CostPolicy to price its requests; "
                           "add a CostPolicy with a price for every Route",
-                          tn);
+                          tn, field);
     td_costpolicy *cp = NULL;
     td_status st = td_costpolicy_parse(pol, NULL, &cp, err);
     for (size_t i = 0; st == TD_OK && i < n; i++) {
@@ -1249,10 +1310,10 @@ static td_status budget_cross_check(entry *items, size_t n, td_err *err)
         const char *rn = td_json_str(items[i].obj, "metadata.name");
         if (!td_costpolicy_prices_route(cp, rn))
             st = td_err_set(err, TD_EINVAL,
-                            "Tenant %s: spec.budgets: CostPolicy %s has no price for Route %s, "
+                            "Tenant %s: %s: CostPolicy %s has no price for Route %s, "
                             "which the tenant can use; add {route: %s, per1kTokens: ...} (or "
                             "perRequest, perGPUHour) to its spec.prices",
-                            tn, td_json_str(pol, "metadata.name"), rn, rn);
+                            tn, field, td_json_str(pol, "metadata.name"), rn, rn);
     }
     td_costpolicy_destroy(cp);
     return st;

@@ -15,6 +15,35 @@ static const char *mode_name(bool shadow)
     return shadow ? "shadow" : "enforce";
 }
 
+/* A list of budgets with the spend of their current periods at now_s
+ * (slot in bs: a tenant's or a key's); NULL out of memory. */
+static json_t *budgets_json(td_budgets *bs, uint32_t slot, const td_gw_budget *bud, size_t n,
+                            const char *cur, int64_t now_s)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < n; i++) {
+        const td_gw_budget *b = &bud[i];
+        int64_t start, end;
+        td_period_bounds(b->period, now_s, &start, &end);
+        int64_t spent = td_budgets_spent(bs, slot, b->period, now_s);
+        char from[32], resets[32];
+        td_rfc3339(start, from, sizeof from);
+        td_rfc3339(end, resets, sizeof resets);
+        json_t *x =
+            json_pack("{s:s, s:f, s:f, s:f, s:s, s:s, s:s, s:s}", "period",
+                      td_period_name(b->period), "amount", (double)b->amount_nano / TD_MONEY_NANO,
+                      "spent", (double)spent / TD_MONEY_NANO, "remaining",
+                      (double)(b->amount_nano > spent ? b->amount_nano - spent : 0) / TD_MONEY_NANO,
+                      "currency", cur, "periodStart", from, "resetsAt", resets, "enforcement",
+                      mode_name(b->shadow));
+        if (!x || json_array_append_new(list, x) < 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
 td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns, json_t **out,
                              td_err *err)
 {
@@ -45,28 +74,11 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
                           td_criticality_name(t->criticality), "weight", t->weight,
                           "sharedLimits", td_gateway_shared(g) != NULL);
     /* budgets: the amount, the spend of the current period, when it resets */
-    json_t *budgets = json_array();
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     const char *cur = c->cost_policy ? td_costpolicy_currency(c->cost_policy) : "";
-    for (size_t i = 0; budgets && i < t->nbudgets; i++) {
-        const td_gw_budget *b = &t->budgets[i];
-        int64_t start, end;
-        td_period_bounds(b->period, (int64_t)wall.tv_sec, &start, &end);
-        int64_t spent =
-            td_budgets_spent(td_gateway_budgets(g), t->slot, b->period, (int64_t)wall.tv_sec);
-        char from[32], resets[32];
-        td_rfc3339(start, from, sizeof from);
-        td_rfc3339(end, resets, sizeof resets);
-        json_array_append_new(
-            budgets,
-            json_pack("{s:s, s:f, s:f, s:f, s:s, s:s, s:s, s:s}", "period",
-                      td_period_name(b->period), "amount", (double)b->amount_nano / TD_MONEY_NANO,
-                      "spent", (double)spent / TD_MONEY_NANO, "remaining",
-                      (double)(b->amount_nano > spent ? b->amount_nano - spent : 0) / TD_MONEY_NANO,
-                      "currency", cur, "periodStart", from, "resetsAt", resets, "enforcement",
-                      mode_name(b->shadow)));
-    }
+    json_t *budgets = budgets_json(td_gateway_budgets(g), t->slot, t->budgets, t->nbudgets, cur,
+                                   (int64_t)wall.tv_sec);
     /* keys with limits of their own (the tenant's apply to every key too) */
     json_t *keys = json_array();
     td_limiter *kl = td_gateway_key_limiter(g);
@@ -86,17 +98,20 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
                                      "inFlight", (json_int_t)td_limiter_inflight(kl, k->slot),
                                      "enforcement", mode_name(t->shadow_concurrency))
                          : json_pack("{s:s}", "inherits", "tenant");
-        json_array_append_new(
-            keys, json_pack("{s:s, s:o, s:o}", "name", k->name, "rate", kr, "concurrency", kc));
+        json_t *kb = k->nbudgets ? budgets_json(td_gateway_key_budgets(g), k->slot, k->budgets,
+                                                k->nbudgets, cur, (int64_t)wall.tv_sec)
+                                   : json_pack("{s:s}", "inherits", "tenant");
+        json_array_append_new(keys, json_pack("{s:s, s:o, s:o, s:o}", "name", k->name, "rate", kr,
+                                              "concurrency", kc, "budgets", kb));
     }
     if (o && budgets && keys) {
         json_object_set_new(json_object_get(o, "limits"), "budgets", budgets);
         json_object_set_new(json_object_get(o, "limits"), "keys", keys);
         json_object_set_new(json_object_get(o, "limits"), "precedence",
                             json_string("a request passes its key's own concurrency, then the "
-                                        "tenant's; its key's own rate, then the tenant's; then "
-                                        "every budget of the tenant; the first enforced refusal "
-                                        "answers"));
+                                        "tenant's; its key's own rate, then the tenant's; its "
+                                        "key's own budgets, then the tenant's (reserved in all "
+                                        "or none); the first enforced refusal answers"));
     } else {
         json_decref(budgets);
         json_decref(keys);

@@ -45,6 +45,7 @@ struct td_gateway {
     td_limiter *key_limiter;
     td_shared *key_shared;
     td_budgets *budgets;
+    td_budgets *key_budgets; /* by key slot */
     td_metrics *metrics;
     td_shared *shared;
     td_recent *recent;
@@ -145,6 +146,41 @@ static double num_or(const json_t *j, double def)
     return json_is_number(j) ? json_number_value(j) : def;
 }
 
+/* spec.budgets (or a key's): at most one per period, into out[*n]. The
+ * config validated them; a failure here names the tenant (and key). */
+static td_status parse_budgets(const json_t *bs, td_gw_budget *out, size_t *n, const char *tenant,
+                               const char *key, td_err *err)
+{
+    char where[200];
+    if (key)
+        snprintf(where, sizeof where, "Tenant %s: apiKeys %s: budgets", tenant, key);
+    else
+        snprintf(where, sizeof where, "Tenant %s: spec.budgets", tenant);
+    *n = 0;
+    for (size_t i = 0; i < json_array_size(bs) && *n < TD_PERIOD_COUNT; i++) {
+        json_t *b = json_array_get(bs, i);
+        td_gw_budget *gb = &out[*n];
+        if (td_period_parse(json_string_value(json_object_get(b, "period")), &gb->period) != TD_OK)
+            return td_err_set(err, TD_EINVAL, "%s[%zu].period is unknown", where, i);
+        json_t *a = json_object_get(b, "amount");
+        char buf[64];
+        const char *txt = json_string_value(a);
+        if (json_is_integer(a)) {
+            snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(a));
+            txt = buf;
+        } else if (json_is_real(a)) {
+            snprintf(buf, sizeof buf, "%.9f", json_real_value(a));
+            txt = buf;
+        }
+        if (td_money_parse(txt, &gb->amount_nano, err) != TD_OK)
+            return td_err_prefix(err, TD_EINVAL, "%s[%zu].amount", where, i);
+        const char *m = td_json_str(b, "enforcement");
+        gb->shadow = m && strcmp(m, "shadow") == 0;
+        (*n)++;
+    }
+    return TD_OK;
+}
+
 /* {cost, per, burst} into r; no mapping: unlimited. */
 static td_status parse_rate(const json_t *rate, td_rate *r, td_err *err)
 {
@@ -201,29 +237,9 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
     const char *ec = all ? all : json_string_value(json_object_get(enf, "concurrency"));
     t->shadow_rate = er && strcmp(er, "shadow") == 0;
     t->shadow_concurrency = ec && strcmp(ec, "shadow") == 0;
-    json_t *bs = td_json_path(obj, "spec.budgets");
-    for (size_t i = 0; i < json_array_size(bs) && t->nbudgets < TD_PERIOD_COUNT; i++) {
-        json_t *b = json_array_get(bs, i);
-        td_gw_budget *gb = &t->budgets[t->nbudgets];
-        if (td_period_parse(json_string_value(json_object_get(b, "period")), &gb->period) != TD_OK)
-            return td_err_set(err, TD_EINVAL, "Tenant %s: spec.budgets[%zu].period is unknown",
-                              name, i);
-        json_t *a = json_object_get(b, "amount");
-        char buf[64];
-        const char *txt = json_string_value(a);
-        if (json_is_integer(a)) {
-            snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(a));
-            txt = buf;
-        } else if (json_is_real(a)) {
-            snprintf(buf, sizeof buf, "%.9f", json_real_value(a));
-            txt = buf;
-        }
-        if (td_money_parse(txt, &gb->amount_nano, err) != TD_OK)
-            return td_err_prefix(err, TD_EINVAL, "Tenant %s: spec.budgets[%zu].amount", name, i);
-        const char *m = td_json_str(b, "enforcement");
-        gb->shadow = m && strcmp(m, "shadow") == 0;
-        t->nbudgets++;
-    }
+    if (parse_budgets(td_json_path(obj, "spec.budgets"), t->budgets, &t->nbudgets, name, NULL,
+                      err) != TD_OK)
+        return TD_EINVAL;
     t->criticality = TD_CRIT_CRITICAL;
     const char *crit = json_string_value(json_object_get(gw, "criticality"));
     if (crit && td_criticality_parse(crit, &t->criticality) != TD_OK)
@@ -255,6 +271,9 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
                 return td_err_prefix(err, TD_EINVAL, "Tenant %s: spec.apiKeys[%zu].rate.per", name,
                                      k);
             gk->concurrency = (uint32_t)num_or(json_object_get(ko, "concurrency"), 0);
+            if (parse_budgets(json_object_get(ko, "budgets"), gk->budgets, &gk->nbudgets, name,
+                              kname, err) != TD_OK)
+                return TD_EINVAL;
         }
         const char *hex = td_json_str(ko, "sha256");
         for (size_t i = 0; hex && i < 32; i++) {
@@ -499,6 +518,8 @@ td_status td_gateway_create(const td_config *cfg, const td_gateway_opts *o, td_g
     if (st == TD_OK)
         st = td_budgets_create(TD_GW_MAX_TENANTS, &g->budgets);
     if (st == TD_OK)
+        st = td_budgets_create(TD_GW_MAX_KEYS, &g->key_budgets);
+    if (st == TD_OK)
         st = td_metrics_create(TD_GW_MAX_TENANTS, TD_GW_MAX_ROUTES, &g->metrics);
     if (st == TD_OK)
         st = td_recent_create(TD_GW_RECENT_RINGS, 256, TD_GW_MAX_TENANTS, &g->recent);
@@ -543,6 +564,7 @@ void td_gateway_destroy(td_gateway *g)
     td_limiter_destroy(g->limiter);
     td_limiter_destroy(g->key_limiter);
     td_budgets_destroy(g->budgets);
+    td_budgets_destroy(g->key_budgets);
     slots_fini(&g->tenants);
     slots_fini(&g->routes);
     if (g->keys.names)
@@ -636,6 +658,11 @@ td_budgets *td_gateway_budgets(td_gateway *g)
     return g->budgets;
 }
 
+td_budgets *td_gateway_key_budgets(td_gateway *g)
+{
+    return g->key_budgets;
+}
+
 td_status td_gw_price(const td_gw_config *c, const td_ledger_rec *r, int64_t *nano, td_err *err)
 {
     if (!c || !c->cost_policy)
@@ -660,12 +687,23 @@ void td_gateway_budget_replay(td_gateway *g, const td_ledger_rec *r, int64_t now
     const td_gw_config *c = td_gateway_config(g, &held);
     const td_gw_tenant *t = td_gw_tenant_by_name(c, r->tenant);
     int64_t nano = 0;
-    if (t && td_gw_price(c, r, &nano, NULL) == TD_OK)
-        for (int p = 0; p < TD_PERIOD_COUNT; p++)
-            td_budgets_replay(g->budgets, t->slot, (td_period)p,
-                              r->start_ns >= 0 ? r->start_ns / 1000000000LL
-                                               : -((-r->start_ns + 999999999LL) / 1000000000LL),
-                              nano, now_ns / 1000000000LL);
+    if (t && td_gw_price(c, r, &nano, NULL) == TD_OK) {
+        int64_t start_s = r->start_ns >= 0 ? r->start_ns / 1000000000LL
+                                           : -((-r->start_ns + 999999999LL) / 1000000000LL);
+        /* the key's own spend: records carrying the name of one of its
+         * tenant's named keys (a key's slot is its "tenant/name") */
+        const td_gw_key *k = NULL;
+        for (size_t i = 0; r->api_key[0] && t->keys && i < t->nkeys && !k; i++)
+            if (t->keys[i].name && strncmp(t->keys[i].name, r->api_key, sizeof r->api_key) == 0)
+                k = &t->keys[i];
+        for (int p = 0; p < TD_PERIOD_COUNT; p++) {
+            td_budgets_replay(g->budgets, t->slot, (td_period)p, start_s, nano,
+                              now_ns / 1000000000LL);
+            if (k)
+                td_budgets_replay(g->key_budgets, k->slot, (td_period)p, start_s, nano,
+                                  now_ns / 1000000000LL);
+        }
+    }
     td_gw_config_unref(held);
 }
 
@@ -713,6 +751,42 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
                 td_period_name(t->budgets[k].period), (double)v / TD_MONEY_NANO);
         }
     }
+    /* keys: one series per configured key budget (bounded: keys are
+     * configured names, not free-form) */
+    bool head = false;
+    for (size_t i = 0; c && i < c->ntenants; i++) {
+        const td_gw_tenant *t = &c->tenants[i];
+        for (size_t j = 0; t->keys && j < t->nkeys; j++) {
+            const td_gw_key *k = &t->keys[j];
+            for (size_t q = 0; k->name && q < k->nbudgets; q++) {
+                size_t need = 512 + strlen(t->name) + strlen(k->name);
+                if (cap - n < need) {
+                    cap = cap * 2 + need;
+                    char *nb = realloc(b, cap);
+                    if (!nb)
+                        goto done;
+                    b = nb;
+                }
+                if (!head) {
+                    n += (size_t)snprintf(
+                        b + n, cap - n,
+                        "# HELP tenantd_key_budget_spent Spend of a named API key's own budget "
+                        "in its current period, in the CostPolicy's currency (reserved estimates "
+                        "included).\n"
+                        "# TYPE tenantd_key_budget_spent gauge\n");
+                    head = true;
+                }
+                int64_t v = td_budgets_spent(g->key_budgets, k->slot, k->budgets[q].period,
+                                             (int64_t)ts.tv_sec);
+                n += (size_t)snprintf(b + n, cap - n,
+                                      "tenantd_key_budget_spent{tenant=\"%s\",key=\"%s\","
+                                      "period=\"%s\"} %.9g\n",
+                                      t->name, k->name, td_period_name(k->budgets[q].period),
+                                      (double)v / TD_MONEY_NANO);
+            }
+        }
+    }
+done:
     td_gw_config_unref(held);
     *out = b;
     if (len)

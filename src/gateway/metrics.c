@@ -430,7 +430,8 @@ td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, cha
     }
 
     static const char *const limit_names[TD_LIMIT_COUNT] = {"rate", "concurrency", "budget",
-                                                            "key_rate", "key_concurrency"};
+                                                            "key_rate", "key_concurrency",
+                                                            "key_budget"};
     family(&b, "tenantd_limit_rejections_total", "counter",
            "Requests a tenant's limit refused: mode=\"enforce\" got 429, mode=\"shadow\" "
            "would have and went on.");

@@ -72,13 +72,19 @@ static const char schema_sql[] =
     "  tokens_in INTEGER NOT NULL, tokens_out INTEGER NOT NULL,"
     "  gpu_milli_seconds INTEGER NOT NULL, gpu_milli INTEGER NOT NULL,"
     "  cpu_milli INTEGER NOT NULL, memory_bytes INTEGER NOT NULL,"
-    "  storage_bytes INTEGER NOT NULL, gpu_used_milli INTEGER NOT NULL) WITHOUT ROWID;"
+    "  storage_bytes INTEGER NOT NULL, gpu_used_milli INTEGER NOT NULL,"
+    "  api_key TEXT NOT NULL DEFAULT '') WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS records_start ON records(start_ns);";
 
 static const char cols[] =
     "id, kind, rollup, start_ns, end_ns, tenant, team, project, environment, route, workload,"
     " cluster_queue, flavor, outcome, interruptible, count, tokens_in, tokens_out,"
-    " gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes, storage_bytes, gpu_used_milli";
+    " gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes, storage_bytes, gpu_used_milli, api_key";
+/* A version-1 ledger has no api_key column: the reader selects "" instead. */
+static const char cols_v1[] =
+    "id, kind, rollup, start_ns, end_ns, tenant, team, project, environment, route, workload,"
+    " cluster_queue, flavor, outcome, interruptible, count, tokens_in, tokens_out,"
+    " gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes, storage_bytes, gpu_used_milli, ''";
 
 static td_status db_err(sqlite3 *db, const char *path, td_err *err, const char *what)
 {
@@ -140,6 +146,28 @@ static int64_t meta_get(sqlite3 *db, const char *key)
     return v;
 }
 
+/* Brings a version-1 ledger to version 2 in one transaction: the new
+ * column (api_key, "" for every existing record) and the version number
+ * together, or neither. */
+static td_status migrate_v1(sqlite3 *db, const char *path, td_err *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db,
+                     "BEGIN IMMEDIATE;"
+                     "ALTER TABLE records ADD COLUMN api_key TEXT NOT NULL DEFAULT '';"
+                     "UPDATE meta SET value = 2 WHERE key = 'schema';"
+                     "COMMIT;",
+                     NULL, NULL, &msg) != SQLITE_OK) {
+        td_status st = td_err_set(err, TD_EIO, "%s: cannot migrate the ledger from schema version "
+                                               "1 to 2: %s",
+                                  path, msg ? msg : sqlite3_errmsg(db));
+        sqlite3_free(msg);
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return st;
+    }
+    return TD_OK;
+}
+
 static void *writer_main(void *arg);
 
 td_status td_ledger_open(const char *dir, const td_ledger_opts *opts, td_ledger **out, td_err *err)
@@ -191,7 +219,7 @@ td_status td_ledger_open(const char *dir, const td_ledger_opts *opts, td_ledger 
                      NULL, NULL, &msg) != SQLITE_OK ||
         sqlite3_exec(l->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK ||
         sqlite3_exec(l->db,
-                     "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', 1);"
+                     "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', 2);"
                      "INSERT OR IGNORE INTO meta(key, value) VALUES ('horizon_ns', 0);",
                      NULL, NULL, &msg) != SQLITE_OK) {
         st = td_err_set(err, TD_EIO, "%s: cannot initialise: %s", l->path,
@@ -199,11 +227,13 @@ td_status td_ledger_open(const char *dir, const td_ledger_opts *opts, td_ledger 
         sqlite3_free(msg);
         goto fail;
     }
+    if (version == 1 && (st = migrate_v1(l->db, l->path, err)) != TD_OK)
+        goto fail;
     l->horizon_ns = meta_get(l->db, "horizon_ns");
     char sql[1024];
     snprintf(sql, sizeof sql,
              "INSERT OR IGNORE INTO records(%s) VALUES "
-             "(?,?,0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+             "(?,?,0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
              cols);
     if (sqlite3_prepare_v2(l->db, sql, -1, &l->ins, NULL) != SQLITE_OK) {
         st = db_err(l->db, l->path, err, "cannot prepare");
@@ -309,6 +339,7 @@ static td_status write_batch(td_ledger *l, td_err *err)
         sqlite3_bind_int64(s, k++, r->memory_bytes);
         sqlite3_bind_int64(s, k++, r->storage_bytes);
         sqlite3_bind_int64(s, k++, r->gpu_used_milli);
+        bind_text(s, k++, r->api_key, sizeof r->api_key);
         int rc = sqlite3_step(s);
         l->fresh[i] = rc == SQLITE_DONE && sqlite3_changes(db) == 1;
         sqlite3_reset(s);
@@ -456,20 +487,22 @@ static td_status compact_locked(td_ledger *l, int64_t now_ns, td_err *err)
     if (cutoff <= l->horizon_ns)
         return TD_OK;
     sqlite3 *db = l->db;
-    /* The rollup id names its group; label values, tenant and route names
-     * are DNS-label or Kubernetes-label shaped and cannot hold '|'. */
+    /* The rollup id names its group; label values, tenant, route and key
+     * names are DNS-label or Kubernetes-label shaped and cannot hold '|'.
+     * Records of unnamed keys keep the version-1 id (no key part). */
     static const char rollup_sql[] =
         "INSERT INTO records(id, kind, rollup, start_ns, end_ns, tenant, team, project,"
         " environment, route, workload, cluster_queue, flavor, outcome, interruptible, count,"
         " tokens_in, tokens_out, gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes,"
-        " storage_bytes, gpu_used_milli)"
+        " storage_bytes, gpu_used_milli, api_key)"
         " SELECT 'h' || h || '|' || tenant || '|' || team || '|' || project || '|' ||"
-        "  environment || '|' || route || '|' || outcome, 0, 1, h, h + 3600000000000,"
+        "  environment || '|' || route || '|' || outcome ||"
+        "  CASE WHEN api_key = '' THEN '' ELSE '|' || api_key END, 0, 1, h, h + 3600000000000,"
         "  tenant, team, project, environment, route, '', '', '', outcome, 0, SUM(count),"
-        "  SUM(tokens_in), SUM(tokens_out), SUM(gpu_milli_seconds), 0, 0, 0, 0, -1"
+        "  SUM(tokens_in), SUM(tokens_out), SUM(gpu_milli_seconds), 0, 0, 0, 0, -1, api_key"
         " FROM (SELECT (start_ns / 3600000000000) * 3600000000000 AS h, * FROM records"
         "       WHERE rollup = 0 AND kind = 0 AND start_ns < ?1)"
-        " WHERE 1 GROUP BY h, tenant, team, project, environment, route, outcome"
+        " WHERE 1 GROUP BY h, tenant, team, project, environment, route, api_key, outcome"
         " ON CONFLICT(id) DO UPDATE SET count = count + excluded.count,"
         "  tokens_in = tokens_in + excluded.tokens_in,"
         "  tokens_out = tokens_out + excluded.tokens_out,"
@@ -577,7 +610,7 @@ td_status td_ledger_read(const char *dir, int64_t from_ns, int64_t to_ns, td_led
     char sql[1024];
     snprintf(sql, sizeof sql,
              "SELECT %s FROM records WHERE start_ns < ?1 AND end_ns >= ?2 ORDER BY start_ns, id",
-             cols);
+             version >= 2 ? cols : cols_v1);
     if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
         st = db_err(db, path, err, "cannot read records");
         goto out;
@@ -613,6 +646,7 @@ td_status td_ledger_read(const char *dir, int64_t from_ns, int64_t to_ns, td_led
         r.memory_bytes = sqlite3_column_int64(q, k++);
         r.storage_bytes = sqlite3_column_int64(q, k++);
         r.gpu_used_milli = sqlite3_column_int64(q, k++);
+        col_text(q, k++, r.api_key, sizeof r.api_key);
         if (cb(&r, ud) != 0)
             break;
     }

@@ -145,11 +145,8 @@ typedef struct {
     /* key level: the key's own entry (NULL or unnamed: none), its holds */
     const td_gw_key *key;
     int key_conc_held, key_rate_charged;
-    /* budgets: nano-units reserved in each of bud_n periods (settled at the end) */
-    int bud_n;
-    td_period bud_period[TD_PERIOD_COUNT];
-    int64_t bud_start[TD_PERIOD_COUNT];
-    int64_t bud_reserved;
+    /* budgets reserved (the tenant's and the key's own), settled at the end */
+    td_gw_budget_hold bud;
     double prompt_est; /* the estimate's prompt tokens (tokens routes) */
     int usage_counted; /* the response named no usage: tokens counted from its text */
     /* upstream */

@@ -301,33 +301,59 @@ static void money_str(int64_t nano, char *buf, size_t cap)
         *e = '\0';
 }
 
-/* 429 budget_exceeded: the budget, what is spent of it, when it starts
- * over (also as Retry-After). */
-static void respond_budget(px_conn *c, const td_gw_budget *b, int64_t spent, int64_t now_s)
+/* 429 budget_exceeded: the budget (the tenant's, or the key k's own), what
+ * is spent of it, when it starts over (also as Retry-After). */
+static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k, int64_t spent,
+                           int64_t now_s)
 {
     px_req *r = &c->rq;
     int64_t start, end;
     td_period_bounds(b->period, now_s, &start, &end);
-    char amount[40], sp[40], est[40], resets[32], esc[200], detail[200];
+    char amount[40], sp[40], est[40], resets[32], esc[200], detail[300], who[120], tail[140];
     money_str(b->amount_nano, amount, sizeof amount);
     money_str(spent, sp, sizeof sp);
-    money_str(r->bud_reserved, est, sizeof est);
+    money_str(r->bud.reserved_nano, est, sizeof est);
     td_rfc3339(end, resets, sizeof resets);
     const char *cur = td_costpolicy_currency(r->cfg->c->cost_policy);
+    who[0] = '\0';
+    if (k)
+        snprintf(who, sizeof who, "key %s, ", k->name);
     snprintf(detail, sizeof detail,
-             "route %s: %s budget %s %s, spent %s, this request's estimate %s; resets at %s",
+             "%sroute %s: %s budget %s %s, spent %s, this request's estimate %s; resets at %s", who,
              r->route->name, td_period_name(b->period), amount, cur, sp, est, resets);
-    note_refusal(c, 429, "budget_exceeded", false, NULL, detail);
+    note_refusal(c, 429, "budget_exceeded", false, k, detail);
     json_escape(esc, sizeof esc, r->tenant->name);
-    char body[600], extra[64];
+    level_tail(tail, sizeof tail, k);
+    tail[strlen(tail) - 1] = '\0'; /* without its closing brace */
+    char body[700], extra[64];
     snprintf(body, sizeof body,
-             "{\"error\":\"budget_exceeded\",\"tenant\":\"%s\",\"level\":\"tenant\","
+             "{\"error\":\"budget_exceeded\",\"tenant\":\"%s\"%s,"
              "\"period\":\"%s\",\"budget\":%s,\"spent\":%s,\"estimate\":%s,"
              "\"currency\":\"%s\",\"resetsAt\":\"%s\"}",
-             esc, td_period_name(b->period), amount, sp, est, cur, resets);
+             esc, tail, td_period_name(b->period), amount, sp, est, cur, resets);
     snprintf(extra, sizeof extra, "Retry-After: %lld\r\n",
              (long long)(end - now_s > 0 ? end - now_s : 1));
     px_respond(c, 429, extra, body);
+}
+
+/* A shadow budget that would have refused: counted and noted, and the
+ * request goes on. */
+static void note_shadow_budget(px_conn *c, const td_gw_budget_note *n)
+{
+    px_req *r = &c->rq;
+    td_metrics_limit_rejection(c->w->p->metrics, r->tenant->slot,
+                               n->key ? TD_LIMIT_KEY_BUDGET : TD_LIMIT_BUDGET, true);
+    char amount[40], sp[40], who[120], detail[300];
+    money_str(n->budget->amount_nano, amount, sizeof amount);
+    money_str(n->spent_nano, sp, sizeof sp);
+    who[0] = '\0';
+    if (n->key)
+        snprintf(who, sizeof who, "key %s, ", n->key->name);
+    snprintf(detail, sizeof detail, "%sroute %s: %s budget %s, spent %s (shadow)", who,
+             r->route->name, td_period_name(n->budget->period), amount, sp);
+    note_refusal(c, 429, "budget_exceeded", true, n->key, detail);
+    if (!r->shadow)
+        r->shadow = "budget_exceeded";
 }
 
 /* ---- the access log ---- */
@@ -447,6 +473,7 @@ static void build_rec(px_conn *c, td_outcome outcome, uint64_t now, td_ledger_re
     copy_label(rec.project, sizeof rec.project, t->project);
     copy_label(rec.environment, sizeof rec.environment, t->environment);
     copy_label(rec.route, sizeof rec.route, r->route ? r->route->name : "");
+    copy_label(rec.api_key, sizeof rec.api_key, r->key && r->key->name ? r->key->name : "");
     rec.workload[0] = rec.cluster_queue[0] = rec.flavor[0] = 0;
     const char *o = "error";
     switch (outcome) {
@@ -493,7 +520,7 @@ void px_meter_flush(px_worker *w)
 }
 
 /* Appends the request's record to the ledger. A rejection or a shed
- * request, which used nothing, is added to its tenant, route and outcome's
+ * request, which used nothing, is added to its tenant, route, key and outcome's
  * aggregate instead (flushed each second), so an abuser's flood costs the
  * ledger a record per second, not one per refusal. */
 static void meter(px_conn *c, const td_ledger_rec *rec)
@@ -511,7 +538,7 @@ static void meter(px_conn *c, const td_ledger_rec *rec)
                 if (!free_slot)
                     free_slot = a;
             } else if (a->tenant_slot == tenant_slot && a->route_slot == route_slot &&
-                       strcmp(a->rec.outcome, o) == 0) {
+                       strcmp(a->rec.outcome, o) == 0 && strcmp(a->rec.api_key, rec->api_key) == 0) {
                 a->rec.count++;
                 if (rec->end_ns > a->rec.end_ns)
                     a->rec.end_ns = rec->end_ns;
@@ -639,19 +666,17 @@ void px_req_end(px_conn *c, int outcome)
                            now - r->t_start, cost);
     if (p->access_log && r->headers_done)
         log_line(c, outcome >= 0 ? td_outcome_name((td_outcome)outcome) : "client_closed", cost);
-    if (t && ((p->ledger && outcome >= 0) || r->bud_n)) {
+    if (t && ((p->ledger && outcome >= 0) || r->bud.n || r->bud.nkey)) {
         td_ledger_rec rec;
         build_rec(c, outcome >= 0 ? (td_outcome)outcome : TD_OUT_UPSTREAM_ERROR, now, &rec);
-        if (r->bud_n) {
-            /* settle the reservation to the price of what the ledger
-             * records: completed requests cost their usage, others nothing */
+        if (r->bud.n || r->bud.nkey) {
+            /* settle the reservations (the tenant's and the key's) to the
+             * price of what the ledger records: completed requests cost
+             * their usage, others nothing */
             int64_t price = 0;
             if (outcome == TD_OUT_ACCEPTED && td_gw_price(r->cfg->c, &rec, &price, NULL) != TD_OK)
-                price = r->bud_reserved;
-            for (int i = 0; i < r->bud_n; i++)
-                td_budgets_settle(td_gateway_budgets(p->g), t->slot, r->bud_period[i],
-                                  r->bud_start[i], price - r->bud_reserved);
-            r->bud_n = 0;
+                price = r->bud.reserved_nano;
+            td_gateway_budget_settle(p->g, t, r->key, &r->bud, price);
         }
         if (p->ledger && outcome >= 0)
             meter(c, &rec);
@@ -777,8 +802,8 @@ void px_req_headers(px_conn *c)
     r->conc_held = r->rate_charged = r->cq_started = r->queued = 0;
     r->key = NULL;
     r->key_conc_held = r->key_rate_charged = 0;
-    r->bud_n = 0;
-    r->bud_reserved = 0;
+    r->bud.n = r->bud.nkey = 0;
+    r->bud.reserved_nano = 0;
     r->prompt_est = 0;
     r->usage_counted = 0;
     r->shadow = NULL;
@@ -1004,45 +1029,25 @@ void px_req_message(px_conn *c)
         r->rate_charged = 1;
     }
 
-    /* (g) budgets: the estimate's price is reserved in every period at
-     * once, or in none (a refusal gives back what was reserved, and the
-     * rate charges above). Shadow budgets always reserve, and note when
-     * they would have refused. */
-    if (t->nbudgets && r->cfg->c->cost_policy) {
-        td_budgets *bs = td_gateway_budgets(p->g);
+    /* (g) budgets: the estimate's price is reserved at every budget of the
+     * key's own, then of the tenant's, or at none (a refusal gives back the
+     * rate charges above too). Shadow budgets always reserve, and are
+     * noted when they would have refused. */
+    if ((t->nbudgets || (k && k->nbudgets)) && r->cfg->c->cost_policy) {
         struct timespec wall;
         clock_gettime(CLOCK_REALTIME, &wall);
         int64_t now_s = (int64_t)wall.tv_sec;
-        r->bud_reserved = price_estimate(c);
-        for (size_t i = 0; i < t->nbudgets; i++) {
-            const td_gw_budget *b = &t->budgets[i];
-            int64_t start = 0, spent = 0;
-            st = td_budgets_reserve(bs, t->slot, b->period, b->amount_nano, r->bud_reserved,
-                                    b->shadow, now_s, &start, &spent);
-            if (st != TD_OK) {
-                td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_BUDGET, false);
-                for (int j = 0; j < r->bud_n; j++)
-                    td_budgets_settle(bs, t->slot, r->bud_period[j], r->bud_start[j],
-                                      -r->bud_reserved);
-                r->bud_n = 0;
-                r->actual = 0;
-                respond_budget(c, b, spent, now_s);
-                px_req_end(c, TD_OUT_BUDGET_EXCEEDED);
-                return;
-            }
-            r->bud_period[r->bud_n] = b->period;
-            r->bud_start[r->bud_n++] = start;
-            if (b->shadow && (spent > b->amount_nano || r->bud_reserved > b->amount_nano - spent)) {
-                td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_BUDGET, true);
-                char amount[40], sp[40], detail[160];
-                money_str(b->amount_nano, amount, sizeof amount);
-                money_str(spent, sp, sizeof sp);
-                snprintf(detail, sizeof detail, "route %s: %s budget %s, spent %s (shadow)",
-                         route->name, td_period_name(b->period), amount, sp);
-                note_refusal(c, 429, "budget_exceeded", true, NULL, detail);
-                if (!r->shadow)
-                    r->shadow = "budget_exceeded";
-            }
+        td_gw_budget_verdict v;
+        st = td_gateway_budget_reserve(p->g, t, k, price_estimate(c), now_s, &r->bud, &v);
+        for (size_t i = 0; i < v.nshadow; i++)
+            note_shadow_budget(c, &v.shadow[i]);
+        if (st != TD_OK) {
+            td_metrics_limit_rejection(p->metrics, t->slot,
+                                       v.refused.key ? TD_LIMIT_KEY_BUDGET : TD_LIMIT_BUDGET, false);
+            r->actual = 0;
+            respond_budget(c, v.refused.budget, v.refused.key, v.refused.spent_nano, now_s);
+            px_req_end(c, TD_OUT_BUDGET_EXCEEDED);
+            return;
         }
     }
 

@@ -6,8 +6,13 @@
 # more than the estimate), a restart keeps the spend (replayed from the
 # ledger), a shadow budget never refuses and is counted apart; a key's own
 # rate refuses with level "key" while its tenant has room, and the tenant
-# level refuses a second key; explain shows budgets, keys and levels; bad
-# budgets and looser key limits are refused at apply naming file:line.
+# level refuses a second key; a key's own budget runs out (level "key",
+# the key named) while the tenant and its other key keep being served, a
+# shadow key budget never refuses, and a restart keeps the key's spend
+# (replayed from ledger records carrying the key's name), 90 requests 30
+# at a time never pass a key budget; explain shows
+# budgets, keys and levels; bad budgets and looser key limits are refused
+# at apply naming file:line.
 . "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || { echo "curl is required"; echo "0 passed, 1 failed"; exit 1; }
 command -v python3 >/dev/null || { echo "python3 is required"; echo "0 passed, 1 failed"; exit 1; }
@@ -77,6 +82,12 @@ Y
     tenant shadowy '[{amount: "0.05", period: day, enforcement: shadow}]'
     tenant keyed '[]' '{rate: {cost: 100, per: 1h, burst: 100}}' \
         "[{sha256: \"$(sha key-ci)\", name: ci-bot, rate: {cost: 30, per: 1h}}, {sha256: \"$(sha key-web)\", name: web}]"
+    tenant kcrowd '[{amount: "10", period: month}]' '{concurrency: 200}' \
+        "[{sha256: \"$(sha key-bulk)\", name: bulk, budgets: [{amount: \"0.5\", period: day}]}]"
+    tenant keybud '[{amount: "1", period: month}]' '{concurrency: 200}' \
+        "[{sha256: \"$(sha key-kb-ci)\", name: ci, budgets: [{amount: \"0.1\", period: day}]},
+          {sha256: \"$(sha key-kb-web)\", name: web},
+          {sha256: \"$(sha key-kb-sh)\", name: trial, budgets: [{amount: \"0.03\", period: day, enforcement: shadow}]}]"
     cat <<Y
 apiVersion: tenantd.dev/v1alpha1
 kind: Route
@@ -262,6 +273,56 @@ P
 v=$(metric 'tenantd_limit_rejections_total{tenant="keyed",limit="key_rate",mode="enforce"}')
 [ "$v" = 1 ] && ok "key-level refusal counted as limit=key_rate" || not_ok "key_rate metric: '$v'"
 
+# Key budgets: ci's own day budget of 0.1 serves 4 requests of 0.023
+# (0.092) and refuses the 5th at level key, naming the key; the tenant
+# (month budget 1) and its key web keep being served; trial's shadow
+# budget of 0.03 never refuses and is counted apart.
+client key-kb-ci 6 1 fixed > "$TMP/kbci.json"
+client key-kb-web 3 1 fixed > "$TMP/kbweb.json"
+client key-kb-sh 3 1 fixed > "$TMP/kbsh.json"
+python3 - "$TMP/kbci.json" "$TMP/kbweb.json" "$TMP/kbsh.json" <<'P' && ok "key ci's budget runs out: 4 served, then 429 budget_exceeded at level key naming ci; web and the shadow-budget key trial are served" || not_ok "key budgets: $(head -c 600 "$TMP/kbci.json") $(head -c 300 "$TMP/kbweb.json") $(head -c 300 "$TMP/kbsh.json")"
+import json, sys
+ci, web, sh = (json.load(open(f)) for f in sys.argv[1:4])
+assert [r["status"] for r in ci] == [200] * 4 + [429] * 2, [r["status"] for r in ci]
+b = json.loads(ci[4]["body"])
+assert b["error"] == "budget_exceeded" and b["level"] == "key" and b["key"] == "ci", b
+assert b["tenant"] == "keybud" and b["period"] == "day" and b["budget"] == 0.1, b
+assert abs(b["spent"] - 0.092) < 1e-9 and b["estimate"] == 0.023, b
+assert b["resetsAt"].endswith("T00:00:00Z") and ci[4]["retry_after"], (b, ci[4])
+assert [r["status"] for r in web] == [200] * 3, web
+assert [r["status"] for r in sh] == [200] * 3, sh
+P
+v=$(metric 'tenantd_key_budget_spent{tenant="keybud",key="ci",period="day"}')
+[ "$v" = 0.092 ] && ok "metric tenantd_key_budget_spent{keybud,ci,day} = 0.092" || not_ok "key spend metric: '$v'"
+v=$(metric 'tenantd_key_budget_spent{tenant="keybud",key="trial",period="day"}')
+[ "$v" = 0.069 ] && ok "the shadow key budget still counts its key's spend: 0.069" || not_ok "trial spend metric: '$v'"
+v=$(metric 'tenantd_budget_spent{tenant="keybud",period="month"}')
+[ "$v" = 0.23 ] && ok "the tenant's month spend has all three keys: 0.23" || not_ok "keybud month spend: '$v'"
+v=$(metric 'tenantd_limit_rejections_total{tenant="keybud",limit="key_budget",mode="enforce"}')
+[ "$v" = 2 ] && ok "key budget refusals counted as limit=key_budget mode=enforce: 2" || not_ok "key_budget enforce metric: '$v'"
+v=$(metric 'tenantd_limit_rejections_total{tenant="keybud",limit="key_budget",mode="shadow"}')
+[ "$v" = 2 ] && ok "trial's would-be refusals counted apart with mode=shadow: 2" || not_ok "key_budget shadow metric: '$v'"
+[ -z "$(metric 'tenantd_limit_rejections_total{tenant="keybud",limit="budget",')" ] &&
+    ok "no refusal of the tenant's own budget" || not_ok "keybud has tenant-level budget refusals"
+
+# 90 requests of one key, 30 at a time, against its day budget of 0.5: at
+# most floor(0.5/0.023) = 21 served, and the tenant's spend is the key's.
+client key-bulk 90 30 fixed > "$TMP/bulk.json"
+python3 - "$TMP/bulk.json" <<'P' > "$TMP/bulk.out" && ok "key bulk: $(cat "$TMP/bulk.out")" || not_ok "bulk: $(cat "$TMP/bulk.out") $(head -c 400 "$TMP/bulk.json")"
+import json, sys
+rs = json.load(open(sys.argv[1]))
+ok = [r for r in rs if r["status"] == 200]
+no = [json.loads(r["body"]) for r in rs if r["status"] == 429]
+assert len(ok) + len(no) == 90, [r["status"] for r in rs]
+assert all(b["error"] == "budget_exceeded" and b["level"] == "key" and b["key"] == "bulk" for b in no), no[:2]
+spent = sum(r["usage"]["total_tokens"] for r in ok) * 0.001
+assert len(ok) == 21 and spent <= 0.5 + 1e-9, (len(ok), spent)
+print("90 requests 30 at a time against a key budget of 0.5: %d served, spend %.3f, %d refused at level key" % (len(ok), spent, len(no)))
+P
+v=$(metric 'tenantd_budget_spent{tenant="kcrowd",period="month"}')
+[ "$v" = 0.483 ] && ok "kcrowd: the tenant's spend is the key's, 21 x 0.023 = 0.483 (refused requests cost the tenant nothing)" ||
+    not_ok "kcrowd spend: '$v'"
+
 # Key concurrency: batch may hold one request; while one hangs upstream its
 # second is refused at level key, and another key of the tenant still passes.
 curl -s -o /dev/null --max-time 3 -H "Authorization: Bearer key-batch" -H 'X-Simmodel-Fault: hang' \
@@ -308,6 +369,23 @@ lv = {(x["level"], x.get("key")) for x in o["recentRefusals"]}
 assert ("key", "ci-bot") in lv and ("tenant", None) in lv, o["recentRefusals"]
 assert "precedence" in o["limits"]
 P
+curl -s --max-time 5 "$ADMIN/v1/explain/request?tenant=keybud" > "$TMP/ex3"
+python3 - "$TMP/ex3" <<'P' && ok "explain keybud: each key's own budgets with spend, web inherits, the refusal names key ci" || not_ok "explain keybud: $(cat "$TMP/ex3")"
+import json, sys
+o = json.load(open(sys.argv[1]))
+ks = {k["name"]: k for k in o["limits"]["keys"]}
+b = ks["ci"]["budgets"][0]
+assert b["period"] == "day" and b["amount"] == 0.1 and abs(b["spent"] - 0.092) < 1e-9, b
+assert abs(b["remaining"] - 0.008) < 1e-9 and b["enforcement"] == "enforce", b
+assert ks["trial"]["budgets"][0]["enforcement"] == "shadow", ks
+assert ks["web"]["budgets"] == {"inherits": "tenant"}, ks
+ref = [x for x in o["recentRefusals"] if x["reason"] == "budget_exceeded" and x["mode"] == "enforce"]
+assert ref and ref[0]["level"] == "key" and ref[0]["key"] == "ci", o["recentRefusals"]
+assert "key ci, route chat: day budget 0.1 USD, spent 0.092" in ref[0]["detail"], ref
+P
+expect_rc "tenantctl explain request shows key budgets" 0 "$TENANTCTL" explain request --tenant keybud \
+    --server "$ADMIN"
+expect_grep "the table has ci's day budget" "$TMP/out" "key ci       budget day: 0.092 of 0.1 USD spent (0.008 left), enforce; resets at"
 expect_rc "tenantctl explain request shows budgets" 0 "$TENANTCTL" explain request --tenant capped \
     --server "$ADMIN"
 expect_grep "the table has the day budget" "$TMP/out" "budget       day: 0.184 of 0.2 USD spent (0.016 left), enforce; resets at"
@@ -338,6 +416,14 @@ bad "key concurrency looser than the tenant's" "$T
   gateway: {concurrency: 4}" "spec.apiKeys[0].concurrency: key k1: 9 in flight is looser than the tenant's spec.gateway.concurrency 4"
 bad "key limits without a name" "$T
   apiKeys: [{sha256: \"$(sha k1)\", concurrency: 2}]" 'a key with its own rate or concurrency needs a name'
+bad "a key budget above the tenant's" "$T
+  budgets: [{amount: 5, period: day}]
+  apiKeys: [{sha256: \"$(sha k1)\", name: k1, budgets: [{amount: 6, period: day}]}]" \
+    "spec.apiKeys[0].budgets[0].amount: key k1: its day budget 6 is above the tenant's day budget 5 (spec.budgets[0].amount)"
+bad "a key budget without a name" "$T
+  apiKeys: [{sha256: \"$(sha k1)\", budgets: [{amount: 1, period: day}]}]" 'a key with its own budgets needs a name'
+bad "a key budget's period" "$T
+  apiKeys: [{sha256: \"$(sha k1)\", name: k1, budgets: [{amount: 1, period: hour}]}]" 'spec.apiKeys[0].budgets[0].period: "hour" is not a period'
 bad "a Route the CostPolicy does not price" 'apiVersion: tenantd.dev/v1alpha1
 kind: Route
 metadata: {name: unpriced}
@@ -355,6 +441,19 @@ v=$(metric 'tenantd_budget_spent{tenant="capped",period="day"}')
 [ "$v" = 0.184 ] && ok "after a restart capped's day spend is still 0.184" || not_ok "after restart: '$v'"
 v=$(metric 'tenantd_budget_spent{tenant="streamer",period="month"}')
 [ "$v" = 0.043 ] && ok "after a restart the streamed request's cost is still counted" || not_ok "streamer after restart: '$v'"
+v=$(metric 'tenantd_key_budget_spent{tenant="keybud",key="ci",period="day"}')
+[ "$v" = 0.092 ] && ok "after a restart key ci's day spend is still 0.092 (ledger records carry its name)" ||
+    not_ok "key spend after restart: '$v'"
+client key-kb-ci 1 1 fixed > "$TMP/kbci2.json"
+client key-kb-web 1 1 fixed > "$TMP/kbweb2.json"
+python3 - "$TMP/kbci2.json" "$TMP/kbweb2.json" <<'P' && ok "after a restart key ci is still refused at level key, web still served" || not_ok "key after restart: $(cat "$TMP/kbci2.json") $(head -c 200 "$TMP/kbweb2.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+b = json.loads(r["body"])
+assert r["status"] == 429 and b["level"] == "key" and b["key"] == "ci", r
+assert abs(b["spent"] - 0.092) < 1e-9, b
+assert json.load(open(sys.argv[2]))[0]["status"] == 200
+P
 client key-capped 1 1 fixed > "$TMP/capped2.json"
 python3 - "$TMP/capped2.json" <<'P' && ok "after a restart capped is still refused" || not_ok "capped after restart: $(cat "$TMP/capped2.json")"
 import json, sys

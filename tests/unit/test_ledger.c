@@ -1,6 +1,7 @@
 /* test_ledger.c - the usage ledger on a real SQLite file in a temp dir:
  * round trip, idempotent replay (also after reopening), two appending
- * threads, compaction that keeps totals exactly, a newer schema refused,
+ * threads, compaction that keeps totals exactly (and keys apart), a newer
+ * schema refused, a version-1 ledger read as is and migrated to version 2,
  * and a full buffer that drops and counts. */
 /* cmocka.h needs these before it */
 #include <setjmp.h>
@@ -126,6 +127,7 @@ static void assert_rec_equal(const td_ledger_rec *a, const td_ledger_rec *b)
     assert_int_equal(a->memory_bytes, b->memory_bytes);
     assert_int_equal(a->storage_bytes, b->storage_bytes);
     assert_int_equal(a->gpu_used_milli, b->gpu_used_milli);
+    assert_string_equal(a->api_key, b->api_key);
 }
 
 static td_ledger *open_ledger(const td_ledger_opts *o)
@@ -359,7 +361,7 @@ static void test_newer_schema(void **state)
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     assert_int_equal(
-        sqlite3_exec(db, "UPDATE meta SET value = 2 WHERE key = 'schema'", NULL, NULL, NULL),
+        sqlite3_exec(db, "UPDATE meta SET value = 3 WHERE key = 'schema'", NULL, NULL, NULL),
         SQLITE_OK);
     sqlite3_close(db);
 
@@ -367,13 +369,137 @@ static void test_newer_schema(void **state)
     l = NULL;
     assert_int_equal(td_ledger_open(dir, NULL, &l, &e), TD_EINVAL);
     assert_null(l);
-    assert_non_null(strstr(e.msg, "schema version 2"));
+    assert_non_null(strstr(e.msg, "schema version 3"));
     assert_non_null(strstr(e.msg, "newer"));
     collected c;
     memset(&c, 0, sizeof c);
     assert_int_equal(td_ledger_read(dir, 0, INT64_MAX, collect, &c, &e), TD_EINVAL);
     assert_non_null(strstr(e.msg, "ledger.db"));
     assert_int_equal(c.n, 0);
+}
+
+/* The schema of version 1 exactly as that tenantd wrote it. */
+static const char v1_sql[] =
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    "CREATE TABLE records ("
+    "  id TEXT PRIMARY KEY, kind INTEGER NOT NULL, rollup INTEGER NOT NULL,"
+    "  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+    "  tenant TEXT NOT NULL, team TEXT NOT NULL, project TEXT NOT NULL,"
+    "  environment TEXT NOT NULL, route TEXT NOT NULL, workload TEXT NOT NULL,"
+    "  cluster_queue TEXT NOT NULL, flavor TEXT NOT NULL, outcome TEXT NOT NULL,"
+    "  interruptible INTEGER NOT NULL, count INTEGER NOT NULL,"
+    "  tokens_in INTEGER NOT NULL, tokens_out INTEGER NOT NULL,"
+    "  gpu_milli_seconds INTEGER NOT NULL, gpu_milli INTEGER NOT NULL,"
+    "  cpu_milli INTEGER NOT NULL, memory_bytes INTEGER NOT NULL,"
+    "  storage_bytes INTEGER NOT NULL, gpu_used_milli INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE INDEX records_start ON records(start_ns);"
+    "INSERT INTO meta VALUES ('schema', 1), ('horizon_ns', 0);"
+    "INSERT INTO records VALUES ('v1-a', 0, 0, 1796169601000000000, 1796169601100000000,"
+    "  'team-a', 'ml', 'search', 'prod', 'completions', '', '', '', 'ok', 0, 1, 100, 20, 60,"
+    "  0, 0, 0, 0, -1);"
+    "INSERT INTO records VALUES ('v1-b', 0, 0, 1796169602000000000, 1796169602100000000,"
+    "  'team-b', 'ml', 'search', 'prod', 'completions', '', '', '', 'rejected', 0, 1, 0, 0, 0,"
+    "  0, 0, 0, 0, -1);";
+
+static int64_t schema_of(void)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/ledger.db", dir);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(
+        sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &st, NULL),
+        SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void test_migrate_v1(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/ledger.db", dir);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, v1_sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+
+    /* the reader takes a version-1 ledger as it is (and leaves it so) */
+    collected c = read_all();
+    assert_int_equal(c.n, 2);
+    assert_string_equal(c.recs[0].id, "v1-a");
+    assert_string_equal(c.recs[0].tenant, "team-a");
+    assert_int_equal(c.recs[0].tokens_in, 100);
+    assert_string_equal(c.recs[0].api_key, "");
+    assert_int_equal(schema_of(), 1);
+
+    /* the writer migrates it in place; old records read back with key "" */
+    td_ledger *l = open_ledger(NULL);
+    assert_int_equal(schema_of(), 2);
+    td_ledger_rec k = request("v2-k", T0 + 3 * S, "team-a", "ok", 7, 8);
+    snprintf(k.api_key, sizeof k.api_key, "ci-bot");
+    assert_true(td_ledger_append(l, &k));
+    /* a replay of an old id changes nothing */
+    td_ledger_rec dup = request("v1-a", T0 + 1 * S, "team-a", "ok", 999, 999);
+    assert_true(td_ledger_append(l, &dup));
+    assert_int_equal(td_ledger_flush(l, NULL), TD_OK);
+    td_ledger_close(l);
+    c = read_all();
+    assert_int_equal(c.n, 3);
+    assert_string_equal(c.recs[0].id, "v1-a");
+    assert_int_equal(c.recs[0].tokens_in, 100);
+    assert_string_equal(c.recs[0].api_key, "");
+    assert_string_equal(c.recs[1].id, "v1-b");
+    assert_string_equal(c.recs[1].outcome, "rejected");
+    assert_string_equal(c.recs[1].api_key, "");
+    assert_rec_equal(&c.recs[2], &k);
+
+    /* reopening a version-2 ledger changes nothing */
+    l = open_ledger(NULL);
+    td_ledger_close(l);
+    assert_int_equal(schema_of(), 2);
+    assert_int_equal(read_all().n, 3);
+}
+
+/* Rollups keep keys apart: two keys of one tenant in one hour stay two
+ * rows, each with its key and its own sums. */
+static void test_compaction_keys(void **state)
+{
+    (void)state;
+    td_ledger_opts o = {.retention_ns = HOUR, .flush_ms = 50};
+    td_ledger *l = open_ledger(&o);
+    const char *keys[] = {"", "ci-bot", "web", "ci-bot"};
+    for (int i = 0; i < 4; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "k-%d", i);
+        td_ledger_rec r = request(id, T0 + i * S, "team-a", "ok", 10 * (i + 1), 1);
+        snprintf(r.api_key, sizeof r.api_key, "%s", keys[i]);
+        assert_true(td_ledger_append(l, &r));
+    }
+    assert_int_equal(td_ledger_flush(l, NULL), TD_OK);
+    assert_int_equal(td_ledger_compact(l, T0 + 3 * HOUR, NULL), TD_OK);
+    td_ledger_close(l);
+    collected c = read_all();
+    assert_int_equal(c.n, 3);
+    assert_int_equal(c.rollups, 3);
+    int64_t none = -1, ci = -1, web = -1;
+    for (size_t i = 0; i < c.n; i++) {
+        if (strcmp(c.recs[i].api_key, "") == 0)
+            none = c.recs[i].tokens_in;
+        else if (strcmp(c.recs[i].api_key, "ci-bot") == 0) {
+            ci = c.recs[i].tokens_in;
+            assert_int_equal(c.recs[i].count, 2);
+        }
+        else if (strcmp(c.recs[i].api_key, "web") == 0)
+            web = c.recs[i].tokens_in;
+    }
+    assert_int_equal(none, 10);
+    assert_int_equal(ci, 20 + 40);
+    assert_int_equal(web, 30);
 }
 
 static void test_buffer_full(void **state)
@@ -420,6 +546,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_compaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_buffer_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_keys, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

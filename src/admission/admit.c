@@ -438,8 +438,13 @@ td_status td_admission_review(const td_config *cfg, const json_t *input, td_revi
         json_object_set_new(resp, "auditAnnotations", audit);
     }
     if (r.allowed && r.patch && mode != TD_REVIEW_VALIDATE) {
-        char *s = json_dumps(r.patch, JSON_COMPACT);
-        char *b64 = s ? td_base64_encode((const unsigned char *)s, strlen(s)) : NULL;
+        /* Into malloc'd memory of our own: json_dumps' string belongs to
+         * jansson's allocator, which may be a request arena (jsonarena.h). */
+        size_t n = json_dumpb(r.patch, NULL, 0, JSON_COMPACT);
+        char *s = n ? malloc(n) : NULL;
+        char *b64 = s && json_dumpb(r.patch, s, n, JSON_COMPACT) == n
+                        ? td_base64_encode((const unsigned char *)s, n)
+                        : NULL;
         free(s);
         if (!b64) {
             td_admit_result_fini(&r);

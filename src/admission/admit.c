@@ -135,7 +135,7 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         decide(r, TD_EINVAL, "BadRequest", &err);
         return TD_EINVAL;
     }
-    json_t *pod = json_deep_copy(pod_in);
+    json_t *pod = td_json_copy(pod_in);
     if (!pod) {
         td_err_set(&err, TD_ENOMEM, "out of memory");
         decide(r, TD_ENOMEM, "Internal", &err);
@@ -173,7 +173,7 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     st = TD_OK;
     for (int m = 0; st == TD_OK && m < M_COUNT; m++) {
         rule = mnames[m];
-        json_t *before = r->trace ? json_deep_copy(pod) : NULL;
+        json_t *before = r->trace ? td_json_copy(pod) : NULL;
         switch (m) {
         case M_DEFAULTS: st = td_pod_default_requests(pod, &err); break;
         case M_LIMITRANGE:

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tenantd/config.h"
 #include "tenantd/podres.h"
 #include "tenantd/resources.h"
 #include "tenantd/strbuf.h"
@@ -335,7 +336,7 @@ static td_status default_with(json_t *pod, const limit_range *lrs, size_t n, td_
     td_status s = TD_OK;
     size_t i;
 
-    copy = json_deep_copy(pod);
+    copy = td_json_copy(pod);
     if (copy == NULL)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     for (i = 0; i < n && s == TD_OK; i++)

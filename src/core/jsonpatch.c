@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tenantd/config.h"
+
 #define MAX_POINTER 4096
 
 void td_jsonpointer_escape(const char *token, char *out, size_t n)
@@ -33,7 +35,7 @@ static int add_op(json_t *ops, const char *op, const char *path, const json_t *v
     int rc = json_object_set_new(o, "op", json_string(op));
     rc |= json_object_set_new(o, "path", json_string(path));
     if (value)
-        rc |= json_object_set_new(o, "value", json_deep_copy(value));
+        rc |= json_object_set_new(o, "value", td_json_copy(value));
     if (rc || json_array_append_new(ops, o) < 0) {
         json_decref(o);
         return -1;

@@ -116,14 +116,11 @@ json_t *td_json_path(const json_t *obj, const char *path)
     while (cur && *p) {
         const char *dot = strchr(p, '.');
         size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        char key[256];
-        if (n >= sizeof key)
-            return NULL;
-        memcpy(key, p, n);
-        key[n] = '\0';
+        if (n >= 256)
+            return NULL; /* as before: no key that long is looked up */
         if (!json_is_object(cur))
             return NULL;
-        cur = json_object_get(cur, key);
+        cur = json_object_getn(cur, p, n);
         p += n;
         if (*p == '.')
             p++;

@@ -43,6 +43,21 @@ static int add_op(json_t *ops, const char *op, const char *path, const json_t *v
     return 0;
 }
 
+/* Appends "/" and key k, escaped, to path[plen]: the bytes added, or -1 if
+ * the pointer would not fit (as the snprintf it replaces, which was a tenth
+ * of a review's diff). */
+static int append_token(char *path, size_t plen, const char *k)
+{
+    char tok[1024];
+    td_jsonpointer_escape(k, tok, sizeof tok);
+    size_t n = strlen(tok);
+    if (plen + 1 + n >= MAX_POINTER)
+        return -1;
+    path[plen] = '/';
+    memcpy(path + plen + 1, tok, n + 1);
+    return (int)(n + 1);
+}
+
 static int diff(const json_t *a, const json_t *b, char *path, size_t plen, json_t *ops)
 {
     if (json_equal(a, b))
@@ -52,10 +67,8 @@ static int diff(const json_t *a, const json_t *b, char *path, size_t plen, json_
         json_t *va;
         json_object_foreach((json_t *)a, k, va)
         {
-            char tok[1024];
-            td_jsonpointer_escape(k, tok, sizeof tok);
-            int n = snprintf(path + plen, MAX_POINTER - plen, "/%s", tok);
-            if (n < 0 || plen + (size_t)n >= MAX_POINTER)
+            int n = append_token(path, plen, k);
+            if (n < 0)
                 return -1;
             json_t *vb = json_object_get(b, k);
             int rc = vb ? diff(va, vb, path, plen + (size_t)n, ops) : add_op(ops, "remove", path, NULL);
@@ -68,10 +81,8 @@ static int diff(const json_t *a, const json_t *b, char *path, size_t plen, json_
         {
             if (json_object_get(a, k))
                 continue;
-            char tok[1024];
-            td_jsonpointer_escape(k, tok, sizeof tok);
-            int n = snprintf(path + plen, MAX_POINTER - plen, "/%s", tok);
-            if (n < 0 || plen + (size_t)n >= MAX_POINTER)
+            int n = append_token(path, plen, k);
+            if (n < 0)
                 return -1;
             int rc = add_op(ops, "add", path, vb);
             path[plen] = '\0';

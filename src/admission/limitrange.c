@@ -31,6 +31,12 @@ typedef struct {
     const char *name;
     lr_item *items;
     size_t nitems;
+    /* defaultContainerResourceRequirements: the Container items' defaults
+     * merged (later items win) and printed once, when parsed, not for each
+     * pod. def_*_str[i] is def_*.items[i] in canonical form. */
+    td_resources def_requests, def_limits;
+    char (*def_request_str)[TD_QUANTITY_STR_MAX];
+    char (*def_limit_str)[TD_QUANTITY_STR_MAX];
 } limit_range;
 
 static void lr_fini(limit_range *lr)
@@ -47,6 +53,41 @@ static void lr_fini(limit_range *lr)
     free(lr->items);
     lr->items = NULL;
     lr->nitems = 0;
+    td_resources_fini(&lr->def_requests);
+    td_resources_fini(&lr->def_limits);
+    free(lr->def_request_str);
+    free(lr->def_limit_str);
+    lr->def_request_str = lr->def_limit_str = NULL;
+}
+
+/* Merges and prints lr's container defaults (see limit_range). */
+static td_status lr_defaults(limit_range *lr)
+{
+    td_status s = TD_OK;
+    size_t i, k;
+
+    for (i = 0; i < lr->nitems && s == TD_OK; i++) {
+        const lr_item *it = &lr->items[i];
+        if (it->type != LR_CONTAINER)
+            continue;
+        for (k = 0; k < it->def_request.n && s == TD_OK; k++)
+            s = td_resources_set(&lr->def_requests, it->def_request.items[k].name,
+                                 &it->def_request.items[k].q);
+        for (k = 0; k < it->def.n && s == TD_OK; k++)
+            s = td_resources_set(&lr->def_limits, it->def.items[k].name, &it->def.items[k].q);
+    }
+    if (s != TD_OK)
+        return s;
+    lr->def_request_str = calloc(lr->def_requests.n + 1, sizeof *lr->def_request_str);
+    lr->def_limit_str = calloc(lr->def_limits.n + 1, sizeof *lr->def_limit_str);
+    if (!lr->def_request_str || !lr->def_limit_str)
+        return TD_ENOMEM;
+    for (k = 0; k < lr->def_requests.n; k++)
+        td_quantity_format(&lr->def_requests.items[k].q, lr->def_request_str[k],
+                           TD_QUANTITY_STR_MAX);
+    for (k = 0; k < lr->def_limits.n; k++)
+        td_quantity_format(&lr->def_limits.items[k].q, lr->def_limit_str[k], TD_QUANTITY_STR_MAX);
+    return TD_OK;
 }
 
 static void lrs_free(limit_range *lrs, size_t n)
@@ -80,6 +121,9 @@ static td_status lr_parse(const json_t *obj, size_t index, limit_range *lr, td_e
     lr->name = "";
     lr->items = NULL;
     lr->nitems = 0;
+    td_resources_init(&lr->def_requests);
+    td_resources_init(&lr->def_limits);
+    lr->def_request_str = lr->def_limit_str = NULL;
     if (!json_is_object(obj))
         return td_err_set(err, TD_EINVAL, "limitranges[%zu]: must be an object", index);
     meta = json_object_get(obj, "metadata");
@@ -136,6 +180,11 @@ static td_status lr_parse(const json_t *obj, size_t index, limit_range *lr, td_e
                 goto fail;
         }
     }
+    s = lr_defaults(lr);
+    if (s != TD_OK) {
+        s = td_err_set(err, s, "out of memory");
+        goto fail;
+    }
     return TD_OK;
 fail:
     lr_fini(lr);
@@ -185,7 +234,7 @@ static json_t *child_object(json_t *obj, const char *key)
 /* Sets each name of defaults missing from container.resources.<field>,
  * appending the names set (sorted, as defaults is) to *names. */
 static td_status merge_list(json_t *container, const char *field, const td_resources *defaults,
-                            td_strbuf *names)
+                            char (*printed)[TD_QUANTITY_STR_MAX], td_strbuf *names)
 {
     json_t *res, *list;
     size_t i;
@@ -198,7 +247,6 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
         return TD_ENOMEM;
     list = json_object_get(res, field);
     for (i = 0; i < defaults->n; i++) {
-        char buf[TD_QUANTITY_STR_MAX];
         const td_resource *d = &defaults->items[i];
         if (json_is_object(list) && json_object_get(list, d->name) != NULL)
             continue;
@@ -207,8 +255,7 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
             if (list == NULL)
                 return TD_ENOMEM;
         }
-        td_quantity_format(&d->q, buf, sizeof buf);
-        if (json_object_set_new(list, d->name, json_string(buf)) != 0)
+        if (json_object_set_new(list, d->name, json_string(printed[i])) != 0)
             return TD_ENOMEM;
         if (!first)
             td_strbuf_append(names, ", ");
@@ -220,17 +267,17 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
 
 /* mergeContainerResources for one container; appends its annotation parts
  * to note. */
-static td_status merge_container(json_t *container, const td_resources *def_requests,
-                                 const td_resources *def_limits, const char *kind, td_strbuf *note)
+static td_status merge_container(json_t *container, const limit_range *lr, const char *kind,
+                                 td_strbuf *note)
 {
     td_strbuf reqs = TD_STRBUF_INIT(TD_ERR_MAX), lims = TD_STRBUF_INIT(TD_ERR_MAX);
     const json_t *name = json_object_get(container, "name");
     const char *cname = json_is_string(name) ? json_string_value(name) : "";
     td_status s;
 
-    s = merge_list(container, "limits", def_limits, &lims);
+    s = merge_list(container, "limits", &lr->def_limits, lr->def_limit_str, &lims);
     if (s == TD_OK)
-        s = merge_list(container, "requests", def_requests, &reqs);
+        s = merge_list(container, "requests", &lr->def_requests, lr->def_request_str, &reqs);
     if (s == TD_OK) {
         if (reqs.len > 0) {
             if (note->len > 0)
@@ -260,7 +307,6 @@ static td_status merge_container(json_t *container, const td_resources *def_requ
 
 static td_status merge_pod(json_t *pod, const limit_range *lr)
 {
-    td_resources def_requests, def_limits;
     td_strbuf note = TD_STRBUF_INIT(1u << 20);
     json_t *spec = json_object_get(pod, "spec");
     td_status s = TD_OK;
@@ -269,19 +315,7 @@ static td_status merge_pod(json_t *pod, const limit_range *lr)
         const char *field, *kind;
     } groups[] = {{"containers", "container"}, {"initContainers", "init container"}};
 
-    td_resources_init(&def_requests);
-    td_resources_init(&def_limits);
-    /* defaultContainerResourceRequirements: later items win. */
-    for (i = 0; i < lr->nitems && s == TD_OK; i++) {
-        const lr_item *it = &lr->items[i];
-        if (it->type != LR_CONTAINER)
-            continue;
-        for (k = 0; k < it->def_request.n && s == TD_OK; k++)
-            s = td_resources_set(&def_requests, it->def_request.items[k].name,
-                                 &it->def_request.items[k].q);
-        for (k = 0; k < it->def.n && s == TD_OK; k++)
-            s = td_resources_set(&def_limits, it->def.items[k].name, &it->def.items[k].q);
-    }
+    /* defaultContainerResourceRequirements: merged when lr was parsed. */
     for (k = 0; k < 2 && s == TD_OK; k++) {
         json_t *arr = json_is_object(spec) ? json_object_get(spec, groups[k].field) : NULL;
         json_t *c;
@@ -289,7 +323,7 @@ static td_status merge_pod(json_t *pod, const limit_range *lr)
             continue;
         json_array_foreach(arr, i, c)
         {
-            s = merge_container(c, &def_requests, &def_limits, groups[k].kind, &note);
+            s = merge_container(c, lr, groups[k].kind, &note);
             if (s != TD_OK)
                 break;
         }
@@ -308,8 +342,6 @@ static td_status merge_pod(json_t *pod, const limit_range *lr)
         free(val.s);
     }
     free(note.s);
-    td_resources_fini(&def_requests);
-    td_resources_fini(&def_limits);
     return s;
 }
 

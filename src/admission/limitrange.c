@@ -551,19 +551,22 @@ static void min_constraint(violations *v, const char *type, const char *name,
     int64_t r, l, e;
 
     enforced_values(req, lim, enforced, &r, &l, &e);
-    td_quantity_format(enforced, es, sizeof es);
+    /* es is printed only for a violation: most pods violate nothing. */
     if (req == NULL) {
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "minimum %s usage per %s is %s.  No request is specified", name, type,
                       es);
         return;
     }
     if (r < e) {
         td_quantity_format(req, qs, sizeof qs);
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "minimum %s usage per %s is %s, but request is %s", name, type, es, qs);
         return;
     }
     if (lim != NULL && l < e) {
         td_quantity_format(lim, qs, sizeof qs);
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "minimum %s usage per %s is %s, but limit is %s", name, type, es, qs);
     }
 }
@@ -578,18 +581,21 @@ static void max_constraint(violations *v, const char *type, const char *name,
     int64_t r, l, e;
 
     enforced_values(req, lim, enforced, &r, &l, &e);
-    td_quantity_format(enforced, es, sizeof es);
+    /* es is printed only for a violation: most pods violate nothing. */
     if (lim == NULL) {
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "maximum %s usage per %s is %s.  No limit is specified", name, type, es);
         return;
     }
     if (l > e) {
         td_quantity_format(lim, qs, sizeof qs);
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "maximum %s usage per %s is %s, but limit is %s", name, type, es, qs);
         return;
     }
     if (req != NULL && r > e) {
         td_quantity_format(req, qs, sizeof qs);
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "maximum %s usage per %s is %s, but request is %s", name, type, es, qs);
     }
 }
@@ -605,8 +611,9 @@ static void ratio_constraint(violations *v, const char *type, const char *name,
     double observed, display, allowed;
 
     enforced_values(req, lim, enforced, &r, &l, &e);
-    td_quantity_format(enforced, es, sizeof es);
+    /* es is printed only for a violation: most pods violate nothing. */
     if (req == NULL || r == 0) {
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v,
                       "%s max limit to request ratio per %s is %s, but no request is specified or "
                       "request is 0",
@@ -614,6 +621,7 @@ static void ratio_constraint(violations *v, const char *type, const char *name,
         return;
     }
     if (lim == NULL || l == 0) {
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v,
                       "%s max limit to request ratio per %s is %s, but no limit is specified or "
                       "limit is 0",
@@ -628,9 +636,11 @@ static void ratio_constraint(violations *v, const char *type, const char *name,
         observed = observed * 1000;
         allowed = (double)td_quantity_milli_value(enforced);
     }
-    if (observed > allowed)
+    if (observed > allowed) {
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "%s max limit to request ratio per %s is %s, but provided ratio is %f",
                       name, type, es, display);
+    }
 }
 
 /* Checks one item's min, max and maxLimitRequestRatio against one set of

@@ -157,6 +157,8 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     size_t nquotas = td_config_list(cfg, "ResourceQuota", ns, &quotas);
     /* The same objects parsed once per snapshot; NULL: work from the JSON. */
     const td_admindex_ns *ix = nranges + nquotas ? td_admindex_get(cfg, ns) : NULL;
+    td__pod vpod; /* the mutated pod's resources, when vparsed */
+    bool vparsed = false;
 
     if (opts->trace && !(r->trace = json_array())) {
         td_err_set(&err, TD_ENOMEM, "out of memory");
@@ -212,13 +214,16 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         r->patch = NULL;
     }
 
-    /* Validation, against the mutated pod. */
+    /* Validation, against the mutated pod. Its resources are parsed once
+     * for LimitRange and ResourceQuota; if that fails, the JSON entry
+     * points report why, as they always did. */
     r->validating = true;
     td_pss_level level;
+    vparsed = ix && td__pod_parse(pod, &vpod, NULL) == TD_OK;
     rule = "LimitRange";
     st = after_validate(cfg, r, rule,
-                        ix && ix->limitranges_ok
-                            ? td_limitrange_validate_parsed(pod, ix->limitranges, &err)
+                        vparsed && ix->limitranges_ok
+                            ? td_limitrange_validate_parsed(pod, &vpod, ix->limitranges, &err)
                             : td_limitrange_validate(pod, ranges, nranges, &err),
                         &err);
     if (st == TD_OK && (rule = "PodSecurity") && (st = pss_level_of(cfg, ns, &level, &err)) == TD_OK)
@@ -256,14 +261,16 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
                 pods = have_status ? NULL : no_pods;
         }
         int from_status = pods == NULL;
-        st = ix && ix->quotas_ok[from_status]
-                 ? td_quota_check_parsed(pod, ix->quotas[from_status], pods, npods, &err)
+        st = vparsed && ix->quotas_ok[from_status]
+                 ? td_quota_check_parsed(pod, &vpod, ix->quotas[from_status], pods, npods, &err)
                  : td_quota_check(pod, quotas, nquotas, pods, npods, &err);
         st = after_validate(cfg, r, rule, st, &err);
     }
     if (st == TD_OK)
         rule = NULL;
 out:
+    if (vparsed)
+        td__pod_fini(&vpod);
     decide(r, st, rule, &err);
     if (st == TD_EFORBIDDEN)
         return TD_OK; /* a denial is a decision, not an error */

@@ -691,19 +691,23 @@ static td_status validate_one(const td__pod *p, const limit_range *lr, violation
     return v->nomem ? TD_ENOMEM : TD_OK;
 }
 
-static td_status validate_with(const json_t *pod, const limit_range *lrs, size_t n,
-                               td_err *err)
+static td_status validate_with(const json_t *pod, const td__pod *parsed, const limit_range *lrs,
+                               size_t n, td_err *err)
 {
-    td__pod p;
-    td_status s;
+    td__pod own;
+    const td__pod *pp = parsed;
+    td_status s = TD_OK;
     size_t i;
 
-    s = td__pod_parse(pod, &p, err);
-    if (s != TD_OK)
-        return s;
+    if (!pp) {
+        s = td__pod_parse(pod, &own, err);
+        if (s != TD_OK)
+            return s;
+        pp = &own;
+    }
     for (i = 0; i < n && s == TD_OK; i++) {
         violations v = {NULL, 0, 0, false};
-        s = validate_one(&p, &lrs[i], &v);
+        s = validate_one(pp, &lrs[i], &v);
         if (s == TD_OK && v.n > 0)
             s = violations_report(&v, err);
         else if (s != TD_OK)
@@ -711,7 +715,8 @@ static td_status validate_with(const json_t *pod, const limit_range *lrs, size_t
                            td_strerror(s));
         violations_free(&v);
     }
-    td__pod_fini(&p);
+    if (!parsed)
+        td__pod_fini(&own);
     return s;
 }
 
@@ -730,12 +735,13 @@ td_status td_limitrange_validate(const json_t *pod, json_t *const *limitranges, 
     s = lrs_parse(limitranges, n, &lrs, err);
     if (s != TD_OK)
         return s;
-    s = validate_with(pod, lrs, n, err);
+    s = validate_with(pod, NULL, lrs, n, err);
     lrs_free(lrs, n);
     return s;
 }
 
-td_status td_limitrange_validate_parsed(const json_t *pod, const td_limitranges *l, td_err *err)
+td_status td_limitrange_validate_parsed(const json_t *pod, const td__pod *parsed_pod,
+                                        const td_limitranges *l, td_err *err)
 {
-    return validate_with(pod, l ? l->lrs : NULL, l ? l->n : 0, err);
+    return validate_with(pod, parsed_pod, l ? l->lrs : NULL, l ? l->n : 0, err);
 }

@@ -1,6 +1,7 @@
 /* jsonpatch.c - JSON Patch (RFC 6902) diff and apply, on jansson values. */
 #include "tenantd/jsonpatch.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,12 @@ static int append_token(char *path, size_t plen, const char *k)
 
 static int diff(const json_t *a, const json_t *b, char *path, size_t plen, json_t *ops)
 {
-    if (json_equal(a, b))
+    /* Two objects, or two arrays, are compared member by member below (equal
+     * ones yield no op); comparing them whole first as well made the diff
+     * quadratic in the depth. */
+    bool both_objects = json_is_object(a) && json_is_object(b);
+    bool both_arrays = json_is_array(a) && json_is_array(b);
+    if (!both_objects && !both_arrays && json_equal(a, b))
         return 0;
     if (json_is_object(a) && json_is_object(b)) {
         const char *k;

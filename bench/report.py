@@ -10,7 +10,7 @@ import sys
 import time
 
 ap = argparse.ArgumentParser()
-for a in ("records", "limiter", "shared", "queue", "machine", "versions", "json", "doc", "pinning"):
+for a in ("records", "limiter", "shared", "queue", "ledger", "machine", "versions", "json", "doc", "pinning"):
     ap.add_argument("--" + a, default="")
 for a in ("quick", "reps", "dur", "conns", "abuse-rate"):
     ap.add_argument("--" + a, type=int, default=0)
@@ -28,8 +28,16 @@ def stat(vals):
 
 # ---- gateway and webhook records ----
 runs = {}
+gw_ledger = []  # records committed and dropped, requests and wrk's microseconds per metered run
 for line in open(o.records):
     f = line.split()
+    if f and f[0] == "ledger":
+        if len(f) >= 9:
+            gw_ledger.append({"committed": int(f[5]), "dropped": int(f[6]), "requests": int(f[7]),
+                              "us": int(f[8])})
+        else:
+            failures.append("ledger: run %s produced no result" % (f[4] if len(f) > 4 else "?"))
+        continue
     key = tuple(f[:4])
     if len(f) < 12:
         failures.append("%s: run %s produced no result" % ("/".join(f[:4]), f[4] if len(f) > 4 else "?"))
@@ -226,6 +234,70 @@ if wh:
 else:
     failures.append("webhook benchmark produced no result")
 
+# ---- ledger ----
+lr = []
+try:
+    lr = [json.loads(l) for l in open(o.ledger) if l.strip()] if o.ledger else []
+except (OSError, ValueError):
+    pass
+on, off = agg("gateway", "tenantd-meter", "M", "all"), agg("gateway", "tenantd-nometer", "M", "all")
+result["ledger"] = {"writer": lr, "gateway_metering_on": on, "gateway_metering_off": off,
+                    "gateway_ledger_runs": gw_ledger}
+if not lr:
+    failures.append("ledger benchmark produced no result")
+else:
+    rows = []
+    for np in sorted({r["producers"] for r in lr}):
+        rs = [r for r in lr if r["producers"] == np]
+        bad = [r for r in rs if r["dropped"] or r["rows_in_db"] != r["appended"] or not r["flush_ok"]]
+        if bad:
+            failures.append("ledger: %d producer(s): records dropped or missing from the database" % np)
+        rows.append([np, fmt_rng(stat([r["records_per_s"] for r in rs])),
+                     sum(r["appended"] for r in rs), sum(r["rows_in_db"] for r in rs),
+                     sum(r["dropped"] for r in rs)])
+    result["ledger"]["writer_records_per_s"] = {
+        str(np): stat([r["records_per_s"] for r in lr if r["producers"] == np])
+        for np in sorted({r["producers"] for r in lr})}
+    table("Ledger: sustained records/s with durability on (td_ledger writer alone)",
+          ["producer threads", "records/s median [min-max]", "appended (all runs)",
+           "rows in ledger.db", "dropped"], rows,
+          "`bench/bench_ledger.c`: the daemon's td_ledger (DIR/ledger.db, journal_mode=WAL, "
+          "synchronous=NORMAL, INSERT OR IGNORE by id, one writer thread committing batches of "
+          "up to 1,024 records, buffer 65,536, flush every 200 ms) fed gateway request records "
+          "as fast as it commits them (producers hold what waits below the buffer, so none is "
+          "dropped); records committed over a %d s window after 0.5 s of warm-up; afterwards "
+          "every appended record is counted in the file by a separate connection." % o.dur)
+if on and off:
+    committed = [g["committed"] / (g["us"] / 1e6) for g in gw_ledger if g["us"] > 0]
+    dropped = sum(g["dropped"] for g in gw_ledger)
+    metered = sum(g["committed"] for g in gw_ledger), sum(g["requests"] for g in gw_ledger)
+    cost = 1 - med(on, "rps") / med(off, "rps") if med(off, "rps") else None
+    cpu_cost = (med(on, "cpu_us_per_req") / med(off, "cpu_us_per_req") - 1
+                if med(on, "cpu_us_per_req") and med(off, "cpu_us_per_req") else None)
+    result["ledger"]["gateway_throughput_cost"] = cost
+    result["ledger"]["gateway_cpu_cost"] = cpu_cost
+    table("Ledger under gateway load: metering on vs off (phase A load)",
+          ["tenantd", "req/s median [min-max]", "p50 ms", "p99 ms", "p99.9 ms",
+           "proxy CPU us/req", "ledger records committed/s", "committed / requests",
+           "records dropped"],
+          [["--ledger on", fmt_rng(on["rps"]), "%.2f" % med(on, "p50_ms"),
+            "%.2f" % med(on, "p99_ms"), "%.2f" % med(on, "p999_ms"), cpu(on),
+            fmt_rng(stat(committed)),
+            "%.3f" % (metered[0] / metered[1]) if metered[1] else "n/a", dropped],
+           ["--ledger off", fmt_rng(off["rps"]), "%.2f" % med(off, "p50_ms"),
+            "%.2f" % med(off, "p99_ms"), "%.2f" % med(off, "p999_ms"), cpu(off), "-", "-", "-"]],
+          "Metering costs %s of gateway throughput (1 - on/off req/s, medians) and %s more "
+          "proxy CPU per request (target: <= 5%%). Same wrk settings as phase A, runs of the two "
+          "interleaved, each tenantd `--workers 1` on cpu 0 (its ledger writer thread included "
+          "in its CPU); committed/s is the growth of the on instance's "
+          "`tenantd_ledger_records_total` over each run (read 0.3 s after it, for the last "
+          "batch) divided by wrk's duration: the ledger keeping up with the gateway under load, "
+          "one record per request." % (
+              "%.1f%%" % (100 * cost) if cost is not None else "n/a",
+              "%.1f%%" % (100 * cpu_cost) if cpu_cost is not None else "n/a"))
+else:
+    failures.append("gateway metering on/off produced no result")
+
 # ---- batch queue ----
 qr = []
 try:
@@ -308,6 +380,9 @@ doc = ["# Benchmarks", "",
        "key), real `redis-server` on a free loopback port; webhook: tenantd with "
        "`examples/platform.yaml`, wrk `-c16` POSTing `examples/pods/review.json` to the admin "
        "listener's `/validate`",
+       "- ledger: `bench/bench_ledger.c DIR SECONDS PRODUCERS` (1 and 2 producer threads); "
+       "metering cost: a second tenantd started with `--ledger off`, phase A's wrk settings, "
+       "interleaved with the default (`--ledger on`) one",
        "- batch queue: `bench/bench_queue.c --json N C` (one process per size, N = 1k/10k/100k "
        "seeded workloads over C = 100/1,000 ClusterQueues in 10 cohorts; the pass is timed with "
        "CLOCK_MONOTONIC, peak RSS is the process's VmHWM)", "",

@@ -29,7 +29,7 @@ bash scripts/install-deps.sh wrk haproxy redis-server python3 >/dev/null
 if ! command -v nginx >/dev/null; then
     bash scripts/install-deps.sh nginx-light >/dev/null 2>&1 || bash scripts/install-deps.sh nginx >/dev/null
 fi
-for t in wrk nginx haproxy redis-server cc; do
+for t in wrk nginx haproxy redis-server cc curl; do
     command -v $t >/dev/null || { echo "bench: $t is missing and could not be installed" >&2; exit 1; }
 done
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -40,6 +40,8 @@ cc $CFLAGS_B bench/bench_limiter.c src/core/limiter.c -lpthread -lm -o "$BUILD/b
 cc $CFLAGS_B bench/bench_shared.c "$BUILD/libtenantd_lib.a" -lhiredis -lpthread -lm -o "$BUILD/bench_shared"
 cc $CFLAGS_B bench/bench_queue.c "$BUILD/libtenantd_lib.a" $(pkg-config --libs jansson libfyaml) -lm \
     -o "$BUILD/bench_queue"
+cc $CFLAGS_B bench/bench_ledger.c "$BUILD/libtenantd_lib.a" $(pkg-config --libs jansson libfyaml sqlite3) \
+    -lpthread -lm -o "$BUILD/bench_ledger"
 
 TMP=$(mktemp -d)
 PIDS=()
@@ -116,7 +118,8 @@ spec:
 Y
 TDP="$TMP/td.port"
 $PIN_PROXY "$BUILD/tenantd" --data "$TMP/tddata" --config "$TMP/td.yaml" --admin-listen 127.0.0.1:0 \
-    --listen 127.0.0.1:0 --listen-port-file "$TDP" --workers 1 2>"$TMP/tenantd.err" &
+    --port-file "$TMP/td.admin" --listen 127.0.0.1:0 --listen-port-file "$TDP" --workers 1 \
+    2>"$TMP/tenantd.err" &
 PIDS+=($!)
 TD_PID=$!
 wait_file "$TDP"
@@ -215,7 +218,58 @@ for rep in $(seq "$REPS"); do
     done
     echo "  run $rep/$REPS done"
 done
-kill "$TD_PID" 2>/dev/null || true
+
+# ---- 6b. metering on vs off: the same tenantd (--ledger on, the default,
+# as above) against one started with --ledger off, phase A's load, runs
+# interleaved. The ledger's committed records during each run come from
+# the on instance's /metrics (tenantd_ledger_records_total).
+TDOFFP="$TMP/tdoff.port"
+$PIN_PROXY "$BUILD/tenantd" --data "$TMP/tdoffdata" --config "$TMP/td.yaml" --admin-listen 127.0.0.1:0 \
+    --listen 127.0.0.1:0 --listen-port-file "$TDOFFP" --workers 1 --ledger off 2>"$TMP/tdoff.err" &
+PIDS+=($!)
+TDOFF_PID=$!
+wait_file "$TDOFFP"
+wait_file "$TMP/td.admin"
+PORT[tenantd-nometer]=$(cat "$TDOFFP")
+PROC[tenantd-nometer]=$TDOFF_PID
+PORT[tenantd-meter]=$TD
+PROC[tenantd-meter]=$TD_PID
+TDADM=$(cat "$TMP/td.admin")
+ledger_total() { curl -s "http://127.0.0.1:$TDADM/metrics" | awk '/^tenantd_ledger_records_total / {print $2}'; }
+ledger_dropped() { curl -s "http://127.0.0.1:$TDADM/metrics" | awk '/^tenantd_ledger_dropped_total / {print $2}'; }
+echo "metering: tenantd --ledger on vs off, phase A load, $REPS x ${DUR}s"
+for rep in $(seq "$REPS"); do
+    for sys in tenantd-meter tenantd-nometer; do
+        p=${PORT[$sys]}
+        wrk_run warm key-a,key-b,key-c "$p" "$WARM" "$CONNS" >/dev/null
+        if [ "$sys" = tenantd-meter ]; then
+            sleep 0.3 # the last warm-up records committed (flush_ms 200)
+            l0=$(ledger_total); d0=$(ledger_dropped)
+            measure "$sys" M key-a,key-b,key-c "$p" "$CONNS"
+            sleep 0.3
+            l1=$(ledger_total); d1=$(ledger_dropped)
+            # committed, dropped, then that run's requests and duration (us)
+            record ledger gateway committed all "$rep" $((l1 - l0)) $((d1 - d0)) \
+                $(tail -1 "$REC" | awk '{print $6, $7}')
+        else
+            measure "$sys" M key-a,key-b,key-c "$p" "$CONNS"
+        fi
+    done
+done
+kill "$TD_PID" "$TDOFF_PID" 2>/dev/null || true
+
+# ---- 6a. ledger writer: sustained records/s with durability on ----
+echo "ledger: td_ledger writer, WAL + synchronous=NORMAL, batches <= 1024, $REPS x ${DUR}s"
+: > "$TMP/ledger.jsonl"
+for rep in $(seq "$REPS"); do
+    for np in 1 2; do
+        rm -rf "$TMP/ledgerbench"
+        mkdir -p "$TMP/ledgerbench"
+        "$BUILD/bench_ledger" "$TMP/ledgerbench" "$DUR" "$np" >> "$TMP/ledger.jsonl" ||
+            echo "bench_ledger $np producers failed" >&2
+    done
+done
+rm -rf "$TMP/ledgerbench"
 
 # ---- 2. limiter microbenchmark ----
 echo "limiter: $LIMOPS calls per thread"
@@ -265,7 +319,7 @@ done
 
 VERSIONS="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), haproxy $(haproxy -v | awk 'NR==1 {print $3}'), $(wrk -v 2>&1 | awk 'NR==1 {print $1, $2}'), redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
 python3 bench/report.py --records "$REC" --limiter "$TMP/limiter.json" --shared "$TMP/shared.jsonl" \
-    --queue "$TMP/queue.jsonl" \
+    --queue "$TMP/queue.jsonl" --ledger "$TMP/ledger.jsonl" \
     --machine "$MACHINE" --versions "$VERSIONS" --quick "$QUICK" --reps "$REPS" --dur "$DUR" \
     --conns "$CONNS" --abuse-rate "$ABUSE_RATE" --pinning "${PIN_PROXY:+proxy: $PIN_PROXY; wrk: $PIN_WRK; simmodel unpinned}" \
     --json bench/results/latest.json --doc docs/benchmarks.md

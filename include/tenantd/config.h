@@ -109,6 +109,12 @@ td_config_attachment *td_config_attachment_get(const td_config *c, td_config_att
 const char *td_json_str(const json_t *obj, const char *path);
 json_t *td_json_path(const json_t *obj, const char *path);
 
+/* A deep copy of v (NULL if v is NULL or out of memory), as json_deep_copy
+ * makes it, members in the same order, without its cycle check (which
+ * formats a pointer per object): for trees, which every parsed document
+ * is. New reference. */
+json_t *td_json_copy(const json_t *v);
+
 /* Identity of obj (borrowed strings). */
 td_object_id td_object_identity(const json_t *obj);
 

@@ -12,6 +12,8 @@
 
 #include "tenantd/status.h"
 
+struct td__pod; /* podres.h */
+
 /* The annotation LimitRanger sets on a pod it defaulted. */
 #define TD_LIMITRANGE_ANNOTATION "kubernetes.io/limit-ranger"
 
@@ -53,9 +55,10 @@ td_status td_limitranges_parse(json_t *const *limitranges, size_t n, td_limitran
 void td_limitranges_destroy(td_limitranges *lrs);
 
 /* td_limitrange_default and td_limitrange_validate on parsed LimitRanges
- * (lrs may be NULL: none). */
+ * (lrs may be NULL: none). parsed_pod (may be NULL) is td__pod_parse of
+ * pod, made once by a caller that validates the same pod several times. */
 td_status td_limitrange_default_parsed(json_t *pod, const td_limitranges *lrs, td_err *err);
-td_status td_limitrange_validate_parsed(const json_t *pod, const td_limitranges *lrs,
-                                        td_err *err);
+td_status td_limitrange_validate_parsed(const json_t *pod, const struct td__pod *parsed_pod,
+                                        const td_limitranges *lrs, td_err *err);
 
 #endif

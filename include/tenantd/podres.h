@@ -49,7 +49,7 @@ typedef struct {
 
 /* A pod's resource-related fields, parsed and validated. Strings are
  * borrowed from the JSON, which must outlive this. */
-typedef struct {
+typedef struct td__pod {
     td__pod_container *containers;
     size_t ncontainers;
     td__pod_container *init_containers;

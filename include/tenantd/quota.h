@@ -13,6 +13,8 @@
 
 #include "tenantd/status.h"
 
+struct td__pod; /* podres.h */
+
 /* Decides whether creating pod fits every ResourceQuota in quotas (all of
  * them apply: the caller passes only the pod's namespace's quotas, in the
  * order the API server lists them).
@@ -61,8 +63,10 @@ td_status td_quotas_parse(json_t *const *quotas, size_t nquotas, bool from_statu
 void td_quotas_destroy(td_quotas *qs);
 
 /* td_quota_check on parsed quotas (NULL: none); qs must have been parsed
- * with from_status == (used_pods == NULL), else TD_EINVAL. */
-td_status td_quota_check_parsed(const json_t *pod, const td_quotas *qs, json_t *const *used_pods,
-                                size_t nused, td_err *err);
+ * with from_status == (used_pods == NULL), else TD_EINVAL. parsed_pod (may
+ * be NULL) is td__pod_parse of pod, made once by the caller. */
+td_status td_quota_check_parsed(const json_t *pod, const struct td__pod *parsed_pod,
+                                const td_quotas *qs, json_t *const *used_pods, size_t nused,
+                                td_err *err);
 
 #endif

@@ -135,7 +135,7 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         decide(r, TD_EINVAL, "BadRequest", &err);
         return TD_EINVAL;
     }
-    json_t *pod = json_deep_copy(pod_in);
+    json_t *pod = td_json_copy(pod_in);
     if (!pod) {
         td_err_set(&err, TD_ENOMEM, "out of memory");
         decide(r, TD_ENOMEM, "Internal", &err);
@@ -157,6 +157,8 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     size_t nquotas = td_config_list(cfg, "ResourceQuota", ns, &quotas);
     /* The same objects parsed once per snapshot; NULL: work from the JSON. */
     const td_admindex_ns *ix = nranges + nquotas ? td_admindex_get(cfg, ns) : NULL;
+    td__pod vpod; /* the mutated pod's resources, when vparsed */
+    bool vparsed = false;
 
     if (opts->trace && !(r->trace = json_array())) {
         td_err_set(&err, TD_ENOMEM, "out of memory");
@@ -173,7 +175,7 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     st = TD_OK;
     for (int m = 0; st == TD_OK && m < M_COUNT; m++) {
         rule = mnames[m];
-        json_t *before = r->trace ? json_deep_copy(pod) : NULL;
+        json_t *before = r->trace ? td_json_copy(pod) : NULL;
         switch (m) {
         case M_DEFAULTS: st = td_pod_default_requests(pod, &err); break;
         case M_LIMITRANGE:
@@ -212,13 +214,16 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         r->patch = NULL;
     }
 
-    /* Validation, against the mutated pod. */
+    /* Validation, against the mutated pod. Its resources are parsed once
+     * for LimitRange and ResourceQuota; if that fails, the JSON entry
+     * points report why, as they always did. */
     r->validating = true;
     td_pss_level level;
+    vparsed = ix && td__pod_parse(pod, &vpod, NULL) == TD_OK;
     rule = "LimitRange";
     st = after_validate(cfg, r, rule,
-                        ix && ix->limitranges_ok
-                            ? td_limitrange_validate_parsed(pod, ix->limitranges, &err)
+                        vparsed && ix->limitranges_ok
+                            ? td_limitrange_validate_parsed(pod, &vpod, ix->limitranges, &err)
                             : td_limitrange_validate(pod, ranges, nranges, &err),
                         &err);
     if (st == TD_OK && (rule = "PodSecurity") && (st = pss_level_of(cfg, ns, &level, &err)) == TD_OK)
@@ -256,14 +261,16 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
                 pods = have_status ? NULL : no_pods;
         }
         int from_status = pods == NULL;
-        st = ix && ix->quotas_ok[from_status]
-                 ? td_quota_check_parsed(pod, ix->quotas[from_status], pods, npods, &err)
+        st = vparsed && ix->quotas_ok[from_status]
+                 ? td_quota_check_parsed(pod, &vpod, ix->quotas[from_status], pods, npods, &err)
                  : td_quota_check(pod, quotas, nquotas, pods, npods, &err);
         st = after_validate(cfg, r, rule, st, &err);
     }
     if (st == TD_OK)
         rule = NULL;
 out:
+    if (vparsed)
+        td__pod_fini(&vpod);
     decide(r, st, rule, &err);
     if (st == TD_EFORBIDDEN)
         return TD_OK; /* a denial is a decision, not an error */
@@ -438,8 +445,13 @@ td_status td_admission_review(const td_config *cfg, const json_t *input, td_revi
         json_object_set_new(resp, "auditAnnotations", audit);
     }
     if (r.allowed && r.patch && mode != TD_REVIEW_VALIDATE) {
-        char *s = json_dumps(r.patch, JSON_COMPACT);
-        char *b64 = s ? td_base64_encode((const unsigned char *)s, strlen(s)) : NULL;
+        /* Into malloc'd memory of our own: json_dumps' string belongs to
+         * jansson's allocator, which may be a request arena (jsonarena.h). */
+        size_t n = json_dumpb(r.patch, NULL, 0, JSON_COMPACT);
+        char *s = n ? malloc(n) : NULL;
+        char *b64 = s && json_dumpb(r.patch, s, n, JSON_COMPACT) == n
+                        ? td_base64_encode((const unsigned char *)s, n)
+                        : NULL;
         free(s);
         if (!b64) {
             td_admit_result_fini(&r);

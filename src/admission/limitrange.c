@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tenantd/config.h"
 #include "tenantd/podres.h"
 #include "tenantd/resources.h"
 #include "tenantd/strbuf.h"
@@ -30,6 +31,12 @@ typedef struct {
     const char *name;
     lr_item *items;
     size_t nitems;
+    /* defaultContainerResourceRequirements: the Container items' defaults
+     * merged (later items win) and printed once, when parsed, not for each
+     * pod. def_*_str[i] is def_*.items[i] in canonical form. */
+    td_resources def_requests, def_limits;
+    char (*def_request_str)[TD_QUANTITY_STR_MAX];
+    char (*def_limit_str)[TD_QUANTITY_STR_MAX];
 } limit_range;
 
 static void lr_fini(limit_range *lr)
@@ -46,6 +53,41 @@ static void lr_fini(limit_range *lr)
     free(lr->items);
     lr->items = NULL;
     lr->nitems = 0;
+    td_resources_fini(&lr->def_requests);
+    td_resources_fini(&lr->def_limits);
+    free(lr->def_request_str);
+    free(lr->def_limit_str);
+    lr->def_request_str = lr->def_limit_str = NULL;
+}
+
+/* Merges and prints lr's container defaults (see limit_range). */
+static td_status lr_defaults(limit_range *lr)
+{
+    td_status s = TD_OK;
+    size_t i, k;
+
+    for (i = 0; i < lr->nitems && s == TD_OK; i++) {
+        const lr_item *it = &lr->items[i];
+        if (it->type != LR_CONTAINER)
+            continue;
+        for (k = 0; k < it->def_request.n && s == TD_OK; k++)
+            s = td_resources_set(&lr->def_requests, it->def_request.items[k].name,
+                                 &it->def_request.items[k].q);
+        for (k = 0; k < it->def.n && s == TD_OK; k++)
+            s = td_resources_set(&lr->def_limits, it->def.items[k].name, &it->def.items[k].q);
+    }
+    if (s != TD_OK)
+        return s;
+    lr->def_request_str = calloc(lr->def_requests.n + 1, sizeof *lr->def_request_str);
+    lr->def_limit_str = calloc(lr->def_limits.n + 1, sizeof *lr->def_limit_str);
+    if (!lr->def_request_str || !lr->def_limit_str)
+        return TD_ENOMEM;
+    for (k = 0; k < lr->def_requests.n; k++)
+        td_quantity_format(&lr->def_requests.items[k].q, lr->def_request_str[k],
+                           TD_QUANTITY_STR_MAX);
+    for (k = 0; k < lr->def_limits.n; k++)
+        td_quantity_format(&lr->def_limits.items[k].q, lr->def_limit_str[k], TD_QUANTITY_STR_MAX);
+    return TD_OK;
 }
 
 static void lrs_free(limit_range *lrs, size_t n)
@@ -79,6 +121,9 @@ static td_status lr_parse(const json_t *obj, size_t index, limit_range *lr, td_e
     lr->name = "";
     lr->items = NULL;
     lr->nitems = 0;
+    td_resources_init(&lr->def_requests);
+    td_resources_init(&lr->def_limits);
+    lr->def_request_str = lr->def_limit_str = NULL;
     if (!json_is_object(obj))
         return td_err_set(err, TD_EINVAL, "limitranges[%zu]: must be an object", index);
     meta = json_object_get(obj, "metadata");
@@ -135,6 +180,11 @@ static td_status lr_parse(const json_t *obj, size_t index, limit_range *lr, td_e
                 goto fail;
         }
     }
+    s = lr_defaults(lr);
+    if (s != TD_OK) {
+        s = td_err_set(err, s, "out of memory");
+        goto fail;
+    }
     return TD_OK;
 fail:
     lr_fini(lr);
@@ -184,7 +234,7 @@ static json_t *child_object(json_t *obj, const char *key)
 /* Sets each name of defaults missing from container.resources.<field>,
  * appending the names set (sorted, as defaults is) to *names. */
 static td_status merge_list(json_t *container, const char *field, const td_resources *defaults,
-                            td_strbuf *names)
+                            char (*printed)[TD_QUANTITY_STR_MAX], td_strbuf *names)
 {
     json_t *res, *list;
     size_t i;
@@ -197,7 +247,6 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
         return TD_ENOMEM;
     list = json_object_get(res, field);
     for (i = 0; i < defaults->n; i++) {
-        char buf[TD_QUANTITY_STR_MAX];
         const td_resource *d = &defaults->items[i];
         if (json_is_object(list) && json_object_get(list, d->name) != NULL)
             continue;
@@ -206,8 +255,7 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
             if (list == NULL)
                 return TD_ENOMEM;
         }
-        td_quantity_format(&d->q, buf, sizeof buf);
-        if (json_object_set_new(list, d->name, json_string(buf)) != 0)
+        if (json_object_set_new(list, d->name, json_string(printed[i])) != 0)
             return TD_ENOMEM;
         if (!first)
             td_strbuf_append(names, ", ");
@@ -219,17 +267,17 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
 
 /* mergeContainerResources for one container; appends its annotation parts
  * to note. */
-static td_status merge_container(json_t *container, const td_resources *def_requests,
-                                 const td_resources *def_limits, const char *kind, td_strbuf *note)
+static td_status merge_container(json_t *container, const limit_range *lr, const char *kind,
+                                 td_strbuf *note)
 {
     td_strbuf reqs = TD_STRBUF_INIT(TD_ERR_MAX), lims = TD_STRBUF_INIT(TD_ERR_MAX);
     const json_t *name = json_object_get(container, "name");
     const char *cname = json_is_string(name) ? json_string_value(name) : "";
     td_status s;
 
-    s = merge_list(container, "limits", def_limits, &lims);
+    s = merge_list(container, "limits", &lr->def_limits, lr->def_limit_str, &lims);
     if (s == TD_OK)
-        s = merge_list(container, "requests", def_requests, &reqs);
+        s = merge_list(container, "requests", &lr->def_requests, lr->def_request_str, &reqs);
     if (s == TD_OK) {
         if (reqs.len > 0) {
             if (note->len > 0)
@@ -259,7 +307,6 @@ static td_status merge_container(json_t *container, const td_resources *def_requ
 
 static td_status merge_pod(json_t *pod, const limit_range *lr)
 {
-    td_resources def_requests, def_limits;
     td_strbuf note = TD_STRBUF_INIT(1u << 20);
     json_t *spec = json_object_get(pod, "spec");
     td_status s = TD_OK;
@@ -268,19 +315,7 @@ static td_status merge_pod(json_t *pod, const limit_range *lr)
         const char *field, *kind;
     } groups[] = {{"containers", "container"}, {"initContainers", "init container"}};
 
-    td_resources_init(&def_requests);
-    td_resources_init(&def_limits);
-    /* defaultContainerResourceRequirements: later items win. */
-    for (i = 0; i < lr->nitems && s == TD_OK; i++) {
-        const lr_item *it = &lr->items[i];
-        if (it->type != LR_CONTAINER)
-            continue;
-        for (k = 0; k < it->def_request.n && s == TD_OK; k++)
-            s = td_resources_set(&def_requests, it->def_request.items[k].name,
-                                 &it->def_request.items[k].q);
-        for (k = 0; k < it->def.n && s == TD_OK; k++)
-            s = td_resources_set(&def_limits, it->def.items[k].name, &it->def.items[k].q);
-    }
+    /* defaultContainerResourceRequirements: merged when lr was parsed. */
     for (k = 0; k < 2 && s == TD_OK; k++) {
         json_t *arr = json_is_object(spec) ? json_object_get(spec, groups[k].field) : NULL;
         json_t *c;
@@ -288,7 +323,7 @@ static td_status merge_pod(json_t *pod, const limit_range *lr)
             continue;
         json_array_foreach(arr, i, c)
         {
-            s = merge_container(c, &def_requests, &def_limits, groups[k].kind, &note);
+            s = merge_container(c, lr, groups[k].kind, &note);
             if (s != TD_OK)
                 break;
         }
@@ -307,8 +342,6 @@ static td_status merge_pod(json_t *pod, const limit_range *lr)
         free(val.s);
     }
     free(note.s);
-    td_resources_fini(&def_requests);
-    td_resources_fini(&def_limits);
     return s;
 }
 
@@ -335,7 +368,7 @@ static td_status default_with(json_t *pod, const limit_range *lrs, size_t n, td_
     td_status s = TD_OK;
     size_t i;
 
-    copy = json_deep_copy(pod);
+    copy = td_json_copy(pod);
     if (copy == NULL)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     for (i = 0; i < n && s == TD_OK; i++)
@@ -518,19 +551,22 @@ static void min_constraint(violations *v, const char *type, const char *name,
     int64_t r, l, e;
 
     enforced_values(req, lim, enforced, &r, &l, &e);
-    td_quantity_format(enforced, es, sizeof es);
+    /* es is printed only for a violation: most pods violate nothing. */
     if (req == NULL) {
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "minimum %s usage per %s is %s.  No request is specified", name, type,
                       es);
         return;
     }
     if (r < e) {
         td_quantity_format(req, qs, sizeof qs);
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "minimum %s usage per %s is %s, but request is %s", name, type, es, qs);
         return;
     }
     if (lim != NULL && l < e) {
         td_quantity_format(lim, qs, sizeof qs);
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "minimum %s usage per %s is %s, but limit is %s", name, type, es, qs);
     }
 }
@@ -545,18 +581,21 @@ static void max_constraint(violations *v, const char *type, const char *name,
     int64_t r, l, e;
 
     enforced_values(req, lim, enforced, &r, &l, &e);
-    td_quantity_format(enforced, es, sizeof es);
+    /* es is printed only for a violation: most pods violate nothing. */
     if (lim == NULL) {
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "maximum %s usage per %s is %s.  No limit is specified", name, type, es);
         return;
     }
     if (l > e) {
         td_quantity_format(lim, qs, sizeof qs);
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "maximum %s usage per %s is %s, but limit is %s", name, type, es, qs);
         return;
     }
     if (req != NULL && r > e) {
         td_quantity_format(req, qs, sizeof qs);
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "maximum %s usage per %s is %s, but request is %s", name, type, es, qs);
     }
 }
@@ -572,8 +611,9 @@ static void ratio_constraint(violations *v, const char *type, const char *name,
     double observed, display, allowed;
 
     enforced_values(req, lim, enforced, &r, &l, &e);
-    td_quantity_format(enforced, es, sizeof es);
+    /* es is printed only for a violation: most pods violate nothing. */
     if (req == NULL || r == 0) {
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v,
                       "%s max limit to request ratio per %s is %s, but no request is specified or "
                       "request is 0",
@@ -581,6 +621,7 @@ static void ratio_constraint(violations *v, const char *type, const char *name,
         return;
     }
     if (lim == NULL || l == 0) {
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v,
                       "%s max limit to request ratio per %s is %s, but no limit is specified or "
                       "limit is 0",
@@ -595,9 +636,11 @@ static void ratio_constraint(violations *v, const char *type, const char *name,
         observed = observed * 1000;
         allowed = (double)td_quantity_milli_value(enforced);
     }
-    if (observed > allowed)
+    if (observed > allowed) {
+        td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "%s max limit to request ratio per %s is %s, but provided ratio is %f",
                       name, type, es, display);
+    }
 }
 
 /* Checks one item's min, max and maxLimitRequestRatio against one set of
@@ -648,19 +691,23 @@ static td_status validate_one(const td__pod *p, const limit_range *lr, violation
     return v->nomem ? TD_ENOMEM : TD_OK;
 }
 
-static td_status validate_with(const json_t *pod, const limit_range *lrs, size_t n,
-                               td_err *err)
+static td_status validate_with(const json_t *pod, const td__pod *parsed, const limit_range *lrs,
+                               size_t n, td_err *err)
 {
-    td__pod p;
-    td_status s;
+    td__pod own;
+    const td__pod *pp = parsed;
+    td_status s = TD_OK;
     size_t i;
 
-    s = td__pod_parse(pod, &p, err);
-    if (s != TD_OK)
-        return s;
+    if (!pp) {
+        s = td__pod_parse(pod, &own, err);
+        if (s != TD_OK)
+            return s;
+        pp = &own;
+    }
     for (i = 0; i < n && s == TD_OK; i++) {
         violations v = {NULL, 0, 0, false};
-        s = validate_one(&p, &lrs[i], &v);
+        s = validate_one(pp, &lrs[i], &v);
         if (s == TD_OK && v.n > 0)
             s = violations_report(&v, err);
         else if (s != TD_OK)
@@ -668,7 +715,8 @@ static td_status validate_with(const json_t *pod, const limit_range *lrs, size_t
                            td_strerror(s));
         violations_free(&v);
     }
-    td__pod_fini(&p);
+    if (!parsed)
+        td__pod_fini(&own);
     return s;
 }
 
@@ -687,12 +735,13 @@ td_status td_limitrange_validate(const json_t *pod, json_t *const *limitranges, 
     s = lrs_parse(limitranges, n, &lrs, err);
     if (s != TD_OK)
         return s;
-    s = validate_with(pod, lrs, n, err);
+    s = validate_with(pod, NULL, lrs, n, err);
     lrs_free(lrs, n);
     return s;
 }
 
-td_status td_limitrange_validate_parsed(const json_t *pod, const td_limitranges *l, td_err *err)
+td_status td_limitrange_validate_parsed(const json_t *pod, const td__pod *parsed_pod,
+                                        const td_limitranges *l, td_err *err)
 {
-    return validate_with(pod, l ? l->lrs : NULL, l ? l->n : 0, err);
+    return validate_with(pod, parsed_pod, l ? l->lrs : NULL, l ? l->n : 0, err);
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tenantd/config.h"
+
 #define PATH_MAX_LEN 512
 
 static const char *json_kind(const json_t *v)
@@ -446,7 +448,7 @@ static td_status default_container(json_t *c)
     {
         if (json_object_get(requests, name) != NULL)
             continue;
-        if (json_object_set_new(requests, name, json_deep_copy(value)) != 0)
+        if (json_object_set_new(requests, name, td_json_copy(value)) != 0)
             return TD_ENOMEM;
     }
     return TD_OK;
@@ -537,7 +539,7 @@ static td_status default_pod_level(json_t *spec, td_err *err)
     {
         if (json_object_get(requests, name) != NULL || !td__pod_level_resource(name))
             continue;
-        if (json_object_set_new(requests, name, json_deep_copy(value)) != 0) {
+        if (json_object_set_new(requests, name, td_json_copy(value)) != 0) {
             s = TD_ENOMEM;
             goto out_requests;
         }
@@ -589,7 +591,7 @@ td_status td_pod_default_requests(json_t *pod, td_err *err)
     spec = json_object_get(pod, "spec");
     if (!json_is_object(spec))
         return TD_OK;
-    copy = json_deep_copy(spec);
+    copy = td_json_copy(spec);
     if (copy == NULL)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     s = default_containers(copy, "containers");

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tenantd/config.h"
 #include "tenantd/policy.h"
 #include "tenantd/tenancy.h"
 
@@ -201,7 +202,7 @@ td_status td_pools_mutate(const td_config *cfg, const char *ns, json_t *pod, td_
         json_t *v;
         json_object_foreach(sel, k, v)
         {
-            json_object_set_new(podsel, k, json_deep_copy(v));
+            json_object_set_new(podsel, k, td_json_copy(v));
         }
         return TD_OK;
     }

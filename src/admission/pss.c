@@ -328,18 +328,38 @@ typedef struct {
 /* Appends ".key" (or "key" at the root), "[key]" when map is set, or "[idx]"
  * when key is NULL; returns the length to restore with jp_pop. A path too
  * long for p is cut. */
+static void jp_put(jpath *jp, const char *s, size_t n)
+{
+    size_t room = sizeof jp->p - 1 - jp->len;
+    if (n > room)
+        n = room;
+    memcpy(jp->p + jp->len, s, n);
+    jp->len += n;
+    jp->p[jp->len] = '\0';
+}
+
+/* Without snprintf: it ran for every field of every pod checked. */
 static size_t jp_push(jpath *jp, const char *key, int map, size_t idx)
 {
     size_t old = jp->len;
-    int n;
-    if (!key)
-        n = snprintf(jp->p + old, sizeof jp->p - old, "[%zu]", idx);
-    else if (map)
-        n = snprintf(jp->p + old, sizeof jp->p - old, "[%s]", key);
-    else
-        n = snprintf(jp->p + old, sizeof jp->p - old, old ? ".%s" : "%s", key);
-    if (n > 0)
-        jp->len = old + (size_t)n < sizeof jp->p ? old + (size_t)n : sizeof jp->p - 1;
+    if (!key) {
+        char d[24];
+        size_t i = sizeof d;
+        do
+            d[--i] = (char)('0' + idx % 10);
+        while ((idx /= 10) != 0);
+        jp_put(jp, "[", 1);
+        jp_put(jp, d + i, sizeof d - i);
+        jp_put(jp, "]", 1);
+    } else if (map) {
+        jp_put(jp, "[", 1);
+        jp_put(jp, key, strlen(key));
+        jp_put(jp, "]", 1);
+    } else {
+        if (old)
+            jp_put(jp, ".", 1);
+        jp_put(jp, key, strlen(key));
+    }
     return old;
 }
 

@@ -177,14 +177,25 @@ static td_status optional_string(const json_t *obj, const char *key, const char 
     return TD_OK;
 }
 
+static td_status pod_info_rest(const json_t *pod, pod_info *pi, td_err *err);
+
 static td_status pod_info_parse(const json_t *pod, pod_info *pi, td_err *err)
+{
+    td_status s = td__pod_parse(pod, &pi->res, err);
+    if (s != TD_OK)
+        return s;
+    s = pod_info_rest(pod, pi, err);
+    if (s != TD_OK)
+        td__pod_fini(&pi->res);
+    return s;
+}
+
+/* The fields of pi other than res. */
+static td_status pod_info_rest(const json_t *pod, pod_info *pi, td_err *err)
 {
     const json_t *status, *deadline;
     td_status s;
 
-    s = td__pod_parse(pod, &pi->res, err);
-    if (s != TD_OK)
-        return s;
     pi->spec = json_object_get(pod, "spec");
     if (!json_is_object(pi->spec))
         pi->spec = NULL;
@@ -214,7 +225,6 @@ static td_status pod_info_parse(const json_t *pod, pod_info *pi, td_err *err)
     }
     return TD_OK;
 fail:
-    td__pod_fini(&pi->res);
     return s;
 }
 
@@ -939,9 +949,9 @@ out_err:
 /* The check with the quotas parsed (qs, nquotas of them): the pod, then
  * the used pods, then the decision. check() writes each quota's used when
  * counting used pods, so it runs on a shallow copy of qs whose used it owns. */
-static td_status check_with(const json_t *pod, const quota *qs_in, size_t nquotas,
-                            bool from_status, json_t *const *used_pods, size_t nused,
-                            td_err *err)
+static td_status check_with(const json_t *pod, const td__pod *parsed, const quota *qs_in,
+                            size_t nquotas, bool from_status, json_t *const *used_pods,
+                            size_t nused, td_err *err)
 {
     pod_info pi;
     pod_info *used = NULL;
@@ -952,7 +962,12 @@ static td_status check_with(const json_t *pod, const quota *qs_in, size_t nquota
 
     if (from_status)
         nused = 0;
-    s = pod_info_parse(pod, &pi, err);
+    if (parsed) {
+        pi.res = *parsed; /* borrowed: not finished here */
+        s = pod_info_rest(pod, &pi, err);
+    } else {
+        s = pod_info_parse(pod, &pi, err);
+    }
     if (s != TD_OK)
         return s;
     if (nquotas > 0) {
@@ -1003,7 +1018,8 @@ out:
         for (i = 0; i < nquotas; i++)
             td_resources_fini(&qs[i].used);
     free(qs);
-    td__pod_fini(&pi.res);
+    if (!parsed)
+        td__pod_fini(&pi.res);
     return s;
 }
 
@@ -1053,7 +1069,7 @@ td_status td_quota_check(const json_t *pod, json_t *const *quotas, size_t nquota
     s = quotas_parse(quotas, nquotas, from_status, &qs, err);
     if (s != TD_OK)
         return s;
-    s = check_with(pod, qs, nquotas, from_status, used_pods, nused, err);
+    s = check_with(pod, NULL, qs, nquotas, from_status, used_pods, nused, err);
     quotas_free(qs, nquotas);
     return s;
 }
@@ -1087,13 +1103,14 @@ void td_quotas_destroy(td_quotas *q)
     free(q);
 }
 
-td_status td_quota_check_parsed(const json_t *pod, const td_quotas *q, json_t *const *used_pods,
-                                size_t nused, td_err *err)
+td_status td_quota_check_parsed(const json_t *pod, const td__pod *parsed_pod, const td_quotas *q,
+                                json_t *const *used_pods, size_t nused, td_err *err)
 {
     bool from_status = used_pods == NULL;
     if (q != NULL && q->n > 0 && q->from_status != from_status)
         return td_err_set(err, TD_EINVAL, "quotas parsed for usage from %s, checked with %s",
                           q->from_status ? "status.used" : "used pods",
                           from_status ? "status.used" : "used pods");
-    return check_with(pod, q ? q->qs : NULL, q ? q->n : 0, from_status, used_pods, nused, err);
+    return check_with(pod, parsed_pod, q ? q->qs : NULL, q ? q->n : 0, from_status, used_pods,
+                      nused, err);
 }

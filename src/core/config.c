@@ -70,6 +70,46 @@ const char *td_json_str(const json_t *obj, const char *path)
     return json_string_value(td_json_path(obj, path));
 }
 
+json_t *td_json_copy(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        json_t *o = json_object();
+        const char *k;
+        json_t *x;
+        if (!o)
+            return NULL;
+        json_object_foreach((json_t *)v, k, x)
+        {
+            if (json_object_set_new_nocheck(o, k, td_json_copy(x)) != 0) {
+                json_decref(o);
+                return NULL;
+            }
+        }
+        return o;
+    }
+    case JSON_ARRAY: {
+        json_t *a = json_array();
+        size_t i;
+        json_t *x;
+        if (!a)
+            return NULL;
+        json_array_foreach(v, i, x)
+        {
+            if (json_array_append_new(a, td_json_copy(x)) != 0) {
+                json_decref(a);
+                return NULL;
+            }
+        }
+        return a;
+    }
+    case JSON_STRING: return json_stringn_nocheck(json_string_value(v), json_string_length(v));
+    case JSON_INTEGER: return json_integer(json_integer_value(v));
+    case JSON_REAL: return json_real(json_real_value(v));
+    default: return json_incref((json_t *)v); /* true, false, null: singletons */
+    }
+}
+
 json_t *td_json_path(const json_t *obj, const char *path)
 {
     const json_t *cur = obj;
@@ -77,14 +117,11 @@ json_t *td_json_path(const json_t *obj, const char *path)
     while (cur && *p) {
         const char *dot = strchr(p, '.');
         size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        char key[256];
-        if (n >= sizeof key)
-            return NULL;
-        memcpy(key, p, n);
-        key[n] = '\0';
+        if (n >= 256)
+            return NULL; /* as before: no key that long is looked up */
         if (!json_is_object(cur))
             return NULL;
-        cur = json_object_get(cur, key);
+        cur = json_object_getn(cur, p, n);
         p += n;
         if (*p == '.')
             p++;
@@ -1514,6 +1551,21 @@ static size_t lower_bound(const td_config *c, const char *prefix)
     return lo;
 }
 
+/* Appends s (and the \x1f separator if sep) to key[*len], truncating as
+ * snprintf would; key stays NUL-terminated. Lookups build keys per
+ * admission review, so without snprintf. */
+static void key_append(char *key, size_t cap, size_t *len, const char *s, int sep)
+{
+    size_t n = strlen(s);
+    if (*len + n >= cap)
+        n = cap - 1 - *len;
+    memcpy(key + *len, s, n);
+    *len += n;
+    if (sep && *len + 1 < cap)
+        key[(*len)++] = '\x1f';
+    key[*len] = '\0';
+}
+
 size_t td_config_list(const td_config *c, const char *kind, const char *namespace_,
                       json_t *const **out)
 {
@@ -1521,11 +1573,10 @@ size_t td_config_list(const td_config *c, const char *kind, const char *namespac
     if (!c || !kind)
         return 0;
     char prefix[512];
+    size_t plen = 0;
+    key_append(prefix, sizeof prefix, &plen, kind, 1);
     if (namespace_ && td_kind_namespaced(kind))
-        snprintf(prefix, sizeof prefix, "%s\x1f%s\x1f", kind, namespace_);
-    else
-        snprintf(prefix, sizeof prefix, "%s\x1f", kind);
-    size_t plen = strlen(prefix);
+        key_append(prefix, sizeof prefix, &plen, namespace_, 1);
     size_t i = lower_bound(c, prefix), j = i;
     while (j < c->n && strncmp(c->items[j].key, prefix, plen) == 0)
         j++;
@@ -1546,8 +1597,10 @@ json_t *td_config_get(const td_config *c, const char *kind, const char *namespac
     if (!c || !kind || !name)
         return NULL;
     char key[1024];
-    snprintf(key, sizeof key, "%s\x1f%s\x1f%s", kind,
-             td_kind_namespaced(kind) && namespace_ ? namespace_ : "", name);
+    size_t klen = 0;
+    key_append(key, sizeof key, &klen, kind, 1);
+    key_append(key, sizeof key, &klen, td_kind_namespaced(kind) && namespace_ ? namespace_ : "", 1);
+    key_append(key, sizeof key, &klen, name, 0);
     size_t i = lower_bound(c, key);
     return i < c->n && strcmp(c->items[i].key, key) == 0 ? c->items[i].obj : NULL;
 }

@@ -15,6 +15,7 @@
 #include "daemon/workloads.h"
 #include "tenantd/admit.h"
 #include "tenantd/authz.h"
+#include "tenantd/jsonarena.h"
 #include "tenantd/manifest.h"
 
 void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway)
@@ -240,9 +241,13 @@ static int append_admission_metrics(td_control *c, char **text, size_t *len)
     return 0;
 }
 
+/* The review's JSON (the body, the pod's copies, the patch, the response)
+ * lives in this thread's request arena (jsonarena.h) and is released at
+ * once; the response body is copied out to malloc'd memory before. */
 static void handle_review(td_control *c, const td_http_request *req, td_http_response *resp,
                           td_review_mode mode)
 {
+    bool arena = td_json_arena_begin();
     json_error_t je;
     json_t *in = json_loadb(req->body, req->body_len, 0, &je);
     json_t *out = NULL;
@@ -261,11 +266,31 @@ static void handle_review(td_control *c, const td_http_request *req, td_http_res
     td_config_unref(cfg);
     json_decref(in);
     if (!out) {
+        td_json_arena_end();
         reply_text(resp, 500, "out of memory\n");
         return;
     }
     count_review(c, out);
-    reply_json_flags(resp, 200, out, JSON_COMPACT);
+    if (!arena) {
+        reply_json_flags(resp, 200, out, JSON_COMPACT);
+        return;
+    }
+    char *body = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER); /* in the arena */
+    size_t len = body ? strlen(body) : 0;
+    char *copy = body ? malloc(len + 1) : NULL;
+    if (copy)
+        memcpy(copy, body, len + 1);
+    td_json_free(body); /* what jansson allocated goes back through jansson's free */
+    json_decref(out);
+    td_json_arena_end();
+    if (!copy) {
+        reply_text(resp, 500, "out of memory\n");
+        return;
+    }
+    resp->status = 200;
+    resp->content_type = "application/json";
+    resp->body = copy;
+    resp->body_len = len;
 }
 
 /* Decodes %XX and '+' in place. */

@@ -19,6 +19,7 @@
 #include "tenantd/duration.h"
 #include "tenantd/gateway.h"
 #include "tenantd/http.h"
+#include "tenantd/jsonarena.h"
 #include "tenantd/proxy.h"
 #include "tenantd/store.h"
 #include "tenantd/tls.h"
@@ -293,6 +294,9 @@ int main(int argc, char **argv)
     bool allow_x_tenant = false, ledger_on = true;
     int64_t retention_ns = 720LL * 3600 * 1000000000LL;
     int c;
+    /* Webhook reviews allocate their JSON from a per-request arena
+     * (control.c); installed before any thread uses jansson. */
+    td_json_arena_install();
     opterr = 0;
     while ((c = getopt_long(argc, argv, "c:d:h", longopts, NULL)) != -1) {
         switch (c) {
@@ -567,6 +571,7 @@ int main(int argc, char **argv)
     if (alog && alog != stderr)
         fclose(alog);
     td_store_close(store);
+    td_json_arena_release();
     fprintf(stderr, "tenantd: stopped\n");
     return 0;
 }

@@ -783,6 +783,24 @@ static int send_bytes(conn *c, char *data, size_t n)
         free(data);
         return 0;
     }
+    size_t off = 0;
+    if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0) {
+        /* Nothing queued: write now. A response that fits the socket
+         * buffer needs no write request, and libuv's queue drained after
+         * one costs an epoll_ctl per response. */
+        uv_buf_t now = uv_buf_init(data, (unsigned int)n);
+        int w = uv_try_write((uv_stream_t *)&c->tcp, &now, 1);
+        if (w == (int)n) {
+            free(data);
+            return 0;
+        }
+        if (w > 0)
+            off = (size_t)w;
+        else if (w != UV_EAGAIN && w != UV_ENOSYS) {
+            free(data);
+            return -1;
+        }
+    }
     write_req *w = malloc(sizeof *w);
     if (!w) {
         free(data);
@@ -790,7 +808,7 @@ static int send_bytes(conn *c, char *data, size_t n)
     }
     w->c = c;
     w->data = data;
-    uv_buf_t b = uv_buf_init(data, (unsigned int)n);
+    uv_buf_t b = uv_buf_init(data + off, (unsigned int)(n - off));
     if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_write) < 0) {
         free(data);
         free(w);

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "tenantd/podres.h"
 #include "tenantd/quota.h"
 
 static json_t *J(const char *s)
@@ -413,14 +414,26 @@ static void test_rows(void **state)
                 failed++;
             }
         } else {
-            pst = td_quota_check_parsed(pod, parsed, uobjs, nu, &perr);
+            pst = td_quota_check_parsed(pod, NULL, parsed, uobjs, nu, &perr);
             if (pst != st || (st != TD_OK && strcmp(perr.msg, err.msg) != 0)) {
                 print_message("%s: parsed path: status %d (%s), JSON path %d (%s)\n",
                               rows[i].name, pst, perr.msg, st, err.msg);
                 failed++;
             }
+            /* with the pod parsed by the caller too, as td_admit_pod does */
+            td__pod pp;
+            if (td__pod_parse(pod, &pp, NULL) == TD_OK) {
+                td_err e2 = {{0}};
+                td_status s2 = td_quota_check_parsed(pod, &pp, parsed, uobjs, nu, &e2);
+                td__pod_fini(&pp);
+                if (s2 != st || (st != TD_OK && strcmp(e2.msg, err.msg) != 0)) {
+                    print_message("%s: pre-parsed pod: status %d (%s)\n", rows[i].name, s2,
+                                  e2.msg);
+                    failed++;
+                }
+            }
             /* Twice: a check leaves the parsed quotas as they were. */
-            if (td_quota_check_parsed(pod, parsed, uobjs, nu, NULL) != st) {
+            if (td_quota_check_parsed(pod, NULL, parsed, uobjs, nu, NULL) != st) {
                 print_message("%s: parsed path changed by a check\n", rows[i].name);
                 failed++;
             }

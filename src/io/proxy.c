@@ -785,10 +785,13 @@ static void on_connection(uv_stream_t *l, int status)
 
 /* ---- workers ---- */
 
+/* Every PX_METER_FLUSH_MS: the metering aggregates go to the ledger; every
+ * second: idle routes are swept. */
 static void on_tick(uv_timer_t *t)
 {
     px_worker *w = t->data;
-    px_routes_sweep(w, px_now());
+    if (++w->ticks % (1000 / PX_METER_FLUSH_MS) == 0)
+        px_routes_sweep(w, px_now());
     if (w->p->ledger)
         px_meter_flush(w);
 }
@@ -926,7 +929,7 @@ static td_status worker_init(px_worker *w, td_err *err)
     w->stop_async.data = w;
     uv_timer_init(&w->loop, &w->tick);
     w->tick.data = w;
-    uv_timer_start(&w->tick, on_tick, 1000, 1000);
+    uv_timer_start(&w->tick, on_tick, PX_METER_FLUSH_MS, PX_METER_FLUSH_MS);
     uv_check_init(&w->loop, &w->log_check);
     w->log_check.data = w;
     if (w->p->access_log)

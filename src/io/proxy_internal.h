@@ -222,6 +222,7 @@ struct px_up {
  * last flush, metered as one ledger record (count = requests): a client
  * flooding 429s must not make the ledger do a write per rejection. */
 #define PX_METER_AGG 32
+#define PX_METER_FLUSH_MS 250 /* how often aggregates go to the ledger */
 typedef struct {
     uint32_t tenant_slot, route_slot; /* route_slot TD_METRICS_NONE: no route */
     int used;
@@ -238,6 +239,7 @@ struct px_worker {
     uv_tcp_t listener;
     uv_async_t stop_async;
     uv_timer_t tick;
+    unsigned ticks;
     uv_check_t log_check;
     int fd;
     int stopping;

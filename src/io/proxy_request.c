@@ -519,16 +519,17 @@ void px_meter_flush(px_worker *w)
     }
 }
 
-/* Appends the request's record to the ledger. A rejection or a shed
- * request, which used nothing, is added to its tenant, route, key and outcome's
- * aggregate instead (flushed each second), so an abuser's flood costs the
- * ledger a record per second, not one per refusal. */
+/* Adds the request's record to its tenant, route, key and outcome's
+ * aggregate (count, tokens and GPU-seconds summed; the earliest start, the
+ * latest end), which the worker's tick appends to the ledger every
+ * PX_METER_FLUSH_MS: the ledger writes a record per aggregate, not one per
+ * request, whether it is served or refused. */
 static void meter(px_conn *c, const td_ledger_rec *rec)
 {
     px_worker *w = c->w;
     px_req *r = &c->rq;
     const char *o = rec->outcome;
-    if (*o == 'r' || *o == 's') {
+    {
         uint32_t tenant_slot = r->tenant->slot;
         uint32_t route_slot = r->route ? r->route->slot : TD_METRICS_NONE;
         px_meter_agg *free_slot = NULL;
@@ -540,6 +541,9 @@ static void meter(px_conn *c, const td_ledger_rec *rec)
             } else if (a->tenant_slot == tenant_slot && a->route_slot == route_slot &&
                        strcmp(a->rec.outcome, o) == 0 && strcmp(a->rec.api_key, rec->api_key) == 0) {
                 a->rec.count++;
+                a->rec.tokens_in += rec->tokens_in;
+                a->rec.tokens_out += rec->tokens_out;
+                a->rec.gpu_milli_seconds += rec->gpu_milli_seconds;
                 if (rec->end_ns > a->rec.end_ns)
                     a->rec.end_ns = rec->end_ns;
                 if (rec->start_ns < a->rec.start_ns)
@@ -555,11 +559,7 @@ static void meter(px_conn *c, const td_ledger_rec *rec)
         free_slot->tenant_slot = tenant_slot;
         free_slot->route_slot = route_slot;
         free_slot->rec = *rec;
-        return;
     }
-    td_ledger_rec copy = *rec;
-    meter_id(w, &copy);
-    td_ledger_append(w->p->ledger, &copy);
 }
 
 /* The price of the estimate, before the request goes upstream: its record

@@ -200,10 +200,11 @@ def main():
     stray = [k for k in seen if not k.startswith("wl-")]
 
     # The usage ledger: every request answered 200 (the run's and each
-    # start's first probe) is one "ok" request record, never two (ids are
-    # idempotent); a SIGKILL loses at most what waited for the next batched
-    # commit (tenantd commits every 50 ms), so the records lost at each
-    # kill are bounded by the gateway's rate over 200 ms (4 commit intervals).
+    # start's first probe) is counted once in an "ok" request record, never
+    # twice (ids are idempotent); a SIGKILL loses at most what had not yet
+    # reached SQLite: a worker's aggregates (appended every 250 ms) and the
+    # batch waiting for the next commit (every 50 ms), so the loss at each
+    # kill is bounded by the gateway's rate over 600 ms (twice that).
     import sqlite3
     db = sqlite3.connect("file:%s/ledger.db?mode=ro" % data, uri=True)
     ledger_ok = db.execute("SELECT COALESCE(SUM(count), 0) FROM records WHERE kind = 0 "
@@ -212,7 +213,7 @@ def main():
     db.close()
     answered = gw_ok[0] + starts[0]
     span = max(time.time() - t_run, 1.0)
-    lost_bound = int(len(restarts) * (gw_ok[0] / span) * 0.2) + len(restarts)
+    lost_bound = int(len(restarts) * (gw_ok[0] / span) * 0.6) + len(restarts)
     if ledger_ok > answered:
         failures.append("ledger counts %d ok requests, more than the %d answered 200" %
                         (ledger_ok, answered))
@@ -231,7 +232,7 @@ def main():
           (len(failed), unacked_present, len(failed) - unacked_present - len(half), len(half)))
     print("workloads listed after the run: %d (%d not ours)" % (len(items), len(stray)))
     print("gateway requests answered 200 during the run: %d" % gw_ok[0])
-    print("ledger: %d ok request records for %d answered 200 (incl. %d start probes); "
+    print("ledger: %d ok requests recorded for %d answered 200 (incl. %d start probes); "
           "%d lost at %d kills (bound %d); %d request records in all" %
           (ledger_ok, answered, starts[0], answered - ledger_ok, len(restarts), lost_bound,
            ledger_ids))

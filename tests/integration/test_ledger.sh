@@ -214,16 +214,16 @@ stop_tenantd
 
 # ---- what the ledger holds ----
 expect_grep "requests of alpha: 12 ok with simmodel's tokens" <(sql "$DATA" \
-    "select count(*), sum(tokens_in), sum(tokens_out), min(gpu_milli_seconds) > 0 from records where kind=0 and tenant='alpha' and outcome='ok' and route='chat'") \
-    "12|$ALPHA_IN|$ALPHA_OUT|1"
+    "select sum(count), sum(tokens_in), sum(tokens_out), min(gpu_milli_seconds) > 0, count(*) < sum(count) from records where kind=0 and tenant='alpha' and outcome='ok' and route='chat'") \
+    "12|$ALPHA_IN|$ALPHA_OUT|1|1"
 expect_grep "alpha's labels from its Tenant" <(sql "$DATA" \
     "select distinct team || '/' || project || '/' || environment || '/' || route from records where tenant='alpha' and kind=0") \
     "alpha/search/prod/chat"
-expect_grep "beta's 429s are counted in aggregated rejected records, its ok ones one each" <(sql "$DATA" \
-    "select sum(case when outcome='rejected' then count end), sum(outcome='ok'), max(case when outcome='rejected' then tokens_in + tokens_out else 0 end), sum(outcome='rejected') < $B429 from records where tenant='beta' and route='chat'") \
+expect_grep "beta's 429s and its ok requests are counted in aggregated records" <(sql "$DATA" \
+    "select sum(case when outcome='rejected' then count end), sum(case when outcome='ok' then count end), max(case when outcome='rejected' then tokens_in + tokens_out else 0 end), sum(outcome='rejected') < $B429 from records where tenant='beta' and route='chat'") \
     "$B429|$BOK|0|1"
 expect_grep "the 503s are counted in shed records of route tiny" <(sql "$DATA" \
-    "select sum(case when outcome='shed' then count end), sum(outcome='ok') from records where route='tiny'") \
+    "select sum(case when outcome='shed' then count end), sum(case when outcome='ok' then count end) from records where route='tiny'") \
     "$SHED|$TINY_OK"
 expect_grep "the 502 is an error record of route dead" <(sql "$DATA" \
     "select count(*), tenant, route from records where outcome='error'") "1|beta|dead"

@@ -109,6 +109,13 @@ td_config_attachment *td_config_attachment_get(const td_config *c, td_config_att
 const char *td_json_str(const json_t *obj, const char *path);
 json_t *td_json_path(const json_t *obj, const char *path);
 
+/* Strict decoding of tenantd's own kinds: the first key of the object m
+ * that allowed (NULL-terminated) does not name, with *val its value and
+ * known the allowed names joined by ", " (cut to n bytes); NULL when every
+ * key is allowed. Borrows m. */
+const char *td_json_unknown_field(const json_t *m, const char *const *allowed, json_t **val,
+                                  char *known, size_t n);
+
 /* Identity of obj (borrowed strings). */
 td_object_id td_object_identity(const json_t *obj);
 

@@ -92,6 +92,28 @@ json_t *td_json_path(const json_t *obj, const char *path)
     return (json_t *)cur;
 }
 
+const char *td_json_unknown_field(const json_t *m, const char *const *allowed, json_t **val,
+                                  char *known, size_t n)
+{
+    const char *k;
+    json_object_foreach((json_t *)m, k, *val)
+    {
+        const char *const *a = allowed;
+        while (*a && strcmp(*a, k) != 0)
+            a++;
+        if (*a)
+            continue;
+        known[0] = '\0';
+        for (a = allowed; *a; a++) {
+            strncat(known, *a, n - strlen(known) - 1);
+            if (a[1])
+                strncat(known, ", ", n - strlen(known) - 1);
+        }
+        return k;
+    }
+    return NULL;
+}
+
 /* DNS-1123 subdomain: lowercase alphanumerics, '-' and '.', starting and
  * ending alphanumeric, at most 253 characters. */
 static int dns_subdomain(const char *s)
@@ -198,24 +220,11 @@ static td_status check_fields(vctx *v, const json_t *m, const char *field,
         return TD_OK;
     if (!json_is_object(m))
         return vfail(v, m, field, "must be a mapping");
-    const char *k;
     json_t *val;
-    json_object_foreach((json_t *)m, k, val)
-    {
-        int ok = 0;
-        for (const char *const *a = allowed; *a; a++)
-            if (strcmp(*a, k) == 0)
-                ok = 1;
-        if (!ok) {
-            char list[512] = "";
-            for (const char *const *a = allowed; *a; a++) {
-                strncat(list, *a, sizeof list - strlen(list) - 1);
-                if (a[1])
-                    strncat(list, ", ", sizeof list - strlen(list) - 1);
-            }
-            return vfail(v, val, field, "unknown field \"%s\" (known: %s)", k, list);
-        }
-    }
+    char list[512];
+    const char *k = td_json_unknown_field(m, allowed, &val, list, sizeof list);
+    if (k)
+        return vfail(v, val, field, "unknown field \"%s\" (known: %s)", k, list);
     return TD_OK;
 }
 

@@ -172,11 +172,38 @@ static void test_lookup_and_snapshots(void **state)
     td_manifest_destroy(m);
 }
 
+/* td_json_unknown_field: the first key outside the allowed list, and that
+ * list joined for the message, cut at the buffer's size. */
+static void test_unknown_field(void **state)
+{
+    (void)state;
+    static const char *const allowed[] = {"rate", "concurrency", NULL};
+    json_t *m = json_loads("{\"rate\":1,\"concurency\":[2],\"zz\":3}", 0, NULL);
+    assert_non_null(m);
+    json_t *val = NULL;
+    char known[64], cut[8];
+    const char *k = td_json_unknown_field(m, allowed, &val, known, sizeof known);
+    assert_non_null(k);
+    assert_string_equal(k, "concurency");
+    assert_true(json_is_array(val));
+    assert_string_equal(known, "rate, concurrency");
+    assert_string_equal(td_json_unknown_field(m, allowed, &val, cut, sizeof cut), "concurency");
+    assert_string_equal(cut, "rate, c");
+    json_object_del(m, "concurency");
+    json_object_del(m, "zz");
+    assert_null(td_json_unknown_field(m, allowed, &val, known, sizeof known));
+    json_t *empty = json_object();
+    assert_null(td_json_unknown_field(empty, allowed, &val, known, sizeof known));
+    json_decref(empty);
+    json_decref(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_lookup_and_snapshots),
+        cmocka_unit_test(test_unknown_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

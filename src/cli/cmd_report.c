@@ -72,29 +72,6 @@ void td_report_time_format(int64_t ns, char *buf, size_t len)
 
 /* ---- loading ---- */
 
-typedef struct {
-    td_ledger_rec *v;
-    size_t n, cap;
-    int oom;
-} rec_vec;
-
-static int collect(const td_ledger_rec *r, void *ud)
-{
-    rec_vec *rv = ud;
-    if (rv->n == rv->cap) {
-        size_t nc = rv->cap ? 2 * rv->cap : 1024;
-        td_ledger_rec *nv = nc <= MAX_RECORDS ? realloc(rv->v, nc * sizeof *nv) : NULL;
-        if (!nv) {
-            rv->oom = 1;
-            return 1;
-        }
-        rv->v = nv;
-        rv->cap = nc;
-    }
-    rv->v[rv->n++] = *r;
-    return 0;
-}
-
 void td_report_input_free(td_report_input *in)
 {
     td_costpolicy_destroy(in->policy);
@@ -201,9 +178,9 @@ int td_report_load(const char *verb, const td_report_flags *f, int need_policy,
             return TD_EXIT_USAGE;
         }
     }
-    rec_vec rv = {0};
-    td_status s = td_ledger_read(data, in->from_ns, in->to_ns, collect, &rv, &err);
-    if (s == TD_OK && rv.oom) {
+    td_ledger_vec rv = {.max = MAX_RECORDS};
+    td_status s = td_ledger_read(data, in->from_ns, in->to_ns, td_ledger_vec_push, &rv, &err);
+    if (s == TD_OK && rv.full) {
         s = TD_ENOMEM;
         snprintf(err.msg, sizeof err.msg, "more than %u records in the period, or out of memory",
                  MAX_RECORDS);

@@ -61,6 +61,11 @@ td_status td_config_empty(td_config **out, td_err *err);
 /* Loads one or more manifest files into a new snapshot. */
 td_status td_config_load_files(const char *const *paths, size_t n, td_config **out, td_err *err);
 
+/* Loads the manifest text (len bytes; errors name it as file name) into a
+ * new snapshot. Borrows text. */
+td_status td_config_load_text(const char *name, const char *text, size_t len, td_config **out,
+                              td_err *err);
+
 /* The canonical kind name for a user's spelling ("quota" -> ResourceQuota),
  * or NULL if unknown. */
 const char *td_kind_canonical(const char *user_kind);

@@ -1509,6 +1509,22 @@ td_status td_config_load_files(const char *const *paths, size_t n, td_config **o
     return st;
 }
 
+td_status td_config_load_text(const char *name, const char *text, size_t len, td_config **out,
+                              td_err *err)
+{
+    td_manifest *m = NULL;
+    TRY(td_manifest_parse(name, text, len, &m, err));
+    td_config_builder *b = NULL;
+    td_status st = td_config_builder_create(NULL, &b, err);
+    if (st == TD_OK)
+        st = td_config_builder_add_manifest(b, m, err);
+    if (st == TD_OK)
+        st = td_config_builder_finish(b, out, err);
+    td_config_builder_destroy(b);
+    td_manifest_destroy(m);
+    return st;
+}
+
 /* First index whose key starts with prefix (keys are sorted). */
 static size_t lower_bound(const td_config *c, const char *prefix)
 {

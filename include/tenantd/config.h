@@ -61,6 +61,11 @@ td_status td_config_empty(td_config **out, td_err *err);
 /* Loads one or more manifest files into a new snapshot. */
 td_status td_config_load_files(const char *const *paths, size_t n, td_config **out, td_err *err);
 
+/* Loads the manifest text (len bytes; errors name it as file name) into a
+ * new snapshot. Borrows text. */
+td_status td_config_load_text(const char *name, const char *text, size_t len, td_config **out,
+                              td_err *err);
+
 /* The canonical kind name for a user's spelling ("quota" -> ResourceQuota),
  * or NULL if unknown. */
 const char *td_kind_canonical(const char *user_kind);
@@ -114,6 +119,13 @@ json_t *td_json_path(const json_t *obj, const char *path);
  * formats a pointer per object): for trees, which every parsed document
  * is. New reference. */
 json_t *td_json_copy(const json_t *v);
+
+/* Strict decoding of tenantd's own kinds: the first key of the object m
+ * that allowed (NULL-terminated) does not name, with *val its value and
+ * known the allowed names joined by ", " (cut to n bytes); NULL when every
+ * key is allowed. Borrows m. */
+const char *td_json_unknown_field(const json_t *m, const char *const *allowed, json_t **val,
+                                  char *known, size_t n);
 
 /* Identity of obj (borrowed strings). */
 td_object_id td_object_identity(const json_t *obj);

@@ -108,4 +108,15 @@ typedef int (*td_ledger_cb)(const td_ledger_rec *r, void *ud);
 td_status td_ledger_read(const char *dir, int64_t from_ns, int64_t to_ns, td_ledger_cb cb,
                          void *ud, td_err *err);
 
+/* Records gathered by a walk (td_ledger_read, td_ledger_intervals): pass
+ * td_ledger_vec_push as cb and the vec as ud. Start from {0} with max set
+ * (0: as many as memory holds); past max records or out of memory the walk
+ * stops with full set. The caller frees v. */
+typedef struct {
+    td_ledger_rec *v;
+    size_t n, cap, max;
+    int full;
+} td_ledger_vec;
+int td_ledger_vec_push(const td_ledger_rec *r, void *vec);
+
 #endif

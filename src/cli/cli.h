@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tenantd/ledger.h"
 
@@ -43,11 +44,20 @@ typedef struct {
     size_t nrecs;
     int64_t from_ns, to_ns;
 } td_report_input;
-int td_report_load(const char *verb, const char *data, const char *const *cfiles, size_t ncfiles,
-                   const char *from, const char *to, int need_policy, td_report_input *in);
+/* The flags `report` and `recommend` share: --data DIR, -c FILE..., --from,
+ * --to (getopt values 'd', 'c', 'F', 'T'; strings borrowed from argv). */
+#define TD_REPORT_MAX_FILES 32
+typedef struct {
+    const char *data, *from, *to;
+    const char *cfiles[TD_REPORT_MAX_FILES];
+    size_t ncfiles;
+} td_report_flags;
+/* Takes getopt's flag c (optarg its value): 1 if it was one of the shared
+ * flags, 0 if not, -1 after printing that there are too many -c files. */
+int td_report_flag(const char *verb, td_report_flags *f, int c);
+int td_report_load(const char *verb, const td_report_flags *f, int need_policy,
+                   td_report_input *in);
 void td_report_input_free(td_report_input *in);
-/* RFC 3339 or a date (its midnight UTC) -> ns since the epoch; -1 if neither. */
-int td_report_time_parse(const char *s, int64_t *ns);
 void td_report_time_format(int64_t ns, char *buf, size_t len);
 
 int td_cmd_explain(int argc, char **argv);
@@ -81,5 +91,9 @@ void td__provision_each(const td_provision *p,
 
 /* true if argv holds -h or --help. */
 int td_cli_wants_help(int argc, char **argv);
+
+/* Writes s to f with <, >, & and " escaped, for HTML text and attribute
+ * values (report --format html, loadtest --html). */
+void td_cli_html_text(FILE *f, const char *s);
 
 #endif

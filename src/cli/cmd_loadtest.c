@@ -840,28 +840,6 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void html_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        default:
-            fputc(*s, f);
-        }
-    }
-}
-
 /* A round number at or above v, for a chart's top. */
 static double nice_top(double v)
 {
@@ -977,7 +955,7 @@ static int write_html(FILE *f, lt_run *run, double secs, const char *target)
           ".key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}\n"
           "</style></head><body>\n<h1>tenantctl loadtest</h1>\n<p>Target ",
           f);
-    html_text(f, target);
+    td_cli_html_text(f, target);
     fprintf(f,
             "; %.1f s. Latency of successful requests, from their scheduled arrival "
             "(open loop: a slow answer does not hide load). Outcomes are attempts, retries "
@@ -998,7 +976,7 @@ static int write_html(FILE *f, lt_run *run, double secs, const char *target)
         fmt_ms(p[3], sizeof p[3], pct_ms(s, 0.999));
         int met = slo_met(t);
         fputs("<tr><td>", f);
-        html_text(f, t->spec->name);
+        td_cli_html_text(f, t->spec->name);
         fprintf(f,
                 "</td><td>%s</td><td>%llu</td><td>%llu</td><td>%llu</td><td>%llu</td>"
                 "<td>%llu</td><td>%llu</td><td>%llu</td><td>%llu</td><td>%.3f%%</td>"
@@ -1036,7 +1014,7 @@ static int write_html(FILE *f, lt_run *run, double secs, const char *target)
         double slo_ms = t->spec->slo_p99_ns ? (double)t->spec->slo_p99_ns / 1e6 : 0;
         double top = nice_top((slo_ms > max ? slo_ms : max) * 1.05);
         fputs("<h2>", f);
-        html_text(f, t->spec->name);
+        td_cli_html_text(f, t->spec->name);
         fprintf(f, " <small>(%s, %.0f requests/s offered)</small></h2>\n<div class=\"tenant\">\n",
                 t->spec->abusive ? "abusive" : "wellBehaved", t->spec->rate);
         fprintf(f,

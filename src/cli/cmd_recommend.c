@@ -13,8 +13,6 @@
 #include "tenantd/config.h"
 #include "tenantd/manifest.h"
 
-#define MAX_FILES 32
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -84,31 +82,15 @@ int td_cmd_recommend(int argc, char **argv)
         usage(stdout);
         return TD_EXIT_OK;
     }
-    const char *data = NULL, *from = NULL, *to = NULL;
-    const char *cfiles[MAX_FILES];
-    size_t ncfiles = 0;
+    td_report_flags rf = {0};
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd':
-            data = optarg;
-            break;
-        case 'c':
-            if (ncfiles == MAX_FILES) {
-                fprintf(stderr, "tenantctl recommend: at most %d -c files\n", MAX_FILES);
-                return TD_EXIT_USAGE;
-            }
-            cfiles[ncfiles++] = optarg;
-            break;
-        case 'F':
-            from = optarg;
-            break;
-        case 'T':
-            to = optarg;
-            break;
-        default:
+        int taken = td_report_flag("recommend", &rf, c);
+        if (taken < 0)
+            return TD_EXIT_USAGE;
+        if (!taken) {
             fprintf(stderr, "tenantctl recommend: unknown or incomplete flag \"%s\"; see "
                             "tenantctl recommend --help\n",
                     argv[optind - 1]);
@@ -120,7 +102,7 @@ int td_cmd_recommend(int argc, char **argv)
         return TD_EXIT_USAGE;
     }
     td_report_input in;
-    int rc = td_report_load("recommend", data, cfiles, ncfiles, from, to, 0, &in);
+    int rc = td_report_load("recommend", &rf, 0, &in);
     if (rc != TD_EXIT_OK)
         return rc;
     td_rightsize *rs = NULL;

@@ -14,13 +14,13 @@
 #include "cli/cli.h"
 #include "tenantd/chargeback.h"
 #include "tenantd/config.h"
+#include "tenantd/duration.h"
 #include "tenantd/ledger.h"
 #include "tenantd/store.h"
 
 #define NS 1000000000LL
 #define HOUR_NS (3600LL * NS)
 #define DAY_NS (24LL * HOUR_NS)
-#define MAX_FILES 32
 #define MAX_RECORDS (4u << 20) /* records one report holds in memory (~800 bytes each) */
 
 static void usage(FILE *f)
@@ -62,60 +62,6 @@ static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
     return era * 146097 + doe - 719468;
 }
 
-static int digits(const char *s, int n, int *out)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
-int td_report_time_parse(const char *s, int64_t *ns)
-{
-    int y, mo, d, h = 0, mi = 0, se = 0;
-    size_t n = strlen(s);
-    if (n < 10 || digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) || s[7] != '-' ||
-        digits(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > 31)
-        return -1;
-    const char *p = s + 10;
-    int64_t frac = 0, off = 0;
-    if (*p) {
-        if ((*p != 'T' && *p != 't' && *p != ' ') || strlen(p) < 9 || digits(p + 1, 2, &h) ||
-            p[3] != ':' || digits(p + 4, 2, &mi) || p[6] != ':' || digits(p + 7, 2, &se) ||
-            h > 23 || mi > 59 || se > 60)
-            return -1;
-        p += 9;
-        if (*p == '.') {
-            int64_t scale = NS / 10;
-            p++;
-            if (*p < '0' || *p > '9')
-                return -1;
-            for (; *p >= '0' && *p <= '9'; p++, scale /= 10)
-                frac += (*p - '0') * scale;
-        }
-        if (*p == 'Z' || *p == 'z') {
-            p++;
-        } else if (*p == '+' || *p == '-') {
-            int oh, om;
-            if (strlen(p) != 6 || digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om))
-                return -1;
-            off = (oh * 3600 + om * 60) * (*p == '+' ? 1 : -1);
-            p += 6;
-        } else {
-            return -1;
-        }
-        if (*p)
-            return -1;
-    }
-    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
-    *ns = secs * NS + frac;
-    return 0;
-}
-
 void td_report_time_format(int64_t ns, char *buf, size_t len)
 {
     time_t t = (time_t)(ns >= 0 ? ns / NS : (ns - NS + 1) / NS);
@@ -126,29 +72,6 @@ void td_report_time_format(int64_t ns, char *buf, size_t len)
 
 /* ---- loading ---- */
 
-typedef struct {
-    td_ledger_rec *v;
-    size_t n, cap;
-    int oom;
-} rec_vec;
-
-static int collect(const td_ledger_rec *r, void *ud)
-{
-    rec_vec *rv = ud;
-    if (rv->n == rv->cap) {
-        size_t nc = rv->cap ? 2 * rv->cap : 1024;
-        td_ledger_rec *nv = nc <= MAX_RECORDS ? realloc(rv->v, nc * sizeof *nv) : NULL;
-        if (!nv) {
-            rv->oom = 1;
-            return 1;
-        }
-        rv->v = nv;
-        rv->cap = nc;
-    }
-    rv->v[rv->n++] = *r;
-    return 0;
-}
-
 void td_report_input_free(td_report_input *in)
 {
     td_costpolicy_destroy(in->policy);
@@ -157,9 +80,27 @@ void td_report_input_free(td_report_input *in)
     memset(in, 0, sizeof *in);
 }
 
-int td_report_load(const char *verb, const char *data, const char *const *cfiles, size_t ncfiles,
-                   const char *from, const char *to, int need_policy, td_report_input *in)
+int td_report_flag(const char *verb, td_report_flags *f, int c)
 {
+    switch (c) {
+    case 'd': f->data = optarg; return 1;
+    case 'F': f->from = optarg; return 1;
+    case 'T': f->to = optarg; return 1;
+    case 'c':
+        if (f->ncfiles == TD_REPORT_MAX_FILES) {
+            fprintf(stderr, "tenantctl %s: at most %d -c files\n", verb, TD_REPORT_MAX_FILES);
+            return -1;
+        }
+        f->cfiles[f->ncfiles++] = optarg;
+        return 1;
+    }
+    return 0;
+}
+
+int td_report_load(const char *verb, const td_report_flags *f, int need_policy,
+                   td_report_input *in)
+{
+    const char *data = f->data, *from = f->from, *to = f->to;
     td_err err;
     memset(in, 0, sizeof *in);
     if (!data) {
@@ -170,7 +111,7 @@ int td_report_load(const char *verb, const char *data, const char *const *cfiles
     clock_gettime(CLOCK_REALTIME, &now);
     int64_t now_ns = (int64_t)now.tv_sec * NS + now.tv_nsec;
     if (to) {
-        if (td_report_time_parse(to, &in->to_ns) < 0) {
+        if (td_rfc3339_parse(to, &in->to_ns, NULL) != TD_OK) {
             fprintf(stderr, "tenantctl %s: --to \"%s\" is not an RFC 3339 time or a date\n",
                     verb, to);
             return TD_EXIT_USAGE;
@@ -179,7 +120,7 @@ int td_report_load(const char *verb, const char *data, const char *const *cfiles
         in->to_ns = now_ns;
     }
     if (from) {
-        if (td_report_time_parse(from, &in->from_ns) < 0) {
+        if (td_rfc3339_parse(from, &in->from_ns, NULL) != TD_OK) {
             fprintf(stderr, "tenantctl %s: --from \"%s\" is not an RFC 3339 time or a date\n",
                     verb, from);
             return TD_EXIT_USAGE;
@@ -199,8 +140,8 @@ int td_report_load(const char *verb, const char *data, const char *const *cfiles
                 in->to_ns == in->from_ns ? "empty" : "inverted");
         return TD_EXIT_USAGE;
     }
-    if (ncfiles) {
-        if (td_config_load_files(cfiles, ncfiles, &in->cfg, &err) != TD_OK) {
+    if (f->ncfiles) {
+        if (td_config_load_files(f->cfiles, f->ncfiles, &in->cfg, &err) != TD_OK) {
             fprintf(stderr, "tenantctl %s: %s\n", verb, err.msg);
             return TD_EXIT_USAGE;
         }
@@ -237,9 +178,9 @@ int td_report_load(const char *verb, const char *data, const char *const *cfiles
             return TD_EXIT_USAGE;
         }
     }
-    rec_vec rv = {0};
-    td_status s = td_ledger_read(data, in->from_ns, in->to_ns, collect, &rv, &err);
-    if (s == TD_OK && rv.oom) {
+    td_ledger_vec rv = {.max = MAX_RECORDS};
+    td_status s = td_ledger_read(data, in->from_ns, in->to_ns, td_ledger_vec_push, &rv, &err);
+    if (s == TD_OK && rv.full) {
         s = TD_ENOMEM;
         snprintf(err.msg, sizeof err.msg, "more than %u records in the period, or out of memory",
                  MAX_RECORDS);
@@ -288,28 +229,6 @@ static void csv_field(FILE *f, const char *s)
         fputc(*s, f);
     }
     fputc('"', f);
-}
-
-static void html_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        default:
-            fputc(*s, f);
-        }
-    }
 }
 
 static const char *by_name(td_chargeback_by by)
@@ -628,14 +547,14 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
 
     /* showback table */
     fputs("<h2>Showback</h2>\n<table><tr><th>", f);
-    html_text(f, by_name(rep->by));
+    td_cli_html_text(f, by_name(rep->by));
     fputs("</th><th>GPU-hours</th><th>CPU-hours</th><th>tokens</th><th>requests</th>"
           "<th>direct</th><th>shared</th><th>total</th></tr>\n",
           f);
     for (size_t i = 0; i < rep->nowners; i++) {
         const td_chargeback_owner_sum *o = &rep->owners[i];
         fputs("<tr><td>", f);
-        html_text(f, o->owner);
+        td_cli_html_text(f, o->owner);
         fixed(a, sizeof a, o->gpu_milli_hours, 1000, 3);
         fixed(b, sizeof b, o->cpu_milli_hours, 1000, 3);
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%lld</td><td>%lld</td>", a, b,
@@ -688,7 +607,7 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
                 fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                            "fill=\"%s\"><title>",
                         L + bi * bw + 1, y, bw > 2 ? bw - 1 : bw, h, palette[o % 10]);
-                html_text(f, rep->owners[o].owner);
+                td_cli_html_text(f, rep->owners[o].owner);
                 fprintf(f, ": %.2f</title></rect>\n", cost[o * nb + bi]);
             }
         }
@@ -702,7 +621,7 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
         fputs("</svg>\n<p class=\"key\">", f);
         for (size_t o = 0; o < rep->nowners; o++) {
             fprintf(f, "<span style=\"background:%s\"></span>", palette[o % 10]);
-            html_text(f, rep->owners[o].owner);
+            td_cli_html_text(f, rep->owners[o].owner);
         }
         fputs("</p>\n", f);
     }
@@ -715,7 +634,7 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
               f);
         for (size_t i = 0; i < rep->nshared; i++) {
             fputs("<tr><td>", f);
-            html_text(f, rep->shared[i].name);
+            td_cli_html_text(f, rep->shared[i].name);
             money(a, sizeof a, rep->shared[i].amount_cents);
             fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", rep->shared[i].kind,
                     rep->shared[i].rule, a);
@@ -748,7 +667,7 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
             int y = (int)i * RH + 10;
             fprintf(f, "<text class=\"lab\" x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 6,
                     y + 16);
-            html_text(f, r->owner);
+            td_cli_html_text(f, r->owner);
             fprintf(f, "</text>\n<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"12\" "
                        "fill=\"#9ec5fe\"><title>requested p95 %.3f GPUs</title></rect>\n"
                        "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"12\" fill=\"#2da44e\">"
@@ -777,7 +696,7 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
             const td_rightsize_row *r = &rs->rows[i];
             char gq[32], cr[32], ig[32], sv[32], d[40];
             fputs("<tr><td>", f);
-            html_text(f, r->owner);
+            td_cli_html_text(f, r->owner);
             pctl_cell(a, sizeof a, r->gpu_requested, 1000);
             pctl_cell(b, sizeof b, r->gpu_used, 1000);
             pctl_cell(c, sizeof c, r->cpu_requested, 1000);
@@ -799,7 +718,7 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
         fputs("<p>Idle routes (scale-to-zero candidates):", f);
         for (size_t i = 0; i < rs->nidle_routes; i++) {
             fputc(' ', f);
-            html_text(f, rs->idle_routes[i]);
+            td_cli_html_text(f, rs->idle_routes[i]);
         }
         fputs(rs->nidle_routes ? "</p>\n" : " none</p>\n", f);
     }
@@ -811,9 +730,9 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
     for (size_t i = 0; i < rep->nlines; i++) {
         const td_chargeback_line *l = &rep->lines[i];
         fputs("<tr><td>", f);
-        html_text(f, l->owner);
+        td_cli_html_text(f, l->owner);
         fputs("</td><td>", f);
-        html_text(f, l->item);
+        td_cli_html_text(f, l->item);
         fixed(a, sizeof a, l->quantity_micro, 1000000, 6);
         money(b, sizeof b, l->amount_cents);
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", a, l->unit, b);
@@ -839,31 +758,18 @@ int td_cmd_report(int argc, char **argv)
         usage(stdout);
         return TD_EXIT_OK;
     }
-    const char *data = NULL, *from = NULL, *to = NULL, *by_s = "tenant", *format = "table",
-               *output = NULL;
-    const char *cfiles[MAX_FILES];
-    size_t ncfiles = 0;
+    const char *by_s = "tenant", *format = "table", *output = NULL;
+    td_report_flags rf = {0};
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "c:o:h", opts, NULL)) != -1) {
+        int taken = td_report_flag("report", &rf, c);
+        if (taken < 0)
+            return TD_EXIT_USAGE;
+        if (taken)
+            continue;
         switch (c) {
-        case 'd':
-            data = optarg;
-            break;
-        case 'c':
-            if (ncfiles == MAX_FILES) {
-                fprintf(stderr, "tenantctl report: at most %d -c files\n", MAX_FILES);
-                return TD_EXIT_USAGE;
-            }
-            cfiles[ncfiles++] = optarg;
-            break;
-        case 'F':
-            from = optarg;
-            break;
-        case 'T':
-            to = optarg;
-            break;
         case 'b':
             by_s = optarg;
             break;
@@ -899,7 +805,7 @@ int td_cmd_report(int argc, char **argv)
         return TD_EXIT_USAGE;
     }
     td_report_input in;
-    int rc = td_report_load("report", data, cfiles, ncfiles, from, to, 1, &in);
+    int rc = td_report_load("report", &rf, 1, &in);
     if (rc != TD_EXIT_OK)
         return rc;
     td_pool_gpus *pools = NULL;

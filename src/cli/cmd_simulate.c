@@ -512,7 +512,7 @@ int td_cmd_simulate(int argc, char **argv)
         {"until", required_argument, NULL, 'u'},  {"format", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
         {"ledger", required_argument, NULL, 'L'}, {"start", required_argument, NULL, 'S'},
-        /* internal, for simulate --server (cmd_remote.c) */
+        /* internal, for simulate --server (cmd_simulate_remote.c) */
         {"origin-ns", required_argument, NULL, 'O'},
         {NULL, 0, NULL, 0}};
     const char *configs[MAX_FILES], *file = NULL;

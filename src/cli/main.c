@@ -46,6 +46,28 @@ int td_cli_wants_help(int argc, char **argv)
     return 0;
 }
 
+void td_cli_html_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        default:
+            fputc(*s, f);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {

@@ -129,6 +129,28 @@ json_t *td_json_path(const json_t *obj, const char *path)
     return (json_t *)cur;
 }
 
+const char *td_json_unknown_field(const json_t *m, const char *const *allowed, json_t **val,
+                                  char *known, size_t n)
+{
+    const char *k;
+    json_object_foreach((json_t *)m, k, *val)
+    {
+        const char *const *a = allowed;
+        while (*a && strcmp(*a, k) != 0)
+            a++;
+        if (*a)
+            continue;
+        known[0] = '\0';
+        for (a = allowed; *a; a++) {
+            strncat(known, *a, n - strlen(known) - 1);
+            if (a[1])
+                strncat(known, ", ", n - strlen(known) - 1);
+        }
+        return k;
+    }
+    return NULL;
+}
+
 /* DNS-1123 subdomain: lowercase alphanumerics, '-' and '.', starting and
  * ending alphanumeric, at most 253 characters. */
 static int dns_subdomain(const char *s)
@@ -235,24 +257,11 @@ static td_status check_fields(vctx *v, const json_t *m, const char *field,
         return TD_OK;
     if (!json_is_object(m))
         return vfail(v, m, field, "must be a mapping");
-    const char *k;
     json_t *val;
-    json_object_foreach((json_t *)m, k, val)
-    {
-        int ok = 0;
-        for (const char *const *a = allowed; *a; a++)
-            if (strcmp(*a, k) == 0)
-                ok = 1;
-        if (!ok) {
-            char list[512] = "";
-            for (const char *const *a = allowed; *a; a++) {
-                strncat(list, *a, sizeof list - strlen(list) - 1);
-                if (a[1])
-                    strncat(list, ", ", sizeof list - strlen(list) - 1);
-            }
-            return vfail(v, val, field, "unknown field \"%s\" (known: %s)", k, list);
-        }
-    }
+    char list[512];
+    const char *k = td_json_unknown_field(m, allowed, &val, list, sizeof list);
+    if (k)
+        return vfail(v, val, field, "unknown field \"%s\" (known: %s)", k, list);
     return TD_OK;
 }
 
@@ -1534,6 +1543,22 @@ td_status td_config_load_files(const char *const *paths, size_t n, td_config **o
     if (st == TD_OK)
         st = td_config_builder_finish(b, out, err);
     td_config_builder_destroy(b);
+    return st;
+}
+
+td_status td_config_load_text(const char *name, const char *text, size_t len, td_config **out,
+                              td_err *err)
+{
+    td_manifest *m = NULL;
+    TRY(td_manifest_parse(name, text, len, &m, err));
+    td_config_builder *b = NULL;
+    td_status st = td_config_builder_create(NULL, &b, err);
+    if (st == TD_OK)
+        st = td_config_builder_add_manifest(b, m, err);
+    if (st == TD_OK)
+        st = td_config_builder_finish(b, out, err);
+    td_config_builder_destroy(b);
+    td_manifest_destroy(m);
     return st;
 }
 

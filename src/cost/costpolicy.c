@@ -94,25 +94,12 @@ static td_status check_fields(pctx *v, const json_t *m, const char *field,
 {
     if (!json_is_object(m))
         return pfail(v, m, field[0] ? field : "(object)", "must be a mapping");
-    const char *k;
     json_t *val;
-    json_object_foreach((json_t *)m, k, val)
-    {
-        int ok = 0;
-        for (const char *const *a = allowed; *a; a++)
-            if (strcmp(*a, k) == 0)
-                ok = 1;
-        if (!ok) {
-            char list[512] = "";
-            for (const char *const *a = allowed; *a; a++) {
-                strncat(list, *a, sizeof list - strlen(list) - 1);
-                if (a[1])
-                    strncat(list, ", ", sizeof list - strlen(list) - 1);
-            }
-            return pfail(v, val, field[0] ? field : "(object)", "unknown field \"%s\" (known: %s)",
-                         k, list);
-        }
-    }
+    char list[512];
+    const char *k = td_json_unknown_field(m, allowed, &val, list, sizeof list);
+    if (k)
+        return pfail(v, val, field[0] ? field : "(object)", "unknown field \"%s\" (known: %s)",
+                     k, list);
     return TD_OK;
 }
 

@@ -247,29 +247,6 @@ void td_metering_start(td_metering *m, uv_loop_t *loop, td_ledger *l, uint64_t t
     m->timer_on = 1;
 }
 
-typedef struct {
-    td_ledger_rec *v;
-    size_t n, cap;
-    int oom;
-} rec_vec;
-
-static int collect(const td_ledger_rec *r, void *ud)
-{
-    rec_vec *v = ud;
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? 2 * v->cap : 64;
-        td_ledger_rec *p = realloc(v->v, cap * sizeof *p);
-        if (!p) {
-            v->oom = 1;
-            return 1;
-        }
-        v->v = p;
-        v->cap = cap;
-    }
-    v->v[v->n++] = *r;
-    return 0;
-}
-
 static bool is_gpu(const char *r)
 {
     size_t n = strlen(r);
@@ -323,7 +300,7 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
     json_t **wls = NULL;
     size_t nw = 0;
     td_err e;
-    rec_vec v = {0};
+    td_ledger_vec v = {0};
     td_status st = TD_OK;
     if (cfg == m->cfg_replayed) {
         /* Same snapshot, same replay: no interval opened or closed since
@@ -333,8 +310,8 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
     st = td_workloads_replay(cfg, &q, &wls, &nw, &e);
     if (st == TD_OK) {
         td_intervals_opts io = {(const json_t *const *)wls, nw, cfg, 0, now_ns, true};
-        st = td_ledger_intervals(q, &io, collect, &v, &e);
-        if (st == TD_OK && v.oom)
+        st = td_ledger_intervals(q, &io, td_ledger_vec_push, &v, &e);
+        if (st == TD_OK && v.full)
             st = td_err_set(&e, TD_ENOMEM, "out of memory");
     }
     if (st != TD_OK) {

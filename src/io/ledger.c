@@ -658,3 +658,22 @@ out:
     free(path);
     return st;
 }
+
+int td_ledger_vec_push(const td_ledger_rec *r, void *vec)
+{
+    td_ledger_vec *v = vec;
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 64;
+        if (v->max && cap > v->max)
+            cap = v->max;
+        td_ledger_rec *p = cap > v->n ? realloc(v->v, cap * sizeof *p) : NULL;
+        if (!p) {
+            v->full = 1;
+            return 1;
+        }
+        v->v = p;
+        v->cap = cap;
+    }
+    v->v[v->n++] = *r;
+    return 0;
+}

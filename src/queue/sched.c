@@ -892,6 +892,40 @@ typedef struct {
     size_t n;
 } target_set;
 
+/* How Kueue's preemptions end: every target in t is off the books, and w
+ * fits (fit 1) or not (0) with all of them gone. When it fits, each target
+ * but the last, newest first, goes back on the books if w still fits (with
+ * borrowing as allowed) without its removal; the books are then as they
+ * were and t holds, in order, the targets still needed (none unless w
+ * fits). Returns fit, or -1 when out of memory. */
+static int keep_needed(td_queue *q, const workload *w, const cluster_queue *c, const int16_t *as,
+                       const fr_use *use, size_t nuse, bool borrow, target_set *t, int fit)
+{
+    if (fit == 1) {
+        for (size_t k = t->n - 1; k-- > 0;) {
+            workload *v = &q->wls[t->v[k]];
+            books(q, v, 1);
+            int f = fits_with(q, w, c, as, use, nuse, borrow);
+            if (f == 1) {
+                t->v[k] = QNONE;
+            } else {
+                books(q, v, -1);
+                if (f < 0)
+                    fit = -1;
+            }
+        }
+    }
+    size_t m = 0;
+    for (size_t k = 0; k < t->n; k++)
+        if (t->v[k] != QNONE) {
+            books(q, &q->wls[t->v[k]], 1);
+            t->lv[m] = t->lv[k];
+            t->v[m++] = t->v[k];
+        }
+    t->n = fit == 1 ? m : 0;
+    return fit;
+}
+
 /* Kueue's minimalPreemptions: takes candidates in order (skipping other
  * ClusterQueues that are not borrowing what is needed) until w fits, then
  * gives back every one but the last that is not needed. A candidate of
@@ -917,29 +951,10 @@ static int minimal_set(td_queue *q, const workload *w, const int16_t *as, const 
         t->v[t->n++] = cand[k];
         fit = fits_with(q, w, c, as, use, nuse, borrow);
     }
-    if (fit == 1) {
-        for (size_t k = t->n - 1; k-- > 0;) {
-            workload *v = &q->wls[t->v[k]];
-            books(q, v, 1);
-            int f = fits_with(q, w, c, as, use, nuse, borrow);
-            if (f == 1) {
-                t->v[k] = QNONE;
-            } else {
-                books(q, v, -1);
-                if (f < 0)
-                    fit = -1;
-            }
-        }
-    }
-    size_t m = 0;
+    /* a target of another ClusterQueue: 2 if w still borrows, else 1 */
     for (size_t k = 0; k < t->n; k++)
-        if (t->v[k] != QNONE) {
-            books(q, &q->wls[t->v[k]], 1);
-            t->lv[m] = t->lv[k] == 0 ? 0 : borrow ? 2 : 1;
-            t->v[m++] = t->v[k];
-        }
-    t->n = fit == 1 ? m : 0;
-    return fit < 0 ? -1 : 0;
+        t->lv[k] = t->lv[k] == 0 ? 0 : borrow ? 2 : 1;
+    return keep_needed(q, w, c, as, use, nuse, borrow, t, fit) < 0 ? -1 : 0;
 }
 
 
@@ -1221,28 +1236,7 @@ static int fair_set(td_queue *q, const workload *w, const int16_t *as, const fr_
     }
     sim_usage(q, c, use, nuse, -1);
     int fit = x.fit;
-    if (fit == 1) {
-        for (size_t k = t->n - 1; k-- > 0;) {
-            workload *v = &q->wls[t->v[k]];
-            books(q, v, 1);
-            int f = fits_with(q, w, c, as, use, nuse, true);
-            if (f == 1) {
-                t->v[k] = QNONE;
-            } else {
-                books(q, v, -1);
-                if (f < 0)
-                    fit = -1;
-            }
-        }
-    }
-    size_t m = 0;
-    for (size_t k = 0; k < t->n; k++)
-        if (t->v[k] != QNONE) {
-            books(q, &q->wls[t->v[k]], 1);
-            t->lv[m] = t->lv[k];
-            t->v[m++] = t->v[k];
-        }
-    t->n = fit == 1 ? m : 0;
+    fit = keep_needed(q, w, c, as, use, nuse, true, t, fit);
     free(alive);
     free(retry);
     free(retry2);
@@ -1493,31 +1487,11 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
             t->lv[m++] = variant_level[all[k].pv];
             fit = fits_with(q, w, c, as, use, nuse, borrow);
         }
-        if (fit == 1) {
-            for (size_t k = m - 1; k-- > 0;) {
-                books(q, &q->wls[t->v[k]], 1);
-                int f = fits_with(q, w, c, as, use, nuse, borrow);
-                if (f == 1) {
-                    t->v[k] = QNONE;
-                } else {
-                    books(q, &q->wls[t->v[k]], -1);
-                    if (f < 0)
-                        fit = -1;
-                }
-            }
-        }
-        size_t kept = 0;
-        for (size_t k = 0; k < m; k++)
-            if (t->v[k] != QNONE) {
-                books(q, &q->wls[t->v[k]], 1);
-                t->lv[kept] = t->lv[k];
-                t->v[kept++] = t->v[k];
-            }
-        if (fit < 0) {
+        t->n = m;
+        if (keep_needed(q, w, c, as, use, nuse, borrow, t, fit) < 0) {
             rc = -1;
             break;
         }
-        t->n = fit == 1 ? kept : 0;
     }
 out:
     free(rem);

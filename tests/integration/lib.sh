@@ -56,17 +56,67 @@ start_tenantd() {
         2>>"$TMP/tenantd.log" &
     TD_PID=$!
     PIDS+=("$TD_PID")
-    for _ in $(seq 1 100); do
-        [ -s "$TMP/port" ] && break
-        kill -0 "$TD_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    if [ ! -s "$TMP/port" ]; then
+    if ! wait_file "$TMP/port" 100 "$TD_PID"; then
         not_ok "tenantd did not start"; cat "$TMP/tenantd.log"; return 1
     fi
     TD_PORT=$(cat "$TMP/port")
     TD_DATA_PORT=$(cat "$TMP/dataport" 2>/dev/null)
 }
+
+# start_simmodel [ARGS...] : starts the real simmodel on 127.0.0.1:0 with
+# ARGS, its stderr to $TMP/sim.log; sets SIM_PID, SIM_PORT and SIM
+# (127.0.0.1:PORT); fails the test if it is not listening within 10 s.
+start_simmodel() {
+    rm -f "$TMP/simport"
+    "$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" "$@" 2>>"$TMP/sim.log" &
+    SIM_PID=$!
+    PIDS+=("$SIM_PID")
+    wait_file "$TMP/simport" 100 "$SIM_PID"
+    if [ ! -s "$TMP/simport" ]; then
+        not_ok "simmodel did not start"; cat "$TMP/sim.log"; return 1
+    fi
+    SIM_PORT=$(cat "$TMP/simport")
+    SIM="127.0.0.1:$SIM_PORT"
+}
+
+# wait_file FILE [TENTHS] [PID] : waits until FILE is not empty, at most
+# TENTHS tenths of a second (50), or until PID has exited; 1 if still empty.
+wait_file() {
+    local _
+    for _ in $(seq 1 "${2:-50}"); do
+        [ -s "$1" ] && return 0
+        [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null && break
+        sleep 0.1
+    done
+    [ -s "$1" ]
+}
+
+# wait_port PORT [TENTHS] : waits until 127.0.0.1:PORT accepts a
+# connection, at most TENTHS tenths of a second (50); 1 if it never did.
+wait_port() {
+    local _
+    for _ in $(seq 1 "${2:-50}"); do
+        (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# free_port : prints a free loopback port below the kernel's ephemeral
+# range, so that no client socket can be holding it when a server (Redis)
+# is started again on it.
+free_port() {
+    local p lo _
+    lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    for _ in $(seq 1 50); do
+        p=$((10000 + RANDOM % (lo - 10000)))
+        (echo >"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+    done
+    return 1
+}
+
+# sha KEY : the hex SHA-256 of the string KEY, as apiKeys[].sha256 wants it.
+sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 
 stop_tenantd() {
     kill "$TD_PID" 2>/dev/null

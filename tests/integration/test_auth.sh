@@ -12,7 +12,6 @@ KEY_B="beta-key-$RANDOM$RANDOM"     # tenant beta, namespace team-b
 BOGUS="bogus-key-$RANDOM$RANDOM"
 printf '%s\n' "$ADMIN" > "$TMP/admin"
 printf '%s\n' "$KEY_A" > "$TMP/key-a"
-sha() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
 
 tenants() { # $1: beta's apiKeys line
     cat <<EOF

@@ -17,16 +17,9 @@
 command -v curl >/dev/null || { echo "curl is required"; echo "0 passed, 1 failed"; exit 1; }
 command -v python3 >/dev/null || { echo "python3 is required"; echo "0 passed, 1 failed"; exit 1; }
 
-sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
-
 # No max_tokens in a request: tenantd estimates 16 output tokens, simmodel
 # writes 40, so the real cost is above the estimate.
-"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 16 --ms-per-token 0 \
-    --default-max-tokens 40 2>"$TMP/sim.log" &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
-[ -s "$TMP/simport" ] || { not_ok "simmodel did not start"; cat "$TMP/sim.log"; finish; exit 1; }
-SIM="127.0.0.1:$(cat "$TMP/simport")"
+start_simmodel --slots 16 --ms-per-token 0 --default-max-tokens 40 || { finish; exit 1; }
 
 # An upstream that streams its text and never reports usage.
 cat > "$TMP/nousage.py" <<'P'
@@ -51,8 +44,7 @@ s.serve_forever()
 P
 python3 "$TMP/nousage.py" "$TMP/rawport" 2>"$TMP/raw.log" &
 PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/rawport" ] && break; sleep 0.1; done
-[ -s "$TMP/rawport" ] || { not_ok "the no-usage upstream did not start"; finish; exit 1; }
+wait_file "$TMP/rawport" || { not_ok "the no-usage upstream did not start"; finish; exit 1; }
 RAW="127.0.0.1:$(cat "$TMP/rawport")"
 
 tenant() { # NAME BUDGETS [GATEWAY] [KEYS]

@@ -4,12 +4,7 @@
 # too_many_connections and is closed; closing one makes room; another
 # tenant is not affected.
 . "$(dirname "$0")/lib.sh"
-sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
-"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 8 --ms-per-token 0 \
-    2>"$TMP/sim.log" &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
-[ -s "$TMP/simport" ] || { not_ok "simmodel did not start"; finish; exit 1; }
+start_simmodel --slots 8 --ms-per-token 0 || { finish; exit 1; }
 cat > "$TMP/platform.yaml" <<Y
 apiVersion: tenantd.dev/v1alpha1
 kind: Tenant
@@ -29,7 +24,7 @@ kind: Route
 metadata: {name: any}
 spec:
   match: {pathPrefix: /}
-  upstream: {address: "127.0.0.1:$(cat "$TMP/simport")"}
+  upstream: {address: "$SIM"}
   cost: {model: requests}
 Y
 start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }

@@ -6,13 +6,8 @@
 # serves again within a second of each restart.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "python3 is required"; echo "0 passed, 1 failed"; exit 1; }
-sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 
-"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 8 --ms-per-token 1 \
-    2>"$TMP/sim.log" &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
-[ -s "$TMP/simport" ] || { not_ok "simmodel did not start"; finish; exit 1; }
+start_simmodel --slots 8 --ms-per-token 1 || { finish; exit 1; }
 {
     cat "$EX/kueue/platform.yaml"
     cat <<Y
@@ -31,7 +26,7 @@ kind: Route
 metadata: {name: chat}
 spec:
   match: {pathPrefix: /v1/}
-  upstream: {address: "127.0.0.1:$(cat "$TMP/simport")", capacity: 16, queue: 64}
+  upstream: {address: "$SIM", capacity: 16, queue: 64}
   cost: {model: tokens}
   timeout: 5s
 Y

@@ -12,13 +12,7 @@ if [ -z "$CHROMIUM" ]; then
 fi
 command -v curl >/dev/null || { echo "curl is required"; echo "0 passed, 1 failed"; exit 1; }
 
-sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
-"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 4 --ms-per-token 0.2 \
-    2>"$TMP/sim.log" &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
-[ -s "$TMP/simport" ] || { not_ok "simmodel did not start"; cat "$TMP/sim.log"; finish; exit 1; }
-SIM="127.0.0.1:$(cat "$TMP/simport")"
+start_simmodel --slots 4 --ms-per-token 0.2 || { finish; exit 1; }
 cat >"$TMP/platform.yaml" <<Y
 apiVersion: tenantd.dev/v1alpha1
 kind: Tenant

@@ -5,7 +5,6 @@
 # flags refused one without the other.
 . "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || { echo "curl is required"; echo "0 passed, 1 failed"; exit 1; }
-sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 
 mkcert() { # DIR: a CA and a certificate for 127.0.0.1 signed by it
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
@@ -20,10 +19,7 @@ mkdir -p "$TMP/pki" "$TMP/other"
 mkcert "$TMP/pki"
 mkcert "$TMP/other"
 
-"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 4 --ms-per-token 1 \
-    2>"$TMP/sim.log" &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
+start_simmodel --slots 4 --ms-per-token 1 || { finish; exit 1; }
 cat > "$TMP/platform.yaml" <<Y
 apiVersion: tenantd.dev/v1alpha1
 kind: Tenant
@@ -39,7 +35,7 @@ kind: Route
 metadata: {name: chat}
 spec:
   match: {pathPrefix: /v1/}
-  upstream: {address: "127.0.0.1:$(cat "$TMP/simport")", capacity: 8, queue: 16}
+  upstream: {address: "$SIM", capacity: 8, queue: 16}
   cost: {model: tokens}
   timeout: 5s
 Y

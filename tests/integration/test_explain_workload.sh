@@ -5,7 +5,6 @@
 # ClusterQueue's quota; a tenant's key sees another tenant's workloads only
 # as counts and cannot explain them.
 . "$(dirname "$0")/lib.sh"
-sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 { cat "$EX/kueue/platform.yaml"; cat <<Y
 ---
 apiVersion: tenantd.dev/v1alpha1

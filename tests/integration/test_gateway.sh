@@ -7,16 +7,9 @@
 . "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || { echo "curl is required"; echo "0 passed, 1 failed"; exit 1; }
 
-sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
-
 # simmodel: 2 slots, 1 ms a token, 40 tokens when a request names none (the
 # gateway's estimate assumes 16, so reconciliation has work to do).
-"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 2 --ms-per-token 1 \
-    --default-max-tokens 40 2>"$TMP/sim.log" &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
-[ -s "$TMP/simport" ] || { not_ok "simmodel did not start"; cat "$TMP/sim.log"; finish; exit 1; }
-SIM="127.0.0.1:$(cat "$TMP/simport")"
+start_simmodel --slots 2 --ms-per-token 1 --default-max-tokens 40 || { finish; exit 1; }
 
 cat > "$TMP/platform.yaml" <<Y
 apiVersion: tenantd.dev/v1alpha1

@@ -9,15 +9,11 @@
 command -v python3 >/dev/null || { echo "python3 is required"; echo "0 passed, 1 failed"; exit 1; }
 HOSTILE="$(dirname "$0")/hostile.py"
 N=${HOSTILE_N:-10400}
-sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 
-"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 8 --ms-per-token 0 \
-    2>"$TMP/sim.log" &
-PIDS+=($!)
 python3 "$HOSTILE" upstream "$TMP/badport" 2>"$TMP/bad.log" &
 PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && [ -s "$TMP/badport" ] && break; sleep 0.1; done
-[ -s "$TMP/simport" ] && [ -s "$TMP/badport" ] || { not_ok "upstreams did not start"; finish; exit 1; }
+start_simmodel --slots 8 --ms-per-token 0 || { finish; exit 1; }
+wait_file "$TMP/badport" || { not_ok "the hostile upstream did not start"; finish; exit 1; }
 
 cat > "$TMP/platform.yaml" <<Y
 apiVersion: tenantd.dev/v1alpha1
@@ -43,7 +39,7 @@ kind: Route
 metadata: {name: chat}
 spec:
   match: {pathPrefix: /v1/}
-  upstream: {address: "127.0.0.1:$(cat "$TMP/simport")", capacity: 64, queue: 256}
+  upstream: {address: "$SIM", capacity: 64, queue: 256}
   cost: {model: tokens}
   timeout: 5s
 Y

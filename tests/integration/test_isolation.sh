@@ -34,12 +34,7 @@
 RUN_S=${ISOLATION_SECONDS:-8}
 FLOOR_MS=20
 
-"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 4 --ms-per-token 1.75 \
-    2>"$TMP/sim.log" &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
-[ -s "$TMP/simport" ] || { not_ok "simmodel did not start"; cat "$TMP/sim.log"; finish; exit 1; }
-SIM="127.0.0.1:$(cat "$TMP/simport")"
+start_simmodel --slots 4 --ms-per-token 1.75 || { finish; exit 1; }
 
 # the limited platform, and the same tenants and keys with no gateway limits
 sed "s/127\.0\.0\.1:8000/$SIM/" "$EX/scenarios/gateway.yaml" >"$TMP/limited.yaml"

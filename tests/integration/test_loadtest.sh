@@ -6,12 +6,7 @@
 # output, and bad input (exit 2 with file:line; unreachable target exit 3).
 . "$(dirname "$0")/lib.sh"
 
-"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 32 --ms-per-token 1 \
-    2>"$TMP/sim.log" &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
-[ -s "$TMP/simport" ] || { not_ok "simmodel did not start"; cat "$TMP/sim.log"; finish; exit 1; }
-SIM="127.0.0.1:$(cat "$TMP/simport")"
+start_simmodel --slots 32 --ms-per-token 1 || { finish; exit 1; }
 
 sed "s/127\.0\.0\.1:8000/$SIM/" "$EX/scenarios/gateway.yaml" > "$TMP/platform.yaml"
 start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }

@@ -8,14 +8,9 @@
 # 5 s after. OVERLOAD_SECONDS sets the length (make bench / manual: 60).
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "python3 is required"; echo "0 passed, 1 failed"; exit 1; }
-sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 SECS=${OVERLOAD_SECONDS:-20}
 
-"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 4 --ms-per-token 5 \
-    --prefill-ms-per-token 0 2>"$TMP/sim.log" &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
-[ -s "$TMP/simport" ] || { not_ok "simmodel did not start"; finish; exit 1; }
+start_simmodel --slots 4 --ms-per-token 5 --prefill-ms-per-token 0 || { finish; exit 1; }
 
 tenant() { # name key criticality rate
     cat <<Y
@@ -41,7 +36,7 @@ kind: Route
 metadata: {name: chat}
 spec:
   match: {pathPrefix: /v1/}
-  upstream: {address: "127.0.0.1:$(cat "$TMP/simport")", capacity: 4, queue: 32}
+  upstream: {address: "$SIM", capacity: 4, queue: 32}
   cost: {model: tokens}
   timeout: 2s
 Y

@@ -5,18 +5,6 @@
 . "$(dirname "$0")/lib.sh"
 command -v redis-server >/dev/null || { echo "redis-server is required (apt-get install redis-server)"; echo "0 passed, 1 failed"; exit 1; }
 
-# A port below the kernel's ephemeral range, so that no client socket can
-# be holding it when Redis is started again on it.
-free_port() {
-    local p lo
-    lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-    for _ in $(seq 1 50); do
-        p=$((10000 + RANDOM % (lo - 10000)))
-        (echo >"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-    done
-    return 1
-}
-
 start_redis() {
     for _attempt in 1 2 3 4 5; do
         redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
@@ -36,11 +24,7 @@ start_redis() {
 REDIS_PORT=$(free_port)
 start_redis || { finish; exit 1; }
 
-"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 64 --ms-per-token 0 \
-    2>"$TMP/sim.log" &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
-SIM_PORT=$(cat "$TMP/simport")
+start_simmodel --slots 64 --ms-per-token 0 || { finish; exit 1; }
 
 # One tenant, 20 requests/s with a burst of 20, shared by both replicas.
 cat > "$TMP/platform.yaml" <<Y
@@ -67,8 +51,7 @@ start_replica() { # NAME
         --port-file "$dir/port" --listen 127.0.0.1:0 --listen-port-file "$dir/dataport" \
         --workers 1 --redis "127.0.0.1:$REDIS_PORT" --replicas 2 2>"$dir/log" &
     PIDS+=($!)
-    for _ in $(seq 1 100); do [ -s "$dir/dataport" ] && break; sleep 0.1; done
-    [ -s "$dir/dataport" ] || { not_ok "replica $1 did not start"; cat "$dir/log"; return 1; }
+    wait_file "$dir/dataport" 100 || { not_ok "replica $1 did not start"; cat "$dir/log"; return 1; }
 }
 start_replica r1 || { finish; exit 1; }
 start_replica r2 || { finish; exit 1; }

@@ -7,31 +7,12 @@
 command -v curl >/dev/null || { echo "curl is required"; echo "0 passed, 1 failed"; exit 1; }
 SIMMODEL="$TD_BIN/simmodel"
 
-# start_simmodel [ARGS...] : starts simmodel on 127.0.0.1:0, sets SIM_PID,
-# SIM_PORT and URL; fails the test if it is not listening within 10 s.
-start_simmodel() {
-    rm -f "$TMP/sim.port"
-    "$SIMMODEL" --listen 127.0.0.1:0 --port-file "$TMP/sim.port" "$@" 2>>"$TMP/simmodel.log" &
-    SIM_PID=$!
-    PIDS+=("$SIM_PID")
-    for _ in $(seq 1 100); do
-        [ -s "$TMP/sim.port" ] && break
-        kill -0 "$SIM_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    if [ ! -s "$TMP/sim.port" ]; then
-        not_ok "simmodel did not start"; cat "$TMP/simmodel.log"; return 1
-    fi
-    SIM_PORT=$(cat "$TMP/sim.port")
-    URL="http://127.0.0.1:$SIM_PORT"
-}
-
 stop_simmodel() {
     kill -TERM "$SIM_PID" 2>/dev/null
     wait "$SIM_PID" 2>/dev/null
     local rc=$?
     if [ "$rc" -eq 0 ]; then ok "simmodel stops cleanly on SIGTERM ($*)"; else
-        not_ok "simmodel exit $rc on SIGTERM ($*)"; tail -5 "$TMP/simmodel.log"
+        not_ok "simmodel exit $rc on SIGTERM ($*)"; tail -5 "$TMP/sim.log"
     fi
 }
 
@@ -51,6 +32,7 @@ expect_grep "bad --listen says why" "$TMP/err" "--listen nowhere:80x: bad port"
 
 # ---- one server with the defaults: 4 slots, 2 ms/token, prefill 0.05 ms/token ----
 start_simmodel || { finish; exit 1; }
+URL="http://$SIM"
 [ "$("${C[@]}" "$URL/healthz")" = ok ] && ok "healthz" || not_ok "healthz"
 expect_rc "--listen on a port in use" 1 "$SIMMODEL" --listen "127.0.0.1:$SIM_PORT"
 expect_grep "port in use says so" "$TMP/err" "address already in use"
@@ -183,6 +165,7 @@ wait "$HUNG"
 
 # ---- queueing: 1 slot, 20 ms/token, 5 tokens = ~100 ms a request ----
 start_simmodel --slots 1 --ms-per-token 20 --prefill-ms-per-token 0 --max-queue 3 || { finish; exit 1; }
+URL="http://$SIM"
 Q=(-d '{"prompt":"queue","max_tokens":5}' "$URL/v1/completions")
 pids=()
 for i in 1 2 3 4; do

@@ -4,12 +4,8 @@
 . "$(dirname "$0")/lib.sh"
 command -v valgrind >/dev/null || { echo "valgrind is required (apt-get install valgrind)"; echo "0 passed, 1 failed"; exit 1; }
 
-"$TD_BIN/simmodel" --listen 127.0.0.1:0 --port-file "$TMP/simport" --slots 4 --ms-per-token 0 \
-    2>"$TMP/sim.log" &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -s "$TMP/simport" ] && break; sleep 0.1; done
-SIM=$(cat "$TMP/simport")
-sed "s/127.0.0.1:8000/127.0.0.1:$SIM/" "$EX/platform.yaml" > "$TMP/platform.yaml"
+start_simmodel --slots 4 --ms-per-token 0 || { finish; exit 1; }
+sed "s/127.0.0.1:8000/$SIM/" "$EX/platform.yaml" > "$TMP/platform.yaml"
 cat >> "$TMP/platform.yaml" <<Y
 ---
 apiVersion: tenantd.dev/v1alpha1

@@ -14,6 +14,8 @@
 #include "tenantd/admindex.h"
 #include "tenantd/admit.h"
 
+#include "testutil.h"
+
 static const char platform[] =
     "apiVersion: v1\nkind: Namespace\nmetadata: {name: a, labels: {team: a, project: p, environment: dev}}\n---\n"
     "apiVersion: v1\nkind: Namespace\nmetadata: {name: b, labels: {team: b, project: p, environment: dev}}\n---\n"
@@ -30,18 +32,7 @@ static const char platform[] =
 
 static td_config *load(void)
 {
-    td_manifest *m = NULL;
-    td_err err;
-    td_config_builder *b = NULL;
-    td_config *c = NULL;
-    assert_int_equal(td_manifest_parse("p.yaml", platform, strlen(platform), &m, &err), TD_OK);
-    assert_int_equal(td_config_builder_create(NULL, &b, &err), TD_OK);
-    if (td_config_builder_add_manifest(b, m, &err) != TD_OK)
-        fail_msg("%s", err.msg);
-    assert_int_equal(td_config_builder_finish(b, &c, &err), TD_OK);
-    td_config_builder_destroy(b);
-    td_manifest_destroy(m);
-    return c;
+    return test_config("p.yaml", platform);
 }
 
 static void test_entries(void **state)

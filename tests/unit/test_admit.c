@@ -12,6 +12,8 @@
 #include "tenantd/admit.h"
 #include "tenantd/jsonpatch.h"
 
+#include "testutil.h"
+
 static const char platform[] =
     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n"
     "  labels: {team: a, environment: dev, pod-security.kubernetes.io/enforce: baseline}\n---\n"
@@ -35,28 +37,10 @@ static const char platform[] =
 
 static td_config *load(void)
 {
-    td_manifest *m = NULL;
-    td_err err;
-    td_config_builder *b = NULL;
-    td_config *c = NULL;
-    assert_int_equal(td_manifest_parse("p.yaml", platform, strlen(platform), &m, &err), TD_OK);
-    assert_int_equal(td_config_builder_create(NULL, &b, &err), TD_OK);
-    if (td_config_builder_add_manifest(b, m, &err) != TD_OK)
-        fail_msg("%s", err.msg);
-    assert_int_equal(td_config_builder_finish(b, &c, &err), TD_OK);
-    td_config_builder_destroy(b);
-    td_manifest_destroy(m);
-    return c;
+    return test_config("p.yaml", platform);
 }
 
-static const struct {
-    const char *name;
-    const char *pod; /* JSON */
-    int code;        /* 200, 403, 400 */
-    const char *rule;
-    const char *msg;   /* substring of the message, or NULL */
-    const char *final; /* JSON object that must be a subset of the final pod, or NULL */
-} rows[] = {
+static const admit_case rows[] = {
     {"labels inherited: namespace first, then tenant",
      "{\"metadata\":{\"name\":\"x\",\"namespace\":\"a\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
      200, NULL, NULL,
@@ -107,56 +91,12 @@ static const struct {
      "is not a Pod", NULL},
 };
 
-/* true if every key of want is in got with an equal (or, for objects,
- * recursively included) value. */
-static int subset(const json_t *want, const json_t *got)
-{
-    if (json_is_object(want)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)want, k, v)
-        {
-            if (!subset(v, json_object_get(got, k)))
-                return 0;
-        }
-        return 1;
-    }
-    return json_equal(want, got);
-}
-
 static void test_rows(void **state)
 {
     (void)state;
     td_config *c = load();
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        json_t *pod = json_loads(rows[i].pod, 0, NULL);
-        assert_non_null(pod);
-        td_admit_result r;
-        td_admit_pod(c, pod, NULL, NULL, &r);
-        if (r.code != rows[i].code)
-            fail_msg("%s: code %d, want %d (%s)", rows[i].name, r.code, rows[i].code, r.message);
-        if (rows[i].rule && (!r.rule || strcmp(r.rule, rows[i].rule) != 0))
-            fail_msg("%s: rule %s, want %s", rows[i].name, r.rule ? r.rule : "-", rows[i].rule);
-        if (rows[i].msg && !strstr(r.message, rows[i].msg))
-            fail_msg("%s: message \"%s\" lacks \"%s\"", rows[i].name, r.message, rows[i].msg);
-        if (rows[i].final) {
-            json_t *want = json_loads(rows[i].final, 0, NULL);
-            assert_non_null(want);
-            if (!subset(want, r.pod)) {
-                char *s = json_dumps(r.pod, JSON_COMPACT);
-                fail_msg("%s: final pod %s", rows[i].name, s);
-            }
-            json_decref(want);
-            /* The patch turns the input into the final pod. */
-            json_t *copy = json_deep_copy(pod);
-            if (r.patch)
-                assert_int_equal(td_jsonpatch_apply(copy, r.patch, NULL), TD_OK);
-            assert_true(json_equal(copy, r.pod));
-            json_decref(copy);
-        }
-        td_admit_result_fini(&r);
-        json_decref(pod);
-    }
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        check_admit_case(c, &rows[i]);
     td_config_unref(c);
 }
 

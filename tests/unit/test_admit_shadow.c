@@ -14,6 +14,8 @@
 
 #include "tenantd/admit.h"
 
+#include "testutil.h"
+
 static const char base[] =
     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n"
     "  labels: {team: a, environment: dev, project: p, pod-security.kubernetes.io/enforce: "
@@ -26,20 +28,7 @@ static td_config *load(const char *policy)
 {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s%s", base, policy ? policy : "");
-    td_manifest *m = NULL;
-    td_err err;
-    td_config_builder *b = NULL;
-    td_config *c = NULL;
-    assert_int_equal(td_manifest_parse("p.yaml", buf, strlen(buf), &m, &err), TD_OK);
-    assert_int_equal(td_config_builder_create(NULL, &b, &err), TD_OK);
-    td_status st = td_config_builder_add_manifest(b, m, &err);
-    if (st == TD_OK)
-        st = td_config_builder_finish(b, &c, &err);
-    td_config_builder_destroy(b);
-    td_manifest_destroy(m);
-    if (st != TD_OK)
-        fail_msg("%s", err.msg);
-    return c;
+    return test_config("p.yaml", buf);
 }
 
 static const char privileged[] =

@@ -12,6 +12,8 @@
 
 #include "tenantd/authz.h"
 
+#include "testutil.h"
+
 static const char *const yaml =
     "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: alpha}\n"
     "spec: {namespaces: [a1, a2], apiKeys: [{sha256: \"39a00d29356083a9c9d65c14652350d61b11d5d2e8582da510887c8e11be08c8\"}]}\n---\n"
@@ -20,16 +22,7 @@ static const char *const yaml =
 
 static td_config *load(void)
 {
-    td_manifest *m = NULL;
-    td_config_builder *b = NULL;
-    td_config *c = NULL;
-    assert_int_equal(td_manifest_parse("t.yaml", yaml, strlen(yaml), &m, NULL), TD_OK);
-    assert_int_equal(td_config_builder_create(NULL, &b, NULL), TD_OK);
-    assert_int_equal(td_config_builder_add_manifest(b, m, NULL), TD_OK);
-    assert_int_equal(td_config_builder_finish(b, &c, NULL), TD_OK);
-    td_config_builder_destroy(b);
-    td_manifest_destroy(m);
-    return c;
+    return test_config("t.yaml", yaml);
 }
 
 static void test_identify(void **state)

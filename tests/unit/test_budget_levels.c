@@ -15,25 +15,15 @@
 #include "tenantd/chargeback.h"
 #include "tenantd/gateway.h"
 
+#include "testutil.h"
+
 #define N TD_MONEY_NANO
 /* 2026-12-02T12:00:00Z, a Wednesday */
 #define NOW 1796212800LL
 
 static td_config *load(const char *y)
 {
-    td_manifest *m = NULL;
-    td_err err;
-    td_config_builder *b = NULL;
-    td_config *c = NULL;
-    assert_int_equal(td_manifest_parse("b.yaml", y, strlen(y), &m, &err), TD_OK);
-    assert_int_equal(td_config_builder_create(NULL, &b, &err), TD_OK);
-    if (td_config_builder_add_manifest(b, m, &err) != TD_OK)
-        fail_msg("%s", err.msg);
-    if (td_config_builder_finish(b, &c, &err) != TD_OK)
-        fail_msg("%s", err.msg);
-    td_config_builder_destroy(b);
-    td_manifest_destroy(m);
-    return c;
+    return test_config("b.yaml", y);
 }
 
 /* sha256 of "k-ci", "k-web", "k-anon" (any 64 hex digits do here) */

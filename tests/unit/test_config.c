@@ -172,11 +172,62 @@ static void test_lookup_and_snapshots(void **state)
     td_manifest_destroy(m);
 }
 
+/* td_json_unknown_field: the first key outside the allowed list, and that
+ * list joined for the message, cut at the buffer's size. */
+static void test_unknown_field(void **state)
+{
+    (void)state;
+    static const char *const allowed[] = {"rate", "concurrency", NULL};
+    json_t *m = json_loads("{\"rate\":1,\"concurency\":[2],\"zz\":3}", 0, NULL);
+    assert_non_null(m);
+    json_t *val = NULL;
+    char known[64], cut[8];
+    const char *k = td_json_unknown_field(m, allowed, &val, known, sizeof known);
+    assert_non_null(k);
+    assert_string_equal(k, "concurency");
+    assert_true(json_is_array(val));
+    assert_string_equal(known, "rate, concurrency");
+    assert_string_equal(td_json_unknown_field(m, allowed, &val, cut, sizeof cut), "concurency");
+    assert_string_equal(cut, "rate, c");
+    json_object_del(m, "concurency");
+    json_object_del(m, "zz");
+    assert_null(td_json_unknown_field(m, allowed, &val, known, sizeof known));
+    json_t *empty = json_object();
+    assert_null(td_json_unknown_field(empty, allowed, &val, known, sizeof known));
+    json_decref(empty);
+    json_decref(m);
+}
+
+/* td_config_load_text: a snapshot from text, and errors that name the
+ * text's file name and line, with nothing returned. */
+static void test_load_text(void **state)
+{
+    (void)state;
+    static const char good[] = "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\n"
+                               "metadata: {name: t}\nspec: {namespaces: [n]}\n";
+    static const char bad[] = "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\n"
+                              "metadata: {name: t}\nspec: {namespacez: [n]}\n";
+    td_config *c = NULL;
+    td_err err;
+    assert_int_equal(td_config_load_text("x.yaml", good, strlen(good), &c, &err), TD_OK);
+    assert_non_null(td_config_get(c, "Tenant", NULL, "t"));
+    td_config_unref(c);
+    c = NULL;
+    assert_int_equal(td_config_load_text("x.yaml", bad, strlen(bad), &c, &err), TD_EINVAL);
+    assert_null(c);
+    assert_non_null(strstr(err.msg, "x.yaml:4"));
+    assert_int_equal(td_config_load_text("y.yaml", "a: [", 4, &c, &err), TD_EINVAL);
+    assert_null(c);
+    assert_non_null(strstr(err.msg, "y.yaml"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_lookup_and_snapshots),
+        cmocka_unit_test(test_unknown_field),
+        cmocka_unit_test(test_load_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,20 +13,11 @@
 
 #include "tenantd/gateway.h"
 
+#include "testutil.h"
+
 static td_config *load(const char *y)
 {
-    td_manifest *m = NULL;
-    td_err err;
-    td_config_builder *b = NULL;
-    td_config *c = NULL;
-    assert_int_equal(td_manifest_parse("g.yaml", y, strlen(y), &m, &err), TD_OK);
-    assert_int_equal(td_config_builder_create(NULL, &b, &err), TD_OK);
-    if (td_config_builder_add_manifest(b, m, &err) != TD_OK)
-        fail_msg("%s", err.msg);
-    assert_int_equal(td_config_builder_finish(b, &c, &err), TD_OK);
-    td_config_builder_destroy(b);
-    td_manifest_destroy(m);
-    return c;
+    return test_config("g.yaml", y);
 }
 
 /* sha256("demo-key-team-a") */

@@ -537,6 +537,33 @@ static void test_buffer_full(void **state)
     assert_int_equal(c.n, (size_t)accepted);
 }
 
+/* td_ledger_vec_push keeps every record in order up to max, then stops the
+ * walk and says so; max 0 holds as many as memory does. */
+static void test_vec_push(void **state)
+{
+    (void)state;
+    td_ledger_rec r;
+    memset(&r, 0, sizeof r);
+    td_ledger_vec v = {.max = 100};
+    int i;
+    for (i = 0; i < 100; i++) {
+        r.start_ns = i;
+        assert_int_equal(td_ledger_vec_push(&r, &v), 0);
+    }
+    assert_int_equal(td_ledger_vec_push(&r, &v), 1);
+    assert_true(v.full);
+    assert_int_equal(v.n, 100);
+    for (i = 0; i < 100; i++)
+        assert_int_equal(v.v[i].start_ns, i);
+    free(v.v);
+    td_ledger_vec u = {0};
+    for (i = 0; i < 5000; i++)
+        assert_int_equal(td_ledger_vec_push(&r, &u), 0);
+    assert_false(u.full);
+    assert_int_equal(u.n, 5000);
+    free(u.v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -548,6 +575,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_buffer_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_keys, setup, teardown),
+        cmocka_unit_test(test_vec_push),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -513,6 +513,13 @@ static const scenario scenarios[] = {
       "nvidia.com/gpu free; 1 have",
       "@2 fin filler", "want gang:A",
       "place gang main: a100-0=1; w1: a100-0=1, a100-1=1"}},
+    {"preemption: a victim taken first is spared when the later one alone makes room",
+     RF("default") "kind: ClusterQueue\nmetadata: {name: q}\n"
+     "spec:\n  preemption: {withinClusterQueue: LowerPriority}\n  resourceGroups:\n"
+     "  - coveredResources: [cpu]\n    flavors:\n"
+     "    - name: default\n      resources: [{name: cpu, nominalQuota: 4}]\n",
+     {"@0 sub big q 0 1*cpu=3", "@1 sub small q 0 1*cpu=1", "want big:A small:A",
+      "@2 sub hi q 100 1*cpu=3", "want hi:A big:P small:A", "pre big/InClusterQueue"}},
     {"gang: a pod larger than any node can never fit",
      gpu_nodes,
      {"@0 sub huge gpu 0 1*nvidia.com/gpu=16", "want huge:P",

@@ -14,6 +14,8 @@
 #include "tenantd/jsonpatch.h"
 #include "tenantd/tenancy.h"
 
+#include "testutil.h"
+
 #define NS(name, extra)                                                                            \
     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " name "\n"                               \
     "  labels: {team: x, project: p, environment: prod" extra "}\n---\n"
@@ -38,18 +40,8 @@ static const char platform[] =
 
 static td_config *load_text(const char *text, td_err *err, td_status *st)
 {
-    td_manifest *m = NULL;
-    td_config_builder *b = NULL;
     td_config *c = NULL;
-    *st = td_manifest_parse("p.yaml", text, strlen(text), &m, err);
-    if (*st != TD_OK)
-        return NULL;
-    assert_int_equal(td_config_builder_create(NULL, &b, err), TD_OK);
-    *st = td_config_builder_add_manifest(b, m, err);
-    if (*st == TD_OK)
-        *st = td_config_builder_finish(b, &c, err);
-    td_config_builder_destroy(b);
-    td_manifest_destroy(m);
+    *st = td_config_load_text("p.yaml", text, strlen(text), &c, err);
     return c;
 }
 
@@ -77,14 +69,7 @@ static td_config *load(void)
 #define ANN_POD(ns, uri) POD(ns, ",\"annotations\":{\"tenantd.dev/data-uri\":\"" uri "\"}", "")
 #define RESTRICTED "\"securityContext\":{\"runAsNonRoot\":true,\"seccompProfile\":{\"type\":\"RuntimeDefault\"}},"
 
-static const struct {
-    const char *name;
-    const char *pod; /* JSON */
-    int code;
-    const char *rule;
-    const char *msg;   /* substring of the message */
-    const char *final; /* subset of the final pod */
-} rows[] = {
+static const admit_case rows[] = {
     /* Sandbox */
     {"team pod: no runtime class forced", POD("team-a-prod", "", ""), 200, NULL, NULL, NULL},
     {"customer pod: gvisor set, with its scheduling", POD("cust-prod", "", RESTRICTED), 200, NULL,
@@ -172,55 +157,12 @@ static const struct {
      "\"cust\" may not use (allowed: encrypted-ssd", NULL},
 };
 
-static int subset(const json_t *want, const json_t *got)
-{
-    if (json_is_object(want)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)want, k, v)
-        {
-            if (!subset(v, json_object_get(got, k)))
-                return 0;
-        }
-        return 1;
-    }
-    return json_equal(want, got);
-}
-
 static void test_rules(void **state)
 {
     (void)state;
     td_config *c = load();
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        json_t *pod = json_loads(rows[i].pod, 0, NULL);
-        if (!pod)
-            fail_msg("%s: bad JSON in the test", rows[i].name);
-        td_admit_result r;
-        td_admit_pod(c, pod, NULL, NULL, &r);
-        if (r.code != rows[i].code)
-            fail_msg("%s: code %d, want %d (%s: %s)", rows[i].name, r.code, rows[i].code,
-                     r.rule ? r.rule : "-", r.message);
-        if (rows[i].rule && (!r.rule || strcmp(r.rule, rows[i].rule) != 0))
-            fail_msg("%s: rule %s, want %s", rows[i].name, r.rule ? r.rule : "-", rows[i].rule);
-        if (rows[i].msg && !strstr(r.message, rows[i].msg))
-            fail_msg("%s: message \"%s\" lacks \"%s\"", rows[i].name, r.message, rows[i].msg);
-        if (rows[i].final) {
-            json_t *want = json_loads(rows[i].final, 0, NULL);
-            assert_non_null(want);
-            if (!subset(want, r.pod)) {
-                char *s = json_dumps(r.pod, JSON_COMPACT);
-                fail_msg("%s: final pod %s", rows[i].name, s);
-            }
-            json_decref(want);
-            json_t *copy = json_deep_copy(pod);
-            if (r.patch)
-                assert_int_equal(td_jsonpatch_apply(copy, r.patch, NULL), TD_OK);
-            assert_true(json_equal(copy, r.pod));
-            json_decref(copy);
-        }
-        td_admit_result_fini(&r);
-        json_decref(pod);
-    }
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        check_admit_case(c, &rows[i]);
     td_config_unref(c);
 }
 
@@ -483,7 +425,7 @@ static void test_sandbox_config(void **state)
         if (cases[i].final) {
             json_t *want = json_loads(cases[i].final, 0, NULL);
             /* tolerations: the pod's own one is not duplicated */
-            if (!subset(want, r.pod)) {
+            if (!json_subset(want, r.pod)) {
                 char *d = json_dumps(r.pod, JSON_COMPACT);
                 fail_msg("%s: final pod %s", cases[i].name, d);
             }

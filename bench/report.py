@@ -291,8 +291,9 @@ if on and off:
           "interleaved, each tenantd `--workers 1` on cpu 0 (its ledger writer thread included "
           "in its CPU); committed/s is the growth of the on instance's "
           "`tenantd_ledger_records_total` over each run (read 0.3 s after it, for the last "
-          "batch) divided by wrk's duration: the ledger keeping up with the gateway under load, "
-          "one record per request." % (
+          "batch) divided by wrk's duration. Each gateway worker sums its requests per tenant, "
+          "route, API key and outcome and appends the sums every 250 ms, so a record counts "
+          "many requests (committed / requests is records per request)." % (
               "%.1f%%" % (100 * cost) if cost is not None else "n/a",
               "%.1f%%" % (100 * cpu_cost) if cpu_cost is not None else "n/a"))
 else:

@@ -13,15 +13,15 @@ typedef struct {
 
 static const verb verbs[] = {
     {"quantity", td_cmd_quantity, "print the canonical Kubernetes form of quantities"},
-    {"admit", td_cmd_admit, "decide one Pod or AdmissionReview offline (exit 0 allowed, 1 denied)"},
+    {"admit", td_cmd_admit, "decide one Pod or AdmissionReview, offline or --server (exit 0 allowed, 1 denied)"},
     {"provision", td_cmd_provision, "print the baseline of one namespace per team and env"},
-    {"explain", td_cmd_explain, "explain a tenant: tier, layers, provisioned objects, checks"},
+    {"explain", td_cmd_explain, "why: a pod's admission steps, a workload's place, a tenant's limits or tiers"},
     {"apply", td_cmd_apply, "store objects in a running tenantd (all of a file or none)"},
     {"get", td_cmd_get, "list objects held by a running tenantd"},
     {"delete", td_cmd_delete, "remove an object from a running tenantd"},
     {"submit", td_cmd_submit, "submit Kueue Workloads to a running tenantd's batch queue"},
     {"finish", td_cmd_finish, "report a running Workload's job complete (frees its quota)"},
-    {"simulate", td_cmd_simulate, "run the batch queue (Kueue semantics) on a virtual clock"},
+    {"simulate", td_cmd_simulate, "run the batch queue on a virtual clock (offline, or from --server's live queues)"},
     {"loadtest", td_cmd_loadtest, "open-loop load test of a gateway, one row per tenant"},
     {"report", td_cmd_report, "showback/chargeback and right-sizing from the usage ledger"},
     {"recommend", td_cmd_recommend, "ResourceQuota YAML sized from measured use (p95 x 1.2)"},

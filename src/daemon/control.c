@@ -364,20 +364,24 @@ static td_status stamp_workload(json_t *wl, td_err *err)
 
 /* A tenant's view of the queue: its own workloads only, and a preemption
  * reason that names another tenant's workload names it no more. */
-static json_t *tenant_view(const td_principal *p, json_t *view)
+static json_t *tenant_view(const td_config *cfg, const td_principal *p, json_t *view)
 {
-    /* every workload the tenant may not see, as "namespace/name" */
-    size_t nv = json_array_size(view), nh = 0;
-    char **hidden = calloc(nv ? nv : 1, sizeof *hidden);
+    /* every stored workload the tenant may not see, as "namespace/name"
+     * (all of them, not only the view's: a ?namespace= view still has
+     * reasons that name workloads of other namespaces) */
+    json_t *const *all;
+    size_t nall = td_config_list(cfg, "Workload", NULL, &all), nh = 0;
+    char **hidden = calloc(nall ? nall : 1, sizeof *hidden);
     json_t *mine = hidden ? json_array() : NULL;
     size_t i;
     json_t *w;
-    json_array_foreach(view, i, w)
-    {
-        if (mine && !td_authz_namespace_ok(p, td_json_str(w, "namespace")) &&
-            (hidden[nh] = malloc(strlen(td_json_str(w, "namespace")) +
-                                 strlen(td_json_str(w, "name")) + 2)) != NULL)
-            sprintf(hidden[nh++], "%s/%s", td_json_str(w, "namespace"), td_json_str(w, "name"));
+    for (i = 0; mine && i < nall; i++) {
+        const char *wns = td_json_str(all[i], "metadata.namespace");
+        const char *wname = td_json_str(all[i], "metadata.name");
+        if (!wns || !wname || td_authz_namespace_ok(p, wns))
+            continue;
+        if ((hidden[nh] = malloc(strlen(wns) + strlen(wname) + 2)) != NULL)
+            sprintf(hidden[nh++], "%s/%s", wns, wname);
     }
     json_array_foreach(view, i, w)
     {
@@ -416,9 +420,9 @@ static void handle_workloads(td_control *c, const td_http_request *req, td_http_
     td_config *cur = td_config_ref(atomic_load(&c->snapshot));
     json_t *view = NULL;
     td_status st = td_workloads_view(cur, ns, &view, &err);
-    td_config_unref(cur);
-    if (st == TD_OK && p->kind != TD_PRINCIPAL_ADMIN && !(view = tenant_view(p, view)))
+    if (st == TD_OK && p->kind != TD_PRINCIPAL_ADMIN && !(view = tenant_view(cur, p, view)))
         st = td_err_set(&err, TD_ENOMEM, "out of memory");
+    td_config_unref(cur);
     if (st != TD_OK)
         reply_error(resp, st == TD_ENOMEM ? 500 : 400, err.msg);
     else
@@ -523,6 +527,9 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         view = NULL;
         if (td_workloads_view(now, NULL, &view, &err) != TD_OK)
             view = json_array();
+        /* a tenant's answer names no workload of another tenant either */
+        if (view && p->kind == TD_PRINCIPAL_TENANT)
+            view = tenant_view(now, p, view);
         td_config_unref(now);
         json_t *mine = json_array();
         size_t i;

@@ -364,25 +364,64 @@ static td_status stamp_workload(json_t *wl, td_err *err)
 
 /* A tenant's view of the queue: its own workloads only, and a preemption
  * reason that names another tenant's workload names it no more. */
-static json_t *tenant_view(const td_config *cfg, const td_principal *p, json_t *view)
+/* Every stored workload p may not see, as "namespace/name" (malloc'd
+ * strings in a malloc'd array; *n of them). NULL with *n 0 when there are
+ * none or out of memory. */
+static char **hidden_workloads(const td_config *cfg, const td_principal *p, size_t *n)
 {
-    /* every stored workload the tenant may not see, as "namespace/name"
-     * (all of them, not only the view's: a ?namespace= view still has
-     * reasons that name workloads of other namespaces) */
     json_t *const *all;
-    size_t nall = td_config_list(cfg, "Workload", NULL, &all), nh = 0;
+    size_t nall = td_config_list(cfg, "Workload", NULL, &all);
     char **hidden = calloc(nall ? nall : 1, sizeof *hidden);
-    json_t *mine = hidden ? json_array() : NULL;
-    size_t i;
-    json_t *w;
-    for (i = 0; mine && i < nall; i++) {
+    *n = 0;
+    for (size_t i = 0; hidden && i < nall; i++) {
         const char *wns = td_json_str(all[i], "metadata.namespace");
         const char *wname = td_json_str(all[i], "metadata.name");
         if (!wns || !wname || td_authz_namespace_ok(p, wns))
             continue;
-        if ((hidden[nh] = malloc(strlen(wns) + strlen(wname) + 2)) != NULL)
-            sprintf(hidden[nh++], "%s/%s", wns, wname);
+        if ((hidden[*n] = malloc(strlen(wns) + strlen(wname) + 2)) != NULL)
+            sprintf(hidden[(*n)++], "%s/%s", wns, wname);
     }
+    return hidden;
+}
+
+static void free_hidden(char **hidden, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(hidden[i]);
+    free(hidden);
+}
+
+/* Rewrites in place every string under v that names a hidden workload. */
+static void redact_tree(json_t *v, char **hidden, size_t n)
+{
+    if (json_is_string(v)) {
+        char *r = td_redact_keys(json_string_value(v), (const char *const *)hidden, n);
+        if (r && strcmp(r, json_string_value(v)) != 0)
+            json_string_set(v, r);
+        free(r);
+    } else if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x)
+            redact_tree(x, hidden, n);
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x)
+            redact_tree(x, hidden, n);
+    }
+}
+
+static json_t *tenant_view(const td_config *cfg, const td_principal *p, json_t *view)
+{
+    /* every stored workload the tenant may not see (all of them, not only
+     * the view's: a ?namespace= view still has reasons that name workloads
+     * of other namespaces) */
+    size_t nh = 0;
+    char **hidden = hidden_workloads(cfg, p, &nh);
+    json_t *mine = hidden ? json_array() : NULL;
+    size_t i;
+    json_t *w;
     json_array_foreach(view, i, w)
     {
         if (!mine || !td_authz_namespace_ok(p, td_json_str(w, "namespace")))
@@ -399,9 +438,7 @@ static json_t *tenant_view(const td_config *cfg, const td_principal *p, json_t *
         }
         free(r);
     }
-    for (i = 0; i < nh; i++)
-        free(hidden[i]);
-    free(hidden);
+    free_hidden(hidden, nh);
     json_decref(view);
     return mine;
 }
@@ -589,6 +626,10 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
         json_t *const *list;
         size_t n = td_config_list(cur, kind, *ns ? ns : NULL, &list);
         int tenant = p->kind != TD_PRINCIPAL_ADMIN;
+        size_t nhidden = 0;
+        char **hidden = tenant && strcmp(kind, "Workload") == 0
+                            ? hidden_workloads(cur, p, &nhidden)
+                            : NULL;
         /* A ClusterQueue comes with its status, as `kubectl get` shows it. */
         json_t *cq_status = NULL;
         if (strcmp(kind, "ClusterQueue") == 0 && td_workloads_cq_status(cur, &cq_status, &err) != TD_OK)
@@ -609,7 +650,15 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
                 if (strcmp(td_json_str(list[i], "metadata.name"), p->tenant_name) == 0)
                     json_array_append_new(items, td_authz_redact_tenant(list[i]));
             } else if (td_authz_namespace_ok(p, td_json_str(list[i], "metadata.namespace"))) {
-                json_array_append(items, list[i]);
+                /* a Workload's recorded status names its preemptors:
+                 * another tenant's only as "another tenant's workload" */
+                json_t *copy = hidden ? json_deep_copy(list[i]) : NULL;
+                if (copy) {
+                    redact_tree(json_object_get(copy, "status"), hidden, nhidden);
+                    json_array_append_new(items, copy);
+                } else {
+                    json_array_append(items, list[i]);
+                }
             }
         }
         if (*name && json_array_size(items) == 0) {
@@ -621,6 +670,7 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
             reply_json(resp, 200, json_pack("{s:s, s:o}", "kind", kind, "items", items));
         }
         json_decref(cq_status);
+        free_hidden(hidden, nhidden);
         td_config_unref(cur);
         return;
     }

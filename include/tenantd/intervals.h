@@ -35,4 +35,9 @@ typedef struct {
 td_status td_ledger_intervals(const td_queue *q, const td_intervals_opts *o, td_ledger_cb cb,
                               void *ud, td_err *err);
 
+/* Annotation of a Workload: the share of its GPUs really busy over its run
+ * (0..1), reported by the job runner; interval records then carry
+ * gpu_used_milli = GPUs held x it (right-sizing's "really used"). */
+#define TD_GPU_UTILIZATION "tenantd.dev/gpu-utilization"
+
 #endif

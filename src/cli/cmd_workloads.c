@@ -66,24 +66,29 @@ int td_cmd_submit(int argc, char **argv)
 int td_cmd_finish(int argc, char **argv)
 {
     static const struct option longopts[] = {{"namespace", required_argument, NULL, 'n'},
+                                             {"gpu-utilization", required_argument, NULL, 'g'},
                                              REMOTE_LONGOPTS, {NULL, 0, NULL, 0}};
     static const char usage[] =
-        "usage: tenantctl finish NAME [-n NAMESPACE]\n\n"
+        "usage: tenantctl finish NAME [-n NAMESPACE] [--gpu-utilization F]\n\n"
         "Reports that an admitted Workload's job completed (the job runner calls it):\n"
         "its quota and nodes go back to the queue, waiting workloads may start, and\n"
         "the stored Workload is kept, marked finished, so its history survives\n"
         "restarts and a resubmission never runs it twice. Finishing it again is a\n"
         "no-op.\n\n"
-        "  -n, --namespace NS   the Workload's namespace (default: default)\n%s"
+        "  -n, --namespace NS   the Workload's namespace (default: default)\n"
+        "      --gpu-utilization F  the share of its GPUs really busy over the run,\n"
+        "                       0..1 (e.g. DCGM's average): the ledger's \"really used\"\n"
+        "                       GPUs for right-sizing (annotation tenantd.dev/gpu-utilization)\n%s"
         "\nexit status: 0 finished, 2 unknown or not admitted (the reason says why),\n"
         "3 tenantd unreachable\n";
     td_remote r;
     td__remote_init(&r);
-    const char *ns = "default";
+    const char *ns = "default", *util = NULL;
     int c;
     while ((c = td__remote_getopt(&r, argc, argv, "n:s:h", longopts, usage)) != -1) {
         switch (c) {
         case 'n': ns = optarg; break;
+        case 'g': util = optarg; break;
         case TD_REMOTE_HELP: return TD_EXIT_OK;
         default: return td__remote_bad_flag("finish", argv);
         }
@@ -93,7 +98,12 @@ int td_cmd_finish(int argc, char **argv)
         return TD_EXIT_USAGE;
     }
     char path[1024];
-    snprintf(path, sizeof path, "/v1/workloads/finish?namespace=%s&name=%s", ns, argv[optind]);
+    char ens[700], ename[700], eutil[200];
+    td__url_encode(ns, ens, sizeof ens);
+    td__url_encode(argv[optind], ename, sizeof ename);
+    td__url_encode(util ? util : "", eutil, sizeof eutil);
+    snprintf(path, sizeof path, "/v1/workloads/finish?namespace=%s&name=%s%s%s", ens, ename,
+             util ? "&gpuUtilization=" : "", util ? eutil : "");
     json_t *body = NULL;
     int rc = td__remote_call_ok("finish", &r, "POST", path, NULL, "", 0, &body);
     if (rc != TD_EXIT_OK)

@@ -14,6 +14,7 @@
 #include "daemon/metering.h"
 #include "daemon/workloads.h"
 #include "tenantd/admit.h"
+#include "tenantd/intervals.h"
 #include "tenantd/authz.h"
 #include "tenantd/jsonarena.h"
 #include "tenantd/manifest.h"
@@ -868,11 +869,21 @@ static void h_usage(td_control *c, const td_http_request *req, td_http_response 
 static void h_finish(td_control *c, const td_http_request *req, td_http_response *resp,
                      const td_principal *p)
 {
-    char ns[256] = "", name[256] = "";
+    char ns[256] = "", name[256] = "", util[64] = "";
     query_param(req->query, "namespace", ns, sizeof ns);
     query_param(req->query, "name", name, sizeof name);
+    query_param(req->query, "gpuUtilization", util, sizeof util);
     if (!*ns)
         snprintf(ns, sizeof ns, "default");
+    if (*util) {
+        char *end;
+        double u = strtod(util, &end);
+        if (end == util || *end || !(u >= 0 && u <= 1)) {
+            reply_error(resp, 400, "gpuUtilization must be a fraction from 0 to 1 (the share of "
+                                   "the workload's GPUs busy over its run)");
+            return;
+        }
+    }
     td_err aerr;
     int code = td_authz_check(p, TD_AUTHZ_TENANT, ns, &aerr);
     if (code) {
@@ -922,7 +933,9 @@ static void h_finish(td_control *c, const td_http_request *req, td_http_response
     td_config_builder *b = NULL;
     td_config *next = NULL;
     if (st == TD_OK && (!copy || !json_is_object(ann) ||
-                        json_object_set_new(ann, TD_FINISHED_AT, json_string(buf)) != 0))
+                        json_object_set_new(ann, TD_FINISHED_AT, json_string(buf)) != 0 ||
+                        (*util && json_object_set_new(ann, TD_GPU_UTILIZATION,
+                                                      json_string(util)) != 0)))
         st = td_err_set(&err, TD_ENOMEM, "out of memory");
     if (st == TD_OK)
         st = td_config_builder_create(cur, &b, &err);

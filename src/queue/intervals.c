@@ -120,6 +120,18 @@ static void add_podset(const td_queue *q, const workload *wk, size_t ps, const c
 /* Emits one record per distinct flavor of w's interval [admitted, end):
  * the event's flavors string ("ps: res=fl, res=fl; ps2: ...", pod sets in
  * order) says which flavor each pod set's resources were given. */
+/* The workload's measured GPU utilization, 0..1, as its job runner reported
+ * it (annotation TD_GPU_UTILIZATION, e.g. DCGM's average over the run via
+ * `tenantctl finish --gpu-utilization`), or -1 when unknown or malformed. */
+static double gpu_utilization(const json_t *wl)
+{
+    const char *s = json_string_value(
+        json_object_get(td_json_path(wl, "metadata.annotations"), TD_GPU_UTILIZATION));
+    char *end = NULL;
+    double v = s ? strtod(s, &end) : -1;
+    return s && end != s && *end == '\0' && v >= 0 && v <= 1 ? v : -1;
+}
+
 static int emit(const td_queue *q, const td_intervals_opts *o, size_t w, const open_iv *iv,
                 int64_t end, const char *outcome, td_ledger_cb cb, void *ud)
 {
@@ -170,8 +182,10 @@ static int emit(const td_queue *q, const td_intervals_opts *o, size_t w, const o
         copy(r.outcome, sizeof r.outcome, outcome);
         r.interruptible = interruptible(o->cfg, wl);
         r.count = 1;
-        r.gpu_used_milli = -1;
         r.gpu_milli = sums[k].gpu_milli;
+        double util = gpu_utilization(wl);
+        r.gpu_used_milli = util >= 0 && r.gpu_milli > 0 ? (int64_t)(util * (double)r.gpu_milli + 0.5)
+                                                        : -1;
         r.cpu_milli = sums[k].cpu_milli;
         r.memory_bytes = sums[k].memory_bytes;
         r.storage_bytes = sums[k].storage_bytes;

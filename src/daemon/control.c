@@ -365,33 +365,6 @@ static td_status stamp_workload(json_t *wl, td_err *err)
 
 /* A tenant's view of the queue: its own workloads only, and a preemption
  * reason that names another tenant's workload names it no more. */
-/* Every stored workload p may not see, as "namespace/name" (malloc'd
- * strings in a malloc'd array; *n of them). NULL with *n 0 when there are
- * none or out of memory. */
-static char **hidden_workloads(const td_config *cfg, const td_principal *p, size_t *n)
-{
-    json_t *const *all;
-    size_t nall = td_config_list(cfg, "Workload", NULL, &all);
-    char **hidden = calloc(nall ? nall : 1, sizeof *hidden);
-    *n = 0;
-    for (size_t i = 0; hidden && i < nall; i++) {
-        const char *wns = td_json_str(all[i], "metadata.namespace");
-        const char *wname = td_json_str(all[i], "metadata.name");
-        if (!wns || !wname || td_authz_namespace_ok(p, wns))
-            continue;
-        if ((hidden[*n] = malloc(strlen(wns) + strlen(wname) + 2)) != NULL)
-            sprintf(hidden[(*n)++], "%s/%s", wns, wname);
-    }
-    return hidden;
-}
-
-static void free_hidden(char **hidden, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(hidden[i]);
-    free(hidden);
-}
-
 /* Rewrites in place every string under v that names a hidden workload. */
 static void redact_tree(json_t *v, char **hidden, size_t n)
 {
@@ -419,7 +392,7 @@ static json_t *tenant_view(const td_config *cfg, const td_principal *p, json_t *
      * the view's: a ?namespace= view still has reasons that name workloads
      * of other namespaces) */
     size_t nh = 0;
-    char **hidden = hidden_workloads(cfg, p, &nh);
+    char **hidden = td_hidden_workloads(cfg, p, &nh);
     json_t *mine = hidden ? json_array() : NULL;
     size_t i;
     json_t *w;
@@ -439,7 +412,7 @@ static json_t *tenant_view(const td_config *cfg, const td_principal *p, json_t *
         }
         free(r);
     }
-    free_hidden(hidden, nh);
+    td_hidden_free(hidden, nh);
     json_decref(view);
     return mine;
 }
@@ -629,7 +602,7 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
         int tenant = p->kind != TD_PRINCIPAL_ADMIN;
         size_t nhidden = 0;
         char **hidden = tenant && strcmp(kind, "Workload") == 0
-                            ? hidden_workloads(cur, p, &nhidden)
+                            ? td_hidden_workloads(cur, p, &nhidden)
                             : NULL;
         /* A ClusterQueue comes with its status, as `kubectl get` shows it. */
         json_t *cq_status = NULL;
@@ -671,7 +644,7 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
             reply_json(resp, 200, json_pack("{s:s, s:o}", "kind", kind, "items", items));
         }
         json_decref(cq_status);
-        free_hidden(hidden, nhidden);
+        td_hidden_free(hidden, nhidden);
         td_config_unref(cur);
         return;
     }

@@ -184,24 +184,31 @@ char *td_redact_keys(const char *text, const char *const *hidden, size_t n)
     return out;
 }
 
-/* The keys of q's workloads p may not see (borrowed from q); *n their
- * number. NULL with *n = 0 for the admin or when out of memory. */
-static const char **hidden_keys(const td_queue *q, const td_principal *p, size_t *n)
+/* Every stored workload p may not see, as "namespace/name" (malloc'd
+ * strings in a malloc'd array; *n of them). NULL with *n 0 when there are
+ * none or out of memory. */
+char **td_hidden_workloads(const td_config *cfg, const td_principal *p, size_t *n)
 {
+    json_t *const *all;
+    size_t nall = td_config_list(cfg, "Workload", NULL, &all);
+    char **hidden = calloc(nall ? nall : 1, sizeof *hidden);
     *n = 0;
-    if (p->kind != TD_PRINCIPAL_TENANT)
-        return NULL;
-    size_t nq = td_queue_workload_count(q);
-    const char **keys = malloc((nq ? nq : 1) * sizeof *keys);
-    char nsbuf[300];
-    for (size_t i = 0; keys && i < nq; i++) {
-        const char *k = td_queue_workload_key(q, i), *slash = strchr(k, '/');
-        size_t len = slash ? (size_t)(slash - k) : 0;
-        snprintf(nsbuf, sizeof nsbuf, "%.*s", (int)(len < 299 ? len : 299), k);
-        if (!td_authz_namespace_ok(p, nsbuf))
-            keys[(*n)++] = k;
+    for (size_t i = 0; hidden && i < nall; i++) {
+        const char *wns = td_json_str(all[i], "metadata.namespace");
+        const char *wname = td_json_str(all[i], "metadata.name");
+        if (!wns || !wname || td_authz_namespace_ok(p, wns))
+            continue;
+        if ((hidden[*n] = malloc(strlen(wns) + strlen(wname) + 2)) != NULL)
+            sprintf(hidden[(*n)++], "%s/%s", wns, wname);
     }
-    return keys;
+    return hidden;
+}
+
+void td_hidden_free(char **hidden, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(hidden[i]);
+    free(hidden);
 }
 
 /* json_string of text redacted for p's eyes. */
@@ -270,7 +277,7 @@ td_status td_explain_workload(const td_config *cfg, const char *ns, const char *
     size_t cq = td_queue_workload_cq(q, id);
     td_wl_state ws = td_queue_workload_state(q, id);
     size_t nhidden = 0;
-    const char **hidden = hidden_keys(q, p, &nhidden);
+    char **hidden = td_hidden_workloads(cfg, p, &nhidden);
     json_t *o = json_pack(
         "{s:s, s:s, s:s, s:o, s:s, s:s, s:s, s:i}", "namespace", ns, "name", name, "state",
         state_name(ws), "reason",
@@ -366,7 +373,7 @@ td_status td_explain_workload(const td_config *cfg, const char *ns, const char *
         json_decref(caused);
         json_decref(quota);
     }
-    free(hidden);
+    td_hidden_free(hidden, nhidden);
     free(by_id);
     td_queue_destroy(q);
     return st;

@@ -24,6 +24,12 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
  * memory. */
 char *td_redact_keys(const char *text, const char *const *hidden, size_t n);
 
+/* Every stored Workload of cfg that p may not see, as "namespace/name"
+ * (none for the admin): malloc'd strings in a malloc'd array, *n of them,
+ * freed with td_hidden_free. NULL with *n 0 when out of memory. */
+char **td_hidden_workloads(const td_config *cfg, const td_principal *p, size_t *n);
+void td_hidden_free(char **hidden, size_t n);
+
 /* Why is workload ns/name where it is? A new JSON object: its state and
  * reason, ClusterQueue, flavors and placement; when pending, its position
  * in its ClusterQueue (priority first, then submission order) with the

@@ -218,15 +218,16 @@ struct px_up {
     unsigned reading : 1;   /* uv_read_start is in effect */
 };
 
-/* Rejected and shed requests of one tenant, route and outcome since the
- * last flush, metered as one ledger record (count = requests): a client
- * flooding 429s must not make the ledger do a write per rejection. */
+/* The requests of one tenant, route, API key and outcome since the last
+ * flush, metered as one ledger record (count = requests, tokens and
+ * GPU-seconds summed): the ledger writes a record per aggregate every
+ * PX_METER_FLUSH_MS, never one per request. */
 #define PX_METER_AGG 32
 #define PX_METER_FLUSH_MS 250 /* how often aggregates go to the ledger */
 typedef struct {
     uint32_t tenant_slot, route_slot; /* route_slot TD_METRICS_NONE: no route */
     int used;
-    td_ledger_rec rec; /* labels, outcome, first start, last end, count */
+    td_ledger_rec rec; /* labels, outcome, first start, last end, count, sums */
 } px_meter_agg;
 
 struct px_worker {

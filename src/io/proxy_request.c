@@ -528,38 +528,36 @@ static void meter(px_conn *c, const td_ledger_rec *rec)
 {
     px_worker *w = c->w;
     px_req *r = &c->rq;
-    const char *o = rec->outcome;
-    {
-        uint32_t tenant_slot = r->tenant->slot;
-        uint32_t route_slot = r->route ? r->route->slot : TD_METRICS_NONE;
-        px_meter_agg *free_slot = NULL;
-        for (size_t i = 0; i < PX_METER_AGG; i++) {
-            px_meter_agg *a = &w->agg[i];
-            if (!a->used) {
-                if (!free_slot)
-                    free_slot = a;
-            } else if (a->tenant_slot == tenant_slot && a->route_slot == route_slot &&
-                       strcmp(a->rec.outcome, o) == 0 && strcmp(a->rec.api_key, rec->api_key) == 0) {
-                a->rec.count++;
-                a->rec.tokens_in += rec->tokens_in;
-                a->rec.tokens_out += rec->tokens_out;
-                a->rec.gpu_milli_seconds += rec->gpu_milli_seconds;
-                if (rec->end_ns > a->rec.end_ns)
-                    a->rec.end_ns = rec->end_ns;
-                if (rec->start_ns < a->rec.start_ns)
-                    a->rec.start_ns = rec->start_ns;
-                return;
-            }
+    uint32_t tenant_slot = r->tenant->slot;
+    uint32_t route_slot = r->route ? r->route->slot : TD_METRICS_NONE;
+    px_meter_agg *free_slot = NULL;
+    for (size_t i = 0; i < PX_METER_AGG; i++) {
+        px_meter_agg *a = &w->agg[i];
+        if (!a->used) {
+            if (!free_slot)
+                free_slot = a;
+        } else if (a->tenant_slot == tenant_slot && a->route_slot == route_slot &&
+                   strcmp(a->rec.outcome, rec->outcome) == 0 &&
+                   strcmp(a->rec.api_key, rec->api_key) == 0) {
+            a->rec.count++;
+            a->rec.tokens_in += rec->tokens_in;
+            a->rec.tokens_out += rec->tokens_out;
+            a->rec.gpu_milli_seconds += rec->gpu_milli_seconds;
+            if (rec->end_ns > a->rec.end_ns)
+                a->rec.end_ns = rec->end_ns;
+            if (rec->start_ns < a->rec.start_ns)
+                a->rec.start_ns = rec->start_ns;
+            return;
         }
-        if (!free_slot) {
-            px_meter_flush(w);
-            free_slot = &w->agg[0];
-        }
-        free_slot->used = 1;
-        free_slot->tenant_slot = tenant_slot;
-        free_slot->route_slot = route_slot;
-        free_slot->rec = *rec;
     }
+    if (!free_slot) {
+        px_meter_flush(w);
+        free_slot = &w->agg[0];
+    }
+    free_slot->used = 1;
+    free_slot->tenant_slot = tenant_slot;
+    free_slot->route_slot = route_slot;
+    free_slot->rec = *rec;
 }
 
 /* The price of the estimate, before the request goes upstream: its record

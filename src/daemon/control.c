@@ -213,33 +213,24 @@ static int append_admission_metrics(td_control *c, char **text, size_t *len)
 {
     static const char *const decision[3] = {"allowed", "denied", "denied"};
     static const char *const mode[3] = {"enforce", "enforce", "shadow"};
-    char line[256];
-    size_t cap = *len + 4096;
-    char *t = realloc(*text, cap);
-    if (!t)
-        return -1;
-    *text = t;
-    int n = snprintf(t + *len, cap - *len,
-                     "# HELP tenantd_admission_decisions_total Admission reviews decided, by the "
-                     "rule that denied (\"\" when allowed); mode=\"shadow\" counts rules in "
-                     "shadow that would have denied.\n"
-                     "# TYPE tenantd_admission_decisions_total counter\n");
-    *len += (size_t)n;
-    for (size_t r = 0; r < 12; r++)
-        for (int d = 0; d < 3; d++) {
+    int rc = append_text(text, len,
+                         "# HELP tenantd_admission_decisions_total Admission reviews decided, by "
+                         "the rule that denied (\"\" when allowed); mode=\"shadow\" counts rules "
+                         "in shadow that would have denied.\n"
+                         "# TYPE tenantd_admission_decisions_total counter\n");
+    for (size_t r = 0; rc == 0 && r < 12; r++)
+        for (int d = 0; rc == 0 && d < 3; d++) {
             unsigned long long v = atomic_load(&c->admission[r][d]);
             if (!v || (r == 0) != (d == 0))
                 continue;
-            n = snprintf(line, sizeof line,
-                         "tenantd_admission_decisions_total{rule=\"%s\",decision=\"%s\","
-                         "mode=\"%s\"} %llu\n",
-                         counted_rules[r], decision[d], mode[d], v);
-            if (*len + (size_t)n + 1 > cap)
-                return 0; /* bounded by the table: cannot happen */
-            memcpy(t + *len, line, (size_t)n + 1);
-            *len += (size_t)n;
+            char line[256];
+            snprintf(line, sizeof line,
+                     "tenantd_admission_decisions_total{rule=\"%s\",decision=\"%s\",mode=\"%s\"} "
+                     "%llu\n",
+                     counted_rules[r], decision[d], mode[d], v);
+            rc = append_text(text, len, line);
         }
-    return 0;
+    return rc;
 }
 
 /* The review's JSON (the body, the pod's copies, the patch, the response)

@@ -100,7 +100,11 @@ typedef struct td_config_attachment {
     void (*destroy)(struct td_config_attachment *self);
 } td_config_attachment;
 
-typedef enum { TD_CONFIG_ATTACH_ADMISSION = 0, TD_CONFIG_ATTACH_MAX } td_config_attach_slot;
+typedef enum {
+    TD_CONFIG_ATTACH_ADMISSION = 0,
+    TD_CONFIG_ATTACH_QUEUE, /* the daemon's batch queue view (src/daemon/queueview.c) */
+    TD_CONFIG_ATTACH_MAX
+} td_config_attach_slot;
 
 /* The attachment in slot, built by build(c, arg) on first use (NULL if
  * build returns NULL, e.g. out of memory: the caller then works without
@@ -108,6 +112,12 @@ typedef enum { TD_CONFIG_ATTACH_ADMISSION = 0, TD_CONFIG_ATTACH_MAX } td_config_
  * value is kept and the other destroyed. Borrowed for the snapshot's life. */
 td_config_attachment *td_config_attachment_get(const td_config *c, td_config_attach_slot slot,
                                                td_config_attachment *(*build)(const td_config *c));
+
+/* Hangs a (taken over) in slot when the code that made c already has the
+ * value in hand, before c is published. Returns what the slot holds then:
+ * a, or the value already there (a is destroyed). NULL when a is NULL. */
+td_config_attachment *td_config_attachment_offer(const td_config *c, td_config_attach_slot slot,
+                                                 td_config_attachment *a);
 
 /* Small accessors for jansson objects; each returns NULL/def when the path
  * is missing or of another type. path is dot-separated ("metadata.name"). */

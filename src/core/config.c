@@ -1508,9 +1508,19 @@ td_config_attachment *td_config_attachment_get(const td_config *c, td_config_att
     td_config_attachment *a = atomic_load_explicit(slotp, memory_order_acquire);
     if (a)
         return a;
-    td_config_attachment *mine = build(c);
+    return td_config_attachment_offer(c, slot, build(c));
+}
+
+td_config_attachment *td_config_attachment_offer(const td_config *c, td_config_attach_slot slot,
+                                                 td_config_attachment *mine)
+{
     if (!mine)
         return NULL;
+    if (!c || slot < 0 || slot >= TD_CONFIG_ATTACH_MAX) {
+        mine->destroy(mine);
+        return NULL;
+    }
+    _Atomic(td_config_attachment *) *slotp = (_Atomic(td_config_attachment *) *)&c->attach[slot];
     td_config_attachment *expected = NULL;
     if (atomic_compare_exchange_strong_explicit(slotp, &expected, mine, memory_order_acq_rel,
                                                 memory_order_acquire))

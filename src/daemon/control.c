@@ -12,6 +12,7 @@
 
 #include "daemon/explain.h"
 #include "daemon/metering.h"
+#include "daemon/queueview.h"
 #include "daemon/workloads.h"
 #include "tenantd/admit.h"
 #include "tenantd/intervals.h"
@@ -44,7 +45,8 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
     json_t *changed = NULL;
     json_t **all = NULL;
     td_config_builder *b = NULL;
-    td_status st = td_workloads_pass(next, now_ns, &changed, err);
+    td_queue *q = NULL;
+    td_status st = td_workloads_pass(next, now_ns, &changed, &q, err);
     size_t nch = st == TD_OK ? json_array_size(changed) : 0;
     if (nch) {
         td_config *final = NULL;
@@ -70,9 +72,16 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
     free(all);
     json_decref(changed);
     if (st != TD_OK) {
+        td_queue_destroy(q);
         td_config_unref(next);
         return st;
     }
+    /* The pass's queue is what next's records say: readers get it from the
+     * snapshot, and none rebuilds it. Without memory for it, next's first
+     * reader rebuilds it from the records. */
+    td_err qerr;
+    if (td_queueview_attach(next, q, &qerr) != TD_OK)
+        fprintf(stderr, "tenantd: batch queue view: %s\n", qerr.msg);
     td_config_unref(atomic_exchange(&c->snapshot, next));
     /* Config validation already accepted every Tenant and Route, so a reload
      * fails only for lack of memory or slots; the store is the truth then,
@@ -172,40 +181,23 @@ static int append_text(char **text, size_t *len, const char *line)
     return 0;
 }
 
-/* Appends the batch queue's preemptions, enforced and in shadow, to text. */
+/* Appends the batch queue's series to text: those of the snapshot's queue
+ * view (made by the commit that published it), and how many times a queue
+ * was rebuilt from records, which a scrape never does. */
 static int append_queue_metrics(td_control *c, char **text, size_t *len)
 {
     td_config *cur = td_config_ref(atomic_load(&c->snapshot));
-    json_t *counts = NULL;
-    td_err err;
-    td_status st = td_workloads_preemptions(cur, &counts, &err);
+    const td_queueview *v = NULL;
+    int rc = td_queueview_get(cur, &v, NULL) == TD_OK ? append_text(text, len, td_queueview_metrics(v)) : 0; /* none: no series */
     td_config_unref(cur);
-    if (st != TD_OK)
-        return st == TD_ENOMEM ? -1 : 0; /* a queue it cannot take: no series */
-    int rc = append_text(text, len,
-                         "# HELP tenantd_queue_preemptions_total Workloads preempted in the batch "
-                         "queue, by their ClusterQueue and Kueue's level; mode=\"shadow\" counts "
-                         "what a ClusterQueue in shadow would have preempted.\n"
-                         "# TYPE tenantd_queue_preemptions_total counter\n");
-    const char *key;
-    json_t *v;
-    json_object_foreach(counts, key, v)
-    {
-        char k[256], line[512];
-        snprintf(k, sizeof k, "%s", key);
-        char *lvl = strchr(k, '\x1f'), *mode = lvl ? strchr(lvl + 1, '\x1f') : NULL;
-        if (rc < 0 || !mode)
-            continue;
-        *lvl++ = '\0';
-        *mode++ = '\0';
-        snprintf(line, sizeof line,
-                 "tenantd_queue_preemptions_total{cluster_queue=\"%s\",level=\"%s\",mode=\"%s\"} "
-                 "%lld\n",
-                 k, lvl, mode, (long long)json_integer_value(v));
-        rc = append_text(text, len, line);
-    }
-    json_decref(counts);
-    return rc;
+    char line[256];
+    snprintf(line, sizeof line,
+             "# HELP tenantd_queue_rebuilds_total Times the batch queue was rebuilt from the "
+             "stored Workload records (once per commit; never per read).\n"
+             "# TYPE tenantd_queue_rebuilds_total counter\n"
+             "tenantd_queue_rebuilds_total %llu\n",
+             td_workloads_rebuilds());
+    return rc < 0 ? rc : append_text(text, len, line);
 }
 
 /* Appends the admission counters to text (malloc'd; replaced). */
@@ -596,9 +588,10 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
                             ? td_hidden_workloads(cur, p, &nhidden)
                             : NULL;
         /* A ClusterQueue comes with its status, as `kubectl get` shows it. */
-        json_t *cq_status = NULL;
-        if (strcmp(kind, "ClusterQueue") == 0 && td_workloads_cq_status(cur, &cq_status, &err) != TD_OK)
-            cq_status = NULL;
+        const td_queueview *qv = NULL;
+        if (strcmp(kind, "ClusterQueue") == 0 && td_queueview_get(cur, &qv, NULL) != TD_OK)
+            qv = NULL;
+        const json_t *cq_status = qv ? td_queueview_cq_status(qv) : NULL;
         for (size_t i = 0; i < n; i++) {
             if (*name && strcmp(td_json_str(list[i], "metadata.name"), name) != 0)
                 continue;
@@ -634,7 +627,6 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
         } else {
             reply_json(resp, 200, json_pack("{s:s, s:o}", "kind", kind, "items", items));
         }
-        json_decref(cq_status);
         td_hidden_free(hidden, nhidden);
         td_config_unref(cur);
         return;

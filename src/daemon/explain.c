@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/queueview.h"
 #include "daemon/workloads.h"
 #include "tenantd/queue.h"
 
@@ -257,12 +258,12 @@ static bool ahead_of(const td_queue *q, size_t a, size_t b)
 td_status td_explain_workload(const td_config *cfg, const char *ns, const char *name,
                               const td_principal *p, json_t **out, td_err *err)
 {
-    td_queue *q = NULL;
-    json_t **by_id = NULL;
-    size_t nq = 0;
-    td_status st = td_workloads_replay(cfg, &q, &by_id, &nq, err);
+    const td_queueview *view = NULL;
+    td_status st = td_queueview_get(cfg, &view, err);
     if (st != TD_OK)
         return st;
+    const td_queue *q = td_queueview_queue(view);
+    size_t nq = td_queue_workload_count(q);
     char key[600];
     snprintf(key, sizeof key, "%s/%s", ns, name);
     size_t id = TD_QUEUE_NONE;
@@ -270,8 +271,6 @@ td_status td_explain_workload(const td_config *cfg, const char *ns, const char *
         if (strcmp(td_queue_workload_key(q, i), key) == 0)
             id = i; /* the latest submission of that name */
     if (id == TD_QUEUE_NONE) {
-        free(by_id);
-        td_queue_destroy(q);
         return td_err_set(err, TD_ENOTFOUND, "Workload %s not found", key);
     }
     size_t cq = td_queue_workload_cq(q, id);
@@ -374,7 +373,5 @@ td_status td_explain_workload(const td_config *cfg, const char *ns, const char *
         json_decref(quota);
     }
     td_hidden_free(hidden, nhidden);
-    free(by_id);
-    td_queue_destroy(q);
     return st;
 }

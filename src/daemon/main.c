@@ -548,7 +548,7 @@ int main(int argc, char **argv)
         json_t *changed = NULL;
         td_config *cur = td_config_ref(atomic_load(&control.snapshot));
         td_status ps = td_workloads_pass(
-            cur, (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec, &changed, &err);
+            cur, (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec, &changed, NULL, &err);
         if (ps == TD_OK && json_array_size(changed)) {
             fprintf(stderr, "tenantd: batch queue: the pass at start updates %zu Workloads\n",
                     json_array_size(changed));

@@ -1,8 +1,9 @@
 /* metering.c - batch intervals into the ledger, cost of what the ledger
  * committed, and the dashboard's numbers (see metering.h).
  *
- * Why a replay per tick: the daemon's queue state is a pure function of
- * the stored Workloads (workloads.c), so the intervals are too; their ids
+ * Why the whole queue per new snapshot: the daemon's queue state is a pure
+ * function of the stored Workloads (workloads.c; the snapshot's queue view,
+ * queueview.h, holds it), so the intervals are too; their ids
  * are stable (workload key + admission time + flavor) and the ledger
  * ignores ids it has, so appending the same closed interval twice (after a
  * restart, or two ticks apart) counts it once. A deleted workload is gone
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "daemon/queueview.h"
 #include "daemon/workloads.h"
 #include "tenantd/chargeback.h"
 #include "tenantd/intervals.h"
@@ -296,19 +298,22 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
         }
         pthread_mutex_unlock(&m->mu);
     }
-    td_queue *q = NULL;
-    json_t **wls = NULL;
+    const td_queue *q = NULL;
+    json_t *const *wls = NULL;
     size_t nw = 0;
     td_err e;
     td_ledger_vec v = {0};
     td_status st = TD_OK;
+    const td_queueview *view = NULL;
     if (cfg == m->cfg_replayed) {
-        /* Same snapshot, same replay: no interval opened or closed since
-         * (only "now" moved), so the replay, O(workloads), is skipped. */
+        /* Same snapshot, same queue: no interval opened or closed since
+         * (only "now" moved), so the walk, O(workloads), is skipped. */
         goto out;
     }
-    st = td_workloads_replay(cfg, &q, &wls, &nw, &e);
+    st = td_queueview_get(cfg, &view, &e);
     if (st == TD_OK) {
+        q = td_queueview_queue(view);
+        wls = td_queueview_workloads(view, &nw);
         td_intervals_opts io = {(const json_t *const *)wls, nw, cfg, 0, now_ns, true};
         st = td_ledger_intervals(q, &io, td_ledger_vec_push, &v, &e);
         if (st == TD_OK && v.full)
@@ -382,8 +387,6 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
     pthread_mutex_unlock(&m->mu);
 out:
     free(v.v);
-    free(wls);
-    td_queue_destroy(q);
     td_config_unref(cfg);
 }
 

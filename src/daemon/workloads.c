@@ -4,10 +4,14 @@
  * flavors and nodes each admitted workload holds; status.tenantd: state,
  * queue time, reason and the workload's event history), runs the scheduler
  * once, and hands back the Workloads whose status changed, for the caller
- * to write in one store transaction. Every read rebuilds the same queue
- * without scheduling, so a quota changed later never rewrites the past. */
+ * to write in one store transaction; the queue it leaves is what the
+ * records now say, and readers get it from the snapshot (queueview.h). A
+ * rebuild without a pass (a snapshot's first reader, when no pass handed
+ * its queue over) never schedules, so a quota changed later never rewrites
+ * the past. */
 #include "daemon/workloads.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,9 +124,17 @@ static size_t cq_index(const td_queue *q, const char *name)
 /* The queue of cfg rebuilt from the records (see the file header). With
  * pass set, a scheduling pass at now_ns follows; events from *ne0 on are
  * new (not yet recorded). qid maps stored index to queue id. */
+static _Atomic unsigned long long rebuilds;
+
+unsigned long long td_workloads_rebuilds(void)
+{
+    return atomic_load_explicit(&rebuilds, memory_order_relaxed);
+}
+
 static td_status rebuild(const td_config *cfg, bool pass, uint64_t now_ns, td_queue **out_q,
                          size_t **out_qid, size_t *out_nstored, size_t *ne0, td_err *err)
 {
+    atomic_fetch_add_explicit(&rebuilds, 1, memory_order_relaxed);
     td_queue *q = NULL;
     td_status st = td_queue_create(&q, err);
     for (size_t k = 0; st == TD_OK && k < sizeof setup_kinds / sizeof setup_kinds[0]; k++) {
@@ -453,7 +465,7 @@ static json_t *make_status(const td_queue *q, size_t id, const json_t *wl, size_
 }
 
 td_status td_workloads_pass(const td_config *cfg, uint64_t now_ns, json_t **changed,
-                            td_err *err)
+                            td_queue **out_q, td_err *err)
 {
     td_queue *q = NULL;
     size_t *qid = NULL, n = 0, ne0 = 0;
@@ -494,11 +506,15 @@ td_status td_workloads_pass(const td_config *cfg, uint64_t now_ns, json_t **chan
     }
     free(qid);
     free(grows);
-    td_queue_destroy(q);
     if (st != TD_OK) {
+        td_queue_destroy(q);
         json_decref(out);
         return st;
     }
+    if (out_q)
+        *out_q = q;
+    else
+        td_queue_destroy(q);
     *changed = out;
     return TD_OK;
 }
@@ -627,62 +643,6 @@ static td_status view_rebuilt(const td_config *cfg, const char *namespace_, json
         *out = arr;
     return st;
 }
-td_status td_workloads_cq_status(const td_config *cfg, json_t **out, td_err *err)
-{
-    td_queue *q = NULL;
-    json_t **by_id = NULL;
-    size_t nq = 0;
-    td_status st = td_workloads_replay(cfg, &q, &by_id, &nq, err);
-    if (st != TD_OK)
-        return st;
-    free(by_id);
-    size_t ncq = td_queue_cq_count(q);
-    size_t *pending = calloc(ncq ? ncq : 1, sizeof *pending);
-    size_t *admitted = calloc(ncq ? ncq : 1, sizeof *admitted);
-    json_t *o = json_object();
-    if (!pending || !admitted || !o)
-        st = td_err_set(err, TD_ENOMEM, "out of memory");
-    for (size_t i = 0; st == TD_OK && i < nq; i++) {
-        size_t cq = td_queue_workload_cq(q, i);
-        if (cq == TD_QUEUE_NONE)
-            continue;
-        td_wl_state ws = td_queue_workload_state(q, i);
-        if (ws == TD_WL_PENDING)
-            pending[cq]++;
-        else if (ws == TD_WL_ADMITTED)
-            admitted[cq]++;
-    }
-    for (size_t c = 0; st == TD_OK && c < ncq; c++) {
-        json_t *usage = json_object();
-        for (size_t r = 0; usage && r < td_queue_resource_count(q); r++) {
-            const char *res = td_queue_resource_name(q, r);
-            int64_t nominal = td_queue_cq_nominal_milli(q, c, res);
-            int64_t used = td_queue_cq_usage_milli(q, c, res);
-            if (nominal || used)
-                json_object_set_new(usage, res,
-                                    json_pack("{s:f, s:f, s:f}", "nominal",
-                                              (double)nominal / 1000, "used",
-                                              (double)used / 1000, "borrowed",
-                                              (double)td_queue_cq_borrowed_milli(q, c, res) / 1000));
-        }
-        json_t *one = usage ? json_pack("{s:i, s:i, s:i, s:o}", "pendingWorkloads", (int)pending[c],
-                                        "reservingWorkloads", (int)admitted[c],
-                                        "admittedWorkloads", (int)admitted[c], "usage", usage)
-                            : NULL;
-        if (!one || json_object_set_new(o, td_queue_cq_name(q, c), one) < 0)
-            st = td_err_set(err, TD_ENOMEM, "out of memory");
-    }
-    free(pending);
-    free(admitted);
-    td_queue_destroy(q);
-    if (st != TD_OK) {
-        json_decref(o);
-        return st;
-    }
-    *out = o;
-    return TD_OK;
-}
-
 td_status td_workloads_keep_status(const td_config *cur, json_t *doc, td_err *err)
 {
     const char *kind = td_json_str(doc, "kind");
@@ -694,36 +654,5 @@ td_status td_workloads_keep_status(const td_config *cur, json_t *doc, td_err *er
     json_object_del(doc, "status");
     if (st && json_object_set(doc, "status", st) != 0)
         return td_err_set(err, TD_ENOMEM, "out of memory");
-    return TD_OK;
-}
-
-td_status td_workloads_preemptions(const td_config *cfg, json_t **out, td_err *err)
-{
-    td_queue *q = NULL;
-    json_t **by_id = NULL;
-    size_t nq = 0;
-    td_status st = td_workloads_replay(cfg, &q, &by_id, &nq, err);
-    if (st != TD_OK)
-        return st;
-    free(by_id);
-    json_t *o = json_object();
-    const td_queue_event *ev;
-    size_t ne = td_queue_events(q, &ev);
-    for (size_t i = 0; o && i < ne; i++) {
-        if (ev[i].type != TD_QEV_PREEMPTED && ev[i].type != TD_QEV_WOULD_PREEMPT)
-            continue;
-        char key[256];
-        snprintf(key, sizeof key, "%s\x1f%s\x1f%s", td_queue_cq_name(q, ev[i].cluster_queue),
-                 ev[i].level, ev[i].type == TD_QEV_WOULD_PREEMPT ? "shadow" : "enforce");
-        json_int_t n = json_integer_value(json_object_get(o, key));
-        if (json_object_set_new(o, key, json_integer(n + 1)) < 0) {
-            json_decref(o);
-            o = NULL;
-        }
-    }
-    td_queue_destroy(q);
-    if (!o)
-        return td_err_set(err, TD_ENOMEM, "out of memory");
-    *out = o;
     return TD_OK;
 }

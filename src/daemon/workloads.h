@@ -1,9 +1,10 @@
 /* workloads.h - the batch queue behind the daemon. As Kueue does, each
  * decision is written on the stored Workload (status.admission, conditions,
- * and tenantd's record in status.tenantd) by a scheduling pass; reads
- * rebuild the queue from those records (admitted workloads on their
- * recorded flavors and nodes) through the scheduler `tenantctl simulate`
- * uses, without deciding anything. */
+ * and tenantd's record in status.tenantd) by a scheduling pass. The queue
+ * those records describe (admitted workloads on their recorded flavors and
+ * nodes) is the pass's own, hung on the snapshot it published
+ * (queueview.h); a replay rebuilds it from the records through the
+ * scheduler `tenantctl simulate` uses, without deciding anything. */
 #ifndef TENANTD_DAEMON_WORKLOADS_H
 #define TENANTD_DAEMON_WORKLOADS_H
 
@@ -49,10 +50,12 @@ td_status td_workloads_replay(const td_config *cfg, td_queue **q, json_t ***wls,
  * QuotaReserved/Admitted/Evicted/Finished, status.tenantd {state, queuedAt,
  * admittedAt, borrowing, flavors, reason, evicted, history}), to be stored in
  * one transaction. A record that no longer fits the objects (its
- * ClusterQueue or node gone) is evicted at now_ns. TD_EINVAL as
+ * ClusterQueue or node gone) is evicted at now_ns. *q (may be NULL: not
+ * wanted) is the queue after the pass, which the caller destroys: what a
+ * replay of cfg with the changed statuses stored would give. TD_EINVAL as
  * td_workloads_view. */
 td_status td_workloads_pass(const td_config *cfg, uint64_t now_ns, json_t **changed,
-                            td_err *err);
+                            td_queue **q, td_err *err);
 
 /* The queue's records belong to the daemon: a Workload doc (others are left
  * alone) being submitted or applied loses any status it carries and gets
@@ -60,16 +63,8 @@ td_status td_workloads_pass(const td_config *cfg, uint64_t now_ns, json_t **chan
  * shared). TD_ENOMEM only. */
 td_status td_workloads_keep_status(const td_config *cur, json_t *doc, td_err *err);
 
-/* Kueue's ClusterQueue status, computed from the same replay: a new JSON
- * object mapping each ClusterQueue's name to {pendingWorkloads,
- * reservingWorkloads, admittedWorkloads, usage: {RESOURCE: {nominal, used,
- * borrowed}}} (quantities as numbers, in units: 1.5 = 1500m).
- * TD_EINVAL as td_workloads_view. */
-td_status td_workloads_cq_status(const td_config *cfg, json_t **out, td_err *err);
-
-/* Preemptions in the queue's recorded history, enforced and in shadow: a
- * new JSON object {"CQ\x1fLEVEL\x1fMODE": count} (CQ the preempted
- * workload's, MODE enforce or shadow). TD_EINVAL as td_workloads_view. */
-td_status td_workloads_preemptions(const td_config *cfg, json_t **out, td_err *err);
+/* How many times a queue was rebuilt from records (a pass, a replay or a
+ * check), since the process started: tenantd_queue_rebuilds_total. */
+unsigned long long td_workloads_rebuilds(void);
 
 #endif

@@ -1,0 +1,258 @@
+/* queueview.c - the batch queue view hung on a config snapshot (see
+ * queueview.h). Everything a reader asks of it is computed here, once, when
+ * the view is made: a scrape or a GET copies what is already there. */
+#include "daemon/queueview.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/workloads.h"
+#include "tenantd/strbuf.h"
+
+struct td_queueview {
+    td_config_attachment hdr;
+    td_queue *q;
+    json_t **wls; /* by queue id, borrowed from the snapshot */
+    size_t nwls;
+    json_t *cq_status;
+    char *metrics;
+};
+
+static void view_destroy(td_config_attachment *a)
+{
+    td_queueview *v = (td_queueview *)a;
+    td_queue_destroy(v->q);
+    free(v->wls);
+    json_decref(v->cq_status);
+    free(v->metrics);
+    free(v);
+}
+
+static json_t *cq_status_of(const td_queue *q)
+{
+    size_t ncq = td_queue_cq_count(q), nq = td_queue_workload_count(q);
+    size_t *pending = calloc(ncq ? ncq : 1, sizeof *pending);
+    size_t *admitted = calloc(ncq ? ncq : 1, sizeof *admitted);
+    json_t *o = pending && admitted ? json_object() : NULL;
+    for (size_t i = 0; o && i < nq; i++) {
+        size_t cq = td_queue_workload_cq(q, i);
+        if (cq == TD_QUEUE_NONE)
+            continue;
+        td_wl_state ws = td_queue_workload_state(q, i);
+        if (ws == TD_WL_PENDING)
+            pending[cq]++;
+        else if (ws == TD_WL_ADMITTED)
+            admitted[cq]++;
+    }
+    for (size_t c = 0; o && c < ncq; c++) {
+        json_t *usage = json_object();
+        for (size_t r = 0; usage && r < td_queue_resource_count(q); r++) {
+            const char *res = td_queue_resource_name(q, r);
+            int64_t nominal = td_queue_cq_nominal_milli(q, c, res);
+            int64_t used = td_queue_cq_usage_milli(q, c, res);
+            if (nominal || used)
+                json_object_set_new(usage, res,
+                                    json_pack("{s:f, s:f, s:f}", "nominal",
+                                              (double)nominal / 1000, "used",
+                                              (double)used / 1000, "borrowed",
+                                              (double)td_queue_cq_borrowed_milli(q, c, res) / 1000));
+        }
+        json_t *one = usage ? json_pack("{s:i, s:i, s:i, s:o}", "pendingWorkloads", (int)pending[c],
+                                        "reservingWorkloads", (int)admitted[c],
+                                        "admittedWorkloads", (int)admitted[c], "usage", usage)
+                            : NULL;
+        if (!one || json_object_set_new(o, td_queue_cq_name(q, c), one) < 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    free(pending);
+    free(admitted);
+    return o;
+}
+
+/* Preemptions of the recorded history by ClusterQueue, level and mode:
+ * {"CQ\x1fLEVEL\x1fMODE": n} in first-seen order. NULL out of memory. */
+static json_t *preemptions_of(const td_queue *q)
+{
+    json_t *o = json_object();
+    const td_queue_event *ev;
+    size_t ne = td_queue_events(q, &ev);
+    for (size_t i = 0; o && i < ne; i++) {
+        if (ev[i].type != TD_QEV_PREEMPTED && ev[i].type != TD_QEV_WOULD_PREEMPT)
+            continue;
+        char key[256];
+        snprintf(key, sizeof key, "%s\x1f%s\x1f%s",
+                 ev[i].cluster_queue < td_queue_cq_count(q)
+                     ? td_queue_cq_name(q, ev[i].cluster_queue)
+                     : "",
+                 ev[i].level, ev[i].type == TD_QEV_WOULD_PREEMPT ? "shadow" : "enforce");
+        json_int_t n = json_integer_value(json_object_get(o, key));
+        if (json_object_set_new(o, key, json_integer(n + 1)) < 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
+}
+
+static void appendf(td_strbuf *b, char *line, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, n, fmt, ap);
+    va_end(ap);
+    td_strbuf_append(b, line);
+}
+
+static td_status metrics_of(const td_queue *q, const json_t *cq_status, char **out)
+{
+    json_t *counts = preemptions_of(q);
+    /* a bound no real platform nears: 1,000 ClusterQueues are ~200 kB */
+    td_strbuf b = TD_STRBUF_INIT(64u << 20);
+    char line[768];
+    td_strbuf_append(&b, "# HELP tenantd_queue_pending_workloads Workloads waiting in each "
+                         "ClusterQueue.\n"
+                         "# TYPE tenantd_queue_pending_workloads gauge\n");
+    const char *name;
+    json_t *st;
+    json_object_foreach((json_t *)cq_status, name, st)
+        appendf(&b, line, sizeof line, "tenantd_queue_pending_workloads{cluster_queue=\"%s\"} %lld\n",
+                name, (long long)json_integer_value(json_object_get(st, "pendingWorkloads")));
+    td_strbuf_append(&b, "# HELP tenantd_queue_admitted_workloads Workloads holding quota in "
+                         "each ClusterQueue.\n"
+                         "# TYPE tenantd_queue_admitted_workloads gauge\n");
+    json_object_foreach((json_t *)cq_status, name, st)
+        appendf(&b, line, sizeof line,
+                "tenantd_queue_admitted_workloads{cluster_queue=\"%s\"} %lld\n", name,
+                (long long)json_integer_value(json_object_get(st, "admittedWorkloads")));
+    td_strbuf_append(&b, "# HELP tenantd_queue_preemptions_total Workloads preempted in the batch "
+                         "queue, by their ClusterQueue and Kueue's level; mode=\"shadow\" counts "
+                         "what a ClusterQueue in shadow would have preempted.\n"
+                         "# TYPE tenantd_queue_preemptions_total counter\n");
+    const char *key;
+    json_t *v;
+    json_object_foreach(counts, key, v)
+    {
+        char k[256];
+        snprintf(k, sizeof k, "%s", key);
+        char *lvl = strchr(k, '\x1f'), *mode = lvl ? strchr(lvl + 1, '\x1f') : NULL;
+        if (!mode)
+            continue;
+        *lvl++ = '\0';
+        *mode++ = '\0';
+        appendf(&b, line, sizeof line,
+                "tenantd_queue_preemptions_total{cluster_queue=\"%s\",level=\"%s\",mode=\"%s\"} "
+                "%lld\n",
+                k, lvl, mode, (long long)json_integer_value(v));
+    }
+    bool ok = counts && !b.failed;
+    json_decref(counts);
+    if (!ok) {
+        td_strbuf_fini(&b);
+        return TD_ENOMEM;
+    }
+    *out = b.s; /* taken over: the headers made it non-NULL */
+    return TD_OK;
+}
+
+/* The view of q (taken over) with wls (taken over) by queue id. NULL out
+ * of memory, q and wls freed. */
+static td_queueview *view_make(td_queue *q, json_t **wls, size_t nwls)
+{
+    td_queueview *v = calloc(1, sizeof *v);
+    if (!v) {
+        td_queue_destroy(q);
+        free(wls);
+        return NULL;
+    }
+    v->hdr.destroy = view_destroy;
+    v->q = q;
+    v->wls = wls;
+    v->nwls = nwls;
+    v->cq_status = cq_status_of(q);
+    if (!v->cq_status || metrics_of(q, v->cq_status, &v->metrics) != TD_OK) {
+        view_destroy(&v->hdr);
+        return NULL;
+    }
+    return v;
+}
+
+td_status td_queueview_attach(const td_config *cfg, td_queue *q, td_err *err)
+{
+    size_t nq = td_queue_workload_count(q);
+    json_t **by_id = calloc(nq ? nq : 1, sizeof *by_id);
+    if (!by_id) {
+        td_queue_destroy(q);
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
+    json_t *const *wls;
+    size_t n = td_config_list(cfg, "Workload", NULL, &wls);
+    for (size_t i = 0; i < n; i++) {
+        const char *ns = td_json_str(wls[i], "metadata.namespace");
+        const char *name = td_json_str(wls[i], "metadata.name");
+        char key[600];
+        snprintf(key, sizeof key, "%s/%s", ns && *ns ? ns : "default", name ? name : "");
+        size_t id = td_queue_workload_find(q, key);
+        if (id < nq)
+            by_id[id] = wls[i];
+    }
+    td_queueview *v = view_make(q, by_id, nq);
+    if (!v)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    td_config_attachment_offer(cfg, TD_CONFIG_ATTACH_QUEUE, &v->hdr);
+    return TD_OK;
+}
+
+/* The build of td_config_attachment_get cannot report why it failed: the
+ * calling thread's outcome goes here. */
+static _Thread_local td_status build_status;
+static _Thread_local td_err build_err;
+
+static td_config_attachment *view_build(const td_config *cfg)
+{
+    td_queue *q = NULL;
+    json_t **by_id = NULL;
+    size_t nq = 0;
+    build_status = td_workloads_replay(cfg, &q, &by_id, &nq, &build_err);
+    if (build_status != TD_OK)
+        return NULL;
+    td_queueview *v = view_make(q, by_id, nq);
+    if (!v)
+        build_status = td_err_set(&build_err, TD_ENOMEM, "out of memory");
+    return v ? &v->hdr : NULL;
+}
+
+td_status td_queueview_get(const td_config *cfg, const td_queueview **out, td_err *err)
+{
+    build_status = TD_ENOMEM; /* unless a build runs and says otherwise */
+    snprintf(build_err.msg, sizeof build_err.msg, "out of memory");
+    td_config_attachment *a = td_config_attachment_get(cfg, TD_CONFIG_ATTACH_QUEUE, view_build);
+    if (!a)
+        return td_err_set(err, build_status, "%s", build_err.msg);
+    *out = (const td_queueview *)a;
+    return TD_OK;
+}
+
+const td_queue *td_queueview_queue(const td_queueview *v)
+{
+    return v->q;
+}
+
+json_t *const *td_queueview_workloads(const td_queueview *v, size_t *n)
+{
+    *n = v->nwls;
+    return v->wls;
+}
+
+const json_t *td_queueview_cq_status(const td_queueview *v)
+{
+    return v->cq_status;
+}
+
+const char *td_queueview_metrics(const td_queueview *v)
+{
+    return v->metrics;
+}

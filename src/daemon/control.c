@@ -525,18 +525,25 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         if (view && p->kind == TD_PRINCIPAL_TENANT)
             view = tenant_view(now, p, view);
         td_config_unref(now);
-        json_t *mine = json_array();
+        /* the submitted ones, by "namespace/name": one lookup per row, not
+         * one scan of the manifest (thousands of Workloads a submit) */
+        json_t *mine = json_array(), *submitted = json_object();
+        char key[600];
+        for (size_t k = 0; submitted && k < td_manifest_count(m); k++) {
+            td_object_id id = td_object_identity(td_manifest_doc(m, k));
+            snprintf(key, sizeof key, "%s/%s", id.namespace_, id.name);
+            json_object_set_new(submitted, key, json_true());
+        }
         size_t i;
         json_t *w;
         json_array_foreach(view, i, w)
         {
-            for (size_t k = 0; k < td_manifest_count(m); k++) {
-                td_object_id id = td_object_identity(td_manifest_doc(m, k));
-                if (strcmp(id.namespace_, td_json_str(w, "namespace")) == 0 &&
-                    strcmp(id.name, td_json_str(w, "name")) == 0)
-                    json_array_append(mine, w);
-            }
+            snprintf(key, sizeof key, "%s/%s", td_json_str(w, "namespace"),
+                     td_json_str(w, "name"));
+            if (json_object_get(submitted, key))
+                json_array_append(mine, w);
         }
+        json_decref(submitted);
         reply_json(resp, 200, json_pack("{s:o}", "workloads", mine));
     } else if (st == TD_OK) {
         reply_json(resp, 200, json_pack("{s:O}", "applied", result));

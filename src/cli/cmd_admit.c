@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/remote.h"
 #include "tenantd/admit.h"
 #include "tenantd/config.h"
 #include "tenantd/manifest.h"
@@ -283,14 +284,12 @@ int td_cmd_explain_pod(int argc, char **argv)
                    "exit status: 0 allowed, 1 denied, 2 bad input\n");
             return TD_EXIT_OK;
         default:
-            fprintf(stderr, "tenantctl explain pod: unknown or incomplete flag \"%s\"\n",
-                    argv[optind - 1]);
-            return TD_EXIT_USAGE;
+            return td__remote_bad_flag("explain pod", argv);
         }
     }
     if (!file || optind < argc ||
         (strcmp(output, "table") != 0 && strcmp(output, "json") != 0)) {
-        fprintf(stderr, "tenantctl explain pod: %s\n",
+        fprintf(stderr, "tenantctl explain pod: %s; see --help\n",
                 !file             ? "-f POD.yaml is required"
                 : optind < argc   ? "unexpected argument"
                                   : "-o must be table or json");

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/remote.h"
 #include "tenantd/config.h"
 #include "tenantd/tenancy.h"
 
@@ -77,16 +78,12 @@ int td_cmd_explain(int argc, char **argv)
             usage(stdout);
             return TD_EXIT_OK;
         default:
-            fprintf(stderr, "tenantctl explain: unknown or incomplete flag \"%s\"\n",
-                    argv[optind - 1]);
-            usage(stderr);
-            return TD_EXIT_USAGE;
+            return td__remote_bad_flag("explain", argv);
         }
     }
     if (argc - optind != 2 || nconfigs == 0) {
-        fprintf(stderr, "tenantctl explain: %s\n",
+        fprintf(stderr, "tenantctl explain: %s; see --help\n",
                 nconfigs == 0 ? "-c PLATFORM is required" : "give a SUBJECT and a NAME");
-        usage(stderr);
         return TD_EXIT_USAGE;
     }
     const subject *s = NULL;

@@ -11,6 +11,49 @@
 #include "tenantd/config.h"
 #include <time.h>
 
+/* One remote explain verb's flags: its own (own, with a value), -o
+ * table|json, the remote flags and --help; nargs NAME arguments. */
+typedef struct {
+    const char *verb; /* "explain request" */
+    const char *shortopts;
+    const struct option *longopts;
+    const char *usage;
+    int own;               /* the verb's own flag: 't', 'n' */
+    int nargs;             /* NAME arguments wanted */
+    const char *args_want; /* what to say when their count is wrong */
+} explain_flags;
+
+/* The one parse of both remote explain verbs: fills r, *own_value and
+ * *output. Bad input gets one line in one style, "tenantctl explain
+ * SUBJECT: WHAT; see --help" (td__remote_bad_flag's), and exit 2. Returns
+ * -1 to go on, else the exit code (TD_EXIT_OK after --help). */
+static int explain_parse(const explain_flags *f, int argc, char **argv, td_remote *r,
+                         const char **own_value, const char **output)
+{
+    td__remote_init(r);
+    *own_value = NULL;
+    *output = "table";
+    int c;
+    while ((c = td__remote_getopt(r, argc, argv, f->shortopts, f->longopts, f->usage)) != -1) {
+        if (c == TD_REMOTE_HELP)
+            return TD_EXIT_OK;
+        if (c == f->own)
+            *own_value = optarg;
+        else if (c == 'o')
+            *output = optarg;
+        else
+            return td__remote_bad_flag(f->verb, argv);
+    }
+    const char *what = argc - optind != f->nargs                                  ? f->args_want
+                       : strcmp(*output, "table") != 0 && strcmp(*output, "json") != 0
+                           ? "-o must be table or json"
+                           : NULL;
+    if (!what)
+        return -1;
+    fprintf(stderr, "tenantctl %s: %s; see --help\n", f->verb, what);
+    return TD_EXIT_USAGE;
+}
+
 /* `tenantctl explain request [--tenant T] [-o table|json]`: the tenant's
  * limits as the running gateway enforces them and its latest refusals. */
 int td_cmd_explain_request(int argc, char **argv)
@@ -29,33 +72,20 @@ int td_cmd_explain_request(int argc, char **argv)
         "With a tenant's API key (--token-file) the tenant is the key's own.\n\n"
         "  -t, --tenant T       the Tenant (default: the caller's, for a tenant key)\n"
         "  -o, --output FMT     table (default) or json\n%s";
+    static const explain_flags flags = {"explain request", "t:o:s:h", longopts, usage, 't', 0,
+                                        "unexpected argument"};
     td_remote r;
-    td__remote_init(&r);
-    const char *tenant = NULL, *output = "table";
-    int c;
-    while ((c = td__remote_getopt(&r, argc, argv, "t:o:s:h", longopts, usage)) != -1) {
-        switch (c) {
-        case 't': tenant = optarg; break;
-        case 'o': output = optarg; break;
-        case TD_REMOTE_HELP: return TD_EXIT_OK;
-        default:
-            fprintf(stderr, "tenantctl explain request: unknown or incomplete flag \"%s\"\n",
-                    argv[optind - 1]);
-            return TD_EXIT_USAGE;
-        }
-    }
-    if (optind < argc || (strcmp(output, "table") != 0 && strcmp(output, "json") != 0)) {
-        fprintf(stderr, "tenantctl explain request: %s\n",
-                optind < argc ? "unexpected argument" : "-o must be table or json");
-        return TD_EXIT_USAGE;
-    }
+    const char *tenant, *output;
+    int rc = explain_parse(&flags, argc, argv, &r, &tenant, &output);
+    if (rc >= 0)
+        return rc;
     char path[512] = "/v1/explain/request", et[400];
     if (tenant) {
         td__url_encode(tenant, et, sizeof et);
         snprintf(path, sizeof path, "/v1/explain/request?tenant=%s", et);
     }
     json_t *o = NULL;
-    int rc = td__remote_call_ok("explain request", &r, "GET", path, NULL, NULL, 0, &o);
+    rc = td__remote_call_ok("explain request", &r, "GET", path, NULL, NULL, 0, &o);
     if (rc != TD_EXIT_OK)
         return rc;
     if (strcmp(output, "json") == 0) {
@@ -169,26 +199,13 @@ int td_cmd_explain_workload(int argc, char **argv)
         "requeued, finished), whom it preempted, and its ClusterQueue's quota.\n\n"
         "  -n, --namespace NS   the Workload's namespace (default: default)\n"
         "  -o, --output FMT     table (default) or json\n%s";
+    static const explain_flags flags = {"explain workload", "n:o:s:h", longopts, usage, 'n', 1,
+                                        "give one [NS/]NAME"};
     td_remote r;
-    td__remote_init(&r);
-    const char *ns = NULL, *output = "table";
-    int c;
-    while ((c = td__remote_getopt(&r, argc, argv, "n:o:s:h", longopts, usage)) != -1) {
-        switch (c) {
-        case 'n': ns = optarg; break;
-        case 'o': output = optarg; break;
-        case TD_REMOTE_HELP: return TD_EXIT_OK;
-        default:
-            fprintf(stderr, "tenantctl explain workload: unknown or incomplete flag \"%s\"\n",
-                    argv[optind - 1]);
-            return TD_EXIT_USAGE;
-        }
-    }
-    if (argc - optind != 1 || (strcmp(output, "table") != 0 && strcmp(output, "json") != 0)) {
-        fprintf(stderr, "tenantctl explain workload: %s\n",
-                argc - optind != 1 ? "give one [NS/]NAME" : "-o must be table or json");
-        return TD_EXIT_USAGE;
-    }
+    const char *ns, *output;
+    int rc = explain_parse(&flags, argc, argv, &r, &ns, &output);
+    if (rc >= 0)
+        return rc;
     char nsbuf[256], name[256];
     const char *arg = argv[optind], *slash = strchr(arg, '/');
     if (slash) {
@@ -203,7 +220,7 @@ int td_cmd_explain_workload(int argc, char **argv)
     td__url_encode(name, ename, sizeof ename);
     snprintf(path, sizeof path, "/v1/explain/workload?namespace=%s&name=%s", ens, ename);
     json_t *o = NULL;
-    int rc = td__remote_call_ok("explain workload", &r, "GET", path, NULL, NULL, 0, &o);
+    rc = td__remote_call_ok("explain workload", &r, "GET", path, NULL, NULL, 0, &o);
     if (rc != TD_EXIT_OK)
         return rc;
     if (strcmp(output, "json") == 0) {

@@ -67,5 +67,24 @@ grep -Eq "^team-b +gpu-pool +2 +0 +0/16 \(0\)" "$TMP/out" && ok "team-b: 2 pendi
 grep -Eq "^team-a +gpu-pool +0 +1 +8/8 \(0\)" "$TMP/out" && ok "team-a: 1 admitted, 8 of 8 GPUs" || { not_ok "get cq team-a"; cat "$TMP/out"; }
 expect_rc "get cq -o json" 0 "$TENANTCTL" get cq team-a -o json "${ADM[@]}"
 expect_grep "status in the object" "$TMP/out" '"admittedWorkloads": 1'
+# Bad flags and arguments of every explain verb: exit 2, one line in one
+# style ("tenantctl explain SUBJECT: WHAT; see --help"), nothing asked.
+while IFS='|' read -r what args want; do
+    # shellcheck disable=SC2086
+    expect_rc "explain $what is bad input" 2 "$TENANTCTL" explain $args
+    [ "$(wc -l < "$TMP/err")" -eq 1 ] && grep -qxF -- "$want" "$TMP/err" && ok "explain $what: $want" ||
+        { not_ok "explain $what: want '$want'"; cat "$TMP/err"; }
+done <<'ROWS'
+workload unknown flag|workload team-b/b-gang --bogus|tenantctl explain workload: unknown or incomplete flag "--bogus"; see --help
+workload flag without value|workload team-b/b-gang -n|tenantctl explain workload: unknown or incomplete flag "-n"; see --help
+workload no name|workload|tenantctl explain workload: give one [NS/]NAME; see --help
+workload two names|workload a b|tenantctl explain workload: give one [NS/]NAME; see --help
+workload bad -o|workload team-b/b-gang -o yaml|tenantctl explain workload: -o must be table or json; see --help
+request unknown flag|request --nope|tenantctl explain request: unknown or incomplete flag "--nope"; see --help
+request argument|request extra|tenantctl explain request: unexpected argument; see --help
+request bad -o|request -o xml|tenantctl explain request: -o must be table or json; see --help
+pod unknown flag|pod --zzz|tenantctl explain pod: unknown or incomplete flag "--zzz"; see --help
+tenant unknown flag|--zz|tenantctl explain: unknown or incomplete flag "--zz"; see --help
+ROWS
 stop_tenantd
 finish

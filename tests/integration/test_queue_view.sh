@@ -7,59 +7,21 @@
 # tick rebuild nothing (tenantd_queue_rebuilds_total stays), a commit
 # rebuilds once, and 50 scrapes take less time than 3 one-workload commits.
 . "$(dirname "$0")/lib.sh"
-platform() { # TRAIN_GPUS: train (cohort pool, preempts lower priority) and serve (2 GPUs)
-    cat <<YAML
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: a100}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: train}
-spec:
-  namespaceSelector: {}
-  cohort: pool
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: a100
-      resources:
-      - {name: nvidia.com/gpu, nominalQuota: $1}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: serve}
-spec:
-  namespaceSelector: {}
-  cohort: pool
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: a100
-      resources:
-      - {name: nvidia.com/gpu, nominalQuota: 2}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: main, namespace: lab}
-spec: {clusterQueue: train}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: main, namespace: ops}
-spec: {clusterQueue: serve}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: WorkloadPriorityClass
-metadata: {name: low}
-value: 10
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: WorkloadPriorityClass
-metadata: {name: high}
-value: 100
-YAML
+obj() { # KIND NAME [NAMESPACE]: an object's head; the body follows
+    printf -- '---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: %s\nmetadata: {name: %s%s}\n' "$1" "$2" "${3:+, namespace: $3}"
+}
+cq() { # NAME GPUS [PREEMPTION]: a ClusterQueue of cohort pool with GPUS a100s
+    obj ClusterQueue "$1"
+    printf 'spec:\n  namespaceSelector: {}\n  cohort: pool\n'
+    [ -z "${3:-}" ] || printf '  preemption: %s\n' "$3"
+    printf '  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - {name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: %s}]}\n' "$2"
+}
+platform() { # TRAIN_GPUS: train (preempts lower priority) and serve (2 GPUs) share cohort pool
+    obj ResourceFlavor a100
+    cq train "$1" "{withinClusterQueue: LowerPriority}"
+    cq serve 2
+    for q in lab:train ops:serve; do obj LocalQueue main "${q%%:*}"; echo "spec: {clusterQueue: ${q#*:}}"; done
+    for p in low:10 high:100; do obj WorkloadPriorityClass "${p%%:*}"; echo "value: ${p#*:}"; done
 }
 wl() { # NS NAME GPUS PRIORITYCLASS (none: priority 0)
     printf 'apiVersion: kueue.x-k8s.io/v1beta1\nkind: Workload\nmetadata: {name: %s, namespace: %s, labels: {kueue.x-k8s.io/queue-name: main}}\nspec:\n' "$2" "$1"
@@ -72,6 +34,22 @@ submit() { # NS NAME GPUS PRIORITYCLASS
 }
 scrape() { curl -s --max-time 30 "$TENANTD_SERVER/metrics"; }
 rebuilds() { scrape | awk '$1 == "tenantd_queue_rebuilds_total" { print $2 }'; }
+# restart_same NAME: stops and starts tenantd; the ClusterQueue status and
+# the queue series, now from a view rebuilt from the records, are unchanged
+restart_same() {
+    "$TENANTCTL" get clusterqueues -o json > "$TMP/before-cq.json"
+    scrape | grep -E '^tenantd_queue_(pending|admitted|preemptions)' > "$TMP/before-metrics"
+    stop_tenantd
+    start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
+    export TENANTD_SERVER="http://127.0.0.1:$TD_PORT"
+    "$TENANTCTL" get clusterqueues -o json > "$TMP/after-cq.json"
+    scrape | grep -E '^tenantd_queue_(pending|admitted|preemptions)' > "$TMP/after-metrics"
+    if cmp -s "$TMP/before-cq.json" "$TMP/after-cq.json" && [ -s "$TMP/after-metrics" ] &&
+        cmp -s "$TMP/before-metrics" "$TMP/after-metrics"; then ok "$1"; else
+        not_ok "$1"; diff -u "$TMP/before-cq.json" "$TMP/after-cq.json" | head -20
+        diff -u "$TMP/before-metrics" "$TMP/after-metrics"
+    fi
+}
 # state NAME "train: pending admitted used nominal borrowed; serve: ..." [preemptions]
 # compares get clusterqueues -o json and the /metrics series with the numbers
 state() {
@@ -139,7 +117,7 @@ expect_rc "finish ops/burst" 0 "$TENANTCTL" finish burst -n ops
 state "finish frees serve; train borrows" "train: 0 3 6 4 2; serve: 0 0 0 2 0" "train InClusterQueue 1"
 
 # A smaller quota keeps what runs (as Kueue does): all of it above nominal now.
-platform 2 | awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" } /name: train}/' > "$TMP/shrink.yaml"
+cq train 2 "{withinClusterQueue: LowerPriority}" > "$TMP/shrink.yaml"
 expect_rc "apply train with nominalQuota 2" 0 "$TENANTCTL" apply -f "$TMP/shrink.yaml"
 state "apply of a smaller quota" "train: 0 3 6 2 4; serve: 0 0 0 2 0" "train InClusterQueue 1"
 submit lab late 1 low
@@ -155,17 +133,7 @@ for _ in $(seq 1 100); do grep -q "SIGHUP: configuration reloaded" "$TMP/tenantd
 expect_grep "SIGHUP reloaded" "$TMP/tenantd.log" "SIGHUP: configuration reloaded"
 state "SIGHUP with train at 5 admits late" "train: 0 3 5 5 0; serve: 0 0 0 2 0" "train InClusterQueue 1"
 
-"$TENANTCTL" get clusterqueues -o json > "$TMP/before-cq.json"
-scrape | grep -E '^tenantd_queue_(pending|admitted|preemptions)' > "$TMP/before-metrics"
-stop_tenantd
-start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
-export TENANTD_SERVER="http://127.0.0.1:$TD_PORT"
-"$TENANTCTL" get clusterqueues -o json > "$TMP/after-cq.json"
-scrape | grep -E '^tenantd_queue_(pending|admitted|preemptions)' > "$TMP/after-metrics"
-if cmp -s "$TMP/before-cq.json" "$TMP/after-cq.json"; then ok "restart: the view rebuilt from the records gives the same ClusterQueue status"; else
-    not_ok "cq status changed across restart"; diff -u "$TMP/before-cq.json" "$TMP/after-cq.json" | head -30; fi
-if [ -s "$TMP/after-metrics" ] && cmp -s "$TMP/before-metrics" "$TMP/after-metrics"; then ok "restart: the same queue series"; else
-    not_ok "queue series changed across restart"; diff -u "$TMP/before-metrics" "$TMP/after-metrics"; fi
+restart_same "restart: the view rebuilt from the records gives the same ClusterQueue status and queue series"
 state "after the restart" "train: 0 3 5 5 0; serve: 0 0 0 2 0" "train InClusterQueue 1"
 
 # ---- 20,000 stored workloads: reads rebuild nothing -----------------------
@@ -207,19 +175,6 @@ echo "    50 scrapes: $scrape_ms ms; 3 one-workload commits over 20,000 workload
 [ "$scrape_ms" -lt "$commit_ms" ] && ok "50 scrapes ($scrape_ms ms) take less than 3 commits ($commit_ms ms)" ||
     not_ok "50 scrapes ($scrape_ms ms) not faster than 3 commits ($commit_ms ms)"
 state "the 3 wait too" "train: 20001 5 7 5 2; serve: 0 0 0 2 0" "train InClusterQueue 1"
-"$TENANTCTL" get clusterqueues -o json > "$TMP/before-cq.json"
-scrape | grep -E '^tenantd_queue_(pending|admitted|preemptions)' > "$TMP/before-metrics"
-stop_tenantd
-start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
-export TENANTD_SERVER="http://127.0.0.1:$TD_PORT"
-"$TENANTCTL" get clusterqueues -o json > "$TMP/after-cq.json"
-scrape | grep -E '^tenantd_queue_(pending|admitted|preemptions)' > "$TMP/after-metrics"
-if cmp -s "$TMP/before-cq.json" "$TMP/after-cq.json" && [ -s "$TMP/after-metrics" ] &&
-    cmp -s "$TMP/before-metrics" "$TMP/after-metrics"; then
-    ok "restart with 20,003 workloads: the rebuilt view equals the one the commits made"
-else
-    not_ok "view changed across restart"; diff -u "$TMP/before-cq.json" "$TMP/after-cq.json" | head -20
-    diff -u "$TMP/before-metrics" "$TMP/after-metrics"
-fi
+restart_same "restart with 20,003 workloads: the rebuilt view equals the one the commits made"
 stop_tenantd
 finish

@@ -221,6 +221,55 @@ static void test_load_text(void **state)
     assert_non_null(strstr(err.msg, "y.yaml"));
 }
 
+/* Attachments: a value offered by the code that made the snapshot is what
+ * readers get (the build never runs); a second offer loses and is
+ * destroyed at once; the winner is destroyed with the snapshot. */
+typedef struct {
+    td_config_attachment hdr;
+    int *destroyed;
+} counted;
+
+static int builds;
+
+static void counted_destroy(td_config_attachment *a)
+{
+    (*((counted *)a)->destroyed)++;
+    test_free(a);
+}
+
+static td_config_attachment *counted_build(const td_config *c)
+{
+    (void)c;
+    builds++;
+    return NULL;
+}
+
+static void test_attachment_offer(void **state)
+{
+    (void)state;
+    td_config *c = NULL;
+    td_err err;
+    assert_int_equal(td_config_empty(&c, &err), TD_OK);
+    int first = 0, second = 0;
+    counted *a = test_malloc(sizeof *a), *b = test_malloc(sizeof *b);
+    a->hdr.destroy = b->hdr.destroy = counted_destroy;
+    a->destroyed = &first;
+    b->destroyed = &second;
+    assert_ptr_equal(td_config_attachment_offer(c, TD_CONFIG_ATTACH_QUEUE, &a->hdr), &a->hdr);
+    assert_ptr_equal(td_config_attachment_offer(c, TD_CONFIG_ATTACH_QUEUE, &b->hdr), &a->hdr);
+    assert_int_equal(second, 1);
+    builds = 0;
+    assert_ptr_equal(td_config_attachment_get(c, TD_CONFIG_ATTACH_QUEUE, counted_build), &a->hdr);
+    assert_int_equal(builds, 0);
+    /* another slot is still empty: its build runs (and may fail) */
+    assert_null(td_config_attachment_get(c, TD_CONFIG_ATTACH_ADMISSION, counted_build));
+    assert_int_equal(builds, 1);
+    assert_null(td_config_attachment_offer(c, TD_CONFIG_ATTACH_QUEUE, NULL));
+    assert_int_equal(first, 0);
+    td_config_unref(c);
+    assert_int_equal(first, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -228,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_lookup_and_snapshots),
         cmocka_unit_test(test_unknown_field),
         cmocka_unit_test(test_load_text),
+        cmocka_unit_test(test_attachment_offer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 
 #include "daemon/control.h"
 #include "daemon/metering.h"
+#include "daemon/queueview.h"
 #include "daemon/workloads.h"
 #include "tenantd/config.h"
 #include "tenantd/duration.h"
@@ -536,8 +537,6 @@ int main(int argc, char **argv)
     uv_signal_start(&d.sigint, on_signal, SIGINT);
     uv_signal_start(&d.sigterm, on_signal, SIGTERM);
     uv_signal_start(&d.sighup, on_reload, SIGHUP);
-    d.metering = metering;
-    td_metering_start(metering, &loop, ledger, 2000);
     {
         /* A scheduling pass over the stored records, once both listeners
          * are up (requests wait in the backlog); it changes nothing unless
@@ -546,19 +545,29 @@ int main(int argc, char **argv)
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
         json_t *changed = NULL;
+        td_queue *q = NULL;
         td_config *cur = td_config_ref(atomic_load(&control.snapshot));
         td_status ps = td_workloads_pass(
-            cur, (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec, &changed, NULL, &err);
+            cur, (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec, &changed, &q, &err);
         if (ps == TD_OK && json_array_size(changed)) {
             fprintf(stderr, "tenantd: batch queue: the pass at start updates %zu Workloads\n",
                     json_array_size(changed));
+            td_queue_destroy(q);
             ps = td_control_commit(&control, td_config_ref(cur), NULL, 0, NULL, 0, &err);
+        } else if (ps == TD_OK) {
+            /* nothing changed: its queue is what cur's records say, and
+             * the readers (the first metering tick next) need no rebuild */
+            td_err qerr;
+            if (td_queueview_attach(cur, q, &qerr) != TD_OK)
+                fprintf(stderr, "tenantd: batch queue view: %s\n", qerr.msg);
         }
         if (ps != TD_OK)
             fprintf(stderr, "tenantd: batch queue: scheduling pass at start: %s\n", err.msg);
         json_decref(changed);
         td_config_unref(cur);
     }
+    d.metering = metering;
+    td_metering_start(metering, &loop, ledger, 2000);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     td_proxy_stop(proxy);

@@ -45,7 +45,8 @@ expect_no_grep() {
 
 # start_tenantd DATA_DIR [ARGS...] : starts tenantd with both listeners on
 # 127.0.0.1:0, sets TD_PORT (admin), TD_DATA_PORT (gateway) and TD_PID;
-# fails the test if it is not listening within 10 s.
+# fails the test if it is not listening within 10 s ($TD_START_TENTHS
+# tenths of a second, for a store of many objects).
 start_tenantd() {
     local data=$1
     shift
@@ -56,7 +57,7 @@ start_tenantd() {
         2>>"$TMP/tenantd.log" &
     TD_PID=$!
     PIDS+=("$TD_PID")
-    if ! wait_file "$TMP/port" 100 "$TD_PID"; then
+    if ! wait_file "$TMP/port" "${TD_START_TENTHS:-100}" "$TD_PID"; then
         not_ok "tenantd did not start"; cat "$TMP/tenantd.log"; return 1
     fi
     TD_PORT=$(cat "$TMP/port")

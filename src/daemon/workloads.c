@@ -585,17 +585,6 @@ td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t
     return TD_OK;
 }
 
-td_status td_workloads_check(const td_config *cfg, td_err *err)
-{
-    td_queue *q = NULL;
-    json_t **by_id = NULL;
-    size_t nq = 0;
-    td_status st = td_workloads_replay(cfg, &q, &by_id, &nq, err);
-    free(by_id);
-    td_queue_destroy(q);
-    return st;
-}
-
 static td_status view_rebuilt(const td_config *cfg, const char *namespace_, json_t **out,
                               td_err *err)
 {

@@ -30,10 +30,6 @@
 td_status td_workloads_view(const td_config *cfg, const char *namespace_, json_t **out,
                             td_err *err);
 
-/* TD_OK if the queue can take cfg's objects (setup objects, Workloads and
- * their records); TD_EINVAL naming the object and field otherwise. */
-td_status td_workloads_check(const td_config *cfg, td_err *err);
-
 /* The queue rebuilt from cfg's Workloads and their records, no pass run:
  * submitted in queue-time order, admitted ones restored on their recorded
  * admission (td_queue_restore_admission), pending ones with their recorded

@@ -123,7 +123,9 @@ state "apply of a smaller quota" "train: 0 3 6 2 4; serve: 0 0 0 2 0" "train InC
 submit lab late 1 low
 state "late waits under the new quota" "train: 1 3 6 2 4; serve: 0 0 0 2 0" "train InClusterQueue 1"
 
+r=$(rebuilds)
 expect_rc "delete lab/urgent" 0 "$TENANTCTL" delete workload urgent -n lab
+[ "$(rebuilds)" = $((r + 1)) ] && ok "a delete rebuilds the queue once (its pass)" || not_ok "delete: rebuilds $r -> $(rebuilds)"
 state "delete frees 2; the cohort (4) is still full" "train: 1 2 4 2 2; serve: 0 0 0 2 0" "train InClusterQueue 1"
 
 # SIGHUP reads the --config file again: train at 5 GPUs admits late.

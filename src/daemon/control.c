@@ -188,7 +188,10 @@ static int append_queue_metrics(td_control *c, char **text, size_t *len)
 {
     td_config *cur = td_config_ref(atomic_load(&c->snapshot));
     const td_queueview *v = NULL;
-    int rc = td_queueview_get(cur, &v, NULL) == TD_OK ? append_text(text, len, td_queueview_metrics(v)) : 0; /* none: no series */
+    /* a queue that cannot take the snapshot's objects has no series */
+    int rc = td_queueview_get(cur, &v, NULL) == TD_OK
+                 ? append_text(text, len, td_queueview_metrics(v))
+                 : 0;
     td_config_unref(cur);
     char line[256];
     snprintf(line, sizeof line,

@@ -53,15 +53,15 @@ static json_t *cq_status_of(const td_queue *q)
             int64_t nominal = td_queue_cq_nominal_milli(q, c, res);
             int64_t used = td_queue_cq_usage_milli(q, c, res);
             if (nominal || used)
-                json_object_set_new(usage, res,
-                                    json_pack("{s:f, s:f, s:f}", "nominal",
-                                              (double)nominal / 1000, "used",
-                                              (double)used / 1000, "borrowed",
-                                              (double)td_queue_cq_borrowed_milli(q, c, res) / 1000));
+                json_object_set_new(
+                    usage, res,
+                    json_pack("{s:f, s:f, s:f}", "nominal", (double)nominal / 1000, "used",
+                              (double)used / 1000, "borrowed",
+                              (double)td_queue_cq_borrowed_milli(q, c, res) / 1000));
         }
         json_t *one = usage ? json_pack("{s:i, s:i, s:i, s:o}", "pendingWorkloads", (int)pending[c],
-                                        "reservingWorkloads", (int)admitted[c],
-                                        "admittedWorkloads", (int)admitted[c], "usage", usage)
+                                        "reservingWorkloads", (int)admitted[c], "admittedWorkloads",
+                                        (int)admitted[c], "usage", usage)
                             : NULL;
         if (!one || json_object_set_new(o, td_queue_cq_name(q, c), one) < 0) {
             json_decref(o);
@@ -119,15 +119,20 @@ static td_status metrics_of(const td_queue *q, const json_t *cq_status, char **o
     const char *name;
     json_t *st;
     json_object_foreach((json_t *)cq_status, name, st)
-        appendf(&b, line, sizeof line, "tenantd_queue_pending_workloads{cluster_queue=\"%s\"} %lld\n",
-                name, (long long)json_integer_value(json_object_get(st, "pendingWorkloads")));
+    {
+        appendf(&b, line, sizeof line,
+                "tenantd_queue_pending_workloads{cluster_queue=\"%s\"} %lld\n", name,
+                (long long)json_integer_value(json_object_get(st, "pendingWorkloads")));
+    }
     td_strbuf_append(&b, "# HELP tenantd_queue_admitted_workloads Workloads holding quota in "
                          "each ClusterQueue.\n"
                          "# TYPE tenantd_queue_admitted_workloads gauge\n");
     json_object_foreach((json_t *)cq_status, name, st)
+    {
         appendf(&b, line, sizeof line,
                 "tenantd_queue_admitted_workloads{cluster_queue=\"%s\"} %lld\n", name,
                 (long long)json_integer_value(json_object_get(st, "admittedWorkloads")));
+    }
     td_strbuf_append(&b, "# HELP tenantd_queue_preemptions_total Workloads preempted in the batch "
                          "queue, by their ClusterQueue and Kueue's level; mode=\"shadow\" counts "
                          "what a ClusterQueue in shadow would have preempted.\n"

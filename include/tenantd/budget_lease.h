@@ -38,11 +38,12 @@ void td_budget_lease_ask(int64_t own_nano, int64_t lease_nano, int64_t cost_nano
 /* What the script decides on a budget record {total, mine} (micro): mine
  * is raised to a->claimed (total with it); what mine holds above the claim
  * (a lease left by an earlier run of this replica) counts toward need; then
- * grant g = min(want', limit - total) if that is >= need' (want' and need'
- * net of the surplus), or want' always when force (a shadow budget), else
- * 0. Updates *total and *mine and returns g. */
-int64_t td_budget_lease_grant(int64_t limit_micro, int64_t *total, int64_t *mine,
-                              const td_budget_ask *a, bool force);
+ * grant g = min(want', room) if room >= need' (want' and need' net of the
+ * surplus; room = limit - total, and cap - mine when cap >= 0), or want'
+ * always when force (a shadow budget), else 0. Updates *total and *mine
+ * and returns g. cap bounds this replica's claim just after an outage. */
+int64_t td_budget_lease_grant(int64_t limit_micro, int64_t cap_micro, int64_t *total,
+                              int64_t *mine, const td_budget_ask *a, bool force);
 
 /* The replica's lease after Redis answered mine_micro: mine - own. */
 int64_t td_budget_lease_after(int64_t mine_micro, int64_t own_nano);
@@ -59,7 +60,9 @@ int64_t td_budget_lease_settle(int64_t lease_nano, int64_t reserved_nano, int64_
  * units, rounded down) once the lease is above twice the chunk, else 0. */
 int64_t td_budget_lease_excess(int64_t lease_nano, int64_t chunk_nano);
 
-/* The budget one replica keeps to while Redis is away: limit / replicas. */
-int64_t td_budget_fallback_limit(int64_t limit_nano, uint32_t replicas);
+/* The spend one replica keeps to while Redis is away: limit / replicas,
+ * less the lease it holds (claimed already; spendable when Redis is back),
+ * never below 0. */
+int64_t td_budget_fallback_limit(int64_t limit_nano, uint32_t replicas, int64_t lease_nano);
 
 #endif

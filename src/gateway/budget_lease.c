@@ -46,8 +46,8 @@ void td_budget_lease_ask(int64_t own_nano, int64_t lease_nano, int64_t cost_nano
     a->want = want > a->need ? want : a->need;
 }
 
-int64_t td_budget_lease_grant(int64_t limit_micro, int64_t *total, int64_t *mine,
-                              const td_budget_ask *a, bool force)
+int64_t td_budget_lease_grant(int64_t limit_micro, int64_t cap_micro, int64_t *total,
+                              int64_t *mine, const td_budget_ask *a, bool force)
 {
     int64_t surplus = 0;
     if (a->claimed > *mine) {
@@ -62,6 +62,8 @@ int64_t td_budget_lease_grant(int64_t limit_micro, int64_t *total, int64_t *mine
     if (want < need)
         want = need;
     int64_t avail = limit_micro - *total, g = 0;
+    if (cap_micro >= 0 && cap_micro - *mine < avail)
+        avail = cap_micro - *mine;
     if (force)
         g = want;
     else if (avail >= need)
@@ -97,7 +99,10 @@ int64_t td_budget_lease_excess(int64_t lease_nano, int64_t chunk_nano)
     return (lease_nano - chunk_nano) / NPM;
 }
 
-int64_t td_budget_fallback_limit(int64_t limit_nano, uint32_t replicas)
+int64_t td_budget_fallback_limit(int64_t limit_nano, uint32_t replicas, int64_t lease_nano)
 {
-    return limit_nano / (int64_t)(replicas ? replicas : 1);
+    int64_t share = limit_nano / (int64_t)(replicas ? replicas : 1);
+    if (lease_nano > 0)
+        share = lease_nano < share ? share - lease_nano : 0;
+    return share < 0 ? 0 : share;
 }

@@ -29,10 +29,17 @@
 #define BACKOFF_MIN_NS (25ull * 1000 * 1000)
 #define BACKOFF_MAX_NS (1000ull * 1000 * 1000)
 #define KEEP_AFTER_S   86400 /* a period's hash outlives its end by a day */
+#define PUSH_NS        (100ull * 1000 * 1000) /* the pusher's period */
+#define REFUSED_NS     (1000ull * 1000 * 1000)
+/* After Redis returns, a replica's claim stays within budget/replicas this
+ * long: the other replicas' pushers (PUSH_NS, breaker <= BACKOFF_MAX_NS)
+ * bring what they spent meanwhile to Redis before it is leased again. */
+#define GRACE_NS (2ull * BACKOFF_MAX_NS + 2 * PUSH_NS)
 
 /* KEYS[1]: a budget's hash {total, r:<replica>...}, micro-units.
  * ARGV: op ("lease" | "give"), field, then for lease: limit, claimed, need,
- * want, force (0|1), expire-at (s); for give: amount, expire-at.
+ * want, force (0|1), expire-at (s), cap (-1: none; else mine may not grow
+ * past it by a grant); for give: amount, expire-at.
  * Returns {granted, total, mine} after the call. The lease branch is
  * td_budget_lease_grant (budget_lease.c) line for line. */
 static const char script[] =
@@ -55,6 +62,8 @@ static const char script[] =
     "  if need > 0 then\n"
     "    if want < need then want = need end\n"
     "    local avail = limit - (total + add)\n"
+    "    local cap = tonumber(ARGV[9])\n"
+    "    if cap >= 0 and cap - (mine + add) < avail then avail = cap - (mine + add) end\n"
     "    if ARGV[7] == '1' then g = want\n"
     "    elseif avail >= need then g = math.min(want, avail) end\n"
     "  end\n"
@@ -73,6 +82,11 @@ typedef struct {
     int64_t chunk;       /* of the last ask, for give-backs */
     int64_t total_micro; /* as last seen from Redis; -1: never asked */
     bool dirty;          /* reserved locally while Redis was away: push the claim */
+    /* Redis' last refusal: for REFUSED_NS a request that needs as much or
+     * more of the same limit is refused here, so an exhausted budget costs
+     * Redis one call per second per replica, not one per request */
+    uint64_t refused_ns;
+    int64_t refused_need, refused_limit;
 } lease_entry;
 
 typedef struct {
@@ -97,6 +111,14 @@ struct td_shbudget {
     _Atomic uint64_t next_try_ns;
     _Atomic bool degraded;
     _Atomic uint64_t fallbacks, calls;
+    _Atomic uint64_t recovered_ns; /* when Redis last came back; 0: never lost */
+    _Atomic long ndirty;           /* entries with a claim to push */
+
+    /* the pusher thread: brings claims decided while Redis was away to it */
+    pthread_t pusher;
+    pthread_mutex_t stop_mu;
+    pthread_cond_t stop_cv;
+    bool stop, pusher_started;
 };
 
 static uint64_t mono_ns(void)
@@ -126,8 +148,10 @@ static void degrade(td_shbudget *s, const char *why)
 static void recovered(td_shbudget *s)
 {
     s->backoff_ns = BACKOFF_MIN_NS;
-    if (atomic_exchange(&s->degraded, false))
+    if (atomic_exchange(&s->degraded, false)) {
+        atomic_store(&s->recovered_ns, mono_ns());
         fprintf(stderr, "tenantd: redis %s reachable again for %s budgets\n", s->addr, s->label);
+    }
 }
 
 static const char *ctx_err(redisContext *c, char *buf, size_t len)
@@ -256,10 +280,18 @@ static bslot *get_slot(td_shbudget *s, size_t i, const char *name)
     return b;
 }
 
+static void set_dirty(td_shbudget *s, lease_entry *e, bool dirty)
+{
+    if (e->dirty != dirty)
+        atomic_fetch_add(&s->ndirty, dirty ? 1 : -1);
+    e->dirty = dirty;
+}
+
 /* Under b->mu: the slot's name (a slot is reused only by the same tenant or
  * key, but be safe) and the entry moved to the period of now_s. A lease of
  * an ended period is dropped: its hash expires with it. */
-static lease_entry *entry_at(bslot *b, const char *name, td_period p, int64_t now_s)
+static lease_entry *entry_at(td_shbudget *s, bslot *b, const char *name, td_period p,
+                             int64_t now_s)
 {
     if (name && strcmp(name, b->name) != 0) {
         char *n = strdup(name);
@@ -267,13 +299,16 @@ static lease_entry *entry_at(bslot *b, const char *name, td_period p, int64_t no
             return NULL;
         free(b->name);
         b->name = n;
-        for (int q = 0; q < TD_PERIOD_COUNT; q++)
+        for (int q = 0; q < TD_PERIOD_COUNT; q++) {
+            set_dirty(s, &b->e[q], false);
             b->e[q] = (lease_entry){.total_micro = -1};
+        }
     }
     lease_entry *e = &b->e[p];
     int64_t start, end;
     td_period_bounds(p, now_s, &start, &end);
     if (e->start_s != start) {
+        set_dirty(s, e, false);
         *e = (lease_entry){.start_s = start, .total_micro = -1};
     }
     return e;
@@ -295,8 +330,13 @@ static bool lease_call(td_shbudget *s, bslot *b, size_t slot, td_period p, lease
     td_budget_lease_ask(own, e->lease, cost, chunk, &a);
     int64_t start, end;
     td_period_bounds(p, now_s, &start, &end);
-    char key[NAME_MAX_LEN + 96], v[5][24], exp[24];
+    char key[NAME_MAX_LEN + 96], v[5][24], exp[24], cap[24] = "-1";
     redis_key(s, b, p, start, key, sizeof key);
+    uint64_t back = atomic_load(&s->recovered_ns);
+    if (back && mono_ns() - back < GRACE_NS)
+        snprintf(cap, sizeof cap, "%lld",
+                 (long long)(td_budget_fallback_limit(limit, s->replicas, 0) /
+                             TD_LEASE_NANO_PER_MICRO));
     snprintf(v[0], sizeof v[0], "%lld", (long long)(limit / TD_LEASE_NANO_PER_MICRO));
     snprintf(v[1], sizeof v[1], "%lld", (long long)a.claimed);
     snprintf(v[2], sizeof v[2], "%lld", (long long)a.need);
@@ -304,7 +344,7 @@ static bool lease_call(td_shbudget *s, bslot *b, size_t slot, td_period p, lease
     snprintf(v[4], sizeof v[4], "%d", force ? 1 : 0);
     snprintf(exp, sizeof exp, "%lld", (long long)(end + KEEP_AFTER_S));
     const char *argv[] = {NULL, NULL, "1", key, "lease", s->field, v[0], v[1], v[2], v[3], v[4],
-                          exp};
+                          exp, cap};
     long long out[3];
     pthread_mutex_lock(&s->conn_mu);
     bool ok = run(s, argv, sizeof argv / sizeof argv[0], out);
@@ -315,7 +355,7 @@ static bool lease_call(td_shbudget *s, bslot *b, size_t slot, td_period p, lease
     e->total_micro = out[1];
     if (chunk > 0)
         e->chunk = chunk;
-    e->dirty = false;
+    set_dirty(s, e, false);
     return true;
 }
 
@@ -344,6 +384,45 @@ static bool redis_open(td_shbudget *s)
 {
     return !atomic_load_explicit(&s->degraded, memory_order_relaxed) ||
            mono_ns() >= atomic_load_explicit(&s->next_try_ns, memory_order_relaxed);
+}
+
+/* Every PUSH_NS while some claim waits: reconnects (through the breaker)
+ * and pushes each waiting claim, so a replica's spend during an outage
+ * reaches Redis soon after it is back, traffic or not. */
+static void *pusher_main(void *arg)
+{
+    td_shbudget *s = arg;
+    pthread_mutex_lock(&s->stop_mu);
+    while (!s->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += (long)PUSH_NS;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->stop_cv, &s->stop_mu, &ts);
+        if (s->stop)
+            break;
+        pthread_mutex_unlock(&s->stop_mu);
+        struct timespec wall;
+        clock_gettime(CLOCK_REALTIME, &wall);
+        for (size_t i = 0; i < s->nslots && atomic_load(&s->ndirty) > 0 && redis_open(s); i++) {
+            bslot *b = atomic_load_explicit(&s->slots[i], memory_order_acquire);
+            if (!b)
+                continue;
+            pthread_mutex_lock(&b->mu);
+            for (int p = 0; p < TD_PERIOD_COUNT; p++) {
+                lease_entry *e = entry_at(s, b, NULL, (td_period)p, wall.tv_sec);
+                if (e && e->dirty)
+                    lease_call(s, b, i, (td_period)p, e, 0, 0, 0, false, wall.tv_sec);
+            }
+            pthread_mutex_unlock(&b->mu);
+        }
+        pthread_mutex_lock(&s->stop_mu);
+    }
+    pthread_mutex_unlock(&s->stop_mu);
+    return NULL;
 }
 
 /* ---- public API ---- */
@@ -386,6 +465,10 @@ static void free_all(td_shbudget *s)
         }
     }
     free((void *)s->slots);
+    if (s->pusher_started) {
+        pthread_cond_destroy(&s->stop_cv);
+        pthread_mutex_destroy(&s->stop_mu);
+    }
     if (s->rc)
         redisFree(s->rc);
     free(s->addr);
@@ -433,8 +516,33 @@ td_status td_shbudget_create(const td_shbudget_opts *o, td_budgets *own, size_t 
     atomic_init(&s->degraded, false);
     atomic_init(&s->fallbacks, 0);
     atomic_init(&s->calls, 0);
+    atomic_init(&s->recovered_ns, 0);
+    atomic_init(&s->ndirty, 0);
     pthread_mutex_init(&s->install_mu, NULL);
     pthread_mutex_init(&s->conn_mu, NULL);
+    pthread_condattr_t ca;
+    bool ok = pthread_condattr_init(&ca) == 0;
+    if (ok) {
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        ok = pthread_cond_init(&s->stop_cv, &ca) == 0;
+        pthread_condattr_destroy(&ca);
+    }
+    if (ok && pthread_mutex_init(&s->stop_mu, NULL) != 0) {
+        pthread_cond_destroy(&s->stop_cv);
+        ok = false;
+    }
+    if (ok && pthread_create(&s->pusher, NULL, pusher_main, s) != 0) {
+        pthread_cond_destroy(&s->stop_cv);
+        pthread_mutex_destroy(&s->stop_mu);
+        ok = false;
+    }
+    if (!ok) {
+        pthread_mutex_destroy(&s->install_mu);
+        pthread_mutex_destroy(&s->conn_mu);
+        free_all(s);
+        return td_err_set(err, TD_ENOMEM, "shared budgets: cannot start the pusher thread");
+    }
+    s->pusher_started = true;
     *out = s;
     return TD_OK;
 }
@@ -443,6 +551,11 @@ void td_shbudget_destroy(td_shbudget *s)
 {
     if (!s)
         return;
+    pthread_mutex_lock(&s->stop_mu);
+    s->stop = true;
+    pthread_cond_signal(&s->stop_cv);
+    pthread_mutex_unlock(&s->stop_mu);
+    pthread_join(s->pusher, NULL);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     for (size_t i = 0; i < s->nslots; i++) {
@@ -479,17 +592,26 @@ td_status td_shbudget_reserve(td_shbudget *s, size_t slot, const char *name, td_
     if (!b)
         return TD_ENOMEM;
     pthread_mutex_lock(&b->mu);
-    lease_entry *e = entry_at(b, name, p, now_s);
+    lease_entry *e = entry_at(s, b, name, p, now_s);
     if (!e) {
         pthread_mutex_unlock(&b->mu);
         return TD_ENOMEM;
     }
     td_status st;
     if (redis_open(s)) {
-        bool answered = true;
-        if (e->dirty || e->total_micro < 0 || e->lease < cost_nano)
-            answered = lease_call(s, b, slot, p, e, limit_nano, cost_nano,
-                                  td_budget_chunk(limit_nano, cost_nano), force, now_s);
+        bool answered = true, asked = false;
+        if (e->dirty || e->total_micro < 0 || e->lease < cost_nano) {
+            uint64_t now = mono_ns();
+            bool known_no = !force && !e->dirty && e->refused_ns &&
+                            now - e->refused_ns < REFUSED_NS && e->refused_limit == limit_nano &&
+                            cost_nano - e->lease >= e->refused_need;
+            if (!known_no) {
+                answered = lease_call(s, b, slot, p, e, limit_nano, cost_nano,
+                                      td_budget_chunk(limit_nano, cost_nano), force, now_s);
+                asked = true;
+                e->refused_ns = 0;
+            }
+        }
         if (answered) {
             if (spent_nano)
                 *spent_nano = td_budget_shared_spent(e->total_micro, e->lease);
@@ -502,18 +624,26 @@ td_status td_shbudget_reserve(td_shbudget *s, size_t slot, const char *name, td_
                 st = TD_OK;
             } else {
                 *period_start_s = e->start_s;
+                if (asked) { /* Redis itself said no just now */
+                    e->refused_ns = mono_ns();
+                    e->refused_need = cost_nano - e->lease;
+                    e->refused_limit = limit_nano;
+                }
                 st = TD_EQUOTA;
             }
             pthread_mutex_unlock(&b->mu);
             return st;
         }
     }
-    /* Redis away: this replica's share of the budget, on its own spend */
+    /* Redis away: this replica's share of the budget, on its own spend;
+     * the lease it holds is claimed already and counts against the share
+     * (it can still be spent once Redis is back). */
     atomic_fetch_add_explicit(&s->fallbacks, 1, memory_order_relaxed);
-    st = td_budgets_reserve(s->own, slot, p, td_budget_fallback_limit(limit_nano, s->replicas),
-                            cost_nano, force, now_s, period_start_s, spent_nano);
+    int64_t share = td_budget_fallback_limit(limit_nano, s->replicas, e->lease);
+    st = td_budgets_reserve(s->own, slot, p, share, cost_nano, force, now_s, period_start_s,
+                            spent_nano);
     if (st == TD_OK)
-        e->dirty = true;
+        set_dirty(s, e, true);
     pthread_mutex_unlock(&b->mu);
     return st;
 }
@@ -533,7 +663,7 @@ void td_shbudget_settle(td_shbudget *s, size_t slot, td_period p, int64_t period
         if (leased)
             e->lease = td_budget_lease_settle(e->lease, 0, delta_nano);
         else if (delta_nano != 0)
-            e->dirty = true; /* the claim changed while Redis was away */
+            set_dirty(s, e, true); /* the claim changed while Redis was away */
         int64_t x = td_budget_lease_excess(e->lease, e->chunk);
         if (x > 0 && redis_open(s))
             give_back(s, b, slot, p, e, x);
@@ -554,7 +684,7 @@ int64_t td_shbudget_spent(td_shbudget *s, size_t slot, const char *name, td_peri
         return own;
     int64_t v = own;
     pthread_mutex_lock(&b->mu);
-    lease_entry *e = entry_at(b, name, p, now_s);
+    lease_entry *e = entry_at(s, b, name, p, now_s);
     if (e && refresh && redis_open(s))
         lease_call(s, b, slot, p, e, 0, 0, 0, false, now_s);
     if (e && e->total_micro >= 0 && !atomic_load(&s->degraded))

@@ -75,33 +75,37 @@ static void test_grant(void **state)
     (void)state;
     static const struct {
         const char *name;
-        int64_t limit, total, mine;
+        int64_t limit, cap, total, mine;
         td_budget_ask ask;
         int force;
         int64_t grant, total_after, mine_after;
     } rows[] = {
-        {"room: the whole want", 1000000, 0, 0, {0, 23000, 50000}, 0, 50000, 50000, 50000},
-        {"partial at the end: what is left", 1000000, 980000, 0, {0, 15000, 50000}, 0, 20000,
+        {"room: the whole want", 1000000, -1, 0, 0, {0, 23000, 50000}, 0, 50000, 50000, 50000},
+        {"partial at the end: what is left", 1000000, -1, 980000, 0, {0, 15000, 50000}, 0, 20000,
          1000000, 20000},
-        {"less than the need: nothing", 1000000, 990000, 0, {0, 23000, 50000}, 0, 0, 990000, 0},
-        {"exactly the need fits", 1000000, 977000, 0, {0, 23000, 50000}, 0, 23000, 1000000,
+        {"less than the need: nothing", 1000000, -1, 990000, 0, {0, 23000, 50000}, 0, 0, 990000, 0},
+        {"exactly the need fits", 1000000, -1, 977000, 0, {0, 23000, 50000}, 0, 23000, 1000000,
          23000},
-        {"the claim raises mine first (spend while Redis was away)", 1000000, 100000, 50000,
+        {"the claim raises mine first (spend while Redis was away)", 1000000, -1, 100000, 50000,
          {80000, 23000, 50000}, 0, 50000, 180000, 130000},
-        {"the claim alone may pass the limit (it was spent)", 1000000, 990000, 0,
+        {"the claim alone may pass the limit (it was spent)", 1000000, -1, 990000, 0,
          {40000, 23000, 50000}, 0, 0, 1030000, 40000},
-        {"a surplus of an earlier run pays part of the need", 1000000, 500000, 90000,
+        {"a surplus of an earlier run pays part of the need", 1000000, -1, 500000, 90000,
          {60000, 40000, 50000}, 0, 20000, 520000, 110000},
-        {"a surplus covering the need: nothing granted", 1000000, 500000, 90000,
+        {"a surplus covering the need: nothing granted", 1000000, -1, 500000, 90000,
          {60000, 23000, 30000}, 0, 0, 500000, 90000},
-        {"shadow: granted past the limit", 1000000, 1000000, 0, {0, 23000, 50000}, 1, 50000,
+        {"shadow: granted past the limit", 1000000, -1, 1000000, 0, {0, 23000, 50000}, 1, 50000,
          1050000, 50000},
-        {"pure sync", 1000000, 300000, 100000, {120000, 0, 0}, 0, 0, 320000, 120000},
+        {"pure sync", 1000000, -1, 300000, 100000, {120000, 0, 0}, 0, 0, 320000, 120000},
+        {"after an outage: a grant keeps mine within its share", 1000000, 500000, 300000, 480000,
+         {480000, 15000, 50000}, 0, 20000, 320000, 500000},
+        {"after an outage: no grant past the share", 1000000, 500000, 300000, 490000,
+         {490000, 23000, 50000}, 0, 0, 300000, 490000},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         int64_t total = rows[i].total, mine = rows[i].mine;
-        int64_t g = td_budget_lease_grant(rows[i].limit, &total, &mine, &rows[i].ask,
-                                          rows[i].force != 0);
+        int64_t g = td_budget_lease_grant(rows[i].limit, rows[i].cap, &total, &mine,
+                                          &rows[i].ask, rows[i].force != 0);
         if (g != rows[i].grant || total != rows[i].total_after || mine != rows[i].mine_after)
             fail_msg("%s: grant %lld total %lld mine %lld, want %lld %lld %lld", rows[i].name,
                      (long long)g, (long long)total, (long long)mine, (long long)rows[i].grant,
@@ -130,9 +134,12 @@ static void test_lease_settle(void **state)
     assert_int_equal(td_budget_lease_excess(170000999, 50000000), 120000);
     assert_int_equal(td_budget_lease_excess(5, 0), 0);
     /* fallback share */
-    assert_int_equal(td_budget_fallback_limit(NANO, 2), NANO / 2);
-    assert_int_equal(td_budget_fallback_limit(NANO, 3), 333333333);
-    assert_int_equal(td_budget_fallback_limit(NANO, 0), NANO);
+    /* fallback share, less the lease held */
+    assert_int_equal(td_budget_fallback_limit(NANO, 2, 0), NANO / 2);
+    assert_int_equal(td_budget_fallback_limit(NANO, 3, -7), 333333333);
+    assert_int_equal(td_budget_fallback_limit(NANO, 0, 0), NANO);
+    assert_int_equal(td_budget_fallback_limit(NANO, 2, 20000000), 480000000);
+    assert_int_equal(td_budget_fallback_limit(NANO, 2, 2 * NANO), 0);
 }
 
 /* A replica as shared_budget.c runs one budget: own spend and lease. */
@@ -146,7 +153,7 @@ static int reserve(replica *r, int64_t *total, int64_t limit, int64_t cost)
     if (r->lease < cost) {
         td_budget_ask a;
         td_budget_lease_ask(r->own, r->lease, cost, td_budget_chunk(limit, cost), &a);
-        td_budget_lease_grant(limit / MICRO, total, &r->mine, &a, false);
+        td_budget_lease_grant(limit / MICRO, -1, total, &r->mine, &a, false);
         r->lease = td_budget_lease_after(r->mine, r->own);
         r->total_seen = *total;
         if (r->lease < cost)
@@ -194,7 +201,7 @@ static void test_two_replicas_one_budget(void **state)
     td_budget_ask a;
     td_budget_lease_ask(again.own, 0, 0, 0, &a);
     int64_t mine0 = r[0].mine;
-    td_budget_lease_grant(limit / MICRO, &total, &mine0, &a, false);
+    td_budget_lease_grant(limit / MICRO, -1, &total, &mine0, &a, false);
     assert_int_equal(mine0, r[0].mine); /* nothing raised */
     assert_true(td_budget_lease_after(mine0, again.own) >= 23000000);
 }

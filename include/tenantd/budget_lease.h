@@ -12,10 +12,10 @@
 
 #define TD_LEASE_NANO_PER_MICRO 1000
 #define TD_LEASE_FRACTION_DIV   20 /* a chunk is at most 5% of the budget */
-#define TD_LEASE_COSTS          8  /* ... and at most 8 request estimates */
+#define TD_LEASE_COSTS          64 /* ... and at most 64 request estimates */
 
 /* The lease a replica asks for when its local lease misses: min(5% of
- * limit, 8 x cost), never less than cost (a request is never split), at
+ * limit, 64 x cost), never less than cost (a request is never split), at
  * least 1 micro-unit. Negative inputs count as 0. */
 int64_t td_budget_chunk(int64_t limit_nano, int64_t cost_nano);
 

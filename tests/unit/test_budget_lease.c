@@ -23,8 +23,8 @@ static void test_chunk(void **state)
         const char *name;
         int64_t limit, cost, want;
     } rows[] = {
-        {"5% of a 1.00 budget when below 8 estimates", NANO, 23000000, 50000000},
-        {"8 estimates when below 5%", 100 * NANO, 23000000, 8 * 23000000},
+        {"5% of a 1.00 budget when below 64 estimates", NANO, 23000000, 50000000},
+        {"64 estimates when below 5%", 100 * NANO, 23000000, 64 * 23000000},
         {"never less than the cost", NANO / 100, 23000000, 23000000},
         {"a zero budget leases the cost", 0, 5000, 5000},
         {"at least one micro-unit", NANO, 0, MICRO},

@@ -53,6 +53,7 @@ Y
     tenant kcrowd '[{amount: "10", period: month}]' \
         "[{sha256: \"$(sha key-bulk)\", name: bulk, budgets: [{amount: \"1\", period: day}]}]"
     tenant outage '[{amount: "1", period: month}]'
+    tenant slow '[{amount: "1", period: month}]'
     cat <<Y
 apiVersion: tenantd.dev/v1alpha1
 kind: Route
@@ -98,7 +99,7 @@ start_replica r2 || { finish; exit 1; }
 # client.py KEY N PAR GW... : N requests, PAR at a time, request i to GW[i % len];
 # prints a JSON list of {gw, status, body, tokens}.
 cat > "$TMP/client.py" <<'P'
-import json, sys, threading, http.client, urllib.parse
+import json, sys, threading, time, http.client, urllib.parse
 key, n, par, gws = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
 body = json.dumps({"messages": [{"role": "user", "content": "hello world!"}], "max_tokens": 20})
 out, lock, idx = [], threading.Lock(), [0]
@@ -110,6 +111,7 @@ def worker():
             i = idx[0]
             idx[0] += 1
         u = urllib.parse.urlparse(gws[i % len(gws)])
+        t0 = time.monotonic()
         c = http.client.HTTPConnection(u.hostname, u.port, timeout=20)
         c.request("POST", "/v1/chat/completions", body=body,
                   headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
@@ -118,7 +120,8 @@ def worker():
         c.close()
         tok = json.loads(raw)["usage"]["total_tokens"] if r.status == 200 else 0
         with lock:
-            out.append({"gw": i % len(gws), "status": r.status, "body": raw, "tokens": tok})
+            out.append({"gw": i % len(gws), "status": r.status, "body": raw, "tokens": tok,
+                        "ms": (time.monotonic() - t0) * 1000})
 ts = [threading.Thread(target=worker) for _ in range(par)]
 [t.start() for t in ts]
 [t.join() for t in ts]
@@ -246,7 +249,34 @@ done
 [ "$(metric "$ad" 'tenantd_budget_shared_degraded')" = 0 ] && ok "tenantd_budget_shared_degraded back to 0" ||
     not_ok "degraded metric after recovery"
 
-# 4. Restart both replicas (leases go back to Redis at shutdown), and start a
+# 4. Redis hangs (SIGSTOP): a call times out after 50 ms, then the breaker
+# keeps requests from waiting; each replica keeps to its share meanwhile.
+client key-slow 4 2 "$GW_r1" "$GW_r2" > /dev/null
+kill -STOP "$REDIS_PID"
+client key-slow 40 4 "$GW_r1" "$GW_r2" > "$TMP/slow.json"
+kill -CONT "$REDIS_PID"
+python3 - "$TMP/slow.json" <<'P' > "$TMP/slow.out" && ok "Redis hung: $(cat "$TMP/slow.out")" || not_ok "Redis hung: $(cat "$TMP/slow.out") $(head -c 300 "$TMP/slow.json")"
+import json, sys
+rs = json.load(open(sys.argv[1]))
+per = [sum(1 for r in rs if r["status"] == 200 and r["gw"] == g) for g in (0, 1)]
+worst = max(r["ms"] for r in rs)
+# 2 before + at most 0.5/0.023 = 21 each (less the lease held)
+assert all(17 <= p + 2 <= 21 for p in per), per
+assert worst < 1000, worst
+print("%d and %d served at budget/2 each, slowest request %.0f ms" % (per[0], per[1], worst))
+P
+for r in r1 r2; do
+    grep -q "unreachable for tenant budgets (timed out)" "$TMP/$r/log" && ok "$r logs the timeout" ||
+        not_ok "$r: no timeout line: $(grep unreachable "$TMP/$r/log")"
+done
+sleep 1.5 # the breaker's longest wait, then the pushers
+t=$(hash_total slow month)
+s=$(served "$TMP/slow.json")
+[ -n "$t" ] && [ "$t" -ge $(( (4 + s) * 23000 )) ] &&
+    ok "after the hang the spend of $((4 + s)) requests is in Redis: $t micro-units" ||
+    not_ok "after the hang Redis holds '$t' for $((4 + s)) served"
+
+# 5. Restart both replicas (leases go back to Redis at shutdown), and start a
 # third with an empty data dir: the week's spend holds for all of them.
 client key-crowd 4 2 "$GW_r1" "$GW_r2" > /dev/null # the crowd hash again in the new Redis
 before=$(hash_total crowd week)

@@ -653,11 +653,15 @@ void td_shbudget_settle(td_shbudget *s, size_t slot, td_period p, int64_t period
 {
     if (!s || slot >= s->nslots || (unsigned)p >= TD_PERIOD_COUNT)
         return;
-    td_budgets_settle(s->own, slot, p, period_start_s, delta_nano);
     bslot *b = atomic_load_explicit(&s->slots[slot], memory_order_acquire);
-    if (!b)
+    if (!b) {
+        td_budgets_settle(s->own, slot, p, period_start_s, delta_nano);
         return;
+    }
+    /* own spend and lease move together under the slot's lock: a lease
+     * call reads own and sets lease = mine - own */
     pthread_mutex_lock(&b->mu);
+    td_budgets_settle(s->own, slot, p, period_start_s, delta_nano);
     lease_entry *e = &b->e[p];
     if (e->start_s == period_start_s) {
         if (leased)

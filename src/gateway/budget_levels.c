@@ -1,6 +1,7 @@
 /* budget_levels.c - a request's budgets at two levels, its key's own and
- * its tenant's: reserved at all or at none, settled at all. Pure logic on
- * the gateway's spend counters; time comes in as an argument. */
+ * its tenant's: reserved at all or at none, settled at all. On this
+ * process's spend counters, or with --redis on the budgets shared through
+ * Redis (shared_budget.c); time comes in as an argument. */
 #include "tenantd/gateway.h"
 
 /* One level's spend: this process's counters, or with --redis the shared
@@ -65,9 +66,8 @@ static level tenant_level(td_gateway *g, const td_gw_tenant *t)
 }
 
 /* A key's budgets are kept in Redis as "tenant/key" (td_gateway_slot_name). */
-static level key_level(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k)
+static level key_level(td_gateway *g, const td_gw_key *k)
 {
-    (void)t;
     level l = {td_gateway_key_budgets(g), td_gateway_key_budget_shared(g), 0, NULL};
     if (k) {
         l.slot = k->slot;
@@ -90,7 +90,7 @@ td_status td_gateway_budget_reserve(td_gateway *g, const td_gw_tenant *t, const 
     v->nshadow = 0;
     if (cost_nano < 0)
         return TD_EINVAL;
-    level kl = key_level(g, t, k), tl = tenant_level(g, t);
+    level kl = key_level(g, k), tl = tenant_level(g, t);
     if (k && k->name && k->nbudgets &&
         reserve_level(&kl, k->budgets, k->nbudgets, k, cost_nano, now_s, h->key_period,
                       h->key_start, h->key_leased, &h->nkey, v) != TD_OK)
@@ -109,7 +109,7 @@ void td_gateway_budget_settle(td_gateway *g, const td_gw_tenant *t, const td_gw_
                               td_gw_budget_hold *h, int64_t price_nano)
 {
     int64_t delta = price_nano - h->reserved_nano;
-    level tl = tenant_level(g, t), kl = key_level(g, t, k);
+    level tl = tenant_level(g, t), kl = key_level(g, k);
     for (int i = 0; i < h->n; i++)
         level_settle(&tl, h->period[i], h->start[i], delta, h->leased[i]);
     for (int i = 0; k && i < h->nkey; i++)
@@ -120,7 +120,7 @@ void td_gateway_budget_settle(td_gateway *g, const td_gw_tenant *t, const td_gw_
 int64_t td_gateway_budget_spent(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,
                                 td_period p, int64_t now_s, bool refresh)
 {
-    level l = k ? key_level(g, t, k) : tenant_level(g, t);
+    level l = k ? key_level(g, k) : tenant_level(g, t);
     if (l.sh)
         return td_shbudget_spent(l.sh, l.slot, l.name, p, now_s, refresh);
     return td_budgets_spent(l.bs, l.slot, p, now_s);

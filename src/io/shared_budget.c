@@ -25,7 +25,7 @@
 
 #include "tenantd/budget_lease.h"
 
-#define NAME_MAX_LEN   300
+#define NAME_MAX_LEN   512 /* "tenant/key": 253 + 1 + 63 at most */
 #define BACKOFF_MIN_NS (25ull * 1000 * 1000)
 #define BACKOFF_MAX_NS (1000ull * 1000 * 1000)
 #define KEEP_AFTER_S   86400 /* a period's hash outlives its end by a day */

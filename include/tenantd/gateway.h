@@ -20,6 +20,7 @@
 #include "tenantd/metrics.h"
 #include "tenantd/recent.h"
 #include "tenantd/shared.h"
+#include "tenantd/shared_budget.h"
 #include "tenantd/status.h"
 
 #define TD_GW_MAX_TENANTS 65536
@@ -98,6 +99,7 @@ typedef struct {
     const char *redis;      /* NULL: local limits only */
     uint32_t replicas;      /* for the Redis fallback share */
     bool allow_x_tenant;    /* demo mode: trust an X-Tenant header */
+    const char *replica_name; /* with redis: this replica's stable name in shared budgets */
 } td_gateway_opts;
 
 /* The runtime state, with the gateway view of cfg as its first config. */
@@ -155,6 +157,10 @@ td_shared *td_gateway_key_shared(td_gateway *g); /* NULL without --redis */
 td_budgets *td_gateway_budgets(td_gateway *g);
 /* Budget spend of named keys, by key slot (td_gw_key.slot). */
 td_budgets *td_gateway_key_budgets(td_gateway *g);
+/* Budgets shared through Redis, by tenant slot and by key slot; NULL
+ * without --redis. */
+td_shbudget *td_gateway_budget_shared(td_gateway *g);
+td_shbudget *td_gateway_key_budget_shared(td_gateway *g);
 
 /* ---- budgets at two levels (budget_levels.c) ----
  * A request of a named key with budgets of its own is held to those and to
@@ -167,6 +173,7 @@ typedef struct {
     int n, nkey;           /* periods held at the tenant's budgets, at the key's */
     td_period period[TD_PERIOD_COUNT], key_period[TD_PERIOD_COUNT];
     int64_t start[TD_PERIOD_COUNT], key_start[TD_PERIOD_COUNT];
+    bool leased[TD_PERIOD_COUNT], key_leased[TD_PERIOD_COUNT]; /* from a Redis lease */
 } td_gw_budget_hold;
 
 /* A budget that refused, or in shadow would have: which one, at which
@@ -199,6 +206,12 @@ td_status td_gateway_budget_reserve(td_gateway *g, const td_gw_tenant *t, const 
  * nothing), and empties h. A settle of an empty hold does nothing. */
 void td_gateway_budget_settle(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,
                               td_gw_budget_hold *h, int64_t price_nano);
+
+/* Spend of budget b of tenant t (k NULL) or of its named key k in the
+ * period current at now_s: across replicas with --redis (as last seen, or
+ * asked now when refresh), else this process's. */
+int64_t td_gateway_budget_spent(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,
+                                td_period p, int64_t now_s, bool refresh);
 
 /* Start-up: counts the priced cost of ledger record r (a completed
  * request, outcome "ok") toward its tenant's spend in every period kind

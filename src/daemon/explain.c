@@ -17,16 +17,17 @@ static const char *mode_name(bool shadow)
 }
 
 /* A list of budgets with the spend of their current periods at now_s
- * (slot in bs: a tenant's or a key's); NULL out of memory. */
-static json_t *budgets_json(td_budgets *bs, uint32_t slot, const td_gw_budget *bud, size_t n,
-                            const char *cur, int64_t now_s)
+ * (t's, or its key k's when k is not NULL; with --redis across replicas,
+ * asked of Redis now); NULL out of memory. */
+static json_t *budgets_json(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,
+                            const td_gw_budget *bud, size_t n, const char *cur, int64_t now_s)
 {
     json_t *list = json_array();
     for (size_t i = 0; list && i < n; i++) {
         const td_gw_budget *b = &bud[i];
         int64_t start, end;
         td_period_bounds(b->period, now_s, &start, &end);
-        int64_t spent = td_budgets_spent(bs, slot, b->period, now_s);
+        int64_t spent = td_gateway_budget_spent(g, t, k, b->period, now_s, true);
         char from[32], resets[32];
         td_rfc3339(start, from, sizeof from);
         td_rfc3339(end, resets, sizeof resets);
@@ -74,12 +75,16 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
                           "rate", rate, "concurrency", conc, "criticality",
                           td_criticality_name(t->criticality), "weight", t->weight,
                           "sharedLimits", td_gateway_shared(g) != NULL);
+    if (o && td_gateway_budget_shared(g))
+        json_object_set_new(o, "sharedBudgets",
+                            json_pack("{s:b, s:b}", "shared", 1, "degraded",
+                                      td_shbudget_degraded(td_gateway_budget_shared(g))));
     /* budgets: the amount, the spend of the current period, when it resets */
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     const char *cur = c->cost_policy ? td_costpolicy_currency(c->cost_policy) : "";
-    json_t *budgets = budgets_json(td_gateway_budgets(g), t->slot, t->budgets, t->nbudgets, cur,
-                                   (int64_t)wall.tv_sec);
+    json_t *budgets =
+        budgets_json(g, t, NULL, t->budgets, t->nbudgets, cur, (int64_t)wall.tv_sec);
     /* keys with limits of their own (the tenant's apply to every key too) */
     json_t *keys = json_array();
     td_limiter *kl = td_gateway_key_limiter(g);
@@ -99,8 +104,8 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
                                      "inFlight", (json_int_t)td_limiter_inflight(kl, k->slot),
                                      "enforcement", mode_name(t->shadow_concurrency))
                          : json_pack("{s:s}", "inherits", "tenant");
-        json_t *kb = k->nbudgets ? budgets_json(td_gateway_key_budgets(g), k->slot, k->budgets,
-                                                k->nbudgets, cur, (int64_t)wall.tv_sec)
+        json_t *kb = k->nbudgets ? budgets_json(g, t, k, k->budgets, k->nbudgets, cur,
+                                                (int64_t)wall.tv_sec)
                                    : json_pack("{s:s}", "inherits", "tenant");
         json_array_append_new(keys, json_pack("{s:s, s:o, s:o, s:o}", "name", k->name, "rate", kr,
                                               "concurrency", kc, "budgets", kb));

@@ -43,6 +43,8 @@ static void usage(FILE *f)
             "      --workers N          gateway worker threads (default: cores)\n"
             "      --redis HOST:PORT    share tenants' limits with other replicas through Redis\n"
             "      --replicas N         replicas sharing Redis (fallback share, default 1)\n"
+            "      --replica-name NAME  this replica's stable name in budgets shared through\n"
+            "                           Redis (default HOSTNAME:DATA-DIR; unique per replica)\n"
             "      --allow-x-tenant     demo mode: trust an X-Tenant header (off by default)\n"
             "      --access-log FILE    one line per gateway request (- for stderr)\n"
             "      --listen-port-file FILE  write the bound data port to FILE\n"
@@ -262,7 +264,7 @@ int main(int argc, char **argv)
 {
     enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
            O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE,
-           O_LEDGER, O_LEDGER_RETENTION, O_DATA_CERT, O_DATA_KEY };
+           O_LEDGER, O_LEDGER_RETENTION, O_DATA_CERT, O_DATA_KEY, O_REPLICA_NAME };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"data", required_argument, NULL, 'd'},
@@ -275,6 +277,7 @@ int main(int argc, char **argv)
         {"workers", required_argument, NULL, O_WORKERS},
         {"redis", required_argument, NULL, O_REDIS},
         {"replicas", required_argument, NULL, O_REPLICAS},
+        {"replica-name", required_argument, NULL, O_REPLICA_NAME},
         {"allow-x-tenant", no_argument, NULL, O_XTENANT},
         {"access-log", required_argument, NULL, O_ACCESS_LOG},
         {"listen-port-file", required_argument, NULL, O_DATA_PORT_FILE},
@@ -290,7 +293,7 @@ int main(int argc, char **argv)
     const char *data = NULL, *listen = "127.0.0.1:8081", *cert = NULL, *key = NULL,
                *client_ca = NULL, *port_file = NULL, *data_listen = "127.0.0.1:8080",
                *redis = NULL, *access_log = NULL, *data_port_file = NULL, *token_file = NULL,
-               *data_cert = NULL, *data_key = NULL;
+               *data_cert = NULL, *data_key = NULL, *replica_name = NULL;
     long workers = sysconf(_SC_NPROCESSORS_ONLN), replicas = 1;
     bool allow_x_tenant = false, ledger_on = true;
     int64_t retention_ns = 720LL * 3600 * 1000000000LL;
@@ -316,6 +319,13 @@ int main(int argc, char **argv)
         case O_PORT_FILE: port_file = optarg; break;
         case O_DATA_LISTEN: data_listen = optarg; break;
         case O_REDIS: redis = optarg; break;
+        case O_REPLICA_NAME:
+            if (!optarg[0] || strlen(optarg) > 200 || strpbrk(optarg, " \t\r\n")) {
+                fprintf(stderr, "tenantd: --replica-name: 1 to 200 characters, no spaces\n");
+                return 2;
+            }
+            replica_name = optarg;
+            break;
         case O_XTENANT: allow_x_tenant = true; break;
         case O_ACCESS_LOG: access_log = optarg; break;
         case O_DATA_PORT_FILE: data_port_file = optarg; break;
@@ -414,7 +424,18 @@ int main(int argc, char **argv)
         return st == TD_EINVAL ? 2 : 1;
     }
     td_gateway *gateway = NULL;
-    td_gateway_opts gopts = {redis, (uint32_t)replicas, allow_x_tenant};
+    /* A replica's claims on shared budgets are kept under its name, so a
+     * restart of the same replica (same host and data dir) finds its own. */
+    char default_name[512];
+    if (!replica_name) {
+        char host[256] = "host", *dir = realpath(data, NULL);
+        gethostname(host, sizeof host - 1);
+        host[sizeof host - 1] = '\0';
+        snprintf(default_name, sizeof default_name, "%s:%s", host, dir ? dir : data);
+        free(dir);
+        replica_name = default_name;
+    }
+    td_gateway_opts gopts = {redis, (uint32_t)replicas, allow_x_tenant, replica_name};
     if (td_gateway_create(cfg, &gopts, &gateway, &err) != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
         td_config_unref(cfg);

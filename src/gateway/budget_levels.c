@@ -1,22 +1,45 @@
 /* budget_levels.c - a request's budgets at two levels, its key's own and
- * its tenant's: reserved at all or at none, settled at all. Pure logic on
- * the gateway's spend counters; time comes in as an argument. */
+ * its tenant's: reserved at all or at none, settled at all. On this
+ * process's spend counters, or with --redis on the budgets shared through
+ * Redis (shared_budget.c); time comes in as an argument. */
 #include "tenantd/gateway.h"
 
-/* Reserves cost at each of the n budgets of slot in bs, all or none; a
- * refusal gives back what this call reserved and is noted in v. */
-static td_status reserve_level(td_budgets *bs, uint32_t slot, const td_gw_budget *bud, size_t n,
+/* One level's spend: this process's counters, or with --redis the shared
+ * budgets (sh) over them, under the name the Redis keys carry. */
+typedef struct {
+    td_budgets *bs;
+    td_shbudget *sh;
+    uint32_t slot;
+    const char *name;
+} level;
+
+static void level_settle(const level *l, td_period p, int64_t start, int64_t delta, bool leased)
+{
+    if (l->sh)
+        td_shbudget_settle(l->sh, l->slot, p, start, delta, leased);
+    else
+        td_budgets_settle(l->bs, l->slot, p, start, delta);
+}
+
+/* Reserves cost at each of the n budgets of l, all or none; a refusal
+ * gives back what this call reserved and is noted in v. */
+static td_status reserve_level(const level *l, const td_gw_budget *bud, size_t n,
                                const td_gw_key *k, int64_t cost, int64_t now_s, td_period *per,
-                               int64_t *start, int *nres, td_gw_budget_verdict *v)
+                               int64_t *start, bool *leased, int *nres, td_gw_budget_verdict *v)
 {
     *nres = 0;
     for (size_t i = 0; i < n; i++) {
         const td_gw_budget *b = &bud[i];
         int64_t st_s = 0, spent = 0;
-        if (td_budgets_reserve(bs, slot, b->period, b->amount_nano, cost, b->shadow, now_s, &st_s,
-                               &spent) != TD_OK) {
+        bool from_lease = false;
+        td_status st =
+            l->sh ? td_shbudget_reserve(l->sh, l->slot, l->name, b->period, b->amount_nano, cost,
+                                        b->shadow, now_s, &st_s, &spent, &from_lease)
+                  : td_budgets_reserve(l->bs, l->slot, b->period, b->amount_nano, cost, b->shadow,
+                                       now_s, &st_s, &spent);
+        if (st != TD_OK) {
             for (int j = 0; j < *nres; j++)
-                td_budgets_settle(bs, slot, per[j], start[j], -cost);
+                level_settle(l, per[j], start[j], -cost, leased[j]);
             *nres = 0;
             v->refused.budget = b;
             v->refused.key = k;
@@ -24,6 +47,7 @@ static td_status reserve_level(td_budgets *bs, uint32_t slot, const td_gw_budget
             return TD_EQUOTA;
         }
         per[*nres] = b->period;
+        leased[*nres] = from_lease;
         start[(*nres)++] = st_s;
         if (b->shadow && (spent > b->amount_nano || cost > b->amount_nano - spent) &&
             v->nshadow < sizeof v->shadow / sizeof v->shadow[0]) {
@@ -34,6 +58,24 @@ static td_status reserve_level(td_budgets *bs, uint32_t slot, const td_gw_budget
         }
     }
     return TD_OK;
+}
+
+static level tenant_level(td_gateway *g, const td_gw_tenant *t)
+{
+    return (level){td_gateway_budgets(g), td_gateway_budget_shared(g), t->slot, t->name};
+}
+
+/* A key's budgets are kept in Redis as "tenant/key" (td_gateway_slot_name). */
+static level key_level(td_gateway *g, const td_gw_key *k)
+{
+    level l = {td_gateway_key_budgets(g), td_gateway_key_budget_shared(g), 0, NULL};
+    if (k) {
+        l.slot = k->slot;
+        l.name = td_gateway_slot_name(g, 'k', k->slot);
+    }
+    if (!l.name)
+        l.sh = NULL; /* unnamed: no key level; never reserved at */
+    return l;
 }
 
 td_status td_gateway_budget_reserve(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,
@@ -48,15 +90,15 @@ td_status td_gateway_budget_reserve(td_gateway *g, const td_gw_tenant *t, const 
     v->nshadow = 0;
     if (cost_nano < 0)
         return TD_EINVAL;
-    td_budgets *kbs = td_gateway_key_budgets(g);
+    level kl = key_level(g, k), tl = tenant_level(g, t);
     if (k && k->name && k->nbudgets &&
-        reserve_level(kbs, k->slot, k->budgets, k->nbudgets, k, cost_nano, now_s, h->key_period,
-                      h->key_start, &h->nkey, v) != TD_OK)
+        reserve_level(&kl, k->budgets, k->nbudgets, k, cost_nano, now_s, h->key_period,
+                      h->key_start, h->key_leased, &h->nkey, v) != TD_OK)
         return TD_EQUOTA;
-    if (reserve_level(td_gateway_budgets(g), t->slot, t->budgets, t->nbudgets, NULL, cost_nano,
-                      now_s, h->period, h->start, &h->n, v) != TD_OK) {
+    if (reserve_level(&tl, t->budgets, t->nbudgets, NULL, cost_nano, now_s, h->period, h->start,
+                      h->leased, &h->n, v) != TD_OK) {
         for (int j = 0; j < h->nkey; j++)
-            td_budgets_settle(kbs, k->slot, h->key_period[j], h->key_start[j], -cost_nano);
+            level_settle(&kl, h->key_period[j], h->key_start[j], -cost_nano, h->key_leased[j]);
         h->nkey = 0;
         return TD_EQUOTA;
     }
@@ -67,10 +109,19 @@ void td_gateway_budget_settle(td_gateway *g, const td_gw_tenant *t, const td_gw_
                               td_gw_budget_hold *h, int64_t price_nano)
 {
     int64_t delta = price_nano - h->reserved_nano;
+    level tl = tenant_level(g, t), kl = key_level(g, k);
     for (int i = 0; i < h->n; i++)
-        td_budgets_settle(td_gateway_budgets(g), t->slot, h->period[i], h->start[i], delta);
+        level_settle(&tl, h->period[i], h->start[i], delta, h->leased[i]);
     for (int i = 0; k && i < h->nkey; i++)
-        td_budgets_settle(td_gateway_key_budgets(g), k->slot, h->key_period[i], h->key_start[i],
-                          delta);
+        level_settle(&kl, h->key_period[i], h->key_start[i], delta, h->key_leased[i]);
     h->n = h->nkey = 0;
+}
+
+int64_t td_gateway_budget_spent(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,
+                                td_period p, int64_t now_s, bool refresh)
+{
+    level l = k ? key_level(g, k) : tenant_level(g, t);
+    if (l.sh)
+        return td_shbudget_spent(l.sh, l.slot, l.name, p, now_s, refresh);
+    return td_budgets_spent(l.bs, l.slot, p, now_s);
 }

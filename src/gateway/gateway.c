@@ -46,6 +46,7 @@ struct td_gateway {
     td_shared *key_shared;
     td_budgets *budgets;
     td_budgets *key_budgets; /* by key slot */
+    td_shbudget *shared_budgets, *key_shared_budgets; /* with --redis */
     td_metrics *metrics;
     td_shared *shared;
     td_recent *recent;
@@ -535,6 +536,13 @@ td_status td_gateway_create(const td_config *cfg, const td_gateway_opts *o, td_g
         /* keys in Redis as "tenant/key": a tenant name has no '/' */
         if (st == TD_OK)
             st = td_shared_create(&so, TD_GW_MAX_KEYS, &g->key_shared, err);
+        td_shbudget_opts bo = {o->redis, so.replicas, 0, NULL, o->replica_name, "tenant"};
+        if (st == TD_OK)
+            st = td_shbudget_create(&bo, g->budgets, TD_GW_MAX_TENANTS, &g->shared_budgets, err);
+        bo.label = "key";
+        if (st == TD_OK)
+            st = td_shbudget_create(&bo, g->key_budgets, TD_GW_MAX_KEYS, &g->key_shared_budgets,
+                                    err);
         if (st != TD_OK) {
             td_gateway_destroy(g);
             return st;
@@ -557,6 +565,8 @@ void td_gateway_destroy(td_gateway *g)
         return;
     td_shared_destroy(g->shared);
     td_shared_destroy(g->key_shared);
+    td_shbudget_destroy(g->shared_budgets); /* gives leases back; before the budgets */
+    td_shbudget_destroy(g->key_shared_budgets);
     td_gw_config_unref(g->current);
     td_metrics_destroy(g->metrics);
     td_recent_destroy(g->recent);
@@ -663,6 +673,16 @@ td_budgets *td_gateway_key_budgets(td_gateway *g)
     return g->key_budgets;
 }
 
+td_shbudget *td_gateway_budget_shared(td_gateway *g)
+{
+    return g->shared_budgets;
+}
+
+td_shbudget *td_gateway_key_budget_shared(td_gateway *g)
+{
+    return g->key_shared_budgets;
+}
+
 td_status td_gw_price(const td_gw_config *c, const td_ledger_rec *r, int64_t *nano, td_err *err)
 {
     if (!c || !c->cost_policy)
@@ -744,8 +764,8 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
                     break;
                 b = nb;
             }
-            int64_t v =
-                td_budgets_spent(g->budgets, t->slot, t->budgets[k].period, (int64_t)ts.tv_sec);
+            int64_t v = td_gateway_budget_spent(g, t, NULL, t->budgets[k].period,
+                                                (int64_t)ts.tv_sec, false);
             n += (size_t)snprintf(
                 b + n, cap - n, "tenantd_budget_spent{tenant=\"%s\",period=\"%s\"} %.9g\n", t->name,
                 td_period_name(t->budgets[k].period), (double)v / TD_MONEY_NANO);
@@ -776,8 +796,8 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
                         "# TYPE tenantd_key_budget_spent gauge\n");
                     head = true;
                 }
-                int64_t v = td_budgets_spent(g->key_budgets, k->slot, k->budgets[q].period,
-                                             (int64_t)ts.tv_sec);
+                int64_t v = td_gateway_budget_spent(g, t, k, k->budgets[q].period,
+                                                    (int64_t)ts.tv_sec, false);
                 n += (size_t)snprintf(b + n, cap - n,
                                       "tenantd_key_budget_spent{tenant=\"%s\",key=\"%s\","
                                       "period=\"%s\"} %.9g\n",
@@ -787,6 +807,34 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
         }
     }
 done:
+    if (g->shared_budgets && cap - n < 1024) {
+        char *nb = realloc(b, cap + 1024);
+        if (nb) {
+            b = nb;
+            cap += 1024;
+        }
+    }
+    if (g->shared_budgets && cap - n >= 1024) {
+        n += (size_t)snprintf(
+            b + n, cap - n,
+            "# HELP tenantd_budget_shared_degraded 1 while budgets shared through Redis are "
+            "unreachable and each replica keeps to budget/replicas.\n"
+            "# TYPE tenantd_budget_shared_degraded gauge\n"
+            "tenantd_budget_shared_degraded %d\n"
+            "# HELP tenantd_budget_fallback_total Budget reservations decided locally at "
+            "budget/replicas because Redis was unreachable.\n"
+            "# TYPE tenantd_budget_fallback_total counter\n"
+            "tenantd_budget_fallback_total %llu\n"
+            "# HELP tenantd_budget_redis_calls_total Redis calls of shared budgets that "
+            "answered (leases, give-backs, refreshes).\n"
+            "# TYPE tenantd_budget_redis_calls_total counter\n"
+            "tenantd_budget_redis_calls_total %llu\n",
+            td_shbudget_degraded(g->shared_budgets) || td_shbudget_degraded(g->key_shared_budgets),
+            (unsigned long long)(td_shbudget_fallbacks(g->shared_budgets) +
+                                 td_shbudget_fallbacks(g->key_shared_budgets)),
+            (unsigned long long)(td_shbudget_calls(g->shared_budgets) +
+                                 td_shbudget_calls(g->key_shared_budgets)));
+    }
     td_gw_config_unref(held);
     *out = b;
     if (len)

@@ -9,10 +9,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#define CHUNK_SIZE (64 * 1024)
-#define BIG_ALLOC (CHUNK_SIZE / 4) /* larger requests go to malloc */
+/* One chunk holds a whole review of a Deployment's Pod (a few hundred kB
+ * with its copies), so freeing, which must tell arena memory from malloc's,
+ * usually tests one range. */
+#define CHUNK_SIZE (1024 * 1024)
+#define BIG_ALLOC (64 * 1024) /* larger requests go to malloc */
 #define ALIGN 16
-#define KEEP_CHUNKS 16 /* at most 1 MiB kept between requests per thread */
+#define KEEP_CHUNKS 1 /* besides the first: at most 2 MiB kept per thread */
 
 typedef struct chunk {
     struct chunk *next;
@@ -24,9 +27,9 @@ typedef struct {
     bool open;
     chunk *head;  /* chunk being carved; its next are older, all in use */
     chunk *spare; /* the first chunk, kept between requests */
-    chunk *free;  /* more chunks kept between requests (a Deployment's review
+    chunk *free;  /* more chunks kept between requests (a large review
                    * takes several; malloc'ing and trimming them per request
-                   * was a brk() pair each time) */
+                   * was a brk() pair or an mmap each time) */
     size_t n_free;
     size_t handed;
 } arena;

@@ -294,8 +294,9 @@ done
 # self-signed certificate), bench/fixtures/review.json (a Deployment's Pod)
 # against bench/fixtures/webhook-platform.yaml (10 ResourceQuotas, a
 # LimitRange, PSS baseline). Saturation with wrk (closed loop, c=16) over
-# HTTPS and, labelled, plain HTTP; latency at fixed offered rates (10k/s and
-# 20k/s, open loop, coordinated omission corrected) with bench_loadgen.
+# HTTPS and, labelled, plain HTTP; latency at fixed offered rates (half the
+# first run's saturation rate, 10k/s and 20k/s; open loop, coordinated
+# omission corrected) with bench_loadgen.
 WH_CFG=bench/fixtures/webhook-platform.yaml
 WH_BODY="$ROOT/bench/fixtures/review.json"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/wh.key" -out "$TMP/wh.crt" -days 1 \

@@ -124,10 +124,13 @@ td_config_attachment *td_config_attachment_offer(const td_config *c, td_config_a
 const char *td_json_str(const json_t *obj, const char *path);
 json_t *td_json_path(const json_t *obj, const char *path);
 
-/* A deep copy of v (NULL if v is NULL or out of memory), as json_deep_copy
- * makes it, members in the same order, without its cycle check (which
- * formats a pointer per object): for trees, which every parsed document
- * is. New reference. */
+/* A copy of v (NULL if v is NULL or out of memory) whose objects and arrays
+ * are new, members in the same order, as json_deep_copy makes them but
+ * without its cycle check (which formats a pointer per object): for trees,
+ * which every parsed document is. Strings, integers and reals are shared
+ * with v (new references), not copied: tenantd never changes one in place
+ * (json_string_set and the like); code that would must use json_deep_copy.
+ * New reference. */
 json_t *td_json_copy(const json_t *v);
 
 /* Strict decoding of tenantd's own kinds: the first key of the object m

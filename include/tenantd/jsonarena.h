@@ -22,7 +22,7 @@ void td_json_arena_install(void);
 bool td_json_arena_begin(void);
 
 /* Closes this thread's arena: all its memory is recycled for the next
- * request (at most max_keep bytes stay allocated between requests). */
+ * request (at most two chunks of 1 MiB stay allocated between requests). */
 void td_json_arena_end(void);
 
 /* Frees the memory this thread keeps for its arenas (at thread or

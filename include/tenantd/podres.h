@@ -91,9 +91,25 @@ td_status td__resources_parse(const json_t *list, const char *path, td_resources
                               td_err *err);
 
 /* Replaces pod's top-level members with those of copy (a mutated deep
- * copy of pod): keys new to pod first, then replacements, which do not
- * allocate, so TD_ENOMEM leaves pod unchanged. Borrows both. */
+ * copy of pod, or one from td__pod_resources_copy): keys new to pod first,
+ * then replacements, which do not allocate, so TD_ENOMEM leaves pod
+ * unchanged. Borrows both. */
 td_status td__pod_commit(json_t *pod, json_t *copy);
+
+/* A copy of spec (a Pod's spec) to change in place only the containers'
+ * and init containers' "resources" and the spec's own "resources": new
+ * objects along those paths (each container a new object; its resources a
+ * td_json_copy), every other member shared with spec. Cheaper than a deep
+ * copy of a spec full of probes, volumes and env, and as safe for those
+ * changes: what is shared is never written. A new reference; NULL when out
+ * of memory or when spec is not an object. Borrows spec. */
+json_t *td__pod_spec_resources_copy(const json_t *spec);
+
+/* The same for a whole pod: its spec as td__pod_spec_resources_copy makes
+ * it, and metadata and metadata.annotations (when objects) new objects, for
+ * LimitRange defaulting; other members shared. NULL when out of memory or
+ * when pod is not an object. Borrows pod. */
+json_t *td__pod_resources_copy(const json_t *pod);
 
 /* Parses one quantity JSON value (a string, or a JSON integer as Kubernetes
  * also accepts) into *q. path names it in the message. */

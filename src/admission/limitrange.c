@@ -368,7 +368,7 @@ static td_status default_with(json_t *pod, const limit_range *lrs, size_t n, td_
     td_status s = TD_OK;
     size_t i;
 
-    copy = td_json_copy(pod);
+    copy = td__pod_resources_copy(pod);
     if (copy == NULL)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     for (i = 0; i < n && s == TD_OK; i++)

@@ -577,6 +577,87 @@ td_status td__pod_commit(json_t *pod, json_t *copy)
     return TD_OK;
 }
 
+/* Shallow copies where a change may land, td_json_copy below it. */
+static json_t *containers_copy(const json_t *arr)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *c;
+    if (!out)
+        return NULL;
+    json_array_foreach(arr, i, c)
+    {
+        json_t *nc;
+        if (json_is_object(c)) {
+            nc = json_copy(c);
+            json_t *res = json_object_get(c, "resources");
+            if (nc && res && json_object_set_new_nocheck(nc, "resources", td_json_copy(res)) != 0) {
+                json_decref(nc);
+                nc = NULL;
+            }
+        } else {
+            nc = json_incref(c); /* not an object: nothing can be set in it */
+        }
+        if (!nc || json_array_append_new(out, nc) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+json_t *td__pod_spec_resources_copy(const json_t *spec)
+{
+    static const char *const fields[] = {"containers", "initContainers"};
+    if (!json_is_object(spec))
+        return NULL;
+    json_t *copy = json_copy((json_t *)spec);
+    if (!copy)
+        return NULL;
+    for (size_t k = 0; k < 2; k++) {
+        json_t *arr = json_object_get(spec, fields[k]);
+        if (json_is_array(arr) &&
+            json_object_set_new_nocheck(copy, fields[k], containers_copy(arr)) != 0)
+            goto fail;
+    }
+    json_t *res = json_object_get(spec, "resources");
+    if (res && json_object_set_new_nocheck(copy, "resources", td_json_copy(res)) != 0)
+        goto fail;
+    return copy;
+fail:
+    json_decref(copy);
+    return NULL;
+}
+
+json_t *td__pod_resources_copy(const json_t *pod)
+{
+    if (!json_is_object(pod))
+        return NULL;
+    json_t *copy = json_copy((json_t *)pod);
+    if (!copy)
+        return NULL;
+    json_t *spec = json_object_get(pod, "spec");
+    if (json_is_object(spec) &&
+        json_object_set_new_nocheck(copy, "spec", td__pod_spec_resources_copy(spec)) != 0)
+        goto fail;
+    json_t *meta = json_object_get(pod, "metadata");
+    if (json_is_object(meta)) {
+        json_t *nmeta = json_copy(meta);
+        json_t *ann = json_object_get(meta, "annotations");
+        if (nmeta && json_is_object(ann) &&
+            json_object_set_new_nocheck(nmeta, "annotations", json_copy(ann)) != 0) {
+            json_decref(nmeta);
+            nmeta = NULL;
+        }
+        if (json_object_set_new_nocheck(copy, "metadata", nmeta) != 0)
+            goto fail;
+    }
+    return copy;
+fail:
+    json_decref(copy);
+    return NULL;
+}
+
 td_status td_pod_default_requests(json_t *pod, td_err *err)
 {
     td__pod p;
@@ -591,7 +672,7 @@ td_status td_pod_default_requests(json_t *pod, td_err *err)
     spec = json_object_get(pod, "spec");
     if (!json_is_object(spec))
         return TD_OK;
-    copy = td_json_copy(spec);
+    copy = td__pod_spec_resources_copy(spec);
     if (copy == NULL)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     s = default_containers(copy, "containers");

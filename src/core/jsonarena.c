@@ -9,9 +9,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#define CHUNK_SIZE (64 * 1024)
-#define BIG_ALLOC (CHUNK_SIZE / 4) /* larger requests go to malloc */
+/* One chunk holds a whole review of a Deployment's Pod (a few hundred kB
+ * with its copies), so freeing, which must tell arena memory from malloc's,
+ * usually tests one range. */
+#define CHUNK_SIZE (1024 * 1024)
+#define BIG_ALLOC (64 * 1024) /* larger requests go to malloc */
 #define ALIGN 16
+#define KEEP_CHUNKS 1 /* besides the first: at most 2 MiB kept per thread */
 
 typedef struct chunk {
     struct chunk *next;
@@ -23,6 +27,10 @@ typedef struct {
     bool open;
     chunk *head;  /* chunk being carved; its next are older, all in use */
     chunk *spare; /* the first chunk, kept between requests */
+    chunk *free;  /* more chunks kept between requests (a large review
+                   * takes several; malloc'ing and trimming them per request
+                   * was a brk() pair or an mmap each time) */
+    size_t n_free;
     size_t handed;
 } arena;
 
@@ -43,9 +51,13 @@ static void *arena_malloc(size_t n)
         return malloc(n);
     n = (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
     if (!tl.head || tl.head->used + n > CHUNK_SIZE) {
-        chunk *c = malloc(sizeof *c);
-        if (!c)
+        chunk *c = tl.free;
+        if (c) {
+            tl.free = c->next;
+            tl.n_free--;
+        } else if (!(c = malloc(sizeof *c))) {
             return NULL;
+        }
         c->used = 0;
         c->next = tl.head;
         tl.head = c;
@@ -97,11 +109,18 @@ void td_json_arena_end(void)
 {
     if (!tl.open)
         return;
-    /* Chunks beyond the first were added for a large request: return them. */
+    /* Chunks beyond the first: kept for the next request up to
+     * KEEP_CHUNKS, the rest (a very large request's) returned. */
     while (tl.head && tl.head != tl.spare) {
         chunk *c = tl.head;
         tl.head = c->next;
-        free(c);
+        if (tl.n_free < KEEP_CHUNKS) {
+            c->next = tl.free;
+            tl.free = c;
+            tl.n_free++;
+        } else {
+            free(c);
+        }
     }
     tl.head = NULL;
     tl.open = false;
@@ -113,6 +132,12 @@ void td_json_arena_release(void)
     td_json_arena_end();
     free(tl.spare);
     tl.spare = NULL;
+    while (tl.free) {
+        chunk *c = tl.free;
+        tl.free = c->next;
+        free(c);
+    }
+    tl.n_free = 0;
 }
 
 size_t td_json_arena_used(void)

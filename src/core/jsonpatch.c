@@ -59,6 +59,38 @@ static int append_token(char *path, size_t plen, const char *k)
     return (int)(n + 1);
 }
 
+/* append_token for a key of kn bytes: most keys need no escaping and are
+ * copied as they are (what td_jsonpointer_escape would write for them). */
+static int append_key(char *path, size_t plen, const char *k, size_t kn)
+{
+    if (kn > 1000 || memchr(k, '~', kn) || memchr(k, '/', kn))
+        return append_token(path, plen, k);
+    if (plen + 1 + kn >= MAX_POINTER)
+        return -1;
+    path[plen] = '/';
+    memcpy(path + plen + 1, k, kn);
+    path[plen + 1 + kn] = '\0';
+    return (int)(kn + 1);
+}
+
+/* "/" and i in decimal, as snprintf's "/%zu". */
+static int append_index(char *path, size_t plen, size_t i)
+{
+    char digits[24];
+    int nd = 0;
+    do {
+        digits[nd++] = (char)('0' + i % 10);
+        i /= 10;
+    } while (i);
+    if (plen + 1 + (size_t)nd >= MAX_POINTER)
+        return -1;
+    path[plen] = '/';
+    for (int d = 0; d < nd; d++)
+        path[plen + 1 + d] = digits[nd - 1 - d];
+    path[plen + 1 + nd] = '\0';
+    return nd + 1;
+}
+
 static int diff(const json_t *a, const json_t *b, char *path, size_t plen, json_t *ops)
 {
     /* Two objects, or two arrays, are compared member by member below (equal
@@ -69,19 +101,36 @@ static int diff(const json_t *a, const json_t *b, char *path, size_t plen, json_
     if (!both_objects && !both_arrays && json_equal(a, b))
         return 0;
     if (json_is_object(a) && json_is_object(b)) {
-        const char *k;
-        json_t *va;
-        json_object_foreach((json_t *)a, k, va)
-        {
-            int n = append_token(path, plen, k);
+        /* b is usually a's copy, mutated: walk the two in step while their
+         * keys line up, and look the key up only where they do not. When
+         * every key of b was met, b adds none and its second walk is
+         * skipped. Ops come out in the same order either way. */
+        size_t met = 0;
+        void *ib = json_object_iter((json_t *)b);
+        for (void *ia = json_object_iter((json_t *)a); ia; ia = json_object_iter_next((json_t *)a, ia)) {
+            const char *k = json_object_iter_key(ia);
+            size_t kn = json_object_iter_key_len(ia);
+            json_t *va = json_object_iter_value(ia);
+            json_t *vb;
+            if (ib && json_object_iter_key_len(ib) == kn && memcmp(json_object_iter_key(ib), k, kn) == 0)
+                vb = json_object_iter_value(ib);
+            else
+                vb = json_object_get(b, k);
+            if (ib)
+                ib = json_object_iter_next((json_t *)b, ib);
+            int n = append_key(path, plen, k, kn);
             if (n < 0)
                 return -1;
-            json_t *vb = json_object_get(b, k);
+            if (vb)
+                met++;
             int rc = vb ? diff(va, vb, path, plen + (size_t)n, ops) : add_op(ops, "remove", path, NULL);
             path[plen] = '\0';
             if (rc)
                 return rc;
         }
+        if (met == json_object_size(b))
+            return 0;
+        const char *k;
         json_t *vb;
         json_object_foreach((json_t *)b, k, vb)
         {
@@ -100,8 +149,8 @@ static int diff(const json_t *a, const json_t *b, char *path, size_t plen, json_
     if (json_is_array(a) && json_is_array(b) && json_array_size(a) <= json_array_size(b)) {
         size_t na = json_array_size(a), nb = json_array_size(b);
         for (size_t i = 0; i < nb; i++) {
-            int n = snprintf(path + plen, MAX_POINTER - plen, i < na ? "/%zu" : "/-", i);
-            if (n < 0 || plen + (size_t)n >= MAX_POINTER)
+            int n = i < na ? append_index(path, plen, i) : append_key(path, plen, "-", 1);
+            if (n < 0)
                 return -1;
             int rc = i < na ? diff(json_array_get(a, i), json_array_get(b, i), path,
                                    plen + (size_t)n, ops)

@@ -18,6 +18,7 @@
 #include "tenantd/intervals.h"
 #include "tenantd/authz.h"
 #include "tenantd/jsonarena.h"
+#include "tenantd/jsonfast.h"
 #include "tenantd/manifest.h"
 
 void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway)
@@ -236,7 +237,7 @@ static void handle_review(td_control *c, const td_http_request *req, td_http_res
 {
     bool arena = td_json_arena_begin();
     json_error_t je;
-    json_t *in = json_loadb(req->body, req->body_len, 0, &je);
+    json_t *in = td_json_loadb(req->body, req->body_len, &je);
     json_t *out = NULL;
     int code = 0;
     td_config *cfg = td_config_ref(atomic_load(&c->snapshot));

@@ -136,7 +136,7 @@ static void test_fixtures(void **state)
     const char *files[] = {"bench/fixtures/review.json", "examples/pods/review.json"};
     const char *root = getenv("TD_SOURCE_DIR") ? getenv("TD_SOURCE_DIR") : ".";
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        size_t len;
+        size_t len = 0;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", root, files[i]);
         char *buf = slurp(path, &len);

@@ -30,49 +30,11 @@
 
 #include "tenantd/budget_lease.h"
 #include "tenantd/shared_budget.h"
+#include "testredis.h"
 
-#define MS    ((uint64_t)1000000)
-#define S     ((uint64_t)1000000000)
 #define NANO  1000000000LL
 #define PRICE 23000000LL /* 0.023 */
 #define NOW   1796233200 /* a Wednesday in Dec 2026 */
-
-static pid_t redis_pid = -1;
-static int redis_port;
-static char redis_addr[64];
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * S + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ns / S), .tv_nsec = (long)(ns % S)};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-/* A free port below the kernel's ephemeral range (Redis restarts on it). */
-static int free_port(void)
-{
-    srand((unsigned)getpid() ^ (unsigned)mono_ns());
-    for (int attempt = 0; attempt < 200; attempt++) {
-        int port = 10000 + rand() % (32768 - 10000);
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET,
-                                .sin_port = htons((uint16_t)port),
-                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        int rc = fd >= 0 ? bind(fd, (struct sockaddr *)&a, sizeof a) : -1;
-        if (fd >= 0)
-            close(fd);
-        if (rc == 0)
-            return port;
-    }
-    return -1;
-}
 
 /* One command's integer or bulk-integer reply; -1 if absent or no answer. */
 static long long redis_int(const char *fmt, ...)
@@ -101,60 +63,10 @@ static long long redis_int(const char *fmt, ...)
     return v;
 }
 
-static int redis_start(void)
-{
-    char port[16];
-    snprintf(port, sizeof port, "%d", redis_port);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0)
-            dup2(devnull, STDOUT_FILENO);
-        execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-               "--appendonly", "no", "--dir", "/tmp", (char *)NULL);
-        _exit(127);
-    }
-    redis_pid = pid;
-    for (uint64_t end = mono_ns() + 5 * S; mono_ns() < end; sleep_ns(10 * MS)) {
-        if (redis_int("PING") == 0)
-            return 0;
-        if (waitpid(pid, NULL, WNOHANG) == pid) {
-            redis_pid = -1;
-            return -1;
-        }
-    }
-    return -1;
-}
-
-static void redis_stop(int sig)
-{
-    if (redis_pid > 0) {
-        kill(redis_pid, sig);
-        waitpid(redis_pid, NULL, 0);
-        redis_pid = -1;
-    }
-}
-
 static int group_setup(void **state)
 {
     (void)state;
-    if (system("command -v redis-server >/dev/null") != 0) {
-        fprintf(stderr, "test_shared_budget: redis-server is not installed\n");
-        return -1;
-    }
-    redis_port = free_port();
-    snprintf(redis_addr, sizeof redis_addr, "127.0.0.1:%d", redis_port);
-    return redis_start();
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    redis_stop(SIGTERM);
-    return 0;
+    return redis_group_setup("test_shared_budget");
 }
 
 /* ---- a replica: its own spend and its shared budgets ---- */
@@ -342,5 +254,5 @@ int main(void)
         cmocka_unit_test(test_redis_killed_and_back),
         cmocka_unit_test(test_restart_takes_its_lease_back),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, redis_group_teardown);
 }

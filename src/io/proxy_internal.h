@@ -96,6 +96,8 @@ typedef enum {
 } px_rq_state;
 
 /* Where the one timer of a client connection points. */
+#define PX_AUTH_CACHE_MAX 128 /* longer API keys are hashed every time */
+
 typedef enum {
     TM_NONE = 0,
     TM_HEADER,   /* request headers must be complete by then */
@@ -178,6 +180,8 @@ struct px_conn {
     td__buf out; /* response bytes not yet handed to libuv */
     px_req rq;
     px_timer_mode timer_mode;
+    uint64_t timer_due;   /* loop ms at which timer_mode's deadline falls */
+    uint64_t timer_armed; /* loop ms the libuv timer is armed for (while active) */
     char peer[64];
     td__tls *tls; /* NULL on a plain-HTTP listener */
     int open_handles;
@@ -191,6 +195,15 @@ struct px_conn {
     unsigned in_parser : 1;   /* inside http_parser_execute */
     unsigned stop : 1;        /* parse nothing more */
     unsigned up_paused : 1;   /* the upstream's reading stopped for our backlog */
+    /* The API key of the connection's last identified request and what it
+     * resolved to in the view of generation auth_gen (0: none): a client
+     * sending the same key again skips the SHA-256 and the lookup. Wiped
+     * when the connection is freed. */
+    uint64_t auth_gen;
+    size_t auth_len;
+    const td_gw_tenant *auth_tenant;
+    const td_gw_key *auth_keyent;
+    char auth_key[PX_AUTH_CACHE_MAX];
 };
 
 struct px_up {

@@ -878,6 +878,7 @@ static void worker_cleanup(px_worker *w)
     td_gw_config_unref(w->held);
     w->held = NULL;
     td__buf_fini(&w->log);
+    td__buf_fini(&w->up_head);
 }
 
 static void *worker_main(void *arg)
@@ -1000,6 +1001,7 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
         w->index = i;
         w->fd = -1;
         td__buf_init(&w->log, (size_t)64 << 20);
+        td__buf_init(&w->up_head, PX_UP_HEAD_MAX);
         p->workers[i] = w;
         p->nworkers = i + 1;
     }

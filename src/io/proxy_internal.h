@@ -97,6 +97,7 @@ typedef enum {
 
 /* Where the one timer of a client connection points. */
 #define PX_AUTH_CACHE_MAX 128 /* longer API keys are hashed every time */
+#define PX_UP_HEAD_MAX (2 * PX_HEADER_MAX + 4096) /* an upstream request head */
 
 typedef enum {
     TM_NONE = 0,
@@ -264,6 +265,7 @@ struct px_worker {
     td_gw_config *held;
     px_cfg *cfg_cur, *cfg_old;
     td__buf log;
+    td__buf up_head; /* the upstream request head being built, reused */
     uint64_t ledger_seq; /* ledger record ids: replica-worker-seq */
     px_meter_agg agg[PX_METER_AGG];
     time_t date_sec;

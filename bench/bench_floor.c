@@ -63,7 +63,7 @@ struct pair {
     struct end e[2]; /* 0 client, 1 upstream (forward mode) */
     int closed;
     struct pair *next_dead;
-    /* reject mode */
+    /* reject mode: an unfinished request (REQ_MAX, allocated when needed) */
     char *in;
     size_t nin;
     size_t skip; /* body bytes of the current request still to discard */
@@ -300,27 +300,39 @@ static void on_reject(struct end *e, uint32_t ev)
             e->opend = e->npend = 0;
     }
     if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && e->npend == 0) {
-        ssize_t n = read(e->fd, p->in + p->nin, REQ_MAX - p->nin);
+        /* Read into the one shared buffer, as the proxies read into one per
+         * worker; only an unfinished request is kept per connection. */
+        ssize_t n = read(e->fd, iobuf, sizeof iobuf);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
             close_pair(p);
             return;
         }
-        if (n > 0)
-            p->nin += (size_t)n;
+        char *buf = iobuf;
+        size_t len = n > 0 ? (size_t)n : 0;
+        if (p->nin) {
+            if (p->nin + len > REQ_MAX) { /* a header section that does not end */
+                close_pair(p);
+                return;
+            }
+            memcpy(p->in + p->nin, iobuf, len);
+            p->nin += len;
+            buf = p->in;
+            len = p->nin;
+        }
         size_t off = 0, replies = 0;
         for (;;) {
             if (p->skip) {
-                size_t k = p->nin - off < p->skip ? p->nin - off : p->skip;
+                size_t k = len - off < p->skip ? len - off : p->skip;
                 off += k;
                 p->skip -= k;
                 if (p->skip)
                     break;
             }
-            char *hend = memmem(p->in + off, p->nin - off, "\r\n\r\n", 4);
+            char *hend = memmem(buf + off, len - off, "\r\n\r\n", 4);
             if (!hend)
                 break;
-            size_t hlen = (size_t)(hend + 4 - (p->in + off));
-            long cl = content_length(p->in + off, hlen);
+            size_t hlen = (size_t)(hend + 4 - (buf + off));
+            long cl = content_length(buf + off, hlen);
             if (cl < 0) {
                 close_pair(p);
                 return;
@@ -329,12 +341,14 @@ static void on_reject(struct end *e, uint32_t ev)
             p->skip = (size_t)cl;
             replies++;
         }
-        memmove(p->in, p->in + off, p->nin - off);
-        p->nin -= off;
-        if (p->nin == REQ_MAX) { /* a header section that does not end */
+        size_t rest = len - off;
+        if (rest >= REQ_MAX || (rest && !p->in && !(p->in = malloc(REQ_MAX)))) {
             close_pair(p);
             return;
         }
+        if (rest)
+            memmove(p->in, buf + off, rest);
+        p->nin = rest;
         if (replies) {
             char out[sizeof REPLY * 16];
             while (replies) {
@@ -360,10 +374,6 @@ static void on_accept(int lfd)
             return; /* EAGAIN, or a transient error such as EMFILE */
         set_nodelay_nonblock(fd);
         struct pair *p = calloc(1, sizeof *p);
-        if (p && !mode_forward && !(p->in = malloc(REQ_MAX))) {
-            free(p);
-            p = NULL;
-        }
         if (!p) {
             close(fd);
             continue;

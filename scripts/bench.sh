@@ -8,7 +8,8 @@
 # on all of them alike.
 #
 # CPU placement (2 cores): the proxy under test (tenantd / nginx / haproxy,
-# one worker each) on cpu 0, wrk on cpu 1, simmodel unpinned (it shares).
+# one worker each, and the two floors of bench/bench_floor.c) on cpu 0, wrk
+# on cpu 1, simmodel unpinned (it shares).
 set -euo pipefail
 BUILD=${1:-build-bench}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +37,7 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$NCPU" --target tenantd simmodel tenantd_lib -- -s --no-print-directory ||
     { echo "bench: the Release build failed" >&2; exit 1; }
 CFLAGS_B="-O2 -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude"
+cc $CFLAGS_B bench/bench_floor.c -o "$BUILD/bench_floor"
 cc $CFLAGS_B bench/bench_limiter.c src/core/limiter.c -lpthread -lm -o "$BUILD/bench_limiter"
 cc $CFLAGS_B bench/bench_shared.c "$BUILD/libtenantd_lib.a" -lhiredis -lpthread -lm -o "$BUILD/bench_shared"
 cc $CFLAGS_B bench/bench_queue.c "$BUILD/libtenantd_lib.a" $(pkg-config --libs jansson libfyaml) -lm \
@@ -185,10 +187,24 @@ PIDS+=($!)
 HA_PID=$!
 wait_port "$HA" haproxy || { cat "$TMP/haproxy.err" >&2; exit 1; }
 
-declare -A PORT=([direct]=$SIM [tenantd]=$TD [nginx]=$NG [haproxy]=$HA)
+# The floors: a byte forwarder (phase A) and a canned 429 (reject path),
+# one thread each, pinned like the proxies.
+FF=$(free_port)
+$PIN_PROXY "$BUILD/bench_floor" forward "$FF" "$SIM" 2>"$TMP/floor.err" &
+PIDS+=($!)
+FF_PID=$!
+wait_port "$FF" "bench_floor forward"
+FR=$(free_port)
+$PIN_PROXY "$BUILD/bench_floor" reject "$FR" 2>>"$TMP/floor.err" &
+PIDS+=($!)
+FR_PID=$!
+wait_port "$FR" "bench_floor reject"
+
+declare -A PORT=([direct]=$SIM [tenantd]=$TD [nginx]=$NG [haproxy]=$HA [floor-fwd]=$FF [floor-429]=$FR)
 NG_WORKERS=$(pgrep -P "$NG_PID" | tr '\n' ' ')
-declare -A PROC=([direct]=$SIM_PID [tenantd]=$TD_PID [nginx]="$NG_PID $NG_WORKERS" [haproxy]=$HA_PID)
-echo "gateway: tenantd :$TD, nginx :$NG, haproxy :$HA, simmodel :$SIM; $REPS x ${DUR}s per figure"
+declare -A PROC=([direct]=$SIM_PID [tenantd]=$TD_PID [nginx]="$NG_PID $NG_WORKERS" [haproxy]=$HA_PID
+    [floor-fwd]=$FF_PID [floor-429]=$FR_PID)
+echo "gateway: tenantd :$TD, nginx :$NG, haproxy :$HA, floors :$FF (forward) :$FR (429), simmodel :$SIM; $REPS x ${DUR}s per figure"
 # A measured run: record KIND SYS PHASE ROLE REP + wrk's figures + the
 # system's CPU us per request (the direct run's is simmodel's).
 measure() { # SYS PHASE KEYS PORT CONNS
@@ -198,11 +214,16 @@ measure() { # SYS PHASE KEYS PORT CONNS
     record gateway "$1" "$2" "${ROLE:-all}" "$rep" $line $(cpu_per_req "$t0" "${line%% *}" ${PROC[$1]})
 }
 for rep in $(seq "$REPS"); do
-    for sys in direct tenantd nginx haproxy; do
+    for sys in direct tenantd nginx haproxy floor-fwd floor-429; do
         p=${PORT[$sys]}
+        if [ "$sys" = floor-429 ]; then # the reject path's floor: R only
+            wrk_run warm key-x "$p" "$WARM" "$CONNS" >/dev/null
+            ROLE=abuser measure "$sys" R key-x "$p" "$CONNS"
+            continue
+        fi
         wrk_run warm key-a,key-b,key-c "$p" "$WARM" "$CONNS" >/dev/null
         measure "$sys" A key-a,key-b,key-c "$p" "$CONNS"
-        [ "$sys" = direct ] && continue
+        [ "$sys" = direct ] || [ "$sys" = floor-fwd ] && continue
         # B: the abuser paced at ~10x its limit (4 conns x 1 ms delay) next
         # to the others' closed loop. CPU per request over both.
         wrk_run B-abuser key-x "$p" "$DUR" 4 1 > "$TMP/abuser.line" &

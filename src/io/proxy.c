@@ -101,6 +101,7 @@ static void on_conn_closed(uv_handle_t *h)
     td__buf_fini(&c->rq.hdr);
     td__buf_fini(&c->rq.body);
     td__tls_destroy(c->tls);
+    OPENSSL_cleanse(c->auth_key, sizeof c->auth_key);
     free(c);
 }
 
@@ -118,15 +119,25 @@ void px_conn_close(px_conn *c)
 
 static void on_timer(uv_timer_t *t);
 
+/* The timer is re-armed only when the new deadline is earlier than the one
+ * it is armed for: a keep-alive request moves through four or five modes,
+ * each with a deadline seconds away, and stopping and starting the libuv
+ * timer (a heap removal and insertion) for each was a measurable part of a
+ * proxied request. A timer that fires before its mode's deadline, or with
+ * no mode, re-arms for what is left or does nothing (on_timer). */
 void px_timer_set(px_conn *c, px_timer_mode mode, uint64_t ms)
 {
     if (c->closing)
         return;
     c->timer_mode = mode;
     if (mode == TM_NONE)
-        uv_timer_stop(&c->timer);
-    else
-        uv_timer_start(&c->timer, on_timer, ms, 0);
+        return;
+    uint64_t due = uv_now(&c->w->loop) + ms;
+    c->timer_due = due;
+    if (uv_is_active((uv_handle_t *)&c->timer) && c->timer_armed <= due)
+        return;
+    c->timer_armed = due;
+    uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -181,6 +192,14 @@ static void conn_finish(px_conn *c)
 static void on_timer(uv_timer_t *t)
 {
     px_conn *c = t->data;
+    if (c->timer_mode == TM_NONE)
+        return;
+    uint64_t now = uv_now(&c->w->loop);
+    if (now < c->timer_due) { /* armed for an earlier mode's deadline */
+        c->timer_armed = c->timer_due;
+        uv_timer_start(&c->timer, on_timer, c->timer_due - now, 0);
+        return;
+    }
     switch (c->timer_mode) {
     case TM_QUEUE:
     case TM_UPSTREAM:
@@ -859,6 +878,7 @@ static void worker_cleanup(px_worker *w)
     td_gw_config_unref(w->held);
     w->held = NULL;
     td__buf_fini(&w->log);
+    td__buf_fini(&w->up_head);
 }
 
 static void *worker_main(void *arg)
@@ -981,6 +1001,7 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
         w->index = i;
         w->fd = -1;
         td__buf_init(&w->log, (size_t)64 << 20);
+        td__buf_init(&w->up_head, PX_UP_HEAD_MAX);
         p->workers[i] = w;
         p->nworkers = i + 1;
     }

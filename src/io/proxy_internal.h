@@ -96,6 +96,9 @@ typedef enum {
 } px_rq_state;
 
 /* Where the one timer of a client connection points. */
+#define PX_AUTH_CACHE_MAX 128 /* longer API keys are hashed every time */
+#define PX_UP_HEAD_MAX (2 * PX_HEADER_MAX + 4096) /* an upstream request head */
+
 typedef enum {
     TM_NONE = 0,
     TM_HEADER,   /* request headers must be complete by then */
@@ -178,6 +181,8 @@ struct px_conn {
     td__buf out; /* response bytes not yet handed to libuv */
     px_req rq;
     px_timer_mode timer_mode;
+    uint64_t timer_due;   /* loop ms at which timer_mode's deadline falls */
+    uint64_t timer_armed; /* loop ms the libuv timer is armed for (while active) */
     char peer[64];
     td__tls *tls; /* NULL on a plain-HTTP listener */
     int open_handles;
@@ -191,6 +196,15 @@ struct px_conn {
     unsigned in_parser : 1;   /* inside http_parser_execute */
     unsigned stop : 1;        /* parse nothing more */
     unsigned up_paused : 1;   /* the upstream's reading stopped for our backlog */
+    /* The API key of the connection's last identified request and what it
+     * resolved to in the view of generation auth_gen (0: none): a client
+     * sending the same key again skips the SHA-256 and the lookup. Wiped
+     * when the connection is freed. */
+    uint64_t auth_gen;
+    size_t auth_len;
+    const td_gw_tenant *auth_tenant;
+    const td_gw_key *auth_keyent;
+    char auth_key[PX_AUTH_CACHE_MAX];
 };
 
 struct px_up {
@@ -251,6 +265,7 @@ struct px_worker {
     td_gw_config *held;
     px_cfg *cfg_cur, *cfg_old;
     td__buf log;
+    td__buf up_head; /* the upstream request head being built, reused */
     uint64_t ledger_seq; /* ledger record ids: replica-worker-seq */
     px_meter_agg agg[PX_METER_AGG];
     time_t date_sec;

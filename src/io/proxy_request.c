@@ -7,6 +7,7 @@
  * nothing beyond the response bytes. A charge taken and then refused (shed,
  * deadline, upstream never reached) is given back. */
 #include <math.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -786,6 +787,30 @@ static void set_reject(px_req *r, int status, const char *body, td_outcome o)
     r->reject_outcome = o;
 }
 
+/* td_gw_tenant_by_key_ex, through the connection's one-entry cache: the
+ * same key bytes (compared in constant time) under the same view resolve
+ * to the same tenant and key, so only a new key or a new view hashes. */
+static const td_gw_tenant *tenant_by_key(px_conn *c, const td_gw_config *cfg, const char *key,
+                                         const td_gw_key **k)
+{
+    size_t len = strlen(key);
+    if (c->auth_gen == cfg->generation && c->auth_len == len &&
+        CRYPTO_memcmp(c->auth_key, key, len) == 0) {
+        *k = c->auth_keyent;
+        return c->auth_tenant;
+    }
+    const td_gw_tenant *t = td_gw_tenant_by_key_ex(cfg, key, len, k);
+    c->auth_gen = 0;
+    if (t && len <= sizeof c->auth_key) {
+        memcpy(c->auth_key, key, len);
+        c->auth_len = len;
+        c->auth_tenant = t;
+        c->auth_keyent = *k;
+        c->auth_gen = cfg->generation;
+    }
+    return t;
+}
+
 void px_req_headers(px_conn *c)
 {
     px_req *r = &c->rq;
@@ -827,7 +852,7 @@ void px_req_headers(px_conn *c)
                 v += 7;
                 while (*v == ' ')
                     v++;
-                r->tenant = td_gw_tenant_by_key_ex(cfg, v, strlen(v), &r->key);
+                r->tenant = tenant_by_key(c, cfg, v, &r->key);
                 if (r->key && !r->key->name)
                     r->key = NULL; /* unnamed: the tenant's limits only */
             }

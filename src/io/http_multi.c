@@ -180,12 +180,11 @@ static void on_jobs(uv_async_t *a)
         if (!closed) {
             *ow->answers_tail = j;
             ow->answers_tail = &j->next;
+            uv_async_send(&ow->async); /* under the lock: see stop_threads */
         }
         pthread_mutex_unlock(&m->mu);
         if (closed)
             free_job(j);
-        else
-            uv_async_send(&ow->async);
     }
 }
 
@@ -288,7 +287,13 @@ static void stop_threads(td_http_multi *m)
     for (unsigned i = 1; i < m->n; i++) {
         mloop *l = &m->loops[i];
         if (l->thread_started) {
-            uv_async_send(&l->async);
+            /* a thread woken for an answer may have seen stop_asked already
+             * and be closing its loop: wake it only while it is not closed
+             * (it closes under the lock) */
+            pthread_mutex_lock(&m->mu);
+            if (!l->closed)
+                uv_async_send(&l->async);
+            pthread_mutex_unlock(&m->mu);
             pthread_join(l->thread, NULL);
             l->thread_started = 0;
         } else if (l->own_loop_ok) {

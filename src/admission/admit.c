@@ -179,8 +179,9 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         switch (m) {
         case M_DEFAULTS: st = td_pod_default_requests(pod, &err); break;
         case M_LIMITRANGE:
+            /* M_DEFAULTS parsed the pod's resources and accepted them */
             st = ix && ix->limitranges_ok
-                     ? td_limitrange_default_parsed(pod, ix->limitranges, &err)
+                     ? td__limitrange_default_defaulted(pod, ix->limitranges, &err)
                      : td_limitrange_default(pod, ranges, nranges, &err);
             break;
         case M_PRIORITY: st = td_priority_mutate(cfg, pod, &err); break;

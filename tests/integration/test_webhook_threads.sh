@@ -23,6 +23,13 @@ PASS=$((PASS + $(grep -c '^ok - ' "$TMP/py.out")))
 FAIL=$((FAIL + $(grep -c '^not ok - ' "$TMP/py.out")))
 [ "$rc" -eq 0 ] && ok "webhook_threads.py exits 0" || not_ok "webhook_threads.py exit $rc"
 
+expect_rc "--admin-threads 0 is refused" 2 "$TENANTD" --data "$TMP/x" --admin-threads 0
+expect_grep "names the range" "$TMP/err" "--admin-threads must be a number from 1 to 64"
+# the address in use (by the 4-thread daemon): refused, although SO_REUSEPORT would share it
+expect_rc "a busy admin port is refused with several threads" 1 "$TENANTD" --data "$TMP/y" \
+    --admin-listen "127.0.0.1:$TD_PORT" --listen 127.0.0.1:0 --admin-threads 2
+expect_grep "names the address" "$TMP/err" "cannot listen on 127.0.0.1:$TD_PORT"
+
 stop_tenantd
 TD_PID=$REF_PID
 stop_tenantd

@@ -144,6 +144,12 @@ static void on_request(const td_http_request *req, td_http_response *resp, void 
         return;
     }
     j->later = td__http_server_defer(l->srv);
+    if (!j->later) { /* not called from the server's dispatch: cannot happen */
+        pthread_mutex_unlock(&m->mu);
+        free_job(j);
+        reply_503(resp, "cannot hand the request over\n");
+        return;
+    }
     *m->jobs_tail = j;
     m->jobs_tail = &j->next;
     pthread_mutex_unlock(&m->mu);

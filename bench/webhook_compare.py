@@ -149,6 +149,26 @@ bodies += [
     ("big integer", b'{"kind":"Pod","spec":{"containers":[],"priority":123456789012345678901}}'),
     ("invalid utf-8", b'{"kind":"Pod","metadata":{"name":"\xff"},"spec":{"containers":[]}}'),
 ]
+# The members the webhook's parser leaves out (request.oldObject,
+# request.options, the pod's metadata.managedFields): large, odd (escapes,
+# non-ASCII, reals, big integers: the parser then builds everything), or
+# broken (the answer is the same 400).
+_base = json.loads(bodies[0][1]) if bodies else None
+if isinstance(_base, dict) and isinstance(_base.get("request"), dict) and \
+        isinstance(_base["request"].get("object"), dict):
+    odd = [{"manager": "kubectl-\u00e9\"x\"", "time": "2024-01-01T00:00:00Z", "n": 1.5,
+            "big": 123456789012345678901, "fieldsV1": {"f:spec": {"f:containers": {}}}}]
+    for mname, mf in (("large", [{"manager": "m%d" % i, "fieldsV1": {"f:metadata": {"f:labels": {}}}}
+                                 for i in range(200)]), ("odd", odd)):
+        r = copy.deepcopy(_base)
+        r["request"]["object"].setdefault("metadata", {})["managedFields"] = mf
+        r["request"]["oldObject"] = copy.deepcopy(r["request"]["object"])
+        r["request"]["options"] = {"kind": "UpdateOptions", "fieldManager": mname, "x": mf}
+        r["request"]["operation"] = "UPDATE"
+        bodies.append(("managedFields " + mname, json.dumps(r, ensure_ascii=False).encode()))
+    text = json.dumps(_base)
+    for bad in ('"oldObject": {"a": tru}', '"options": [01]', '"oldObject": {"a": "\\u0000"}'):
+        bodies.append(("broken skipped member " + bad, text.replace('"request": {', '"request": {' + bad + ', ', 1).encode()))
 
 n = diff = 0
 for path in ("/validate", "/mutate", "/admit"):

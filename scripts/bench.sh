@@ -318,13 +318,17 @@ done
 # HTTPS and, labelled, plain HTTP; latency at fixed offered rates (half the
 # first run's saturation rate, 10k/s and 20k/s; open loop, coordinated
 # omission corrected) with bench_loadgen.
+# Two figures: per core (tenantd --admin-threads 1 pinned to cpu 0, the
+# load generator on cpu 1) and the whole machine (tenantd --admin-threads 2
+# and the load generator both unpinned: on 2 cores the load generator
+# takes its share of them, so this is what the machine does, not tenantd).
 WH_CFG=bench/fixtures/webhook-platform.yaml
 WH_BODY="$ROOT/bench/fixtures/review.json"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/wh.key" -out "$TMP/wh.crt" -days 1 \
     -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1
-start_webhook() { # NAME [TLS flags...]: starts tenantd; sets WH_PID, WH_PORT
+start_webhook() { # NAME [TLS flags...]: starts tenantd (pinned unless WH_PIN= ); sets WH_PID, WH_PORT
     local name=$1; shift
-    $PIN_PROXY "$BUILD/tenantd" --data "$TMP/$name.data" --config "$WH_CFG" --admin-listen 127.0.0.1:0 \
+    ${WH_PIN-$PIN_PROXY} "$BUILD/tenantd" --data "$TMP/$name.data" --config "$WH_CFG" --admin-listen 127.0.0.1:0 \
         --port-file "$TMP/$name.port" --listen 127.0.0.1:0 --workers 1 "$@" \
         2>"$TMP/$name.err" &
     WH_PID=$!
@@ -332,21 +336,24 @@ start_webhook() { # NAME [TLS flags...]: starts tenantd; sets WH_PID, WH_PORT
     wait_file "$TMP/$name.port" || { cat "$TMP/$name.err" >&2; exit 1; }
     WH_PORT=$(cat "$TMP/$name.port")
 }
-start_webhook whtls --tls-cert "$TMP/wh.crt" --tls-key "$TMP/wh.key"
+start_webhook whtls --admin-threads 1 --tls-cert "$TMP/wh.crt" --tls-key "$TMP/wh.key"
 WHT_PID=$WH_PID WHT=$WH_PORT
-start_webhook whplain
+start_webhook whplain --admin-threads 1
 WHP_PID=$WH_PID WHP=$WH_PORT
+WH_PIN="" start_webhook whtls2 --admin-threads 2 --tls-cert "$TMP/wh.crt" --tls-key "$TMP/wh.key"
+WH2_PID=$WH_PID WH2=$WH_PORT
 if [ "$QUICK" = 1 ]; then WH_PLAIN_DUR=1 LG_DUR=1; else WH_PLAIN_DUR=$DUR LG_DUR=$DUR; fi
 curl -sk "https://127.0.0.1:$WHT/validate" --data-binary @"$WH_BODY" | grep -q '"allowed":true' ||
     echo "bench: the webhook fixture's review is not allowed" >&2
-wh_wrk() { # NAME SCHEME PORT SECS [CONNS]
-    WRK_PATH=/validate WRK_BODY_FILE="$WH_BODY" $PIN_WRK wrk -t1 -c"${5:-16}" -d"$4s" --timeout 5s \
+wh_wrk() { # NAME SCHEME PORT SECS [CONNS] (pinned unless WH_WRK_PIN= )
+    WRK_PATH=/validate WRK_BODY_FILE="$WH_BODY" ${WH_WRK_PIN-$PIN_WRK} wrk -t1 -c"${5:-16}" -d"$4s" --timeout 5s \
         -s bench/wrk_keys.lua "$2://127.0.0.1:$3/validate" >"$TMP/wrk.$1.out" 2>&1 || true
     awk '/^RESULT/ {print $2, $3, $4, $5, $6, $7, $8}' "$TMP/wrk.$1.out"
 }
 wh_wrk warm https "$WHT" "$WARM" >/dev/null
 wh_wrk warm http "$WHP" "$WARM" >/dev/null
-echo "webhook: POST /validate bench/fixtures/review.json, $REPS x (wrk c=16 ${DUR}s https + ${WH_PLAIN_DUR}s http (QUICK: once), loadgen https at half the first run's saturation rate, 10k/s and 20k/s, ${LG_DUR}s each)"
+if [ "$QUICK" = 1 ]; then WH2_RATES="20000" WH2_DUR=1; else WH2_RATES="10000 20000" WH2_DUR=$DUR; fi
+echo "webhook: POST /validate bench/fixtures/review.json, $REPS x (per core: wrk c=16 ${DUR}s https + ${WH_PLAIN_DUR}s http (QUICK: once), loadgen https at half the first run's saturation rate, 10k/s and 20k/s, ${LG_DUR}s each; whole machine, 2 admin threads, all unpinned: wrk ${WH2_DUR}s https, loadgen at $WH2_RATES/s)"
 for rep in $(seq "$REPS"); do
     t0=$(cpu_ticks "$WHT_PID")
     line=$(wh_wrk V https "$WHT" "$DUR")
@@ -368,8 +375,20 @@ for rep in $(seq "$REPS"); do
         n=$(echo "$lg" | awk '{print $4}')
         record webhook-open tenantd tls "$rate" "$rep" $lg $(cpu_per_req "$t0" "${n:-0}" "$WHT_PID")
     done
+    # the whole machine: tenantd --admin-threads 2, nothing pinned
+    t0=$(cpu_ticks "$WH2_PID")
+    line=$(WH_WRK_PIN="" wh_wrk V2 https "$WH2" "$WH2_DUR")
+    record webhook tenantd validate-tls-2t all "$rep" $line $(cpu_per_req "$t0" "${line%% *}" "$WH2_PID")
+    for rate in $WH2_RATES; do
+        t0=$(cpu_ticks "$WH2_PID")
+        out=$("$BUILD/bench_loadgen" --url "https://127.0.0.1:$WH2/validate" --body "$WH_BODY" \
+            --rate "$rate" --conns 16 --duration "$LG_DUR" --warmup 0.2 --expect '"allowed":true' 2>&1) || true
+        lg=$(echo "$out" | awk '/^LOADGEN/ {$1 = ""; print}')
+        n=$(echo "$lg" | awk '{print $4}')
+        record webhook-open2 tenantd tls "$rate" "$rep" $lg $(cpu_per_req "$t0" "${n:-0}" "$WH2_PID")
+    done
 done
-kill "$WHT_PID" "$WHP_PID" 2>/dev/null || true
+kill "$WHT_PID" "$WHP_PID" "$WH2_PID" 2>/dev/null || true
 
 # ---- 5. batch queue scale ----
 # One process per size, so each size's peak RSS is its own.

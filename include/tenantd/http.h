@@ -99,6 +99,50 @@ void td_http_server_set_idle_timeout(td_http_server *s, uint64_t idle_ms);
  * loop thread (done may be NULL). Call on the loop thread, once. */
 void td_http_server_stop(td_http_server *s, void (*done)(void *), void *arg);
 
+/* ---- one address served by several loops ---- */
+
+#define TD_HTTP_MAX_LOOPS 64u
+
+typedef struct {
+    unsigned loops; /* loops serving the address, the caller's included (1 = it alone) */
+    SSL_CTX *const *tls; /* NULL: plain HTTP; else `loops` contexts, one per loop
+                          * (the caller's first); each server takes its own reference */
+    size_t max_body;
+    td_http_handler handler; /* on the caller's loop, or on any loop when anywhere says so */
+    void *user;
+    /* true: the request is answered on the loop that read it (the handler
+     * must be thread-safe for it); false: it is handed to the caller's loop
+     * and its response handed back. NULL: every request on the caller's loop. */
+    bool (*anywhere)(const td_http_request *req, void *user);
+    void (*thread_exit)(void *user); /* on each extra thread as it ends; may be NULL */
+} td_http_multi_opts;
+
+typedef struct td_http_multi td_http_multi;
+
+/* Serves addr from o->loops libuv loops: the caller's loop and o->loops - 1
+ * threads with their own loops, each with its own listening socket bound
+ * with SO_REUSEPORT (the kernel spreads connections over them) and its own
+ * connections and TLS context. A request that anywhere() accepts is
+ * answered on the loop that read it; every other one is copied to the
+ * caller's loop (a locked queue and uv_async_send), answered there by the
+ * handler as if the connection were its own, and its response handed back
+ * to the connection's loop to be written; the connection reads nothing
+ * more meanwhile, so pipelined requests keep their order. With one loop no
+ * thread is started and the socket is bound as td_http_server_start binds
+ * it. Errors as td_http_server_start's (a port in use is TD_EIO: a probe
+ * socket without SO_REUSEPORT checks it). On failure nothing is left
+ * running. Signals stay with the caller's thread. */
+td_status td_http_multi_start(uv_loop_t *loop, const char *addr, const td_http_multi_opts *o,
+                              td_http_multi **out, td_err *err);
+
+int td_http_multi_port(const td_http_multi *m);
+
+/* Closes every listener and connection; the threads end (joined here) and,
+ * once the caller's loop has closed its handles, m is freed and done(arg)
+ * runs there. Requests handed over and not yet answered are dropped. Call
+ * on the caller's loop, once. */
+void td_http_multi_stop(td_http_multi *m, void (*done)(void *), void *arg);
+
 /* ---- client ---- */
 
 typedef struct {

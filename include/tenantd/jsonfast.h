@@ -18,4 +18,14 @@
  * *error set by jansson (error may be NULL). buf is borrowed. */
 json_t *td_json_loadb(const char *buf, size_t len, json_error_t *error);
 
+/* td_json_loadb for an AdmissionReview body, leaving out of the tree the
+ * members no admission decision or answer reads: request.oldObject,
+ * request.options and request.object.metadata.managedFields (their text is
+ * still checked: a body jansson rejects is rejected the same way). They
+ * are large (managedFields grows with every field manager; UPDATE carries
+ * the whole old object) and would only be built to be freed. On input this
+ * parser hands to json_loadb they are kept, so a caller must not depend on
+ * their absence either. */
+json_t *td_json_loadb_review(const char *buf, size_t len, json_error_t *error);
+
 #endif

@@ -113,6 +113,43 @@ static td_status pss_level_of(const td_config *cfg, const char *ns, td_pss_level
     return TD_OK;
 }
 
+/* The pod's copy the mutating steps change: new objects along every path
+ * a step writes in place (the pod, all of metadata, spec and each member
+ * of spec but the container lists and volumes), pod_in's nodes below.
+ * The container lists are written only by the resources steps, through
+ * copies of their own (podres.c); sharing them keeps the copy small, and
+ * the JSON Patch diff skips a shared node at once. */
+static json_t *pod_spine_copy(const json_t *pod_in)
+{
+    static const char *const shared[] = {"containers", "initContainers", "ephemeralContainers",
+                                         "volumes"};
+    json_t *pod = json_copy((json_t *)pod_in);
+    if (!pod)
+        return NULL;
+    json_t *meta = json_object_get(pod_in, "metadata");
+    if (meta && json_object_set_new_nocheck(pod, "metadata", td_json_copy(meta)) != 0)
+        goto fail;
+    json_t *spec = json_object_get(pod_in, "spec");
+    json_t *nspec = json_copy(spec);
+    if (!nspec || json_object_set_new_nocheck(pod, "spec", nspec) != 0)
+        goto fail;
+    const char *k;
+    json_t *v;
+    json_object_foreach(spec, k, v)
+    {
+        size_t i = 0;
+        while (i < sizeof shared / sizeof shared[0] && strcmp(k, shared[i]) != 0)
+            i++;
+        if (i == sizeof shared / sizeof shared[0] && (json_is_object(v) || json_is_array(v)) &&
+            json_object_set_new_nocheck(nspec, k, td_json_copy(v)) != 0)
+            goto fail;
+    }
+    return pod;
+fail:
+    json_decref(pod);
+    return NULL;
+}
+
 td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *ns,
                        const td_admit_opts *opts, td_admit_result *r)
 {
@@ -135,7 +172,7 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         decide(r, TD_EINVAL, "BadRequest", &err);
         return TD_EINVAL;
     }
-    json_t *pod = td_json_copy(pod_in);
+    json_t *pod = pod_spine_copy(pod_in);
     if (!pod) {
         td_err_set(&err, TD_ENOMEM, "out of memory");
         decide(r, TD_ENOMEM, "Internal", &err);
@@ -179,8 +216,9 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         switch (m) {
         case M_DEFAULTS: st = td_pod_default_requests(pod, &err); break;
         case M_LIMITRANGE:
+            /* M_DEFAULTS parsed the pod's resources and accepted them */
             st = ix && ix->limitranges_ok
-                     ? td_limitrange_default_parsed(pod, ix->limitranges, &err)
+                     ? td__limitrange_default_defaulted(pod, ix->limitranges, &err)
                      : td_limitrange_default(pod, ranges, nranges, &err);
             break;
         case M_PRIORITY: st = td_priority_mutate(cfg, pod, &err); break;

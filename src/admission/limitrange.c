@@ -448,6 +448,16 @@ td_status td_limitrange_default_parsed(json_t *pod, const td_limitranges *l, td_
     return default_with(pod, l->lrs, l->n, err);
 }
 
+td_status td__limitrange_default_defaulted(json_t *pod, const td_limitranges *l, td_err *err)
+{
+    td_status s = check_metadata(pod, err);
+    if (s != TD_OK)
+        return s;
+    if (l == NULL || l->n == 0)
+        return TD_OK;
+    return default_with(pod, l->lrs, l->n, err);
+}
+
 /* ---- validation ---- */
 
 /* The violations found for one LimitRange, joined as utilerrors'

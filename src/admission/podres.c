@@ -658,6 +658,39 @@ fail:
     return NULL;
 }
 
+/* false when defaulting would change nothing: every container's limits
+ * have their requests already, and there are no pod-level limits. true
+ * whenever in doubt (the defaulting itself then decides). */
+static bool defaults_needed(const json_t *spec)
+{
+    static const char *const fields[] = {"containers", "initContainers"};
+    const json_t *res = json_object_get(spec, "resources");
+    if (json_is_object(res) && json_object_size(json_object_get(res, "limits")) > 0)
+        return true;
+    for (size_t k = 0; k < 2; k++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(spec, fields[k]), i, c)
+        {
+            json_t *r = json_object_get(c, "resources");
+            json_t *limits = json_object_get(r, "limits");
+            if (!json_is_object(limits) || json_object_size(limits) == 0)
+                continue;
+            json_t *requests = json_object_get(r, "requests");
+            if (!json_is_object(requests))
+                return true;
+            const char *name;
+            json_t *v;
+            json_object_foreach(limits, name, v)
+            {
+                if (!json_object_get(requests, name))
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
 td_status td_pod_default_requests(json_t *pod, td_err *err)
 {
     td__pod p;
@@ -670,7 +703,7 @@ td_status td_pod_default_requests(json_t *pod, td_err *err)
     td__pod_fini(&p);
 
     spec = json_object_get(pod, "spec");
-    if (!json_is_object(spec))
+    if (!json_is_object(spec) || !defaults_needed(spec))
         return TD_OK;
     copy = td__pod_spec_resources_copy(spec);
     if (copy == NULL)

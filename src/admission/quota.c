@@ -396,6 +396,9 @@ typedef struct {
     size_t nselectors;
     td_resources hard;
     td_resources used; /* status.used, or computed from used pods */
+    /* the hard names the pod evaluator tracks, with their limits: made once
+     * when the quota is parsed (per snapshot), read by every check */
+    td_resources restricted;
 } quota;
 
 static void quota_fini(quota *q)
@@ -403,6 +406,7 @@ static void quota_fini(quota *q)
     free(q->selectors);
     td_resources_fini(&q->hard);
     td_resources_fini(&q->used);
+    td_resources_fini(&q->restricted);
 }
 
 static void quotas_free(quota *qs, size_t n)
@@ -797,7 +801,7 @@ static td_status compute_used(quota *q, const td_resources *restricted, const po
 static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info *used_pods,
                        const td_resources *usages, size_t nused, bool from_status, td_err *err)
 {
-    td_resources restricted, usage, delta, requested, new_usage, exceeded, tmp;
+    td_resources usage, delta, requested, new_usage, exceeded, tmp;
     bool *interesting = NULL;
     size_t i, ninteresting = 0;
     td_status s = TD_OK;
@@ -805,7 +809,6 @@ static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info
 
     if (nq == 0)
         return TD_OK;
-    td_resources_init(&restricted);
     td_resources_init(&usage);
     td_resources_init(&delta);
     td_resources_init(&requested);
@@ -823,12 +826,10 @@ static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info
         s = quota_scopes_match(&qs[i], pod, &match, err);
         if (s != TD_OK)
             goto out_err;
-        s = restricted_resources(&qs[i], &restricted);
-        if (s != TD_OK)
-            goto out;
-        if (!match || restricted.n == 0)
+        const td_resources *restricted = &qs[i].restricted;
+        if (!match || restricted->n == 0)
             continue;
-        s = constraints(&restricted, pod, &msg);
+        s = constraints(restricted, pod, &msg);
         if (s != TD_OK)
             goto out;
         if (msg.len > 0) {
@@ -836,18 +837,18 @@ static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info
                            td_strbuf_str(&msg));
             goto out_err;
         }
-        if (from_status && !has_usage_stats(&qs[i], &restricted)) {
-            for (size_t k = 0; k < restricted.n; k++) {
+        if (from_status && !has_usage_stats(&qs[i], restricted)) {
+            for (size_t k = 0; k < restricted->n; k++) {
                 if (k > 0)
                     td_strbuf_append(&msg, ",");
-                td_strbuf_append(&msg, restricted.items[k].name);
+                td_strbuf_append(&msg, restricted->items[k].name);
             }
             s = td_err_set(err, TD_EFORBIDDEN, "status unknown for quota: %s, resources: %s",
                            qs[i].name, td_strbuf_str(&msg));
             goto out_err;
         }
         if (!from_status) {
-            s = compute_used(&qs[i], &restricted, used_pods, usages, nused, err);
+            s = compute_used(&qs[i], restricted, used_pods, usages, nused, err);
             if (s != TD_OK)
                 goto out_err;
         }
@@ -936,7 +937,6 @@ out:
 out_err:
     free(interesting);
     free(msg.s);
-    td_resources_fini(&restricted);
     td_resources_fini(&usage);
     td_resources_fini(&delta);
     td_resources_fini(&requested);
@@ -1042,6 +1042,11 @@ static td_status quotas_parse(json_t *const *quotas, size_t nquotas, bool from_s
         return td_err_set(err, TD_ENOMEM, "out of memory");
     for (i = 0; i < nquotas; i++) {
         td_status s = quota_parse(quotas[i], i, from_status, &qs[i], err);
+        td_resources_init(&qs[i].restricted);
+        if (s == TD_OK && restricted_resources(&qs[i], &qs[i].restricted) != TD_OK) {
+            quota_fini(&qs[i]);
+            s = td_err_set(err, TD_ENOMEM, "out of memory");
+        }
         if (s != TD_OK) {
             quotas_free(qs, i);
             return s;

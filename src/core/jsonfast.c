@@ -230,9 +230,33 @@ static json_t *parse_number(parser *ps)
     return json_real(d);
 }
 
-static json_t *parse_value(parser *ps, int depth);
+/* Members a review's decision never reads, left out of the tree (see
+ * td_json_loadb_review): a node names a member; with children NULL the
+ * member's value is checked and dropped, else its members are looked up in
+ * children. */
+typedef struct skip_node {
+    const char *key;
+    const struct skip_node *children;
+} skip_node;
 
-static json_t *parse_object(parser *ps, int depth)
+static const skip_node skip_metadata[] = {{"managedFields", NULL}, {NULL, NULL}};
+static const skip_node skip_object[] = {{"metadata", skip_metadata}, {NULL, NULL}};
+static const skip_node skip_request[] = {
+    {"object", skip_object}, {"oldObject", NULL}, {"options", NULL}, {NULL, NULL}};
+static const skip_node skip_review[] = {{"request", skip_request}, {NULL, NULL}};
+
+static const skip_node *skip_find(const skip_node *sk, const char *k, size_t kn)
+{
+    for (; sk && sk->key; sk++)
+        if (strlen(sk->key) == kn && memcmp(sk->key, k, kn) == 0)
+            return sk;
+    return NULL;
+}
+
+static json_t *parse_value(parser *ps, int depth, const skip_node *sk);
+static bool skip_value(parser *ps, int depth);
+
+static json_t *parse_object(parser *ps, int depth, const skip_node *sk)
 {
     json_t *obj = json_object();
     if (!obj)
@@ -264,9 +288,15 @@ static json_t *parse_object(parser *ps, int depth)
             goto fail;
         ps->p++;
         skip_ws(ps);
-        json_t *v = parse_value(ps, depth);
-        if (!v || json_object_setn_new_nocheck(obj, k, kn, v) != 0)
-            goto fail;
+        const skip_node *node = sk ? skip_find(sk, k, kn) : NULL;
+        if (node && !node->children) {
+            if (!skip_value(ps, depth))
+                goto fail;
+        } else {
+            json_t *v = parse_value(ps, depth, node ? node->children : NULL);
+            if (!v || json_object_setn_new_nocheck(obj, k, kn, v) != 0)
+                goto fail;
+        }
         skip_ws(ps);
         if (ps->p >= ps->end)
             goto fail;
@@ -298,7 +328,7 @@ static json_t *parse_array(parser *ps, int depth)
         return arr;
     }
     for (;;) {
-        json_t *v = parse_value(ps, depth);
+        json_t *v = parse_value(ps, depth, NULL);
         if (!v || json_array_append_new(arr, v) != 0)
             goto fail;
         skip_ws(ps);
@@ -334,13 +364,13 @@ static bool literal(parser *ps, const char *word, size_t n)
     return true;
 }
 
-static json_t *parse_value(parser *ps, int depth)
+static json_t *parse_value(parser *ps, int depth, const skip_node *sk)
 {
     if (ps->p >= ps->end)
         return NULL;
     switch (*ps->p) {
     case '{':
-        return depth >= MAX_DEPTH ? NULL : parse_object(ps, depth + 1);
+        return depth >= MAX_DEPTH ? NULL : parse_object(ps, depth + 1, sk);
     case '[':
         return depth >= MAX_DEPTH ? NULL : parse_array(ps, depth + 1);
     case '"': {
@@ -361,14 +391,79 @@ static json_t *parse_value(parser *ps, int depth)
     }
 }
 
-json_t *td_json_loadb(const char *buf, size_t len, json_error_t *error)
+/* Checks a value as parse_value would take it, building nothing: the same
+ * grammar, so whatever it accepts jansson accepts too (numbers, rare here,
+ * are built and dropped to share parse_number's checks). */
+static bool skip_value(parser *ps, int depth)
+{
+    if (ps->p >= ps->end)
+        return false;
+    const char *s;
+    size_t n;
+    switch (*ps->p) {
+    case '{':
+    case '[': {
+        if (depth >= MAX_DEPTH)
+            return false;
+        unsigned char close = *ps->p == '{' ? '}' : ']';
+        bool obj = close == '}';
+        ps->p++;
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == close) {
+            ps->p++;
+            return true;
+        }
+        for (;;) {
+            if (obj) {
+                if (ps->p >= ps->end || *ps->p != '"' || !parse_string(ps, &s, &n))
+                    return false;
+                skip_ws(ps);
+                if (ps->p >= ps->end || *ps->p != ':')
+                    return false;
+                ps->p++;
+                skip_ws(ps);
+            }
+            if (!skip_value(ps, depth + 1))
+                return false;
+            skip_ws(ps);
+            if (ps->p >= ps->end)
+                return false;
+            if (*ps->p == ',') {
+                ps->p++;
+                skip_ws(ps);
+                continue;
+            }
+            if (*ps->p == close) {
+                ps->p++;
+                return true;
+            }
+            return false;
+        }
+    }
+    case '"':
+        return parse_string(ps, &s, &n);
+    case 't':
+        return literal(ps, "true", 4);
+    case 'f':
+        return literal(ps, "false", 5);
+    case 'n':
+        return literal(ps, "null", 4);
+    default: {
+        json_t *v = parse_number(ps);
+        json_decref(v);
+        return v != NULL;
+    }
+    }
+}
+
+static json_t *load(const char *buf, size_t len, const skip_node *sk, json_error_t *error)
 {
     if (buf) {
         parser ps = {.p = (const unsigned char *)buf, .end = (const unsigned char *)buf + len};
         skip_ws(&ps);
         json_t *v = NULL;
         if (ps.p < ps.end && (*ps.p == '{' || *ps.p == '['))
-            v = parse_value(&ps, 0);
+            v = parse_value(&ps, 0, sk);
         if (v) {
             skip_ws(&ps);
             if (ps.p != ps.end) {
@@ -381,4 +476,14 @@ json_t *td_json_loadb(const char *buf, size_t len, json_error_t *error)
             return v;
     }
     return json_loadb(buf, len, 0, error);
+}
+
+json_t *td_json_loadb(const char *buf, size_t len, json_error_t *error)
+{
+    return load(buf, len, NULL, error);
+}
+
+json_t *td_json_loadb_review(const char *buf, size_t len, json_error_t *error)
+{
+    return load(buf, len, skip_review, error);
 }

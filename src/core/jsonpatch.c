@@ -96,6 +96,8 @@ static int diff(const json_t *a, const json_t *b, char *path, size_t plen, json_
     /* Two objects, or two arrays, are compared member by member below (equal
      * ones yield no op); comparing them whole first as well made the diff
      * quadratic in the depth. */
+    if (a == b)
+        return 0; /* a node the copy shares with the original */
     bool both_objects = json_is_object(a) && json_is_object(b);
     bool both_arrays = json_is_array(a) && json_is_array(b);
     if (!both_objects && !both_arrays && json_equal(a, b))

@@ -24,6 +24,7 @@
 void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway)
 {
     atomic_init(&c->snapshot, cfg);
+    pthread_mutex_init(&c->snapshot_lock, NULL);
     c->store = store;
     c->gateway = gateway;
     c->metering = NULL;
@@ -83,7 +84,10 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
     td_err qerr;
     if (td_queueview_attach(next, q, &qerr) != TD_OK)
         fprintf(stderr, "tenantd: batch queue view: %s\n", qerr.msg);
-    td_config_unref(atomic_exchange(&c->snapshot, next));
+    pthread_mutex_lock(&c->snapshot_lock);
+    td_config *old = atomic_exchange(&c->snapshot, next);
+    pthread_mutex_unlock(&c->snapshot_lock);
+    td_config_unref(old);
     /* Config validation already accepted every Tenant and Route, so a reload
      * fails only for lack of memory or slots; the store is the truth then,
      * and the next reload catches the gateway up. */
@@ -101,6 +105,15 @@ void td_control_set_admin_token(td_control *c, const char *token, size_t len)
 void td_control_fini(td_control *c)
 {
     td_config_unref(atomic_exchange(&c->snapshot, NULL));
+    pthread_mutex_destroy(&c->snapshot_lock);
+}
+
+td_config *td_control_snapshot(td_control *c)
+{
+    pthread_mutex_lock(&c->snapshot_lock);
+    td_config *cfg = td_config_ref(atomic_load(&c->snapshot));
+    pthread_mutex_unlock(&c->snapshot_lock);
+    return cfg;
 }
 
 static void reply_text(td_http_response *resp, int status, const char *text)
@@ -187,7 +200,7 @@ static int append_text(char **text, size_t *len, const char *line)
  * was rebuilt from records, which a scrape never does. */
 static int append_queue_metrics(td_control *c, char **text, size_t *len)
 {
-    td_config *cur = td_config_ref(atomic_load(&c->snapshot));
+    td_config *cur = td_control_snapshot(c);
     const td_queueview *v = NULL;
     /* a queue that cannot take the snapshot's objects has no series */
     int rc = td_queueview_get(cur, &v, NULL) == TD_OK
@@ -237,10 +250,13 @@ static void handle_review(td_control *c, const td_http_request *req, td_http_res
 {
     bool arena = td_json_arena_begin();
     json_error_t je;
-    json_t *in = td_json_loadb(req->body, req->body_len, &je);
+    /* oldObject, options and managedFields are read by no decision, and a
+     * patch diffs the pod with its mutated copy: absent from both, they can
+     * be in no patch (webhook_compare.py checks the answers) */
+    json_t *in = td_json_loadb_review(req->body, req->body_len, &je);
     json_t *out = NULL;
     int code = 0;
-    td_config *cfg = td_config_ref(atomic_load(&c->snapshot));
+    td_config *cfg = td_control_snapshot(c);
     if (!in) {
         char msg[300];
         snprintf(msg, sizeof msg, "request body is not JSON: line %d: %s", je.line, je.text);
@@ -415,7 +431,7 @@ static void handle_workloads(td_control *c, const td_http_request *req, td_http_
         reply_error(resp, code, err.msg);
         return;
     }
-    td_config *cur = td_config_ref(atomic_load(&c->snapshot));
+    td_config *cur = td_control_snapshot(c);
     json_t *view = NULL;
     td_status st = td_workloads_view(cur, ns, &view, &err);
     if (st == TD_OK && p->kind != TD_PRINCIPAL_ADMIN && !(view = tenant_view(cur, p, view)))
@@ -444,7 +460,7 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         reply_error(resp, 400, "nothing to apply: the body holds no object");
         return;
     }
-    td_config *prev = td_config_ref(atomic_load(&c->snapshot));
+    td_config *prev = td_control_snapshot(c);
     for (size_t i = 0; i < td_manifest_count(m); i++) {
         if (td_workloads_keep_status(prev, td_manifest_doc(m, i), &err) != TD_OK) {
             td_config_unref(prev);
@@ -490,7 +506,7 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         }
     }
     td_config_unref(prev);
-    td_config *cur = td_config_ref(atomic_load(&c->snapshot));
+    td_config *cur = td_control_snapshot(c);
     td_config_builder *b = NULL;
     td_config *next = NULL;
     json_t *view = NULL;
@@ -520,7 +536,7 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
     }
     if (st == TD_OK && submit) {
         /* what the pass decided, as it is served now */
-        td_config *now = td_config_ref(atomic_load(&c->snapshot));
+        td_config *now = td_control_snapshot(c);
         json_decref(view);
         view = NULL;
         if (td_workloads_view(now, NULL, &view, &err) != TD_OK)
@@ -588,7 +604,7 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
             return;
         }
     }
-    td_config *cur = td_config_ref(atomic_load(&c->snapshot));
+    td_config *cur = td_control_snapshot(c);
     if (strcmp(req->method, "GET") == 0) {
         json_t *items = json_array();
         json_t *const *list;
@@ -859,7 +875,7 @@ static void h_finish(td_control *c, const td_http_request *req, td_http_response
         reply_error(resp, code, aerr.msg);
         return;
     }
-    td_config *cur = td_config_ref(atomic_load(&c->snapshot));
+    td_config *cur = td_control_snapshot(c);
     json_t *wl = td_config_get(cur, "Workload", ns, name);
     char msg[800];
     if (!*name || !wl) {
@@ -949,7 +965,7 @@ static void h_explain_workload(td_control *c, const td_http_request *req,
         reply_error(resp, code, err.msg);
         return;
     }
-    td_config *cur = td_config_ref(atomic_load(&c->snapshot));
+    td_config *cur = td_control_snapshot(c);
     json_t *out = NULL;
     td_status st = td_explain_workload(cur, ns, name, p, &out, &err);
     td_config_unref(cur);
@@ -991,6 +1007,18 @@ static const struct {
     {"DELETE", "/v1/objects", TD_AUTHZ_ADMIN, handle_objects},
 };
 
+bool td_control_anywhere(const td_http_request *req, void *user)
+{
+    (void)user;
+    /* these read only the snapshot (td_control_snapshot) and its
+     * admission index, and count in atomics */
+    static const char *const paths[] = {"/validate", "/mutate", "/admit", "/healthz", "/readyz"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if (strcmp(req->path, paths[i]) == 0)
+            return true;
+    return false;
+}
+
 void td_control_handle(const td_http_request *req, td_http_response *resp, void *user)
 {
     td_control *c = user;
@@ -1007,7 +1035,7 @@ void td_control_handle(const td_http_request *req, td_http_response *resp, void 
             return;
         }
         /* The principal borrows from this snapshot: hold it for the call. */
-        td_config *cfg = td_config_ref(atomic_load(&c->snapshot));
+        td_config *cfg = td_control_snapshot(c);
         td_principal p;
         td_authz_identify(cfg, c->has_admin_token ? c->admin_token_sha256 : NULL,
                           td_http_header(req, "Authorization"), &p);

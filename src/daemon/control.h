@@ -6,7 +6,9 @@
 #ifndef TENANTD_DAEMON_CONTROL_H
 #define TENANTD_DAEMON_CONTROL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "tenantd/config.h"
 #include "tenantd/gateway.h"
@@ -16,7 +18,11 @@
 struct td_metering;
 
 typedef struct {
-    _Atomic(td_config *) snapshot; /* owned reference */
+    /* owned reference; read it with td_control_snapshot: a reader on
+     * another thread must take its reference before a commit can drop the
+     * old snapshot's last one, hence snapshot_lock around ref and swap */
+    _Atomic(td_config *) snapshot;
+    pthread_mutex_t snapshot_lock;
     struct td_metering *metering;  /* borrowed; NULL: no /v1/usage data */
     td_store *store;               /* borrowed */
     td_gateway *gateway;           /* borrowed; NULL: no gateway */
@@ -45,7 +51,17 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
                             const td_object_id *dels, size_t ndels, td_err *err);
 void td_control_fini(td_control *c);
 
-/* The td_http_handler of the admin listener; user is a td_control. */
+/* A new reference to the snapshot being served; any thread. */
+td_config *td_control_snapshot(td_control *c);
+
+/* The td_http_handler of the admin listener; user is a td_control. The
+ * admission reviews (/validate, /mutate, /admit) and /healthz, /readyz may
+ * run on any thread, concurrently; everything else on the loop thread that
+ * commits (the control API writes the store and swaps the snapshot). */
 void td_control_handle(const td_http_request *req, td_http_response *resp, void *user);
+
+/* td_http_multi_opts.anywhere for td_control_handle: true for the requests
+ * above that may run on any thread. */
+bool td_control_anywhere(const td_http_request *req, void *user);
 
 #endif

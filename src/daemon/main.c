@@ -51,6 +51,9 @@ static void usage(FILE *f)
             "      --data-tls-cert FILE serve the data listener over HTTPS with this PEM chain\n"
             "      --data-tls-key FILE  and this PEM private key (optional; default plain HTTP)\n"
             "      --admin-listen ADDR  admin listener (default 127.0.0.1:8081; port 0 = any)\n"
+            "      --admin-threads N    event loops serving the admin listener (default: cores);\n"
+            "                           admission reviews and health checks are answered on\n"
+            "                           each, everything else on the daemon's main loop\n"
             "      --tls-cert FILE      serve HTTPS with this PEM certificate chain\n"
             "      --tls-key FILE       and this PEM private key\n"
             "      --tls-client-ca FILE require client certificates signed by this CA (mTLS)\n"
@@ -67,7 +70,7 @@ static void usage(FILE *f)
 
 typedef struct {
     uv_signal_t sigint, sigterm, sighup;
-    td_http_server *server;
+    td_http_multi *server;
     td_control *control;
     const char *const *configs;
     size_t nconfigs;
@@ -96,7 +99,7 @@ static void on_signal(uv_signal_t *h, int signum)
         td_metering_stop(d->metering);
     }
     if (d->server) {
-        td_http_server_stop(d->server, on_server_stopped, d);
+        td_http_multi_stop(d->server, on_server_stopped, d);
         d->server = NULL;
     }
 }
@@ -108,7 +111,7 @@ static void on_reload(uv_signal_t *h, int signum)
     (void)signum;
     daemon_state *d = h->data;
     td_err err;
-    td_config *cur = td_config_ref(atomic_load(&d->control->snapshot));
+    td_config *cur = td_control_snapshot(d->control);
     td_config_builder *b = NULL;
     td_config *next = NULL;
     json_t *objs = json_array();
@@ -179,6 +182,21 @@ static void seed_budgets(td_gateway *g, const char *data)
                 "tenantd: budgets: the ledger could not be read (%s); spend starts at "
                 "zero\n",
                 err.msg);
+}
+
+static void free_tls(SSL_CTX **ctxs)
+{
+    for (unsigned i = 0; i < TD_HTTP_MAX_LOOPS; i++) {
+        SSL_CTX_free(ctxs[i]);
+        ctxs[i] = NULL;
+    }
+}
+
+/* An admin thread ends: the request arena it kept for reviews goes. */
+static void admin_thread_exit(void *user)
+{
+    (void)user;
+    td_json_arena_release();
 }
 
 static int write_port_file(const char *path, int port)
@@ -264,7 +282,7 @@ int main(int argc, char **argv)
 {
     enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
            O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE,
-           O_LEDGER, O_LEDGER_RETENTION, O_DATA_CERT, O_DATA_KEY, O_REPLICA_NAME };
+           O_LEDGER, O_LEDGER_RETENTION, O_DATA_CERT, O_DATA_KEY, O_REPLICA_NAME, O_ADMIN_THREADS };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"data", required_argument, NULL, 'd'},
@@ -275,6 +293,7 @@ int main(int argc, char **argv)
         {"port-file", required_argument, NULL, O_PORT_FILE},
         {"listen", required_argument, NULL, O_DATA_LISTEN},
         {"workers", required_argument, NULL, O_WORKERS},
+        {"admin-threads", required_argument, NULL, O_ADMIN_THREADS},
         {"redis", required_argument, NULL, O_REDIS},
         {"replicas", required_argument, NULL, O_REPLICAS},
         {"replica-name", required_argument, NULL, O_REPLICA_NAME},
@@ -295,6 +314,7 @@ int main(int argc, char **argv)
                *redis = NULL, *access_log = NULL, *data_port_file = NULL, *token_file = NULL,
                *data_cert = NULL, *data_key = NULL, *replica_name = NULL;
     long workers = sysconf(_SC_NPROCESSORS_ONLN), replicas = 1;
+    long admin_threads = workers;
     bool allow_x_tenant = false, ledger_on = true;
     int64_t retention_ns = 720LL * 3600 * 1000000000LL;
     int c;
@@ -349,6 +369,17 @@ int main(int argc, char **argv)
         }
         case O_DATA_CERT: data_cert = optarg; break;
         case O_DATA_KEY: data_key = optarg; break;
+        case O_ADMIN_THREADS: {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > (long)TD_HTTP_MAX_LOOPS) {
+                fprintf(stderr, "tenantd: --admin-threads must be a number from 1 to %u\n",
+                        TD_HTTP_MAX_LOOPS);
+                return 2;
+            }
+            admin_threads = v;
+            break;
+        }
         case O_WORKERS:
         case O_REPLICAS: {
             char *end;
@@ -404,15 +435,25 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    SSL_CTX *tls = NULL;
-    if (cert && td_tls_server_ctx(cert, key, client_ca, &tls, &err) != TD_OK) {
-        fprintf(stderr, "tenantd: %s\n", err.msg);
-        return 2;
+    if (admin_threads < 1)
+        admin_threads = 1;
+    if (admin_threads > (long)TD_HTTP_MAX_LOOPS)
+        admin_threads = TD_HTTP_MAX_LOOPS;
+    /* one TLS context per admin loop: nothing of OpenSSL's shared between
+     * the threads' handshakes */
+    SSL_CTX *tls_ctxs[TD_HTTP_MAX_LOOPS] = {0};
+    for (long i = 0; cert && i < admin_threads; i++) {
+        if (td_tls_server_ctx(cert, key, client_ca, &tls_ctxs[i], &err) != TD_OK) {
+            fprintf(stderr, "tenantd: %s\n", err.msg);
+            for (long k = 0; k < i; k++)
+                SSL_CTX_free(tls_ctxs[k]);
+            return 2;
+        }
     }
     td_store *store = NULL;
     if (td_store_open(data, &store, &err) != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
-        SSL_CTX_free(tls);
+        free_tls(tls_ctxs);
         return 1;
     }
     td_config *cfg = NULL;
@@ -420,7 +461,7 @@ int main(int argc, char **argv)
     if (st != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
         td_store_close(store);
-        SSL_CTX_free(tls);
+        free_tls(tls_ctxs);
         return st == TD_EINVAL ? 2 : 1;
     }
     td_gateway *gateway = NULL;
@@ -440,7 +481,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "tenantd: %s\n", err.msg);
         td_config_unref(cfg);
         td_store_close(store);
-        SSL_CTX_free(tls);
+        free_tls(tls_ctxs);
         return 2;
     }
     FILE *alog = NULL;
@@ -451,7 +492,7 @@ int main(int argc, char **argv)
             td_gateway_destroy(gateway);
             td_config_unref(cfg);
             td_store_close(store);
-            SSL_CTX_free(tls);
+            free_tls(tls_ctxs);
             return 2;
         }
     }
@@ -479,7 +520,7 @@ int main(int argc, char **argv)
         td_gateway_destroy(gateway);
         td_config_unref(cfg);
         td_store_close(store);
-        SSL_CTX_free(tls);
+        free_tls(tls_ctxs);
         return 1;
     }
     if (ledger && td_metering_load(metering, cfg, data, &err) != TD_OK)
@@ -505,7 +546,7 @@ int main(int argc, char **argv)
         td_gateway_destroy(gateway);
         td_config_unref(cfg);
         td_store_close(store);
-        SSL_CTX_free(tls);
+        free_tls(tls_ctxs);
         return 1;
     }
     td_control_init(&control, cfg, store, gateway);
@@ -521,10 +562,16 @@ int main(int argc, char **argv)
     uv_loop_t loop;
     uv_loop_init(&loop);
     daemon_state d = {0};
-    if (td_http_server_start(&loop, listen, tls, MAX_BODY, td_control_handle, &control, &d.server,
-                             &err) != TD_OK) {
+    td_http_multi_opts hopts = {(unsigned)admin_threads,
+                                cert ? (SSL_CTX *const *)tls_ctxs : NULL,
+                                MAX_BODY,
+                                td_control_handle,
+                                &control,
+                                td_control_anywhere,
+                                admin_thread_exit};
+    if (td_http_multi_start(&loop, listen, &hopts, &d.server, &err) != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
-        SSL_CTX_free(tls);
+        free_tls(tls_ctxs);
         td_proxy_stop(proxy);
         td_ledger_close(ledger);
         td_metering_destroy(metering);
@@ -534,13 +581,13 @@ int main(int argc, char **argv)
         uv_loop_close(&loop);
         return 1;
     }
-    SSL_CTX_free(tls); /* the server holds its own reference */
-    int port = td_http_server_port(d.server);
+    free_tls(tls_ctxs); /* the servers hold their own references */
+    int port = td_http_multi_port(d.server);
     json_t *const *all;
     fprintf(stderr,
-            "tenantd: %zu objects loaded; admin listener on %s://%s (port %d); gateway on "
-            "%s://%s (port %d, %ld workers%s%s)\n",
-            td_config_all(cfg, &all), cert ? "https" : "http", listen, port,
+            "tenantd: %zu objects loaded; admin listener on %s://%s (port %d, %ld threads); "
+            "gateway on %s://%s (port %d, %ld workers%s%s)\n",
+            td_config_all(cfg, &all), cert ? "https" : "http", listen, port, admin_threads,
             data_cert ? "https" : "http", data_listen,
             td_proxy_port(proxy), workers, redis ? ", limits shared through redis " : "",
             redis ? redis : "");
@@ -567,7 +614,7 @@ int main(int argc, char **argv)
         clock_gettime(CLOCK_REALTIME, &now);
         json_t *changed = NULL;
         td_queue *q = NULL;
-        td_config *cur = td_config_ref(atomic_load(&control.snapshot));
+        td_config *cur = td_control_snapshot(&control);
         td_status ps = td_workloads_pass(
             cur, (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec, &changed, &q, &err);
         if (ps == TD_OK && json_array_size(changed)) {

@@ -285,7 +285,7 @@ static int64_t gpu_quota(const td_config *cfg, const td_queue *q, const json_t *
 
 void td_metering_tick(td_metering *m, int64_t now_ns)
 {
-    td_config *cfg = td_config_ref(atomic_load(&m->c->snapshot));
+    td_config *cfg = td_control_snapshot(m->c);
     refresh_policy(m, cfg);
     if (month_start(now_ns) != m->period_start_ns) {
         /* a new period: the dashboard's sums start again (counters do not) */

@@ -72,6 +72,14 @@ typedef struct {
     td__buf out; /* response bytes not yet handed to the transport */
     time_t date_sec;
     char date[40];
+
+    /* A request whose answer comes later (td__http_conn_defer): parsing is
+     * paused after it, the input already read waits in pending_in, and the
+     * response is written by td__http_conn_resume with these. */
+    int defer_asked; /* the handler asked, during this dispatch */
+    int deferred;    /* waiting for td__http_conn_resume */
+    int later_keep, later_http10, later_head;
+    td__buf pending_in;
 } td__http_conn;
 
 /* Prepares c for a new connection. Borrows handler and user. */
@@ -85,6 +93,15 @@ void td__http_conn_fini(td__http_conn *c);
  * input become 4xx responses, never failures of this call. */
 void td__http_conn_feed(td__http_conn *c, const char *data, size_t n);
 
+/* Called by a handler during its call: its request is answered later,
+ * by td__http_conn_resume; no request after it is processed until then. */
+void td__http_conn_defer(td__http_conn *c);
+
+/* Appends the deferred request's response to c->out (body taken over, as
+ * from a handler), then processes the input that waited behind it (which
+ * may defer again). */
+void td__http_conn_resume(td__http_conn *c, td_http_response *resp);
+
 /* Runs one connection's worth of input through a fresh td__http_conn, as
  * the pieces arrived (n_pieces buffers), and returns everything the server
  * would write in *out (malloc'd, caller frees, NUL-terminated) and whether
@@ -92,6 +109,28 @@ void td__http_conn_feed(td__http_conn *c, const char *data, size_t n);
 td_status td__http_serve_pieces(const char *const *pieces, const size_t *lens, size_t n_pieces,
                                 size_t max_body, td_http_handler h, void *user, char **out,
                                 size_t *out_len, int *closes);
+
+/* ---- answering later, and several loops (http_multi.c) ---- */
+
+typedef struct td__http_later td__http_later; /* a deferred request's connection */
+
+/* From inside s's handler: the request being handled is answered later by
+ * td__http_later_resume on s's loop. The connection (kept allocated while
+ * a deferral is out, even if it closes meanwhile) reads nothing more
+ * until then. */
+td__http_later *td__http_server_defer(td_http_server *s);
+
+/* On s's loop: answers the deferred request with resp (its body taken
+ * over), or if resp is NULL only gives the connection back (the server
+ * is stopping). A connection that closed meanwhile is freed. */
+void td__http_later_resume(td__http_later *l, td_http_response *resp);
+
+/* td_http_server_start with SO_REUSEPORT set on the socket when reuseport
+ * (several loops' listeners on one address) and, when port > 0, that port
+ * in place of addr's. */
+td_status td__http_server_start_ex(uv_loop_t *loop, const char *addr, int port, int reuseport,
+                                   SSL_CTX *tls, size_t max_body, td_http_handler h, void *user,
+                                   td_http_server **out, td_err *err);
 
 /* ---- TLS over memory BIOs ---- */
 

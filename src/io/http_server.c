@@ -104,6 +104,9 @@ static void buf_clear(td__buf *b)
 /* ---- request processing ---- */
 
 #define OUT_MAX ((size_t)1 << 30)
+/* Input read behind a deferred request: at most one read's worth (64 KiB,
+ * or a TLS record's plaintext) each time, as reading stops meanwhile. */
+#define PENDING_IN_MAX ((size_t)1 << 20)
 
 static int on_message_begin(http_parser *p);
 static int on_url(http_parser *p, const char *at, size_t n);
@@ -135,6 +138,7 @@ void td__http_conn_init(td__http_conn *c, size_t max_body, td_http_handler h, vo
     td__buf_init(&c->hdr, TD_HTTP_MAX_HEADER_BYTES + 2 * TD_HTTP_MAX_HEADERS);
     td__buf_init(&c->body, max_body);
     td__buf_init(&c->out, OUT_MAX);
+    td__buf_init(&c->pending_in, PENDING_IN_MAX);
 }
 
 void td__http_conn_fini(td__http_conn *c)
@@ -143,6 +147,7 @@ void td__http_conn_fini(td__http_conn *c)
     td__buf_fini(&c->hdr);
     td__buf_fini(&c->body);
     td__buf_fini(&c->out);
+    td__buf_fini(&c->pending_in);
     free(c->ix);
     c->ix = NULL;
     c->n_ix = c->cap_ix = 0;
@@ -517,6 +522,17 @@ static void dispatch(td__http_conn *c)
     td_http_response resp = {0};
     c->handler(&req, &resp, c->user);
     free(fields);
+    if (c->defer_asked) {
+        /* answered by td__http_conn_resume; the handler copied what it
+         * needs of req */
+        c->defer_asked = 0;
+        c->deferred = 1;
+        c->later_keep = keep;
+        c->later_http10 = http10;
+        c->later_head = head;
+        free(resp.body);
+        return;
+    }
 
     int status = resp.status;
     const char *body = resp.body;
@@ -545,18 +561,33 @@ static int on_message_complete(http_parser *p)
     if (!c->stop)
         dispatch(c);
     buf_clear(&c->body);
-    if (c->stop)
+    if (c->stop || c->deferred)
         http_parser_pause(p, 1);
     return 0;
+}
+
+/* Keeps input that arrived behind a deferred request for its resumption;
+ * more than PENDING_IN_MAX (a client that goes on sending while reading
+ * has stopped cannot) ends the connection after the deferred answer. */
+static void keep_pending(td__http_conn *c, const char *data, size_t n)
+{
+    if (n && td__buf_append(&c->pending_in, data, n) != TD_OK)
+        c->later_keep = 0;
 }
 
 void td__http_conn_feed(td__http_conn *c, const char *data, size_t n)
 {
     if (c->stop || n == 0)
         return;
-    http_parser_execute(&c->parser, &request_settings, data, n);
+    if (c->deferred) {
+        keep_pending(c, data, n);
+        return;
+    }
+    size_t used = http_parser_execute(&c->parser, &request_settings, data, n);
     enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
-    if (e == HPE_PAUSED) {
+    if (e == HPE_PAUSED && c->deferred && !c->stop) {
+        keep_pending(c, data + used, n - used);
+    } else if (e == HPE_PAUSED) {
         c->stop = 1;
         c->close_after = 1;
     } else if (e != HPE_OK) {
@@ -569,6 +600,44 @@ void td__http_conn_feed(td__http_conn *c, const char *data, size_t n)
         c->stop = 1;
         c->close_after = 1;
     }
+}
+
+void td__http_conn_defer(td__http_conn *c)
+{
+    c->defer_asked = 1;
+}
+
+void td__http_conn_resume(td__http_conn *c, td_http_response *resp)
+{
+    if (!c->deferred) {
+        free(resp->body);
+        return;
+    }
+    c->deferred = 0;
+    int keep = c->later_keep && !c->stop;
+    int status = resp->status;
+    const char *body = resp->body;
+    size_t body_len = body ? resp->body_len : 0;
+    if (status < 200 || status > 599) {
+        status = 500;
+        body = NULL;
+        body_len = 0;
+    }
+    write_response(c, status, resp->content_type, body, body_len, resp->extra_headers, keep,
+                   c->later_http10, c->later_head);
+    free(resp->body);
+    resp->body = NULL;
+    if (!keep || c->stop) {
+        c->stop = 1;
+        c->close_after = 1;
+        return;
+    }
+    http_parser_pause(&c->parser, 0);
+    size_t n;
+    char *in = td__buf_take(&c->pending_in, &n);
+    if (in)
+        td__http_conn_feed(c, in, n);
+    free(in);
 }
 
 td_status td__http_serve_pieces(const char *const *pieces, const size_t *lens, size_t n_pieces,
@@ -628,6 +697,8 @@ struct td_http_server {
     int port;
     conn *conns;
     size_t n_conns;
+    conn *zombies;     /* closed while a deferral was out; freed on its return */
+    conn *dispatching; /* the connection whose input is being processed */
     int stopping;
     int listener_closed;
     void (*done)(void *);
@@ -652,6 +723,8 @@ struct conn {
     int peer_eof;  /* the client will send nothing more */
     int read_paused;
     int tls_failed;
+    int refs;   /* deferrals out (td__http_server_defer); loop thread only */
+    int zombie; /* closed, on srv->zombies until refs drops to 0 */
     unsigned long begun_seen; /* core.begun when req_start_ms was taken */
     uint64_t req_start_ms;    /* loop time the current request began */
 };
@@ -666,6 +739,12 @@ static void maybe_done(td_http_server *s)
 {
     if (!s->stopping || !s->listener_closed || s->conns)
         return;
+    /* no deferral returns once the server has stopped (http_multi.c) */
+    while (s->zombies) {
+        conn *z = s->zombies;
+        s->zombies = z->next;
+        free(z);
+    }
     void (*done)(void *) = s->done;
     void *arg = s->done_arg;
     SSL_CTX_free(s->tls);
@@ -689,7 +768,18 @@ static void on_conn_closed(uv_handle_t *h)
     s->n_conns--;
     td__http_conn_fini(&c->core);
     td__tls_destroy(c->tls);
-    free(c);
+    c->tls = NULL;
+    if (c->refs > 0) {
+        /* a handler on another thread still answers it: kept until then */
+        c->zombie = 1;
+        c->prev = NULL;
+        c->next = s->zombies;
+        if (s->zombies)
+            s->zombies->prev = c;
+        s->zombies = c;
+    } else {
+        free(c);
+    }
     maybe_done(s);
 }
 
@@ -709,6 +799,11 @@ static void conn_finish(conn *c);
 static void on_timer(uv_timer_t *t)
 {
     conn *c = t->data;
+    if (c->core.deferred && !c->closing && !c->finishing) {
+        /* waiting for its answer is not idleness */
+        uv_timer_start(&c->timer, on_timer, c->srv->idle_ms, 0);
+        return;
+    }
     if (!c->closing && !c->finishing && c->core.in_request && !c->core.stop &&
         (!c->tls || td__tls_handshake_done(c->tls))) {
         /* a request begun and not complete in time (slowloris): 408 */
@@ -768,7 +863,7 @@ static void on_write(uv_write_t *req, int status)
         return;
     }
     restart_idle(c);
-    if (c->read_paused && !c->finishing &&
+    if (c->read_paused && !c->finishing && !c->core.deferred &&
         uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) < WRITE_HIGH / 2) {
         c->read_paused = 0;
         if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
@@ -887,6 +982,8 @@ static void conn_finish(conn *c)
         conn_close(c);
 }
 
+static void tls_drain(conn *c);
+
 static void tls_input(conn *c, const char *data, size_t n)
 {
     if (td__tls_feed(c->tls, data, n) != TD_OK) {
@@ -905,8 +1002,15 @@ static void tls_input(conn *c, const char *data, size_t n)
             return;
         }
     }
+    tls_drain(c);
+}
+
+/* Decrypts and processes what OpenSSL holds, until a request is deferred
+ * (the rest stays in OpenSSL for later) or nothing is left. */
+static void tls_drain(conn *c)
+{
     char plain[16 * 1024];
-    while (!c->core.stop) {
+    while (!c->core.stop && !c->core.deferred) {
         size_t got = 0;
         td_status st = td__tls_read(c->tls, plain, sizeof plain, &got, NULL);
         if (st == TD_EAGAIN)
@@ -944,10 +1048,13 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     }
     if (c->finishing)
         return; /* lingering: discard */
+    td_http_server *s = c->srv;
+    s->dispatching = c;
     if (c->tls)
         tls_input(c, buf->base, (size_t)nread);
     else
         td__http_conn_feed(&c->core, buf->base, (size_t)nread);
+    s->dispatching = NULL;
     if (c->closing)
         return; /* the handler stopped the server */
     restart_idle(c);
@@ -959,10 +1066,65 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         conn_finish(c);
         return;
     }
-    if (uv_stream_get_write_queue_size(st) > WRITE_HIGH) {
-        /* a client pipelining without reading its responses */
+    if (c->core.deferred || uv_stream_get_write_queue_size(st) > WRITE_HIGH) {
+        /* a request waits for its answer, or a client pipelines without
+         * reading its responses */
         c->read_paused = 1;
         uv_read_stop(st);
+    }
+}
+
+td__http_later *td__http_server_defer(td_http_server *s)
+{
+    conn *c = s->dispatching;
+    if (!c)
+        return NULL;
+    td__http_conn_defer(&c->core);
+    c->refs++;
+    return (td__http_later *)c;
+}
+
+void td__http_later_resume(td__http_later *l, td_http_response *resp)
+{
+    conn *c = (conn *)l;
+    c->refs--;
+    if (c->closing || !resp) {
+        if (resp)
+            free(resp->body);
+        if (c->zombie && c->refs == 0) {
+            td_http_server *s = c->srv;
+            if (c->prev)
+                c->prev->next = c->next;
+            else
+                s->zombies = c->next;
+            if (c->next)
+                c->next->prev = c->prev;
+            free(c);
+        }
+        return;
+    }
+    td_http_server *s = c->srv;
+    s->dispatching = c;
+    td__http_conn_resume(&c->core, resp);
+    if (c->tls && !c->core.stop && !c->core.deferred)
+        tls_drain(c);
+    s->dispatching = NULL;
+    if (c->closing)
+        return;
+    restart_idle(c);
+    if (flush(c) < 0) {
+        conn_close(c);
+        return;
+    }
+    if (c->core.stop) {
+        conn_finish(c);
+        return;
+    }
+    if (!c->core.deferred && c->read_paused &&
+        uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) < WRITE_HIGH / 2) {
+        c->read_paused = 0;
+        if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
+            conn_close(c);
     }
 }
 
@@ -1079,10 +1241,21 @@ static void on_listener_closed(uv_handle_t *h)
 td_status td_http_server_start(uv_loop_t *loop, const char *addr, SSL_CTX *tls, size_t max_body,
                                td_http_handler h, void *user, td_http_server **out, td_err *err)
 {
+    return td__http_server_start_ex(loop, addr, 0, 0, tls, max_body, h, user, out, err);
+}
+
+td_status td__http_server_start_ex(uv_loop_t *loop, const char *addr, int port, int reuseport,
+                                   SSL_CTX *tls, size_t max_body, td_http_handler h, void *user,
+                                   td_http_server **out, td_err *err)
+{
     struct sockaddr_storage ss;
     td_status st = td__listen_addr_parse(addr, &ss, NULL, err);
     if (st != TD_OK)
         return st;
+    if (port > 0 && ss.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
+    else if (port > 0)
+        ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
     if (!loop || !h || !out)
         return td_err_set(err, TD_EINVAL, "td_http_server_start: loop, handler and out needed");
 
@@ -1095,6 +1268,8 @@ td_status td_http_server_start(uv_loop_t *loop, const char *addr, SSL_CTX *tls, 
         return td_err_set(err, TD_EIO, "cannot listen on %s: %s", addr, strerror(errno));
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuseport)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
     if (bind(fd, (struct sockaddr *)&ss, alen) < 0 || listen(fd, 511) < 0) {
         int e = errno;
         close(fd);

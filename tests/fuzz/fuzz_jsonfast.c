@@ -1,6 +1,9 @@
 /* fuzz_jsonfast.c - differential libFuzzer target: td_json_loadb must give
  * exactly json_loadb(…, 0, …)'s answer for any bytes: equal values in the
- * same order and of the same types, or the same error. */
+ * same order and of the same types, or the same error. td_json_loadb_review
+ * too, once the members it may leave out (request.oldObject,
+ * request.options, request.object.metadata.managedFields) are removed from
+ * both answers. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,17 +13,32 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* Removes the members td_json_loadb_review may leave out (every duplicate
+ * key was already folded into one by the parse). */
+static void drop_skippable(json_t *v)
+{
+    json_t *req = json_object_get(v, "request");
+    json_object_del(req, "oldObject");
+    json_object_del(req, "options");
+    json_object_del(json_object_get(json_object_get(req, "object"), "metadata"), "managedFields");
+}
+
+static void compare(json_t *(*load)(const char *, size_t, json_error_t *), int review,
+                    const uint8_t *data, size_t size)
 {
     json_error_t e1, e2;
     memset(&e1, 0, sizeof e1);
     memset(&e2, 0, sizeof e2);
     json_t *want = json_loadb((const char *)data, size, 0, &e1);
-    json_t *got = td_json_loadb((const char *)data, size, &e2);
+    json_t *got = load((const char *)data, size, &e2);
+    if (review && want && got) {
+        drop_skippable(want);
+        drop_skippable(got);
+    }
     if (!want || !got) {
         if (want || got || strcmp(e1.text, e2.text) != 0)
             abort();
-        return 0;
+        return;
     }
     char *a = json_dumps(want, JSON_COMPACT | JSON_ENCODE_ANY);
     char *b = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -30,5 +48,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(b);
     json_decref(want);
     json_decref(got);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    compare(td_json_loadb, 0, data, size);
+    compare(td_json_loadb_review, 1, data, size);
     return 0;
 }

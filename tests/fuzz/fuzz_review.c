@@ -1,14 +1,17 @@
 /* fuzz_review.c - libFuzzer target for the webhook's decision path: any
  * bytes jansson accepts as JSON, as an AdmissionReview or a bare Pod, in
  * every mode, against examples/platform.yaml's shape. The response must
- * always be a well-formed AdmissionReview; nothing may crash or leak. */
-#include <assert.h>
+ * always be a well-formed AdmissionReview; nothing may crash or leak. The
+ * webhook's parse (td_json_loadb_review, which leaves out members no
+ * decision reads) must give the same response, byte for byte. */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tenantd/admit.h"
 #include "tenantd/config.h"
+#include "tenantd/jsonfast.h"
 #include "tenantd/manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -44,6 +47,13 @@ static void load(void)
     td_manifest_destroy(m);
 }
 
+/* A check that stays in release builds (assert would not). */
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c))                                                                                  \
+            abort();                                                                               \
+    } while (0)
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!cfg)
@@ -51,6 +61,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *in = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
     if (!in)
         return 0;
+    /* the webhook's own parse: objects and arrays, as json_loadb with no flag */
+    json_t *fast = json_is_object(in) || json_is_array(in)
+                       ? td_json_loadb_review((const char *)data, size, NULL)
+                       : NULL;
+    CHECK(fast || !(json_is_object(in) || json_is_array(in)));
     static const td_review_mode modes[] = {TD_REVIEW_MUTATE_AND_VALIDATE, TD_REVIEW_MUTATE,
                                            TD_REVIEW_VALIDATE};
     for (size_t i = 0; i < 3; i++) {
@@ -59,11 +74,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (td_admission_review(cfg, in, modes[i], NULL, &out, &code) != TD_OK)
             continue; /* out of memory only */
         json_t *resp = json_object_get(out, "response");
-        assert(json_is_object(resp));
-        assert(json_is_boolean(json_object_get(resp, "allowed")));
-        assert(code == 200 || code == 400 || code == 403);
+        CHECK(json_is_object(resp));
+        CHECK(json_is_boolean(json_object_get(resp, "allowed")));
+        CHECK(code == 200 || code == 400 || code == 403);
+        json_t *out2 = NULL;
+        int code2 = 0;
+        if (fast && td_admission_review(cfg, fast, modes[i], NULL, &out2, &code2) == TD_OK) {
+            char *a = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            char *b = json_dumps(out2, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            CHECK(a && b && strcmp(a, b) == 0 && code == code2);
+            free(a);
+            free(b);
+        }
+        json_decref(out2);
         json_decref(out);
     }
+    json_decref(fast);
     json_decref(in);
     return 0;
 }

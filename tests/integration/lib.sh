@@ -53,7 +53,8 @@ start_tenantd() {
     rm -f "$TMP/port"
     rm -f "$TMP/dataport"
     "$TENANTD" --data "$data" --admin-listen 127.0.0.1:0 --port-file "$TMP/port" \
-        --listen 127.0.0.1:0 --listen-port-file "$TMP/dataport" --workers 2 "$@" \
+        --listen 127.0.0.1:0 --listen-port-file "$TMP/dataport" --workers 2 \
+        ${TD_ADMIN_THREADS:+--admin-threads "$TD_ADMIN_THREADS"} "$@" \
         2>>"$TMP/tenantd.log" &
     TD_PID=$!
     PIDS+=("$TD_PID")

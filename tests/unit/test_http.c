@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1355,6 +1357,117 @@ static void test_start_errors(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+
+/* ---- several loops (http_multi.c) ---- */
+
+static _Thread_local int on_caller_loop; /* set on the multi fixture's loop thread */
+static _Atomic int off_caller_fast;      /* /fast requests answered on another loop */
+
+typedef struct {
+    uv_loop_t loop;
+    uv_async_t stop_async;
+    pthread_t thread;
+    td_http_multi *m;
+    int port;
+} multi_fixture;
+
+static void multi_handler(const td_http_request *req, td_http_response *resp, void *user)
+{
+    (void)user;
+    int fast = strcmp(req->path, "/fast") == 0;
+    if (!fast)
+        assert_true(on_caller_loop); /* everything else runs on the caller's loop */
+    else if (!on_caller_loop)
+        atomic_fetch_add(&off_caller_fast, 1);
+    if (strcmp(req->path, "/sleep") == 0)
+        usleep(200 * 1000);
+    replyf(resp, 200, "%s %s %s %zu", req->method, req->path, req->query, req->body_len);
+    resp->extra_headers = "X-Multi: 1\r\n";
+}
+
+static bool multi_anywhere(const td_http_request *req, void *user)
+{
+    (void)user;
+    return strcmp(req->path, "/fast") == 0;
+}
+
+static void *multi_loop_main(void *arg)
+{
+    multi_fixture *f = arg;
+    on_caller_loop = 1;
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+static void on_multi_stop(uv_async_t *a)
+{
+    multi_fixture *f = a->data;
+    td_http_multi_stop(f->m, NULL, NULL);
+    uv_close((uv_handle_t *)&f->stop_async, NULL);
+}
+
+/* Requests handed to the caller's loop keep their order on a pipelined
+ * connection with those answered where they were read; a connection that
+ * goes away while its request is out is neither written nor leaked. */
+static void test_multi_handover(void **state)
+{
+    (void)state;
+    multi_fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    assert_int_equal(uv_loop_init(&f->loop), 0);
+    assert_int_equal(uv_async_init(&f->loop, &f->stop_async, on_multi_stop), 0);
+    f->stop_async.data = f;
+    td_http_multi_opts o = {3, NULL, MAX_BODY, multi_handler, NULL, multi_anywhere, NULL};
+    td_err err = {{0}};
+    if (td_http_multi_start(&f->loop, "127.0.0.1:0", &o, &f->m, &err) != TD_OK)
+        fail_msg("multi start: %s", err.msg);
+    f->port = td_http_multi_port(f->m);
+    assert_true(f->port > 0);
+    assert_int_equal(pthread_create(&f->thread, NULL, multi_loop_main, f), 0);
+    atomic_store(&off_caller_fast, 0);
+
+    /* a connection closed while its request is out (the handler sleeps) */
+    int gone = raw_connect(f->port);
+    raw_send(gone, S("GET /sleep?x HTTP/1.1\r\nHost: t\r\n\r\nGET /fast HTTP/1.1\r\nHost: t\r\n\r\n"));
+    close(gone);
+
+    static const char pipelined[] = "GET /slow?1 HTTP/1.1\r\nHost: t\r\n\r\n"
+                                    "GET /fast?2 HTTP/1.1\r\nHost: t\r\n\r\n"
+                                    "POST /slow?3 HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello"
+                                    "GET /fast?4 HTTP/1.1\r\nHost: t\r\n\r\n";
+    static const char *const want[4] = {"GET /slow 1 0", "GET /fast 2 0", "POST /slow 3 5",
+                                        "GET /fast 4 0"};
+    for (int k = 0; k < 16; k++) {
+        int fd = raw_connect(f->port);
+        responses r;
+        raw_send(fd, pipelined, sizeof pipelined - 1);
+        raw_read(fd, 4, &r);
+        assert_int_equal(r.n, 4);
+        for (int i = 0; i < 4; i++) {
+            assert_int_equal(r.status[i], 200);
+            assert_int_equal(r.body_len[i], strlen(want[i]));
+            assert_memory_equal(r.body[i], want[i], strlen(want[i]));
+        }
+        /* and the connection still serves */
+        raw_send(fd, S("GET /slow?5 HTTP/1.1\r\nHost: t\r\n\r\n"));
+        raw_read(fd, 1, &r);
+        assert_int_equal(r.n, 1);
+        assert_memory_equal(r.body[0], "GET /slow 5 0", 13);
+        close(fd);
+    }
+    /* 16 connections over 3 listeners: some landed off the caller's loop */
+    assert_true(atomic_load(&off_caller_fast) > 0);
+    /* a request out when the server stops: dropped, nothing leaks */
+    int late = raw_connect(f->port);
+    raw_send(late, S("GET /sleep HTTP/1.1\r\nHost: t\r\n\r\nGET /slow HTTP/1.1\r\nHost: t\r\n\r\n"));
+    usleep(50 * 1000);
+    uv_async_send(&f->stop_async);
+    assert_int_equal(pthread_join(f->thread, NULL), 0);
+    assert_int_equal(uv_loop_close(&f->loop), 0);
+    close(late);
+    free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest plain[] = {
@@ -1371,6 +1484,7 @@ int main(void)
         cmocka_unit_test(test_client_rows),
         cmocka_unit_test(test_client_errors),
         cmocka_unit_test(test_client_parses_responses),
+        cmocka_unit_test(test_multi_handover),
     };
     const struct CMUnitTest tls[] = {
         cmocka_unit_test(test_tls_ctx_errors),

@@ -119,6 +119,82 @@ static void test_depth(void **state)
     }
 }
 
+/* td_json_loadb_review: rows of body and the tree it must give (compact,
+ * in order), or NULL: jansson's error, the same text and line. */
+static const struct {
+    const char *name, *text, *want;
+} review_rows[] = {
+    {"skipped members",
+     "{\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\",\"object\":{\"metadata\":{\"name\":\"p\","
+     "\"managedFields\":[{\"manager\":\"kubectl\",\"fieldsV1\":{\"f:spec\":{}}}],\"labels\":{}}},"
+     "\"oldObject\":{\"a\":[1,2.5,true,null]},\"options\":{\"kind\":\"CreateOptions\"},\"dryRun\":false}}",
+     "{\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\",\"object\":{\"metadata\":{\"name\":\"p\","
+     "\"labels\":{}}},\"dryRun\":false}}"},
+    {"only at their paths",
+     "{\"oldObject\":1,\"request\":[{\"oldObject\":2}],\"x\":{\"request\":{\"options\":3}}}",
+     "{\"oldObject\":1,\"request\":[{\"oldObject\":2}],\"x\":{\"request\":{\"options\":3}}}"},
+    {"duplicates of a skipped member", "{\"request\":{\"options\":1,\"uid\":\"a\",\"options\":{}}}",
+     "{\"request\":{\"uid\":\"a\"}}"},
+    {"bad text in a skipped member", "{\"request\":{\"oldObject\":{\"a\":tru}}}", NULL},
+    {"bad number in a skipped member", "{\"request\":{\"options\":[01]}}", NULL},
+    {"unclosed skipped member", "{\"request\":{\"oldObject\":{\"a\":[1,2}}}", NULL},
+    {"control byte in a skipped string", "{\"request\":{\"options\":\"a\x01\"}}", NULL},
+};
+
+static void test_review_rows(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof review_rows / sizeof review_rows[0]; i++) {
+        const char *t = review_rows[i].text;
+        json_error_t je1, je2;
+        memset(&je1, 0, sizeof je1);
+        memset(&je2, 0, sizeof je2);
+        print_message("review row: %s\n", review_rows[i].name);
+        json_t *got = td_json_loadb_review(t, strlen(t), &je2);
+        if (!review_rows[i].want) {
+            assert_null(json_loadb(t, strlen(t), 0, &je1));
+            if (got)
+                fail_msg("%s: accepted what jansson rejects", review_rows[i].name);
+            assert_string_equal(je1.text, je2.text);
+            assert_int_equal(je1.line, je2.line);
+            continue;
+        }
+        assert_non_null(got);
+        char *d = json_dumps(got, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        assert_string_equal(d, review_rows[i].want);
+        free(d);
+        json_decref(got);
+    }
+}
+
+/* The fixture through td_json_loadb_review: the full tree less the three
+ * members; its truncations fail as jansson fails. */
+static void review_same_as_jansson(const char *name, const char *buf, size_t len)
+{
+    json_error_t je1, je2;
+    memset(&je1, 0, sizeof je1);
+    memset(&je2, 0, sizeof je2);
+    json_t *want = json_loadb(buf, len, 0, &je1);
+    json_t *got = td_json_loadb_review(buf, len, &je2);
+    if (!want) {
+        if (got)
+            fail_msg("%s: jansson rejects (%s), td_json_loadb_review accepts", name, je1.text);
+        if (strcmp(je1.text, je2.text) != 0 || je1.line != je2.line)
+            fail_msg("%s: error \"%s\", want \"%s\"", name, je2.text, je1.text);
+        return;
+    }
+    assert_non_null(got);
+    json_t *req = json_object_get(want, "request");
+    json_object_del(req, "oldObject");
+    json_object_del(req, "options");
+    json_object_del(json_object_get(json_object_get(req, "object"), "metadata"), "managedFields");
+    if (!json_equal(want, got))
+        fail_msg("%s: td_json_loadb_review differs beyond the skipped members", name);
+    assert_null(json_object_get(json_object_get(got, "request"), "options"));
+    json_decref(want);
+    json_decref(got);
+}
+
 static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -152,6 +228,9 @@ static void test_fixtures(void **state)
         /* every truncation fails as jansson fails */
         for (size_t cut = 0; cut < len; cut += 97)
             same_as_jansson("truncated fixture", buf, cut);
+        review_same_as_jansson(files[i], buf, len);
+        for (size_t cut = 0; cut < len; cut += 31)
+            review_same_as_jansson("truncated fixture (review)", buf, cut);
         free(buf);
     }
 }
@@ -163,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_depth),
         cmocka_unit_test(test_fixtures),
+        cmocka_unit_test(test_review_rows),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     td_json_arena_release();

@@ -28,6 +28,10 @@ typedef struct {
 
 /* Connects (lazily; an unreachable Redis is not an error here) and starts
  * the refill thread. Slots 0..nslots-1. */
+/* "HOST:PORT", "[V6]:PORT" or "HOST" (port 6379): *host malloc'd (the
+ * caller frees it), *port; TD_EINVAL naming the address otherwise. */
+td_status td_redis_addr_parse(const char *addr, char **host, int *port, td_err *err);
+
 td_status td_shared_create(const td_shared_opts *o, size_t nslots, td_shared **out, td_err *err);
 void td_shared_destroy(td_shared *s); /* stops and joins the thread */
 

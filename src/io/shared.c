@@ -506,7 +506,7 @@ static void *refill_main(void *arg)
 
 /* ---- public API ---- */
 
-static td_status parse_addr(td_shared *s, const char *addr, td_err *err)
+td_status td_redis_addr_parse(const char *addr, char **host, int *port, td_err *err)
 {
     const char *colon = strrchr(addr, ':');
     const char *h = addr;
@@ -515,22 +515,23 @@ static td_status parse_addr(td_shared *s, const char *addr, td_err *err)
         h++;
         hlen -= 2;
     }
-    long port = 6379;
+    long p = 6379;
     if (colon) {
         char *end;
         errno = 0;
-        port = strtol(colon + 1, &end, 10);
-        if (errno || end == colon + 1 || *end || port < 1 || port > 65535)
+        p = strtol(colon + 1, &end, 10);
+        if (errno || end == colon + 1 || *end || p < 1 || p > 65535)
             return td_err_set(err, TD_EINVAL, "redis address \"%s\": bad port", addr);
     }
     if (hlen == 0)
         return td_err_set(err, TD_EINVAL, "redis address \"%s\": missing host", addr);
-    s->host = malloc(hlen + 1);
-    if (!s->host)
+    char *copy = malloc(hlen + 1);
+    if (!copy)
         return td_err_set(err, TD_ENOMEM, "out of memory");
-    memcpy(s->host, h, hlen);
-    s->host[hlen] = '\0';
-    s->port = (int)port;
+    memcpy(copy, h, hlen);
+    copy[hlen] = '\0';
+    *host = copy;
+    *port = (int)p;
     return TD_OK;
 }
 
@@ -573,7 +574,7 @@ td_status td_shared_create(const td_shared_opts *o, size_t nslots, td_shared **o
     td_shared *s = calloc(1, sizeof *s);
     if (!s)
         return td_err_set(err, TD_ENOMEM, "out of memory");
-    td_status st = parse_addr(s, o->addr, err);
+    td_status st = td_redis_addr_parse(o->addr, &s->host, &s->port, err);
     if (st != TD_OK) {
         free_shared(s);
         return st;

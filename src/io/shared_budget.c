@@ -24,6 +24,7 @@
 #include <hiredis/hiredis.h>
 
 #include "tenantd/budget_lease.h"
+#include "tenantd/shared.h"
 
 #define NAME_MAX_LEN   512 /* "tenant/key": 253 + 1 + 63 at most */
 #define BACKOFF_MIN_NS (25ull * 1000 * 1000)
@@ -427,31 +428,6 @@ static void *pusher_main(void *arg)
 
 /* ---- public API ---- */
 
-static td_status parse_addr(td_shbudget *s, const char *addr, td_err *err)
-{
-    const char *colon = strrchr(addr, ':');
-    size_t hlen = colon ? (size_t)(colon - addr) : strlen(addr);
-    const char *h = addr;
-    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
-        h++;
-        hlen -= 2;
-    }
-    long port = 6379;
-    if (colon) {
-        char *end;
-        errno = 0;
-        port = strtol(colon + 1, &end, 10);
-        if (errno || end == colon + 1 || *end || port < 1 || port > 65535)
-            return td_err_set(err, TD_EINVAL, "redis address \"%s\": bad port", addr);
-    }
-    if (hlen == 0)
-        return td_err_set(err, TD_EINVAL, "redis address \"%s\": missing host", addr);
-    if (!(s->host = strndup(h, hlen)))
-        return td_err_set(err, TD_ENOMEM, "out of memory");
-    s->port = (int)port;
-    return TD_OK;
-}
-
 static void free_all(td_shbudget *s)
 {
     if (!s)
@@ -491,7 +467,7 @@ td_status td_shbudget_create(const td_shbudget_opts *o, td_budgets *own, size_t 
     td_shbudget *s = calloc(1, sizeof *s);
     if (!s)
         return td_err_set(err, TD_ENOMEM, "out of memory");
-    td_status st = parse_addr(s, o->addr, err);
+    td_status st = td_redis_addr_parse(o->addr, &s->host, &s->port, err);
     if (st != TD_OK) {
         free_all(s);
         return st;

@@ -256,23 +256,60 @@ static const skip_node *skip_find(const skip_node *sk, const char *k, size_t kn)
 static json_t *parse_value(parser *ps, int depth, const skip_node *sk);
 static bool skip_value(parser *ps, int depth);
 
+/* At '{' or '[': steps past it; true (and past the close) if it is empty. */
+static bool open_empty(parser *ps, unsigned char close)
+{
+    ps->p++;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == close) {
+        ps->p++;
+        return true;
+    }
+    return false;
+}
+
+/* At a member's key: *k, *kn as parse_string gives them, the cursor past
+ * the ':' and the blanks after it. false: not for this parser. */
+static bool member_key(parser *ps, const char **k, size_t *kn)
+{
+    if (ps->p >= ps->end || *ps->p != '"' || !parse_string(ps, k, kn))
+        return false;
+    skip_ws(ps);
+    if (ps->p >= ps->end || *ps->p != ':')
+        return false;
+    ps->p++;
+    skip_ws(ps);
+    return true;
+}
+
+/* After a member or element: 1 at ',' (the cursor on the next one), 0 at
+ * close (the cursor past it), -1 at anything else. */
+static int next_item(parser *ps, unsigned char close)
+{
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == ',') {
+        ps->p++;
+        skip_ws(ps);
+        return 1;
+    }
+    if (ps->p < ps->end && *ps->p == close) {
+        ps->p++;
+        return 0;
+    }
+    return -1;
+}
+
 static json_t *parse_object(parser *ps, int depth, const skip_node *sk)
 {
     json_t *obj = json_object();
     if (!obj)
         return NULL;
-    ps->p++;
-    skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == '}') {
-        ps->p++;
+    if (open_empty(ps, '}'))
         return obj;
-    }
     for (;;) {
-        if (ps->p >= ps->end || *ps->p != '"')
-            goto fail;
         const char *k;
         size_t kn;
-        if (!parse_string(ps, &k, &kn))
+        if (!member_key(ps, &k, &kn))
             goto fail;
         /* The key may sit in the scratch buffer, which the value's strings
          * reuse: keep a copy on the stack when it is short, else give up. */
@@ -283,11 +320,6 @@ static json_t *parse_object(parser *ps, int depth, const skip_node *sk)
             memcpy(kbuf, k, kn);
             k = kbuf;
         }
-        skip_ws(ps);
-        if (ps->p >= ps->end || *ps->p != ':')
-            goto fail;
-        ps->p++;
-        skip_ws(ps);
         const skip_node *node = sk ? skip_find(sk, k, kn) : NULL;
         if (node && !node->children) {
             if (!skip_value(ps, depth))
@@ -297,19 +329,11 @@ static json_t *parse_object(parser *ps, int depth, const skip_node *sk)
             if (!v || json_object_setn_new_nocheck(obj, k, kn, v) != 0)
                 goto fail;
         }
-        skip_ws(ps);
-        if (ps->p >= ps->end)
-            goto fail;
-        if (*ps->p == ',') {
-            ps->p++;
-            skip_ws(ps);
-            continue;
-        }
-        if (*ps->p == '}') {
-            ps->p++;
+        int more = next_item(ps, '}');
+        if (more == 0)
             return obj;
-        }
-        goto fail;
+        if (more < 0)
+            goto fail;
     }
 fail:
     json_decref(obj);
@@ -321,29 +345,17 @@ static json_t *parse_array(parser *ps, int depth)
     json_t *arr = json_array();
     if (!arr)
         return NULL;
-    ps->p++;
-    skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == ']') {
-        ps->p++;
+    if (open_empty(ps, ']'))
         return arr;
-    }
     for (;;) {
         json_t *v = parse_value(ps, depth, NULL);
         if (!v || json_array_append_new(arr, v) != 0)
             goto fail;
-        skip_ws(ps);
-        if (ps->p >= ps->end)
-            goto fail;
-        if (*ps->p == ',') {
-            ps->p++;
-            skip_ws(ps);
-            continue;
-        }
-        if (*ps->p == ']') {
-            ps->p++;
+        int more = next_item(ps, ']');
+        if (more == 0)
             return arr;
-        }
-        goto fail;
+        if (more < 0)
+            goto fail;
     }
 fail:
     json_decref(arr);
@@ -407,37 +419,16 @@ static bool skip_value(parser *ps, int depth)
             return false;
         unsigned char close = *ps->p == '{' ? '}' : ']';
         bool obj = close == '}';
-        ps->p++;
-        skip_ws(ps);
-        if (ps->p < ps->end && *ps->p == close) {
-            ps->p++;
+        if (open_empty(ps, close))
             return true;
-        }
         for (;;) {
-            if (obj) {
-                if (ps->p >= ps->end || *ps->p != '"' || !parse_string(ps, &s, &n))
-                    return false;
-                skip_ws(ps);
-                if (ps->p >= ps->end || *ps->p != ':')
-                    return false;
-                ps->p++;
-                skip_ws(ps);
-            }
+            if (obj && !member_key(ps, &s, &n))
+                return false;
             if (!skip_value(ps, depth + 1))
                 return false;
-            skip_ws(ps);
-            if (ps->p >= ps->end)
-                return false;
-            if (*ps->p == ',') {
-                ps->p++;
-                skip_ws(ps);
-                continue;
-            }
-            if (*ps->p == close) {
-                ps->p++;
-                return true;
-            }
-            return false;
+            int more = next_item(ps, close);
+            if (more <= 0)
+                return more == 0;
         }
     }
     case '"':

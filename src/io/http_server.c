@@ -850,6 +850,18 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
 
+/* Reads again on a connection paused for a deferred answer or a full
+ * write queue, once neither holds. */
+static void resume_reading(conn *c)
+{
+    if (c->read_paused && !c->finishing && !c->core.deferred &&
+        uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) < WRITE_HIGH / 2) {
+        c->read_paused = 0;
+        if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
+            conn_close(c);
+    }
+}
+
 static void on_write(uv_write_t *req, int status)
 {
     write_req *w = (write_req *)req;
@@ -863,12 +875,7 @@ static void on_write(uv_write_t *req, int status)
         return;
     }
     restart_idle(c);
-    if (c->read_paused && !c->finishing && !c->core.deferred &&
-        uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) < WRITE_HIGH / 2) {
-        c->read_paused = 0;
-        if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
-            conn_close(c);
-    }
+    resume_reading(c);
 }
 
 /* Writes data (n bytes, taken over) to the client. 0, or -1 on failure. */
@@ -1028,6 +1035,26 @@ static void tls_drain(conn *c)
     }
 }
 
+/* After the handler ran on c's input or took a deferred answer: the idle
+ * timer restarted, what it queued written, a stopping connection
+ * finished. false if c is closing or finishing (nothing more to do). */
+static bool after_dispatch(conn *c)
+{
+    c->srv->dispatching = NULL;
+    if (c->closing)
+        return false; /* the handler stopped the server */
+    restart_idle(c);
+    if (flush(c) < 0) {
+        conn_close(c);
+        return false;
+    }
+    if (c->core.stop) {
+        conn_finish(c);
+        return false;
+    }
+    return true;
+}
+
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     conn *c = st->data;
@@ -1054,18 +1081,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         tls_input(c, buf->base, (size_t)nread);
     else
         td__http_conn_feed(&c->core, buf->base, (size_t)nread);
-    s->dispatching = NULL;
-    if (c->closing)
-        return; /* the handler stopped the server */
-    restart_idle(c);
-    if (flush(c) < 0) {
-        conn_close(c);
+    if (!after_dispatch(c))
         return;
-    }
-    if (c->core.stop) {
-        conn_finish(c);
-        return;
-    }
     if (c->core.deferred || uv_stream_get_write_queue_size(st) > WRITE_HIGH) {
         /* a request waits for its answer, or a client pipelines without
          * reading its responses */
@@ -1108,24 +1125,8 @@ void td__http_later_resume(td__http_later *l, td_http_response *resp)
     td__http_conn_resume(&c->core, resp);
     if (c->tls && !c->core.stop && !c->core.deferred)
         tls_drain(c);
-    s->dispatching = NULL;
-    if (c->closing)
-        return;
-    restart_idle(c);
-    if (flush(c) < 0) {
-        conn_close(c);
-        return;
-    }
-    if (c->core.stop) {
-        conn_finish(c);
-        return;
-    }
-    if (!c->core.deferred && c->read_paused &&
-        uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) < WRITE_HIGH / 2) {
-        c->read_paused = 0;
-        if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
-            conn_close(c);
-    }
+    if (after_dispatch(c))
+        resume_reading(c);
 }
 
 static void on_connection(uv_stream_t *l, int status)

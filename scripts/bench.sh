@@ -42,6 +42,8 @@ cc $CFLAGS_B bench/bench_limiter.c src/core/limiter.c -lpthread -lm -o "$BUILD/b
 cc $CFLAGS_B bench/bench_shared.c "$BUILD/libtenantd_lib.a" -lhiredis -lpthread -lm -o "$BUILD/bench_shared"
 cc $CFLAGS_B bench/bench_queue.c "$BUILD/libtenantd_lib.a" $(pkg-config --libs jansson libfyaml) -lm \
     -o "$BUILD/bench_queue"
+cc $CFLAGS_B bench/bench_admit.c "$BUILD/libtenantd_lib.a" $(pkg-config --libs jansson libfyaml) -lm \
+    -o "$BUILD/bench_admit"
 cc $CFLAGS_B bench/bench_loadgen.c -lssl -lcrypto -o "$BUILD/bench_loadgen"
 cc $CFLAGS_B bench/bench_ledger.c "$BUILD/libtenantd_lib.a" $(pkg-config --libs jansson libfyaml sqlite3) \
     -lpthread -lm -o "$BUILD/bench_ledger"

@@ -10,7 +10,7 @@ import sys
 import time
 
 ap = argparse.ArgumentParser()
-for a in ("records", "limiter", "shared", "queue", "ledger", "machine", "versions", "json", "doc", "pinning"):
+for a in ("records", "limiter", "shared", "queue", "ledger", "admit", "machine", "versions", "json", "doc", "pinning"):
     ap.add_argument("--" + a, default="")
 for a in ("quick", "reps", "dur", "conns", "abuse-rate"):
     ap.add_argument("--" + a, type=int, default=0)
@@ -313,6 +313,25 @@ if wh_open:
             failures.append("webhook open loop at %d/s produced no result" % rate)
 else:
     failures.append("webhook open-loop benchmark produced no result")
+adm = []
+try:
+    adm = [json.loads(l) for l in open(o.admit) if l.strip()] if o.admit else []
+except (OSError, ValueError):
+    failures.append("bench_admit output is not JSON lines")
+if adm:
+    a = {k: stat([r[k]["median"] for r in adm]) for k in ("parse_us", "admit_us", "whole_us")}
+    result["webhook"]["own_work_us"] = a
+    rows = [[name, fmt_rng(a[k], "%.1f"), "%.0f" % (1e6 / a[k]["median"])]
+            for name, k in (("parse the review (td_json_loadb_review)", "parse_us"),
+                            ("admission (td_admission_review, parsed review)", "admit_us"),
+                            ("whole: parse + admission + answer, in the arena", "whole_us"))]
+    table("Admission webhook: tenantd's own work per review, no network (bench_admit)",
+          ["step", "us per review median [min-max]", "reviews/s on one core"], rows,
+          "%s. bench/bench_admit.c on cpu 0, one thread, %d runs, each the median of 5 rounds of "
+          "%d reviews. What the HTTPS tables add to 'whole' is TLS, the HTTP server and the "
+          "kernel's loopback send and receive." % (WH_NOTE, len(adm), adm[0]["n"]))
+else:
+    failures.append("bench_admit produced no result")
 wh2 = agg("webhook", "tenantd", "validate-tls-2t", "all")
 result["webhook"]["whole_machine"] = {"https": wh2, "open_loop_https": {}}
 if wh2 or wh_open2:
@@ -369,8 +388,8 @@ else:
           "synchronous=NORMAL, INSERT OR IGNORE by id, one writer thread committing batches of "
           "up to 1,024 records, buffer 65,536, flush every 200 ms) fed gateway request records "
           "as fast as it commits them (producers hold what waits below the buffer, so none is "
-          "dropped); records committed over a %d s window after 0.5 s of warm-up; afterwards "
-          "every appended record is counted in the file by a separate connection." % o.dur)
+          "dropped); records committed over a %g s window after 0.5 s of warm-up; afterwards "
+          "every appended record is counted in the file by a separate connection." % lr[0]["seconds"])
 if on and off:
     committed = [g["committed"] / (g["us"] / 1e6) for g in gw_ledger if g["us"] > 0]
     dropped = sum(g["dropped"] for g in gw_ledger)

@@ -16,9 +16,19 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 QUICK=${QUICK:-0}
 REPS=${REPS:-3}
-if [ "$QUICK" = 1 ]; then DUR=${DUR:-2}; WARM=1; LIMOPS=2000000; RSECS=1; else
-    DUR=${DUR:-5}; WARM=1; LIMOPS=10000000; RSECS=3; fi
+# QUICK: 1 s runs, each system warmed up once (before its first run) rather
+# than before every run; the full suite warms up before every run.
+if [ "$QUICK" = 1 ]; then DUR=${DUR:-1}; WARM=1; LIMOPS=2000000; RSECS=0.5; LSECS=0.5; else
+    DUR=${DUR:-5}; WARM=1; LIMOPS=10000000; RSECS=3; LSECS=$DUR; fi
 CONNS=${CONNS:-32}
+# Each section says how long it took (progress on a long run).
+SECTION_T0=$(date +%s%N)
+section_done() { local t1; t1=$(date +%s%N)
+    awk -v d=$(( (t1 - SECTION_T0) / 1000000 )) -v n="$1" 'BEGIN { printf "  %s: %.1f s\n", n, d / 1000 }'
+    SECTION_T0=$t1; }
+# warm_up: true when a run needs its warm-up (QUICK: only the first rep's).
+warm_up() { [ "$QUICK" != 1 ] || [ "$rep" = 1 ]; }
+
 NCPU=$(nproc)
 PIN_PROXY=""; PIN_WRK=""
 if command -v taskset >/dev/null && [ "$NCPU" -ge 2 ]; then
@@ -47,6 +57,8 @@ cc $CFLAGS_B bench/bench_admit.c "$BUILD/libtenantd_lib.a" $(pkg-config --libs j
 cc $CFLAGS_B bench/bench_loadgen.c -lssl -lcrypto -o "$BUILD/bench_loadgen"
 cc $CFLAGS_B bench/bench_ledger.c "$BUILD/libtenantd_lib.a" $(pkg-config --libs jansson libfyaml sqlite3) \
     -lpthread -lm -o "$BUILD/bench_ledger"
+
+section_done "packages and build"
 
 TMP=$(mktemp -d)
 PIDS=()
@@ -219,11 +231,11 @@ for rep in $(seq "$REPS"); do
     for sys in direct tenantd nginx haproxy floor-fwd floor-429; do
         p=${PORT[$sys]}
         if [ "$sys" = floor-429 ]; then # the reject path's floor: R only
-            wrk_run warm key-x "$p" "$WARM" "$CONNS" >/dev/null
+            warm_up && wrk_run warm key-x "$p" "$WARM" "$CONNS" >/dev/null
             ROLE=abuser measure "$sys" R key-x "$p" "$CONNS"
             continue
         fi
-        wrk_run warm key-a,key-b,key-c "$p" "$WARM" "$CONNS" >/dev/null
+        warm_up && wrk_run warm key-a,key-b,key-c "$p" "$WARM" "$CONNS" >/dev/null
         measure "$sys" A key-a,key-b,key-c "$p" "$CONNS"
         [ "$sys" = direct ] || [ "$sys" = floor-fwd ] && continue
         # B: the abuser paced at ~10x its limit (4 conns x 1 ms delay) next
@@ -242,6 +254,7 @@ for rep in $(seq "$REPS"); do
     done
     echo "  run $rep/$REPS done"
 done
+section_done gateway
 
 # ---- 6b. metering on vs off: the same tenantd (--ledger on, the default,
 # as above) against one started with --ledger off, phase A's load, runs
@@ -265,7 +278,7 @@ echo "metering: tenantd --ledger on vs off, phase A load, $REPS x ${DUR}s"
 for rep in $(seq "$REPS"); do
     for sys in tenantd-meter tenantd-nometer; do
         p=${PORT[$sys]}
-        wrk_run warm key-a,key-b,key-c "$p" "$WARM" "$CONNS" >/dev/null
+        warm_up && wrk_run warm key-a,key-b,key-c "$p" "$WARM" "$CONNS" >/dev/null
         if [ "$sys" = tenantd-meter ]; then
             sleep 0.3 # the last warm-up records committed (flush_ms 200)
             l0=$(ledger_total); d0=$(ledger_dropped)
@@ -281,25 +294,28 @@ for rep in $(seq "$REPS"); do
     done
 done
 kill "$TD_PID" "$TDOFF_PID" 2>/dev/null || true
+section_done metering
 
 # ---- 6a. ledger writer: sustained records/s with durability on ----
-echo "ledger: td_ledger writer, WAL + synchronous=NORMAL, batches <= 1024, $REPS x ${DUR}s"
+echo "ledger: td_ledger writer, WAL + synchronous=NORMAL, batches <= 1024, $REPS x ${LSECS}s"
 : > "$TMP/ledger.jsonl"
 for rep in $(seq "$REPS"); do
     for np in 1 2; do
         rm -rf "$TMP/ledgerbench"
         mkdir -p "$TMP/ledgerbench"
-        "$BUILD/bench_ledger" "$TMP/ledgerbench" "$DUR" "$np" >> "$TMP/ledger.jsonl" ||
+        "$BUILD/bench_ledger" "$TMP/ledgerbench" "$LSECS" "$np" >> "$TMP/ledger.jsonl" ||
             echo "bench_ledger $np producers failed" >&2
     done
 done
 rm -rf "$TMP/ledgerbench"
+section_done ledger
 
 # ---- 2. limiter microbenchmark ----
 echo "limiter: $LIMOPS calls per thread"
 "$BUILD/bench_limiter" "$LIMOPS" > "$TMP/limiter.out"
 grep -v '^JSON' "$TMP/limiter.out" | sed 's/^/  /'
 sed -n 's/^JSON //p' "$TMP/limiter.out" > "$TMP/limiter.json"
+section_done limiter
 
 # ---- 3. shared limits on Redis ----
 RP=$(free_port)
@@ -311,6 +327,8 @@ echo "redis: $REPS x ${RSECS}s per design and mode, two replicas"
 for rep in $(seq "$REPS"); do
     "$BUILD/bench_shared" "127.0.0.1:$RP" "$RSECS" >> "$TMP/shared.jsonl"
 done
+
+section_done redis
 
 # ---- 4. admission webhook ----
 # As issue 8 states it: HTTPS keep-alive on loopback (a throwaway
@@ -344,7 +362,7 @@ start_webhook whplain --admin-threads 1
 WHP_PID=$WH_PID WHP=$WH_PORT
 WH_PIN="" start_webhook whtls2 --admin-threads 2 --tls-cert "$TMP/wh.crt" --tls-key "$TMP/wh.key"
 WH2_PID=$WH_PID WH2=$WH_PORT
-if [ "$QUICK" = 1 ]; then WH_PLAIN_DUR=1 LG_DUR=1; else WH_PLAIN_DUR=$DUR LG_DUR=$DUR; fi
+if [ "$QUICK" = 1 ]; then WH_PLAIN_DUR=1 LG_DUR=0.6; else WH_PLAIN_DUR=$DUR LG_DUR=$DUR; fi
 curl -sk "https://127.0.0.1:$WHT/validate" --data-binary @"$WH_BODY" | grep -q '"allowed":true' ||
     echo "bench: the webhook fixture's review is not allowed" >&2
 wh_wrk() { # NAME SCHEME PORT SECS [CONNS] (pinned unless WH_WRK_PIN= )
@@ -352,6 +370,15 @@ wh_wrk() { # NAME SCHEME PORT SECS [CONNS] (pinned unless WH_WRK_PIN= )
         -s bench/wrk_keys.lua "$2://127.0.0.1:$3/validate" >"$TMP/wrk.$1.out" 2>&1 || true
     awk '/^RESULT/ {print $2, $3, $4, $5, $6, $7, $8}' "$TMP/wrk.$1.out"
 }
+# tenantd's own work per review, without the network (bench/bench_admit.c:
+# parse, admission, parse + admission + answer as the daemon does it), on
+# the proxy's core.
+if [ "$QUICK" = 1 ]; then ADMIT_N=2000; else ADMIT_N=10000; fi
+: > "$TMP/admit.jsonl"
+for rep in $(seq "$REPS"); do
+    $PIN_PROXY "$BUILD/bench_admit" "$WH_CFG" "$WH_BODY" "$ADMIT_N" --json >> "$TMP/admit.jsonl" ||
+        echo "bench_admit failed" >&2
+done
 wh_wrk warm https "$WHT" "$WARM" >/dev/null
 wh_wrk warm http "$WHP" "$WARM" >/dev/null
 if [ "$QUICK" = 1 ]; then WH2_RATES="20000" WH2_DUR=1; else WH2_RATES="10000 20000" WH2_DUR=$DUR; fi
@@ -391,6 +418,7 @@ for rep in $(seq "$REPS"); do
     done
 done
 kill "$WHT_PID" "$WHP_PID" "$WH2_PID" 2>/dev/null || true
+section_done webhook
 
 # ---- 5. batch queue scale ----
 # One process per size, so each size's peak RSS is its own.
@@ -403,9 +431,11 @@ for cqs in 100 1000; do
     done
 done
 
+section_done queue
+
 VERSIONS="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), haproxy $(haproxy -v | awk 'NR==1 {print $3}'), $(wrk -v 2>&1 | awk 'NR==1 {print $1, $2}'), redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
 python3 bench/report.py --records "$REC" --limiter "$TMP/limiter.json" --shared "$TMP/shared.jsonl" \
-    --queue "$TMP/queue.jsonl" --ledger "$TMP/ledger.jsonl" \
+    --queue "$TMP/queue.jsonl" --ledger "$TMP/ledger.jsonl" --admit "$TMP/admit.jsonl" \
     --machine "$MACHINE" --versions "$VERSIONS" --quick "$QUICK" --reps "$REPS" --dur "$DUR" \
     --conns "$CONNS" --abuse-rate "$ABUSE_RATE" --pinning "${PIN_PROXY:+proxy: $PIN_PROXY; wrk: $PIN_WRK; simmodel unpinned}" \
     --json bench/results/latest.json --doc docs/benchmarks.md

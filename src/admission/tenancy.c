@@ -229,10 +229,13 @@ static td_status check_containers(const td_config *cfg, const json_t *tenant, co
     {
         json_array_foreach(json_object_get(c, "env"), k, e)
         {
-            /* td_json_str of a one-member path, without the path walk */
+            /* td_json_str of a one-member path, without the path walk; the
+             * value only of the one variable read */
             const char *name = json_string_value(json_object_get(e, "name"));
+            if (!name || strcmp(name, TD_ENV_DATA_URI) != 0)
+                continue;
             const char *value = json_string_value(json_object_get(e, "value"));
-            if (!name || strcmp(name, TD_ENV_DATA_URI) != 0 || !value)
+            if (!value)
                 continue;
             char where[200];
             snprintf(where, sizeof where, "env %s of %s \"%s\"", TD_ENV_DATA_URI, what,

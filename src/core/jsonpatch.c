@@ -174,16 +174,23 @@ static int diff(const json_t *a, const json_t *b, const seg *at, diff_ctx *c)
          * every key of b was met, b adds none and its second walk is
          * skipped. Ops come out in the same order either way. */
         size_t met = 0;
+        bool in_step = true; /* every key of a so far met at the same place in b */
         void *ib = json_object_iter((json_t *)b);
         for (void *ia = json_object_iter((json_t *)a); ia; ia = json_object_iter_next((json_t *)a, ia)) {
             const char *k = json_object_iter_key(ia);
             size_t kn = json_object_iter_key_len(ia);
             json_t *va = json_object_iter_value(ia);
             json_t *vb;
-            if (ib && json_object_iter_key_len(ib) == kn && memcmp(json_object_iter_key(ib), k, kn) == 0)
+            if (ib && json_object_iter_key_len(ib) == kn && memcmp(json_object_iter_key(ib), k, kn) == 0) {
                 vb = json_object_iter_value(ib);
-            else
+                /* the walk below looks keys up as C strings: a key with a
+                 * NUL in it is left to it */
+                if (memchr(k, '\0', kn))
+                    in_step = false;
+            } else {
                 vb = json_object_get(b, k);
+                in_step = false;
+            }
             if (ib)
                 ib = json_object_iter_next((json_t *)b, ib);
             seg s;
@@ -197,6 +204,22 @@ static int diff(const json_t *a, const json_t *b, const seg *at, diff_ctx *c)
         }
         if (met == json_object_size(b))
             return 0;
+        if (in_step) {
+            /* b starts with a's keys, in a's order: the keys b adds are
+             * the ones after them, in the order the walk below gives */
+            for (; ib; ib = json_object_iter_next((json_t *)b, ib)) {
+                const char *k = json_object_iter_key(ib);
+                if (memchr(k, '\0', json_object_iter_key_len(ib)) && json_object_get(a, k))
+                    continue; /* as the walk below decides for such a key */
+                seg s;
+                if (seg_push(&s, at, SEG_TOKEN, k, strlen(k), c) < 0)
+                    return -1;
+                int rc = add_op(c, OP_ADD, &s, json_object_iter_value(ib));
+                if (rc)
+                    return rc;
+            }
+            return 0;
+        }
         const char *k;
         json_t *vb;
         json_object_foreach((json_t *)b, k, vb)

@@ -234,7 +234,9 @@ static unsigned rnd(unsigned n)
 }
 
 static const char *const keys[] = {"a", "b", "name", "nvidia.com/gpu", "a~b", "~1", "/", "",
-                                   "resources", "k\xc3\xa9y", "limits", "x/y~z"};
+                                   "resources", "k\xc3\xa9y", "limits", "x/y~z", "a\0b", "a\0"};
+static const size_t keylen[] = {1, 1, 4, 14, 3, 2, 1, 0, 9, 4, 6, 5, 3, 2};
+#define NKEYS 14
 
 static json_t *random_json(int depth)
 {
@@ -247,8 +249,10 @@ static json_t *random_json(int depth)
     case 5: {
         json_t *o = json_object();
         unsigned n = rnd(5);
-        for (unsigned i = 0; i < n; i++)
-            json_object_set_new(o, keys[rnd(12)], random_json(depth - 1));
+        for (unsigned i = 0; i < n; i++) {
+            unsigned k = rnd(NKEYS);
+            json_object_setn_new(o, keys[k], keylen[k], random_json(depth - 1));
+        }
         return o;
     }
     default: {
@@ -271,16 +275,16 @@ static json_t *mutated(json_t *v, int depth)
         return random_json(depth);
     if (json_is_object(v)) {
         json_t *o = json_object();
-        const char *k;
-        json_t *x;
-        json_object_foreach(v, k, x)
-        {
+        for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
             if (rnd(8) == 0)
                 continue; /* removed */
-            json_object_set_new(o, k, mutated(x, depth - 1));
+            json_object_setn_new(o, json_object_iter_key(it), json_object_iter_key_len(it),
+                                 mutated(json_object_iter_value(it), depth - 1));
         }
-        if (rnd(4) == 0)
-            json_object_set_new(o, keys[rnd(12)], random_json(depth - 1));
+        if (rnd(4) == 0) {
+            unsigned k = rnd(NKEYS);
+            json_object_setn_new(o, keys[k], keylen[k], random_json(depth - 1));
+        }
         return o;
     }
     if (json_is_array(v)) {

@@ -110,6 +110,8 @@ typedef struct {
     const char *ns;
     json_t *tenant;        /* td_config_tenant_for_namespace, or NULL */
     json_t *nsobj;         /* the Namespace object, or NULL */
+    json_t *ns_labels;     /* its metadata.labels, or NULL */
+    json_t *tenant_labels; /* the tenant's spec.labels, or NULL */
     const char *tenant_name; /* the tenant's metadata.name, or NULL */
     bool customer;         /* td_tenancy_of(tenant) == TD_TENANCY_CUSTOMER */
 } td__tenancy_ns;

@@ -62,10 +62,9 @@ static td_status inherit_one(const char *label, void *arg)
         return TD_OK;
     td__tenancy_ns spare;
     const td__tenancy_ns *tn = td__tenancy_ns_get(c->ix, c->cfg, c->ns, &spare);
-    const char *v =
-        nonempty(json_string_value(json_object_get(td_json_path(tn->nsobj, "metadata.labels"), label)));
+    const char *v = nonempty(json_string_value(json_object_get(tn->ns_labels, label)));
     if (!v)
-        v = nonempty(json_string_value(json_object_get(td_json_path(tn->tenant, "spec.labels"), label)));
+        v = nonempty(json_string_value(json_object_get(tn->tenant_labels, label)));
     if (v && json_object_set_new(c->labels, label, json_string(v)) < 0)
         return td_err_set(c->err, TD_ENOMEM, "out of memory");
     return TD_OK;
@@ -125,7 +124,7 @@ static td_status check_one(const char *label, void *arg)
 td_status td_labels_validate(const td_config *cfg, const char *ns, const json_t *pod,
                              td_err *err)
 {
-    json_t *labels = td_json_path(pod, "metadata.labels");
+    json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
     if (labels && !json_is_object(labels))
         return td_err_set(err, TD_EINVAL, "metadata.labels: must be a map of strings");
     const td__tenancy_index *ix = td__tenancy_index_get(cfg);

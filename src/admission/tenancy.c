@@ -49,7 +49,8 @@ static bool sandbox_required(const td_config *cfg, const td__tenancy_index *ix,
         return true;
     }
     const char *w = json_string_value(
-        json_object_get(td_json_path(pod, "metadata.labels"), TD_LABEL_WORKLOAD));
+        json_object_get(json_object_get(json_object_get(pod, "metadata"), "labels"),
+                        TD_LABEL_WORKLOAD));
     if (w && untrusted_workload(pol, w)) {
         snprintf(buf, bufsz, "the pod is labelled %s=%s, an untrusted workload", TD_LABEL_WORKLOAD,
                  w);

@@ -35,6 +35,8 @@ static void ns_fill(td__tenancy_ns *e, const td_config *cfg, const char *ns)
     e->ns = ns;
     e->tenant = td_config_tenant_for_namespace(cfg, ns);
     e->nsobj = td_config_get(cfg, "Namespace", NULL, ns);
+    e->ns_labels = td_json_path(e->nsobj, "metadata.labels");
+    e->tenant_labels = td_json_path(e->tenant, "spec.labels");
     e->tenant_name = td_json_str(e->tenant, "metadata.name");
     e->customer = td_tenancy_of(e->tenant) == TD_TENANCY_CUSTOMER;
 }

@@ -477,6 +477,8 @@ static void test_index(void **state)
             assert_ptr_equal(e->tenant, tenant);
             assert_ptr_equal(e->nsobj, td_config_get(c, "Namespace", NULL, nss[i]));
             assert_ptr_equal(e->tenant_name, td_json_str(tenant, "metadata.name"));
+            assert_ptr_equal(e->ns_labels, td_json_path(e->nsobj, "metadata.labels"));
+            assert_ptr_equal(e->tenant_labels, td_json_path(tenant, "spec.labels"));
             assert_int_equal(e->customer, td_tenancy_of(tenant) == TD_TENANCY_CUSTOMER);
         }
     }

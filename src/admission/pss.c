@@ -1473,6 +1473,12 @@ typedef struct {
          (it) && ((k) = json_object_iter_key(it), (v) = json_object_iter_value(it), 1);            \
          (it) = json_object_iter_next((json_t *)(o), (it)))
 
+/* Key k (at iterator it) is lit: its bytes, not only its C string, as
+ * json_object_get matches a key (a key with a NUL byte in it is none of
+ * the members the checks read). */
+#define KEY_IS(it, k, lit) (strcmp((k), (lit)) == 0 && json_object_iter_key_len(it) == sizeof(lit) - 1)
+#define NO_NUL(it, k)      (json_object_iter_key_len(it) == strlen(k))
+
 static int in_list(const char *s, const char *const *list, size_t n)
 {
     size_t i;
@@ -1570,12 +1576,12 @@ static unsigned scan_sc(const json_t *sc, int container, pss_scan *s)
             continue;
         switch (k[0]) {
         case 'a':
-            if (strcmp(k, "appArmorProfile") == 0) {
+            if (KEY_IS(it, k, "appArmorProfile")) {
                 if (!json_is_object(v) || !(t = scan_str(v, "type", s)))
                     goto slow;
                 if (!apparmor_type_allowed(t))
                     f |= SC_APPARMOR_BAD;
-            } else if (container && strcmp(k, "allowPrivilegeEscalation") == 0) {
+            } else if (container && KEY_IS(it, k, "allowPrivilegeEscalation")) {
                 if (!json_is_boolean(v))
                     goto slow;
                 if (json_is_false(v))
@@ -1583,7 +1589,7 @@ static unsigned scan_sc(const json_t *sc, int container, pss_scan *s)
             }
             break;
         case 'c':
-            if (container && strcmp(k, "capabilities") == 0) {
+            if (container && KEY_IS(it, k, "capabilities")) {
                 if (!json_is_object(v))
                     goto slow;
                 f |= scan_caps(v, s);
@@ -1592,12 +1598,12 @@ static unsigned scan_sc(const json_t *sc, int container, pss_scan *s)
         case 'p':
             if (!container)
                 break;
-            if (strcmp(k, "privileged") == 0) {
+            if (KEY_IS(it, k, "privileged")) {
                 if (!json_is_boolean(v))
                     goto slow;
                 if (json_is_true(v))
                     f |= SC_PRIVILEGED;
-            } else if (strcmp(k, "procMount") == 0) {
+            } else if (KEY_IS(it, k, "procMount")) {
                 if (!json_is_string(v))
                     goto slow;
                 if (strcmp(json_string_value(v), "Default") != 0)
@@ -1605,11 +1611,11 @@ static unsigned scan_sc(const json_t *sc, int container, pss_scan *s)
             }
             break;
         case 'r':
-            if (strcmp(k, "runAsNonRoot") == 0) {
+            if (KEY_IS(it, k, "runAsNonRoot")) {
                 if (!json_is_boolean(v))
                     goto slow;
                 f |= json_is_true(v) ? SC_RANR_TRUE : SC_RANR_FALSE;
-            } else if (strcmp(k, "runAsUser") == 0) {
+            } else if (KEY_IS(it, k, "runAsUser")) {
                 if (!json_is_integer(v))
                     goto slow;
                 if (json_integer_value(v) == 0)
@@ -1617,23 +1623,23 @@ static unsigned scan_sc(const json_t *sc, int container, pss_scan *s)
             }
             break;
         case 's':
-            if (strcmp(k, "seccompProfile") == 0) {
+            if (KEY_IS(it, k, "seccompProfile")) {
                 if (!json_is_object(v) || !(t = scan_str(v, "type", s)))
                     goto slow;
                 f |= seccomp_valid(t) ? SC_SECCOMP_SET : SC_SECCOMP_SET | SC_SECCOMP_BAD;
-            } else if (strcmp(k, "seLinuxOptions") == 0) {
+            } else if (KEY_IS(it, k, "seLinuxOptions")) {
                 const char *user, *role;
                 if (!json_is_object(v) || !(t = scan_str(v, "type", s)) ||
                     !(user = scan_str(v, "user", s)) || !(role = scan_str(v, "role", s)))
                     goto slow;
                 if (!selinux_type_allowed(t) || *user || *role)
                     f |= SC_SELINUX_BAD;
-            } else if (!container && strcmp(k, "sysctls") == 0) {
+            } else if (!container && KEY_IS(it, k, "sysctls")) {
                 f |= scan_sysctls(v, s);
             }
             break;
         case 'w':
-            if (strcmp(k, "windowsOptions") == 0) {
+            if (KEY_IS(it, k, "windowsOptions")) {
                 const json_t *hp;
                 if (!json_is_object(v))
                     goto slow;
@@ -1652,26 +1658,48 @@ slow:
     return 0;
 }
 
+/* An httpGet or tcpSocket action (f_host): 1 if it names a host. Its few
+ * members are walked rather than looked up. */
+static int scan_action(const json_t *a, pss_scan *s)
+{
+    const char *k;
+    const json_t *v;
+    void *it;
+    if (!json_is_object(a)) {
+        s->slow = 1;
+        return 0;
+    }
+    ITER_EACH(a, it, k, v)
+    {
+        if (k[0] != 'h' || !KEY_IS(it, k, "host") || json_is_null(v))
+            continue;
+        if (!json_is_string(v)) {
+            s->slow = 1;
+            return 0;
+        }
+        return json_string_value(v)[0] != '\0';
+    }
+    return 0;
+}
+
 /* A probe or lifecycle handler (f_handler): 1 if it names a host. */
 static int scan_handler(const json_t *h, pss_scan *s)
 {
-    static const char *const actions[] = {"httpGet", "tcpSocket"};
+    const char *k;
+    const json_t *v;
+    void *it;
     int bad = 0;
-    size_t i;
     if (!json_is_object(h)) {
         s->slow = 1;
         return 0;
     }
-    for (i = 0; i < NELEM(actions); i++) {
-        const json_t *a = json_object_get(h, actions[i]);
-        const char *host;
-        if (!a || json_is_null(a))
+    ITER_EACH(h, it, k, v)
+    {
+        if (json_is_null(v))
             continue;
-        if (!json_is_object(a) || !(host = scan_str(a, "host", s))) {
-            s->slow = 1;
-            return 0;
-        }
-        bad |= *host != '\0';
+        if ((k[0] == 'h' && KEY_IS(it, k, "httpGet")) ||
+            (k[0] == 't' && KEY_IS(it, k, "tcpSocket")))
+            bad |= scan_action(v, s);
     }
     return bad;
 }
@@ -1728,31 +1756,31 @@ static void scan_container(const json_t *c, pss_scan *s)
             continue;
         switch (k[0]) {
         case 'n':
-            if (strcmp(k, "name") == 0 && !json_is_string(v))
+            if (KEY_IS(it, k, "name") && !json_is_string(v))
                 s->slow = 1;
             break;
         case 's':
-            if (strcmp(k, "securityContext") == 0) {
+            if (KEY_IS(it, k, "securityContext")) {
                 if (!json_is_object(v))
                     s->slow = 1;
                 else
                     f = scan_sc(v, 1, s);
-            } else if (strcmp(k, "startupProbe") == 0) {
+            } else if (KEY_IS(it, k, "startupProbe")) {
                 host = scan_handler(v, s);
             }
             break;
         case 'p':
-            if (strcmp(k, "ports") == 0 && scan_ports(v, s))
+            if (KEY_IS(it, k, "ports") && scan_ports(v, s))
                 p |= C_HOSTPORT;
             break;
         case 'l':
-            if (strcmp(k, "livenessProbe") == 0)
+            if (KEY_IS(it, k, "livenessProbe"))
                 host = scan_handler(v, s);
-            else if (strcmp(k, "lifecycle") == 0)
+            else if (KEY_IS(it, k, "lifecycle"))
                 host = scan_lifecycle(v, s);
             break;
         case 'r':
-            if (strcmp(k, "readinessProbe") == 0)
+            if (KEY_IS(it, k, "readinessProbe"))
                 host = scan_handler(v, s);
             break;
         }
@@ -1792,16 +1820,18 @@ static void scan_volume(const json_t *vol, pss_scan *s)
     {
         if (json_is_null(v))
             continue;
-        if (strcmp(k, "name") == 0) {
+        if (KEY_IS(it, k, "name")) {
             if (!json_is_string(v))
                 s->slow = 1;
         } else if (json_is_object(v)) {
-            if (strcmp(k, "hostPath") == 0)
+            if (KEY_IS(it, k, "hostPath"))
                 s->pod |= P_HOSTPATH;
             else if (!allowed)
-                allowed = in_list(k, allowed_volume_sources, NELEM(allowed_volume_sources));
-        } else if (in_list(k, allowed_volume_sources, NELEM(allowed_volume_sources)) ||
-                   in_list(k, restricted_volume_sources, NELEM(restricted_volume_sources))) {
+                allowed = in_list(k, allowed_volume_sources, NELEM(allowed_volume_sources)) &&
+                          NO_NUL(it, k);
+        } else if ((in_list(k, allowed_volume_sources, NELEM(allowed_volume_sources)) ||
+                    in_list(k, restricted_volume_sources, NELEM(restricted_volume_sources))) &&
+                   NO_NUL(it, k)) {
             s->slow = 1;
         }
     }
@@ -1830,13 +1860,13 @@ static void scan_spec(const json_t *spec, pss_scan *s)
             continue;
         switch (k[0]) {
         case 'h':
-            if (strcmp(k, "hostNetwork") == 0 || strcmp(k, "hostPID") == 0 ||
-                strcmp(k, "hostIPC") == 0) {
+            if (KEY_IS(it, k, "hostNetwork") || KEY_IS(it, k, "hostPID") ||
+                KEY_IS(it, k, "hostIPC")) {
                 if (!json_is_boolean(v))
                     s->slow = 1;
                 else if (json_is_true(v))
                     s->pod |= P_HOSTNS;
-            } else if (strcmp(k, "hostUsers") == 0) {
+            } else if (KEY_IS(it, k, "hostUsers")) {
                 if (!json_is_boolean(v))
                     s->slow = 1;
                 else if (json_is_false(v))
@@ -1844,7 +1874,7 @@ static void scan_spec(const json_t *spec, pss_scan *s)
             }
             break;
         case 'o':
-            if (strcmp(k, "os") == 0) {
+            if (KEY_IS(it, k, "os")) {
                 const char *name;
                 if (!json_is_object(v) || !(name = scan_str(v, "name", s)))
                     s->slow = 1;
@@ -1853,7 +1883,7 @@ static void scan_spec(const json_t *spec, pss_scan *s)
             }
             break;
         case 's':
-            if (strcmp(k, "securityContext") == 0) {
+            if (KEY_IS(it, k, "securityContext")) {
                 if (!json_is_object(v))
                     s->slow = 1;
                 else
@@ -1861,19 +1891,19 @@ static void scan_spec(const json_t *spec, pss_scan *s)
             }
             break;
         case 'v':
-            if (strcmp(k, "volumes") == 0)
+            if (KEY_IS(it, k, "volumes"))
                 scan_volumes(v, s);
             break;
         case 'c':
-            if (strcmp(k, "containers") == 0)
+            if (KEY_IS(it, k, "containers"))
                 scan_containers(v, s);
             break;
         case 'i':
-            if (strcmp(k, "initContainers") == 0)
+            if (KEY_IS(it, k, "initContainers"))
                 scan_containers(v, s);
             break;
         case 'e':
-            if (strcmp(k, "ephemeralContainers") == 0)
+            if (KEY_IS(it, k, "ephemeralContainers"))
                 scan_containers(v, s);
             break;
         }

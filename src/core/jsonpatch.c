@@ -138,6 +138,17 @@ static int seg_push(seg *s, const seg *up, int kind, const char *key, size_t kn,
     return 0;
 }
 
+/* json_string(path), without its UTF-8 check when path is ASCII (as a
+ * Kubernetes object's pointers are), which that check would pass. */
+static json_t *pointer_string(const char *path)
+{
+    size_t n = 0;
+    for (; path[n]; n++)
+        if ((unsigned char)path[n] >= 0x80)
+            return json_string(path);
+    return json_stringn_nocheck(path, n);
+}
+
 static int add_op(diff_ctx *c, int op, const seg *at, const json_t *value)
 {
     if (seg_write(at, c->path) < 0)
@@ -147,7 +158,7 @@ static int add_op(diff_ctx *c, int op, const seg *at, const json_t *value)
         return -1;
     json_incref(c->op_names[op]);
     int rc = json_object_set_new_nocheck(o, "op", c->op_names[op]);
-    rc |= json_object_set_new_nocheck(o, "path", json_string(c->path));
+    rc |= json_object_set_new_nocheck(o, "path", pointer_string(c->path));
     if (value)
         rc |= json_object_set_new_nocheck(o, "value", td_json_copy(value));
     if (rc || json_array_append_new(c->ops, o) < 0) {
@@ -175,6 +186,8 @@ static int diff(const json_t *a, const json_t *b, const seg *at, diff_ctx *c)
          * skipped. Ops come out in the same order either way. */
         size_t met = 0;
         bool in_step = true; /* every key of a so far met at the same place in b */
+        /* b can add keys with a met in step only if it is larger */
+        bool may_add = json_object_size(b) > json_object_size(a);
         void *ib = json_object_iter((json_t *)b);
         for (void *ia = json_object_iter((json_t *)a); ia; ia = json_object_iter_next((json_t *)a, ia)) {
             const char *k = json_object_iter_key(ia);
@@ -185,7 +198,7 @@ static int diff(const json_t *a, const json_t *b, const seg *at, diff_ctx *c)
                 vb = json_object_iter_value(ib);
                 /* the walk below looks keys up as C strings: a key with a
                  * NUL in it is left to it */
-                if (memchr(k, '\0', kn))
+                if (may_add && memchr(k, '\0', kn))
                     in_step = false;
             } else {
                 vb = json_object_get(b, k);

@@ -951,10 +951,63 @@ static void test_fast_mutations(void **state)
     free(text);
 }
 
+
+/* Keys with a NUL byte in them ("securityContext\0x") are not the members
+ * the checks read, for the walk as for the full checks. */
+static void test_fast_nul_keys(void **state)
+{
+    static const char *const keys[] = {"securityContext", "name", "ports", "livenessProbe",
+                                       "lifecycle", "emptyDir", "hostPath", "runAsNonRoot",
+                                       "seccompProfile", "capabilities", "allowPrivilegeEscalation"};
+    (void)state;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char text[] = "{'spec':{'securityContext':{'runAsNonRoot':true,"
+                      "'seccompProfile':{'type':'RuntimeDefault'}},"
+                      "'volumes':[{'name':'v','emptyDir':{}}],"
+                      "'containers':[{'name':'a','securityContext':{'allowPrivilegeEscalation':"
+                      "false,'capabilities':{'drop':['ALL']}}}]}}";
+        char *t = unquote(text);
+        json_t *pod = json_loads(t, 0, NULL);
+        char nk[64];
+        size_t n = strlen(keys[i]);
+        assert_non_null(pod);
+        memcpy(nk, keys[i], n);
+        nk[n] = '\0';
+        nk[n + 1] = 'x';
+        for (size_t t2 = 0; t2 < 4; t2++) {
+            json_t *copy = json_deep_copy(pod), *cs, *cc, *cv, *cp, *tg[4];
+            json_t *v;
+            char what[96];
+            cs = json_object_get(copy, "spec");
+            cc = json_array_get(json_object_get(cs, "containers"), 0);
+            cp = json_object_get(cs, "securityContext");
+            cv = json_array_get(json_object_get(cs, "volumes"), 0);
+            tg[0] = cc;
+            tg[1] = json_object_get(cc, "securityContext");
+            tg[2] = cv;
+            tg[3] = cp;
+            /* the real member moved under the key with a NUL byte */
+            v = json_object_get(tg[t2], keys[i]);
+            if (v) {
+                json_incref(v);
+                json_object_del(tg[t2], keys[i]);
+            } else {
+                v = json_loads("{\"type\":\"Unconfined\",\"host\":\"h\"}", 0, NULL);
+            }
+            json_object_setn_new(tg[t2], nk, n + 2, v);
+            snprintf(what, sizeof what, "%s with a NUL byte in object %zu", keys[i], t2);
+            expect_same(copy, what);
+            json_decref(copy);
+        }
+        json_decref(pod);
+        free(t);
+    }
+}
+
 int main(void)
 {
     size_t n = sizeof rows / sizeof rows[0], i;
-    struct CMUnitTest *tests = calloc(n + 4, sizeof *tests);
+    struct CMUnitTest *tests = calloc(n + 5, sizeof *tests);
     int rc;
 
     if (!tests)
@@ -972,7 +1025,9 @@ int main(void)
     tests[n + 2].test_func = test_fast_rows;
     tests[n + 3].name = "allowed-path walk agrees with the full checks, member by member";
     tests[n + 3].test_func = test_fast_mutations;
-    rc = _cmocka_run_group_tests("pss", tests, n + 4, NULL, NULL);
+    tests[n + 4].name = "keys with a NUL byte are not the members read";
+    tests[n + 4].test_func = test_fast_nul_keys;
+    rc = _cmocka_run_group_tests("pss", tests, n + 5, NULL, NULL);
     free(tests);
     return rc;
 }

@@ -221,6 +221,16 @@ static td_status check_location(const td_config *cfg, const json_t *tenant, cons
     return TD_OK;
 }
 
+/* json_object_get(o, key) for a small object (an env entry: name and
+ * value or valueFrom): its members walked, matched by their bytes. */
+static json_t *member(const json_t *o, const char *key, size_t n)
+{
+    for (void *it = json_object_iter((json_t *)o); it; it = json_object_iter_next((json_t *)o, it))
+        if (json_object_iter_key_len(it) == n && memcmp(json_object_iter_key(it), key, n) == 0)
+            return json_object_iter_value(it);
+    return NULL;
+}
+
 static td_status check_containers(const td_config *cfg, const json_t *tenant, const json_t *list,
                                   const char *what, td_err *err)
 {
@@ -230,9 +240,8 @@ static td_status check_containers(const td_config *cfg, const json_t *tenant, co
     {
         json_array_foreach(json_object_get(c, "env"), k, e)
         {
-            /* td_json_str of a one-member path, without the path walk; the
-             * value only of the one variable read */
-            const char *name = json_string_value(json_object_get(e, "name"));
+            /* the value only of the one variable read */
+            const char *name = json_string_value(member(e, "name", 4));
             if (!name || strcmp(name, TD_ENV_DATA_URI) != 0)
                 continue;
             const char *value = json_string_value(json_object_get(e, "value"));

@@ -103,6 +103,7 @@ typedef struct td_config_attachment {
 typedef enum {
     TD_CONFIG_ATTACH_ADMISSION = 0,
     TD_CONFIG_ATTACH_QUEUE, /* the daemon's batch queue view (src/daemon/queueview.c) */
+    TD_CONFIG_ATTACH_TENANCY, /* tenants by namespace, NodePools, policy (tenancyindex.c) */
     TD_CONFIG_ATTACH_MAX
 } td_config_attach_slot;
 

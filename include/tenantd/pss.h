@@ -32,4 +32,9 @@ td_status td_pss_level_parse(const char *s, td_pss_level *out);
  * TD_ENOMEM if memory runs out. err may be NULL. */
 td_status td_pss_check(const json_t *pod, td_pss_level level, td_err *err);
 
+/* td_pss_check without its allowed-path walk: every check run and worded
+ * in full. The same answer for every input; td_pss_check calls it for what
+ * its walk cannot pass, tests and fuzz_pss to compare the two. */
+td_status td__pss_check_full(const json_t *pod, td_pss_level level, td_err *err);
+
 #endif

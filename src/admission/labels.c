@@ -1,19 +1,20 @@
 /* labels.c - mandatory cost labels. Every pod maps to an owner through the
  * labels team, project and environment (configurable by AdmissionPolicy);
  * a missing one is inherited from the Namespace, then from the Tenant. */
+#include <stdio.h>
 #include <string.h>
 
 #include "tenantd/policy.h"
+#include "tenantd/tenancy.h"
 
 static const char *const default_required[] = {"team", "project", "environment"};
 
 /* Calls fn for each required label name; stops at the first non-OK. */
 typedef td_status (*label_fn)(const char *label, void *arg);
 
-static td_status each_required(const td_config *cfg, label_fn fn, void *arg)
+static td_status each_required(const td__tenancy_policy *pol, label_fn fn, void *arg)
 {
-    json_t *policy = td_config_admission_policy(cfg);
-    json_t *list = td_json_path(policy, "spec.requiredLabels");
+    json_t *list = pol->required_labels;
     if (json_is_array(list)) {
         size_t i;
         json_t *x;
@@ -33,9 +34,9 @@ static td_status each_required(const td_config *cfg, label_fn fn, void *arg)
     return TD_OK;
 }
 
-static int inherit_enabled(const td_config *cfg)
+static int inherit_enabled(const td__tenancy_policy *pol)
 {
-    json_t *v = td_json_path(td_config_admission_policy(cfg), "spec.inheritLabelsFromNamespace");
+    json_t *v = pol->inherit_labels;
     return v ? json_is_true(v) : 1;
 }
 
@@ -46,6 +47,8 @@ static const char *nonempty(const char *s)
 
 typedef struct {
     const td_config *cfg;
+    const td__tenancy_index *ix;
+    const td__tenancy_policy *pol;
     const char *ns;
     json_t *labels; /* the pod's metadata.labels */
     const json_t *pod;
@@ -57,12 +60,11 @@ static td_status inherit_one(const char *label, void *arg)
     label_ctx *c = arg;
     if (nonempty(json_string_value(json_object_get(c->labels, label))))
         return TD_OK;
-    json_t *nsobj = td_config_get(c->cfg, "Namespace", NULL, c->ns);
-    const char *v = nonempty(json_string_value(json_object_get(td_json_path(nsobj, "metadata.labels"), label)));
-    if (!v) {
-        json_t *tenant = td_config_tenant_for_namespace(c->cfg, c->ns);
-        v = nonempty(json_string_value(json_object_get(td_json_path(tenant, "spec.labels"), label)));
-    }
+    td__tenancy_ns spare;
+    const td__tenancy_ns *tn = td__tenancy_ns_get(c->ix, c->cfg, c->ns, &spare);
+    const char *v = nonempty(json_string_value(json_object_get(tn->ns_labels, label)));
+    if (!v)
+        v = nonempty(json_string_value(json_object_get(tn->tenant_labels, label)));
     if (v && json_object_set_new(c->labels, label, json_string(v)) < 0)
         return td_err_set(c->err, TD_ENOMEM, "out of memory");
     return TD_OK;
@@ -70,7 +72,10 @@ static td_status inherit_one(const char *label, void *arg)
 
 td_status td_labels_mutate(const td_config *cfg, const char *ns, json_t *pod, td_err *err)
 {
-    if (!inherit_enabled(cfg))
+    const td__tenancy_index *ix = td__tenancy_index_get(cfg);
+    td__tenancy_policy spare;
+    const td__tenancy_policy *pol = td__tenancy_policy_get(ix, cfg, &spare);
+    if (!inherit_enabled(pol))
         return TD_OK;
     json_t *meta = json_object_get(pod, "metadata");
     if (!json_is_object(meta))
@@ -85,8 +90,8 @@ td_status td_labels_mutate(const td_config *cfg, const char *ns, json_t *pod, td
     } else if (!json_is_object(labels)) {
         return td_err_set(err, TD_EINVAL, "metadata.labels: must be a map of strings");
     }
-    label_ctx c = {cfg, ns, labels, pod, err};
-    td_status st = each_required(cfg, inherit_one, &c);
+    label_ctx c = {cfg, ix, pol, ns, labels, pod, err};
+    td_status st = each_required(pol, inherit_one, &c);
     if (created && json_object_size(labels) == 0)
         json_object_del(meta, "labels"); /* leave no empty map behind */
     return st;
@@ -98,7 +103,7 @@ static td_status check_one(const char *label, void *arg)
     if (nonempty(json_string_value(json_object_get(c->labels, label))))
         return TD_OK;
     char required[256] = "";
-    json_t *list = td_json_path(td_config_admission_policy(c->cfg), "spec.requiredLabels");
+    json_t *list = c->pol->required_labels;
     if (json_is_array(list)) {
         size_t i;
         json_t *x;
@@ -119,9 +124,12 @@ static td_status check_one(const char *label, void *arg)
 td_status td_labels_validate(const td_config *cfg, const char *ns, const json_t *pod,
                              td_err *err)
 {
-    json_t *labels = td_json_path(pod, "metadata.labels");
+    json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
     if (labels && !json_is_object(labels))
         return td_err_set(err, TD_EINVAL, "metadata.labels: must be a map of strings");
-    label_ctx c = {cfg, ns, labels, pod, err};
-    return each_required(cfg, check_one, &c);
+    const td__tenancy_index *ix = td__tenancy_index_get(cfg);
+    td__tenancy_policy spare;
+    const td__tenancy_policy *pol = td__tenancy_policy_get(ix, cfg, &spare);
+    label_ctx c = {cfg, ix, pol, ns, labels, pod, err};
+    return each_required(pol, check_one, &c);
 }

@@ -27,7 +27,7 @@ td_status td_priority_mutate(const td_config *cfg, json_t *pod, td_err *err)
         json_t *pc = td_config_get(cfg, "PriorityClass", NULL, name);
         if (pc) {
             value = (long long)json_integer_value(json_object_get(pc, "value"));
-            const char *pp = td_json_str(pc, "preemptionPolicy");
+            const char *pp = json_string_value(json_object_get(pc, "preemptionPolicy"));
             if (pp)
                 preemption = pp;
             found = 1;

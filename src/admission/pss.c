@@ -271,6 +271,30 @@ static const char *const restricted_volume_sources[] = {"hostPath",
                                                         "storageos"};
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
+/* check_capabilities_baseline.go: what securityContext.capabilities.add
+ * may hold at baseline. */
+static const char *const baseline_capabilities[] = {
+    "AUDIT_WRITE",      "CHOWN",   "DAC_OVERRIDE", "FOWNER",  "FSETID", "KILL",      "MKNOD",
+    "NET_BIND_SERVICE", "SETFCAP", "SETGID",       "SETPCAP", "SETUID", "SYS_CHROOT"};
+
+/* check_sysctls.go, version 1.37: the safe sysctls. */
+static const char *const allowed_sysctls[] = {
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.ip_local_reserved_ports",   /* 1.27 */
+    "net.ipv4.tcp_keepalive_time",        /* 1.29 */
+    "net.ipv4.tcp_fin_timeout",           /* 1.29 */
+    "net.ipv4.tcp_keepalive_intvl",       /* 1.29 */
+    "net.ipv4.tcp_keepalive_probes",      /* 1.29 */
+    "net.ipv4.tcp_rmem",                  /* 1.32 */
+    "net.ipv4.tcp_wmem",                  /* 1.32 */
+    "net.ipv4.tcp_slow_start_after_idle", /* 1.37 */
+    "net.ipv4.tcp_notsent_lowat",         /* 1.37 */
+};
+
 static const field f_volume[] = {{"name", T_STR, NULL},
                                  {"configMap", T_OBJ, NULL},
                                  {"csi", T_OBJ, NULL},
@@ -594,9 +618,6 @@ out:
 /* check_capabilities_baseline.go */
 static td_status check_capabilities_baseline(pss_ctx *x, msgbuf *m)
 {
-    static const char *const allowed[] = {
-        "AUDIT_WRITE",      "CHOWN",   "DAC_OVERRIDE", "FOWNER",  "FSETID", "KILL",      "MKNOD",
-        "NET_BIND_SERVICE", "SETFCAP", "SETGID",       "SETPCAP", "SETUID", "SYS_CHROOT"};
     strv ctrs = {0}, caps = {0};
     size_t i, j, k;
     td_status st = TD_ENOMEM;
@@ -609,10 +630,10 @@ static td_status check_capabilities_baseline(pss_ctx *x, msgbuf *m)
             const char *cap = json_string_value(json_array_get(add, j));
             if (!cap)
                 cap = "";
-            for (k = 0; k < NELEM(allowed); k++)
-                if (strcmp(cap, allowed[k]) == 0)
+            for (k = 0; k < NELEM(baseline_capabilities); k++)
+                if (strcmp(cap, baseline_capabilities[k]) == 0)
                     break;
-            if (k == NELEM(allowed)) {
+            if (k == NELEM(baseline_capabilities)) {
                 bad = 1;
                 if (sv_push(&caps, cap))
                     goto out;
@@ -858,17 +879,22 @@ typedef struct {
     int user, role;
 } selinux_bad;
 
-static int selinux_valid(const json_t *opts, selinux_bad *b, int *nomem)
+static int selinux_type_allowed(const char *t)
 {
     static const char *const allowed[] = {"", "container_t", "container_init_t", "container_kvm_t",
                                           "container_engine_t"};
-    const char *t = jstr0(opts, "type");
     size_t k;
-    int valid = 1;
     for (k = 0; k < NELEM(allowed); k++)
         if (strcmp(t, allowed[k]) == 0)
-            break;
-    if (k == NELEM(allowed)) {
+            return 1;
+    return 0;
+}
+
+static int selinux_valid(const json_t *opts, selinux_bad *b, int *nomem)
+{
+    const char *t = jstr0(opts, "type");
+    int valid = 1;
+    if (!selinux_type_allowed(t)) {
         valid = 0;
         if (sv_push(&b->types, t))
             *nomem = 1;
@@ -1000,32 +1026,16 @@ static td_status check_seccomp_baseline(pss_ctx *x, msgbuf *m)
 /* check_sysctls.go, version 1.37 */
 static td_status check_sysctls(pss_ctx *x, msgbuf *m)
 {
-    static const char *const allowed[] = {
-        "kernel.shm_rmid_forced",
-        "net.ipv4.ip_local_port_range",
-        "net.ipv4.tcp_syncookies",
-        "net.ipv4.ping_group_range",
-        "net.ipv4.ip_unprivileged_port_start",
-        "net.ipv4.ip_local_reserved_ports",   /* 1.27 */
-        "net.ipv4.tcp_keepalive_time",        /* 1.29 */
-        "net.ipv4.tcp_fin_timeout",           /* 1.29 */
-        "net.ipv4.tcp_keepalive_intvl",       /* 1.29 */
-        "net.ipv4.tcp_keepalive_probes",      /* 1.29 */
-        "net.ipv4.tcp_rmem",                  /* 1.32 */
-        "net.ipv4.tcp_wmem",                  /* 1.32 */
-        "net.ipv4.tcp_slow_start_after_idle", /* 1.37 */
-        "net.ipv4.tcp_notsent_lowat",         /* 1.37 */
-    };
     const json_t *sysctls = jarr(x->psc, "sysctls");
     strv names = {0};
     size_t i, k;
 
     for (i = 0; i < json_array_size(sysctls); i++) {
         const char *name = jstr0(json_array_get(sysctls, i), "name");
-        for (k = 0; k < NELEM(allowed); k++)
-            if (strcmp(name, allowed[k]) == 0)
+        for (k = 0; k < NELEM(allowed_sysctls); k++)
+            if (strcmp(name, allowed_sysctls[k]) == 0)
                 break;
-        if (k == NELEM(allowed) && sv_push(&names, name)) {
+        if (k == NELEM(allowed_sysctls) && sv_push(&names, name)) {
             sv_fini(&names);
             return TD_ENOMEM;
         }
@@ -1341,7 +1351,7 @@ td_status td_pss_level_parse(const char *s, td_pss_level *out)
     return TD_OK;
 }
 
-td_status td_pss_check(const json_t *pod, td_pss_level level, td_err *err)
+td_status td__pss_check_full(const json_t *pod, td_pss_level level, td_err *err)
 {
     const check_fn *checks;
     const char *name;
@@ -1403,6 +1413,597 @@ td_status td_pss_check(const json_t *pod, td_pss_level level, td_err *err)
     if (result == TD_EFORBIDDEN && err)
         memcpy(err->msg, buf, m.len + 1);
     return result;
+}
+
+/* ------------------------------------------------------------ fast path */
+
+/* The allowed path. One walk over the fields the checks read (the fields
+ * validate() types, no others) notes, without allocating or formatting,
+ * what each check needs to know; the level's checks are then decided from
+ * those notes. A pod that fails a check, or has a field of a type a v1 Pod
+ * cannot have, goes to td__pss_check_full, which words the answer: so the
+ * walk can only ever be wrong by sending a passing pod there, never by
+ * passing a failing one (fuzz_pss compares the two on every input). */
+
+/* What one securityContext (the pod's or a container's) sets. */
+enum {
+    SC_APPARMOR_BAD = 1u << 0,    /* appArmorProfile of a forbidden type */
+    SC_SELINUX_BAD = 1u << 1,     /* seLinuxOptions: a forbidden type, a user or a role */
+    SC_SECCOMP_SET = 1u << 2,     /* seccompProfile present */
+    SC_SECCOMP_BAD = 1u << 3,     /* ... of a type other than RuntimeDefault, Localhost */
+    SC_WINHOST = 1u << 4,         /* windowsOptions.hostProcess=true */
+    SC_RANR_TRUE = 1u << 5,       /* runAsNonRoot=true */
+    SC_RANR_FALSE = 1u << 6,      /* runAsNonRoot=false */
+    SC_UID0 = 1u << 7,            /* runAsUser=0 */
+    SC_SYSCTL_BAD = 1u << 8,      /* the pod's: a sysctl not on the safe list */
+    SC_PRIVILEGED = 1u << 9,      /* the rest are a container's */
+    SC_APE_FALSE = 1u << 10,      /* allowPrivilegeEscalation=false */
+    SC_PROCMOUNT = 1u << 11,      /* procMount other than Default */
+    SC_CAPS = 1u << 12,           /* capabilities present */
+    SC_DROP_ALL = 1u << 13,       /* capabilities.drop has "ALL" */
+    SC_ADD_BASELINE = 1u << 14,   /* capabilities.add beyond the baseline list */
+    SC_ADD_RESTRICTED = 1u << 15, /* capabilities.add other than NET_BIND_SERVICE */
+};
+
+/* The pod's own facts, and what some container lacks. */
+enum {
+    P_HOSTNS = 1u << 0,         /* hostNetwork, hostPID or hostIPC true */
+    P_USERNS = 1u << 1,         /* hostUsers=false */
+    P_WINDOWS = 1u << 2,        /* os.name=windows */
+    P_HOSTPATH = 1u << 3,       /* a hostPath volume */
+    P_RVOL = 1u << 4,           /* a volume of no allowed type */
+    P_ANN_APPARMOR = 1u << 5,   /* a forbidden AppArmor annotation */
+    C_HOSTPORT = 1u << 8,       /* a container with a hostPort */
+    C_PROBE_HOST = 1u << 9,     /* ... with a probe or lifecycle host */
+    C_APE_UNSET = 1u << 10,     /* ... without allowPrivilegeEscalation=false */
+    C_CAPS_RESTRICTED = 1u << 11, /* ... without drop ALL, or adding more than NET_BIND_SERVICE */
+    C_RANR_UNSET = 1u << 12,    /* ... without runAsNonRoot */
+    C_SECCOMP_UNSET = 1u << 13, /* ... without seccompProfile */
+};
+
+typedef struct {
+    unsigned pod; /* P_*, C_* */
+    unsigned psc; /* SC_* of spec.securityContext */
+    unsigned any; /* SC_* of the containers, ORed */
+    int slow;     /* a type validate() rejects: the full path words it */
+} pss_scan;
+
+#define ITER_EACH(o, it, k, v)                                                                     \
+    for ((it) = json_object_iter((json_t *)(o));                                                   \
+         (it) && ((k) = json_object_iter_key(it), (v) = json_object_iter_value(it), 1);            \
+         (it) = json_object_iter_next((json_t *)(o), (it)))
+
+/* Key k (at iterator it) is lit: its bytes, not only its C string, as
+ * json_object_get matches a key (a key with a NUL byte in it is none of
+ * the members the checks read). */
+#define KEY_IS(it, k, lit) (strcmp((k), (lit)) == 0 && json_object_iter_key_len(it) == sizeof(lit) - 1)
+#define NO_NUL(it, k)      (json_object_iter_key_len(it) == strlen(k))
+
+static int in_list(const char *s, const char *const *list, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (strcmp(s, list[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* A member validate() types as a string: its value, "" when absent or
+ * null, NULL (and s->slow) when of another type. */
+static const char *scan_str(const json_t *o, const char *k, pss_scan *s)
+{
+    const json_t *v = json_object_get(o, k);
+    if (!v || json_is_null(v))
+        return "";
+    if (!json_is_string(v)) {
+        s->slow = 1;
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+/* A T_ARR_STR / T_ARR_OBJ value: an array whose elements are null or of
+ * type elem; 0 (and s->slow) if not. */
+static int scan_array(const json_t *a, json_type elem, pss_scan *s)
+{
+    size_t i;
+    if (!json_is_array(a)) {
+        s->slow = 1;
+        return 0;
+    }
+    for (i = 0; i < json_array_size(a); i++) {
+        const json_t *e = json_array_get(a, i);
+        if (!json_is_null(e) && json_typeof(e) != elem) {
+            s->slow = 1;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static unsigned scan_caps(const json_t *caps, pss_scan *s)
+{
+    const json_t *drop = json_object_get(caps, "drop"), *add = json_object_get(caps, "add");
+    unsigned f = SC_CAPS;
+    size_t i;
+    if (drop && !json_is_null(drop) && scan_array(drop, JSON_STRING, s))
+        for (i = 0; i < json_array_size(drop); i++) {
+            const char *d = json_string_value(json_array_get(drop, i));
+            if (d && strcmp(d, "ALL") == 0)
+                f |= SC_DROP_ALL;
+        }
+    if (add && !json_is_null(add) && scan_array(add, JSON_STRING, s))
+        for (i = 0; i < json_array_size(add); i++) {
+            const char *a = json_string_value(json_array_get(add, i));
+            if (!a)
+                a = "";
+            if (!in_list(a, baseline_capabilities, NELEM(baseline_capabilities)))
+                f |= SC_ADD_BASELINE;
+            if (strcmp(a, "NET_BIND_SERVICE") != 0)
+                f |= SC_ADD_RESTRICTED;
+        }
+    return f;
+}
+
+static unsigned scan_sysctls(const json_t *sysctls, pss_scan *s)
+{
+    size_t i;
+    if (!scan_array(sysctls, JSON_OBJECT, s))
+        return 0;
+    for (i = 0; i < json_array_size(sysctls); i++) {
+        const json_t *e = json_array_get(sysctls, i);
+        const char *name = json_is_null(e) ? "" : scan_str(e, "name", s);
+        if (!name)
+            return 0;
+        if (!in_list(name, allowed_sysctls, NELEM(allowed_sysctls)))
+            return SC_SYSCTL_BAD;
+    }
+    return 0;
+}
+
+/* One securityContext: spec.securityContext (container 0), whose f_psc
+ * fields are read, or a container's (f_csc). */
+static unsigned scan_sc(const json_t *sc, int container, pss_scan *s)
+{
+    unsigned f = 0;
+    const char *k, *t;
+    const json_t *v;
+    void *it;
+
+    ITER_EACH(sc, it, k, v)
+    {
+        if (json_is_null(v))
+            continue;
+        switch (k[0]) {
+        case 'a':
+            if (KEY_IS(it, k, "appArmorProfile")) {
+                if (!json_is_object(v) || !(t = scan_str(v, "type", s)))
+                    goto slow;
+                if (!apparmor_type_allowed(t))
+                    f |= SC_APPARMOR_BAD;
+            } else if (container && KEY_IS(it, k, "allowPrivilegeEscalation")) {
+                if (!json_is_boolean(v))
+                    goto slow;
+                if (json_is_false(v))
+                    f |= SC_APE_FALSE;
+            }
+            break;
+        case 'c':
+            if (container && KEY_IS(it, k, "capabilities")) {
+                if (!json_is_object(v))
+                    goto slow;
+                f |= scan_caps(v, s);
+            }
+            break;
+        case 'p':
+            if (!container)
+                break;
+            if (KEY_IS(it, k, "privileged")) {
+                if (!json_is_boolean(v))
+                    goto slow;
+                if (json_is_true(v))
+                    f |= SC_PRIVILEGED;
+            } else if (KEY_IS(it, k, "procMount")) {
+                if (!json_is_string(v))
+                    goto slow;
+                if (strcmp(json_string_value(v), "Default") != 0)
+                    f |= SC_PROCMOUNT;
+            }
+            break;
+        case 'r':
+            if (KEY_IS(it, k, "runAsNonRoot")) {
+                if (!json_is_boolean(v))
+                    goto slow;
+                f |= json_is_true(v) ? SC_RANR_TRUE : SC_RANR_FALSE;
+            } else if (KEY_IS(it, k, "runAsUser")) {
+                if (!json_is_integer(v))
+                    goto slow;
+                if (json_integer_value(v) == 0)
+                    f |= SC_UID0;
+            }
+            break;
+        case 's':
+            if (KEY_IS(it, k, "seccompProfile")) {
+                if (!json_is_object(v) || !(t = scan_str(v, "type", s)))
+                    goto slow;
+                f |= seccomp_valid(t) ? SC_SECCOMP_SET : SC_SECCOMP_SET | SC_SECCOMP_BAD;
+            } else if (KEY_IS(it, k, "seLinuxOptions")) {
+                const char *user, *role;
+                if (!json_is_object(v) || !(t = scan_str(v, "type", s)) ||
+                    !(user = scan_str(v, "user", s)) || !(role = scan_str(v, "role", s)))
+                    goto slow;
+                if (!selinux_type_allowed(t) || *user || *role)
+                    f |= SC_SELINUX_BAD;
+            } else if (!container && KEY_IS(it, k, "sysctls")) {
+                f |= scan_sysctls(v, s);
+            }
+            break;
+        case 'w':
+            if (KEY_IS(it, k, "windowsOptions")) {
+                const json_t *hp;
+                if (!json_is_object(v))
+                    goto slow;
+                hp = json_object_get(v, "hostProcess");
+                if (hp && !json_is_null(hp) && !json_is_boolean(hp))
+                    goto slow;
+                if (json_is_true(hp))
+                    f |= SC_WINHOST;
+            }
+            break;
+        }
+    }
+    return f;
+slow:
+    s->slow = 1;
+    return 0;
+}
+
+/* An httpGet or tcpSocket action (f_host): 1 if it names a host. Its few
+ * members are walked rather than looked up. */
+static int scan_action(const json_t *a, pss_scan *s)
+{
+    const char *k;
+    const json_t *v;
+    void *it;
+    if (!json_is_object(a)) {
+        s->slow = 1;
+        return 0;
+    }
+    ITER_EACH(a, it, k, v)
+    {
+        if (k[0] != 'h' || !KEY_IS(it, k, "host") || json_is_null(v))
+            continue;
+        if (!json_is_string(v)) {
+            s->slow = 1;
+            return 0;
+        }
+        return json_string_value(v)[0] != '\0';
+    }
+    return 0;
+}
+
+/* A probe or lifecycle handler (f_handler): 1 if it names a host. */
+static int scan_handler(const json_t *h, pss_scan *s)
+{
+    const char *k;
+    const json_t *v;
+    void *it;
+    int bad = 0;
+    if (!json_is_object(h)) {
+        s->slow = 1;
+        return 0;
+    }
+    ITER_EACH(h, it, k, v)
+    {
+        if (json_is_null(v))
+            continue;
+        if ((k[0] == 'h' && KEY_IS(it, k, "httpGet")) ||
+            (k[0] == 't' && KEY_IS(it, k, "tcpSocket")))
+            bad |= scan_action(v, s);
+    }
+    return bad;
+}
+
+static int scan_lifecycle(const json_t *lc, pss_scan *s)
+{
+    static const char *const hooks[] = {"postStart", "preStop"};
+    int bad = 0;
+    size_t i;
+    if (!json_is_object(lc)) {
+        s->slow = 1;
+        return 0;
+    }
+    for (i = 0; i < NELEM(hooks); i++) {
+        const json_t *h = json_object_get(lc, hooks[i]);
+        if (h && !json_is_null(h))
+            bad |= scan_handler(h, s);
+    }
+    return bad;
+}
+
+static int scan_ports(const json_t *ports, pss_scan *s)
+{
+    size_t i;
+    int bad = 0;
+    if (!scan_array(ports, JSON_OBJECT, s))
+        return 0;
+    for (i = 0; i < json_array_size(ports); i++) {
+        const json_t *hp = json_object_get(json_array_get(ports, i), "hostPort");
+        json_int_t n;
+        if (!hp || json_is_null(hp))
+            continue;
+        if (!json_is_integer(hp) || (n = json_integer_value(hp)) < INT32_MIN || n > INT32_MAX) {
+            s->slow = 1;
+            return 0;
+        }
+        bad |= n != 0;
+    }
+    return bad;
+}
+
+/* One container (NULL or JSON null: an empty one, as Go reads it). */
+static void scan_container(const json_t *c, pss_scan *s)
+{
+    unsigned f = 0, p = 0;
+    const char *k;
+    const json_t *v;
+    void *it;
+
+    ITER_EACH(c, it, k, v)
+    {
+        int host = 0;
+        if (json_is_null(v))
+            continue;
+        switch (k[0]) {
+        case 'n':
+            if (KEY_IS(it, k, "name") && !json_is_string(v))
+                s->slow = 1;
+            break;
+        case 's':
+            if (KEY_IS(it, k, "securityContext")) {
+                if (!json_is_object(v))
+                    s->slow = 1;
+                else
+                    f = scan_sc(v, 1, s);
+            } else if (KEY_IS(it, k, "startupProbe")) {
+                host = scan_handler(v, s);
+            }
+            break;
+        case 'p':
+            if (KEY_IS(it, k, "ports") && scan_ports(v, s))
+                p |= C_HOSTPORT;
+            break;
+        case 'l':
+            if (KEY_IS(it, k, "livenessProbe"))
+                host = scan_handler(v, s);
+            else if (KEY_IS(it, k, "lifecycle"))
+                host = scan_lifecycle(v, s);
+            break;
+        case 'r':
+            if (KEY_IS(it, k, "readinessProbe"))
+                host = scan_handler(v, s);
+            break;
+        }
+        if (host)
+            p |= C_PROBE_HOST;
+    }
+    if (!(f & SC_APE_FALSE))
+        p |= C_APE_UNSET;
+    if (!(f & SC_CAPS) || !(f & SC_DROP_ALL) || (f & SC_ADD_RESTRICTED))
+        p |= C_CAPS_RESTRICTED;
+    if (!(f & (SC_RANR_TRUE | SC_RANR_FALSE)))
+        p |= C_RANR_UNSET;
+    if (!(f & SC_SECCOMP_SET))
+        p |= C_SECCOMP_UNSET;
+    s->any |= f;
+    s->pod |= p;
+}
+
+static void scan_containers(const json_t *list, pss_scan *s)
+{
+    size_t i;
+    if (!scan_array(list, JSON_OBJECT, s))
+        return;
+    for (i = 0; i < json_array_size(list) && !s->slow; i++)
+        scan_container(json_array_get(list, i), s);
+}
+
+/* One volume (f_volume): hostPath, and whether any allowed source is set. */
+static void scan_volume(const json_t *vol, pss_scan *s)
+{
+    const char *k;
+    const json_t *v;
+    void *it;
+    int allowed = 0;
+
+    ITER_EACH(vol, it, k, v)
+    {
+        if (json_is_null(v))
+            continue;
+        if (KEY_IS(it, k, "name")) {
+            if (!json_is_string(v))
+                s->slow = 1;
+        } else if (json_is_object(v)) {
+            if (KEY_IS(it, k, "hostPath"))
+                s->pod |= P_HOSTPATH;
+            else if (!allowed)
+                allowed = in_list(k, allowed_volume_sources, NELEM(allowed_volume_sources)) &&
+                          NO_NUL(it, k);
+        } else if ((in_list(k, allowed_volume_sources, NELEM(allowed_volume_sources)) ||
+                    in_list(k, restricted_volume_sources, NELEM(restricted_volume_sources))) &&
+                   NO_NUL(it, k)) {
+            s->slow = 1;
+        }
+    }
+    if (!allowed)
+        s->pod |= P_RVOL;
+}
+
+static void scan_volumes(const json_t *vols, pss_scan *s)
+{
+    size_t i;
+    if (!scan_array(vols, JSON_OBJECT, s))
+        return;
+    for (i = 0; i < json_array_size(vols); i++)
+        scan_volume(json_array_get(vols, i), s);
+}
+
+static void scan_spec(const json_t *spec, pss_scan *s)
+{
+    const char *k;
+    const json_t *v;
+    void *it;
+
+    ITER_EACH(spec, it, k, v)
+    {
+        if (json_is_null(v) || s->slow)
+            continue;
+        switch (k[0]) {
+        case 'h':
+            if (KEY_IS(it, k, "hostNetwork") || KEY_IS(it, k, "hostPID") ||
+                KEY_IS(it, k, "hostIPC")) {
+                if (!json_is_boolean(v))
+                    s->slow = 1;
+                else if (json_is_true(v))
+                    s->pod |= P_HOSTNS;
+            } else if (KEY_IS(it, k, "hostUsers")) {
+                if (!json_is_boolean(v))
+                    s->slow = 1;
+                else if (json_is_false(v))
+                    s->pod |= P_USERNS;
+            }
+            break;
+        case 'o':
+            if (KEY_IS(it, k, "os")) {
+                const char *name;
+                if (!json_is_object(v) || !(name = scan_str(v, "name", s)))
+                    s->slow = 1;
+                else if (strcmp(name, "windows") == 0)
+                    s->pod |= P_WINDOWS;
+            }
+            break;
+        case 's':
+            if (KEY_IS(it, k, "securityContext")) {
+                if (!json_is_object(v))
+                    s->slow = 1;
+                else
+                    s->psc = scan_sc(v, 0, s);
+            }
+            break;
+        case 'v':
+            if (KEY_IS(it, k, "volumes"))
+                scan_volumes(v, s);
+            break;
+        case 'c':
+            if (KEY_IS(it, k, "containers"))
+                scan_containers(v, s);
+            break;
+        case 'i':
+            if (KEY_IS(it, k, "initContainers"))
+                scan_containers(v, s);
+            break;
+        case 'e':
+            if (KEY_IS(it, k, "ephemeralContainers"))
+                scan_containers(v, s);
+            break;
+        }
+    }
+}
+
+/* metadata.annotations (a map of strings): a forbidden AppArmor one. */
+static void scan_metadata(const json_t *meta, pss_scan *s)
+{
+    static const char prefix[] = "container.apparmor.security.beta.kubernetes.io/";
+    const json_t *ann = json_object_get(meta, "annotations"), *v;
+    const char *k;
+    void *it;
+
+    if (!ann || json_is_null(ann))
+        return;
+    if (!json_is_object(ann)) {
+        s->slow = 1;
+        return;
+    }
+    ITER_EACH(ann, it, k, v)
+    {
+        const char *val;
+        if (json_is_null(v))
+            val = "";
+        else if (json_is_string(v))
+            val = json_string_value(v);
+        else {
+            s->slow = 1;
+            return;
+        }
+        if (k[0] == 'c' && strncmp(k, prefix, sizeof prefix - 1) == 0 &&
+            !apparmor_annotation_allowed(val))
+            s->pod |= P_ANN_APPARMOR;
+    }
+}
+
+static void scan_pod(const json_t *pod, pss_scan *s)
+{
+    const json_t *meta = json_object_get(pod, "metadata");
+    const json_t *spec = json_object_get(pod, "spec");
+    if (meta && !json_is_null(meta)) {
+        if (!json_is_object(meta))
+            s->slow = 1;
+        else
+            scan_metadata(meta, s);
+    }
+    if (spec && !json_is_null(spec)) {
+        if (!json_is_object(spec))
+            s->slow = 1;
+        else
+            scan_spec(spec, s);
+    }
+}
+
+/* 1 if the scanned pod passes every check of level (baseline or
+ * restricted), each condition as the check_* function above words it. */
+static int scan_passes(const pss_scan *s, td_pss_level level)
+{
+    const unsigned p = s->pod, psc = s->psc, any = s->any;
+    const int windows = (p & P_WINDOWS) != 0, userns = (p & P_USERNS) != 0;
+
+    if (s->slow)
+        return 0;
+    /* appArmorProfile, hostNamespaces, hostPorts, hostProbesAndHostLifecycle,
+     * privileged, seLinuxOptions, sysctls, windowsHostProcess: both levels */
+    if ((p & (P_HOSTNS | P_ANN_APPARMOR | C_HOSTPORT | C_PROBE_HOST)) ||
+        (psc & (SC_APPARMOR_BAD | SC_SELINUX_BAD | SC_WINHOST | SC_SYSCTL_BAD)) ||
+        (any & (SC_APPARMOR_BAD | SC_SELINUX_BAD | SC_WINHOST | SC_PRIVILEGED)))
+        return 0;
+    if (level == TD_PSS_BASELINE)
+        /* capabilities_baseline, hostPathVolumes, procMount, seccompProfile_baseline */
+        return !(any & SC_ADD_BASELINE) && !(p & P_HOSTPATH) &&
+               (userns || !(any & SC_PROCMOUNT)) && !((psc | any) & SC_SECCOMP_BAD);
+    /* allowPrivilegeEscalation, capabilities_restricted (not on Windows) */
+    if (!windows && (p & (C_APE_UNSET | C_CAPS_RESTRICTED)))
+        return 0;
+    /* procMount_restricted, restrictedVolumes */
+    if ((any & SC_PROCMOUNT) || (p & P_RVOL))
+        return 0;
+    /* runAsNonRoot, runAsUser (not in a user namespace) */
+    if (!userns && (((psc | any) & (SC_RANR_FALSE | SC_UID0)) ||
+                    (!(psc & SC_RANR_TRUE) && (p & C_RANR_UNSET))))
+        return 0;
+    /* seccompProfile_restricted (not on Windows) */
+    if (!windows &&
+        (((psc | any) & SC_SECCOMP_BAD) || (!(psc & SC_SECCOMP_SET) && (p & C_SECCOMP_UNSET))))
+        return 0;
+    return 1;
+}
+
+td_status td_pss_check(const json_t *pod, td_pss_level level, td_err *err)
+{
+    if ((level == TD_PSS_BASELINE || level == TD_PSS_RESTRICTED) && json_is_object(pod)) {
+        pss_scan s = {0, 0, 0, 0};
+        scan_pod(pod, &s);
+        if (scan_passes(&s, level))
+            return TD_OK;
+    }
+    return td__pss_check_full(pod, level, err);
 }
 
 /* ------------------------------------------------------- Go's %q quoting */

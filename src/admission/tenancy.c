@@ -7,15 +7,21 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *td_sandbox_runtime_class(const td_config *cfg)
+static const char *runtime_class_of(const td__tenancy_policy *pol)
 {
-    const char *rc = td_json_str(td_config_admission_policy(cfg), "spec.sandbox.runtimeClassName");
+    const char *rc = pol->runtime_class;
     return rc && *rc ? rc : TD_SANDBOX_RUNTIME_CLASS;
 }
 
-static bool untrusted_workload(const td_config *cfg, const char *w)
+const char *td_sandbox_runtime_class(const td_config *cfg)
 {
-    json_t *list = td_json_path(td_config_admission_policy(cfg), "spec.sandbox.untrustedWorkloads");
+    td__tenancy_policy spare;
+    return runtime_class_of(td__tenancy_policy_get(td__tenancy_index_get(cfg), cfg, &spare));
+}
+
+static bool untrusted_workload(const td__tenancy_policy *pol, const char *w)
+{
+    json_t *list = pol->untrusted_workloads;
     if (!json_is_array(list))
         return strcmp(w, "notebook") == 0;
     size_t i;
@@ -28,20 +34,24 @@ static bool untrusted_workload(const td_config *cfg, const char *w)
     return false;
 }
 
-bool td_sandbox_required(const td_config *cfg, const char *ns, const json_t *pod,
-                         const char **why, char *buf, size_t bufsz)
+/* td_sandbox_required with the snapshot's index (may be NULL) and policy. */
+static bool sandbox_required(const td_config *cfg, const td__tenancy_index *ix,
+                             const td__tenancy_policy *pol, const char *ns, const json_t *pod,
+                             const char **why, char *buf, size_t bufsz)
 {
-    json_t *tenant = td_config_tenant_for_namespace(cfg, ns);
-    if (td_tenancy_of(tenant) == TD_TENANCY_CUSTOMER) {
+    td__tenancy_ns spare;
+    const td__tenancy_ns *tn = td__tenancy_ns_get(ix, cfg, ns, &spare);
+    if (tn->customer) {
         snprintf(buf, bufsz, "namespace %s belongs to customer tenant \"%s\"", ns,
-                 td_json_str(tenant, "metadata.name"));
+                 tn->tenant_name);
         if (why)
             *why = buf;
         return true;
     }
     const char *w = json_string_value(
-        json_object_get(td_json_path(pod, "metadata.labels"), TD_LABEL_WORKLOAD));
-    if (w && untrusted_workload(cfg, w)) {
+        json_object_get(json_object_get(json_object_get(pod, "metadata"), "labels"),
+                        TD_LABEL_WORKLOAD));
+    if (w && untrusted_workload(pol, w)) {
         snprintf(buf, bufsz, "the pod is labelled %s=%s, an untrusted workload", TD_LABEL_WORKLOAD,
                  w);
         if (why)
@@ -49,6 +59,15 @@ bool td_sandbox_required(const td_config *cfg, const char *ns, const json_t *pod
         return true;
     }
     return false;
+}
+
+bool td_sandbox_required(const td_config *cfg, const char *ns, const json_t *pod,
+                         const char **why, char *buf, size_t bufsz)
+{
+    const td__tenancy_index *ix = td__tenancy_index_get(cfg);
+    td__tenancy_policy spare;
+    return sandbox_required(cfg, ix, td__tenancy_policy_get(ix, cfg, &spare), ns, pod, why, buf,
+                            bufsz);
 }
 
 /* Merges the RuntimeClass's scheduling and overhead into the pod, as the
@@ -110,7 +129,10 @@ static td_status apply_runtime_class(const json_t *rc, json_t *spec, td_err *err
 td_status td_sandbox_mutate(const td_config *cfg, const char *ns, json_t *pod, td_err *err)
 {
     char buf[320];
-    if (!td_sandbox_required(cfg, ns, pod, NULL, buf, sizeof buf))
+    const td__tenancy_index *ix = td__tenancy_index_get(cfg);
+    td__tenancy_policy spare;
+    const td__tenancy_policy *pol = td__tenancy_policy_get(ix, cfg, &spare);
+    if (!sandbox_required(cfg, ix, pol, ns, pod, NULL, buf, sizeof buf))
         return TD_OK;
     json_t *spec = json_object_get(pod, "spec");
     if (!json_is_object(spec))
@@ -118,7 +140,7 @@ td_status td_sandbox_mutate(const td_config *cfg, const char *ns, json_t *pod, t
     json_t *have = json_object_get(spec, "runtimeClassName");
     if (have && !json_is_null(have))
         return TD_OK;
-    const char *rcname = td_sandbox_runtime_class(cfg);
+    const char *rcname = runtime_class_of(pol);
     if (json_object_set_new(spec, "runtimeClassName", json_string(rcname)) < 0)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     return apply_runtime_class(td_config_get(cfg, "RuntimeClass", NULL, rcname), spec, err);
@@ -129,9 +151,12 @@ td_status td_sandbox_validate(const td_config *cfg, const char *ns, const json_t
 {
     char buf[320];
     const char *why = "";
-    if (!td_sandbox_required(cfg, ns, pod, &why, buf, sizeof buf))
+    const td__tenancy_index *ix = td__tenancy_index_get(cfg);
+    td__tenancy_policy spare;
+    const td__tenancy_policy *pol = td__tenancy_policy_get(ix, cfg, &spare);
+    if (!sandbox_required(cfg, ix, pol, ns, pod, &why, buf, sizeof buf))
         return TD_OK;
-    const char *want = td_sandbox_runtime_class(cfg);
+    const char *want = runtime_class_of(pol);
     json_t *have = td_json_path(pod, "spec.runtimeClassName");
     if (json_is_string(have) && strcmp(json_string_value(have), want) == 0)
         return TD_OK;
@@ -196,6 +221,16 @@ static td_status check_location(const td_config *cfg, const json_t *tenant, cons
     return TD_OK;
 }
 
+/* json_object_get(o, key) for a small object (an env entry: name and
+ * value or valueFrom): its members walked, matched by their bytes. */
+static json_t *member(const json_t *o, const char *key, size_t n)
+{
+    for (void *it = json_object_iter((json_t *)o); it; it = json_object_iter_next((json_t *)o, it))
+        if (json_object_iter_key_len(it) == n && memcmp(json_object_iter_key(it), key, n) == 0)
+            return json_object_iter_value(it);
+    return NULL;
+}
+
 static td_status check_containers(const td_config *cfg, const json_t *tenant, const json_t *list,
                                   const char *what, td_err *err)
 {
@@ -205,9 +240,12 @@ static td_status check_containers(const td_config *cfg, const json_t *tenant, co
     {
         json_array_foreach(json_object_get(c, "env"), k, e)
         {
-            const char *name = td_json_str(e, "name");
-            const char *value = td_json_str(e, "value");
-            if (!name || strcmp(name, TD_ENV_DATA_URI) != 0 || !value)
+            /* the value only of the one variable read */
+            const char *name = json_string_value(member(e, "name", 4));
+            if (!name || strcmp(name, TD_ENV_DATA_URI) != 0)
+                continue;
+            const char *value = json_string_value(json_object_get(e, "value"));
+            if (!value)
                 continue;
             char where[200];
             snprintf(where, sizeof where, "env %s of %s \"%s\"", TD_ENV_DATA_URI, what,
@@ -251,23 +289,25 @@ static td_status check_class(const json_t *tenant, const char *cls, const char *
 td_status td_storage_validate_pod(const td_config *cfg, const char *ns, const json_t *pod,
                                   td_err *err)
 {
-    json_t *tenant = td_config_tenant_for_namespace(cfg, ns);
+    td__tenancy_ns spare;
+    json_t *tenant = td__tenancy_ns_get(td__tenancy_index_get(cfg), cfg, ns, &spare)->tenant;
+    const json_t *meta = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec");
     const char *ann = json_string_value(
-        json_object_get(td_json_path(pod, "metadata.annotations"), TD_ANNOTATION_DATA_URI));
+        json_object_get(json_object_get(meta, "annotations"), TD_ANNOTATION_DATA_URI));
     td_status st;
     if (ann && (st = check_location(cfg, tenant, ann, "annotation " TD_ANNOTATION_DATA_URI,
                                     err)) != TD_OK)
         return st;
-    if ((st = check_containers(cfg, tenant, td_json_path(pod, "spec.initContainers"),
+    if ((st = check_containers(cfg, tenant, json_object_get(spec, "initContainers"),
                                "init container", err)) != TD_OK ||
-        (st = check_containers(cfg, tenant, td_json_path(pod, "spec.containers"), "container",
+        (st = check_containers(cfg, tenant, json_object_get(spec, "containers"), "container",
                                err)) != TD_OK)
         return st;
     size_t i;
     json_t *v;
-    json_array_foreach(td_json_path(pod, "spec.volumes"), i, v)
+    json_array_foreach(json_object_get(spec, "volumes"), i, v)
     {
-        json_t *tmpl = td_json_path(v, "ephemeral.volumeClaimTemplate");
+        json_t *tmpl = json_object_get(json_object_get(v, "ephemeral"), "volumeClaimTemplate");
         if (!tmpl)
             continue;
         char where[200];

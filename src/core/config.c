@@ -117,17 +117,18 @@ json_t *td_json_path(const json_t *obj, const char *path)
 {
     const json_t *cur = obj;
     const char *p = path;
+    /* one pass over each segment, in place: no strchr and strlen both */
     while (cur && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        const char *e = p;
+        while (*e && *e != '.')
+            e++;
+        size_t n = (size_t)(e - p);
         if (n >= 256)
             return NULL; /* as before: no key that long is looked up */
         if (!json_is_object(cur))
             return NULL;
         cur = json_object_getn(cur, p, n);
-        p += n;
-        if (*p == '.')
-            p++;
+        p = *e ? e + 1 : e;
     }
     return (json_t *)cur;
 }

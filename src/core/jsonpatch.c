@@ -28,22 +28,6 @@ void td_jsonpointer_escape(const char *token, char *out, size_t n)
         out[o < n ? o : n - 1] = '\0';
 }
 
-static int add_op(json_t *ops, const char *op, const char *path, const json_t *value)
-{
-    json_t *o = json_object();
-    if (!o)
-        return -1;
-    int rc = json_object_set_new(o, "op", json_string(op));
-    rc |= json_object_set_new(o, "path", json_string(path));
-    if (value)
-        rc |= json_object_set_new(o, "value", td_json_copy(value));
-    if (rc || json_array_append_new(ops, o) < 0) {
-        json_decref(o);
-        return -1;
-    }
-    return 0;
-}
-
 /* Appends "/" and key k, escaped, to path[plen]: the bytes added, or -1 if
  * the pointer would not fit (as the snprintf it replaces, which was a tenth
  * of a review's diff). */
@@ -91,7 +75,100 @@ static int append_index(char *path, size_t plen, size_t i)
     return nd + 1;
 }
 
-static int diff(const json_t *a, const json_t *b, char *path, size_t plen, json_t *ops)
+/* The pointer of the node being compared, as a chain of its reference
+ * tokens, root first; its text is written only for an operation that is
+ * emitted. The bytes and the too-long check are those of appending each
+ * token as it is met (append_key / append_token / append_index): ub bounds
+ * the length so far, exact once the text had to be written to tell. */
+enum { SEG_ROOT, SEG_KEY, SEG_TOKEN, SEG_INDEX };
+
+typedef struct seg {
+    const struct seg *up;
+    int kind;
+    const char *key; /* SEG_KEY (kn bytes), SEG_TOKEN */
+    size_t kn;       /* SEG_KEY: the key's length; SEG_INDEX: the index */
+    size_t ub;       /* the pointer's length up to here, or more */
+} seg;
+
+typedef struct {
+    json_t *ops;
+    char *path; /* MAX_POINTER bytes */
+    json_t *op_names[3];
+} diff_ctx;
+
+enum { OP_ADD, OP_REMOVE, OP_REPLACE };
+
+/* Writes s's pointer into path; its length, or -1 if it does not fit. */
+static int seg_write(const seg *s, char *path)
+{
+    if (s->kind == SEG_ROOT) {
+        path[0] = '\0';
+        return 0;
+    }
+    int plen = seg_write(s->up, path);
+    if (plen < 0)
+        return -1;
+    int n = s->kind == SEG_KEY     ? append_key(path, (size_t)plen, s->key, s->kn)
+            : s->kind == SEG_TOKEN ? append_token(path, (size_t)plen, s->key)
+                                   : append_index(path, (size_t)plen, s->kn);
+    return n < 0 ? -1 : plen + n;
+}
+
+/* Links s under up and checks that its pointer fits, as appending its token
+ * did: 0, or -1 if too long. Writes the pointer only when the bound says
+ * it might not fit (a pointer near MAX_POINTER bytes). */
+static int seg_push(seg *s, const seg *up, int kind, const char *key, size_t kn, diff_ctx *c)
+{
+    size_t most;
+    s->up = up;
+    s->kind = kind;
+    s->key = key;
+    s->kn = kn;
+    if (kind == SEG_INDEX)
+        most = 1 + 20; /* "/" and a size_t in decimal */
+    else                /* "/" and the key, each byte escaped at most to two, cut at 1022 */
+        most = 1 + (kn < 512 ? 2 * kn : 1024);
+    s->ub = up->ub + most;
+    if (s->ub < MAX_POINTER - 1)
+        return 0;
+    int n = seg_write(s, c->path);
+    if (n < 0)
+        return -1;
+    s->ub = (size_t)n;
+    return 0;
+}
+
+/* json_string(path), without its UTF-8 check when path is ASCII (as a
+ * Kubernetes object's pointers are), which that check would pass. */
+static json_t *pointer_string(const char *path)
+{
+    size_t n = 0;
+    for (; path[n]; n++)
+        if ((unsigned char)path[n] >= 0x80)
+            return json_string(path);
+    return json_stringn_nocheck(path, n);
+}
+
+static int add_op(diff_ctx *c, int op, const seg *at, const json_t *value)
+{
+    if (seg_write(at, c->path) < 0)
+        return -1;
+    json_t *o = json_object();
+    if (!o)
+        return -1;
+    json_incref(c->op_names[op]);
+    int rc = json_object_set_new_nocheck(o, "op", c->op_names[op]);
+    rc |= json_object_set_new_nocheck(o, "path", pointer_string(c->path));
+    if (value)
+        rc |= json_object_set_new_nocheck(o, "value", td_json_copy(value));
+    if (rc || json_array_append_new(c->ops, o) < 0) {
+        json_decref(o);
+        return -1;
+    }
+    return 0;
+}
+
+static int diff(const json_t *a, const json_t *b, const seg *at, diff_ctx *c)
 {
     /* Two objects, or two arrays, are compared member by member below (equal
      * ones yield no op); comparing them whole first as well made the diff
@@ -102,87 +179,112 @@ static int diff(const json_t *a, const json_t *b, char *path, size_t plen, json_
     bool both_arrays = json_is_array(a) && json_is_array(b);
     if (!both_objects && !both_arrays && json_equal(a, b))
         return 0;
-    if (json_is_object(a) && json_is_object(b)) {
+    if (both_objects) {
         /* b is usually a's copy, mutated: walk the two in step while their
          * keys line up, and look the key up only where they do not. When
          * every key of b was met, b adds none and its second walk is
          * skipped. Ops come out in the same order either way. */
         size_t met = 0;
+        bool in_step = true; /* every key of a so far met at the same place in b */
+        /* b can add keys with a met in step only if it is larger */
+        bool may_add = json_object_size(b) > json_object_size(a);
         void *ib = json_object_iter((json_t *)b);
         for (void *ia = json_object_iter((json_t *)a); ia; ia = json_object_iter_next((json_t *)a, ia)) {
             const char *k = json_object_iter_key(ia);
             size_t kn = json_object_iter_key_len(ia);
             json_t *va = json_object_iter_value(ia);
             json_t *vb;
-            if (ib && json_object_iter_key_len(ib) == kn && memcmp(json_object_iter_key(ib), k, kn) == 0)
+            if (ib && json_object_iter_key_len(ib) == kn && memcmp(json_object_iter_key(ib), k, kn) == 0) {
                 vb = json_object_iter_value(ib);
-            else
+                /* the walk below looks keys up as C strings: a key with a
+                 * NUL in it is left to it */
+                if (may_add && memchr(k, '\0', kn))
+                    in_step = false;
+            } else {
                 vb = json_object_get(b, k);
+                in_step = false;
+            }
             if (ib)
                 ib = json_object_iter_next((json_t *)b, ib);
-            int n = append_key(path, plen, k, kn);
-            if (n < 0)
+            seg s;
+            if (seg_push(&s, at, SEG_KEY, k, kn, c) < 0)
                 return -1;
             if (vb)
                 met++;
-            int rc = vb ? diff(va, vb, path, plen + (size_t)n, ops) : add_op(ops, "remove", path, NULL);
-            path[plen] = '\0';
+            int rc = vb ? (va == vb ? 0 : diff(va, vb, &s, c)) : add_op(c, OP_REMOVE, &s, NULL);
             if (rc)
                 return rc;
         }
         if (met == json_object_size(b))
             return 0;
+        if (in_step) {
+            /* b starts with a's keys, in a's order: the keys b adds are
+             * the ones after them, in the order the walk below gives */
+            for (; ib; ib = json_object_iter_next((json_t *)b, ib)) {
+                const char *k = json_object_iter_key(ib);
+                if (memchr(k, '\0', json_object_iter_key_len(ib)) && json_object_get(a, k))
+                    continue; /* as the walk below decides for such a key */
+                seg s;
+                if (seg_push(&s, at, SEG_TOKEN, k, strlen(k), c) < 0)
+                    return -1;
+                int rc = add_op(c, OP_ADD, &s, json_object_iter_value(ib));
+                if (rc)
+                    return rc;
+            }
+            return 0;
+        }
         const char *k;
         json_t *vb;
         json_object_foreach((json_t *)b, k, vb)
         {
             if (json_object_get(a, k))
                 continue;
-            int n = append_token(path, plen, k);
-            if (n < 0)
+            seg s;
+            if (seg_push(&s, at, SEG_TOKEN, k, strlen(k), c) < 0)
                 return -1;
-            int rc = add_op(ops, "add", path, vb);
-            path[plen] = '\0';
+            int rc = add_op(c, OP_ADD, &s, vb);
             if (rc)
                 return rc;
         }
         return 0;
     }
-    if (json_is_array(a) && json_is_array(b) && json_array_size(a) <= json_array_size(b)) {
+    if (both_arrays && json_array_size(a) <= json_array_size(b)) {
         size_t na = json_array_size(a), nb = json_array_size(b);
         for (size_t i = 0; i < nb; i++) {
-            int n = i < na ? append_index(path, plen, i) : append_key(path, plen, "-", 1);
-            if (n < 0)
+            seg s;
+            if ((i < na ? seg_push(&s, at, SEG_INDEX, NULL, i, c)
+                        : seg_push(&s, at, SEG_KEY, "-", 1, c)) < 0)
                 return -1;
-            int rc = i < na ? diff(json_array_get(a, i), json_array_get(b, i), path,
-                                   plen + (size_t)n, ops)
-                            : add_op(ops, "add", path, json_array_get(b, i));
-            path[plen] = '\0';
+            int rc = 0;
+            if (i >= na)
+                rc = add_op(c, OP_ADD, &s, json_array_get(b, i));
+            else if (json_array_get(a, i) != json_array_get(b, i))
+                rc = diff(json_array_get(a, i), json_array_get(b, i), &s, c);
             if (rc)
                 return rc;
         }
         return 0;
     }
-    return add_op(ops, "replace", plen ? path : "", b);
+    return add_op(c, OP_REPLACE, at, b);
 }
 
 td_status td_jsonpatch_diff(const json_t *from, const json_t *to, json_t **ops, td_err *err)
 {
-    json_t *a = json_array();
-    char *path = malloc(MAX_POINTER);
-    if (!a || !path) {
-        json_decref(a);
-        free(path);
-        return td_err_set(err, TD_ENOMEM, "out of memory");
-    }
-    path[0] = '\0';
-    int rc = diff(from, to, path, 0, a);
-    free(path);
+    diff_ctx c = {json_array(), malloc(MAX_POINTER),
+                  {json_string("add"), json_string("remove"), json_string("replace")}};
+    bool ready = c.ops && c.path && c.op_names[0] && c.op_names[1] && c.op_names[2];
+    seg root = {NULL, SEG_ROOT, NULL, 0, 0};
+    int rc = ready ? diff(from, to, &root, &c) : -1;
+    free(c.path);
+    for (int i = 0; i < 3; i++)
+        json_decref(c.op_names[i]);
     if (rc) {
-        json_decref(a);
+        json_decref(c.ops);
+        if (!ready)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
         return td_err_set(err, TD_EINVAL, "json patch: path too long or out of memory");
     }
-    *ops = a;
+    *ops = c.ops;
     return TD_OK;
 }
 

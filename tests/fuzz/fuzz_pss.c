@@ -1,6 +1,8 @@
 /* fuzz_pss.c - libFuzzer target for td_pss_check: any bytes that jansson
  * accepts as JSON are checked at every level; nothing may crash, leak or
- * leave a message that is not NUL-terminated within td_err. */
+ * leave a message that is not NUL-terminated within td_err, and the
+ * allowed-path walk must give the answer of the full checks
+ * (td__pss_check_full), status and message byte for byte. */
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +29,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             assert(memchr(err.msg, '\0', sizeof err.msg) != NULL);
         assert(st == TD_OK || st == TD_EFORBIDDEN || st == TD_EINVAL || st == TD_ENOMEM);
         assert(td_pss_check(pod, levels[i], NULL) == st);
+        {
+            td_err full;
+            memset(full.msg, 'x', sizeof full.msg);
+            assert(td__pss_check_full(pod, levels[i], &full) == st);
+            if (st != TD_OK)
+                assert(strcmp(full.msg, err.msg) == 0);
+        }
     }
     json_decref(pod);
     return 0;

@@ -726,10 +726,288 @@ static void test_long_message(void **state)
     json_decref(pod);
 }
 
+
+/* ---- the allowed-path walk against the full checks */
+
+/* Status and message of td_pss_check and td__pss_check_full on pod, at the
+ * two levels that walk; fails naming what differs. */
+static void expect_same(const json_t *pod, const char *what)
+{
+    static const td_pss_level levels[] = {TD_PSS_BASELINE, TD_PSS_RESTRICTED};
+    size_t i;
+    for (i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        td_err fast = {{0}}, full = {{0}};
+        td_status a = td_pss_check(pod, levels[i], &fast);
+        td_status b = td__pss_check_full(pod, levels[i], &full);
+        if (a != b || (a != TD_OK && strcmp(fast.msg, full.msg) != 0)) {
+            char *text = json_dumps(pod, JSON_COMPACT);
+            fail_msg("%s at level %d: fast %d (%s), full %d (%s)\npod: %s", what, (int)levels[i],
+                     a, a == TD_OK ? "" : fast.msg, b, b == TD_OK ? "" : full.msg, text);
+        }
+    }
+}
+
+/* Every table row, at both levels. */
+static void test_fast_rows(void **state)
+{
+    size_t i;
+    (void)state;
+    for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char *text = unquote(rows[i].pod);
+        json_t *pod = json_loads(text, JSON_DECODE_ANY, NULL);
+        assert_non_null(pod);
+        expect_same(pod, rows[i].name);
+        json_decref(pod);
+        free(text);
+    }
+}
+
+/* Sets path (members separated by spaces; a number indexes an array) in
+ * doc to v (taken over), making objects on the way where one is missing. */
+static void set_path(json_t *doc, const char *path, json_t *v)
+{
+    json_t *cur = doc;
+    for (;;) {
+        const char *sp = strchr(path, ' ');
+        size_t n = sp ? (size_t)(sp - path) : strlen(path);
+        char seg[128];
+        json_t *next;
+        snprintf(seg, sizeof seg, "%.*s", (int)n, path);
+        if (json_is_array(cur)) {
+            size_t idx = strtoul(seg, NULL, 10);
+            if (!sp) {
+                json_array_set_new(cur, idx, v);
+                return;
+            }
+            next = json_array_get(cur, idx);
+        } else {
+            if (!sp) {
+                json_object_set_new(cur, seg, v);
+                return;
+            }
+            next = json_object_get(cur, seg);
+            if (!json_is_object(next) && !json_is_array(next)) {
+                next = json_object();
+                json_object_set_new(cur, seg, next);
+            }
+        }
+        if (!next)
+            break;
+        cur = next;
+        path = sp + 1;
+    }
+    json_decref(v);
+}
+
+/* A restricted-compliant pod with every kind of member the checks read,
+ * and one member at a time set to each of a list of values: the walk and
+ * the full checks agree on every one. */
+static void test_fast_mutations(void **state)
+{
+    static const char base[] =
+        "{'metadata':{'name':'p','annotations':{'a':'b',"
+        "'container.apparmor.security.beta.kubernetes.io/c':'runtime/default'}},"
+        "'spec':{'hostNetwork':false,'hostUsers':true,'os':{'name':'linux'},"
+        "'securityContext':{'runAsNonRoot':true,'runAsUser':1000,"
+        "'seccompProfile':{'type':'RuntimeDefault'},'appArmorProfile':{'type':'RuntimeDefault'},"
+        "'seLinuxOptions':{'type':'container_t'},'windowsOptions':{'hostProcess':false},"
+        "'sysctls':[{'name':'kernel.shm_rmid_forced','value':'1'}]},"
+        "'volumes':[{'name':'v','emptyDir':{}},{'name':'w','configMap':{'name':'c'}}],"
+        "'initContainers':[{'name':'i','image':'x'," GOOD_SC "}],"
+        "'containers':[{'name':'a','image':'x','ports':[{'containerPort':80,'hostPort':0}],"
+        "'livenessProbe':{'httpGet':{'path':'/','port':80}},"
+        "'readinessProbe':{'tcpSocket':{'port':80}},'startupProbe':{'exec':{}},"
+        "'lifecycle':{'postStart':{'httpGet':{'port':1}},'preStop':{'exec':{}}},"
+        "'securityContext':{'allowPrivilegeEscalation':false,'privileged':false,"
+        "'runAsNonRoot':true,'runAsUser':5,'procMount':'Default',"
+        "'capabilities':{'drop':['ALL'],'add':['NET_BIND_SERVICE']},"
+        "'seccompProfile':{'type':'Localhost'},'appArmorProfile':{'type':'Localhost'},"
+        "'seLinuxOptions':{'type':'container_init_t'},'windowsOptions':{}}}],"
+        "'ephemeralContainers':[{'name':'e'," GOOD_SC "}]}}";
+    static const char *const paths[] = {
+        "metadata",
+        "metadata annotations",
+        "metadata annotations container.apparmor.security.beta.kubernetes.io/c",
+        "metadata annotations a",
+        "spec",
+        "spec hostNetwork",
+        "spec hostPID",
+        "spec hostIPC",
+        "spec hostUsers",
+        "spec os",
+        "spec os name",
+        "spec securityContext",
+        "spec securityContext runAsNonRoot",
+        "spec securityContext runAsUser",
+        "spec securityContext seccompProfile",
+        "spec securityContext seccompProfile type",
+        "spec securityContext appArmorProfile",
+        "spec securityContext appArmorProfile type",
+        "spec securityContext seLinuxOptions",
+        "spec securityContext seLinuxOptions type",
+        "spec securityContext seLinuxOptions user",
+        "spec securityContext seLinuxOptions role",
+        "spec securityContext windowsOptions",
+        "spec securityContext windowsOptions hostProcess",
+        "spec securityContext sysctls",
+        "spec securityContext sysctls 0",
+        "spec securityContext sysctls 0 name",
+        "spec securityContext privileged",
+        "spec securityContext capabilities",
+        "spec volumes",
+        "spec volumes 0",
+        "spec volumes 0 name",
+        "spec volumes 0 emptyDir",
+        "spec volumes 1 hostPath",
+        "spec volumes 1 configMap",
+        "spec volumes 1 nfs",
+        "spec initContainers",
+        "spec initContainers 0",
+        "spec initContainers 0 securityContext",
+        "spec containers",
+        "spec containers 0",
+        "spec containers 0 name",
+        "spec containers 0 ports",
+        "spec containers 0 ports 0",
+        "spec containers 0 ports 0 hostPort",
+        "spec containers 0 livenessProbe",
+        "spec containers 0 livenessProbe httpGet",
+        "spec containers 0 livenessProbe httpGet host",
+        "spec containers 0 readinessProbe tcpSocket",
+        "spec containers 0 readinessProbe tcpSocket host",
+        "spec containers 0 startupProbe",
+        "spec containers 0 lifecycle",
+        "spec containers 0 lifecycle postStart",
+        "spec containers 0 lifecycle postStart httpGet host",
+        "spec containers 0 lifecycle preStop",
+        "spec containers 0 securityContext",
+        "spec containers 0 securityContext allowPrivilegeEscalation",
+        "spec containers 0 securityContext privileged",
+        "spec containers 0 securityContext runAsNonRoot",
+        "spec containers 0 securityContext runAsUser",
+        "spec containers 0 securityContext procMount",
+        "spec containers 0 securityContext capabilities",
+        "spec containers 0 securityContext capabilities drop",
+        "spec containers 0 securityContext capabilities add",
+        "spec containers 0 securityContext seccompProfile",
+        "spec containers 0 securityContext seccompProfile type",
+        "spec containers 0 securityContext appArmorProfile type",
+        "spec containers 0 securityContext seLinuxOptions",
+        "spec containers 0 securityContext seLinuxOptions type",
+        "spec containers 0 securityContext seLinuxOptions role",
+        "spec containers 0 securityContext windowsOptions",
+        "spec containers 0 securityContext windowsOptions hostProcess",
+        "spec containers 0 securityContext sysctls",
+        "spec ephemeralContainers",
+        "spec ephemeralContainers 0",
+    };
+    static const char *const values[] = {
+        "null", "true", "false", "0", "1", "-1", "70000", "5000000000", "1.5", "''", "'x'",
+        "'ALL'", "'Default'", "'Unmasked'", "'RuntimeDefault'", "'Localhost'", "'Unconfined'",
+        "'windows'", "'NET_BIND_SERVICE'", "'SYS_ADMIN'", "'CHOWN'", "'container_t'",
+        "'runtime/default'", "'localhost/x'", "'unconfined'", "[]", "[null]", "[1]", "['ALL']",
+        "['NET_BIND_SERVICE']", "['CHOWN']", "['SYS_ADMIN','ALL']", "{}",
+        "{'type':'RuntimeDefault'}", "{'type':'Unconfined'}", "{'type':1}", "{'host':'h'}",
+        "{'host':''}", "{'httpGet':{'host':'h'}}", "{'tcpSocket':{'host':'h'}}",
+        "{'tcpSocket':1}", "[{}]", "[{'name':'kernel.shm_rmid_forced'}]", "[{'name':'x'}]",
+        "[{'name':1}]", "[{'hostPort':1}]", "[{'hostPort':'1'}]", "[{'name':'v','hostPath':{}}]",
+        "[{'name':'v','secret':{}}]", "[{'name':'v','nfs':{}}]", "[{'name':'v','secret':1}]",
+        "[{'name':'v','csi':null,'nfs':{}}]", "{'drop':['ALL']}", "{'add':['CHOWN']}",
+        "{'name':'z'}", "{'name':'z','securityContext':{'privileged':true}}",
+        "{'user':'u'}", "{'hostProcess':true}", "{'hostProcess':'x'}", "{'postStart':1}",
+    };
+    size_t p, v;
+    char *text = unquote(base);
+    json_t *pod = json_loads(text, 0, NULL);
+    td_err err;
+    (void)state;
+    assert_non_null(pod);
+    /* the base passes both levels (the walk's own verdict) */
+    assert_int_equal(td_pss_check(pod, TD_PSS_RESTRICTED, &err), TD_OK);
+    assert_int_equal(td_pss_check(pod, TD_PSS_BASELINE, &err), TD_OK);
+    expect_same(pod, "base");
+    for (p = 0; p < sizeof paths / sizeof paths[0]; p++) {
+        for (v = 0; v < sizeof values / sizeof values[0]; v++) {
+            char *vt = unquote(values[v]), what[512];
+            json_t *copy = json_deep_copy(pod), *val = json_loads(vt, JSON_DECODE_ANY, NULL);
+            assert_non_null(val);
+            set_path(copy, paths[p], val);
+            snprintf(what, sizeof what, "%s = %s", paths[p], values[v]);
+            expect_same(copy, what);
+            json_decref(copy);
+            free(vt);
+        }
+        {
+            /* and the member removed */
+            json_t *copy = json_deep_copy(pod);
+            char what[512];
+            set_path(copy, paths[p], json_null());
+            snprintf(what, sizeof what, "%s removed", paths[p]);
+            expect_same(copy, what);
+            json_decref(copy);
+        }
+    }
+    json_decref(pod);
+    free(text);
+}
+
+
+/* Keys with a NUL byte in them ("securityContext\0x") are not the members
+ * the checks read, for the walk as for the full checks. */
+static void test_fast_nul_keys(void **state)
+{
+    static const char *const keys[] = {"securityContext", "name", "ports", "livenessProbe",
+                                       "lifecycle", "emptyDir", "hostPath", "runAsNonRoot",
+                                       "seccompProfile", "capabilities", "allowPrivilegeEscalation"};
+    (void)state;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char text[] = "{'spec':{'securityContext':{'runAsNonRoot':true,"
+                      "'seccompProfile':{'type':'RuntimeDefault'}},"
+                      "'volumes':[{'name':'v','emptyDir':{}}],"
+                      "'containers':[{'name':'a','securityContext':{'allowPrivilegeEscalation':"
+                      "false,'capabilities':{'drop':['ALL']}}}]}}";
+        char *t = unquote(text);
+        json_t *pod = json_loads(t, 0, NULL);
+        char nk[64];
+        size_t n = strlen(keys[i]);
+        assert_non_null(pod);
+        memcpy(nk, keys[i], n);
+        nk[n] = '\0';
+        nk[n + 1] = 'x';
+        for (size_t t2 = 0; t2 < 4; t2++) {
+            json_t *copy = json_deep_copy(pod), *cs, *cc, *cv, *cp, *tg[4];
+            json_t *v;
+            char what[96];
+            cs = json_object_get(copy, "spec");
+            cc = json_array_get(json_object_get(cs, "containers"), 0);
+            cp = json_object_get(cs, "securityContext");
+            cv = json_array_get(json_object_get(cs, "volumes"), 0);
+            tg[0] = cc;
+            tg[1] = json_object_get(cc, "securityContext");
+            tg[2] = cv;
+            tg[3] = cp;
+            /* the real member moved under the key with a NUL byte */
+            v = json_object_get(tg[t2], keys[i]);
+            if (v) {
+                json_incref(v);
+                json_object_del(tg[t2], keys[i]);
+            } else {
+                v = json_loads("{\"type\":\"Unconfined\",\"host\":\"h\"}", 0, NULL);
+            }
+            json_object_setn_new(tg[t2], nk, n + 2, v);
+            snprintf(what, sizeof what, "%s with a NUL byte in object %zu", keys[i], t2);
+            expect_same(copy, what);
+            json_decref(copy);
+        }
+        json_decref(pod);
+        free(t);
+    }
+}
+
 int main(void)
 {
     size_t n = sizeof rows / sizeof rows[0], i;
-    struct CMUnitTest *tests = calloc(n + 2, sizeof *tests);
+    struct CMUnitTest *tests = calloc(n + 5, sizeof *tests);
     int rc;
 
     if (!tests)
@@ -743,7 +1021,13 @@ int main(void)
     tests[n].test_func = test_level_parse;
     tests[n + 1].name = "message longer than td_err";
     tests[n + 1].test_func = test_long_message;
-    rc = _cmocka_run_group_tests("pss", tests, n + 2, NULL, NULL);
+    tests[n + 2].name = "allowed-path walk agrees with the full checks on every row";
+    tests[n + 2].test_func = test_fast_rows;
+    tests[n + 3].name = "allowed-path walk agrees with the full checks, member by member";
+    tests[n + 3].test_func = test_fast_mutations;
+    tests[n + 4].name = "keys with a NUL byte are not the members read";
+    tests[n + 4].test_func = test_fast_nul_keys;
+    rc = _cmocka_run_group_tests("pss", tests, n + 5, NULL, NULL);
     free(tests);
     return rc;
 }

@@ -456,13 +456,72 @@ static void test_nothing_half_applied(void **state)
     td_config_unref(base);
 }
 
+
+/* The per-snapshot index gives what the lookups it replaces give: each
+ * namespace's Tenant, Namespace object and tier (known and unknown
+ * namespaces, and without an index), each NodePool's fields, the policy. */
+static void test_index(void **state)
+{
+    static const char *const nss[] = {"team-a-prod", "cust-prod", "orphan", "default",
+                                      "no-such-ns", ""};
+    (void)state;
+    td_config *c = load();
+    const td__tenancy_index *ix = td__tenancy_index_get(c);
+    assert_non_null(ix);
+    assert_ptr_equal(td__tenancy_index_get(c), ix); /* built once per snapshot */
+    for (size_t i = 0; i < sizeof nss / sizeof nss[0]; i++) {
+        for (int with = 0; with < 2; with++) {
+            td__tenancy_ns spare;
+            const td__tenancy_ns *e = td__tenancy_ns_get(with ? ix : NULL, c, nss[i], &spare);
+            json_t *tenant = td_config_tenant_for_namespace(c, nss[i]);
+            assert_ptr_equal(e->tenant, tenant);
+            assert_ptr_equal(e->nsobj, td_config_get(c, "Namespace", NULL, nss[i]));
+            assert_ptr_equal(e->tenant_name, td_json_str(tenant, "metadata.name"));
+            assert_ptr_equal(e->ns_labels, td_json_path(e->nsobj, "metadata.labels"));
+            assert_ptr_equal(e->tenant_labels, td_json_path(tenant, "spec.labels"));
+            assert_int_equal(e->customer, td_tenancy_of(tenant) == TD_TENANCY_CUSTOMER);
+        }
+    }
+    td__tenancy_ns spare;
+    assert_string_equal(td__tenancy_ns_get(ix, c, "cust-prod", &spare)->tenant_name, "cust");
+    assert_true(td__tenancy_ns_get(ix, c, "cust-prod", &spare)->customer);
+    assert_null(td__tenancy_ns_get(ix, c, "orphan", &spare)->tenant);
+    assert_non_null(td__tenancy_ns_get(ix, c, "orphan", &spare)->nsobj);
+
+    json_t *const *objs;
+    size_t n = td_config_list(c, "NodePool", NULL, &objs);
+    const td__tenancy_pool *pools;
+    assert_int_equal(td__tenancy_pools(ix, &pools), n);
+    assert_int_equal(n, 2);
+    for (size_t i = 0; i < n; i++) {
+        assert_ptr_equal(pools[i].obj, objs[i]);
+        assert_ptr_equal(pools[i].name, td_json_str(objs[i], "metadata.name"));
+        assert_ptr_equal(pools[i].taint, td_json_path(objs[i], "spec.taint"));
+        assert_ptr_equal(pools[i].taint_key, td_json_str(objs[i], "spec.taint.key"));
+        assert_ptr_equal(pools[i].taint_value, td_json_str(objs[i], "spec.taint.value"));
+        assert_ptr_equal(pools[i].taint_effect, td_json_str(objs[i], "spec.taint.effect"));
+        assert_ptr_equal(pools[i].selector, td_json_path(objs[i], "spec.nodeSelector"));
+        assert_ptr_equal(pools[i].tenants, td_json_path(objs[i], "spec.tenants"));
+        assert_ptr_equal(pools[i].capacity, td_json_path(objs[i], "spec.capacity"));
+    }
+    td__tenancy_policy pspare;
+    const td__tenancy_policy *pol = td__tenancy_policy_get(ix, c, &pspare);
+    const td__tenancy_policy *raw = td__tenancy_policy_get(NULL, c, &pspare);
+    assert_ptr_equal(pol->policy, td_config_admission_policy(c));
+    assert_ptr_equal(raw->policy, pol->policy);
+    assert_ptr_equal(raw->required_labels, pol->required_labels);
+    assert_ptr_equal(raw->runtime_class, pol->runtime_class);
+    assert_null(td__tenancy_index_get(NULL));
+    td_config_unref(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),         cmocka_unit_test(test_patch_deterministic),
         cmocka_unit_test(test_pvc),           cmocka_unit_test(test_uri),
         cmocka_unit_test(test_config_rejects), cmocka_unit_test(test_nothing_half_applied),
-        cmocka_unit_test(test_sandbox_config),
+        cmocka_unit_test(test_sandbox_config), cmocka_unit_test(test_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,11 @@ typedef struct {
     /* Record every step in r->trace (costs a copy of the pod per mutating
      * step): `tenantctl explain pod`. */
     bool trace;
+    /* The caller will not send r->patch (the validating endpoint): the
+     * diff is not made and r->patch stays NULL. The decision is the same,
+     * except that a pod whose mutated JSON has a JSON Pointer too long to
+     * write in a patch (over 4 KiB) is decided instead of answered 400. */
+    bool no_patch;
 } td_admit_opts;
 
 typedef struct {

@@ -243,13 +243,15 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     }
     if (st != TD_OK)
         goto out;
-    rule = "Internal";
-    st = td_jsonpatch_diff(pod_in, pod, &r->patch, &err);
-    if (st != TD_OK)
-        goto out;
-    if (json_array_size(r->patch) == 0) {
-        json_decref(r->patch);
-        r->patch = NULL;
+    if (!opts->no_patch) {
+        rule = "Internal";
+        st = td_jsonpatch_diff(pod_in, pod, &r->patch, &err);
+        if (st != TD_OK)
+            goto out;
+        if (json_array_size(r->patch) == 0) {
+            json_decref(r->patch);
+            r->patch = NULL;
+        }
     }
 
     /* Validation, against the mutated pod. Its resources are parsed once
@@ -383,6 +385,9 @@ td_status td_admission_review(const td_config *cfg, const json_t *input, td_revi
     const json_t *pod = input;
     const char *ns = NULL;
     td_admit_opts local = opts ? *opts : (td_admit_opts){0};
+    /* The validating endpoint sends no patch: none is made. */
+    if (mode == TD_REVIEW_VALIDATE)
+        local.no_patch = true;
     char bad[512] = "";
     int pvc = 0;
 

@@ -4,6 +4,7 @@
  * first failing plugin does in the API server. */
 #include "tenantd/admit.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,7 +195,9 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     size_t nquotas = td_config_list(cfg, "ResourceQuota", ns, &quotas);
     /* The same objects parsed once per snapshot; NULL: work from the JSON. */
     const td_admindex_ns *ix = nranges + nquotas ? td_admindex_get(cfg, ns) : NULL;
-    td__pod vpod; /* the mutated pod's resources, when vparsed */
+    /* The pod's resources, parsed once by the defaults step, kept up to
+     * date through the mutating steps, and read by validation. */
+    td__pod vpod;
     bool vparsed = false;
 
     if (opts->trace && !(r->trace = json_array())) {
@@ -214,11 +217,14 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         rule = mnames[m];
         json_t *before = r->trace ? td_json_copy(pod) : NULL;
         switch (m) {
-        case M_DEFAULTS: st = td_pod_default_requests(pod, &err); break;
+        case M_DEFAULTS:
+            st = td__pod_default_requests_parsed(pod, &vpod, &err);
+            vparsed = st == TD_OK;
+            break;
         case M_LIMITRANGE:
             /* M_DEFAULTS parsed the pod's resources and accepted them */
             st = ix && ix->limitranges_ok
-                     ? td__limitrange_default_defaulted(pod, ix->limitranges, &err)
+                     ? td__limitrange_default_update(pod, ix->limitranges, &vpod, &err)
                      : td_limitrange_default(pod, ranges, nranges, &err);
             break;
         case M_PRIORITY: st = td_priority_mutate(cfg, pod, &err); break;
@@ -254,12 +260,29 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         }
     }
 
-    /* Validation, against the mutated pod. Its resources are parsed once
-     * for LimitRange and ResourceQuota; if that fails, the JSON entry
-     * points report why, as they always did. */
+    /* Validation, against the mutated pod. Its resources, as parsed and
+     * updated above, brought up to date with what the later steps replaced
+     * (spec.overhead from a RuntimeClass, say), serve LimitRange and
+     * ResourceQuota; if they do not parse, the JSON entry points report
+     * why, as they always did. */
     r->validating = true;
     td_pss_level level;
-    vparsed = ix && td__pod_parse(pod, &vpod, NULL) == TD_OK;
+    if (vparsed && (!ix || td__pod_refresh(pod, &vpod, NULL) != TD_OK)) {
+        td__pod_fini(&vpod);
+        vparsed = false;
+    }
+#ifndef NDEBUG
+    if (vparsed) {
+        /* the kept parse must be what a fresh one is */
+        td__pod fresh;
+        if (td__pod_parse(pod, &fresh, NULL) == TD_OK) {
+            assert(td__pod_same(&vpod, &fresh));
+            td__pod_fini(&fresh);
+        } else {
+            assert(!"the kept parse of the pod parses no more");
+        }
+    }
+#endif
     rule = "LimitRange";
     st = after_validate(cfg, r, rule,
                         vparsed && ix->limitranges_ok

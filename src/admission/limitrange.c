@@ -37,6 +37,11 @@ typedef struct {
     td_resources def_requests, def_limits;
     char (*def_request_str)[TD_QUANTITY_STR_MAX];
     char (*def_limit_str)[TD_QUANTITY_STR_MAX];
+    /* def_*_str read back as a pod's parse reads them (the printed form
+     * may change the format), for td__limitrange_default_update; false if
+     * one did not read back, and a pod's parse is then made afresh. */
+    td_quantity *def_request_q, *def_limit_q;
+    bool readback_ok;
 } limit_range;
 
 static void lr_fini(limit_range *lr)
@@ -57,7 +62,10 @@ static void lr_fini(limit_range *lr)
     td_resources_fini(&lr->def_limits);
     free(lr->def_request_str);
     free(lr->def_limit_str);
+    free(lr->def_request_q);
+    free(lr->def_limit_q);
     lr->def_request_str = lr->def_limit_str = NULL;
+    lr->def_request_q = lr->def_limit_q = NULL;
 }
 
 /* Merges and prints lr's container defaults (see limit_range). */
@@ -80,13 +88,22 @@ static td_status lr_defaults(limit_range *lr)
         return s;
     lr->def_request_str = calloc(lr->def_requests.n + 1, sizeof *lr->def_request_str);
     lr->def_limit_str = calloc(lr->def_limits.n + 1, sizeof *lr->def_limit_str);
-    if (!lr->def_request_str || !lr->def_limit_str)
+    lr->def_request_q = calloc(lr->def_requests.n + 1, sizeof *lr->def_request_q);
+    lr->def_limit_q = calloc(lr->def_limits.n + 1, sizeof *lr->def_limit_q);
+    if (!lr->def_request_str || !lr->def_limit_str || !lr->def_request_q || !lr->def_limit_q)
         return TD_ENOMEM;
-    for (k = 0; k < lr->def_requests.n; k++)
+    lr->readback_ok = true;
+    for (k = 0; k < lr->def_requests.n; k++) {
         td_quantity_format(&lr->def_requests.items[k].q, lr->def_request_str[k],
                            TD_QUANTITY_STR_MAX);
-    for (k = 0; k < lr->def_limits.n; k++)
+        if (td_quantity_parse(lr->def_request_str[k], &lr->def_request_q[k], NULL) != TD_OK)
+            lr->readback_ok = false;
+    }
+    for (k = 0; k < lr->def_limits.n; k++) {
         td_quantity_format(&lr->def_limits.items[k].q, lr->def_limit_str[k], TD_QUANTITY_STR_MAX);
+        if (td_quantity_parse(lr->def_limit_str[k], &lr->def_limit_q[k], NULL) != TD_OK)
+            lr->readback_ok = false;
+    }
     return TD_OK;
 }
 
@@ -124,6 +141,8 @@ static td_status lr_parse(const json_t *obj, size_t index, limit_range *lr, td_e
     td_resources_init(&lr->def_requests);
     td_resources_init(&lr->def_limits);
     lr->def_request_str = lr->def_limit_str = NULL;
+    lr->def_request_q = lr->def_limit_q = NULL;
+    lr->readback_ok = false;
     if (!json_is_object(obj))
         return td_err_set(err, TD_EINVAL, "limitranges[%zu]: must be an object", index);
     meta = json_object_get(obj, "metadata");
@@ -234,7 +253,8 @@ static json_t *child_object(json_t *obj, const char *key)
 /* Sets each name of defaults missing from container.resources.<field>,
  * appending the names set (sorted, as defaults is) to *names. */
 static td_status merge_list(json_t *container, const char *field, const td_resources *defaults,
-                            char (*printed)[TD_QUANTITY_STR_MAX], td_strbuf *names)
+                            char (*printed)[TD_QUANTITY_STR_MAX], const td_quantity *readback,
+                            td_resources *parsed, td_strbuf *names)
 {
     json_t *res, *list;
     size_t i;
@@ -257,6 +277,8 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
         }
         if (json_object_set_new(list, d->name, json_string(printed[i])) != 0)
             return TD_ENOMEM;
+        if (parsed && td_resources_set(parsed, d->name, &readback[i]) != TD_OK)
+            return TD_ENOMEM;
         if (!first)
             td_strbuf_append(names, ", ");
         td_strbuf_append(names, d->name);
@@ -268,16 +290,18 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
 /* mergeContainerResources for one container; appends its annotation parts
  * to note. */
 static td_status merge_container(json_t *container, const limit_range *lr, const char *kind,
-                                 td_strbuf *note)
+                                 td__pod_container *pc, td_strbuf *note)
 {
     td_strbuf reqs = TD_STRBUF_INIT(TD_ERR_MAX), lims = TD_STRBUF_INIT(TD_ERR_MAX);
     const json_t *name = json_object_get(container, "name");
     const char *cname = json_is_string(name) ? json_string_value(name) : "";
     td_status s;
 
-    s = merge_list(container, "limits", &lr->def_limits, lr->def_limit_str, &lims);
+    s = merge_list(container, "limits", &lr->def_limits, lr->def_limit_str, lr->def_limit_q,
+                   pc ? &pc->limits : NULL, &lims);
     if (s == TD_OK)
-        s = merge_list(container, "requests", &lr->def_requests, lr->def_request_str, &reqs);
+        s = merge_list(container, "requests", &lr->def_requests, lr->def_request_str,
+                       lr->def_request_q, pc ? &pc->requests : NULL, &reqs);
     if (s == TD_OK) {
         if (reqs.len > 0) {
             if (note->len > 0)
@@ -305,7 +329,10 @@ static td_status merge_container(json_t *container, const limit_range *lr, const
     return s;
 }
 
-static td_status merge_pod(json_t *pod, const limit_range *lr)
+/* mergePodResourceRequirements for one LimitRange. parsed (may be NULL)
+ * is the pod's parse, given the same defaults; it must line up with the
+ * pod's containers. */
+static td_status merge_pod(json_t *pod, const limit_range *lr, td__pod *parsed)
 {
     td_strbuf note = TD_STRBUF_INIT(1u << 20);
     json_t *spec = json_object_get(pod, "spec");
@@ -321,9 +348,12 @@ static td_status merge_pod(json_t *pod, const limit_range *lr)
         json_t *c;
         if (!json_is_array(arr))
             continue;
+        td__pod_container *pcs = NULL;
+        if (parsed)
+            pcs = k == 0 ? parsed->containers : parsed->init_containers;
         json_array_foreach(arr, i, c)
         {
-            s = merge_container(c, lr, groups[k].kind, &note);
+            s = merge_container(c, lr, groups[k].kind, pcs ? &pcs[i] : NULL, &note);
             if (s != TD_OK)
                 break;
         }
@@ -361,8 +391,10 @@ static td_status check_metadata(const json_t *pod, td_err *err)
     return TD_OK;
 }
 
-/* Defaulting with lrs already parsed (n of them). */
-static td_status default_with(json_t *pod, const limit_range *lrs, size_t n, td_err *err)
+/* Defaulting with lrs already parsed (n of them); parsed (may be NULL)
+ * lines up with pod's containers and is given the same defaults. */
+static td_status default_with(json_t *pod, const limit_range *lrs, size_t n, td__pod *parsed,
+                              td_err *err)
 {
     json_t *copy;
     td_status s = TD_OK;
@@ -372,7 +404,7 @@ static td_status default_with(json_t *pod, const limit_range *lrs, size_t n, td_
     if (copy == NULL)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     for (i = 0; i < n && s == TD_OK; i++)
-        s = merge_pod(copy, &lrs[i]);
+        s = merge_pod(copy, &lrs[i], parsed);
     if (s == TD_OK)
         s = td__pod_commit(pod, copy);
     json_decref(copy);
@@ -403,7 +435,7 @@ td_status td_limitrange_default(json_t *pod, json_t *const *limitranges, size_t 
     s = lrs_parse(limitranges, n, &lrs, err);
     if (s != TD_OK)
         return s;
-    s = default_with(pod, lrs, n, err);
+    s = default_with(pod, lrs, n, NULL, err);
     lrs_free(lrs, n);
     return s;
 }
@@ -445,17 +477,41 @@ td_status td_limitrange_default_parsed(json_t *pod, const td_limitranges *l, td_
         return s;
     if (l == NULL || l->n == 0)
         return TD_OK; /* nothing to merge: the pod is left as it is */
-    return default_with(pod, l->lrs, l->n, err);
+    return default_with(pod, l->lrs, l->n, NULL, err);
 }
 
-td_status td__limitrange_default_defaulted(json_t *pod, const td_limitranges *l, td_err *err)
+/* true if parsed's containers line up with pod's container lists. */
+static bool lines_up(const json_t *pod, const td__pod *parsed)
+{
+    const json_t *spec = json_object_get(pod, "spec");
+    return parsed->bound && json_is_object(spec) &&
+           json_array_size(json_object_get(spec, "containers")) == parsed->ncontainers &&
+           json_array_size(json_object_get(spec, "initContainers")) == parsed->ninit_containers;
+}
+
+td_status td__limitrange_default_update(json_t *pod, const td_limitranges *l, td__pod *parsed,
+                                        td_err *err)
 {
     td_status s = check_metadata(pod, err);
     if (s != TD_OK)
         return s;
     if (l == NULL || l->n == 0)
         return TD_OK;
-    return default_with(pod, l->lrs, l->n, err);
+    bool update = lines_up(pod, parsed);
+    for (size_t i = 0; i < l->n; i++)
+        update = update && l->lrs[i].readback_ok;
+    s = default_with(pod, l->lrs, l->n, update ? parsed : NULL, err);
+    if (s != TD_OK)
+        return s;
+    if (update) {
+        td__pod_bind(pod, parsed);
+        return TD_OK;
+    }
+    /* A parse that fails here is left empty and unbound, so that the
+     * caller's td__pod_refresh reports it as a fresh parse would. */
+    td__pod_fini(parsed);
+    (void)td__pod_parse(pod, parsed, NULL);
+    return TD_OK;
 }
 
 /* ---- validation ---- */

@@ -288,6 +288,45 @@ static void test_admit(void **state)
                               admit_rows[i].name, pst, perr.msg, st, err.msg);
                 failed++;
             }
+            /* As td_admit_pod runs it: request defaulting keeping its parse,
+             * LimitRange defaulting updating it, then validation on it; the
+             * kept parse must equal a fresh one. */
+            json_t *pod3 = J(admit_rows[i].pod);
+            td__pod kept;
+            td_err e3 = {{0}};
+            td_status s3 = td__pod_default_requests_parsed(pod3, &kept, &e3);
+            bool have = s3 == TD_OK;
+            if (s3 == TD_OK)
+                s3 = td__limitrange_default_update(pod3, parsed, &kept, &e3);
+            if (s3 == TD_OK) {
+                td__pod fresh;
+                memset(&fresh, 0, sizeof fresh);
+                if (td__pod_refresh(pod3, &kept, NULL) != TD_OK ||
+                    td__pod_parse(pod3, &fresh, NULL) != TD_OK || !td__pod_same(&kept, &fresh)) {
+                    print_message("%s: kept parse differs from a fresh one\n",
+                                  admit_rows[i].name);
+                    failed++;
+                } else {
+                    s3 = td_limitrange_validate_parsed(pod3, &kept, parsed, &e3);
+                }
+                td__pod_fini(&fresh);
+            }
+            if (have)
+                td__pod_fini(&kept);
+            /* the JSON entry points after the same request defaulting */
+            json_t *pod4 = J(admit_rows[i].pod);
+            td_status s4 = td_pod_default_requests(pod4, NULL);
+            if (s4 == TD_OK)
+                s4 = td_limitrange_default(pod4, objs, n, NULL);
+            if (s4 == TD_OK)
+                s4 = td_limitrange_validate(pod4, objs, n, NULL);
+            if (s3 != s4 || (s3 == TD_OK && !json_equal(pod3, pod4))) {
+                print_message("%s: kept-parse path: status %d (%s), JSON path %d\n",
+                              admit_rows[i].name, s3, e3.msg, s4);
+                failed++;
+            }
+            json_decref(pod3);
+            json_decref(pod4);
         }
         td_limitranges_destroy(parsed);
         json_decref(pod2);

@@ -83,17 +83,23 @@ td_status td__resources_parse(const json_t *list, const char *path, td_resources
     {
         td_quantity q;
         td_status s;
-        snprintf(where, sizeof where, "%s.%s", path, name);
-        s = td__quantity_parse_json(value, where, &q, err);
-        if (s != TD_OK)
-            return s;
-        if (name[0] == '\0' || strlen(name) >= TD_RESOURCE_NAME_MAX)
+        /* PATH.NAME is printed only for a message: most lists are fine */
+        s = td__quantity_parse_json(value, "", &q, NULL);
+        if (s != TD_OK) {
+            snprintf(where, sizeof where, "%s.%s", path, name);
+            return td__quantity_parse_json(value, where, &q, err);
+        }
+        if (name[0] == '\0' || strlen(name) >= TD_RESOURCE_NAME_MAX) {
+            snprintf(where, sizeof where, "%s.%s", path, name);
             return td_err_set(err, TD_EINVAL, "%s: invalid resource name", where);
+        }
         s = td_resources_set(out, name, &q);
         if (s == TD_ENOMEM)
             return td_err_set(err, TD_ENOMEM, "out of memory");
-        if (s != TD_OK)
+        if (s != TD_OK) {
+            snprintf(where, sizeof where, "%s.%s", path, name);
             return td_err_set(err, s, "%s: invalid resource name", where);
+        }
     }
     return TD_OK;
 }
@@ -120,7 +126,6 @@ static td_status parse_container(const json_t *c, const char *field, size_t i, b
 {
     const json_t *name, *res, *policy;
     char path[PATH_MAX_LEN];
-    td_status s;
 
     if (!json_is_object(c))
         return td_err_set(err, TD_EINVAL, "spec.%s[%zu]: must be an object, not %s", field, i,
@@ -141,12 +146,16 @@ static td_status parse_container(const json_t *c, const char *field, size_t i, b
     if (!json_is_object(res))
         return td_err_set(err, TD_EINVAL, "spec.%s[%zu].resources: must be an object, not %s",
                           field, i, json_kind(res));
-    snprintf(path, sizeof path, "spec.%s[%zu].resources.requests", field, i);
-    s = td__resources_parse(json_object_get(res, "requests"), path, &out->requests, err);
-    if (s != TD_OK)
-        return s;
-    snprintf(path, sizeof path, "spec.%s[%zu].resources.limits", field, i);
-    return td__resources_parse(json_object_get(res, "limits"), path, &out->limits, err);
+    /* the path is printed only for a message: parsed again to word it */
+    if (td__resources_parse(json_object_get(res, "requests"), "", &out->requests, NULL) != TD_OK) {
+        snprintf(path, sizeof path, "spec.%s[%zu].resources.requests", field, i);
+        return td__resources_parse(json_object_get(res, "requests"), path, &out->requests, err);
+    }
+    if (td__resources_parse(json_object_get(res, "limits"), "", &out->limits, NULL) != TD_OK) {
+        snprintf(path, sizeof path, "spec.%s[%zu].resources.limits", field, i);
+        return td__resources_parse(json_object_get(res, "limits"), path, &out->limits, err);
+    }
+    return TD_OK;
 }
 
 /* Parses spec.<field> (an array of containers) into *out and *n. */

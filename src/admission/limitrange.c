@@ -22,9 +22,26 @@
 
 typedef enum { LR_OTHER = 0, LR_CONTAINER, LR_POD } lr_type;
 
+/* The most resource names one item's min, max and ratio may name for
+ * check_item's fast form; an item with more is checked name by name. */
+#define LR_NAMES_MAX 16
+
+/* One constraint list (min, max or maxLimitRequestRatio) made ready when
+ * parsed: each enforced quantity's value and milli-value, and its name's
+ * index in the item's names. */
+typedef struct {
+    int64_t *value, *milli;
+    size_t *name_ix;
+} lr_enforced;
+
 typedef struct {
     lr_type type;
     td_resources min, max, def, def_request, ratio;
+    /* min, max and ratio's names, each once (nnames <= LR_NAMES_MAX, or
+     * names is NULL), and their enforced values. */
+    const char **names;
+    size_t nnames;
+    lr_enforced emin, emax, eratio;
 } lr_item;
 
 typedef struct {
@@ -49,6 +66,14 @@ static void lr_fini(limit_range *lr)
     size_t i;
 
     for (i = 0; i < lr->nitems; i++) {
+        lr_item *it = &lr->items[i];
+        free(it->names);
+        lr_enforced *es[3] = {&it->emin, &it->emax, &it->eratio};
+        for (int k = 0; k < 3; k++) {
+            free(es[k]->value);
+            free(es[k]->milli);
+            free(es[k]->name_ix);
+        }
         td_resources_fini(&lr->items[i].min);
         td_resources_fini(&lr->items[i].max);
         td_resources_fini(&lr->items[i].def);
@@ -105,6 +130,48 @@ static td_status lr_defaults(limit_range *lr)
             lr->readback_ok = false;
     }
     return TD_OK;
+}
+
+/* Fills e for list, adding its names to it's names. */
+static td_status enforced_prepare(lr_item *it, const td_resources *list, lr_enforced *e)
+{
+    size_t n = list->n ? list->n : 1;
+    e->value = malloc(n * sizeof *e->value);
+    e->milli = malloc(n * sizeof *e->milli);
+    e->name_ix = malloc(n * sizeof *e->name_ix);
+    if (!e->value || !e->milli || !e->name_ix)
+        return TD_ENOMEM;
+    for (size_t k = 0; k < list->n; k++) {
+        const char *name = list->items[k].name;
+        size_t u = 0;
+        e->value[k] = td_quantity_value(&list->items[k].q);
+        e->milli[k] = td_quantity_milli_value(&list->items[k].q);
+        while (u < it->nnames && strcmp(it->names[u], name) != 0)
+            u++;
+        if (u == it->nnames)
+            it->names[it->nnames++] = name;
+        e->name_ix[k] = u;
+    }
+    return TD_OK;
+}
+
+/* Makes it ready for check_item's fast form, when it names few enough. */
+static td_status item_prepare(lr_item *it)
+{
+    size_t total = it->min.n + it->max.n + it->ratio.n;
+    td_status s;
+    if (total > LR_NAMES_MAX)
+        return TD_OK;
+    it->names = malloc((total ? total : 1) * sizeof *it->names);
+    if (!it->names)
+        return TD_ENOMEM;
+    it->nnames = 0;
+    s = enforced_prepare(it, &it->min, &it->emin);
+    if (s == TD_OK)
+        s = enforced_prepare(it, &it->max, &it->emax);
+    if (s == TD_OK)
+        s = enforced_prepare(it, &it->ratio, &it->eratio);
+    return s;
 }
 
 static void lrs_free(limit_range *lrs, size_t n)
@@ -200,6 +267,8 @@ static td_status lr_parse(const json_t *obj, size_t index, limit_range *lr, td_e
         }
     }
     s = lr_defaults(lr);
+    for (i = 0; i < lr->nitems && s == TD_OK; i++)
+        s = item_prepare(&lr->items[i]);
     if (s != TD_OK) {
         s = td_err_set(err, s, "out of memory");
         goto fail;
@@ -592,93 +661,105 @@ static td_status violations_report(const violations *v, td_err *err)
     return s;
 }
 
-/* requestLimitEnforcedValues: compare in milli-units when nothing
- * overflows, else in units. An absent quantity counts as 0. */
-static void enforced_values(const td_quantity *req, const td_quantity *lim,
-                            const td_quantity *enforced, int64_t *r, int64_t *l, int64_t *e)
+/* A container's (or the pod's) request and limit of one resource, with
+ * their values and milli-values (0 when absent), read once for all the
+ * constraints on that resource. */
+typedef struct {
+    const td_quantity *req, *lim;
+    int64_t r, l, rm, lm;
+} observed;
+
+static void observe(const td_resources *requests, const td_resources *limits, const char *name,
+                    observed *o)
 {
-    *r = req ? td_quantity_value(req) : 0;
-    *l = lim ? td_quantity_value(lim) : 0;
-    *e = td_quantity_value(enforced);
+    o->req = td_resources_get(requests, name);
+    o->lim = td_resources_get(limits, name);
+    o->r = o->req ? td_quantity_value(o->req) : 0;
+    o->l = o->lim ? td_quantity_value(o->lim) : 0;
+    o->rm = o->req ? td_quantity_milli_value(o->req) : 0;
+    o->lm = o->lim ? td_quantity_milli_value(o->lim) : 0;
+}
+
+/* requestLimitEnforcedValues: compare in milli-units when nothing
+ * overflows, else in units. An absent quantity counts as 0. ev and em are
+ * the enforced quantity's value and milli-value. */
+static void enforced_values(const observed *o, int64_t ev, int64_t em, int64_t *r, int64_t *l,
+                            int64_t *e)
+{
+    *r = o->r;
+    *l = o->l;
+    *e = ev;
     if (*r <= MAX_MILLI_VALUE && *l <= MAX_MILLI_VALUE && *e <= MAX_MILLI_VALUE) {
-        *r = req ? td_quantity_milli_value(req) : 0;
-        *l = lim ? td_quantity_milli_value(lim) : 0;
-        *e = td_quantity_milli_value(enforced);
+        *r = o->rm;
+        *l = o->lm;
+        *e = em;
     }
 }
 
 static void min_constraint(violations *v, const char *type, const char *name,
-                           const td_quantity *enforced, const td_resources *requests,
-                           const td_resources *limits)
+                           const td_quantity *enforced, int64_t ev, int64_t em, const observed *o)
 {
-    const td_quantity *req = td_resources_get(requests, name);
-    const td_quantity *lim = td_resources_get(limits, name);
     char es[TD_QUANTITY_STR_MAX], qs[TD_QUANTITY_STR_MAX];
     int64_t r, l, e;
 
-    enforced_values(req, lim, enforced, &r, &l, &e);
+    enforced_values(o, ev, em, &r, &l, &e);
     /* es is printed only for a violation: most pods violate nothing. */
-    if (req == NULL) {
+    if (o->req == NULL) {
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "minimum %s usage per %s is %s.  No request is specified", name, type,
                       es);
         return;
     }
     if (r < e) {
-        td_quantity_format(req, qs, sizeof qs);
+        td_quantity_format(o->req, qs, sizeof qs);
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "minimum %s usage per %s is %s, but request is %s", name, type, es, qs);
         return;
     }
-    if (lim != NULL && l < e) {
-        td_quantity_format(lim, qs, sizeof qs);
+    if (o->lim != NULL && l < e) {
+        td_quantity_format(o->lim, qs, sizeof qs);
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "minimum %s usage per %s is %s, but limit is %s", name, type, es, qs);
     }
 }
 
 static void max_constraint(violations *v, const char *type, const char *name,
-                           const td_quantity *enforced, const td_resources *requests,
-                           const td_resources *limits)
+                           const td_quantity *enforced, int64_t ev, int64_t em, const observed *o)
 {
-    const td_quantity *req = td_resources_get(requests, name);
-    const td_quantity *lim = td_resources_get(limits, name);
     char es[TD_QUANTITY_STR_MAX], qs[TD_QUANTITY_STR_MAX];
     int64_t r, l, e;
 
-    enforced_values(req, lim, enforced, &r, &l, &e);
+    enforced_values(o, ev, em, &r, &l, &e);
     /* es is printed only for a violation: most pods violate nothing. */
-    if (lim == NULL) {
+    if (o->lim == NULL) {
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "maximum %s usage per %s is %s.  No limit is specified", name, type, es);
         return;
     }
     if (l > e) {
-        td_quantity_format(lim, qs, sizeof qs);
+        td_quantity_format(o->lim, qs, sizeof qs);
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "maximum %s usage per %s is %s, but limit is %s", name, type, es, qs);
         return;
     }
-    if (req != NULL && r > e) {
-        td_quantity_format(req, qs, sizeof qs);
+    if (o->req != NULL && r > e) {
+        td_quantity_format(o->req, qs, sizeof qs);
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "maximum %s usage per %s is %s, but request is %s", name, type, es, qs);
     }
 }
 
 static void ratio_constraint(violations *v, const char *type, const char *name,
-                             const td_quantity *enforced, const td_resources *requests,
-                             const td_resources *limits)
+                             const td_quantity *enforced, int64_t ev, int64_t em,
+                             const observed *o)
 {
-    const td_quantity *req = td_resources_get(requests, name);
-    const td_quantity *lim = td_resources_get(limits, name);
     char es[TD_QUANTITY_STR_MAX];
-    int64_t r, l, e, ev;
-    double observed, display, allowed;
+    int64_t r, l, e;
+    double observed_ratio, display, allowed;
 
-    enforced_values(req, lim, enforced, &r, &l, &e);
+    enforced_values(o, ev, em, &r, &l, &e);
     /* es is printed only for a violation: most pods violate nothing. */
-    if (req == NULL || r == 0) {
+    if (o->req == NULL || r == 0) {
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v,
                       "%s max limit to request ratio per %s is %s, but no request is specified or "
@@ -686,7 +767,7 @@ static void ratio_constraint(violations *v, const char *type, const char *name,
                       name, type, es);
         return;
     }
-    if (lim == NULL || l == 0) {
+    if (o->lim == NULL || l == 0) {
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v,
                       "%s max limit to request ratio per %s is %s, but no limit is specified or "
@@ -694,15 +775,14 @@ static void ratio_constraint(violations *v, const char *type, const char *name,
                       name, type, es);
         return;
     }
-    observed = (double)l / (double)r;
-    display = observed;
-    ev = td_quantity_value(enforced);
+    observed_ratio = (double)l / (double)r;
+    display = observed_ratio;
     allowed = (double)ev;
     if (ev <= MAX_MILLI_VALUE) {
-        observed = observed * 1000;
-        allowed = (double)td_quantity_milli_value(enforced);
+        observed_ratio = observed_ratio * 1000;
+        allowed = (double)em;
     }
-    if (observed > allowed) {
+    if (observed_ratio > allowed) {
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "%s max limit to request ratio per %s is %s, but provided ratio is %f",
                       name, type, es, display);
@@ -710,19 +790,23 @@ static void ratio_constraint(violations *v, const char *type, const char *name,
 }
 
 /* Checks one item's min, max and maxLimitRequestRatio against one set of
- * requests and limits (a container's, or the pod's). */
+ * requests and limits (a container's, or the pod's), in that order. Each
+ * resource's request and limit are read once (an item prepared when
+ * parsed), else for each constraint. */
 static void check_item(violations *v, const lr_item *it, const char *type,
                        const td_resources *requests, const td_resources *limits)
 {
+    observed obs[LR_NAMES_MAX], one;
     size_t k;
 
-    for (k = 0; k < it->min.n; k++)
-        min_constraint(v, type, it->min.items[k].name, &it->min.items[k].q, requests, limits);
-    for (k = 0; k < it->max.n; k++)
-        max_constraint(v, type, it->max.items[k].name, &it->max.items[k].q, requests, limits);
-    for (k = 0; k < it->ratio.n; k++)
-        ratio_constraint(v, type, it->ratio.items[k].name, &it->ratio.items[k].q, requests,
-                         limits);
+#define CHECK_LIST(list, e, fn)                                                                        for (k = 0; k < it->list.n; k++) {                                                                     const td_resource *c = &it->list.items[k];                                                         if (it->names) {                                                                                       fn(v, type, c->name, &c->q, it->e.value[k], it->e.milli[k], &obs[it->e.name_ix[k]]);           } else {                                                                                               observe(requests, limits, c->name, &one);                                                          fn(v, type, c->name, &c->q, td_quantity_value(&c->q), td_quantity_milli_value(&c->q),                 &one);                                                                                      }                                                                                              }
+    if (it->names)
+        for (k = 0; k < it->nnames; k++)
+            observe(requests, limits, it->names[k], &obs[k]);
+    CHECK_LIST(min, emin, min_constraint)
+    CHECK_LIST(max, emax, max_constraint)
+    CHECK_LIST(ratio, eratio, ratio_constraint)
+#undef CHECK_LIST
 }
 
 static td_status validate_one(const td__pod *p, const limit_range *lr, violations *v)

@@ -39,7 +39,9 @@ typedef struct {
     char message[TD_ERR_MAX];
     bool validating;       /* the decision was made after mutation succeeded */
     json_t *patch;         /* JSON Patch of the mutations (array); NULL if none */
-    json_t *pod;           /* the pod after mutation; owned */
+    json_t *pod;           /* the pod after mutation; owned, but it shares the
+                            * nodes no step changed with the input pod: read
+                            * it, do not change it in place */
     /* Validating rules in shadow (AdmissionPolicy spec.enforcement) that
      * would have denied: [{"rule": R, "message": M}], or NULL. Owned. */
     json_t *shadowed;

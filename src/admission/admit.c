@@ -114,37 +114,42 @@ static td_status pss_level_of(const td_config *cfg, const char *ns, td_pss_level
     return TD_OK;
 }
 
-/* The pod's copy the mutating steps change: new objects along every path
- * a step writes in place (the pod, all of metadata, spec and each member
- * of spec but the container lists and volumes), pod_in's nodes below.
- * The container lists are written only by the resources steps, through
- * copies of their own (podres.c); sharing them keeps the copy small, and
- * the JSON Patch diff skips a shared node at once. */
+/* Replaces parent[key], when an object or an array, with a shallow copy
+ * of it (a new node whose members are shared). 0, or -1 out of memory. */
+static int own(json_t *parent, const char *key)
+{
+    json_t *v = json_object_get(parent, key);
+    if (!json_is_object(v) && !json_is_array(v))
+        return 0;
+    json_t *c = json_copy(v);
+    return c && json_object_set_new_nocheck(parent, key, c) == 0 ? 0 : -1;
+}
+
+/* The pod's copy the mutating steps change: a new node for every node a
+ * step writes in place, every other node shared with pod_in. The steps
+ * write in place only into the pod, metadata, metadata.labels and
+ * .annotations, spec, spec.nodeSelector, spec.tolerations (appending),
+ * spec.affinity and spec.affinity.nodeAffinity; anything else they change
+ * they replace with a node of their own (the resources steps copy the
+ * containers they default, podres.c). A step that comes to write in place
+ * elsewhere adds its node here: debug builds check that pod_in is left
+ * as it was. Sharing keeps the copy, its teardown and the JSON Patch diff
+ * (which skips a shared node at once) small. */
 static json_t *pod_spine_copy(const json_t *pod_in)
 {
-    static const char *const shared[] = {"containers", "initContainers", "ephemeralContainers",
-                                         "volumes"};
     json_t *pod = json_copy((json_t *)pod_in);
-    if (!pod)
-        return NULL;
-    json_t *meta = json_object_get(pod_in, "metadata");
-    if (meta && json_object_set_new_nocheck(pod, "metadata", td_json_copy(meta)) != 0)
+    if (!pod || own(pod, "metadata") != 0 || own(pod, "spec") != 0)
         goto fail;
-    json_t *spec = json_object_get(pod_in, "spec");
-    json_t *nspec = json_copy(spec);
-    if (!nspec || json_object_set_new_nocheck(pod, "spec", nspec) != 0)
+    json_t *meta = json_object_get(pod, "metadata");
+    if (json_is_object(meta) && (own(meta, "labels") != 0 || own(meta, "annotations") != 0))
         goto fail;
-    const char *k;
-    json_t *v;
-    json_object_foreach(spec, k, v)
-    {
-        size_t i = 0;
-        while (i < sizeof shared / sizeof shared[0] && strcmp(k, shared[i]) != 0)
-            i++;
-        if (i == sizeof shared / sizeof shared[0] && (json_is_object(v) || json_is_array(v)) &&
-            json_object_set_new_nocheck(nspec, k, td_json_copy(v)) != 0)
-            goto fail;
-    }
+    json_t *spec = json_object_get(pod, "spec");
+    if (own(spec, "nodeSelector") != 0 || own(spec, "tolerations") != 0 ||
+        own(spec, "affinity") != 0)
+        goto fail;
+    json_t *aff = json_object_get(spec, "affinity");
+    if (json_is_object(aff) && own(aff, "nodeAffinity") != 0)
+        goto fail;
     return pod;
 fail:
     json_decref(pod);
@@ -205,6 +210,10 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         decide(r, TD_ENOMEM, "Internal", &err);
         return TD_ENOMEM;
     }
+#ifndef NDEBUG
+    /* pod_in is borrowed: no step may write into the nodes shared with it */
+    json_t *pod_in_was = json_deep_copy(pod_in);
+#endif
 
     /* The API server's own defaulting, then the mutating steps, in this
      * fixed order (so the same input gives the same patch, byte for byte). */
@@ -332,6 +341,10 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     if (st == TD_OK)
         rule = NULL;
 out:
+#ifndef NDEBUG
+    assert(!pod_in_was || json_equal(pod_in_was, pod_in));
+    json_decref(pod_in_was);
+#endif
     if (vparsed)
         td__pod_fini(&vpod);
     decide(r, st, rule, &err);

@@ -549,6 +549,144 @@ td_status td_limitrange_default_parsed(json_t *pod, const td_limitranges *l, td_
     return default_with(pod, l->lrs, l->n, NULL, err);
 }
 
+/* true if lr's defaults would set something in container c: a default
+ * limit or request it does not have (merge_list's test). */
+static bool container_wants(const json_t *c, const limit_range *lr)
+{
+    const json_t *res = json_object_get(c, "resources");
+    const json_t *lims = json_is_object(res) ? json_object_get(res, "limits") : NULL;
+    const json_t *reqs = json_is_object(res) ? json_object_get(res, "requests") : NULL;
+    size_t i;
+
+    for (i = 0; i < lr->def_limits.n; i++)
+        if (!json_is_object(lims) || !json_object_get(lims, lr->def_limits.items[i].name))
+            return true;
+    for (i = 0; i < lr->def_requests.n; i++)
+        if (!json_is_object(reqs) || !json_object_get(reqs, lr->def_requests.items[i].name))
+            return true;
+    return false;
+}
+
+/* Sets metadata.annotations[TD_LIMITRANGE_ANNOTATION] = value in pod, in
+ * one step that either happens or changes nothing (new objects for
+ * metadata or annotations when absent or null). */
+static td_status set_annotation(json_t *pod, const char *value)
+{
+    json_t *meta = json_object_get(pod, "metadata");
+    json_t *ann = json_is_object(meta) ? json_object_get(meta, "annotations") : NULL;
+    json_t *v = json_string(value);
+    if (v == NULL)
+        return TD_ENOMEM;
+    if (json_is_object(ann))
+        return json_object_set_new(ann, TD_LIMITRANGE_ANNOTATION, v) == 0 ? TD_OK : TD_ENOMEM;
+    ann = json_object();
+    if (ann == NULL || json_object_set_new(ann, TD_LIMITRANGE_ANNOTATION, v) != 0) {
+        json_decref(ann);
+        return TD_ENOMEM;
+    }
+    if (json_is_object(meta))
+        return json_object_set_new(meta, "annotations", ann) == 0 ? TD_OK : TD_ENOMEM;
+    meta = json_object();
+    if (meta == NULL || json_object_set_new(meta, "annotations", ann) != 0) {
+        json_decref(meta);
+        json_decref(ann);
+        return TD_ENOMEM;
+    }
+    return json_object_set_new(pod, "metadata", meta) == 0 ? TD_OK : TD_ENOMEM;
+}
+
+/* default_with for td_admit_pod's pod: only the containers a default
+ * lands in are copied (a new container object, its resources a deep
+ * copy, in a new list); the rest stay shared. The annotation is set in
+ * place in pod's metadata.annotations, then the new lists replace the old
+ * (a replacement does not allocate): on failure pod is unchanged. parsed
+ * (may be NULL) lines up with pod's containers and is given the same
+ * defaults. */
+static td_status default_update_with(json_t *pod, const limit_range *lrs, size_t n,
+                                     td__pod *parsed)
+{
+    static const struct {
+        const char *field, *kind;
+    } groups[] = {{"containers", "container"}, {"initContainers", "init container"}};
+    json_t *spec = json_object_get(pod, "spec");
+    json_t *orig[2] = {NULL, NULL}, *copy[2] = {NULL, NULL};
+    td_strbuf note = TD_STRBUF_INIT(1u << 20);
+    char *annotation = NULL;
+    td_status s = TD_OK;
+    size_t i, k, l;
+
+    for (k = 0; k < 2 && s == TD_OK; k++) {
+        json_t *arr = json_is_object(spec) ? json_object_get(spec, groups[k].field) : NULL;
+        json_t *c;
+        if (!json_is_array(arr))
+            continue;
+        orig[k] = arr;
+        json_array_foreach(arr, i, c)
+        {
+            for (l = 0; l < n && !container_wants(c, &lrs[l]); l++)
+                ;
+            if (l == n)
+                continue;
+            json_t *nc = json_copy(c);
+            json_t *res = json_object_get(c, "resources");
+            if (nc && res && json_object_set_new_nocheck(nc, "resources", td_json_copy(res)) != 0) {
+                json_decref(nc);
+                nc = NULL;
+            }
+            if (nc && !copy[k] && !(copy[k] = json_copy(arr))) {
+                json_decref(nc);
+                nc = NULL;
+            }
+            if (!nc || json_array_set_new(copy[k], i, nc) != 0) {
+                s = TD_ENOMEM;
+                break;
+            }
+        }
+    }
+    /* mergePodResourceRequirements per LimitRange, in order; each one that
+     * sets something words the annotation anew. */
+    for (l = 0; l < n && s == TD_OK; l++) {
+        note.len = 0;
+        if (note.s)
+            note.s[0] = '\0';
+        for (k = 0; k < 2 && s == TD_OK; k++) {
+            if (!copy[k])
+                continue;
+            td__pod_container *pcs = NULL;
+            if (parsed)
+                pcs = k == 0 ? parsed->containers : parsed->init_containers;
+            for (i = 0; i < json_array_size(copy[k]) && s == TD_OK; i++) {
+                json_t *c = json_array_get(copy[k], i);
+                if (c == json_array_get(orig[k], i))
+                    continue; /* shared: no default lands in it */
+                s = merge_container(c, &lrs[l], groups[k].kind, pcs ? &pcs[i] : NULL, &note);
+            }
+        }
+        if (s == TD_OK && note.failed)
+            s = TD_ENOMEM;
+        if (s == TD_OK && note.len > 0) {
+            td_strbuf val = TD_STRBUF_INIT((1u << 20) + 64);
+            td_strbuf_append(&val, "LimitRanger plugin set: ");
+            td_strbuf_append(&val, note.s);
+            free(annotation);
+            annotation = val.s;
+            if (val.failed)
+                s = TD_ENOMEM;
+        }
+    }
+    if (s == TD_OK && annotation)
+        s = set_annotation(pod, annotation);
+    for (k = 0; k < 2; k++) {
+        if (s == TD_OK && copy[k] && json_object_set_new(spec, groups[k].field, copy[k]) != 0)
+            s = TD_ENOMEM; /* a replacement: not expected */
+        else if (s != TD_OK)
+            json_decref(copy[k]);
+    }
+    free(annotation);
+    free(note.s);
+    return s;
+}
+
 /* true if parsed's containers line up with pod's container lists. */
 static bool lines_up(const json_t *pod, const td__pod *parsed)
 {
@@ -569,9 +707,9 @@ td_status td__limitrange_default_update(json_t *pod, const td_limitranges *l, td
     bool update = lines_up(pod, parsed);
     for (size_t i = 0; i < l->n; i++)
         update = update && l->lrs[i].readback_ok;
-    s = default_with(pod, l->lrs, l->n, update ? parsed : NULL, err);
+    s = default_update_with(pod, l->lrs, l->n, update ? parsed : NULL);
     if (s != TD_OK)
-        return s;
+        return td_err_set(err, s, "applying LimitRange defaults: %s", td_strerror(s));
     if (update) {
         td__pod_bind(pod, parsed);
         return TD_OK;

@@ -432,6 +432,24 @@ static void test_default(void **state)
             print_message("%s: parsed path differs (%s)\n", default_rows[i].name, err.msg);
             failed++;
         }
+        /* td_admit_pod's path: the pod's parse kept and given the defaults,
+         * only the containers defaulted copied */
+        json_t *pod3 = J(default_rows[i].pod);
+        td__pod kept, fresh;
+        if (td__pod_parse(pod3, &kept, NULL) != TD_OK ||
+            td__limitrange_default_update(pod3, parsed, &kept, &err) != TD_OK ||
+            !json_equal(pod3, want) || td__pod_parse(pod3, &fresh, NULL) != TD_OK) {
+            print_message("%s: kept-parse path differs (%s)\n", default_rows[i].name, err.msg);
+            failed++;
+        } else {
+            if (!td__pod_same(&kept, &fresh)) {
+                print_message("%s: kept parse differs from a fresh one\n", default_rows[i].name);
+                failed++;
+            }
+            td__pod_fini(&fresh);
+        }
+        td__pod_fini(&kept);
+        json_decref(pod3);
         td_limitranges_destroy(parsed);
         json_decref(pod2);
         if (st != TD_OK) {

@@ -66,6 +66,10 @@ typedef struct td__pod {
      * overhead and resources. bound is false when they are not known. */
     bool bound;
     const json_t *src_spec, *src_containers, *src_init, *src_overhead, *src_resources;
+    /* td__pod_aggregate(p, 0) made once (td__pod_aggregate_keep) for the
+     * validating steps to read; dropped by bind and refresh. */
+    bool agg_kept;
+    td_resources agg_requests, agg_limits;
 } td__pod;
 
 /* Parses pod's containers, init containers, overhead and pod-level
@@ -111,6 +115,16 @@ td_status td__pod_default_requests_parsed(json_t *pod, td__pod *out, td_err *err
  * may be NULL. */
 td_status td__pod_aggregate(const td__pod *p, unsigned flags, td_resources *requests,
                             td_resources *limits);
+
+/* Computes p's container aggregate (td__pod_aggregate with no flags) once
+ * and keeps it in p; TD_ENOMEM leaves none kept. */
+td_status td__pod_aggregate_keep(td__pod *p);
+
+/* The kept aggregate's requests (limits false) or limits, if one is kept
+ * and flags change nothing for p (no spec.overhead when TD__POD_OVERHEAD,
+ * no spec.resources when TD__POD_LEVEL); else NULL: the caller runs
+ * td__pod_aggregate. Borrowed from p. */
+const td_resources *td__pod_aggregate_kept(const td__pod *p, unsigned flags, bool limits);
 
 /* true for pod-level resource names Kubernetes supports (cpu, memory,
  * hugepages-*). */

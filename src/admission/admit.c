@@ -280,6 +280,9 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         td__pod_fini(&vpod);
         vparsed = false;
     }
+    /* the containers' sums, read by LimitRange (type Pod) and quota */
+    if (vparsed)
+        (void)td__pod_aggregate_keep(&vpod);
 #ifndef NDEBUG
     if (vparsed) {
         /* the kept parse must be what a fresh one is */

@@ -964,11 +964,14 @@ static td_status validate_one(const td__pod *p, const limit_range *lr, violation
             /* LimitRanger's own podRequests/podLimits: containers, sidecars
              * and init containers, without overhead or pod-level resources. */
             td_resources reqs, lims;
-            td_status s;
+            td_status s = TD_OK;
+            const td_resources *kr = td__pod_aggregate_kept(p, 0, false);
+            const td_resources *kl = td__pod_aggregate_kept(p, 0, true);
             td_resources_init(&reqs);
             td_resources_init(&lims);
-            s = td__pod_aggregate(p, 0, &reqs, &lims);
-            if (s == TD_OK)
+            if (kr && kl)
+                check_item(v, it, "Pod", kr, kl);
+            else if ((s = td__pod_aggregate(p, 0, &reqs, &lims)) == TD_OK)
                 check_item(v, it, "Pod", &reqs, &lims);
             td_resources_fini(&reqs);
             td_resources_fini(&lims);

@@ -201,6 +201,15 @@ static void pod_init(td__pod *p)
     td_resources_init(&p->overhead);
     td_resources_init(&p->pod_requests);
     td_resources_init(&p->pod_limits);
+    td_resources_init(&p->agg_requests);
+    td_resources_init(&p->agg_limits);
+}
+
+static void aggregate_drop(td__pod *p)
+{
+    td_resources_fini(&p->agg_requests);
+    td_resources_fini(&p->agg_limits);
+    p->agg_kept = false;
 }
 
 void td__pod_fini(td__pod *p)
@@ -218,6 +227,7 @@ void td__pod_fini(td__pod *p)
     td_resources_fini(&p->overhead);
     td_resources_fini(&p->pod_requests);
     td_resources_fini(&p->pod_limits);
+    aggregate_drop(p);
     pod_init(p);
 }
 
@@ -311,6 +321,7 @@ void td__pod_bind(const json_t *pod, td__pod *p)
 {
     const json_t *spec = json_object_get(pod, "spec");
 
+    aggregate_drop(p);
     p->bound = false;
     p->src_spec = spec;
     if (!json_is_object(spec))
@@ -346,6 +357,7 @@ td_status td__pod_refresh(const json_t *pod, td__pod *p, td_err *err)
     const json_t *arr, *iarr;
     td_status s;
 
+    aggregate_drop(p);
     arr = json_is_object(spec) ? json_object_get(spec, "containers") : NULL;
     iarr = json_is_object(spec) ? json_object_get(spec, "initContainers") : NULL;
     if (!p->bound || !json_is_object(spec) || spec != p->src_spec || arr != p->src_containers ||
@@ -402,9 +414,25 @@ static bool containers_same(const td__pod_container *a, const td__pod_container 
     return true;
 }
 
+/* With a kept aggregate in a: the same as b's, computed afresh. */
+static bool aggregate_same(const td__pod *a, const td__pod *b)
+{
+    td_resources r, l;
+    bool same;
+    if (!a->agg_kept)
+        return true;
+    td_resources_init(&r);
+    td_resources_init(&l);
+    same = td__pod_aggregate(b, 0, &r, &l) == TD_OK && resources_same(&a->agg_requests, &r) &&
+           resources_same(&a->agg_limits, &l);
+    td_resources_fini(&r);
+    td_resources_fini(&l);
+    return same;
+}
+
 bool td__pod_same(const td__pod *a, const td__pod *b)
 {
-    return a->ncontainers == b->ncontainers && a->ninit_containers == b->ninit_containers &&
+    return aggregate_same(a, b) && a->ncontainers == b->ncontainers && a->ninit_containers == b->ninit_containers &&
            containers_same(a->containers, b->containers, a->ncontainers) &&
            containers_same(a->init_containers, b->init_containers, a->ninit_containers) &&
            a->has_overhead == b->has_overhead && resources_same(&a->overhead, &b->overhead) &&
@@ -555,6 +583,27 @@ td_status td__pod_aggregate(const td__pod *p, unsigned flags, td_resources *requ
         }
     }
     return s;
+}
+
+td_status td__pod_aggregate_keep(td__pod *p)
+{
+    td_status s;
+    aggregate_drop(p);
+    s = td__pod_aggregate(p, 0, &p->agg_requests, &p->agg_limits);
+    if (s != TD_OK) {
+        aggregate_drop(p);
+        return s;
+    }
+    p->agg_kept = true;
+    return TD_OK;
+}
+
+const td_resources *td__pod_aggregate_kept(const td__pod *p, unsigned flags, bool limits)
+{
+    if (!p->agg_kept || ((flags & TD__POD_OVERHEAD) && p->has_overhead) ||
+        ((flags & TD__POD_LEVEL) && p->has_pod_resources))
+        return NULL;
+    return limits ? &p->agg_limits : &p->agg_requests;
 }
 
 td_status td_pod_requests_limits(const json_t *pod, td_resources *requests, td_resources *limits,

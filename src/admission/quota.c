@@ -375,8 +375,12 @@ static td_status pod_usage(const pod_info *pi, td_resources *out)
         return s;
     td_resources_init(&reqs);
     td_resources_init(&lims);
-    s = td__pod_aggregate(&pi->res, TD__POD_OVERHEAD | TD__POD_LEVEL, &reqs, &lims);
-    if (s == TD_OK)
+    const td_resources *kr = td__pod_aggregate_kept(&pi->res, TD__POD_OVERHEAD | TD__POD_LEVEL, false);
+    const td_resources *kl = td__pod_aggregate_kept(&pi->res, TD__POD_OVERHEAD | TD__POD_LEVEL, true);
+    if (kr && kl)
+        s = compute_usage(kr, kl, out);
+    else if ((s = td__pod_aggregate(&pi->res, TD__POD_OVERHEAD | TD__POD_LEVEL, &reqs, &lims)) ==
+             TD_OK)
         s = compute_usage(&reqs, &lims, out);
     td_resources_fini(&reqs);
     td_resources_fini(&lims);

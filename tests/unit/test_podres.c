@@ -246,6 +246,35 @@ static void test_refresh(void **state)
         json_decref(v);
         json_decref(pod);
     }
+    /* a kept aggregate: what td__pod_aggregate gives, offered only for
+     * flags that change nothing for the pod, dropped by a refresh */
+    {
+        json_t *pod = J("{'spec':{'overhead':{'cpu':'1'},'containers':[" CTR("a", "'cpu':'1'", "'cpu':'2'") "," CTR("b", "'cpu':'500m'", "") "]}}");
+        td__pod p, q;
+        td_resources r, l;
+        td_resources_init(&r);
+        td_resources_init(&l);
+        assert_int_equal(td__pod_parse(pod, &p, NULL), TD_OK);
+        assert_null(td__pod_aggregate_kept(&p, 0, false));
+        assert_int_equal(td__pod_aggregate_keep(&p), TD_OK);
+        assert_int_equal(td__pod_aggregate(&p, 0, &r, &l), TD_OK);
+        assert_non_null(td__pod_aggregate_kept(&p, 0, false));
+        assert_int_equal(td_quantity_cmp(td_resources_get(td__pod_aggregate_kept(&p, 0, false), "cpu"),
+                                         td_resources_get(&r, "cpu")), 0);
+        assert_int_equal(td_quantity_cmp(td_resources_get(td__pod_aggregate_kept(&p, 0, true), "cpu"),
+                                         td_resources_get(&l, "cpu")), 0);
+        assert_null(td__pod_aggregate_kept(&p, TD__POD_OVERHEAD, false)); /* has overhead */
+        assert_non_null(td__pod_aggregate_kept(&p, TD__POD_LEVEL, true)); /* no spec.resources */
+        assert_int_equal(td__pod_parse(pod, &q, NULL), TD_OK);
+        assert_true(td__pod_same(&p, &q));
+        assert_int_equal(td__pod_refresh(pod, &p, NULL), TD_OK);
+        assert_null(td__pod_aggregate_kept(&p, 0, false));
+        td__pod_fini(&p);
+        td__pod_fini(&q);
+        td_resources_fini(&r);
+        td_resources_fini(&l);
+        json_decref(pod);
+    }
     /* td__pod_same tells a difference */
     json_t *a = J(POD(CTR("a", "'memory':'1Ki'", ""))), *b = J(POD(CTR("a", "'memory':'1024'", "")));
     td__pod pa, pb;

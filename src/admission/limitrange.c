@@ -4,6 +4,7 @@
  * messages. Map iteration, random in Go, is by sorted resource name here. */
 #include "tenantd/limitrange.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -807,15 +808,28 @@ typedef struct {
     int64_t r, l, rm, lm;
 } observed;
 
+/* td_quantity_value(q) from its milli-value: both round away from zero,
+ * so |value| = ceil(|milli| / 1000) unless milli saturated. */
+static int64_t value_from_milli(const td_quantity *q, int64_t milli)
+{
+    if (milli == INT64_MAX || milli == INT64_MIN)
+        return td_quantity_value(q);
+    uint64_t m = milli < 0 ? (uint64_t)0 - (uint64_t)milli : (uint64_t)milli;
+    int64_t v = (int64_t)((m + 999) / 1000);
+    v = milli < 0 ? -v : v;
+    assert(v == td_quantity_value(q));
+    return v;
+}
+
 static void observe(const td_resources *requests, const td_resources *limits, const char *name,
                     observed *o)
 {
     o->req = td_resources_get(requests, name);
     o->lim = td_resources_get(limits, name);
-    o->r = o->req ? td_quantity_value(o->req) : 0;
-    o->l = o->lim ? td_quantity_value(o->lim) : 0;
     o->rm = o->req ? td_quantity_milli_value(o->req) : 0;
     o->lm = o->lim ? td_quantity_milli_value(o->lim) : 0;
+    o->r = o->req ? value_from_milli(o->req, o->rm) : 0;
+    o->l = o->lim ? value_from_milli(o->lim, o->lm) : 0;
 }
 
 /* requestLimitEnforcedValues: compare in milli-units when nothing

@@ -90,6 +90,14 @@ static const struct {
     {"many names, over", POD1("many", CPU("100m") ",'r00.example.com/x':'1','r01.example.com/x':'1','r02.example.com/x':'1','r03.example.com/x':'1','r04.example.com/x':'1','r05.example.com/x':'1','r06.example.com/x':'1','r07.example.com/x':'1','r08.example.com/x':'1','r09.example.com/x':'1','r10.example.com/x':'1','r11.example.com/x':'1','r12.example.com/x':'1','r13.example.com/x':'1','r14.example.com/x':'1','r15.example.com/x':'1','r16.example.com/x':'1'", CPU("2") ",'r00.example.com/x':'1','r01.example.com/x':'1','r02.example.com/x':'1','r03.example.com/x':'1','r04.example.com/x':'1','r05.example.com/x':'1','r06.example.com/x':'1','r07.example.com/x':'1','r08.example.com/x':'1','r09.example.com/x':'1','r10.example.com/x':'1','r11.example.com/x':'1','r12.example.com/x':'1','r13.example.com/x':'1','r14.example.com/x':'1','r15.example.com/x':'1','r16.example.com/x':'1'"),
      CTRLR("", CPU("1") ",'r00.example.com/x':'1','r01.example.com/x':'1','r02.example.com/x':'1','r03.example.com/x':'1','r04.example.com/x':'1','r05.example.com/x':'1','r06.example.com/x':'1','r07.example.com/x':'1','r08.example.com/x':'1','r09.example.com/x':'1','r10.example.com/x':'1','r11.example.com/x':'1','r12.example.com/x':'1','r13.example.com/x':'1','r14.example.com/x':'1','r15.example.com/x':'1','r16.example.com/x':'1'", ""), TD_EFORBIDDEN,
      "maximum cpu usage per Container is 1, but limit is 2"},
+    /* Values past milli precision, and negative ones: compared as
+     * requestLimitEnforcedValues does (units when milli-units overflow). */
+    {"huge values compared in units", POD1("huge", CPU("8E"), CPU("8E")), CTRLR("", CPU("9E"), ""),
+     TD_OK, ""},
+    {"huge limit over a huge max", POD1("huge", CPU("8E"), CPU("9E")), CTRLR("", CPU("8E"), ""),
+     TD_EFORBIDDEN, "maximum cpu usage per Container is 8E, but limit is 9E"},
+    {"negative request above a negative min", POD1("neg", CPU("-1500m"), ""),
+     CTRLR(CPU("-2"), "", ""), TD_OK, ""},
     /* TestPodLimitFunc successCases */
     {"ctr-min-cpu-request", POD1("ctr-min-cpu-request", CPU("100m"), ""), CTRLR(CPU("50m"), "", ""), TD_OK, ""},
     {"ctr-min-cpu-request-limit", POD1("ctr-min-cpu-request-limit", CPU("100m"), CPU("200m")), CTRLR(CPU("50m"), "", ""), TD_OK, ""},

@@ -389,11 +389,55 @@ static td_status pod_usage(const pod_info *pi, td_resources *out)
 
 /* ---- quotas ---- */
 
+typedef enum {
+    SCOPE_OTHER = 0,
+    SCOPE_TERMINATING,
+    SCOPE_NOT_TERMINATING,
+    SCOPE_BEST_EFFORT,
+    SCOPE_NOT_BEST_EFFORT,
+    SCOPE_CROSS_NAMESPACE,
+    SCOPE_PRIORITY_CLASS
+} scope_kind;
+
+typedef enum { OP_OTHER = 0, OP_EXISTS, OP_IN, OP_NOT_IN, OP_DOES_NOT_EXIST } scope_op;
+
 typedef struct {
     const char *scope_name;
     const char *op;
     const json_t *values; /* array of strings, or NULL */
+    /* scope_name and op resolved when the quota is parsed */
+    scope_kind kind;
+    scope_op opk;
 } scope_selector;
+
+/* Resolves sel's scope name and operator, once, when parsed. */
+static void selector_resolve(scope_selector *sel)
+{
+    static const struct {
+        const char *name;
+        scope_kind kind;
+    } kinds[] = {{"Terminating", SCOPE_TERMINATING},
+                 {"NotTerminating", SCOPE_NOT_TERMINATING},
+                 {"BestEffort", SCOPE_BEST_EFFORT},
+                 {"NotBestEffort", SCOPE_NOT_BEST_EFFORT},
+                 {"CrossNamespacePodAffinity", SCOPE_CROSS_NAMESPACE},
+                 {"PriorityClass", SCOPE_PRIORITY_CLASS}};
+    static const struct {
+        const char *name;
+        scope_op op;
+    } ops[] = {{"Exists", OP_EXISTS},
+               {"In", OP_IN},
+               {"NotIn", OP_NOT_IN},
+               {"DoesNotExist", OP_DOES_NOT_EXIST}};
+    sel->kind = SCOPE_OTHER;
+    sel->opk = OP_OTHER;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(sel->scope_name, kinds[i].name) == 0)
+            sel->kind = kinds[i].kind;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(sel->op, ops[i].name) == 0)
+            sel->opk = ops[i].op;
+}
 
 typedef struct {
     const char *name;
@@ -506,6 +550,7 @@ static td_status quota_parse(const json_t *obj, size_t index, bool from_status, 
         }
         q->selectors[q->nselectors].scope_name = json_string_value(v);
         q->selectors[q->nselectors].op = "Exists";
+        selector_resolve(&q->selectors[q->nselectors]);
         q->nselectors++;
     }
     for (i = 0; i < nexprs; i++) {
@@ -541,6 +586,7 @@ static td_status quota_parse(const json_t *obj, size_t index, bool from_status, 
         ss->scope_name = json_string_value(sn);
         ss->op = json_string_value(op);
         ss->values = values;
+        selector_resolve(ss);
         q->nselectors++;
     }
 
@@ -601,7 +647,6 @@ static void format_selector(td_strbuf *b, const scope_selector *sel)
 static td_status scope_matches(const scope_selector *sel, const pod_info *pi, const quota *q,
                                bool *match, td_err *err)
 {
-    const char *sn = sel->scope_name;
     size_t nvalues = sel->values ? json_array_size(sel->values) : 0;
     const char *problem = NULL;
     char problem_buf[256];
@@ -610,30 +655,29 @@ static td_status scope_matches(const scope_selector *sel, const pod_info *pi, co
     const json_t *v;
 
     *match = false;
-    if (strcmp(sn, "Terminating") == 0)
-        *match = pi->terminating;
-    else if (strcmp(sn, "NotTerminating") == 0)
-        *match = !pi->terminating;
-    else if (strcmp(sn, "BestEffort") == 0)
-        *match = is_best_effort(pi);
-    else if (strcmp(sn, "NotBestEffort") == 0)
-        *match = !is_best_effort(pi);
-    else if (strcmp(sn, "CrossNamespacePodAffinity") == 0)
-        *match = uses_cross_namespace_affinity(pi);
-    if (strcmp(sn, "PriorityClass") != 0)
+    switch (sel->kind) {
+    case SCOPE_TERMINATING: *match = pi->terminating; break;
+    case SCOPE_NOT_TERMINATING: *match = !pi->terminating; break;
+    case SCOPE_BEST_EFFORT: *match = is_best_effort(pi); break;
+    case SCOPE_NOT_BEST_EFFORT: *match = !is_best_effort(pi); break;
+    case SCOPE_CROSS_NAMESPACE: *match = uses_cross_namespace_affinity(pi); break;
+    case SCOPE_PRIORITY_CLASS:
+    case SCOPE_OTHER: break;
+    }
+    if (sel->kind != SCOPE_PRIORITY_CLASS)
         return TD_OK;
 
     has_label = pi->priority_class[0] != '\0';
-    if (strcmp(sel->op, "Exists") == 0) {
+    if (sel->opk == OP_EXISTS) {
         /* Checked for existence alone, without building a selector. */
         *match = has_label;
         return TD_OK;
     }
-    if (strcmp(sel->op, "In") == 0 || strcmp(sel->op, "NotIn") == 0) {
+    if (sel->opk == OP_IN || sel->opk == OP_NOT_IN) {
         if (nvalues == 0)
             problem = "values: Invalid value: []string{}: for 'in', 'notin' operators, values "
                       "set can't be empty";
-    } else if (strcmp(sel->op, "DoesNotExist") == 0) {
+    } else if (sel->opk == OP_DOES_NOT_EXIST) {
         if (nvalues != 0)
             problem = "values: Invalid value: values set must be empty for exists and does not "
                       "exist";
@@ -659,9 +703,9 @@ static td_status scope_matches(const scope_selector *sel, const pod_info *pi, co
     if (sel->values)
         json_array_foreach(sel->values, i, v) if (strcmp(json_string_value(v), pi->priority_class) == 0)
             in_values = true;
-    if (strcmp(sel->op, "In") == 0)
+    if (sel->opk == OP_IN)
         *match = has_label && in_values;
-    else if (strcmp(sel->op, "NotIn") == 0)
+    else if (sel->opk == OP_NOT_IN)
         *match = !has_label || !in_values;
     else
         *match = !has_label;

@@ -25,6 +25,11 @@ typedef struct {
     /* Record every step in r->trace (costs a copy of the pod per mutating
      * step): `tenantctl explain pod`. */
     bool trace;
+    /* The caller will not send r->patch (the validating endpoint): the
+     * diff is not made and r->patch stays NULL. The decision is the same,
+     * except that a pod whose mutated JSON has a JSON Pointer too long to
+     * write in a patch (over 4 KiB) is decided instead of answered 400. */
+    bool no_patch;
 } td_admit_opts;
 
 typedef struct {
@@ -34,7 +39,9 @@ typedef struct {
     char message[TD_ERR_MAX];
     bool validating;       /* the decision was made after mutation succeeded */
     json_t *patch;         /* JSON Patch of the mutations (array); NULL if none */
-    json_t *pod;           /* the pod after mutation; owned */
+    json_t *pod;           /* the pod after mutation; owned, but it shares the
+                            * nodes no step changed with the input pod: read
+                            * it, do not change it in place */
     /* Validating rules in shadow (AdmissionPolicy spec.enforcement) that
      * would have denied: [{"rule": R, "message": M}], or NULL. Owned. */
     json_t *shadowed;

@@ -45,6 +45,9 @@ typedef struct {
     bool restartable;  /* init container with restartPolicy "Always" */
     td_resources requests;
     td_resources limits;
+    /* The container object and its "resources" member this was read
+     * from (td__pod_bind), for td__pod_refresh. */
+    const json_t *src, *src_resources;
 } td__pod_container;
 
 /* A pod's resource-related fields, parsed and validated. Strings are
@@ -59,6 +62,14 @@ typedef struct td__pod {
     bool has_pod_resources; /* spec.resources is an object */
     td_resources pod_requests;
     td_resources pod_limits;
+    /* The JSON nodes read (td__pod_bind): spec, its container lists,
+     * overhead and resources. bound is false when they are not known. */
+    bool bound;
+    const json_t *src_spec, *src_containers, *src_init, *src_overhead, *src_resources;
+    /* td__pod_aggregate(p, 0) made once (td__pod_aggregate_keep) for the
+     * validating steps to read; dropped by bind and refresh. */
+    bool agg_kept;
+    td_resources agg_requests, agg_limits;
 } td__pod;
 
 /* Parses pod's containers, init containers, overhead and pod-level
@@ -67,6 +78,32 @@ typedef struct td__pod {
  * fini on failure. */
 td_status td__pod_parse(const json_t *pod, td__pod *out, td_err *err);
 void td__pod_fini(td__pod *p);
+
+/* A parse kept across changes to the pod, so that it is made once per
+ * admission. td__pod_parse binds its result to the JSON nodes it read.
+ * td__pod_bind binds p to pod's current nodes, for a caller that has
+ * changed pod's JSON and made the same change to p itself (p must then
+ * equal td__pod_parse of pod). td__pod_refresh brings p up to date with
+ * pod after changes made by others: it parses again what was replaced
+ * (a container object or its "resources", spec.overhead, spec.resources;
+ * all of it if spec or a container list was replaced). A change made in
+ * place inside a node p was read from is not seen: a step that changes
+ * resources replaces the node, as the resources steps do. On failure of
+ * refresh, p is left empty (fini'd) and the error is td__pod_parse's. */
+void td__pod_bind(const json_t *pod, td__pod *p);
+td_status td__pod_refresh(const json_t *pod, td__pod *p, td_err *err);
+
+/* true if a and b hold the same containers (names, restartable), requests,
+ * limits, overhead and pod-level resources, quantity by quantity (value
+ * and format): a check that an updated parse equals a fresh one. */
+bool td__pod_same(const td__pod *a, const td__pod *b);
+
+/* td_pod_default_requests, leaving in *out (on TD_OK; td__pod_fini it)
+ * the parse of the defaulted pod, bound to it. The parse made to check
+ * the pod is updated with the requests set, not made again. (If a parse
+ * made afresh fails after the pod was changed, *out is left empty and
+ * unbound: td__pod_refresh then parses again and reports.) */
+td_status td__pod_default_requests_parsed(json_t *pod, td__pod *out, td_err *err);
 
 /* Flags for td__pod_aggregate. */
 #define TD__POD_OVERHEAD  1u /* add spec.overhead */
@@ -78,6 +115,16 @@ void td__pod_fini(td__pod *p);
  * may be NULL. */
 td_status td__pod_aggregate(const td__pod *p, unsigned flags, td_resources *requests,
                             td_resources *limits);
+
+/* Computes p's container aggregate (td__pod_aggregate with no flags) once
+ * and keeps it in p; TD_ENOMEM leaves none kept. */
+td_status td__pod_aggregate_keep(td__pod *p);
+
+/* The kept aggregate's requests (limits false) or limits, if one is kept
+ * and flags change nothing for p (no spec.overhead when TD__POD_OVERHEAD,
+ * no spec.resources when TD__POD_LEVEL); else NULL: the caller runs
+ * td__pod_aggregate. Borrowed from p. */
+const td_resources *td__pod_aggregate_kept(const td__pod *p, unsigned flags, bool limits);
 
 /* true for pod-level resource names Kubernetes supports (cpu, memory,
  * hugepages-*). */

@@ -4,6 +4,7 @@
  * first failing plugin does in the API server. */
 #include "tenantd/admit.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,37 +114,42 @@ static td_status pss_level_of(const td_config *cfg, const char *ns, td_pss_level
     return TD_OK;
 }
 
-/* The pod's copy the mutating steps change: new objects along every path
- * a step writes in place (the pod, all of metadata, spec and each member
- * of spec but the container lists and volumes), pod_in's nodes below.
- * The container lists are written only by the resources steps, through
- * copies of their own (podres.c); sharing them keeps the copy small, and
- * the JSON Patch diff skips a shared node at once. */
+/* Replaces parent[key], when an object or an array, with a shallow copy
+ * of it (a new node whose members are shared). 0, or -1 out of memory. */
+static int own(json_t *parent, const char *key)
+{
+    json_t *v = json_object_get(parent, key);
+    if (!json_is_object(v) && !json_is_array(v))
+        return 0;
+    json_t *c = json_copy(v);
+    return c && json_object_set_new_nocheck(parent, key, c) == 0 ? 0 : -1;
+}
+
+/* The pod's copy the mutating steps change: a new node for every node a
+ * step writes in place, every other node shared with pod_in. The steps
+ * write in place only into the pod, metadata, metadata.labels and
+ * .annotations, spec, spec.nodeSelector, spec.tolerations (appending),
+ * spec.affinity and spec.affinity.nodeAffinity; anything else they change
+ * they replace with a node of their own (the resources steps copy the
+ * containers they default, podres.c). A step that comes to write in place
+ * elsewhere adds its node here: debug builds check that pod_in is left
+ * as it was. Sharing keeps the copy, its teardown and the JSON Patch diff
+ * (which skips a shared node at once) small. */
 static json_t *pod_spine_copy(const json_t *pod_in)
 {
-    static const char *const shared[] = {"containers", "initContainers", "ephemeralContainers",
-                                         "volumes"};
     json_t *pod = json_copy((json_t *)pod_in);
-    if (!pod)
-        return NULL;
-    json_t *meta = json_object_get(pod_in, "metadata");
-    if (meta && json_object_set_new_nocheck(pod, "metadata", td_json_copy(meta)) != 0)
+    if (!pod || own(pod, "metadata") != 0 || own(pod, "spec") != 0)
         goto fail;
-    json_t *spec = json_object_get(pod_in, "spec");
-    json_t *nspec = json_copy(spec);
-    if (!nspec || json_object_set_new_nocheck(pod, "spec", nspec) != 0)
+    json_t *meta = json_object_get(pod, "metadata");
+    if (json_is_object(meta) && (own(meta, "labels") != 0 || own(meta, "annotations") != 0))
         goto fail;
-    const char *k;
-    json_t *v;
-    json_object_foreach(spec, k, v)
-    {
-        size_t i = 0;
-        while (i < sizeof shared / sizeof shared[0] && strcmp(k, shared[i]) != 0)
-            i++;
-        if (i == sizeof shared / sizeof shared[0] && (json_is_object(v) || json_is_array(v)) &&
-            json_object_set_new_nocheck(nspec, k, td_json_copy(v)) != 0)
-            goto fail;
-    }
+    json_t *spec = json_object_get(pod, "spec");
+    if (own(spec, "nodeSelector") != 0 || own(spec, "tolerations") != 0 ||
+        own(spec, "affinity") != 0)
+        goto fail;
+    json_t *aff = json_object_get(spec, "affinity");
+    if (json_is_object(aff) && own(aff, "nodeAffinity") != 0)
+        goto fail;
     return pod;
 fail:
     json_decref(pod);
@@ -194,7 +200,9 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     size_t nquotas = td_config_list(cfg, "ResourceQuota", ns, &quotas);
     /* The same objects parsed once per snapshot; NULL: work from the JSON. */
     const td_admindex_ns *ix = nranges + nquotas ? td_admindex_get(cfg, ns) : NULL;
-    td__pod vpod; /* the mutated pod's resources, when vparsed */
+    /* The pod's resources, parsed once by the defaults step, kept up to
+     * date through the mutating steps, and read by validation. */
+    td__pod vpod;
     bool vparsed = false;
 
     if (opts->trace && !(r->trace = json_array())) {
@@ -202,6 +210,10 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         decide(r, TD_ENOMEM, "Internal", &err);
         return TD_ENOMEM;
     }
+#ifndef NDEBUG
+    /* pod_in is borrowed: no step may write into the nodes shared with it */
+    json_t *pod_in_was = json_deep_copy(pod_in);
+#endif
 
     /* The API server's own defaulting, then the mutating steps, in this
      * fixed order (so the same input gives the same patch, byte for byte). */
@@ -214,11 +226,14 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         rule = mnames[m];
         json_t *before = r->trace ? td_json_copy(pod) : NULL;
         switch (m) {
-        case M_DEFAULTS: st = td_pod_default_requests(pod, &err); break;
+        case M_DEFAULTS:
+            st = td__pod_default_requests_parsed(pod, &vpod, &err);
+            vparsed = st == TD_OK;
+            break;
         case M_LIMITRANGE:
             /* M_DEFAULTS parsed the pod's resources and accepted them */
             st = ix && ix->limitranges_ok
-                     ? td__limitrange_default_defaulted(pod, ix->limitranges, &err)
+                     ? td__limitrange_default_update(pod, ix->limitranges, &vpod, &err)
                      : td_limitrange_default(pod, ranges, nranges, &err);
             break;
         case M_PRIORITY: st = td_priority_mutate(cfg, pod, &err); break;
@@ -243,21 +258,43 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     }
     if (st != TD_OK)
         goto out;
-    rule = "Internal";
-    st = td_jsonpatch_diff(pod_in, pod, &r->patch, &err);
-    if (st != TD_OK)
-        goto out;
-    if (json_array_size(r->patch) == 0) {
-        json_decref(r->patch);
-        r->patch = NULL;
+    if (!opts->no_patch) {
+        rule = "Internal";
+        st = td_jsonpatch_diff(pod_in, pod, &r->patch, &err);
+        if (st != TD_OK)
+            goto out;
+        if (json_array_size(r->patch) == 0) {
+            json_decref(r->patch);
+            r->patch = NULL;
+        }
     }
 
-    /* Validation, against the mutated pod. Its resources are parsed once
-     * for LimitRange and ResourceQuota; if that fails, the JSON entry
-     * points report why, as they always did. */
+    /* Validation, against the mutated pod. Its resources, as parsed and
+     * updated above, brought up to date with what the later steps replaced
+     * (spec.overhead from a RuntimeClass, say), serve LimitRange and
+     * ResourceQuota; if they do not parse, the JSON entry points report
+     * why, as they always did. */
     r->validating = true;
     td_pss_level level;
-    vparsed = ix && td__pod_parse(pod, &vpod, NULL) == TD_OK;
+    if (vparsed && (!ix || td__pod_refresh(pod, &vpod, NULL) != TD_OK)) {
+        td__pod_fini(&vpod);
+        vparsed = false;
+    }
+    /* the containers' sums, read by LimitRange (type Pod) and quota */
+    if (vparsed)
+        (void)td__pod_aggregate_keep(&vpod);
+#ifndef NDEBUG
+    if (vparsed) {
+        /* the kept parse must be what a fresh one is */
+        td__pod fresh;
+        if (td__pod_parse(pod, &fresh, NULL) == TD_OK) {
+            assert(td__pod_same(&vpod, &fresh));
+            td__pod_fini(&fresh);
+        } else {
+            assert(!"the kept parse of the pod parses no more");
+        }
+    }
+#endif
     rule = "LimitRange";
     st = after_validate(cfg, r, rule,
                         vparsed && ix->limitranges_ok
@@ -307,6 +344,10 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     if (st == TD_OK)
         rule = NULL;
 out:
+#ifndef NDEBUG
+    assert(!pod_in_was || json_equal(pod_in_was, pod_in));
+    json_decref(pod_in_was);
+#endif
     if (vparsed)
         td__pod_fini(&vpod);
     decide(r, st, rule, &err);
@@ -383,6 +424,9 @@ td_status td_admission_review(const td_config *cfg, const json_t *input, td_revi
     const json_t *pod = input;
     const char *ns = NULL;
     td_admit_opts local = opts ? *opts : (td_admit_opts){0};
+    /* The validating endpoint sends no patch: none is made. */
+    if (mode == TD_REVIEW_VALIDATE)
+        local.no_patch = true;
     char bad[512] = "";
     int pvc = 0;
 

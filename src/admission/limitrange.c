@@ -4,6 +4,7 @@
  * messages. Map iteration, random in Go, is by sorted resource name here. */
 #include "tenantd/limitrange.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,9 +23,26 @@
 
 typedef enum { LR_OTHER = 0, LR_CONTAINER, LR_POD } lr_type;
 
+/* The most resource names one item's min, max and ratio may name for
+ * check_item's fast form; an item with more is checked name by name. */
+#define LR_NAMES_MAX 16
+
+/* One constraint list (min, max or maxLimitRequestRatio) made ready when
+ * parsed: each enforced quantity's value and milli-value, and its name's
+ * index in the item's names. */
+typedef struct {
+    int64_t *value, *milli;
+    size_t *name_ix;
+} lr_enforced;
+
 typedef struct {
     lr_type type;
     td_resources min, max, def, def_request, ratio;
+    /* min, max and ratio's names, each once (nnames <= LR_NAMES_MAX, or
+     * names is NULL), and their enforced values. */
+    const char **names;
+    size_t nnames;
+    lr_enforced emin, emax, eratio;
 } lr_item;
 
 typedef struct {
@@ -37,6 +55,11 @@ typedef struct {
     td_resources def_requests, def_limits;
     char (*def_request_str)[TD_QUANTITY_STR_MAX];
     char (*def_limit_str)[TD_QUANTITY_STR_MAX];
+    /* def_*_str read back as a pod's parse reads them (the printed form
+     * may change the format), for td__limitrange_default_update; false if
+     * one did not read back, and a pod's parse is then made afresh. */
+    td_quantity *def_request_q, *def_limit_q;
+    bool readback_ok;
 } limit_range;
 
 static void lr_fini(limit_range *lr)
@@ -44,6 +67,14 @@ static void lr_fini(limit_range *lr)
     size_t i;
 
     for (i = 0; i < lr->nitems; i++) {
+        lr_item *it = &lr->items[i];
+        free(it->names);
+        lr_enforced *es[3] = {&it->emin, &it->emax, &it->eratio};
+        for (int k = 0; k < 3; k++) {
+            free(es[k]->value);
+            free(es[k]->milli);
+            free(es[k]->name_ix);
+        }
         td_resources_fini(&lr->items[i].min);
         td_resources_fini(&lr->items[i].max);
         td_resources_fini(&lr->items[i].def);
@@ -57,7 +88,10 @@ static void lr_fini(limit_range *lr)
     td_resources_fini(&lr->def_limits);
     free(lr->def_request_str);
     free(lr->def_limit_str);
+    free(lr->def_request_q);
+    free(lr->def_limit_q);
     lr->def_request_str = lr->def_limit_str = NULL;
+    lr->def_request_q = lr->def_limit_q = NULL;
 }
 
 /* Merges and prints lr's container defaults (see limit_range). */
@@ -80,14 +114,65 @@ static td_status lr_defaults(limit_range *lr)
         return s;
     lr->def_request_str = calloc(lr->def_requests.n + 1, sizeof *lr->def_request_str);
     lr->def_limit_str = calloc(lr->def_limits.n + 1, sizeof *lr->def_limit_str);
-    if (!lr->def_request_str || !lr->def_limit_str)
+    lr->def_request_q = calloc(lr->def_requests.n + 1, sizeof *lr->def_request_q);
+    lr->def_limit_q = calloc(lr->def_limits.n + 1, sizeof *lr->def_limit_q);
+    if (!lr->def_request_str || !lr->def_limit_str || !lr->def_request_q || !lr->def_limit_q)
         return TD_ENOMEM;
-    for (k = 0; k < lr->def_requests.n; k++)
+    lr->readback_ok = true;
+    for (k = 0; k < lr->def_requests.n; k++) {
         td_quantity_format(&lr->def_requests.items[k].q, lr->def_request_str[k],
                            TD_QUANTITY_STR_MAX);
-    for (k = 0; k < lr->def_limits.n; k++)
+        if (td_quantity_parse(lr->def_request_str[k], &lr->def_request_q[k], NULL) != TD_OK)
+            lr->readback_ok = false;
+    }
+    for (k = 0; k < lr->def_limits.n; k++) {
         td_quantity_format(&lr->def_limits.items[k].q, lr->def_limit_str[k], TD_QUANTITY_STR_MAX);
+        if (td_quantity_parse(lr->def_limit_str[k], &lr->def_limit_q[k], NULL) != TD_OK)
+            lr->readback_ok = false;
+    }
     return TD_OK;
+}
+
+/* Fills e for list, adding its names to it's names. */
+static td_status enforced_prepare(lr_item *it, const td_resources *list, lr_enforced *e)
+{
+    size_t n = list->n ? list->n : 1;
+    e->value = malloc(n * sizeof *e->value);
+    e->milli = malloc(n * sizeof *e->milli);
+    e->name_ix = malloc(n * sizeof *e->name_ix);
+    if (!e->value || !e->milli || !e->name_ix)
+        return TD_ENOMEM;
+    for (size_t k = 0; k < list->n; k++) {
+        const char *name = list->items[k].name;
+        size_t u = 0;
+        e->value[k] = td_quantity_value(&list->items[k].q);
+        e->milli[k] = td_quantity_milli_value(&list->items[k].q);
+        while (u < it->nnames && strcmp(it->names[u], name) != 0)
+            u++;
+        if (u == it->nnames)
+            it->names[it->nnames++] = name;
+        e->name_ix[k] = u;
+    }
+    return TD_OK;
+}
+
+/* Makes it ready for check_item's fast form, when it names few enough. */
+static td_status item_prepare(lr_item *it)
+{
+    size_t total = it->min.n + it->max.n + it->ratio.n;
+    td_status s;
+    if (total > LR_NAMES_MAX)
+        return TD_OK;
+    it->names = malloc((total ? total : 1) * sizeof *it->names);
+    if (!it->names)
+        return TD_ENOMEM;
+    it->nnames = 0;
+    s = enforced_prepare(it, &it->min, &it->emin);
+    if (s == TD_OK)
+        s = enforced_prepare(it, &it->max, &it->emax);
+    if (s == TD_OK)
+        s = enforced_prepare(it, &it->ratio, &it->eratio);
+    return s;
 }
 
 static void lrs_free(limit_range *lrs, size_t n)
@@ -124,6 +209,8 @@ static td_status lr_parse(const json_t *obj, size_t index, limit_range *lr, td_e
     td_resources_init(&lr->def_requests);
     td_resources_init(&lr->def_limits);
     lr->def_request_str = lr->def_limit_str = NULL;
+    lr->def_request_q = lr->def_limit_q = NULL;
+    lr->readback_ok = false;
     if (!json_is_object(obj))
         return td_err_set(err, TD_EINVAL, "limitranges[%zu]: must be an object", index);
     meta = json_object_get(obj, "metadata");
@@ -181,6 +268,8 @@ static td_status lr_parse(const json_t *obj, size_t index, limit_range *lr, td_e
         }
     }
     s = lr_defaults(lr);
+    for (i = 0; i < lr->nitems && s == TD_OK; i++)
+        s = item_prepare(&lr->items[i]);
     if (s != TD_OK) {
         s = td_err_set(err, s, "out of memory");
         goto fail;
@@ -234,7 +323,8 @@ static json_t *child_object(json_t *obj, const char *key)
 /* Sets each name of defaults missing from container.resources.<field>,
  * appending the names set (sorted, as defaults is) to *names. */
 static td_status merge_list(json_t *container, const char *field, const td_resources *defaults,
-                            char (*printed)[TD_QUANTITY_STR_MAX], td_strbuf *names)
+                            char (*printed)[TD_QUANTITY_STR_MAX], const td_quantity *readback,
+                            td_resources *parsed, td_strbuf *names)
 {
     json_t *res, *list;
     size_t i;
@@ -257,6 +347,8 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
         }
         if (json_object_set_new(list, d->name, json_string(printed[i])) != 0)
             return TD_ENOMEM;
+        if (parsed && td_resources_set(parsed, d->name, &readback[i]) != TD_OK)
+            return TD_ENOMEM;
         if (!first)
             td_strbuf_append(names, ", ");
         td_strbuf_append(names, d->name);
@@ -268,16 +360,18 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
 /* mergeContainerResources for one container; appends its annotation parts
  * to note. */
 static td_status merge_container(json_t *container, const limit_range *lr, const char *kind,
-                                 td_strbuf *note)
+                                 td__pod_container *pc, td_strbuf *note)
 {
     td_strbuf reqs = TD_STRBUF_INIT(TD_ERR_MAX), lims = TD_STRBUF_INIT(TD_ERR_MAX);
     const json_t *name = json_object_get(container, "name");
     const char *cname = json_is_string(name) ? json_string_value(name) : "";
     td_status s;
 
-    s = merge_list(container, "limits", &lr->def_limits, lr->def_limit_str, &lims);
+    s = merge_list(container, "limits", &lr->def_limits, lr->def_limit_str, lr->def_limit_q,
+                   pc ? &pc->limits : NULL, &lims);
     if (s == TD_OK)
-        s = merge_list(container, "requests", &lr->def_requests, lr->def_request_str, &reqs);
+        s = merge_list(container, "requests", &lr->def_requests, lr->def_request_str,
+                       lr->def_request_q, pc ? &pc->requests : NULL, &reqs);
     if (s == TD_OK) {
         if (reqs.len > 0) {
             if (note->len > 0)
@@ -305,7 +399,10 @@ static td_status merge_container(json_t *container, const limit_range *lr, const
     return s;
 }
 
-static td_status merge_pod(json_t *pod, const limit_range *lr)
+/* mergePodResourceRequirements for one LimitRange. parsed (may be NULL)
+ * is the pod's parse, given the same defaults; it must line up with the
+ * pod's containers. */
+static td_status merge_pod(json_t *pod, const limit_range *lr, td__pod *parsed)
 {
     td_strbuf note = TD_STRBUF_INIT(1u << 20);
     json_t *spec = json_object_get(pod, "spec");
@@ -321,9 +418,12 @@ static td_status merge_pod(json_t *pod, const limit_range *lr)
         json_t *c;
         if (!json_is_array(arr))
             continue;
+        td__pod_container *pcs = NULL;
+        if (parsed)
+            pcs = k == 0 ? parsed->containers : parsed->init_containers;
         json_array_foreach(arr, i, c)
         {
-            s = merge_container(c, lr, groups[k].kind, &note);
+            s = merge_container(c, lr, groups[k].kind, pcs ? &pcs[i] : NULL, &note);
             if (s != TD_OK)
                 break;
         }
@@ -361,8 +461,10 @@ static td_status check_metadata(const json_t *pod, td_err *err)
     return TD_OK;
 }
 
-/* Defaulting with lrs already parsed (n of them). */
-static td_status default_with(json_t *pod, const limit_range *lrs, size_t n, td_err *err)
+/* Defaulting with lrs already parsed (n of them); parsed (may be NULL)
+ * lines up with pod's containers and is given the same defaults. */
+static td_status default_with(json_t *pod, const limit_range *lrs, size_t n, td__pod *parsed,
+                              td_err *err)
 {
     json_t *copy;
     td_status s = TD_OK;
@@ -372,7 +474,7 @@ static td_status default_with(json_t *pod, const limit_range *lrs, size_t n, td_
     if (copy == NULL)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     for (i = 0; i < n && s == TD_OK; i++)
-        s = merge_pod(copy, &lrs[i]);
+        s = merge_pod(copy, &lrs[i], parsed);
     if (s == TD_OK)
         s = td__pod_commit(pod, copy);
     json_decref(copy);
@@ -403,7 +505,7 @@ td_status td_limitrange_default(json_t *pod, json_t *const *limitranges, size_t 
     s = lrs_parse(limitranges, n, &lrs, err);
     if (s != TD_OK)
         return s;
-    s = default_with(pod, lrs, n, err);
+    s = default_with(pod, lrs, n, NULL, err);
     lrs_free(lrs, n);
     return s;
 }
@@ -445,17 +547,179 @@ td_status td_limitrange_default_parsed(json_t *pod, const td_limitranges *l, td_
         return s;
     if (l == NULL || l->n == 0)
         return TD_OK; /* nothing to merge: the pod is left as it is */
-    return default_with(pod, l->lrs, l->n, err);
+    return default_with(pod, l->lrs, l->n, NULL, err);
 }
 
-td_status td__limitrange_default_defaulted(json_t *pod, const td_limitranges *l, td_err *err)
+/* true if lr's defaults would set something in container c: a default
+ * limit or request it does not have (merge_list's test). */
+static bool container_wants(const json_t *c, const limit_range *lr)
+{
+    const json_t *res = json_object_get(c, "resources");
+    const json_t *lims = json_is_object(res) ? json_object_get(res, "limits") : NULL;
+    const json_t *reqs = json_is_object(res) ? json_object_get(res, "requests") : NULL;
+    size_t i;
+
+    for (i = 0; i < lr->def_limits.n; i++)
+        if (!json_is_object(lims) || !json_object_get(lims, lr->def_limits.items[i].name))
+            return true;
+    for (i = 0; i < lr->def_requests.n; i++)
+        if (!json_is_object(reqs) || !json_object_get(reqs, lr->def_requests.items[i].name))
+            return true;
+    return false;
+}
+
+/* Sets metadata.annotations[TD_LIMITRANGE_ANNOTATION] = value in pod, in
+ * one step that either happens or changes nothing (new objects for
+ * metadata or annotations when absent or null). */
+static td_status set_annotation(json_t *pod, const char *value)
+{
+    json_t *meta = json_object_get(pod, "metadata");
+    json_t *ann = json_is_object(meta) ? json_object_get(meta, "annotations") : NULL;
+    json_t *v = json_string(value);
+    if (v == NULL)
+        return TD_ENOMEM;
+    if (json_is_object(ann))
+        return json_object_set_new(ann, TD_LIMITRANGE_ANNOTATION, v) == 0 ? TD_OK : TD_ENOMEM;
+    ann = json_object();
+    if (ann == NULL || json_object_set_new(ann, TD_LIMITRANGE_ANNOTATION, v) != 0) {
+        json_decref(ann);
+        return TD_ENOMEM;
+    }
+    if (json_is_object(meta))
+        return json_object_set_new(meta, "annotations", ann) == 0 ? TD_OK : TD_ENOMEM;
+    meta = json_object();
+    if (meta == NULL || json_object_set_new(meta, "annotations", ann) != 0) {
+        json_decref(meta);
+        json_decref(ann);
+        return TD_ENOMEM;
+    }
+    return json_object_set_new(pod, "metadata", meta) == 0 ? TD_OK : TD_ENOMEM;
+}
+
+/* default_with for td_admit_pod's pod: only the containers a default
+ * lands in are copied (a new container object, its resources a deep
+ * copy, in a new list); the rest stay shared. The annotation is set in
+ * place in pod's metadata.annotations, then the new lists replace the old
+ * (a replacement does not allocate): on failure pod is unchanged. parsed
+ * (may be NULL) lines up with pod's containers and is given the same
+ * defaults. */
+static td_status default_update_with(json_t *pod, const limit_range *lrs, size_t n,
+                                     td__pod *parsed)
+{
+    static const struct {
+        const char *field, *kind;
+    } groups[] = {{"containers", "container"}, {"initContainers", "init container"}};
+    json_t *spec = json_object_get(pod, "spec");
+    json_t *orig[2] = {NULL, NULL}, *copy[2] = {NULL, NULL};
+    td_strbuf note = TD_STRBUF_INIT(1u << 20);
+    char *annotation = NULL;
+    td_status s = TD_OK;
+    size_t i, k, l;
+
+    for (k = 0; k < 2 && s == TD_OK; k++) {
+        json_t *arr = json_is_object(spec) ? json_object_get(spec, groups[k].field) : NULL;
+        json_t *c;
+        if (!json_is_array(arr))
+            continue;
+        orig[k] = arr;
+        json_array_foreach(arr, i, c)
+        {
+            for (l = 0; l < n && !container_wants(c, &lrs[l]); l++)
+                ;
+            if (l == n)
+                continue;
+            json_t *nc = json_copy(c);
+            json_t *res = json_object_get(c, "resources");
+            if (nc && res && json_object_set_new_nocheck(nc, "resources", td_json_copy(res)) != 0) {
+                json_decref(nc);
+                nc = NULL;
+            }
+            if (nc && !copy[k] && !(copy[k] = json_copy(arr))) {
+                json_decref(nc);
+                nc = NULL;
+            }
+            if (!nc || json_array_set_new(copy[k], i, nc) != 0) {
+                s = TD_ENOMEM;
+                break;
+            }
+        }
+    }
+    /* mergePodResourceRequirements per LimitRange, in order; each one that
+     * sets something words the annotation anew. */
+    for (l = 0; l < n && s == TD_OK; l++) {
+        note.len = 0;
+        if (note.s)
+            note.s[0] = '\0';
+        for (k = 0; k < 2 && s == TD_OK; k++) {
+            if (!copy[k])
+                continue;
+            td__pod_container *pcs = NULL;
+            if (parsed)
+                pcs = k == 0 ? parsed->containers : parsed->init_containers;
+            for (i = 0; i < json_array_size(copy[k]) && s == TD_OK; i++) {
+                json_t *c = json_array_get(copy[k], i);
+                if (c == json_array_get(orig[k], i))
+                    continue; /* shared: no default lands in it */
+                s = merge_container(c, &lrs[l], groups[k].kind, pcs ? &pcs[i] : NULL, &note);
+            }
+        }
+        if (s == TD_OK && note.failed)
+            s = TD_ENOMEM;
+        if (s == TD_OK && note.len > 0) {
+            td_strbuf val = TD_STRBUF_INIT((1u << 20) + 64);
+            td_strbuf_append(&val, "LimitRanger plugin set: ");
+            td_strbuf_append(&val, note.s);
+            free(annotation);
+            annotation = val.s;
+            if (val.failed)
+                s = TD_ENOMEM;
+        }
+    }
+    if (s == TD_OK && annotation)
+        s = set_annotation(pod, annotation);
+    for (k = 0; k < 2; k++) {
+        if (s == TD_OK && copy[k] && json_object_set_new(spec, groups[k].field, copy[k]) != 0)
+            s = TD_ENOMEM; /* a replacement: not expected */
+        else if (s != TD_OK)
+            json_decref(copy[k]);
+    }
+    free(annotation);
+    free(note.s);
+    return s;
+}
+
+/* true if parsed's containers line up with pod's container lists. */
+static bool lines_up(const json_t *pod, const td__pod *parsed)
+{
+    const json_t *spec = json_object_get(pod, "spec");
+    return parsed->bound && json_is_object(spec) &&
+           json_array_size(json_object_get(spec, "containers")) == parsed->ncontainers &&
+           json_array_size(json_object_get(spec, "initContainers")) == parsed->ninit_containers;
+}
+
+td_status td__limitrange_default_update(json_t *pod, const td_limitranges *l, td__pod *parsed,
+                                        td_err *err)
 {
     td_status s = check_metadata(pod, err);
     if (s != TD_OK)
         return s;
     if (l == NULL || l->n == 0)
         return TD_OK;
-    return default_with(pod, l->lrs, l->n, err);
+    bool update = lines_up(pod, parsed);
+    for (size_t i = 0; i < l->n; i++)
+        update = update && l->lrs[i].readback_ok;
+    s = default_update_with(pod, l->lrs, l->n, update ? parsed : NULL);
+    if (s != TD_OK)
+        return td_err_set(err, s, "applying LimitRange defaults: %s", td_strerror(s));
+    if (update) {
+        td__pod_bind(pod, parsed);
+        return TD_OK;
+    }
+    /* A parse that fails here is left empty and unbound, so that the
+     * caller's td__pod_refresh reports it as a fresh parse would. */
+    td__pod_fini(parsed);
+    (void)td__pod_parse(pod, parsed, NULL);
+    return TD_OK;
 }
 
 /* ---- validation ---- */
@@ -536,93 +800,118 @@ static td_status violations_report(const violations *v, td_err *err)
     return s;
 }
 
-/* requestLimitEnforcedValues: compare in milli-units when nothing
- * overflows, else in units. An absent quantity counts as 0. */
-static void enforced_values(const td_quantity *req, const td_quantity *lim,
-                            const td_quantity *enforced, int64_t *r, int64_t *l, int64_t *e)
+/* A container's (or the pod's) request and limit of one resource, with
+ * their values and milli-values (0 when absent), read once for all the
+ * constraints on that resource. */
+typedef struct {
+    const td_quantity *req, *lim;
+    int64_t r, l, rm, lm;
+} observed;
+
+/* td_quantity_value(q) from its milli-value: both round away from zero,
+ * so |value| = ceil(|milli| / 1000) unless milli saturated. */
+static int64_t value_from_milli(const td_quantity *q, int64_t milli)
 {
-    *r = req ? td_quantity_value(req) : 0;
-    *l = lim ? td_quantity_value(lim) : 0;
-    *e = td_quantity_value(enforced);
+    if (milli == INT64_MAX || milli == INT64_MIN)
+        return td_quantity_value(q);
+    uint64_t m = milli < 0 ? (uint64_t)0 - (uint64_t)milli : (uint64_t)milli;
+    int64_t v = (int64_t)((m + 999) / 1000);
+    v = milli < 0 ? -v : v;
+    assert(v == td_quantity_value(q));
+    return v;
+}
+
+static void observe(const td_resources *requests, const td_resources *limits, const char *name,
+                    observed *o)
+{
+    o->req = td_resources_get(requests, name);
+    o->lim = td_resources_get(limits, name);
+    o->rm = o->req ? td_quantity_milli_value(o->req) : 0;
+    o->lm = o->lim ? td_quantity_milli_value(o->lim) : 0;
+    o->r = o->req ? value_from_milli(o->req, o->rm) : 0;
+    o->l = o->lim ? value_from_milli(o->lim, o->lm) : 0;
+}
+
+/* requestLimitEnforcedValues: compare in milli-units when nothing
+ * overflows, else in units. An absent quantity counts as 0. ev and em are
+ * the enforced quantity's value and milli-value. */
+static void enforced_values(const observed *o, int64_t ev, int64_t em, int64_t *r, int64_t *l,
+                            int64_t *e)
+{
+    *r = o->r;
+    *l = o->l;
+    *e = ev;
     if (*r <= MAX_MILLI_VALUE && *l <= MAX_MILLI_VALUE && *e <= MAX_MILLI_VALUE) {
-        *r = req ? td_quantity_milli_value(req) : 0;
-        *l = lim ? td_quantity_milli_value(lim) : 0;
-        *e = td_quantity_milli_value(enforced);
+        *r = o->rm;
+        *l = o->lm;
+        *e = em;
     }
 }
 
 static void min_constraint(violations *v, const char *type, const char *name,
-                           const td_quantity *enforced, const td_resources *requests,
-                           const td_resources *limits)
+                           const td_quantity *enforced, int64_t ev, int64_t em, const observed *o)
 {
-    const td_quantity *req = td_resources_get(requests, name);
-    const td_quantity *lim = td_resources_get(limits, name);
     char es[TD_QUANTITY_STR_MAX], qs[TD_QUANTITY_STR_MAX];
     int64_t r, l, e;
 
-    enforced_values(req, lim, enforced, &r, &l, &e);
+    enforced_values(o, ev, em, &r, &l, &e);
     /* es is printed only for a violation: most pods violate nothing. */
-    if (req == NULL) {
+    if (o->req == NULL) {
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "minimum %s usage per %s is %s.  No request is specified", name, type,
                       es);
         return;
     }
     if (r < e) {
-        td_quantity_format(req, qs, sizeof qs);
+        td_quantity_format(o->req, qs, sizeof qs);
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "minimum %s usage per %s is %s, but request is %s", name, type, es, qs);
         return;
     }
-    if (lim != NULL && l < e) {
-        td_quantity_format(lim, qs, sizeof qs);
+    if (o->lim != NULL && l < e) {
+        td_quantity_format(o->lim, qs, sizeof qs);
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "minimum %s usage per %s is %s, but limit is %s", name, type, es, qs);
     }
 }
 
 static void max_constraint(violations *v, const char *type, const char *name,
-                           const td_quantity *enforced, const td_resources *requests,
-                           const td_resources *limits)
+                           const td_quantity *enforced, int64_t ev, int64_t em, const observed *o)
 {
-    const td_quantity *req = td_resources_get(requests, name);
-    const td_quantity *lim = td_resources_get(limits, name);
     char es[TD_QUANTITY_STR_MAX], qs[TD_QUANTITY_STR_MAX];
     int64_t r, l, e;
 
-    enforced_values(req, lim, enforced, &r, &l, &e);
+    enforced_values(o, ev, em, &r, &l, &e);
     /* es is printed only for a violation: most pods violate nothing. */
-    if (lim == NULL) {
+    if (o->lim == NULL) {
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "maximum %s usage per %s is %s.  No limit is specified", name, type, es);
         return;
     }
     if (l > e) {
-        td_quantity_format(lim, qs, sizeof qs);
+        td_quantity_format(o->lim, qs, sizeof qs);
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "maximum %s usage per %s is %s, but limit is %s", name, type, es, qs);
         return;
     }
-    if (req != NULL && r > e) {
-        td_quantity_format(req, qs, sizeof qs);
+    if (o->req != NULL && r > e) {
+        td_quantity_format(o->req, qs, sizeof qs);
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "maximum %s usage per %s is %s, but request is %s", name, type, es, qs);
     }
 }
 
 static void ratio_constraint(violations *v, const char *type, const char *name,
-                             const td_quantity *enforced, const td_resources *requests,
-                             const td_resources *limits)
+                             const td_quantity *enforced, int64_t ev, int64_t em,
+                             const observed *o)
 {
-    const td_quantity *req = td_resources_get(requests, name);
-    const td_quantity *lim = td_resources_get(limits, name);
     char es[TD_QUANTITY_STR_MAX];
-    int64_t r, l, e, ev;
-    double observed, display, allowed;
+    int64_t r, l, e;
+    double observed_ratio, display, allowed;
 
-    enforced_values(req, lim, enforced, &r, &l, &e);
+    enforced_values(o, ev, em, &r, &l, &e);
     /* es is printed only for a violation: most pods violate nothing. */
-    if (req == NULL || r == 0) {
+    if (o->req == NULL || r == 0) {
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v,
                       "%s max limit to request ratio per %s is %s, but no request is specified or "
@@ -630,7 +919,7 @@ static void ratio_constraint(violations *v, const char *type, const char *name,
                       name, type, es);
         return;
     }
-    if (lim == NULL || l == 0) {
+    if (o->lim == NULL || l == 0) {
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v,
                       "%s max limit to request ratio per %s is %s, but no limit is specified or "
@@ -638,15 +927,14 @@ static void ratio_constraint(violations *v, const char *type, const char *name,
                       name, type, es);
         return;
     }
-    observed = (double)l / (double)r;
-    display = observed;
-    ev = td_quantity_value(enforced);
+    observed_ratio = (double)l / (double)r;
+    display = observed_ratio;
     allowed = (double)ev;
     if (ev <= MAX_MILLI_VALUE) {
-        observed = observed * 1000;
-        allowed = (double)td_quantity_milli_value(enforced);
+        observed_ratio = observed_ratio * 1000;
+        allowed = (double)em;
     }
-    if (observed > allowed) {
+    if (observed_ratio > allowed) {
         td_quantity_format(enforced, es, sizeof es);
         add_violation(v, "%s max limit to request ratio per %s is %s, but provided ratio is %f",
                       name, type, es, display);
@@ -654,19 +942,23 @@ static void ratio_constraint(violations *v, const char *type, const char *name,
 }
 
 /* Checks one item's min, max and maxLimitRequestRatio against one set of
- * requests and limits (a container's, or the pod's). */
+ * requests and limits (a container's, or the pod's), in that order. Each
+ * resource's request and limit are read once (an item prepared when
+ * parsed), else for each constraint. */
 static void check_item(violations *v, const lr_item *it, const char *type,
                        const td_resources *requests, const td_resources *limits)
 {
+    observed obs[LR_NAMES_MAX], one;
     size_t k;
 
-    for (k = 0; k < it->min.n; k++)
-        min_constraint(v, type, it->min.items[k].name, &it->min.items[k].q, requests, limits);
-    for (k = 0; k < it->max.n; k++)
-        max_constraint(v, type, it->max.items[k].name, &it->max.items[k].q, requests, limits);
-    for (k = 0; k < it->ratio.n; k++)
-        ratio_constraint(v, type, it->ratio.items[k].name, &it->ratio.items[k].q, requests,
-                         limits);
+#define CHECK_LIST(list, e, fn)                                                                        for (k = 0; k < it->list.n; k++) {                                                                     const td_resource *c = &it->list.items[k];                                                         if (it->names) {                                                                                       fn(v, type, c->name, &c->q, it->e.value[k], it->e.milli[k], &obs[it->e.name_ix[k]]);           } else {                                                                                               observe(requests, limits, c->name, &one);                                                          fn(v, type, c->name, &c->q, td_quantity_value(&c->q), td_quantity_milli_value(&c->q),                 &one);                                                                                      }                                                                                              }
+    if (it->names)
+        for (k = 0; k < it->nnames; k++)
+            observe(requests, limits, it->names[k], &obs[k]);
+    CHECK_LIST(min, emin, min_constraint)
+    CHECK_LIST(max, emax, max_constraint)
+    CHECK_LIST(ratio, eratio, ratio_constraint)
+#undef CHECK_LIST
 }
 
 static td_status validate_one(const td__pod *p, const limit_range *lr, violations *v)
@@ -686,11 +978,14 @@ static td_status validate_one(const td__pod *p, const limit_range *lr, violation
             /* LimitRanger's own podRequests/podLimits: containers, sidecars
              * and init containers, without overhead or pod-level resources. */
             td_resources reqs, lims;
-            td_status s;
+            td_status s = TD_OK;
+            const td_resources *kr = td__pod_aggregate_kept(p, 0, false);
+            const td_resources *kl = td__pod_aggregate_kept(p, 0, true);
             td_resources_init(&reqs);
             td_resources_init(&lims);
-            s = td__pod_aggregate(p, 0, &reqs, &lims);
-            if (s == TD_OK)
+            if (kr && kl)
+                check_item(v, it, "Pod", kr, kl);
+            else if ((s = td__pod_aggregate(p, 0, &reqs, &lims)) == TD_OK)
                 check_item(v, it, "Pod", &reqs, &lims);
             td_resources_fini(&reqs);
             td_resources_fini(&lims);

@@ -83,17 +83,23 @@ td_status td__resources_parse(const json_t *list, const char *path, td_resources
     {
         td_quantity q;
         td_status s;
-        snprintf(where, sizeof where, "%s.%s", path, name);
-        s = td__quantity_parse_json(value, where, &q, err);
-        if (s != TD_OK)
-            return s;
-        if (name[0] == '\0' || strlen(name) >= TD_RESOURCE_NAME_MAX)
+        /* PATH.NAME is printed only for a message: most lists are fine */
+        s = td__quantity_parse_json(value, "", &q, NULL);
+        if (s != TD_OK) {
+            snprintf(where, sizeof where, "%s.%s", path, name);
+            return td__quantity_parse_json(value, where, &q, err);
+        }
+        if (name[0] == '\0' || strlen(name) >= TD_RESOURCE_NAME_MAX) {
+            snprintf(where, sizeof where, "%s.%s", path, name);
             return td_err_set(err, TD_EINVAL, "%s: invalid resource name", where);
+        }
         s = td_resources_set(out, name, &q);
         if (s == TD_ENOMEM)
             return td_err_set(err, TD_ENOMEM, "out of memory");
-        if (s != TD_OK)
+        if (s != TD_OK) {
+            snprintf(where, sizeof where, "%s.%s", path, name);
             return td_err_set(err, s, "%s: invalid resource name", where);
+        }
     }
     return TD_OK;
 }
@@ -104,12 +110,52 @@ static void container_init(td__pod_container *c)
     c->restartable = false;
     td_resources_init(&c->requests);
     td_resources_init(&c->limits);
+    c->src = c->src_resources = NULL;
 }
 
 static void container_fini(td__pod_container *c)
 {
     td_resources_fini(&c->requests);
     td_resources_fini(&c->limits);
+}
+
+/* Parses c, element i of spec.<field>, into *out (initialised, filled on
+ * TD_OK; the caller finishes it either way). */
+static td_status parse_container(const json_t *c, const char *field, size_t i, bool init,
+                                 td__pod_container *out, td_err *err)
+{
+    const json_t *name, *res, *policy;
+    char path[PATH_MAX_LEN];
+
+    if (!json_is_object(c))
+        return td_err_set(err, TD_EINVAL, "spec.%s[%zu]: must be an object, not %s", field, i,
+                          json_kind(c));
+    out->src = c;
+    name = json_object_get(c, "name");
+    if (json_is_string(name))
+        out->name = json_string_value(name);
+    else if (name != NULL && !json_is_null(name))
+        return td_err_set(err, TD_EINVAL, "spec.%s[%zu].name: must be a string", field, i);
+    policy = json_object_get(c, "restartPolicy");
+    out->restartable =
+        init && json_is_string(policy) && strcmp(json_string_value(policy), "Always") == 0;
+    res = json_object_get(c, "resources");
+    out->src_resources = res;
+    if (res == NULL || json_is_null(res))
+        return TD_OK;
+    if (!json_is_object(res))
+        return td_err_set(err, TD_EINVAL, "spec.%s[%zu].resources: must be an object, not %s",
+                          field, i, json_kind(res));
+    /* the path is printed only for a message: parsed again to word it */
+    if (td__resources_parse(json_object_get(res, "requests"), "", &out->requests, NULL) != TD_OK) {
+        snprintf(path, sizeof path, "spec.%s[%zu].resources.requests", field, i);
+        return td__resources_parse(json_object_get(res, "requests"), path, &out->requests, err);
+    }
+    if (td__resources_parse(json_object_get(res, "limits"), "", &out->limits, NULL) != TD_OK) {
+        snprintf(path, sizeof path, "spec.%s[%zu].resources.limits", field, i);
+        return td__resources_parse(json_object_get(res, "limits"), path, &out->limits, err);
+    }
+    return TD_OK;
 }
 
 /* Parses spec.<field> (an array of containers) into *out and *n. */
@@ -119,7 +165,6 @@ static td_status parse_containers(const json_t *spec, const char *field, bool in
     const json_t *arr = json_object_get(spec, field);
     size_t i, count;
     td__pod_container *cs;
-    char path[PATH_MAX_LEN];
 
     *out = NULL;
     *n = 0;
@@ -137,47 +182,13 @@ static td_status parse_containers(const json_t *spec, const char *field, bool in
     for (i = 0; i < count; i++)
         container_init(&cs[i]);
     for (i = 0; i < count; i++) {
-        const json_t *c = json_array_get(arr, i);
-        const json_t *name, *res, *policy;
-        td_status s;
-
-        if (!json_is_object(c)) {
-            s = td_err_set(err, TD_EINVAL, "spec.%s[%zu]: must be an object, not %s", field, i,
-                           json_kind(c));
-            goto fail;
+        td_status s = parse_container(json_array_get(arr, i), field, i, init, &cs[i], err);
+        if (s != TD_OK) {
+            for (i = 0; i < count; i++)
+                container_fini(&cs[i]);
+            free(cs);
+            return s;
         }
-        name = json_object_get(c, "name");
-        if (json_is_string(name))
-            cs[i].name = json_string_value(name);
-        else if (name != NULL && !json_is_null(name)) {
-            s = td_err_set(err, TD_EINVAL, "spec.%s[%zu].name: must be a string", field, i);
-            goto fail;
-        }
-        policy = json_object_get(c, "restartPolicy");
-        cs[i].restartable = init && json_is_string(policy) &&
-                            strcmp(json_string_value(policy), "Always") == 0;
-        res = json_object_get(c, "resources");
-        if (res == NULL || json_is_null(res))
-            continue;
-        if (!json_is_object(res)) {
-            s = td_err_set(err, TD_EINVAL, "spec.%s[%zu].resources: must be an object, not %s",
-                           field, i, json_kind(res));
-            goto fail;
-        }
-        snprintf(path, sizeof path, "spec.%s[%zu].resources.requests", field, i);
-        s = td__resources_parse(json_object_get(res, "requests"), path, &cs[i].requests, err);
-        if (s != TD_OK)
-            goto fail;
-        snprintf(path, sizeof path, "spec.%s[%zu].resources.limits", field, i);
-        s = td__resources_parse(json_object_get(res, "limits"), path, &cs[i].limits, err);
-        if (s != TD_OK)
-            goto fail;
-        continue;
-    fail:
-        for (i = 0; i < count; i++)
-            container_fini(&cs[i]);
-        free(cs);
-        return s;
     }
     *out = cs;
     *n = count;
@@ -190,6 +201,15 @@ static void pod_init(td__pod *p)
     td_resources_init(&p->overhead);
     td_resources_init(&p->pod_requests);
     td_resources_init(&p->pod_limits);
+    td_resources_init(&p->agg_requests);
+    td_resources_init(&p->agg_limits);
+}
+
+static void aggregate_drop(td__pod *p)
+{
+    td_resources_fini(&p->agg_requests);
+    td_resources_fini(&p->agg_limits);
+    p->agg_kept = false;
 }
 
 void td__pod_fini(td__pod *p)
@@ -207,12 +227,46 @@ void td__pod_fini(td__pod *p)
     td_resources_fini(&p->overhead);
     td_resources_fini(&p->pod_requests);
     td_resources_fini(&p->pod_limits);
+    aggregate_drop(p);
     pod_init(p);
+}
+
+/* spec.overhead into p. */
+static td_status parse_overhead(const json_t *spec, td__pod *p, td_err *err)
+{
+    const json_t *overhead = json_object_get(spec, "overhead");
+
+    p->src_overhead = overhead;
+    if (overhead == NULL || json_is_null(overhead))
+        return TD_OK;
+    p->has_overhead = true;
+    return td__resources_parse(overhead, "spec.overhead", &p->overhead, err);
+}
+
+/* spec.resources (pod-level resources) into p. */
+static td_status parse_pod_level(const json_t *spec, td__pod *p, td_err *err)
+{
+    const json_t *res = json_object_get(spec, "resources");
+    td_status s;
+
+    p->src_resources = res;
+    if (res == NULL || json_is_null(res))
+        return TD_OK;
+    if (!json_is_object(res))
+        return td_err_set(err, TD_EINVAL, "spec.resources: must be an object, not %s",
+                          json_kind(res));
+    p->has_pod_resources = true;
+    s = td__resources_parse(json_object_get(res, "requests"), "spec.resources.requests",
+                            &p->pod_requests, err);
+    if (s == TD_OK)
+        s = td__resources_parse(json_object_get(res, "limits"), "spec.resources.limits",
+                                &p->pod_limits, err);
+    return s;
 }
 
 td_status td__pod_parse(const json_t *pod, td__pod *out, td_err *err)
 {
-    const json_t *spec, *overhead, *res;
+    const json_t *spec;
     td_status s;
 
     pod_init(out);
@@ -220,45 +274,171 @@ td_status td__pod_parse(const json_t *pod, td__pod *out, td_err *err)
         return td_err_set(err, TD_EINVAL, "pod: must be an object, not %s",
                           pod ? json_kind(pod) : "null");
     spec = json_object_get(pod, "spec");
+    out->bound = true;
+    out->src_spec = spec;
     if (spec == NULL || json_is_null(spec))
         return TD_OK;
-    if (!json_is_object(spec))
+    if (!json_is_object(spec)) {
+        pod_init(out);
         return td_err_set(err, TD_EINVAL, "spec: must be an object, not %s", json_kind(spec));
-
+    }
+    out->src_containers = json_object_get(spec, "containers");
+    out->src_init = json_object_get(spec, "initContainers");
     s = parse_containers(spec, "containers", false, &out->containers, &out->ncontainers, err);
     if (s == TD_OK)
         s = parse_containers(spec, "initContainers", true, &out->init_containers,
                              &out->ninit_containers, err);
+    if (s == TD_OK)
+        s = parse_overhead(spec, out, err);
+    if (s == TD_OK)
+        s = parse_pod_level(spec, out, err);
     if (s != TD_OK)
-        goto fail;
+        td__pod_fini(out);
+    return s;
+}
 
-    overhead = json_object_get(spec, "overhead");
-    if (overhead != NULL && !json_is_null(overhead)) {
-        out->has_overhead = true;
-        s = td__resources_parse(overhead, "spec.overhead", &out->overhead, err);
-        if (s != TD_OK)
-            goto fail;
+/* Binds n containers of cs to the elements of arr; false if they do not
+ * line up. */
+static bool bind_containers(const json_t *arr, td__pod_container *cs, size_t n)
+{
+    if (n != (json_is_array(arr) ? json_array_size(arr) : 0))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *c = json_array_get(arr, i);
+        const json_t *name = json_object_get(c, "name");
+        if (!json_is_object(c))
+            return false;
+        cs[i].src = c;
+        cs[i].src_resources = json_object_get(c, "resources");
+        /* the parse borrows the name: from the nodes now in the pod */
+        if (json_is_string(name))
+            cs[i].name = json_string_value(name);
     }
-    res = json_object_get(spec, "resources");
-    if (res != NULL && !json_is_null(res)) {
-        if (!json_is_object(res)) {
-            s = td_err_set(err, TD_EINVAL, "spec.resources: must be an object, not %s",
-                           json_kind(res));
-            goto fail;
-        }
-        out->has_pod_resources = true;
-        s = td__resources_parse(json_object_get(res, "requests"), "spec.resources.requests",
-                                &out->pod_requests, err);
-        if (s == TD_OK)
-            s = td__resources_parse(json_object_get(res, "limits"), "spec.resources.limits",
-                                    &out->pod_limits, err);
+    return true;
+}
+
+void td__pod_bind(const json_t *pod, td__pod *p)
+{
+    const json_t *spec = json_object_get(pod, "spec");
+
+    aggregate_drop(p);
+    p->bound = false;
+    p->src_spec = spec;
+    if (!json_is_object(spec))
+        return;
+    p->src_containers = json_object_get(spec, "containers");
+    p->src_init = json_object_get(spec, "initContainers");
+    p->src_overhead = json_object_get(spec, "overhead");
+    p->src_resources = json_object_get(spec, "resources");
+    p->bound = bind_containers(p->src_containers, p->containers, p->ncontainers) &&
+               bind_containers(p->src_init, p->init_containers, p->ninit_containers);
+}
+
+/* Parses again the containers of arr (spec.<field>) that were replaced. */
+static td_status refresh_containers(const json_t *arr, const char *field, bool init,
+                                    td__pod_container *cs, size_t n, td_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        const json_t *c = json_array_get(arr, i);
+        if (c == cs[i].src && json_object_get(c, "resources") == cs[i].src_resources)
+            continue;
+        container_fini(&cs[i]);
+        container_init(&cs[i]);
+        td_status s = parse_container(c, field, i, init, &cs[i], err);
         if (s != TD_OK)
-            goto fail;
+            return s;
     }
     return TD_OK;
-fail:
-    td__pod_fini(out);
+}
+
+td_status td__pod_refresh(const json_t *pod, td__pod *p, td_err *err)
+{
+    const json_t *spec = json_is_object(pod) ? json_object_get(pod, "spec") : NULL;
+    const json_t *arr, *iarr;
+    td_status s;
+
+    aggregate_drop(p);
+    arr = json_is_object(spec) ? json_object_get(spec, "containers") : NULL;
+    iarr = json_is_object(spec) ? json_object_get(spec, "initContainers") : NULL;
+    if (!p->bound || !json_is_object(spec) || spec != p->src_spec || arr != p->src_containers ||
+        iarr != p->src_init || !json_is_array(arr) ||
+        json_array_size(arr) != p->ncontainers ||
+        (iarr ? !json_is_array(iarr) || json_array_size(iarr) != p->ninit_containers
+              : p->ninit_containers != 0)) {
+        td__pod_fini(p);
+        return td__pod_parse(pod, p, err);
+    }
+    s = refresh_containers(arr, "containers", false, p->containers, p->ncontainers, err);
+    if (s == TD_OK)
+        s = refresh_containers(iarr, "initContainers", true, p->init_containers,
+                               p->ninit_containers, err);
+    if (s == TD_OK && json_object_get(spec, "overhead") != p->src_overhead) {
+        td_resources_fini(&p->overhead);
+        p->has_overhead = false;
+        s = parse_overhead(spec, p, err);
+    }
+    if (s == TD_OK && json_object_get(spec, "resources") != p->src_resources) {
+        td_resources_fini(&p->pod_requests);
+        td_resources_fini(&p->pod_limits);
+        p->has_pod_resources = false;
+        s = parse_pod_level(spec, p, err);
+    }
+    if (s != TD_OK) {
+        /* as td__pod_parse would have failed: the same message, from the
+         * start, so that an earlier field's error comes first */
+        td__pod_fini(p);
+        s = td__pod_parse(pod, p, err);
+    }
     return s;
+}
+
+static bool resources_same(const td_resources *a, const td_resources *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->items[i].name, b->items[i].name) != 0 ||
+            td_quantity_cmp(&a->items[i].q, &b->items[i].q) != 0 ||
+            td_quantity_get_format(&a->items[i].q) != td_quantity_get_format(&b->items[i].q))
+            return false;
+    return true;
+}
+
+static bool containers_same(const td__pod_container *a, const td__pod_container *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(a[i].name, b[i].name) != 0 || a[i].restartable != b[i].restartable ||
+            !resources_same(&a[i].requests, &b[i].requests) ||
+            !resources_same(&a[i].limits, &b[i].limits))
+            return false;
+    return true;
+}
+
+/* With a kept aggregate in a: the same as b's, computed afresh. */
+static bool aggregate_same(const td__pod *a, const td__pod *b)
+{
+    td_resources r, l;
+    bool same;
+    if (!a->agg_kept)
+        return true;
+    td_resources_init(&r);
+    td_resources_init(&l);
+    same = td__pod_aggregate(b, 0, &r, &l) == TD_OK && resources_same(&a->agg_requests, &r) &&
+           resources_same(&a->agg_limits, &l);
+    td_resources_fini(&r);
+    td_resources_fini(&l);
+    return same;
+}
+
+bool td__pod_same(const td__pod *a, const td__pod *b)
+{
+    return aggregate_same(a, b) && a->ncontainers == b->ncontainers && a->ninit_containers == b->ninit_containers &&
+           containers_same(a->containers, b->containers, a->ncontainers) &&
+           containers_same(a->init_containers, b->init_containers, a->ninit_containers) &&
+           a->has_overhead == b->has_overhead && resources_same(&a->overhead, &b->overhead) &&
+           a->has_pod_resources == b->has_pod_resources &&
+           resources_same(&a->pod_requests, &b->pod_requests) &&
+           resources_same(&a->pod_limits, &b->pod_limits);
 }
 
 bool td__pod_level_resource(const char *name)
@@ -405,6 +585,27 @@ td_status td__pod_aggregate(const td__pod *p, unsigned flags, td_resources *requ
     return s;
 }
 
+td_status td__pod_aggregate_keep(td__pod *p)
+{
+    td_status s;
+    aggregate_drop(p);
+    s = td__pod_aggregate(p, 0, &p->agg_requests, &p->agg_limits);
+    if (s != TD_OK) {
+        aggregate_drop(p);
+        return s;
+    }
+    p->agg_kept = true;
+    return TD_OK;
+}
+
+const td_resources *td__pod_aggregate_kept(const td__pod *p, unsigned flags, bool limits)
+{
+    if (!p->agg_kept || ((flags & TD__POD_OVERHEAD) && p->has_overhead) ||
+        ((flags & TD__POD_LEVEL) && p->has_pod_resources))
+        return NULL;
+    return limits ? &p->agg_limits : &p->agg_requests;
+}
+
 td_status td_pod_requests_limits(const json_t *pod, td_resources *requests, td_resources *limits,
                                  td_err *err)
 {
@@ -425,8 +626,9 @@ td_status td_pod_requests_limits(const json_t *pod, td_resources *requests, td_r
 
 /* ---- defaulting ---- */
 
-/* Requests default to limits in one container (SetDefaults_Pod). */
-static td_status default_container(json_t *c)
+/* Requests default to limits in one container (SetDefaults_Pod). pc (may
+ * be NULL) is c's parse, given the same requests. */
+static td_status default_container(json_t *c, td__pod_container *pc, bool *stale)
 {
     json_t *res = json_object_get(c, "resources");
     json_t *limits, *requests;
@@ -450,11 +652,22 @@ static td_status default_container(json_t *c)
             continue;
         if (json_object_set_new(requests, name, td_json_copy(value)) != 0)
             return TD_ENOMEM;
+        if (pc && !*stale) {
+            /* the same JSON value, so the same quantity as the limit's */
+            const td_quantity *q = td_resources_get(&pc->limits, name);
+            if (q == NULL)
+                *stale = true; /* never expected: parsed afresh */
+            else if (td_resources_set(&pc->requests, name, q) != TD_OK)
+                return TD_ENOMEM;
+        }
     }
     return TD_OK;
 }
 
-static td_status default_containers(json_t *spec, const char *field)
+/* default_container for each of spec.<field>; pcs (n of them, may be
+ * NULL) their parse. */
+static td_status default_containers(json_t *spec, const char *field, td__pod_container *pcs,
+                                    size_t n, bool *stale)
 {
     json_t *arr = json_object_get(spec, field);
     size_t i;
@@ -464,7 +677,7 @@ static td_status default_containers(json_t *spec, const char *field)
         return TD_OK;
     json_array_foreach(arr, i, c)
     {
-        td_status s = default_container(c);
+        td_status s = default_container(c, pcs && i < n ? &pcs[i] : NULL, stale);
         if (s != TD_OK)
             return s;
     }
@@ -691,32 +904,62 @@ static bool defaults_needed(const json_t *spec)
     return false;
 }
 
-td_status td_pod_default_requests(json_t *pod, td_err *err)
+td_status td__pod_default_requests_parsed(json_t *pod, td__pod *p, td_err *err)
 {
-    td__pod p;
-    json_t *copy, *spec;
+    json_t *copy, *spec, *res;
     td_status s;
+    bool pod_level;
 
-    s = td__pod_parse(pod, &p, err);
+    s = td__pod_parse(pod, p, err);
     if (s != TD_OK)
         return s;
-    td__pod_fini(&p);
-
     spec = json_object_get(pod, "spec");
     if (!json_is_object(spec) || !defaults_needed(spec))
         return TD_OK;
     copy = td__pod_spec_resources_copy(spec);
-    if (copy == NULL)
+    if (copy == NULL) {
+        td__pod_fini(p);
         return td_err_set(err, TD_ENOMEM, "out of memory");
-    s = default_containers(copy, "containers");
+    }
+    /* The parse is bound to spec's containers, in the same order as the
+     * copy's; a mismatch (never expected) is parsed afresh below. */
+    bool stale = !(p->bound &&
+                   p->ncontainers == json_array_size(json_object_get(copy, "containers")) &&
+                   p->ninit_containers == json_array_size(json_object_get(copy, "initContainers")));
+    s = default_containers(copy, "containers", p->containers, p->ncontainers, &stale);
     if (s == TD_OK)
-        s = default_containers(copy, "initContainers");
+        s = default_containers(copy, "initContainers", p->init_containers, p->ninit_containers,
+                               &stale);
+    res = json_object_get(copy, "resources");
+    pod_level = json_is_object(res) && json_object_size(json_object_get(res, "limits")) > 0;
     if (s == TD_OK)
         s = default_pod_level(copy, err);
     if (s == TD_OK && json_object_set(pod, "spec", copy) != 0)
         s = TD_ENOMEM;
     json_decref(copy);
+    if (s == TD_OK && (pod_level || stale)) {
+        /* Pod-level requests defaulted from printed sums: read them back.
+         * The pod is changed now, so a failure (out of memory) leaves p
+         * empty and unbound for td__pod_refresh to report. */
+        td__pod_fini(p);
+        (void)td__pod_parse(pod, p, NULL);
+        return TD_OK;
+    }
+    if (s == TD_OK) {
+        td__pod_bind(pod, p);
+        return TD_OK;
+    }
+    td__pod_fini(p);
     if (s == TD_ENOMEM)
         return td_err_set(err, TD_ENOMEM, "out of memory");
+    return s;
+}
+
+td_status td_pod_default_requests(json_t *pod, td_err *err)
+{
+    td__pod p;
+    td_status s = td__pod_default_requests_parsed(pod, &p, err);
+    if (s == TD_OK)
+        td__pod_fini(&p);
     return s;
 }

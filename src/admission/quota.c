@@ -4,6 +4,7 @@
  * CheckRequest (k8s.io/apiserver/.../resourcequota/controller.go). */
 #include "tenantd/quota.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,8 +375,12 @@ static td_status pod_usage(const pod_info *pi, td_resources *out)
         return s;
     td_resources_init(&reqs);
     td_resources_init(&lims);
-    s = td__pod_aggregate(&pi->res, TD__POD_OVERHEAD | TD__POD_LEVEL, &reqs, &lims);
-    if (s == TD_OK)
+    const td_resources *kr = td__pod_aggregate_kept(&pi->res, TD__POD_OVERHEAD | TD__POD_LEVEL, false);
+    const td_resources *kl = td__pod_aggregate_kept(&pi->res, TD__POD_OVERHEAD | TD__POD_LEVEL, true);
+    if (kr && kl)
+        s = compute_usage(kr, kl, out);
+    else if ((s = td__pod_aggregate(&pi->res, TD__POD_OVERHEAD | TD__POD_LEVEL, &reqs, &lims)) ==
+             TD_OK)
         s = compute_usage(&reqs, &lims, out);
     td_resources_fini(&reqs);
     td_resources_fini(&lims);
@@ -384,11 +389,55 @@ static td_status pod_usage(const pod_info *pi, td_resources *out)
 
 /* ---- quotas ---- */
 
+typedef enum {
+    SCOPE_OTHER = 0,
+    SCOPE_TERMINATING,
+    SCOPE_NOT_TERMINATING,
+    SCOPE_BEST_EFFORT,
+    SCOPE_NOT_BEST_EFFORT,
+    SCOPE_CROSS_NAMESPACE,
+    SCOPE_PRIORITY_CLASS
+} scope_kind;
+
+typedef enum { OP_OTHER = 0, OP_EXISTS, OP_IN, OP_NOT_IN, OP_DOES_NOT_EXIST } scope_op;
+
 typedef struct {
     const char *scope_name;
     const char *op;
     const json_t *values; /* array of strings, or NULL */
+    /* scope_name and op resolved when the quota is parsed */
+    scope_kind kind;
+    scope_op opk;
 } scope_selector;
+
+/* Resolves sel's scope name and operator, once, when parsed. */
+static void selector_resolve(scope_selector *sel)
+{
+    static const struct {
+        const char *name;
+        scope_kind kind;
+    } kinds[] = {{"Terminating", SCOPE_TERMINATING},
+                 {"NotTerminating", SCOPE_NOT_TERMINATING},
+                 {"BestEffort", SCOPE_BEST_EFFORT},
+                 {"NotBestEffort", SCOPE_NOT_BEST_EFFORT},
+                 {"CrossNamespacePodAffinity", SCOPE_CROSS_NAMESPACE},
+                 {"PriorityClass", SCOPE_PRIORITY_CLASS}};
+    static const struct {
+        const char *name;
+        scope_op op;
+    } ops[] = {{"Exists", OP_EXISTS},
+               {"In", OP_IN},
+               {"NotIn", OP_NOT_IN},
+               {"DoesNotExist", OP_DOES_NOT_EXIST}};
+    sel->kind = SCOPE_OTHER;
+    sel->opk = OP_OTHER;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(sel->scope_name, kinds[i].name) == 0)
+            sel->kind = kinds[i].kind;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(sel->op, ops[i].name) == 0)
+            sel->opk = ops[i].op;
+}
 
 typedef struct {
     const char *name;
@@ -399,10 +448,28 @@ typedef struct {
     /* the hard names the pod evaluator tracks, with their limits: made once
      * when the quota is parsed (per snapshot), read by every check */
     td_resources restricted;
+    /* Also made once, for check_fast: which of the validation set's
+     * container fields restricted needs (NEED_* bits), and whether
+     * status.used covers restricted (hasUsageStats). */
+    unsigned need;
+    bool stats_ok;
+    /* hard minus used for each hard name (used only with from_status:
+     * counted from no pods it is zero), so that "used + requested >
+     * hard" is one comparison, "requested > headroom"; headroom_ok false
+     * if a difference did not fit (check_fast then defers to check()). */
+    td_resources headroom;
+    bool headroom_ok;
 } quota;
+
+/* The container fields podEvaluator.Constraints requires. */
+#define NEED_REQ_CPU 1u /* cpu, requests.cpu */
+#define NEED_REQ_MEM 2u /* memory, requests.memory */
+#define NEED_LIM_CPU 4u /* limits.cpu */
+#define NEED_LIM_MEM 8u /* limits.memory */
 
 static void quota_fini(quota *q)
 {
+    td_resources_fini(&q->headroom);
     free(q->selectors);
     td_resources_fini(&q->hard);
     td_resources_fini(&q->used);
@@ -433,6 +500,7 @@ static td_status quota_parse(const json_t *obj, size_t index, bool from_status, 
     q->nselectors = 0;
     td_resources_init(&q->hard);
     td_resources_init(&q->used);
+    td_resources_init(&q->headroom);
     if (!json_is_object(obj))
         return td_err_set(err, TD_EINVAL, "quotas[%zu]: must be an object", index);
     meta = json_object_get(obj, "metadata");
@@ -482,6 +550,7 @@ static td_status quota_parse(const json_t *obj, size_t index, bool from_status, 
         }
         q->selectors[q->nselectors].scope_name = json_string_value(v);
         q->selectors[q->nselectors].op = "Exists";
+        selector_resolve(&q->selectors[q->nselectors]);
         q->nselectors++;
     }
     for (i = 0; i < nexprs; i++) {
@@ -517,6 +586,7 @@ static td_status quota_parse(const json_t *obj, size_t index, bool from_status, 
         ss->scope_name = json_string_value(sn);
         ss->op = json_string_value(op);
         ss->values = values;
+        selector_resolve(ss);
         q->nselectors++;
     }
 
@@ -577,7 +647,6 @@ static void format_selector(td_strbuf *b, const scope_selector *sel)
 static td_status scope_matches(const scope_selector *sel, const pod_info *pi, const quota *q,
                                bool *match, td_err *err)
 {
-    const char *sn = sel->scope_name;
     size_t nvalues = sel->values ? json_array_size(sel->values) : 0;
     const char *problem = NULL;
     char problem_buf[256];
@@ -586,30 +655,29 @@ static td_status scope_matches(const scope_selector *sel, const pod_info *pi, co
     const json_t *v;
 
     *match = false;
-    if (strcmp(sn, "Terminating") == 0)
-        *match = pi->terminating;
-    else if (strcmp(sn, "NotTerminating") == 0)
-        *match = !pi->terminating;
-    else if (strcmp(sn, "BestEffort") == 0)
-        *match = is_best_effort(pi);
-    else if (strcmp(sn, "NotBestEffort") == 0)
-        *match = !is_best_effort(pi);
-    else if (strcmp(sn, "CrossNamespacePodAffinity") == 0)
-        *match = uses_cross_namespace_affinity(pi);
-    if (strcmp(sn, "PriorityClass") != 0)
+    switch (sel->kind) {
+    case SCOPE_TERMINATING: *match = pi->terminating; break;
+    case SCOPE_NOT_TERMINATING: *match = !pi->terminating; break;
+    case SCOPE_BEST_EFFORT: *match = is_best_effort(pi); break;
+    case SCOPE_NOT_BEST_EFFORT: *match = !is_best_effort(pi); break;
+    case SCOPE_CROSS_NAMESPACE: *match = uses_cross_namespace_affinity(pi); break;
+    case SCOPE_PRIORITY_CLASS:
+    case SCOPE_OTHER: break;
+    }
+    if (sel->kind != SCOPE_PRIORITY_CLASS)
         return TD_OK;
 
     has_label = pi->priority_class[0] != '\0';
-    if (strcmp(sel->op, "Exists") == 0) {
+    if (sel->opk == OP_EXISTS) {
         /* Checked for existence alone, without building a selector. */
         *match = has_label;
         return TD_OK;
     }
-    if (strcmp(sel->op, "In") == 0 || strcmp(sel->op, "NotIn") == 0) {
+    if (sel->opk == OP_IN || sel->opk == OP_NOT_IN) {
         if (nvalues == 0)
             problem = "values: Invalid value: []string{}: for 'in', 'notin' operators, values "
                       "set can't be empty";
-    } else if (strcmp(sel->op, "DoesNotExist") == 0) {
+    } else if (sel->opk == OP_DOES_NOT_EXIST) {
         if (nvalues != 0)
             problem = "values: Invalid value: values set must be empty for exists and does not "
                       "exist";
@@ -635,9 +703,9 @@ static td_status scope_matches(const scope_selector *sel, const pod_info *pi, co
     if (sel->values)
         json_array_foreach(sel->values, i, v) if (strcmp(json_string_value(v), pi->priority_class) == 0)
             in_values = true;
-    if (strcmp(sel->op, "In") == 0)
+    if (sel->opk == OP_IN)
         *match = has_label && in_values;
-    else if (strcmp(sel->op, "NotIn") == 0)
+    else if (sel->opk == OP_NOT_IN)
         *match = !has_label || !in_values;
     else
         *match = !has_label;
@@ -946,6 +1014,115 @@ out_err:
     return s;
 }
 
+/* The NEED_* bits of the fields a container must set for restricted. */
+static unsigned needs_of(const td_resources *restricted)
+{
+    unsigned need = 0;
+    for (size_t i = 0; i < restricted->n; i++) {
+        const char *r = restricted->items[i].name;
+        if (strcmp(r, "cpu") == 0 || strcmp(r, "requests.cpu") == 0)
+            need |= NEED_REQ_CPU;
+        else if (strcmp(r, "memory") == 0 || strcmp(r, "requests.memory") == 0)
+            need |= NEED_REQ_MEM;
+        else if (strcmp(r, "limits.cpu") == 0)
+            need |= NEED_LIM_CPU;
+        else if (strcmp(r, "limits.memory") == 0)
+            need |= NEED_LIM_MEM;
+    }
+    return need;
+}
+
+static td_status quota_precompute(quota *q, bool from_status)
+{
+    q->need = needs_of(&q->restricted);
+    q->stats_ok = has_usage_stats(q, &q->restricted);
+    q->headroom_ok = true;
+    td_status s = td_resources_copy(&q->headroom, &q->hard);
+    for (size_t k = 0; k < q->headroom.n && s == TD_OK && from_status; k++) {
+        const td_quantity *used = td_resources_get(&q->used, q->headroom.items[k].name);
+        if (used != NULL && td_quantity_sub(&q->headroom.items[k].q, used) != TD_OK)
+            q->headroom_ok = false;
+    }
+    return s;
+}
+
+/* The NEED_* bits some container of the pod does not set (none when
+ * pod-level resources are set or there are no containers): what
+ * constraints() reports, as bits. */
+static unsigned containers_missing(const td__pod *p)
+{
+    unsigned missing = 0;
+    if (pod_level_set(p))
+        return 0;
+    for (size_t j = 0; j < p->ncontainers + p->ninit_containers; j++) {
+        const td__pod_container *c =
+            j < p->ncontainers ? &p->containers[j] : &p->init_containers[j - p->ncontainers];
+        if (!td_resources_get(&c->requests, "cpu"))
+            missing |= NEED_REQ_CPU;
+        if (!td_resources_get(&c->requests, "memory"))
+            missing |= NEED_REQ_MEM;
+        if (!td_resources_get(&c->limits, "cpu"))
+            missing |= NEED_LIM_CPU;
+        if (!td_resources_get(&c->limits, "memory"))
+            missing |= NEED_LIM_MEM;
+    }
+    return missing;
+}
+
+/* A predicate for the common case: true when check() would admit the pod
+ * (every quota's constraints met, usage known, nothing negative, nothing
+ * exceeded), computed without building a message, copying a quota or
+ * allocating more than the pod's usage. false whenever it finds
+ * otherwise or cannot tell (used pods to count, an error): check() then
+ * decides and words the answer. Only values are compared, as in check(). */
+static bool check_fast(const pod_info *pod, const quota *qs, size_t nq, bool from_status,
+                       size_t nused)
+{
+    td_resources usage;
+    unsigned missing;
+    bool ok = true;
+    size_t i, k;
+
+    if (nq == 0)
+        return true;
+    if (!from_status && nused > 0)
+        return false;
+    missing = containers_missing(&pod->res);
+    td_resources_init(&usage);
+    if (pod_usage(pod, &usage) != TD_OK) {
+        td_resources_fini(&usage);
+        return false;
+    }
+    for (k = 0; k < usage.n; k++)
+        if (td_quantity_sign(&usage.items[k].q) < 0)
+            ok = false;
+    for (i = 0; i < nq && ok; i++) {
+        const quota *q = &qs[i];
+        bool match;
+        if (quota_scopes_match(q, pod, &match, NULL) != TD_OK) {
+            ok = false;
+            break;
+        }
+        if (!match || q->restricted.n == 0)
+            continue;
+        if ((q->need & missing) || (from_status && !q->stats_ok) || !q->headroom_ok) {
+            ok = false;
+            break;
+        }
+        /* requested = the pod's non-zero usage of q's hard names; each is
+         * exceeded when used (zero when counted from no pods) plus it is
+         * over hard: when it is over hard - used */
+        for (k = 0; k < q->headroom.n && ok; k++) {
+            const td_quantity *req = td_resources_get(&usage, q->headroom.items[k].name);
+            if (req != NULL && td_quantity_sign(req) != 0 &&
+                td_quantity_cmp(req, &q->headroom.items[k].q) > 0)
+                ok = false;
+        }
+    }
+    td_resources_fini(&usage);
+    return ok;
+}
+
 /* The check with the quotas parsed (qs, nquotas of them): the pod, then
  * the used pods, then the decision. check() writes each quota's used when
  * counting used pods, so it runs on a shallow copy of qs whose used it owns. */
@@ -970,6 +1147,27 @@ static td_status check_with(const json_t *pod, const td__pod *parsed, const quot
     }
     if (s != TD_OK)
         return s;
+    if (check_fast(&pi, qs_in, nquotas, from_status, nused)) {
+#ifndef NDEBUG
+        /* the predicate must agree with the check it stands for */
+        quota *full = nquotas ? malloc(nquotas * sizeof *full) : NULL;
+        if (full) {
+            memcpy(full, qs_in, nquotas * sizeof *full);
+            if (!from_status)
+                for (i = 0; i < nquotas; i++)
+                    td_resources_init(&full[i].used);
+            s = check(&pi, full, nquotas, NULL, NULL, 0, from_status, err);
+            assert(s == TD_OK || s == TD_ENOMEM);
+            if (!from_status)
+                for (i = 0; i < nquotas; i++)
+                    td_resources_fini(&full[i].used);
+            free(full);
+        }
+#endif
+        if (!parsed)
+            td__pod_fini(&pi.res);
+        return TD_OK;
+    }
     if (nquotas > 0) {
         qs = malloc(nquotas * sizeof *qs);
         if (qs == NULL) {
@@ -1044,6 +1242,11 @@ static td_status quotas_parse(json_t *const *quotas, size_t nquotas, bool from_s
         td_status s = quota_parse(quotas[i], i, from_status, &qs[i], err);
         td_resources_init(&qs[i].restricted);
         if (s == TD_OK && restricted_resources(&qs[i], &qs[i].restricted) != TD_OK) {
+            quota_fini(&qs[i]);
+            s = td_err_set(err, TD_ENOMEM, "out of memory");
+        }
+        td_resources_init(&qs[i].headroom);
+        if (s == TD_OK && quota_precompute(&qs[i], from_status) != TD_OK) {
             quota_fini(&qs[i]);
             s = td_err_set(err, TD_ENOMEM, "out of memory");
         }

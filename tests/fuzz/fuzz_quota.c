@@ -5,6 +5,7 @@
  * LimitRange and ResourceQuotas. Nothing may crash or leak, and every
  * failure leaves a NUL-terminated message. */
 #include <assert.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -86,12 +87,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     st = td_quota_check(pod, qobjs, 3, used, 2, &err);
     check_err(st, &err);
 
+    /* td_admit_pod's path (the resources parsed once, kept up to date,
+     * LimitRanges and quotas parsed once, the fast quota check) against
+     * the JSON entry points below, on a copy of the input. */
+    json_t *pod2 = json_deep_copy(pod);
+    td__pod kept;
+    td_status kst = pod2 ? td__pod_default_requests_parsed(pod2, &kept, NULL) : TD_ENOMEM;
+    bool have_kept = kst == TD_OK;
+    td_limitranges *plr = NULL;
+    td_quotas *pq = NULL;
+    if (kst == TD_OK && td_limitranges_parse(&lr, 1, &plr, NULL) == TD_OK)
+        kst = td__limitrange_default_update(pod2, plr, &kept, NULL);
+    else if (kst == TD_OK)
+        kst = TD_ENOMEM;
+    if (kst == TD_OK && td__pod_refresh(pod2, &kept, NULL) != TD_OK)
+        have_kept = false; /* refresh failed: kept is empty */
+    if (kst == TD_OK && have_kept) {
+        td__pod fresh;
+        if (td__pod_aggregate_keep(&kept) != TD_OK || td__pod_parse(pod2, &fresh, NULL) != TD_OK)
+            abort(); /* the kept parse parses, and so must the pod */
+        if (!td__pod_same(&kept, &fresh))
+            abort();
+        td__pod_fini(&fresh);
+    }
+
     memset(err.msg, 'x', sizeof err.msg);
     st = td_pod_default_requests(pod, &err);
     check_err(st, &err);
+    td_status st_def = st;
     memset(err.msg, 'x', sizeof err.msg);
     st = td_limitrange_default(pod, &lr, 1, &err);
     check_err(st, &err);
+    if ((kst == TD_OK) != (st_def == TD_OK && st == TD_OK) && kst != TD_ENOMEM)
+        abort(); /* both paths accept the same pods */
     memset(err.msg, 'x', sizeof err.msg);
     st = td_limitrange_validate(pod, &lr, 1, &err);
     check_err(st, &err);
@@ -100,6 +128,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     st = td_quota_check(pod, qobjs, 3, NULL, 0, &err);
     check_err(st, &err);
     assert(td_quota_check(pod, qobjs, 3, NULL, 0, NULL) == st);
+    /* the kept path decides as the JSON one: the same pod, LimitRange and
+     * quota answers (kept-parse quota check from status.used) */
+    if (kst == TD_OK && have_kept) {
+        td_err e1 = {{0}}, e2 = {{0}};
+        if (!json_equal(pod, pod2))
+            abort();
+        td_status a = td_limitrange_validate_parsed(pod2, &kept, plr, &e1);
+        td_status b = td_limitrange_validate(pod, &lr, 1, &e2);
+        if (a != b || strcmp(e1.msg, e2.msg) != 0)
+            abort();
+        if (a == TD_OK && td_quotas_parse(qobjs, 3, true, &pq, NULL) == TD_OK) {
+            a = td_quota_check_parsed(pod2, &kept, pq, NULL, 0, &e1);
+            b = td_quota_check(pod, qobjs, 3, NULL, 0, &e2);
+            if (a != b || strcmp(e1.msg, e2.msg) != 0)
+                abort();
+        }
+    }
+    if (have_kept)
+        td__pod_fini(&kept);
+    td_limitranges_destroy(plr);
+    td_quotas_destroy(pq);
+    json_decref(pod2);
     json_decref(pod);
 out:
     json_decref(lr);

@@ -147,6 +147,34 @@ static void test_review_envelope(void **state)
     td_config_unref(c);
 }
 
+/* opts.no_patch (the validating endpoint's): the same decision and the
+ * same mutated pod for every row, with no patch made. */
+static void test_no_patch(void **state)
+{
+    (void)state;
+    td_config *c = load();
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        json_t *pod = json_loads(rows[i].pod, 0, NULL);
+        td_admit_opts with = {0}, without = {.no_patch = true};
+        td_admit_result a, b;
+        td_admit_pod(c, pod, NULL, &with, &a);
+        td_admit_pod(c, pod, NULL, &without, &b);
+        if (a.code != b.code || a.allowed != b.allowed || strcmp(a.message, b.message) != 0 ||
+            (a.rule != b.rule && (!a.rule || !b.rule || strcmp(a.rule, b.rule) != 0)))
+            fail_msg("%s: no_patch decides %d %s, the patch-making run %d %s", rows[i].name,
+                     b.code, b.message, a.code, a.message);
+        if (a.pod && !json_equal(a.pod, b.pod))
+            fail_msg("%s: no_patch mutates the pod differently", rows[i].name);
+        assert_null(b.patch);
+        if (rows[i].code == 200 && rows[i].final)
+            assert_non_null(a.patch);
+        td_admit_result_fini(&a);
+        td_admit_result_fini(&b);
+        json_decref(pod);
+    }
+    td_config_unref(c);
+}
+
 static void test_base64(void **state)
 {
     (void)state;
@@ -165,6 +193,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_review_envelope),
+        cmocka_unit_test(test_no_patch),
         cmocka_unit_test(test_base64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -83,6 +83,21 @@ static const struct {
     td_status st;
     const char *msg;
 } admit_rows[] = {
+    /* An item naming more resources than the prepared form holds (17):
+     * checked name by name, to the same answers. */
+    {"many names, within", POD1("many", CPU("100m") ",'r00.example.com/x':'1','r01.example.com/x':'1','r02.example.com/x':'1','r03.example.com/x':'1','r04.example.com/x':'1','r05.example.com/x':'1','r06.example.com/x':'1','r07.example.com/x':'1','r08.example.com/x':'1','r09.example.com/x':'1','r10.example.com/x':'1','r11.example.com/x':'1','r12.example.com/x':'1','r13.example.com/x':'1','r14.example.com/x':'1','r15.example.com/x':'1','r16.example.com/x':'1'", CPU("200m") ",'r00.example.com/x':'1','r01.example.com/x':'1','r02.example.com/x':'1','r03.example.com/x':'1','r04.example.com/x':'1','r05.example.com/x':'1','r06.example.com/x':'1','r07.example.com/x':'1','r08.example.com/x':'1','r09.example.com/x':'1','r10.example.com/x':'1','r11.example.com/x':'1','r12.example.com/x':'1','r13.example.com/x':'1','r14.example.com/x':'1','r15.example.com/x':'1','r16.example.com/x':'1'"),
+     CTRLR("", CPU("1") ",'r00.example.com/x':'1','r01.example.com/x':'1','r02.example.com/x':'1','r03.example.com/x':'1','r04.example.com/x':'1','r05.example.com/x':'1','r06.example.com/x':'1','r07.example.com/x':'1','r08.example.com/x':'1','r09.example.com/x':'1','r10.example.com/x':'1','r11.example.com/x':'1','r12.example.com/x':'1','r13.example.com/x':'1','r14.example.com/x':'1','r15.example.com/x':'1','r16.example.com/x':'1'", ""), TD_OK, ""},
+    {"many names, over", POD1("many", CPU("100m") ",'r00.example.com/x':'1','r01.example.com/x':'1','r02.example.com/x':'1','r03.example.com/x':'1','r04.example.com/x':'1','r05.example.com/x':'1','r06.example.com/x':'1','r07.example.com/x':'1','r08.example.com/x':'1','r09.example.com/x':'1','r10.example.com/x':'1','r11.example.com/x':'1','r12.example.com/x':'1','r13.example.com/x':'1','r14.example.com/x':'1','r15.example.com/x':'1','r16.example.com/x':'1'", CPU("2") ",'r00.example.com/x':'1','r01.example.com/x':'1','r02.example.com/x':'1','r03.example.com/x':'1','r04.example.com/x':'1','r05.example.com/x':'1','r06.example.com/x':'1','r07.example.com/x':'1','r08.example.com/x':'1','r09.example.com/x':'1','r10.example.com/x':'1','r11.example.com/x':'1','r12.example.com/x':'1','r13.example.com/x':'1','r14.example.com/x':'1','r15.example.com/x':'1','r16.example.com/x':'1'"),
+     CTRLR("", CPU("1") ",'r00.example.com/x':'1','r01.example.com/x':'1','r02.example.com/x':'1','r03.example.com/x':'1','r04.example.com/x':'1','r05.example.com/x':'1','r06.example.com/x':'1','r07.example.com/x':'1','r08.example.com/x':'1','r09.example.com/x':'1','r10.example.com/x':'1','r11.example.com/x':'1','r12.example.com/x':'1','r13.example.com/x':'1','r14.example.com/x':'1','r15.example.com/x':'1','r16.example.com/x':'1'", ""), TD_EFORBIDDEN,
+     "maximum cpu usage per Container is 1, but limit is 2"},
+    /* Values past milli precision, and negative ones: compared as
+     * requestLimitEnforcedValues does (units when milli-units overflow). */
+    {"huge values compared in units", POD1("huge", CPU("8E"), CPU("8E")), CTRLR("", CPU("9E"), ""),
+     TD_OK, ""},
+    {"huge limit over a huge max", POD1("huge", CPU("8E"), CPU("9E")), CTRLR("", CPU("8E"), ""),
+     TD_EFORBIDDEN, "maximum cpu usage per Container is 8E, but limit is 9E"},
+    {"negative request above a negative min", POD1("neg", CPU("-1500m"), ""),
+     CTRLR(CPU("-2"), "", ""), TD_OK, ""},
     /* TestPodLimitFunc successCases */
     {"ctr-min-cpu-request", POD1("ctr-min-cpu-request", CPU("100m"), ""), CTRLR(CPU("50m"), "", ""), TD_OK, ""},
     {"ctr-min-cpu-request-limit", POD1("ctr-min-cpu-request-limit", CPU("100m"), CPU("200m")), CTRLR(CPU("50m"), "", ""), TD_OK, ""},
@@ -288,6 +303,45 @@ static void test_admit(void **state)
                               admit_rows[i].name, pst, perr.msg, st, err.msg);
                 failed++;
             }
+            /* As td_admit_pod runs it: request defaulting keeping its parse,
+             * LimitRange defaulting updating it, then validation on it; the
+             * kept parse must equal a fresh one. */
+            json_t *pod3 = J(admit_rows[i].pod);
+            td__pod kept;
+            td_err e3 = {{0}};
+            td_status s3 = td__pod_default_requests_parsed(pod3, &kept, &e3);
+            bool have = s3 == TD_OK;
+            if (s3 == TD_OK)
+                s3 = td__limitrange_default_update(pod3, parsed, &kept, &e3);
+            if (s3 == TD_OK) {
+                td__pod fresh;
+                memset(&fresh, 0, sizeof fresh);
+                if (td__pod_refresh(pod3, &kept, NULL) != TD_OK ||
+                    td__pod_parse(pod3, &fresh, NULL) != TD_OK || !td__pod_same(&kept, &fresh)) {
+                    print_message("%s: kept parse differs from a fresh one\n",
+                                  admit_rows[i].name);
+                    failed++;
+                } else {
+                    s3 = td_limitrange_validate_parsed(pod3, &kept, parsed, &e3);
+                }
+                td__pod_fini(&fresh);
+            }
+            if (have)
+                td__pod_fini(&kept);
+            /* the JSON entry points after the same request defaulting */
+            json_t *pod4 = J(admit_rows[i].pod);
+            td_status s4 = td_pod_default_requests(pod4, NULL);
+            if (s4 == TD_OK)
+                s4 = td_limitrange_default(pod4, objs, n, NULL);
+            if (s4 == TD_OK)
+                s4 = td_limitrange_validate(pod4, objs, n, NULL);
+            if (s3 != s4 || (s3 == TD_OK && !json_equal(pod3, pod4))) {
+                print_message("%s: kept-parse path: status %d (%s), JSON path %d\n",
+                              admit_rows[i].name, s3, e3.msg, s4);
+                failed++;
+            }
+            json_decref(pod3);
+            json_decref(pod4);
         }
         td_limitranges_destroy(parsed);
         json_decref(pod2);
@@ -386,6 +440,24 @@ static void test_default(void **state)
             print_message("%s: parsed path differs (%s)\n", default_rows[i].name, err.msg);
             failed++;
         }
+        /* td_admit_pod's path: the pod's parse kept and given the defaults,
+         * only the containers defaulted copied */
+        json_t *pod3 = J(default_rows[i].pod);
+        td__pod kept, fresh;
+        if (td__pod_parse(pod3, &kept, NULL) != TD_OK ||
+            td__limitrange_default_update(pod3, parsed, &kept, &err) != TD_OK ||
+            !json_equal(pod3, want) || td__pod_parse(pod3, &fresh, NULL) != TD_OK) {
+            print_message("%s: kept-parse path differs (%s)\n", default_rows[i].name, err.msg);
+            failed++;
+        } else {
+            if (!td__pod_same(&kept, &fresh)) {
+                print_message("%s: kept parse differs from a fresh one\n", default_rows[i].name);
+                failed++;
+            }
+            td__pod_fini(&fresh);
+        }
+        td__pod_fini(&kept);
+        json_decref(pod3);
         td_limitranges_destroy(parsed);
         json_decref(pod2);
         if (st != TD_OK) {

@@ -149,11 +149,145 @@ static void test_default_requests(void **state)
                 failed++;
             }
         }
+        /* The parse-keeping variant: the same pod, status and message, and
+         * a kept parse equal to a fresh parse of the defaulted pod. */
+        json_t *pod2 = json_deep_copy(before);
+        td_err err2 = {{0}};
+        td__pod kept, fresh;
+        td_status st2 = td__pod_default_requests_parsed(pod2, &kept, &err2);
+        if (st2 != st || strcmp(err2.msg, err.msg) != 0 || !json_equal(pod, pod2)) {
+            print_message("%s: parsed variant: status %d (%s)\n", default_rows[i].name, st2,
+                          err2.msg);
+            failed++;
+        } else if (st2 == TD_OK) {
+            if (td__pod_parse(pod2, &fresh, NULL) != TD_OK || !td__pod_same(&kept, &fresh)) {
+                print_message("%s: kept parse differs from a fresh one\n", default_rows[i].name);
+                failed++;
+            }
+            td__pod_fini(&fresh);
+            td__pod_fini(&kept);
+        }
+        json_decref(pod2);
         json_decref(pod);
         json_decref(before);
     }
     if (failed)
         fail_msg("%d default row(s) failed", failed);
+}
+
+/* ---- td__pod_refresh: a kept parse after others change the pod ---- */
+
+static const struct {
+    const char *name;
+    const char *pod;
+    const char *path; /* member to replace: "c0" container 0's resources, "c1obj" container
+                         1 whole, "overhead", "resources", "containers", "init" */
+    const char *value; /* its new value (JSON), or NULL to remove it */
+    td_status st;
+} refresh_rows[] = {
+    {"nothing replaced", POD(CTR("a", "'cpu':'1'", "'cpu':'2'")), "none", NULL, TD_OK},
+    {"one container's resources", POD(CTR("a", "'cpu':'1'", "") "," CTR("b", "", "")), "c0",
+     "{'limits':{'memory':'1Gi'}}", TD_OK},
+    {"one container's resources removed", POD(CTR("a", "'cpu':'1'", "")), "c0", NULL, TD_OK},
+    {"a container replaced", POD(CTR("a", "'cpu':'1'", "") "," CTR("b", "", "")), "c1obj",
+     "{'name':'z','resources':{'requests':{'cpu':'3'}}}", TD_OK},
+    {"overhead added", POD(CTR("a", "'cpu':'1'", "")), "overhead", "{'cpu':'250m'}", TD_OK},
+    {"pod-level resources added", POD(CTR("a", "'cpu':'1'", "")), "resources",
+     "{'limits':{'cpu':'4'}}", TD_OK},
+    {"container list replaced", POD(CTR("a", "'cpu':'1'", "")), "containers",
+     "[{'name':'x'},{'name':'y','resources':{'limits':{'cpu':'1'}}}]", TD_OK},
+    {"init containers added", POD(CTR("a", "'cpu':'1'", "")), "init",
+     "[{'name':'i','restartPolicy':'Always','resources':{'limits':{'cpu':'1'}}}]", TD_OK},
+    {"bad overhead reported", POD(CTR("a", "'cpu':'1'", "")), "overhead", "{'cpu':'1x'}",
+     TD_EINVAL},
+    {"bad replaced container reported", POD(CTR("a", "'cpu':'1'", "")), "c0",
+     "{'limits':{'cpu':[]}}", TD_EINVAL},
+};
+
+static void test_refresh(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (size_t i = 0; i < sizeof refresh_rows / sizeof refresh_rows[0]; i++) {
+        json_t *pod = J(refresh_rows[i].pod);
+        json_t *spec = json_object_get(pod, "spec");
+        json_t *v = refresh_rows[i].value ? J(refresh_rows[i].value) : NULL;
+        const char *w = refresh_rows[i].path;
+        td__pod kept, fresh;
+        td_err e1 = {{0}}, e2 = {{0}};
+        assert_int_equal(td__pod_parse(pod, &kept, NULL), TD_OK);
+        if (strcmp(w, "c0") == 0) {
+            /* a new container object whose resources change, as the
+             * resources steps make them */
+            json_t *c = json_copy(json_array_get(json_object_get(spec, "containers"), 0));
+            if (v)
+                json_object_set(c, "resources", v);
+            else
+                json_object_del(c, "resources");
+            json_array_set_new(json_object_get(spec, "containers"), 0, c);
+        } else if (strcmp(w, "c1obj") == 0) {
+            json_array_set(json_object_get(spec, "containers"), 1, v);
+        } else if (strcmp(w, "none") != 0) {
+            const char *key = strcmp(w, "init") == 0 ? "initContainers" : w;
+            json_object_set(spec, key, v);
+        }
+        td_status st = td__pod_refresh(pod, &kept, &e1);
+        td_status want = td__pod_parse(pod, &fresh, &e2);
+        if (st != refresh_rows[i].st || st != want || strcmp(e1.msg, e2.msg) != 0) {
+            print_message("%s: refresh %d (%s), fresh parse %d (%s)\n", refresh_rows[i].name, st,
+                          e1.msg, want, e2.msg);
+            failed++;
+        } else if (st == TD_OK && !td__pod_same(&kept, &fresh)) {
+            print_message("%s: refreshed parse differs from a fresh one\n", refresh_rows[i].name);
+            failed++;
+        }
+        td__pod_fini(&kept);
+        td__pod_fini(&fresh);
+        json_decref(v);
+        json_decref(pod);
+    }
+    /* a kept aggregate: what td__pod_aggregate gives, offered only for
+     * flags that change nothing for the pod, dropped by a refresh */
+    {
+        json_t *pod = J("{'spec':{'overhead':{'cpu':'1'},'containers':[" CTR("a", "'cpu':'1'", "'cpu':'2'") "," CTR("b", "'cpu':'500m'", "") "]}}");
+        td__pod p, q;
+        td_resources r, l;
+        td_resources_init(&r);
+        td_resources_init(&l);
+        assert_int_equal(td__pod_parse(pod, &p, NULL), TD_OK);
+        assert_null(td__pod_aggregate_kept(&p, 0, false));
+        assert_int_equal(td__pod_aggregate_keep(&p), TD_OK);
+        assert_int_equal(td__pod_aggregate(&p, 0, &r, &l), TD_OK);
+        assert_non_null(td__pod_aggregate_kept(&p, 0, false));
+        assert_int_equal(td_quantity_cmp(td_resources_get(td__pod_aggregate_kept(&p, 0, false), "cpu"),
+                                         td_resources_get(&r, "cpu")), 0);
+        assert_int_equal(td_quantity_cmp(td_resources_get(td__pod_aggregate_kept(&p, 0, true), "cpu"),
+                                         td_resources_get(&l, "cpu")), 0);
+        assert_null(td__pod_aggregate_kept(&p, TD__POD_OVERHEAD, false)); /* has overhead */
+        assert_non_null(td__pod_aggregate_kept(&p, TD__POD_LEVEL, true)); /* no spec.resources */
+        assert_int_equal(td__pod_parse(pod, &q, NULL), TD_OK);
+        assert_true(td__pod_same(&p, &q));
+        assert_int_equal(td__pod_refresh(pod, &p, NULL), TD_OK);
+        assert_null(td__pod_aggregate_kept(&p, 0, false));
+        td__pod_fini(&p);
+        td__pod_fini(&q);
+        td_resources_fini(&r);
+        td_resources_fini(&l);
+        json_decref(pod);
+    }
+    /* td__pod_same tells a difference */
+    json_t *a = J(POD(CTR("a", "'memory':'1Ki'", ""))), *b = J(POD(CTR("a", "'memory':'1024'", "")));
+    td__pod pa, pb;
+    assert_int_equal(td__pod_parse(a, &pa, NULL), TD_OK);
+    assert_int_equal(td__pod_parse(b, &pb, NULL), TD_OK);
+    assert_false(td__pod_same(&pa, &pb)); /* equal value, another format */
+    assert_true(td__pod_same(&pa, &pa));
+    td__pod_fini(&pa);
+    td__pod_fini(&pb);
+    json_decref(a);
+    json_decref(b);
+    if (failed)
+        fail_msg("%d refresh row(s) failed", failed);
 }
 
 /* ---- td_pod_requests_limits ---- */
@@ -311,6 +445,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_requests),
+        cmocka_unit_test(test_refresh),
         cmocka_unit_test(test_requests_limits),
         cmocka_unit_test(test_null_err),
     };

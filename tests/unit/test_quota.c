@@ -87,6 +87,18 @@ static const struct {
     td_status st;
     const char *msg;
 } rows[] = {
+    /* At the limit, and a milli-CPU over it, in each source of usage: the
+     * fast check (hard - used, compared once) must draw the same line. */
+    {"exactly at the limit", POD("at", CM("2", "50Gi"), ""),
+     "[" Q("quota", STD_HARD, STD_USED) "]", NULL, TD_OK, ""},
+    {"one milli-CPU over", POD("over", CM("2001m", "1Gi"), ""),
+     "[" Q("quota", STD_HARD, STD_USED) "]", NULL, TD_EFORBIDDEN,
+     "exceeded quota: quota, requested: cpu=2001m, used: cpu=1, limited: cpu=3"},
+    {"at the limit from no used pods", POD("at", CM("3", "1Gi"), ""),
+     "[" QS("quota", "'hard':{" STD_HARD "}", STD_HARD, STD_USED) "]", "[]", TD_OK, ""},
+    {"over the limit from no used pods", POD("over", CM("3001m", "1Gi"), ""),
+     "[" QS("quota", "'hard':{" STD_HARD "}", STD_HARD, STD_USED) "]", "[]", TD_EFORBIDDEN,
+     "exceeded quota: quota, requested: cpu=3001m, used: cpu=0, limited: cpu=3"},
     /* admission_test.go */
     {"TestAdmitBelowQuotaLimit", POD("allowed-pod", CM("100m", "2Gi"), ""),
      "[" Q("quota", STD_HARD, STD_USED) "]", NULL, TD_OK, ""},

@@ -213,7 +213,31 @@ static void test_resources_copy(void **state)
     td_resources_init(&empty);
     assert_int_equal(td_resources_copy(&c, &empty), TD_OK);
     assert_int_equal(c.n, 0);
+    td_resources_fini(&c);
+
+    /* A copy owns its names: it reads the same after the source is
+     * gone, through pool growth on both sides (ASan sees any sharing). */
+    for (int i = 0; i < 40; i++) {
+        char n[64];
+        snprintf(n, sizeof n, "example.com/resource-with-a-longer-name-%02d", i);
+        assert_int_equal(td_resources_set(&a, n, &q), TD_OK);
+    }
+    assert_int_equal(td_resources_copy(&c, &a), TD_OK);
     td_resources_fini(&a);
+    assert_int_equal(td_resources_set(&c, "aaa", &q), TD_OK);
+    assert_int_equal(c.n, 43);
+    assert_string_equal(c.items[0].name, "aaa");
+    assert_string_equal(c.items[1].name, "cpu");
+    assert_string_equal(c.items[2].name, "example.com/resource-with-a-longer-name-00");
+    assert_string_equal(c.items[41].name, "example.com/resource-with-a-longer-name-39");
+    assert_string_equal(c.items[42].name, "memory");
+    assert_non_null(td_resources_get(&c, "example.com/resource-with-a-longer-name-17"));
+
+    /* r += r and r -= r read r while they replace it */
+    assert_int_equal(td_resources_add(&b, &b), TD_OK);
+    assert_string_equal(show(&b, out, sizeof out), "cpu=10,memory=2Gi");
+    assert_int_equal(td_resources_sub(&b, &b), TD_OK);
+    assert_string_equal(show(&b, out, sizeof out), "cpu=0,memory=0");
     td_resources_fini(&b);
     td_resources_fini(&c);
 }

@@ -5,6 +5,7 @@
  * measure for comparing the two, not a test.
  * Build: cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc \
  *          bench/bench_quantity.c BUILD/libtenantd_lib.a -lm -o BUILD/bench_quantity
+ * Operations: parse, cmp, add, milli_value, format.
  * Usage: bench_quantity [N]   (N operations per round, default 2000000) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,16 @@ static void op_milli(long n, int general)
     }
 }
 
+static void op_format(long n, int general)
+{
+    char buf[TD_QUANTITY_STR_MAX];
+    for (long i = 0; i < n; i++) {
+        const td_quantity *a = &vals[i % NSPELL];
+        sink += (int64_t)(general ? td__quantity_format_general(a, buf, sizeof buf)
+                                  : td_quantity_format(a, buf, sizeof buf));
+    }
+}
+
 int main(int argc, char **argv)
 {
     long n = argc > 1 ? atol(argv[1]) : 2000000;
@@ -86,7 +97,8 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*fn)(long, int);
-    } ops[] = {{"parse", op_parse}, {"cmp", op_cmp}, {"add", op_add}, {"milli_value", op_milli}};
+    } ops[] = {{"parse", op_parse}, {"cmp", op_cmp}, {"add", op_add}, {"milli_value", op_milli},
+                 {"format", op_format}};
     printf("%-12s %10s %10s   (ns/op, median of 5 x %ld)\n", "op", "fast", "general", n);
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         double med[2];

@@ -917,7 +917,116 @@ static void put_decimal(sink *o, const value *v, int fmt)
     }
 }
 
+/* Decimal digits of m into out (room for 21), NUL-terminated; returns the
+ * length. Zero is "0". */
+static size_t u64_to_dec(uint64_t m, char *out)
+{
+    char rev[20];
+    size_t n = 0;
+    do {
+        rev[n++] = (char)('0' + m % 10);
+        m /= 10;
+    } while (m != 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = rev[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
+
+/* put_decimal for a 64-bit magnitude m > 0 at scale: the same digits,
+ * exponent adjustment and suffix. */
+static void put_decimal_u64(sink *o, uint64_t m, int64_t exp, int fmt)
+{
+    char d[24];
+    size_t len = u64_to_dec(m, d);
+    while (len > 1 && d[len - 1] == '0') {
+        len--;
+        exp++;
+    }
+    int64_t adjust = ((exp % 3) + 3) % 3;
+    exp -= adjust;
+    if (exp > EXP_PRINT_MAX) {
+        adjust += exp - EXP_PRINT_MAX;
+        exp = EXP_PRINT_MAX;
+    }
+    put(o, d, len);
+    put_zeros(o, adjust);
+    static const char *si[] = {"n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
+    if (fmt == TD_QFMT_DECIMAL_SI && exp >= -9 && exp <= 18) {
+        const char *suf = si[(exp + 9) / 3];
+        put(o, suf, strlen(suf));
+    } else if (exp != 0) {
+        char e[24];
+        int k = snprintf(e, sizeof e, "e%lld", (long long)exp);
+        put(o, e, (size_t)k);
+    }
+}
+
+/* td_quantity_format for a 64-bit magnitude. Returns 0 (nothing written)
+ * for a BinarySI integer too large for 64 bits, left to the general path. */
+static int format_fast(const td_quantity *q, sink *o)
+{
+    uint64_t m = mag_u64(q);
+    if (m == 0 || q->sign == 0) {
+        put(o, "0", 1);
+        return 1;
+    }
+    int fmt = q->format;
+    if (fmt != TD_QFMT_DECIMAL_SI && fmt != TD_QFMT_BINARY_SI)
+        fmt = TD_QFMT_DECIMAL_EXPONENT;
+    int64_t scale = q->scale;
+    if (fmt == TD_QFMT_BINARY_SI) {
+        /* The integer value, if q is one; else it prints as DecimalSI. */
+        uint64_t r = 0;
+        int exact;
+        if (scale < 0) {
+            exact = -scale < 20 && m % pow10_u64[-scale] == 0;
+            if (exact)
+                r = m / pow10_u64[-scale];
+        } else {
+            if (scale >= 20)
+                return 0;
+            u128 t = (u128)m * pow10_u64[scale];
+            if ((t >> 64) != 0)
+                return 0;
+            r = (uint64_t)t;
+            exact = 1;
+        }
+        if (exact && r >= 1024) {
+            /* r < 2^64 holds at most 6 factors of 1024: always a suffix. */
+            static const char *bin[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+            int count = 0;
+            while ((r & 1023) == 0) {
+                r >>= 10;
+                count++;
+            }
+            char d[24];
+            size_t len = u64_to_dec(r, d);
+            if (q->sign < 0)
+                put(o, "-", 1);
+            put(o, d, len);
+            put(o, bin[count], strlen(bin[count]));
+            return 1;
+        }
+        fmt = TD_QFMT_DECIMAL_SI;
+    }
+    if (q->sign < 0)
+        put(o, "-", 1);
+    put_decimal_u64(o, m, scale, fmt);
+    return 1;
+}
+
 size_t td_quantity_format(const td_quantity *q, char *buf, size_t n)
+{
+    sink o = {buf, n, 0};
+    if (!q->fits64 || !format_fast(q, &o))
+        return td__quantity_format_general(q, buf, n);
+    if (n > 0)
+        buf[o.len < n ? o.len : n - 1] = '\0';
+    return o.len;
+}
+
+size_t td__quantity_format_general(const td_quantity *q, char *buf, size_t n)
 {
     sink o = {buf, n, 0};
     value v;

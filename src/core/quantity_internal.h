@@ -14,5 +14,6 @@ int td__quantity_cmp_general(const td_quantity *a, const td_quantity *b);
 /* *a += b (negate 0) or *a -= b (negate 1). */
 td_status td__quantity_add_sub_general(td_quantity *a, const td_quantity *b, int negate);
 int64_t td__quantity_scaled_value_general(const td_quantity *q, int32_t scale);
+size_t td__quantity_format_general(const td_quantity *q, char *buf, size_t n);
 
 #endif

@@ -19,7 +19,7 @@
 static void qd_print(const char *what, const td_quantity *q)
 {
     char s[TD_QUANTITY_STR_MAX];
-    td_quantity_format(q, s, sizeof s);
+    td__quantity_format_general(q, s, sizeof s);
     fprintf(stderr, "  %s = %s (scale %d sign %d format %d fits64 %d)\n", what, s, (int)q->scale,
             (int)q->sign, (int)q->format, (int)q->fits64);
 }
@@ -32,8 +32,28 @@ static int qd_same(const td_quantity *a, const td_quantity *b)
            a->sign == b->sign && a->format == b->format && a->fits64 == b->fits64;
 }
 
+/* format both ways, into a buffer of every size that matters: enough,
+ * a few bytes (truncated), one (just the NUL) and none. */
+static void qd_check_format(const char *ctx, const td_quantity *q)
+{
+    static const size_t sizes[] = {TD_QUANTITY_STR_MAX, 4, 1, 0};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        char f[TD_QUANTITY_STR_MAX], g[TD_QUANTITY_STR_MAX];
+        memset(f, 'x', sizeof f);
+        memset(g, 'x', sizeof g);
+        size_t nf = td_quantity_format(q, sizes[i] ? f : NULL, sizes[i]);
+        size_t ng = td__quantity_format_general(q, sizes[i] ? g : NULL, sizes[i]);
+        if (nf != ng || (sizes[i] && memcmp(f, g, sizeof f) != 0)) {
+            fprintf(stderr, "%s: format into %zu bytes: fast %zu \"%.*s\", general %zu \"%.*s\"\n",
+                    ctx, sizes[i], nf, (int)sizes[i], f, ng, (int)sizes[i], g);
+            abort();
+        }
+    }
+}
+
 static void qd_check_flag(const char *ctx, const td_quantity *q)
 {
+    qd_check_format(ctx, q);
     int fits = 1;
     for (int i = 2; i < TD_QUANTITY_WORDS; i++)
         fits &= q->mag[i] == 0;

@@ -343,12 +343,15 @@ static void round_up_value(value *v, int64_t scale, int *exact)
 /* ---- fast paths: magnitudes that fit 64 bits ----
  *
  * Nearly every real quantity ("500m", "2Gi", "8", "1.5") has a magnitude
- * below 2^64 once its trailing zeros are in the scale. For those, parse,
- * compare, add and scale with 64- and 128-bit integers instead of the
- * XW-word scratch. Each fast path either produces exactly what the general
- * path would (every field, fits64 included) or declines and leaves its
- * output untouched; fuzz_quantity checks the two against each other. */
+ * below 2^64 once its trailing zeros are in the scale (td_quantity.fits64).
+ * For those, parse, compare, add, scale and print with 64- and 128-bit
+ * integers instead of the XW-word scratch. Each fast path either produces
+ * exactly what the general path would (every field, fits64 included) or
+ * declines and leaves its output untouched; test_quantity_fast and
+ * fuzz_quantity_fast check the two against each other
+ * (core/quantity_internal.h exposes the general paths to them). */
 
+/* GCC and clang on every 64-bit target Debian builds tenantd for. */
 __extension__ typedef unsigned __int128 u128;
 
 static const uint64_t pow10_u64[20] = {1ull,
@@ -886,13 +889,11 @@ static void put_zeros(sink *o, int64_t count)
         put(o, "0", 1);
 }
 
-/* AsCanonicalBytes plus its suffix: mantissa with the exponent lowered to a
- * multiple of 3, then an SI suffix or "e<exp>". */
-static void put_decimal(sink *o, const value *v, int fmt)
+/* AsCanonicalBytes plus its suffix for the value d * 10^exp (d: len decimal
+ * digits): mantissa with the exponent lowered to a multiple of 3, then an
+ * SI suffix or "e<exp>". */
+static void put_digits(sink *o, const char *d, size_t len, int64_t exp, int fmt)
 {
-    char d[XW * 10 + 1];
-    size_t len = big_to_dec(&v->mag, d);
-    int64_t exp = v->scale;
     while (len > 1 && d[len - 1] == '0') {
         len--;
         exp++;
@@ -917,6 +918,13 @@ static void put_decimal(sink *o, const value *v, int fmt)
     }
 }
 
+static void put_decimal(sink *o, const value *v, int fmt)
+{
+    char d[XW * 10 + 1];
+    size_t len = big_to_dec(&v->mag, d);
+    put_digits(o, d, len, v->scale, fmt);
+}
+
 /* Decimal digits of m into out (room for 21), NUL-terminated; returns the
  * length. Zero is "0". */
 static size_t u64_to_dec(uint64_t m, char *out)
@@ -931,35 +939,6 @@ static size_t u64_to_dec(uint64_t m, char *out)
         out[i] = rev[n - 1 - i];
     out[n] = '\0';
     return n;
-}
-
-/* put_decimal for a 64-bit magnitude m > 0 at scale: the same digits,
- * exponent adjustment and suffix. */
-static void put_decimal_u64(sink *o, uint64_t m, int64_t exp, int fmt)
-{
-    char d[24];
-    size_t len = u64_to_dec(m, d);
-    while (len > 1 && d[len - 1] == '0') {
-        len--;
-        exp++;
-    }
-    int64_t adjust = ((exp % 3) + 3) % 3;
-    exp -= adjust;
-    if (exp > EXP_PRINT_MAX) {
-        adjust += exp - EXP_PRINT_MAX;
-        exp = EXP_PRINT_MAX;
-    }
-    put(o, d, len);
-    put_zeros(o, adjust);
-    static const char *si[] = {"n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
-    if (fmt == TD_QFMT_DECIMAL_SI && exp >= -9 && exp <= 18) {
-        const char *suf = si[(exp + 9) / 3];
-        put(o, suf, strlen(suf));
-    } else if (exp != 0) {
-        char e[24];
-        int k = snprintf(e, sizeof e, "e%lld", (long long)exp);
-        put(o, e, (size_t)k);
-    }
 }
 
 /* td_quantity_format for a 64-bit magnitude. Returns 0 (nothing written)
@@ -1012,7 +991,9 @@ static int format_fast(const td_quantity *q, sink *o)
     }
     if (q->sign < 0)
         put(o, "-", 1);
-    put_decimal_u64(o, m, scale, fmt);
+    char d[24];
+    size_t len = u64_to_dec(m, d);
+    put_digits(o, d, len, scale, fmt);
     return 1;
 }
 

@@ -20,8 +20,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(s, data, size);
     s[size] = '\0';
 
+    /* The seed values are checked once; each input starts from a copy. */
+    static td_quantity seeds[QD_POOL];
+    static int seeded;
+    if (!seeded) {
+        qd_pool_init(seeds);
+        seeded = 1;
+    }
     td_quantity pool[QD_POOL];
-    qd_pool_init(pool);
+    memcpy(pool, seeds, sizeof pool);
 
     const uint8_t *ops = data;
     size_t nops = size;

@@ -29,6 +29,10 @@ typedef struct {
     int32_t scale;
     int8_t sign; /* -1, 0, 1 */
     uint8_t format; /* td_qformat */
+    /* 1 if mag[2..] are all zero (the magnitude fits 64 bits), so the
+     * 64/128-bit fast paths apply; 0 (as in a zeroed struct) means "not
+     * known", and the general path is taken. */
+    uint8_t fits64;
 } td_quantity;
 
 /* Longest canonical string td_quantity_format can produce, with NUL

@@ -9,18 +9,25 @@
 #include "tenantd/quantity.h"
 #include "tenantd/status.h"
 
+/* Longest name plus its NUL: names are 1 to TD_RESOURCE_NAME_MAX - 1 bytes. */
 #define TD_RESOURCE_NAME_MAX 254
 
 typedef struct {
-    char name[TD_RESOURCE_NAME_MAX];
+    /* NUL-terminated; owned by the list (in its name pool) and valid until
+     * the list changes, like the quantity beside it. */
+    const char *name;
     td_quantity q;
 } td_resource;
 
-/* Kept sorted by name, so printing and comparing are deterministic. */
+/* Kept sorted by name, so printing and comparing are deterministic. Read
+ * items[0..n); every other field is private to resources.c. A zeroed list
+ * is an empty one, as td_resources_init makes. */
 typedef struct {
     td_resource *items;
     size_t n;
     size_t cap;
+    char *names; /* the items' names back to back, each with its NUL */
+    size_t names_len, names_cap;
 } td_resources;
 
 void td_resources_init(td_resources *r);

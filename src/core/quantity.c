@@ -3,6 +3,7 @@
  * (Quantity.String / CanonicalizeBytes) them. A value is sign * mag * 10^scale
  * with mag a fixed-width integer; no floating point except as_double. */
 #include "tenantd/quantity.h"
+#include "core/quantity_internal.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -228,6 +229,7 @@ static td_status store(value *v, int fmt, td_quantity *q)
     td_quantity out;
     memset(&out, 0, sizeof out);
     out.format = (uint8_t)fmt;
+    out.fits64 = 1;
     if (v->sign == 0 || big_is_zero(&v->mag)) {
         *q = out;
         return TD_OK;
@@ -243,6 +245,7 @@ static td_status store(value *v, int fmt, td_quantity *q)
     memcpy(out.mag, v->mag.w, sizeof out.mag);
     out.scale = (int32_t)v->scale;
     out.sign = (int8_t)(v->sign < 0 ? -1 : 1);
+    out.fits64 = (uint8_t)big_fits(&v->mag, 2);
     *q = out;
     return TD_OK;
 }
@@ -337,6 +340,311 @@ static void round_up_value(value *v, int64_t scale, int *exact)
     v->scale = scale;
 }
 
+/* ---- fast paths: magnitudes that fit 64 bits ----
+ *
+ * Nearly every real quantity ("500m", "2Gi", "8", "1.5") has a magnitude
+ * below 2^64 once its trailing zeros are in the scale (td_quantity.fits64).
+ * For those, parse, compare, add, scale and print with 64- and 128-bit
+ * integers instead of the XW-word scratch. Each fast path either produces
+ * exactly what the general path would (every field, fits64 included) or
+ * declines and leaves its output untouched; test_quantity_fast and
+ * fuzz_quantity_fast check the two against each other
+ * (core/quantity_internal.h exposes the general paths to them). */
+
+/* GCC and clang on every 64-bit target Debian builds tenantd for. */
+__extension__ typedef unsigned __int128 u128;
+
+static const uint64_t pow10_u64[20] = {1ull,
+                                       10ull,
+                                       100ull,
+                                       1000ull,
+                                       10000ull,
+                                       100000ull,
+                                       1000000ull,
+                                       10000000ull,
+                                       100000000ull,
+                                       1000000000ull,
+                                       10000000000ull,
+                                       100000000000ull,
+                                       1000000000000ull,
+                                       10000000000000ull,
+                                       100000000000000ull,
+                                       1000000000000000ull,
+                                       10000000000000000ull,
+                                       100000000000000000ull,
+                                       1000000000000000000ull,
+                                       10000000000000000000ull};
+
+static uint64_t mag_u64(const td_quantity *q)
+{
+    return (uint64_t)q->mag[0] | (uint64_t)q->mag[1] << 32;
+}
+
+/* *q = sign * m * 10^scale in format fmt, normalised as store() does:
+ * trailing zeros move into the scale (up to INT32_MAX). The caller
+ * guarantees scale fits an int32 once stripped. */
+static void set_u64(td_quantity *q, uint64_t m, int64_t scale, int sign, int fmt)
+{
+    memset(q, 0, sizeof *q);
+    q->format = (uint8_t)fmt;
+    q->fits64 = 1;
+    if (m == 0 || sign == 0)
+        return;
+    while (scale < INT32_MAX && m % 10 == 0) {
+        m /= 10;
+        scale++;
+    }
+    q->mag[0] = (uint32_t)m;
+    q->mag[1] = (uint32_t)(m >> 32);
+    q->scale = (int32_t)scale;
+    q->sign = (int8_t)(sign < 0 ? -1 : 1);
+}
+
+/* Rounds m * 10^*scale up (away from zero) to a multiple of 10^-9, as
+ * parse's inf.RoundUp does; m > 0. */
+static uint64_t round_to_nano(uint64_t m, int64_t *scale)
+{
+    if (*scale >= -9)
+        return m;
+    int64_t drop = -9 - *scale;
+    *scale = -9;
+    if (drop >= 20)
+        return 1; /* 0 < m < 10^20 <= 10^drop */
+    uint64_t p = pow10_u64[drop];
+    return m / p + (m % p != 0);
+}
+
+/* The common spellings of td_quantity_parse: [+-]digits[.digits] with at
+ * most 19 significant digits, then no suffix, an SI or binary suffix, or
+ * e/E[+-] and at most 9 exponent digits. Returns 1 with *q set, or 0
+ * (q untouched) for anything else, which the general path then parses or
+ * rejects with its own message. */
+static int parse_fast(const char *s, td_quantity *q)
+{
+    const char *p = s;
+    int sign = 1;
+    if (*p == '-') {
+        sign = -1;
+        p++;
+    } else if (*p == '+') {
+        p++;
+    }
+    uint64_t m = 0;
+    int sig = 0, any = 0;
+    int64_t dl = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        any = 1;
+        if (sig || *p != '0') {
+            if (++sig > 19)
+                return 0;
+            m = m * 10 + (uint64_t)(*p - '0');
+        }
+    }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++) {
+            any = 1;
+            dl++;
+            if (sig || *p != '0') {
+                if (++sig > 19)
+                    return 0;
+                m = m * 10 + (uint64_t)(*p - '0');
+            }
+        }
+    }
+    if (!any)
+        return 0;
+
+    int fmt = TD_QFMT_DECIMAL_SI, shift = 0;
+    int64_t exponent = 0;
+    switch (*p) {
+    case '\0':
+        break;
+    case 'n':
+        exponent = -9;
+        p++;
+        break;
+    case 'u':
+        exponent = -6;
+        p++;
+        break;
+    case 'm':
+        exponent = -3;
+        p++;
+        break;
+    case 'k':
+        exponent = 3;
+        p++;
+        break;
+    case 'K':
+    case 'M':
+    case 'G':
+    case 'T':
+    case 'P':
+    case 'E': {
+        static const char order[] = "KMGTPE";
+        int i = (int)(strchr(order, *p) - order) + 1;
+        if (p[1] == 'i') {
+            fmt = TD_QFMT_BINARY_SI;
+            shift = 10 * i;
+            p += 2;
+            break;
+        }
+        if (*p == 'K')
+            return 0;
+        if (*p == 'E' && p[1] != '\0')
+            goto exponent_form;
+        exponent = 3 * i;
+        p++;
+        break;
+    }
+    case 'e':
+    exponent_form : {
+        int neg = 0, nd = 0;
+        p++;
+        if (*p == '+' || *p == '-')
+            neg = *p++ == '-';
+        for (; *p >= '0' && *p <= '9'; p++) {
+            if (++nd > 9)
+                return 0;
+            exponent = exponent * 10 + (*p - '0');
+        }
+        if (nd == 0)
+            return 0;
+        if (neg)
+            exponent = -exponent;
+        fmt = TD_QFMT_DECIMAL_EXPONENT;
+        break;
+    }
+    default:
+        return 0;
+    }
+    if (*p != '\0')
+        return 0;
+
+    if (m == 0) {
+        set_u64(q, 0, 0, 0, fmt);
+        return 1;
+    }
+    int64_t scale = exponent - dl;
+    if (fmt == TD_QFMT_BINARY_SI) {
+        /* m * 2^shift below 2^63: exact in 64 bits, and never over the
+         * INT64_MAX cap general parse applies to binary values. */
+        if (shift > 0 && m >> (63 - shift) != 0)
+            return 0;
+        m <<= shift;
+        m = round_to_nano(m, &scale);
+        /* Under 1 after rounding, a binary value prints as DecimalSI. */
+        if (scale < 0 && m < pow10_u64[-scale])
+            fmt = TD_QFMT_DECIMAL_SI;
+    } else {
+        m = round_to_nano(m, &scale);
+    }
+    set_u64(q, m, scale, sign, fmt);
+    return 1;
+}
+
+/* |a| vs |b| for magnitudes ma, mb > 0 at scales sa, sb. */
+static int cmp_abs_u64(uint64_t ma, int64_t sa, uint64_t mb, int64_t sb)
+{
+    if (sa == sb)
+        return ma == mb ? 0 : (ma < mb ? -1 : 1);
+    int sign = sa > sb ? 1 : -1;
+    uint64_t hi = sa > sb ? ma : mb, lo = sa > sb ? mb : ma;
+    int64_t d = sa > sb ? sa - sb : sb - sa;
+    if (d >= 20)
+        return sign; /* hi * 10^d >= 10^20 > lo */
+    u128 t = (u128)hi * pow10_u64[d];
+    if (t == lo)
+        return 0;
+    return t > lo ? sign : -sign;
+}
+
+static int cmp_fast(const td_quantity *a, const td_quantity *b)
+{
+    uint64_t ma = mag_u64(a), mb = mag_u64(b);
+    int sa = ma ? a->sign : 0, sb = mb ? b->sign : 0;
+    if (sa != sb)
+        return sa < sb ? -1 : 1;
+    if (sa == 0)
+        return 0;
+    return cmp_abs_u64(ma, a->scale, mb, b->scale) * sa;
+}
+
+/* *a (+/-)= b when both fit 64 bits and the aligned result fits 64 bits
+ * too. Returns 0 (a untouched) when it does not, for the general path. */
+static int add_sub_fast(td_quantity *a, const td_quantity *b, int negate)
+{
+    uint64_t ma = mag_u64(a), mb = mag_u64(b);
+    int sa = ma ? a->sign : 0, sb = mb ? b->sign : 0;
+    if (negate)
+        sb = -sb;
+    int fmt = sa == 0 ? b->format : a->format;
+    if (sb == 0) {
+        if (sa == 0)
+            set_u64(a, 0, 0, 0, fmt);
+        return 1;
+    }
+    if (sa == 0) {
+        set_u64(a, mb, b->scale, sb, fmt);
+        return 1;
+    }
+    int64_t xs = a->scale, ys = b->scale;
+    int64_t s = xs < ys ? xs : ys;
+    if (xs - s >= 20 || ys - s >= 20)
+        return 0;
+    u128 x = (u128)ma * pow10_u64[xs - s], y = (u128)mb * pow10_u64[ys - s];
+    u128 r;
+    int sign;
+    if (sa == sb) {
+        r = x + y; /* both below 2^64 * 10^19 < 2^127 */
+        sign = sa;
+    } else if (x >= y) {
+        r = x - y;
+        sign = sa;
+    } else {
+        r = y - x;
+        sign = sb;
+    }
+    if (r == 0) {
+        set_u64(a, 0, 0, 0, fmt);
+        return 1;
+    }
+    /* Strip tens while the sum is wider than 64 bits, so that e.g.
+     * 1e19 + 1e19 still takes this path. */
+    while ((r >> 64) != 0 && s < INT32_MAX && r % 10 == 0) {
+        r /= 10;
+        s++;
+    }
+    if ((r >> 64) != 0)
+        return 0;
+    set_u64(a, (uint64_t)r, s, sign, fmt);
+    return 1;
+}
+
+/* ScaledValue for a 64-bit magnitude: the same rounding (away from zero)
+ * and saturation as the general path. */
+static int64_t scaled_value_fast(const td_quantity *q, int32_t scale)
+{
+    uint64_t m = mag_u64(q);
+    if (m == 0 || q->sign == 0)
+        return 0;
+    int neg = q->sign < 0;
+    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    int64_t d = (int64_t)q->scale - scale;
+    uint64_t r;
+    if (d < 0) {
+        r = -d >= 20 ? 1 : m / pow10_u64[-d] + (m % pow10_u64[-d] != 0);
+    } else {
+        if (d >= 20)
+            return neg ? INT64_MIN : INT64_MAX;
+        u128 t = (u128)m * pow10_u64[d];
+        if (t > limit)
+            return neg ? INT64_MIN : INT64_MAX;
+        r = (uint64_t)t;
+    }
+    return neg ? (int64_t)(0 - r) : (int64_t)r;
+}
+
 /* ---- parsing ---- */
 
 /* Writes s into out as a quoted, escaped and possibly shortened string. */
@@ -426,7 +734,7 @@ static int digit_at(const digits *g, size_t i)
     return (i < g->nl ? g->num[i] : g->denom[i - g->nl]) - '0';
 }
 
-td_status td_quantity_parse(const char *s, td_quantity *q, td_err *err)
+td_status td__quantity_parse_general(const char *s, td_quantity *q, td_err *err)
 {
     if (s == NULL || s[0] == '\0')
         return parse_error(err, s ? s : "", regex_msg);
@@ -554,6 +862,13 @@ td_status td_quantity_parse(const char *s, td_quantity *q, td_err *err)
     return TD_OK;
 }
 
+td_status td_quantity_parse(const char *s, td_quantity *q, td_err *err)
+{
+    if (s != NULL && parse_fast(s, q))
+        return TD_OK;
+    return td__quantity_parse_general(s, q, err);
+}
+
 /* ---- printing ---- */
 
 typedef struct {
@@ -574,13 +889,11 @@ static void put_zeros(sink *o, int64_t count)
         put(o, "0", 1);
 }
 
-/* AsCanonicalBytes plus its suffix: mantissa with the exponent lowered to a
- * multiple of 3, then an SI suffix or "e<exp>". */
-static void put_decimal(sink *o, const value *v, int fmt)
+/* AsCanonicalBytes plus its suffix for the value d * 10^exp (d: len decimal
+ * digits): mantissa with the exponent lowered to a multiple of 3, then an
+ * SI suffix or "e<exp>". */
+static void put_digits(sink *o, const char *d, size_t len, int64_t exp, int fmt)
 {
-    char d[XW * 10 + 1];
-    size_t len = big_to_dec(&v->mag, d);
-    int64_t exp = v->scale;
     while (len > 1 && d[len - 1] == '0') {
         len--;
         exp++;
@@ -605,7 +918,96 @@ static void put_decimal(sink *o, const value *v, int fmt)
     }
 }
 
+static void put_decimal(sink *o, const value *v, int fmt)
+{
+    char d[XW * 10 + 1];
+    size_t len = big_to_dec(&v->mag, d);
+    put_digits(o, d, len, v->scale, fmt);
+}
+
+/* Decimal digits of m into out (room for 21), NUL-terminated; returns the
+ * length. Zero is "0". */
+static size_t u64_to_dec(uint64_t m, char *out)
+{
+    char rev[20];
+    size_t n = 0;
+    do {
+        rev[n++] = (char)('0' + m % 10);
+        m /= 10;
+    } while (m != 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = rev[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
+
+/* td_quantity_format for a 64-bit magnitude. Returns 0 (nothing written)
+ * for a BinarySI integer too large for 64 bits, left to the general path. */
+static int format_fast(const td_quantity *q, sink *o)
+{
+    uint64_t m = mag_u64(q);
+    if (m == 0 || q->sign == 0) {
+        put(o, "0", 1);
+        return 1;
+    }
+    int fmt = q->format;
+    if (fmt != TD_QFMT_DECIMAL_SI && fmt != TD_QFMT_BINARY_SI)
+        fmt = TD_QFMT_DECIMAL_EXPONENT;
+    int64_t scale = q->scale;
+    if (fmt == TD_QFMT_BINARY_SI) {
+        /* The integer value, if q is one; else it prints as DecimalSI. */
+        uint64_t r = 0;
+        int exact;
+        if (scale < 0) {
+            exact = -scale < 20 && m % pow10_u64[-scale] == 0;
+            if (exact)
+                r = m / pow10_u64[-scale];
+        } else {
+            if (scale >= 20)
+                return 0;
+            u128 t = (u128)m * pow10_u64[scale];
+            if ((t >> 64) != 0)
+                return 0;
+            r = (uint64_t)t;
+            exact = 1;
+        }
+        if (exact && r >= 1024) {
+            /* r < 2^64 holds at most 6 factors of 1024: always a suffix. */
+            static const char *bin[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+            int count = 0;
+            while ((r & 1023) == 0) {
+                r >>= 10;
+                count++;
+            }
+            char d[24];
+            size_t len = u64_to_dec(r, d);
+            if (q->sign < 0)
+                put(o, "-", 1);
+            put(o, d, len);
+            put(o, bin[count], strlen(bin[count]));
+            return 1;
+        }
+        fmt = TD_QFMT_DECIMAL_SI;
+    }
+    if (q->sign < 0)
+        put(o, "-", 1);
+    char d[24];
+    size_t len = u64_to_dec(m, d);
+    put_digits(o, d, len, scale, fmt);
+    return 1;
+}
+
 size_t td_quantity_format(const td_quantity *q, char *buf, size_t n)
+{
+    sink o = {buf, n, 0};
+    if (!q->fits64 || !format_fast(q, &o))
+        return td__quantity_format_general(q, buf, n);
+    if (n > 0)
+        buf[o.len < n ? o.len : n - 1] = '\0';
+    return o.len;
+}
+
+size_t td__quantity_format_general(const td_quantity *q, char *buf, size_t n)
 {
     sink o = {buf, n, 0};
     value v;
@@ -661,7 +1063,7 @@ size_t td_quantity_format(const td_quantity *q, char *buf, size_t n)
 
 /* ---- arithmetic and accessors ---- */
 
-int td_quantity_cmp(const td_quantity *a, const td_quantity *b)
+int td__quantity_cmp_general(const td_quantity *a, const td_quantity *b)
 {
     value x, y;
     load(a, &x);
@@ -669,14 +1071,23 @@ int td_quantity_cmp(const td_quantity *a, const td_quantity *b)
     return cmp_value(&x, &y);
 }
 
+int td_quantity_cmp(const td_quantity *a, const td_quantity *b)
+{
+    if (a->fits64 && b->fits64)
+        return cmp_fast(a, b);
+    return td__quantity_cmp_general(a, b);
+}
+
 int td_quantity_sign(const td_quantity *q)
 {
+    if (q->fits64)
+        return (q->mag[0] | q->mag[1]) ? q->sign : 0;
     value v;
     load(q, &v);
     return v.sign;
 }
 
-static td_status add_sub(td_quantity *a, const td_quantity *b, int negate)
+td_status td__quantity_add_sub_general(td_quantity *a, const td_quantity *b, int negate)
 {
     value x, y;
     load(a, &x);
@@ -691,21 +1102,22 @@ static td_status add_sub(td_quantity *a, const td_quantity *b, int negate)
 
 td_status td_quantity_add(td_quantity *a, const td_quantity *b)
 {
-    return add_sub(a, b, 0);
+    if (a->fits64 && b->fits64 && add_sub_fast(a, b, 0))
+        return TD_OK;
+    return td__quantity_add_sub_general(a, b, 0);
 }
 
 td_status td_quantity_sub(td_quantity *a, const td_quantity *b)
 {
-    return add_sub(a, b, 1);
+    if (a->fits64 && b->fits64 && add_sub_fast(a, b, 1))
+        return TD_OK;
+    return td__quantity_add_sub_general(a, b, 1);
 }
 
 void td_quantity_from_int(td_quantity *q, int64_t v, int32_t scale, td_qformat format)
 {
-    value x;
-    big_set_u64(&x.mag, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
-    x.scale = scale;
-    x.sign = v < 0 ? -1 : (v > 0 ? 1 : 0);
-    (void)store(&x, (int)format, q); /* 64 bits always fit */
+    set_u64(q, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, scale, v < 0 ? -1 : (v > 0 ? 1 : 0),
+            (int)format);
 }
 
 void td_quantity_zero(td_quantity *q, td_qformat format)
@@ -713,7 +1125,7 @@ void td_quantity_zero(td_quantity *q, td_qformat format)
     td_quantity_from_int(q, 0, 0, format);
 }
 
-int64_t td_quantity_scaled_value(const td_quantity *q, int32_t scale)
+int64_t td__quantity_scaled_value_general(const td_quantity *q, int32_t scale)
 {
     value v;
     load(q, &v);
@@ -729,6 +1141,13 @@ int64_t td_quantity_scaled_value(const td_quantity *q, int32_t scale)
         return v.sign < 0 ? INT64_MIN : INT64_MAX;
     uint64_t m = (uint64_t)v.mag.w[0] | (uint64_t)v.mag.w[1] << 32;
     return v.sign < 0 ? (int64_t)(0 - m) : (int64_t)m;
+}
+
+int64_t td_quantity_scaled_value(const td_quantity *q, int32_t scale)
+{
+    if (q->fits64)
+        return scaled_value_fast(q, scale);
+    return td__quantity_scaled_value_general(q, scale);
 }
 
 int64_t td_quantity_value(const td_quantity *q)

@@ -6,19 +6,65 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Entries are a name pointer and a quantity (64 bytes, not a 254-byte name
+ * array each), and one allocation holds a list's items (cap of them)
+ * followed by its name pool (names_cap bytes): a Pod's lists fit malloc's
+ * small-size caches and copy in a few cache lines. */
+
 void td_resources_init(td_resources *r)
 {
     r->items = NULL;
     r->n = 0;
     r->cap = 0;
+    r->names = NULL;
+    r->names_len = 0;
+    r->names_cap = 0;
 }
 
 void td_resources_fini(td_resources *r)
 {
     if (r == NULL)
         return;
-    free(r->items);
+    free(r->items); /* the names too */
     td_resources_init(r);
+}
+
+/* Points dst's items, copied from src's, at the same names in dst's pool
+ * (a copy of src's pool). */
+static void repoint(td_resource *items, size_t n, const char *src_pool, char *dst_pool)
+{
+    for (size_t i = 0; i < n; i++)
+        items[i].name = dst_pool + (items[i].name - src_pool);
+}
+
+/* A block for cap items and names_cap bytes of names: items at its start
+ * (malloc's alignment), *names after them. NULL when out of memory. */
+static td_resource *block_alloc(size_t cap, size_t names_cap, char **names)
+{
+    char *block = malloc(cap * sizeof(td_resource) + names_cap);
+    *names = block ? block + cap * sizeof(td_resource) : NULL;
+    return (td_resource *)(void *)block;
+}
+
+/* Moves r's items and names into a new block of cap items and names_cap
+ * bytes of names. On TD_ENOMEM r is unchanged. */
+static td_status regrow(td_resources *r, size_t cap, size_t names_cap)
+{
+    char *names;
+    td_resource *items = block_alloc(cap, names_cap, &names);
+    if (items == NULL)
+        return TD_ENOMEM;
+    if (r->n > 0) {
+        memcpy(items, r->items, r->n * sizeof *items);
+        memcpy(names, r->names, r->names_len);
+        repoint(items, r->n, r->names, names);
+    }
+    free(r->items);
+    r->items = items;
+    r->cap = cap;
+    r->names = names;
+    r->names_cap = names_cap;
+    return TD_OK;
 }
 
 td_status td_resources_copy(td_resources *dst, const td_resources *src)
@@ -26,12 +72,29 @@ td_status td_resources_copy(td_resources *dst, const td_resources *src)
     td_resources_init(dst);
     if (src->n == 0)
         return TD_OK;
-    dst->items = malloc(src->n * sizeof *dst->items);
-    if (dst->items == NULL)
+    char *names;
+    td_resource *items = block_alloc(src->n, src->names_len, &names);
+    if (items == NULL)
         return TD_ENOMEM;
-    memcpy(dst->items, src->items, src->n * sizeof *dst->items);
+    memcpy(items, src->items, src->n * sizeof *items);
+    memcpy(names, src->names, src->names_len);
+    repoint(items, src->n, src->names, names);
+    dst->items = items;
     dst->n = dst->cap = src->n;
+    dst->names = names;
+    dst->names_len = dst->names_cap = src->names_len;
     return TD_OK;
+}
+
+/* strcmp's order. Most probes of a binary search over resource names
+ * differ in the first byte ("cpu" / "memory" / "pods"), decided here
+ * without a call; names that share a first byte ("requests.cpu" /
+ * "requests.memory") share long prefixes, where strcmp's wide compare wins. */
+static inline int name_cmp(const char *a, const char *b)
+{
+    if (*a != *b)
+        return (int)(unsigned char)*a - (int)(unsigned char)*b;
+    return *a == '\0' ? 0 : strcmp(a + 1, b + 1);
 }
 
 /* Index of name in r, or where it would be inserted (*found says which). */
@@ -40,7 +103,7 @@ static size_t find(const td_resources *r, const char *name, int *found)
     size_t lo = 0, hi = r->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(r->items[mid].name, name);
+        int c = name_cmp(r->items[mid].name, name);
         if (c == 0) {
             *found = 1;
             return mid;
@@ -61,25 +124,45 @@ const td_quantity *td_resources_get(const td_resources *r, const char *name)
     return found ? &r->items[i].q : NULL;
 }
 
-static int valid_name(const char *name)
+/* The length of name if it is a valid resource name, else 0. */
+static size_t valid_name(const char *name)
 {
-    return name != NULL && name[0] != '\0' && strlen(name) < TD_RESOURCE_NAME_MAX;
+    if (name == NULL)
+        return 0;
+    size_t len = strnlen(name, TD_RESOURCE_NAME_MAX);
+    return len < TD_RESOURCE_NAME_MAX ? len : 0;
 }
 
-/* Inserts name with q at index i (the slot find() returned). */
-static td_status insert_at(td_resources *r, size_t i, const char *name, const td_quantity *q)
+/* Makes room for one more item and a name of len bytes. On TD_ENOMEM the
+ * list is unchanged. */
+static td_status reserve_one(td_resources *r, size_t len)
 {
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 8;
-        td_resource *items = realloc(r->items, cap * sizeof *items);
-        if (items == NULL)
-            return TD_ENOMEM;
-        r->items = items;
-        r->cap = cap;
+    int more_items = r->n == r->cap, more_names = r->names_cap - r->names_len < len + 1;
+    if (!more_items && !more_names)
+        return TD_OK;
+    size_t cap = r->cap, names_cap = r->names_cap;
+    if (more_items)
+        cap = cap ? cap * 2 : 8;
+    if (more_names) {
+        names_cap = names_cap ? names_cap * 2 : 128;
+        while (names_cap - r->names_len < len + 1)
+            names_cap *= 2;
     }
+    return regrow(r, cap, names_cap);
+}
+
+/* Inserts name (len bytes) with q at index i (the slot find() returned). */
+static td_status insert_at(td_resources *r, size_t i, const char *name, size_t len,
+                           const td_quantity *q)
+{
+    td_status st = reserve_one(r, len);
+    if (st != TD_OK)
+        return st;
+    char *copy = r->names + r->names_len;
+    memcpy(copy, name, len + 1);
+    r->names_len += len + 1;
     memmove(r->items + i + 1, r->items + i, (r->n - i) * sizeof *r->items);
-    memset(&r->items[i], 0, sizeof r->items[i]);
-    strcpy(r->items[i].name, name);
+    r->items[i].name = copy;
     r->items[i].q = *q;
     r->n++;
     return TD_OK;
@@ -87,7 +170,8 @@ static td_status insert_at(td_resources *r, size_t i, const char *name, const td
 
 td_status td_resources_set(td_resources *r, const char *name, const td_quantity *q)
 {
-    if (!valid_name(name))
+    size_t len = valid_name(name);
+    if (len == 0)
         return TD_EINVAL;
     int found;
     size_t i = find(r, name, &found);
@@ -95,64 +179,93 @@ td_status td_resources_set(td_resources *r, const char *name, const td_quantity 
         r->items[i].q = *q;
         return TD_OK;
     }
-    return insert_at(r, i, name, q);
+    return insert_at(r, i, name, len, q);
 }
 
 td_status td_resources_add_one(td_resources *r, const char *name, const td_quantity *q)
 {
-    if (!valid_name(name))
+    size_t len = valid_name(name);
+    if (len == 0)
         return TD_EINVAL;
     int found;
     size_t i = find(r, name, &found);
     if (!found) {
         /* 0 + q takes q's format, as Quantity.Add on a zero does. */
-        return insert_at(r, i, name, q);
+        return insert_at(r, i, name, len, q);
     }
     return td_quantity_add(&r->items[i].q, q);
 }
 
 td_status td_resources_max_one(td_resources *r, const char *name, const td_quantity *q)
 {
-    if (!valid_name(name))
+    size_t len = valid_name(name);
+    if (len == 0)
         return TD_EINVAL;
     int found;
     size_t i = find(r, name, &found);
     if (!found)
-        return insert_at(r, i, name, q);
+        return insert_at(r, i, name, len, q);
     /* quota.Max keeps the other side on a tie, and with it its format. */
     if (td_quantity_cmp(&r->items[i].q, q) <= 0)
         r->items[i].q = *q;
     return TD_OK;
 }
 
-/* r (+/-)= other into a copy, swapped in only if every name succeeded. */
+/* r (+/-)= other: both lists are sorted by name, so one merge pass builds
+ * the result in a new array, swapped in only if every name succeeded. A
+ * name in both is added or subtracted (Quantity.Add/Sub keep r's format);
+ * a name only in other comes in as it is for add (0 + q takes q's format)
+ * and negated for subtract (quota.Subtract). */
 static td_status combine(td_resources *r, const td_resources *other, int subtract)
 {
-    td_resources out;
-    td_status st = td_resources_copy(&out, r);
-    for (size_t i = 0; st == TD_OK && i < other->n; i++) {
-        const td_resource *o = &other->items[i];
-        if (subtract) {
-            int found;
-            size_t j = find(&out, o->name, &found);
-            if (found) {
-                st = td_quantity_sub(&out.items[j].q, &o->q);
-            } else {
-                /* quota.Subtract: a name only in other becomes -other. */
-                td_quantity neg = o->q;
-                td_quantity_neg(&neg);
-                st = insert_at(&out, j, o->name, &neg);
+    if (other->n == 0)
+        return TD_OK;
+    size_t cap = r->n + other->n, names_cap = r->names_len + other->names_len;
+    char *names;
+    td_resource *items = block_alloc(cap, names_cap, &names);
+    if (items == NULL)
+        return TD_ENOMEM;
+    /* r's names keep their places in a copy of r's pool; names only in
+     * other are appended after them. */
+    if (r->names_len > 0)
+        memcpy(names, r->names, r->names_len);
+    size_t i = 0, j = 0, n = 0, names_len = r->names_len;
+    td_status st = TD_OK;
+    while (st == TD_OK && (i < r->n || j < other->n)) {
+        int c = i == r->n       ? 1
+                : j == other->n ? -1
+                                : name_cmp(r->items[i].name, other->items[j].name);
+        td_resource *out = &items[n++];
+        if (c <= 0) {
+            const td_resource *in = &r->items[i++];
+            out->name = names + (in->name - r->names);
+            out->q = in->q;
+            if (c == 0) {
+                const td_quantity *o = &other->items[j++].q;
+                st = subtract ? td_quantity_sub(&out->q, o) : td_quantity_add(&out->q, o);
             }
         } else {
-            st = td_resources_add_one(&out, o->name, &o->q);
+            const td_resource *in = &other->items[j++];
+            size_t len = strlen(in->name) + 1;
+            memcpy(names + names_len, in->name, len);
+            out->name = names + names_len;
+            names_len += len;
+            out->q = in->q;
+            if (subtract)
+                td_quantity_neg(&out->q);
         }
     }
     if (st != TD_OK) {
-        td_resources_fini(&out);
+        free(items);
         return st;
     }
-    td_resources_fini(r);
-    *r = out;
+    free(r->items);
+    r->items = items;
+    r->n = n;
+    r->cap = cap;
+    r->names = names;
+    r->names_len = names_len;
+    r->names_cap = names_cap;
     return TD_OK;
 }
 

@@ -58,6 +58,9 @@ static const binary_row add_rows[] = {
     {"zeroTakesOtherFormat", "memory=0", "memory=1Gi", "memory=1Gi"},
     {"sortedInsert", "pods=1,cpu=1", "memory=1Mi,a=1,z=2", "a=1,cpu=1,memory=1Mi,pods=1,z=2"},
     {"fractions", "cpu=0.1", "cpu=0.2", "cpu=300m"},
+    {"interleaved", "a=1,cpu=2,pods=3,z=4", "b=1,cpu=1,cpus=5,q=2,z=4",
+     "a=1,b=1,cpu=3,cpus=5,pods=3,q=2,z=8"},
+    {"nonAsciiSortsLast", "\xc3\xa9=1,z=1", "y=1,\xc3\xa9=1", "y=1,z=1,\xc3\xa9=2"},
 };
 
 static const binary_row sub_rows[] = {
@@ -67,6 +70,10 @@ static const binary_row sub_rows[] = {
     {"missingInB", "cpu=100m", "", "cpu=100m"},
     {"toZero", "cpu=100m,memory=1Gi", "cpu=100m", "cpu=0,memory=1Gi"},
     {"negative", "memory=1Gi", "memory=2Gi", "memory=-1Gi"},
+    {"interleaved", "a=1,cpu=2,pods=3,z=4", "b=1,cpu=1,cpus=5,q=2,z=4",
+     "a=1,b=-1,cpu=1,cpus=-5,pods=3,q=-2,z=0"},
+    {"prefixes", "requests.cpu=1,requests=2", "requests.cpu.x=1,request=1",
+     "request=-1,requests=2,requests.cpu=1,requests.cpu.x=-1"},
 };
 
 static const binary_row max_rows[] = {
@@ -206,7 +213,31 @@ static void test_resources_copy(void **state)
     td_resources_init(&empty);
     assert_int_equal(td_resources_copy(&c, &empty), TD_OK);
     assert_int_equal(c.n, 0);
+    td_resources_fini(&c);
+
+    /* A copy owns its names: it reads the same after the source is
+     * gone, through pool growth on both sides (ASan sees any sharing). */
+    for (int i = 0; i < 40; i++) {
+        char n[64];
+        snprintf(n, sizeof n, "example.com/resource-with-a-longer-name-%02d", i);
+        assert_int_equal(td_resources_set(&a, n, &q), TD_OK);
+    }
+    assert_int_equal(td_resources_copy(&c, &a), TD_OK);
     td_resources_fini(&a);
+    assert_int_equal(td_resources_set(&c, "aaa", &q), TD_OK);
+    assert_int_equal(c.n, 43);
+    assert_string_equal(c.items[0].name, "aaa");
+    assert_string_equal(c.items[1].name, "cpu");
+    assert_string_equal(c.items[2].name, "example.com/resource-with-a-longer-name-00");
+    assert_string_equal(c.items[41].name, "example.com/resource-with-a-longer-name-39");
+    assert_string_equal(c.items[42].name, "memory");
+    assert_non_null(td_resources_get(&c, "example.com/resource-with-a-longer-name-17"));
+
+    /* r += r and r -= r read r while they replace it */
+    assert_int_equal(td_resources_add(&b, &b), TD_OK);
+    assert_string_equal(show(&b, out, sizeof out), "cpu=10,memory=2Gi");
+    assert_int_equal(td_resources_sub(&b, &b), TD_OK);
+    assert_string_equal(show(&b, out, sizeof out), "cpu=0,memory=0");
     td_resources_fini(&b);
     td_resources_fini(&c);
 }
@@ -227,6 +258,58 @@ static void test_resources_failed_add_changes_nothing(void **state)
     td_resources_fini(&b);
 }
 
+/* add and sub (one merge pass over both sorted lists) against the plain
+ * model: a copy of a, then add_one of each item of b (negated for sub),
+ * over seeded random lists with overlapping and prefix names. */
+static void test_resources_merge_matches_add_one(void **state)
+{
+    (void)state;
+    static const char *names[] = {"a", "b", "cpu", "cpus", "memory", "pods", "requests.cpu",
+                                  "requests", "\xc3\xa9", "z", "nvidia.com/gpu", "c"};
+    static const char *values[] = {"0", "1", "-1", "500m", "2Gi", "1e3", "1n", "7Ei", "1.5"};
+    uint64_t seed = 88172645463325252ull;
+    for (int round = 0; round < 3000; round++) {
+        td_resources a, b, got, want;
+        td_resources_init(&a);
+        td_resources_init(&b);
+        for (int side = 0; side < 2; side++) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            int n = (int)(seed % 7);
+            for (int k = 0; k < n; k++) {
+                td_quantity q;
+                uint64_t r = seed >> (8 * (k % 7));
+                assert_int_equal(td_quantity_parse(values[(r >> 4) % 9], &q, NULL), TD_OK);
+                assert_int_equal(td_resources_set(side ? &b : &a, names[r % 12], &q), TD_OK);
+            }
+        }
+        int subtract = round % 2;
+        assert_int_equal(td_resources_copy(&got, &a), TD_OK);
+        assert_int_equal(td_resources_copy(&want, &a), TD_OK);
+        assert_int_equal(subtract ? td_resources_sub(&got, &b) : td_resources_add(&got, &b), TD_OK);
+        for (size_t k = 0; k < b.n; k++) {
+            td_quantity q = b.items[k].q;
+            if (subtract)
+                td_quantity_neg(&q);
+            assert_int_equal(td_resources_add_one(&want, b.items[k].name, &q), TD_OK);
+        }
+        assert_int_equal(got.n, want.n);
+        for (size_t k = 0; k < got.n; k++) {
+            assert_string_equal(got.items[k].name, want.items[k].name);
+            const td_quantity *x = &got.items[k].q, *y = &want.items[k].q;
+            assert_memory_equal(x->mag, y->mag, sizeof x->mag);
+            assert_int_equal(x->scale, y->scale);
+            assert_int_equal(x->sign, y->sign);
+            assert_int_equal(x->format, y->format);
+        }
+        td_resources_fini(&a);
+        td_resources_fini(&b);
+        td_resources_fini(&got);
+        td_resources_fini(&want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_resources_get_set),
         cmocka_unit_test(test_resources_copy),
         cmocka_unit_test(test_resources_failed_add_changes_nothing),
+        cmocka_unit_test(test_resources_merge_matches_add_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,14 +70,43 @@ static bool scratch_reserve(parser *ps, size_t n)
     return true;
 }
 
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* The first byte of q[0..end) that ends a plain run of a string: '"',
+ * '\\', a control byte or a non-ASCII one (end if none). Eight bytes at a
+ * time: a word is plain when none of its bytes is below 0x20, above 0x7F,
+ * or equal to '"' or '\\' (the has-zero-byte test, exact for "any"). */
+static inline const unsigned char *plain_run(const unsigned char *q, const unsigned char *end)
+{
+    while (end - q >= 8) {
+        uint64_t w;
+        memcpy(&w, q, 8);
+        uint64_t quote = w ^ (ONES * '"'), bslash = w ^ (ONES * '\\');
+        uint64_t stop = (w - ONES * 0x20) | (quote - ONES) | (bslash - ONES);
+        stop = (stop & ~w & HIGHS) | (w & HIGHS);
+        if (stop) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            /* A borrow only leaves a byte that is itself a stop, so the
+             * lowest flagged byte is the first stop: no byte loop. */
+            return q + (__builtin_ctzll(stop) >> 3);
+#else
+            break;
+#endif
+        }
+        q += 8;
+    }
+    while (q < end && *q != '"' && *q != '\\' && *q >= 0x20 && *q < 0x80)
+        q++;
+    return q;
+}
+
 /* At the opening quote. On success *s and *n give the decoded bytes
  * (inside buf when there is no escape, else in the scratch buffer) and the
  * cursor is past the closing quote. false: not for this parser. */
 static bool parse_string(parser *ps, const char **s, size_t *n)
 {
-    const unsigned char *start = ++ps->p, *q = start;
-    while (q < ps->end && *q != '"' && *q != '\\' && *q >= 0x20 && *q < 0x80)
-        q++;
+    const unsigned char *start = ++ps->p, *q = plain_run(start, ps->end);
     if (q >= ps->end || *q >= 0x80 || *q < 0x20)
         return false;
     if (*q == '"') {
@@ -86,13 +115,19 @@ static bool parse_string(parser *ps, const char **s, size_t *n)
         ps->p = q + 1;
         return true;
     }
-    /* Escapes: decode into scratch; each escape shrinks or keeps the size
-     * except \uXXXX pairs, which never exceed their 12 source bytes. */
+    /* Escapes: decode into scratch, plain runs copied whole; each escape
+     * shrinks or keeps the size except \uXXXX pairs, which never exceed
+     * their 12 source bytes. */
     size_t len = 0;
     ps->p = start;
     for (;;) {
-        if (!scratch_reserve(ps, len + 8))
+        q = plain_run(ps->p, ps->end);
+        size_t run = (size_t)(q - ps->p);
+        if (!scratch_reserve(ps, len + run + 8))
             return false;
+        memcpy(ps->scratch + len, ps->p, run);
+        len += run;
+        ps->p = q;
         if (ps->p >= ps->end)
             return false;
         unsigned char c = *ps->p;
@@ -102,11 +137,6 @@ static bool parse_string(parser *ps, const char **s, size_t *n)
         }
         if (c < 0x20 || c >= 0x80)
             return false;
-        if (c != '\\') {
-            ps->scratch[len++] = (char)c;
-            ps->p++;
-            continue;
-        }
         if (++ps->p >= ps->end)
             return false;
         c = *ps->p++;
@@ -231,26 +261,33 @@ static json_t *parse_number(parser *ps)
 }
 
 /* Members a review's decision never reads, left out of the tree (see
- * td_json_loadb_review): a node names a member; with children NULL the
- * member's value is checked and dropped, else its members are looked up in
- * children. */
+ * td_json_loadb_review). A table names members of one object: each is
+ * kept whole, dropped (its text still checked) or looked into with its own
+ * table; its last entry (key NULL) says what happens to the members it does
+ * not name. */
+typedef enum { KEEP, DROP, DESCEND } skip_action;
+
 typedef struct skip_node {
     const char *key;
-    const struct skip_node *children;
+    skip_action action;
+    const struct skip_node *children; /* for DESCEND */
 } skip_node;
 
-static const skip_node skip_metadata[] = {{"managedFields", NULL}, {NULL, NULL}};
-static const skip_node skip_object[] = {{"metadata", skip_metadata}, {NULL, NULL}};
+static const skip_node skip_metadata[] = {{"managedFields", DROP, NULL}, {NULL, KEEP, NULL}};
+static const skip_node skip_object[] = {{"metadata", DESCEND, skip_metadata}, {NULL, KEEP, NULL}};
+/* What review_decide (admit.c) reads of the request; nothing else does */
 static const skip_node skip_request[] = {
-    {"object", skip_object}, {"oldObject", NULL}, {"options", NULL}, {NULL, NULL}};
-static const skip_node skip_review[] = {{"request", skip_request}, {NULL, NULL}};
+    {"uid", KEEP, NULL},         {"kind", KEEP, NULL},        {"namespace", KEEP, NULL},
+    {"operation", KEEP, NULL},   {"subResource", KEEP, NULL}, {"object", DESCEND, skip_object},
+    {NULL, DROP, NULL}};
+static const skip_node skip_review[] = {{"request", DESCEND, skip_request}, {NULL, KEEP, NULL}};
 
 static const skip_node *skip_find(const skip_node *sk, const char *k, size_t kn)
 {
-    for (; sk && sk->key; sk++)
+    for (; sk->key; sk++)
         if (strlen(sk->key) == kn && memcmp(sk->key, k, kn) == 0)
             return sk;
-    return NULL;
+    return sk;
 }
 
 static json_t *parse_value(parser *ps, int depth, const skip_node *sk);
@@ -321,11 +358,12 @@ static json_t *parse_object(parser *ps, int depth, const skip_node *sk)
             k = kbuf;
         }
         const skip_node *node = sk ? skip_find(sk, k, kn) : NULL;
-        if (node && !node->children) {
+        if (node && node->action == DROP) {
             if (!skip_value(ps, depth))
                 goto fail;
         } else {
-            json_t *v = parse_value(ps, depth, node ? node->children : NULL);
+            json_t *v =
+                parse_value(ps, depth, node && node->action == DESCEND ? node->children : NULL);
             if (!v || json_object_setn_new_nocheck(obj, k, kn, v) != 0)
                 goto fail;
         }

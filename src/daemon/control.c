@@ -243,9 +243,11 @@ static void handle_review(td_control *c, const td_http_request *req, td_http_res
 {
     bool arena = td_json_arena_begin();
     json_error_t je;
-    /* oldObject, options and managedFields are read by no decision, and a
-     * patch diffs the pod with its mutated copy: absent from both, they can
-     * be in no patch (webhook_compare.py checks the answers) */
+    /* What the parse leaves out (request's members but uid, kind,
+     * namespace, operation, subResource and object; managedFields) is read
+     * by no decision, and a patch diffs the pod with its mutated copy:
+     * absent from both, they can be in no patch (webhook_compare.py checks
+     * the answers) */
     json_t *in = td_json_loadb_review(req->body, req->body_len, &je);
     char *body = NULL;
     size_t len = 0;

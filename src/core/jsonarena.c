@@ -31,7 +31,6 @@ typedef struct {
                    * takes several; malloc'ing and trimming them per request
                    * was a brk() pair or an mmap each time) */
     size_t n_free;
-    size_t handed;
 } arena;
 
 static _Thread_local arena tl;
@@ -45,27 +44,36 @@ static bool in_arena(const void *p)
     return false;
 }
 
-static void *arena_malloc(size_t n)
+/* A new chunk for n bytes (rounded), or malloc when no arena is open or n
+ * is large. Out of line: one chunk serves hundreds of calls. */
+static void *arena_malloc_slow(size_t n)
 {
     if (!tl.open || n > BIG_ALLOC)
         return malloc(n);
     n = (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-    if (!tl.head || tl.head->used + n > CHUNK_SIZE) {
-        chunk *c = tl.free;
-        if (c) {
-            tl.free = c->next;
-            tl.n_free--;
-        } else if (!(c = malloc(sizeof *c))) {
-            return NULL;
-        }
-        c->used = 0;
-        c->next = tl.head;
-        tl.head = c;
+    chunk *c = tl.free;
+    if (c) {
+        tl.free = c->next;
+        tl.n_free--;
+    } else if (!(c = malloc(sizeof *c))) {
+        return NULL;
     }
-    void *p = tl.head->data + tl.head->used;
-    tl.head->used += n;
-    tl.handed += n;
-    return p;
+    c->used = n;
+    c->next = tl.head;
+    tl.head = c;
+    return c->data;
+}
+
+static void *arena_malloc(size_t n)
+{
+    chunk *h = tl.head; /* set only while open */
+    size_t need = (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+    if (h && n <= BIG_ALLOC && h->used + need <= CHUNK_SIZE) {
+        void *p = h->data + h->used;
+        h->used += need;
+        return p;
+    }
+    return arena_malloc_slow(n);
 }
 
 static void arena_free(void *p)
@@ -100,7 +108,6 @@ bool td_json_arena_begin(void)
     tl.spare->used = 0;
     tl.spare->next = NULL;
     tl.head = tl.spare;
-    tl.handed = 0;
     tl.open = true;
     return true;
 }
@@ -124,7 +131,6 @@ void td_json_arena_end(void)
     }
     tl.head = NULL;
     tl.open = false;
-    tl.handed = 0;
 }
 
 void td_json_arena_release(void)
@@ -142,5 +148,8 @@ void td_json_arena_release(void)
 
 size_t td_json_arena_used(void)
 {
-    return tl.open ? tl.handed : 0;
+    size_t n = 0;
+    for (const chunk *c = tl.head; c; c = c->next)
+        n += c->used;
+    return n;
 }

@@ -6,6 +6,8 @@
  * 2.14's dump.c, utf.c and strconv.c (jsonp_dtostr). */
 #include "tenantd/jsondump.h"
 
+#include "jsonscan.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,9 +58,15 @@ void td_jbuf_puts(td_jbuf *b, const char *s)
 
 void td_jbuf_int(td_jbuf *b, long long v)
 {
-    char t[32];
-    int n = snprintf(t, sizeof t, "%lld", v);
-    td_jbuf_put(b, t, (size_t)n);
+    /* "%lld", as jansson prints json_int_t */
+    char t[24], *e = t + sizeof t, *d = e;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do
+        *--d = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--d = '-';
+    td_jbuf_put(b, d, (size_t)(e - d));
 }
 
 void td_jbuf_fini(td_jbuf *b)
@@ -115,6 +123,13 @@ bool td_utf8_valid(const char *s, size_t n)
     return true;
 }
 
+/* Appends n bytes known to fit (td_jbuf_reserve'd). */
+static inline void put_fit(td_jbuf *b, const void *s, size_t n)
+{
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+}
+
 /* jansson's dump_string: the text between escapes is written when an
  * escape or the end is reached, so on a byte that is not UTF-8 what was
  * written so far stays and the pending run does not (which matters for a
@@ -124,20 +139,21 @@ static bool dump_string(td_jbuf *b, const char *str, size_t len)
     static const char hex[] = "0123456789ABCDEF";
     const unsigned char *p = (const unsigned char *)str, *end = p + len, *run = p;
     td_jbuf_put(b, "\"", 1);
-    while (p < end) {
+    for (;;) {
+        p = td__json_plain_run(p, end);
+        if (p >= end)
+            break;
         unsigned char c = *p;
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            if (c < 0x80) {
-                p++;
-                continue;
-            }
+        if (c >= 0x80) {
             size_t k = utf8_seq(p, (size_t)(end - p));
             if (!k)
                 return false;
             p += k;
             continue;
         }
-        td_jbuf_put(b, (const char *)run, (size_t)(p - run));
+        if (!td_jbuf_reserve(b, (size_t)(p - run) + 6))
+            return false;
+        put_fit(b, run, (size_t)(p - run));
         char esc[6] = {'\\', 0};
         size_t n = 2;
         switch (c) {
@@ -152,11 +168,15 @@ static bool dump_string(td_jbuf *b, const char *str, size_t len)
             esc[1] = 'u', esc[2] = '0', esc[3] = '0', esc[4] = hex[c >> 4], esc[5] = hex[c & 15];
             n = 6;
         }
-        td_jbuf_put(b, esc, n);
+        put_fit(b, esc, n);
+        b->s[b->len] = '\0';
         run = ++p;
     }
-    td_jbuf_put(b, (const char *)run, (size_t)(p - run));
-    td_jbuf_put(b, "\"", 1);
+    if (td_jbuf_reserve(b, (size_t)(p - run) + 1)) {
+        put_fit(b, run, (size_t)(p - run));
+        put_fit(b, "\"", 1);
+        b->s[b->len] = '\0';
+    }
     return true;
 }
 

@@ -6,6 +6,8 @@
  * json_loadb, so results and error messages stay jansson's. */
 #include "tenantd/jsonfast.h"
 
+#include "jsonscan.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -70,58 +72,34 @@ static bool scratch_reserve(parser *ps, size_t n)
     return true;
 }
 
-#define ONES 0x0101010101010101ULL
-#define HIGHS 0x8080808080808080ULL
-
-/* The first byte of q[0..end) that ends a plain run of a string: '"',
- * '\\', a control byte or a non-ASCII one (end if none). Eight bytes at a
- * time: a word is plain when none of its bytes is below 0x20, above 0x7F,
- * or equal to '"' or '\\' (the has-zero-byte test, exact for "any"). */
-static inline const unsigned char *plain_run(const unsigned char *q, const unsigned char *end)
-{
-    while (end - q >= 8) {
-        uint64_t w;
-        memcpy(&w, q, 8);
-        uint64_t quote = w ^ (ONES * '"'), bslash = w ^ (ONES * '\\');
-        uint64_t stop = (w - ONES * 0x20) | (quote - ONES) | (bslash - ONES);
-        stop = (stop & ~w & HIGHS) | (w & HIGHS);
-        if (stop) {
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            /* A borrow only leaves a byte that is itself a stop, so the
-             * lowest flagged byte is the first stop: no byte loop. */
-            return q + (__builtin_ctzll(stop) >> 3);
-#else
-            break;
-#endif
-        }
-        q += 8;
-    }
-    while (q < end && *q != '"' && *q != '\\' && *q >= 0x20 && *q < 0x80)
-        q++;
-    return q;
-}
+static bool parse_escaped(parser *ps, const char **s, size_t *n);
 
 /* At the opening quote. On success *s and *n give the decoded bytes
  * (inside buf when there is no escape, else in the scratch buffer) and the
  * cursor is past the closing quote. false: not for this parser. */
-static bool parse_string(parser *ps, const char **s, size_t *n)
+static inline bool parse_string(parser *ps, const char **s, size_t *n)
 {
-    const unsigned char *start = ++ps->p, *q = plain_run(start, ps->end);
-    if (q >= ps->end || *q >= 0x80 || *q < 0x20)
-        return false;
-    if (*q == '"') {
+    const unsigned char *start = ++ps->p, *q = td__json_plain_run(start, ps->end);
+    if (q < ps->end && *q == '"') {
         *s = (const char *)start;
         *n = (size_t)(q - start);
         ps->p = q + 1;
         return true;
     }
-    /* Escapes: decode into scratch, plain runs copied whole; each escape
-     * shrinks or keeps the size except \uXXXX pairs, which never exceed
-     * their 12 source bytes. */
+    if (q >= ps->end || *q != '\\')
+        return false;
+    return parse_escaped(ps, s, n);
+}
+
+/* parse_string's string with escapes, the cursor on its first byte:
+ * decoded into scratch, plain runs copied whole; each escape shrinks or
+ * keeps the size except \uXXXX pairs, which never exceed their 12 source
+ * bytes. Out of line: the common string has none. */
+static bool parse_escaped(parser *ps, const char **s, size_t *n)
+{
     size_t len = 0;
-    ps->p = start;
     for (;;) {
-        q = plain_run(ps->p, ps->end);
+        const unsigned char *q = td__json_plain_run(ps->p, ps->end);
         size_t run = (size_t)(q - ps->p);
         if (!scratch_reserve(ps, len + run + 8))
             return false;

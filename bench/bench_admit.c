@@ -96,7 +96,7 @@ static long one(int f, const td_config *cfg, const char *body, size_t len, const
             *answer = strdup(s);
         free(s);
     }
-    json_decref(in);
+    td_json_arena_forget(in);
     if (arena)
         td_json_arena_end();
     return n;

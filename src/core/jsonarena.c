@@ -31,6 +31,10 @@ typedef struct {
                    * takes several; malloc'ing and trimming them per request
                    * was a brk() pair or an mmap each time) */
     size_t n_free;
+    /* Requests over BIG_ALLOC while open: malloc'd, and freed at the end
+     * if nobody freed them before (td_json_arena_forget) */
+    void **big;
+    size_t n_big, cap_big;
 } arena;
 
 static _Thread_local arena tl;
@@ -48,8 +52,22 @@ static bool in_arena(const void *p)
  * is large. Out of line: one chunk serves hundreds of calls. */
 static void *arena_malloc_slow(size_t n)
 {
-    if (!tl.open || n > BIG_ALLOC)
+    if (!tl.open)
         return malloc(n);
+    if (n > BIG_ALLOC) {
+        if (tl.n_big == tl.cap_big) {
+            size_t cap = tl.cap_big ? tl.cap_big * 2 : 16;
+            void **nb = realloc(tl.big, cap * sizeof *nb);
+            if (!nb)
+                return NULL;
+            tl.big = nb;
+            tl.cap_big = cap;
+        }
+        void *p = malloc(n);
+        if (p)
+            tl.big[tl.n_big++] = p;
+        return p;
+    }
     n = (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
     chunk *c = tl.free;
     if (c) {
@@ -80,9 +98,22 @@ static void arena_free(void *p)
 {
     if (!p)
         return;
-    if (tl.open && in_arena(p))
-        return; /* released with the arena */
+    if (tl.open) {
+        if (in_arena(p))
+            return; /* released with the arena */
+        for (size_t i = tl.n_big; i-- > 0;)
+            if (tl.big[i] == p) {
+                tl.big[i] = tl.big[--tl.n_big];
+                break;
+            }
+    }
     free(p);
+}
+
+void td_json_arena_forget(json_t *v)
+{
+    if (!tl.open)
+        json_decref(v);
 }
 
 void td_json_free(void *p)
@@ -129,6 +160,8 @@ void td_json_arena_end(void)
             free(c);
         }
     }
+    while (tl.n_big)
+        free(tl.big[--tl.n_big]);
     tl.head = NULL;
     tl.open = false;
 }
@@ -144,6 +177,9 @@ void td_json_arena_release(void)
         free(c);
     }
     tl.n_free = 0;
+    free(tl.big);
+    tl.big = NULL;
+    tl.cap_big = 0;
 }
 
 size_t td_json_arena_used(void)

@@ -263,7 +263,7 @@ static void handle_review(td_control *c, const td_http_request *req, td_http_res
         st = td_admission_review_body(cfg, in, mode, NULL, &body, &len, &code, &sum);
         td_config_unref(cfg);
     }
-    json_decref(in);
+    td_json_arena_forget(in); /* the parse's tree; the answer holds no node of it */
     if (arena)
         td_json_arena_end();
     if (st != TD_OK) {

@@ -4,8 +4,8 @@
  * Three figures, each the median of 5 rounds of N reviews:
  *   parse    td_json_loadb_review of the body, freed again;
  *   admit    td_admission_review of a parsed review (parse excluded);
- *   whole    parse + admit + json_dumps of the answer, in a jansson arena,
- *            as the daemon does it.
+ *   whole    parse + admit + the answer's bytes (td_admission_review_body),
+ *            in a jansson arena, as the daemon does it.
  * Usage: bench_admit CONFIG.yaml REVIEW.json [N] [--json] [--mode validate|mutate|admit]
  * Prints one table (or, with --json, one JSON line) and the answer's size,
  * and fails if the review is not answered "allowed":true, so a broken
@@ -86,20 +86,17 @@ static long one(int f, const td_config *cfg, const char *body, size_t len, const
     }
     bool arena = td_json_arena_begin();
     json_t *in = td_json_loadb_review(body, len, &je);
-    json_t *out = NULL;
+    char *s = NULL;
+    size_t slen = 0;
     int code = 0;
     long n = -1;
-    if (in && td_admission_review(cfg, in, mode, NULL, &out, &code) == TD_OK) {
-        char *s = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        if (s) {
-            n = (long)strlen(s);
-            if (answer && !*answer)
-                *answer = strdup(s);
-            td_json_free(s);
-        }
+    if (in && td_admission_review_body(cfg, in, mode, NULL, &s, &slen, &code, NULL) == TD_OK) {
+        n = (long)slen;
+        if (answer && !*answer)
+            *answer = strdup(s);
+        free(s);
     }
-    json_decref(out);
-    json_decref(in);
+    td_json_arena_forget(in);
     if (arena)
         td_json_arena_end();
     return n;

@@ -83,6 +83,30 @@ typedef enum { TD_REVIEW_MUTATE_AND_VALIDATE, TD_REVIEW_MUTATE, TD_REVIEW_VALIDA
 td_status td_admission_review(const td_config *cfg, const json_t *input, td_review_mode mode,
                               const td_admit_opts *opts, json_t **out, int *code);
 
+/* What an answer says, for counting decisions without reading it back. */
+typedef struct {
+    bool allowed;
+    const char *rule; /* response.status.details.kind of a denial, or NULL */
+    /* The rules of the answer's auditAnnotations "tenantd.dev/shadow-RULE",
+     * as entries of td_admit_validating_rules (static). */
+    const char *shadow[8];
+    size_t nshadow;
+} td_review_summary;
+
+/* td_admission_review, written out: *body (malloc'd, NUL-terminated, *len
+ * bytes; the caller frees it) is exactly json_dumps(out, JSON_COMPACT) of
+ * td_admission_review's *out for the same arguments, made without the
+ * tree; *code as there; *sum (may be NULL) what it says. TD_ENOMEM only,
+ * when td_admission_review fails too; nothing is allocated then. */
+td_status td_admission_review_body(const td_config *cfg, const json_t *input, td_review_mode mode,
+                                   const td_admit_opts *opts, char **body, size_t *len, int *code,
+                                   td_review_summary *sum);
+
+/* The compact answer to a body that is not a review at all: uid "",
+ * allowed false, status {code 400, message, reason BadRequest}. *body as
+ * above; TD_ENOMEM also when message is not UTF-8. */
+td_status td_admission_review_reject_body(const char *message, char **body, size_t *len);
+
 /* Base64 (standard alphabet, padded) of n bytes; a new string or NULL. */
 char *td_base64_encode(const unsigned char *data, size_t n);
 

@@ -19,13 +19,14 @@
 json_t *td_json_loadb(const char *buf, size_t len, json_error_t *error);
 
 /* td_json_loadb for an AdmissionReview body, leaving out of the tree the
- * members no admission decision or answer reads: request.oldObject,
- * request.options and request.object.metadata.managedFields (their text is
- * still checked: a body jansson rejects is rejected the same way). They
- * are large (managedFields grows with every field manager; UPDATE carries
- * the whole old object) and would only be built to be freed. On input this
- * parser hands to json_loadb they are kept, so a caller must not depend on
- * their absence either. */
+ * members no admission decision or answer reads: every member of request
+ * but uid, kind, namespace, operation, subResource and object (so
+ * oldObject, options, userInfo, resource, requestKind, requestResource,
+ * dryRun, name...), and request.object.metadata.managedFields (their text
+ * is still checked: a body jansson rejects is rejected the same way). They
+ * would only be built to be freed; oldObject and managedFields are large.
+ * On input this parser hands to json_loadb they are kept, so a caller must
+ * not depend on their absence either. */
 json_t *td_json_loadb_review(const char *buf, size_t len, json_error_t *error);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tenantd/admindex.h"
+#include "tenantd/jsondump.h"
 #include "tenantd/jsonpatch.h"
 #include "tenantd/limitrange.h"
 #include "tenantd/podres.h"
@@ -398,6 +399,139 @@ char *td_base64_encode(const unsigned char *data, size_t n)
     return out;
 }
 
+/* The answer a review gets, before it is written out: the decision's part
+ * of td_admission_review, shared by the tree (render_tree) and the bytes
+ * (render_body) so that the two can only differ in how they write. */
+typedef struct {
+    const char *uid; /* borrowed from the input, or "" */
+    bool allowed;
+    int code;
+    enum { ST_NONE, ST_FULL, ST_OK } status; /* none; code+message+reason; {"code":200} */
+    const char *message, *reason;
+    const char *details; /* status.details.kind (a static rule name), or NULL */
+    const json_t *shadowed; /* warnings + auditAnnotations from it, when set */
+    const json_t *patch;    /* patchType + patch, when set */
+    td_admit_result r;
+    bool has_r;
+    char bad[512];
+} answer;
+
+static void answer_fini(answer *a)
+{
+    if (a->has_r)
+        td_admit_result_fini(&a->r);
+    a->has_r = false;
+}
+
+static bool str_ok(const char *s)
+{
+    return td_utf8_valid(s, strlen(s));
+}
+
+/* Decides input into *a. TD_OK, or TD_ENOMEM (nothing to release) when the
+ * decision ran out of memory or a string the answer carries is not UTF-8
+ * (jansson, which made the answer before, refused those with NULL). */
+static td_status review_decide(const td_config *cfg, const json_t *input, td_review_mode mode,
+                               const td_admit_opts *opts, answer *a)
+{
+    const json_t *pod = input;
+    const char *ns = NULL;
+    td_admit_opts local = opts ? *opts : (td_admit_opts){0};
+    /* The validating endpoint sends no patch: none is made. */
+    if (mode == TD_REVIEW_VALIDATE)
+        local.no_patch = true;
+    int pvc = 0;
+
+    memset(a, 0, sizeof *a);
+    a->uid = "";
+    if (!json_is_object(input)) {
+        snprintf(a->bad, sizeof a->bad,
+                 "the body must be a JSON object (an AdmissionReview or a Pod)");
+    } else if (td_json_str(input, "kind") && strcmp(td_json_str(input, "kind"), "AdmissionReview") == 0) {
+        const char *av = td_json_str(input, "apiVersion");
+        json_t *req = json_object_get(input, "request");
+        if (!av || strcmp(av, "admission.k8s.io/v1") != 0)
+            snprintf(a->bad, sizeof a->bad,
+                     "apiVersion \"%s\" is not served; use admission.k8s.io/v1", av ? av : "");
+        else if (!json_is_object(req))
+            snprintf(a->bad, sizeof a->bad, "AdmissionReview: request is required");
+        else {
+            a->uid = td_json_str(req, "uid");
+            if (!a->uid)
+                a->uid = "";
+            ns = td_json_str(req, "namespace");
+            const char *op = td_json_str(req, "operation");
+            const char *rkind = td_json_str(req, "kind.kind");
+            const char *sub = td_json_str(req, "subResource");
+            pod = json_object_get(req, "object");
+            if ((op && (strcmp(op, "DELETE") == 0 || strcmp(op, "CONNECT") == 0)) ||
+                (!(rkind && strcmp(rkind, "PersistentVolumeClaim") == 0 && !(sub && *sub)) &&
+                 ((rkind && strcmp(rkind, "Pod") != 0) || (sub && *sub)))) {
+                /* Only pods and PVCs are decided; anything else passes. */
+                a->allowed = true;
+                a->code = 200;
+                return str_ok(a->uid) ? TD_OK : TD_ENOMEM;
+            }
+            if (rkind && strcmp(rkind, "PersistentVolumeClaim") == 0)
+                pvc = 1;
+            if (op && strcmp(op, "UPDATE") == 0)
+                local.skip_quota = true; /* quota charges creations */
+            if (!json_is_object(pod))
+                snprintf(a->bad, sizeof a->bad, "AdmissionReview: request.object is required");
+        }
+    }
+    if (*a->bad) {
+        a->code = 400;
+        a->status = ST_FULL;
+        a->message = a->bad;
+        a->reason = "BadRequest";
+        return str_ok(a->uid) && str_ok(a->bad) ? TD_OK : TD_ENOMEM;
+    }
+    if (td_json_str(pod, "kind") && strcmp(td_json_str(pod, "kind"), "PersistentVolumeClaim") == 0)
+        pvc = 1;
+
+    td_admit_result *r = &a->r;
+    td_status st = pvc ? td_admit_pvc(cfg, pod, ns, r) : td_admit_pod(cfg, pod, ns, &local, r);
+    a->has_r = true;
+    if (st == TD_ENOMEM || !str_ok(a->uid) || (!r->allowed && !str_ok(r->message))) {
+        answer_fini(a);
+        return TD_ENOMEM;
+    }
+    a->allowed = r->allowed;
+    a->code = r->code;
+    if (!r->allowed) {
+        a->status = ST_FULL;
+        a->message = r->message;
+        a->reason = r->code == 403 ? "Forbidden" : "BadRequest";
+        a->details = r->rule;
+    } else if (r->rule == NULL) {
+        a->status = ST_OK;
+    }
+    if (mode == TD_REVIEW_MUTATE && !r->allowed && r->code == 403 && r->validating) {
+        /* The mutating endpoint mutates; validation's denials are the
+         * validating endpoint's to make, so the patch still goes out. */
+        a->allowed = r->allowed = true;
+        a->code = 200;
+        a->status = ST_NONE;
+        a->details = NULL;
+    }
+    /* Shadow: the API server shows warnings to the client (kubectl prints
+     * them) and keeps audit annotations in its audit log. */
+    if (r->shadowed && mode != TD_REVIEW_MUTATE)
+        a->shadowed = r->shadowed;
+    if (r->allowed && r->patch && mode != TD_REVIEW_VALIDATE)
+        a->patch = r->patch;
+    return TD_OK;
+}
+
+/* One shadow rule's warning and audit annotation key. */
+static void shadow_texts(const json_t *x, char *w, size_t wn, char *key, size_t kn)
+{
+    snprintf(w, wn, "tenantd shadow: %s would deny: %s", td_json_str(x, "rule"),
+             td_json_str(x, "message"));
+    snprintf(key, kn, "tenantd.dev/shadow-%s", td_json_str(x, "rule"));
+}
+
 static json_t *response_envelope(const char *uid, bool allowed, int code, const char *message,
                                  const char *reason)
 {
@@ -417,133 +551,217 @@ static json_t *response_envelope(const char *uid, bool allowed, int code, const 
     return review;
 }
 
-td_status td_admission_review(const td_config *cfg, const json_t *input, td_review_mode mode,
-                              const td_admit_opts *opts, json_t **out, int *code)
+/* The answer as a jansson tree (the general writer; render_body is checked
+ * against it by fuzz_review and test_admit). */
+static td_status render_tree(const answer *a, json_t **out)
 {
-    const char *uid = "";
-    const json_t *pod = input;
-    const char *ns = NULL;
-    td_admit_opts local = opts ? *opts : (td_admit_opts){0};
-    /* The validating endpoint sends no patch: none is made. */
-    if (mode == TD_REVIEW_VALIDATE)
-        local.no_patch = true;
-    char bad[512] = "";
-    int pvc = 0;
-
-    if (!json_is_object(input)) {
-        snprintf(bad, sizeof bad, "the body must be a JSON object (an AdmissionReview or a Pod)");
-    } else if (td_json_str(input, "kind") && strcmp(td_json_str(input, "kind"), "AdmissionReview") == 0) {
-        const char *av = td_json_str(input, "apiVersion");
-        json_t *req = json_object_get(input, "request");
-        if (!av || strcmp(av, "admission.k8s.io/v1") != 0)
-            snprintf(bad, sizeof bad, "apiVersion \"%s\" is not served; use admission.k8s.io/v1",
-                     av ? av : "");
-        else if (!json_is_object(req))
-            snprintf(bad, sizeof bad, "AdmissionReview: request is required");
-        else {
-            uid = td_json_str(req, "uid");
-            if (!uid)
-                uid = "";
-            ns = td_json_str(req, "namespace");
-            const char *op = td_json_str(req, "operation");
-            const char *rkind = td_json_str(req, "kind.kind");
-            const char *sub = td_json_str(req, "subResource");
-            pod = json_object_get(req, "object");
-            if (op && (strcmp(op, "DELETE") == 0 || strcmp(op, "CONNECT") == 0)) {
-                *out = response_envelope(uid, true, 200, NULL, NULL);
-                *code = 200;
-                return *out ? TD_OK : TD_ENOMEM;
-            }
-            if (rkind && strcmp(rkind, "PersistentVolumeClaim") == 0 && !(sub && *sub))
-                pvc = 1;
-            else if ((rkind && strcmp(rkind, "Pod") != 0) || (sub && *sub)) {
-                /* Only pods and PVCs are decided; anything else passes. */
-                *out = response_envelope(uid, true, 200, NULL, NULL);
-                *code = 200;
-                return *out ? TD_OK : TD_ENOMEM;
-            }
-            if (op && strcmp(op, "UPDATE") == 0)
-                local.skip_quota = true; /* quota charges creations */
-            if (!json_is_object(pod))
-                snprintf(bad, sizeof bad, "AdmissionReview: request.object is required");
-        }
-    }
-    if (*bad) {
-        *out = response_envelope(uid, false, 400, bad, "BadRequest");
-        *code = 400;
-        return *out ? TD_OK : TD_ENOMEM;
-    }
-    if (td_json_str(pod, "kind") && strcmp(td_json_str(pod, "kind"), "PersistentVolumeClaim") == 0)
-        pvc = 1;
-
-    td_admit_result r;
-    td_status st = pvc ? td_admit_pvc(cfg, pod, ns, &r) : td_admit_pod(cfg, pod, ns, &local, &r);
-    if (st == TD_ENOMEM) {
-        td_admit_result_fini(&r);
+    /* a denial, and only a denial, has a full status (review_decide) */
+    *out = response_envelope(a->uid, a->allowed, a->code, a->message, a->reason);
+    if (!*out)
         return TD_ENOMEM;
-    }
-    const char *reason = r.code == 403 ? "Forbidden" : "BadRequest";
-    *out = response_envelope(uid, r.allowed, r.code, r.message, reason);
-    *code = r.code;
-    if (!*out) {
-        td_admit_result_fini(&r);
-        return TD_ENOMEM;
-    }
     json_t *resp = json_object_get(*out, "response");
-    if (r.allowed && r.rule == NULL)
+    if (a->status == ST_OK)
         json_object_set_new(resp, "status", json_pack("{s:i}", "code", 200));
-    else if (!r.allowed && r.rule)
+    else if (a->details)
         json_object_set_new(json_object_get(resp, "status"), "details",
-                            json_pack("{s:s}", "kind", r.rule));
-    if (mode == TD_REVIEW_MUTATE && !r.allowed && r.code == 403 && r.validating) {
-        /* The mutating endpoint mutates; validation's denials are the
-         * validating endpoint's to make, so the patch still goes out. */
-        json_decref(*out);
-        *out = response_envelope(uid, true, 200, NULL, NULL);
-        *code = 200;
-        if (!*out) {
-            td_admit_result_fini(&r);
-            return TD_ENOMEM;
-        }
-        resp = json_object_get(*out, "response");
-        r.allowed = true;
-    }
-    if (r.shadowed && mode != TD_REVIEW_MUTATE) {
-        /* Shadow: the API server shows warnings to the client (kubectl
-         * prints them) and keeps audit annotations in its audit log. */
+                            json_pack("{s:s}", "kind", a->details));
+    if (a->shadowed) {
         json_t *warn = json_array(), *audit = json_object();
         size_t i;
         json_t *x;
-        json_array_foreach(r.shadowed, i, x)
+        json_array_foreach(a->shadowed, i, x)
         {
             char w[TD_ERR_MAX + 96], key[96];
-            snprintf(w, sizeof w, "tenantd shadow: %s would deny: %s", td_json_str(x, "rule"),
-                     td_json_str(x, "message"));
-            snprintf(key, sizeof key, "tenantd.dev/shadow-%s", td_json_str(x, "rule"));
+            shadow_texts(x, w, sizeof w, key, sizeof key);
             json_array_append_new(warn, json_string(w));
             json_object_set_new(audit, key, json_string(td_json_str(x, "message")));
         }
         json_object_set_new(resp, "warnings", warn);
         json_object_set_new(resp, "auditAnnotations", audit);
     }
-    if (r.allowed && r.patch && mode != TD_REVIEW_VALIDATE) {
+    if (a->patch) {
         /* Into malloc'd memory of our own: json_dumps' string belongs to
          * jansson's allocator, which may be a request arena (jsonarena.h). */
-        size_t n = json_dumpb(r.patch, NULL, 0, JSON_COMPACT);
+        size_t n = json_dumpb(a->patch, NULL, 0, JSON_COMPACT);
         char *s = n ? malloc(n) : NULL;
-        char *b64 = s && json_dumpb(r.patch, s, n, JSON_COMPACT) == n
+        char *b64 = s && json_dumpb(a->patch, s, n, JSON_COMPACT) == n
                         ? td_base64_encode((const unsigned char *)s, n)
                         : NULL;
         free(s);
         if (!b64) {
-            td_admit_result_fini(&r);
             json_decref(*out);
+            *out = NULL;
             return TD_ENOMEM;
         }
         json_object_set_new(resp, "patchType", json_string("JSONPatch"));
         json_object_set_new(resp, "patch", json_string(b64));
         free(b64);
     }
-    td_admit_result_fini(&r);
-    return *out ? TD_OK : TD_ENOMEM;
+    return TD_OK;
+}
+
+/* Appends the base64 of s[0..n) (standard alphabet, padded). */
+static void base64_put(td_jbuf *b, const unsigned char *data, size_t n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (!td_jbuf_reserve(b, 4 * ((n + 2) / 3)))
+        return;
+    char *out = b->s + b->len;
+    size_t o = 0, i = 0;
+    for (; i + 3 <= n; i += 3) {
+        unsigned v = (unsigned)data[i] << 16 | (unsigned)data[i + 1] << 8 | data[i + 2];
+        out[o++] = tab[(v >> 18) & 63];
+        out[o++] = tab[(v >> 12) & 63];
+        out[o++] = tab[(v >> 6) & 63];
+        out[o++] = tab[v & 63];
+    }
+    if (i < n) {
+        unsigned v = (unsigned)data[i] << 16;
+        if (i + 1 < n)
+            v |= (unsigned)data[i + 1] << 8;
+        out[o++] = tab[(v >> 18) & 63];
+        out[o++] = tab[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+        out[o++] = '=';
+    }
+    b->len += o;
+    b->s[b->len] = '\0';
+}
+
+/* Largest answer written: the request is at most a few MiB, its patch
+ * base64'd a third more. */
+#define MAX_ANSWER ((size_t)256 << 20)
+
+/* The answer as json_dumps(render_tree's tree, JSON_COMPACT) writes it,
+ * without the tree. Strings jansson would refuse were refused by
+ * review_decide; a warning json_string refuses is left out as the tree's
+ * append leaves it out. */
+static td_status render_body(const answer *a, char **body, size_t *len, td_review_summary *sum)
+{
+    td_jbuf b = TD_JBUF_INIT(MAX_ANSWER);
+    td_jbuf patch = TD_JBUF_INIT(MAX_ANSWER);
+    if (sum)
+        memset(sum, 0, sizeof *sum);
+    td_jbuf_puts(&b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                     "\"response\":{\"uid\":");
+    td_jbuf_string(&b, a->uid, strlen(a->uid));
+    td_jbuf_puts(&b, a->allowed ? ",\"allowed\":true" : ",\"allowed\":false");
+    if (a->status == ST_OK) {
+        td_jbuf_puts(&b, ",\"status\":{\"code\":200}");
+    } else if (a->status == ST_FULL) {
+        td_jbuf_puts(&b, ",\"status\":{\"code\":");
+        td_jbuf_int(&b, a->code);
+        td_jbuf_puts(&b, ",\"message\":");
+        td_jbuf_string(&b, a->message, strlen(a->message));
+        td_jbuf_puts(&b, ",\"reason\":");
+        td_jbuf_string(&b, a->reason, strlen(a->reason));
+        if (a->details) {
+            td_jbuf_puts(&b, ",\"details\":{\"kind\":");
+            td_jbuf_string(&b, a->details, strlen(a->details));
+            td_jbuf_puts(&b, "}");
+        }
+        td_jbuf_puts(&b, "}");
+    }
+    if (a->shadowed) {
+        size_t i, nw = 0;
+        json_t *x;
+        td_jbuf_puts(&b, ",\"warnings\":[");
+        json_array_foreach(a->shadowed, i, x)
+        {
+            char w[TD_ERR_MAX + 96], key[96];
+            shadow_texts(x, w, sizeof w, key, sizeof key);
+            if (!td_utf8_valid(w, strlen(w)))
+                continue;
+            if (nw++)
+                td_jbuf_puts(&b, ",");
+            td_jbuf_string(&b, w, strlen(w));
+        }
+        td_jbuf_puts(&b, "],\"auditAnnotations\":{");
+        size_t na = 0;
+        json_array_foreach(a->shadowed, i, x)
+        {
+            char w[TD_ERR_MAX + 96], key[96];
+            const char *msg = td_json_str(x, "message");
+            shadow_texts(x, w, sizeof w, key, sizeof key);
+            if (!msg || !td_utf8_valid(msg, strlen(msg)))
+                continue;
+            if (na++)
+                td_jbuf_puts(&b, ",");
+            td_jbuf_string(&b, key, strlen(key));
+            td_jbuf_puts(&b, ":");
+            td_jbuf_string(&b, msg, strlen(msg));
+            if (sum && sum->nshadow < sizeof sum->shadow / sizeof sum->shadow[0]) {
+                const char *rule = td_json_str(x, "rule");
+                const char *const *k = td_admit_validating_rules;
+                while (*k && (!rule || strcmp(*k, rule) != 0))
+                    k++;
+                sum->shadow[sum->nshadow++] = *k; /* NULL: not a rule of ours */
+            }
+        }
+        td_jbuf_puts(&b, "}");
+    }
+    if (a->patch) {
+        if (!td_json_dump_compact(&patch, a->patch)) {
+            td_jbuf_fini(&patch);
+            td_jbuf_fini(&b);
+            return TD_ENOMEM;
+        }
+        td_jbuf_puts(&b, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        base64_put(&b, (const unsigned char *)patch.s, patch.len);
+        td_jbuf_puts(&b, "\"");
+        td_jbuf_fini(&patch);
+    }
+    td_jbuf_puts(&b, "}}");
+    if (b.failed) {
+        td_jbuf_fini(&b);
+        return TD_ENOMEM;
+    }
+    if (sum) {
+        sum->allowed = a->allowed;
+        sum->rule = a->allowed ? NULL : a->details;
+    }
+    *body = b.s;
+    *len = b.len;
+    return TD_OK;
+}
+
+td_status td_admission_review(const td_config *cfg, const json_t *input, td_review_mode mode,
+                              const td_admit_opts *opts, json_t **out, int *code)
+{
+    answer a;
+    td_status st = review_decide(cfg, input, mode, opts, &a);
+    if (st != TD_OK)
+        return st;
+    *code = a.code;
+    st = render_tree(&a, out);
+    answer_fini(&a);
+    return st;
+}
+
+td_status td_admission_review_body(const td_config *cfg, const json_t *input, td_review_mode mode,
+                                   const td_admit_opts *opts, char **body, size_t *len, int *code,
+                                   td_review_summary *sum)
+{
+    answer a;
+    td_status st = review_decide(cfg, input, mode, opts, &a);
+    if (st != TD_OK)
+        return st;
+    *code = a.code;
+    st = render_body(&a, body, len, sum);
+    answer_fini(&a);
+    return st;
+}
+
+td_status td_admission_review_reject_body(const char *message, char **body, size_t *len)
+{
+    answer a;
+    memset(&a, 0, sizeof a);
+    a.uid = "";
+    a.code = 400;
+    a.status = ST_FULL;
+    a.message = message;
+    a.reason = "BadRequest";
+    if (!str_ok(message))
+        return TD_ENOMEM;
+    return render_body(&a, body, len, NULL);
 }

@@ -6,6 +6,8 @@
  * json_loadb, so results and error messages stay jansson's. */
 #include "tenantd/jsonfast.h"
 
+#include "jsonscan.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -22,9 +24,12 @@ typedef struct {
     size_t scratch_cap;
 } parser;
 
-static void skip_ws(parser *ps)
+/* Every blank is at most ' ' and every token's first byte above it, so a
+ * compact body (the API server's) costs one compare per call. */
+static inline void skip_ws(parser *ps)
 {
-    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t'))
+    while (ps->p < ps->end && *ps->p <= ' ' &&
+           (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t'))
         ps->p++;
 }
 
@@ -70,29 +75,40 @@ static bool scratch_reserve(parser *ps, size_t n)
     return true;
 }
 
+static bool parse_escaped(parser *ps, const char **s, size_t *n);
+
 /* At the opening quote. On success *s and *n give the decoded bytes
  * (inside buf when there is no escape, else in the scratch buffer) and the
  * cursor is past the closing quote. false: not for this parser. */
-static bool parse_string(parser *ps, const char **s, size_t *n)
+static inline bool parse_string(parser *ps, const char **s, size_t *n)
 {
-    const unsigned char *start = ++ps->p, *q = start;
-    while (q < ps->end && *q != '"' && *q != '\\' && *q >= 0x20 && *q < 0x80)
-        q++;
-    if (q >= ps->end || *q >= 0x80 || *q < 0x20)
-        return false;
-    if (*q == '"') {
+    const unsigned char *start = ++ps->p, *q = td__json_plain_run(start, ps->end);
+    if (q < ps->end && *q == '"') {
         *s = (const char *)start;
         *n = (size_t)(q - start);
         ps->p = q + 1;
         return true;
     }
-    /* Escapes: decode into scratch; each escape shrinks or keeps the size
-     * except \uXXXX pairs, which never exceed their 12 source bytes. */
+    if (q >= ps->end || *q != '\\')
+        return false;
+    return parse_escaped(ps, s, n);
+}
+
+/* parse_string's string with escapes, the cursor on its first byte:
+ * decoded into scratch, plain runs copied whole; each escape shrinks or
+ * keeps the size except \uXXXX pairs, which never exceed their 12 source
+ * bytes. Out of line: the common string has none. */
+static bool parse_escaped(parser *ps, const char **s, size_t *n)
+{
     size_t len = 0;
-    ps->p = start;
     for (;;) {
-        if (!scratch_reserve(ps, len + 8))
+        const unsigned char *q = td__json_plain_run(ps->p, ps->end);
+        size_t run = (size_t)(q - ps->p);
+        if (!scratch_reserve(ps, len + run + 8))
             return false;
+        memcpy(ps->scratch + len, ps->p, run);
+        len += run;
+        ps->p = q;
         if (ps->p >= ps->end)
             return false;
         unsigned char c = *ps->p;
@@ -102,11 +118,6 @@ static bool parse_string(parser *ps, const char **s, size_t *n)
         }
         if (c < 0x20 || c >= 0x80)
             return false;
-        if (c != '\\') {
-            ps->scratch[len++] = (char)c;
-            ps->p++;
-            continue;
-        }
         if (++ps->p >= ps->end)
             return false;
         c = *ps->p++;
@@ -231,26 +242,33 @@ static json_t *parse_number(parser *ps)
 }
 
 /* Members a review's decision never reads, left out of the tree (see
- * td_json_loadb_review): a node names a member; with children NULL the
- * member's value is checked and dropped, else its members are looked up in
- * children. */
+ * td_json_loadb_review). A table names members of one object: each is
+ * kept whole, dropped (its text still checked) or looked into with its own
+ * table; its last entry (key NULL) says what happens to the members it does
+ * not name. */
+typedef enum { KEEP, DROP, DESCEND } skip_action;
+
 typedef struct skip_node {
     const char *key;
-    const struct skip_node *children;
+    skip_action action;
+    const struct skip_node *children; /* for DESCEND */
 } skip_node;
 
-static const skip_node skip_metadata[] = {{"managedFields", NULL}, {NULL, NULL}};
-static const skip_node skip_object[] = {{"metadata", skip_metadata}, {NULL, NULL}};
+static const skip_node skip_metadata[] = {{"managedFields", DROP, NULL}, {NULL, KEEP, NULL}};
+static const skip_node skip_object[] = {{"metadata", DESCEND, skip_metadata}, {NULL, KEEP, NULL}};
+/* What review_decide (admit.c) reads of the request; nothing else does */
 static const skip_node skip_request[] = {
-    {"object", skip_object}, {"oldObject", NULL}, {"options", NULL}, {NULL, NULL}};
-static const skip_node skip_review[] = {{"request", skip_request}, {NULL, NULL}};
+    {"uid", KEEP, NULL},         {"kind", KEEP, NULL},        {"namespace", KEEP, NULL},
+    {"operation", KEEP, NULL},   {"subResource", KEEP, NULL}, {"object", DESCEND, skip_object},
+    {NULL, DROP, NULL}};
+static const skip_node skip_review[] = {{"request", DESCEND, skip_request}, {NULL, KEEP, NULL}};
 
 static const skip_node *skip_find(const skip_node *sk, const char *k, size_t kn)
 {
-    for (; sk && sk->key; sk++)
+    for (; sk->key; sk++)
         if (strlen(sk->key) == kn && memcmp(sk->key, k, kn) == 0)
             return sk;
-    return NULL;
+    return sk;
 }
 
 static json_t *parse_value(parser *ps, int depth, const skip_node *sk);
@@ -321,11 +339,12 @@ static json_t *parse_object(parser *ps, int depth, const skip_node *sk)
             k = kbuf;
         }
         const skip_node *node = sk ? skip_find(sk, k, kn) : NULL;
-        if (node && !node->children) {
+        if (node && node->action == DROP) {
             if (!skip_value(ps, depth))
                 goto fail;
         } else {
-            json_t *v = parse_value(ps, depth, node ? node->children : NULL);
+            json_t *v =
+                parse_value(ps, depth, node && node->action == DESCEND ? node->children : NULL);
             if (!v || json_object_setn_new_nocheck(obj, k, kn, v) != 0)
                 goto fail;
         }

@@ -164,22 +164,15 @@ static size_t rule_index(const char *rule)
 }
 
 /* Counts one review's decision, and each shadow rule that would have
- * denied it, from the response the API server gets. */
-static void count_review(td_control *c, const json_t *out)
+ * denied it, as the response the API server gets says them. */
+static void count_review(td_control *c, const td_review_summary *sum)
 {
-    json_t *resp = json_object_get(out, "response");
-    if (json_is_true(json_object_get(resp, "allowed")))
+    if (sum->allowed)
         atomic_fetch_add(&c->admission[0][0], 1);
     else
-        atomic_fetch_add(&c->admission[rule_index(td_json_str(resp, "status.details.kind"))][1],
-                         1);
-    const char *key;
-    json_t *v;
-    json_object_foreach(json_object_get(resp, "auditAnnotations"), key, v)
-    {
-        if (strncmp(key, "tenantd.dev/shadow-", 19) == 0)
-            atomic_fetch_add(&c->admission[rule_index(key + 19)][2], 1);
-    }
+        atomic_fetch_add(&c->admission[rule_index(sum->rule)][1], 1);
+    for (size_t i = 0; i < sum->nshadow; i++)
+        atomic_fetch_add(&c->admission[rule_index(sum->shadow[i])][2], 1);
 }
 
 /* Appends one line to the malloc'd *text of *len bytes. 0, or -1. */
@@ -242,58 +235,45 @@ static int append_admission_metrics(td_control *c, char **text, size_t *len)
     return rc;
 }
 
-/* The review's JSON (the body, the pod's copies, the patch, the response)
- * lives in this thread's request arena (jsonarena.h) and is released at
- * once; the response body is copied out to malloc'd memory before. */
+/* The review's JSON (the body, the pod's copies, the patch) lives in this
+ * thread's request arena (jsonarena.h) and is released at once; the
+ * answer is written straight to malloc'd bytes the response takes over. */
 static void handle_review(td_control *c, const td_http_request *req, td_http_response *resp,
                           td_review_mode mode)
 {
     bool arena = td_json_arena_begin();
     json_error_t je;
-    /* oldObject, options and managedFields are read by no decision, and a
-     * patch diffs the pod with its mutated copy: absent from both, they can
-     * be in no patch (webhook_compare.py checks the answers) */
+    /* What the parse leaves out (request's members but uid, kind,
+     * namespace, operation, subResource and object; managedFields) is read
+     * by no decision, and a patch diffs the pod with its mutated copy:
+     * absent from both, they can be in no patch (webhook_compare.py checks
+     * the answers) */
     json_t *in = td_json_loadb_review(req->body, req->body_len, &je);
-    json_t *out = NULL;
+    char *body = NULL;
+    size_t len = 0;
     int code = 0;
-    td_config *cfg = td_control_snapshot(c);
+    td_review_summary sum = {0};
+    td_status st;
     if (!in) {
         char msg[300];
         snprintf(msg, sizeof msg, "request body is not JSON: line %d: %s", je.line, je.text);
-        out = json_pack("{s:s, s:s, s:{s:s, s:b, s:{s:i, s:s, s:s}}}", "apiVersion",
-                        "admission.k8s.io/v1", "kind", "AdmissionReview", "response", "uid", "",
-                        "allowed", 0, "status", "code", 400, "message", msg, "reason",
-                        "BadRequest");
-    } else if (td_admission_review(cfg, in, mode, NULL, &out, &code) != TD_OK) {
-        out = NULL;
+        st = td_admission_review_reject_body(msg, &body, &len);
+    } else {
+        td_config *cfg = td_control_snapshot(c);
+        st = td_admission_review_body(cfg, in, mode, NULL, &body, &len, &code, &sum);
+        td_config_unref(cfg);
     }
-    td_config_unref(cfg);
-    json_decref(in);
-    if (!out) {
+    td_json_arena_forget(in); /* the parse's tree; the answer holds no node of it */
+    if (arena)
         td_json_arena_end();
+    if (st != TD_OK) {
         reply_text(resp, 500, "out of memory\n");
         return;
     }
-    count_review(c, out);
-    if (!arena) {
-        reply_json_flags(resp, 200, out, JSON_COMPACT);
-        return;
-    }
-    char *body = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER); /* in the arena */
-    size_t len = body ? strlen(body) : 0;
-    char *copy = body ? malloc(len + 1) : NULL;
-    if (copy)
-        memcpy(copy, body, len + 1);
-    td_json_free(body); /* what jansson allocated goes back through jansson's free */
-    json_decref(out);
-    td_json_arena_end();
-    if (!copy) {
-        reply_text(resp, 500, "out of memory\n");
-        return;
-    }
+    count_review(c, &sum);
     resp->status = 200;
     resp->content_type = "application/json";
-    resp->body = copy;
+    resp->body = body;
     resp->body_len = len;
 }
 

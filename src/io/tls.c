@@ -209,6 +209,12 @@ int td__tls_handshake_done(const td__tls *t)
 td_status td__tls_read(td__tls *t, char *buf, size_t cap, size_t *n, td_err *err)
 {
     size_t got = 0;
+    /* Nothing received and nothing buffered: SSL_read could only say
+     * WANT_READ. A drain loop ends on that call after every request, and
+     * it cost more than a record's header (error queue, SSL_get_error). */
+    if (t->handshake_done && BIO_ctrl_pending(t->rbio) == 0 && !SSL_has_pending(t->ssl) &&
+        !(SSL_get_shutdown(t->ssl) & SSL_RECEIVED_SHUTDOWN))
+        return TD_EAGAIN;
     ERR_clear_error();
     int rc = SSL_read_ex(t->ssl, buf, cap, &got);
     if (rc == 1) {

@@ -3,7 +3,8 @@
  * every mode, against examples/platform.yaml's shape. The response must
  * always be a well-formed AdmissionReview; nothing may crash or leak. The
  * webhook's parse (td_json_loadb_review, which leaves out members no
- * decision reads) must give the same response, byte for byte. */
+ * decision reads) must give the same response, byte for byte, and so must
+ * the answer the webhook writes without a tree (td_admission_review_body). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -77,6 +78,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(json_is_object(resp));
         CHECK(json_is_boolean(json_object_get(resp, "allowed")));
         CHECK(code == 200 || code == 400 || code == 403);
+        char *body = NULL;
+        size_t blen = 0;
+        int bcode = 0;
+        td_review_summary sum;
+        CHECK(td_admission_review_body(cfg, in, modes[i], NULL, &body, &blen, &bcode, &sum) ==
+              TD_OK);
+        char *tree = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        CHECK(tree && strlen(tree) == blen && memcmp(tree, body, blen) == 0 && bcode == code);
+        CHECK(sum.allowed == json_is_true(json_object_get(resp, "allowed")));
+        CHECK(sum.nshadow == json_object_size(json_object_get(resp, "auditAnnotations")));
+        free(tree);
+        free(body);
         json_t *out2 = NULL;
         int code2 = 0;
         if (fast && td_admission_review(cfg, fast, modes[i], NULL, &out2, &code2) == TD_OK) {

@@ -96,6 +96,34 @@ static char *decide(const td_config *c, const char *body, bool arena)
     return copy;
 }
 
+/* td_json_arena_forget: inside an arena the tree is not walked and its
+ * memory, blocks over the arena's limit included, goes with the arena (the
+ * sanitizer build's leak check fails this test otherwise); a large block
+ * freed before the end is freed once. Without an arena it is a decref. */
+static void test_forget(void **state)
+{
+    (void)state;
+    size_t n = 200000;
+    char *text = malloc(n + 16);
+    assert_non_null(text);
+    memcpy(text, "[\"", 2);
+    memset(text + 2, 'z', n);
+    memcpy(text + 2 + n, "\",1]", 5);
+    assert_true(td_json_arena_begin());
+    json_t *v = json_loads(text, 0, NULL); /* a 200 kB string: a large block */
+    assert_non_null(v);
+    assert_int_equal(json_string_length(json_array_get(v, 0)), n);
+    json_t *dropped = json_loads(text, 0, NULL); /* freed before the end */
+    json_decref(dropped);
+    td_json_arena_forget(v);
+    td_json_arena_end();
+    json_t *plain = json_loads(text, 0, NULL);
+    assert_non_null(plain);
+    td_json_arena_forget(plain); /* no arena: released at once */
+    td_json_arena_forget(NULL);
+    free(text);
+}
+
 static void test_review_same_bytes(void **state)
 {
     (void)state;
@@ -129,6 +157,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lifecycle),
         cmocka_unit_test(test_review_same_bytes),
+        cmocka_unit_test(test_forget),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     td_json_arena_release();

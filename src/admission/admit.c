@@ -192,7 +192,11 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     char ns_buf[256];
     if (!ns || !*ns)
         ns = td_json_str(pod_in, "metadata.namespace");
-    snprintf(ns_buf, sizeof ns_buf, "%s", ns && *ns ? ns : "default");
+    /* what snprintf(ns_buf, sizeof ns_buf, "%s", ...) leaves, without it */
+    const char *ns_src = ns && *ns ? ns : "default";
+    size_t ns_len = strnlen(ns_src, sizeof ns_buf - 1);
+    memcpy(ns_buf, ns_src, ns_len);
+    ns_buf[ns_len] = '\0';
     ns = ns_buf;
 
     json_t *const *ranges;

@@ -5,6 +5,7 @@
 #include "tenantd/admit.h"
 
 #include <assert.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -557,6 +558,8 @@ static json_t *response_envelope(const char *uid, bool allowed, int code, const 
 
 /* The answer as a jansson tree (the general writer; render_body is checked
  * against it by fuzz_review and test_admit). */
+static void base64_put(td_jbuf *b, const unsigned char *data, size_t n);
+
 static td_status render_tree(const answer *a, json_t **out)
 {
     /* a denial, and only a denial, has a full status (review_decide) */
@@ -584,22 +587,26 @@ static td_status render_tree(const answer *a, json_t **out)
         json_object_set_new(resp, "auditAnnotations", audit);
     }
     if (a->patch) {
-        /* Into malloc'd memory of our own: json_dumps' string belongs to
-         * jansson's allocator, which may be a request arena (jsonarena.h). */
-        size_t n = json_dumpb(a->patch, NULL, 0, JSON_COMPACT);
-        char *s = n ? malloc(n) : NULL;
-        char *b64 = s && json_dumpb(a->patch, s, n, JSON_COMPACT) == n
-                        ? td_base64_encode((const unsigned char *)s, n)
-                        : NULL;
-        free(s);
-        if (!b64) {
+        /* The patch dumped as json_dumpb(JSON_COMPACT) writes it, once (not
+         * measured first), into malloc'd memory of our own (jansson's
+         * allocator may be a request arena, jsonarena.h), then base64'd: plain
+         * ASCII, set without jansson's UTF-8 check. No bound but memory. */
+        td_jbuf pj = TD_JBUF_INIT(SIZE_MAX), b64 = TD_JBUF_INIT(SIZE_MAX);
+        json_t *patch = NULL;
+        if (td_json_dump_compact(&pj, a->patch) && !pj.failed && pj.len > 0) {
+            base64_put(&b64, (const unsigned char *)pj.s, pj.len);
+            if (!b64.failed && b64.s)
+                patch = json_stringn_nocheck(b64.s, b64.len);
+        }
+        td_jbuf_fini(&pj);
+        td_jbuf_fini(&b64);
+        if (!patch) {
             json_decref(*out);
             *out = NULL;
             return TD_ENOMEM;
         }
         json_object_set_new(resp, "patchType", json_string("JSONPatch"));
-        json_object_set_new(resp, "patch", json_string(b64));
-        free(b64);
+        json_object_set_new(resp, "patch", patch);
     }
     return TD_OK;
 }

@@ -200,12 +200,21 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     ns_buf[ns_len] = '\0';
     ns = ns_buf;
 
-    json_t *const *ranges;
-    size_t nranges = td_config_list(cfg, "LimitRange", ns, &ranges);
-    json_t *const *quotas;
-    size_t nquotas = td_config_list(cfg, "ResourceQuota", ns, &quotas);
-    /* The same objects parsed once per snapshot; NULL: work from the JSON. */
-    const td_admindex_ns *ix = nranges + nquotas ? td_admindex_get(cfg, ns) : NULL;
+    /* The namespace's LimitRanges and ResourceQuotas, parsed (and listed)
+     * once per snapshot; ix NULL: work from the JSON, listed here. */
+    json_t *const *ranges, *const *quotas;
+    size_t nranges, nquotas;
+    const td_admindex_ns *ix = td_admindex_get(cfg, ns);
+    if (ix && ix->nranges + ix->nquota_objs > 0) {
+        ranges = ix->ranges, nranges = ix->nranges;
+        quotas = ix->quota_objs, nquotas = ix->nquota_objs;
+    } else {
+        /* (an entry with neither listed is none: as td_admit_pod did
+         * without the index's lists, which asked for it only then) */
+        ix = NULL;
+        nranges = td_config_list(cfg, "LimitRange", ns, &ranges);
+        nquotas = td_config_list(cfg, "ResourceQuota", ns, &quotas);
+    }
     /* The pod's resources, parsed once by the defaults step, kept up to
      * date through the mutating steps, and read by validation. */
     td__pod vpod;
@@ -331,7 +340,10 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
              * status.used (as `kubectl get quota -o yaml` shows it) counts,
              * and a namespace with neither starts from zero. */
             static json_t *const no_pods[1] = {NULL};
-            npods = td_config_list(cfg, "Pod", ns, &pods);
+            if (ix)
+                pods = ix->pods, npods = ix->npods;
+            else
+                npods = td_config_list(cfg, "Pod", ns, &pods);
             int have_status = 0;
             if (ix)
                 have_status = ix->quota_status_used;

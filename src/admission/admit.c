@@ -101,10 +101,13 @@ static void decide(td_admit_result *r, td_status st, const char *rule, const td_
 static td_status pss_level_of(const td_config *cfg, const char *ns, td_pss_level *level,
                               td_err *err)
 {
-    json_t *nsobj = td_config_get(cfg, "Namespace", NULL, ns);
+    /* the Namespace's metadata.labels, found once per snapshot (tenancy
+     * index; td_config_get and td_json_path for a namespace not in it) */
+    td__tenancy_ns spare;
+    const json_t *labels =
+        td__tenancy_ns_get(td__tenancy_index_get(cfg), cfg, ns, &spare)->ns_labels;
     const char *l =
-        json_string_value(json_object_get(td_json_path(nsobj, "metadata.labels"),
-                                          "pod-security.kubernetes.io/enforce"));
+        json_string_value(json_object_get(labels, "pod-security.kubernetes.io/enforce"));
     *level = TD_PSS_PRIVILEGED;
     if (!l)
         return TD_OK;

@@ -21,6 +21,10 @@ typedef struct {
     td_quotas *quotas[2]; /* [from_status]: parsed for td_quota_check_parsed */
     bool quotas_ok[2];
     bool quota_status_used; /* some quota of the namespace has status.used */
+    /* what td_config_list(cfg, KIND, ns, ...) gives for LimitRange,
+     * ResourceQuota and Pod, listed once per snapshot (borrowed from it) */
+    json_t *const *ranges, *const *quota_objs, *const *pods;
+    size_t nranges, nquota_objs, npods;
 } td_admindex_ns;
 
 /* The parsed objects of namespace ns in cfg, or NULL when ns has no

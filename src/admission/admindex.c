@@ -69,6 +69,9 @@ static td_config_attachment *admindex_build(const td_config *cfg)
         json_t *const *l, *const *q;
         size_t ln = td_config_list(cfg, "LimitRange", e->ns, &l);
         size_t qn = td_config_list(cfg, "ResourceQuota", e->ns, &q);
+        e->ranges = l, e->nranges = ln;
+        e->quota_objs = q, e->nquota_objs = qn;
+        e->npods = td_config_list(cfg, "Pod", e->ns, &e->pods);
         e->limitranges_ok = td_limitranges_parse(l, ln, &e->limitranges, &err) == TD_OK;
         for (int fs = 0; fs < 2; fs++)
             e->quotas_ok[fs] = td_quotas_parse(q, qn, fs, &e->quotas[fs], &err) == TD_OK;

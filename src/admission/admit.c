@@ -5,6 +5,7 @@
 #include "tenantd/admit.h"
 
 #include <assert.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,10 +101,13 @@ static void decide(td_admit_result *r, td_status st, const char *rule, const td_
 static td_status pss_level_of(const td_config *cfg, const char *ns, td_pss_level *level,
                               td_err *err)
 {
-    json_t *nsobj = td_config_get(cfg, "Namespace", NULL, ns);
+    /* the Namespace's metadata.labels, found once per snapshot (tenancy
+     * index; td_config_get and td_json_path for a namespace not in it) */
+    td__tenancy_ns spare;
+    const json_t *labels =
+        td__tenancy_ns_get(td__tenancy_index_get(cfg), cfg, ns, &spare)->ns_labels;
     const char *l =
-        json_string_value(json_object_get(td_json_path(nsobj, "metadata.labels"),
-                                          "pod-security.kubernetes.io/enforce"));
+        json_string_value(json_object_get(labels, "pod-security.kubernetes.io/enforce"));
     *level = TD_PSS_PRIVILEGED;
     if (!l)
         return TD_OK;
@@ -192,15 +196,28 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     char ns_buf[256];
     if (!ns || !*ns)
         ns = td_json_str(pod_in, "metadata.namespace");
-    snprintf(ns_buf, sizeof ns_buf, "%s", ns && *ns ? ns : "default");
+    /* what snprintf(ns_buf, sizeof ns_buf, "%s", ...) leaves, without it */
+    const char *ns_src = ns && *ns ? ns : "default";
+    size_t ns_len = strnlen(ns_src, sizeof ns_buf - 1);
+    memcpy(ns_buf, ns_src, ns_len);
+    ns_buf[ns_len] = '\0';
     ns = ns_buf;
 
-    json_t *const *ranges;
-    size_t nranges = td_config_list(cfg, "LimitRange", ns, &ranges);
-    json_t *const *quotas;
-    size_t nquotas = td_config_list(cfg, "ResourceQuota", ns, &quotas);
-    /* The same objects parsed once per snapshot; NULL: work from the JSON. */
-    const td_admindex_ns *ix = nranges + nquotas ? td_admindex_get(cfg, ns) : NULL;
+    /* The namespace's LimitRanges and ResourceQuotas, parsed (and listed)
+     * once per snapshot; ix NULL: work from the JSON, listed here. */
+    json_t *const *ranges, *const *quotas;
+    size_t nranges, nquotas;
+    const td_admindex_ns *ix = td_admindex_get(cfg, ns);
+    if (ix && ix->nranges + ix->nquota_objs > 0) {
+        ranges = ix->ranges, nranges = ix->nranges;
+        quotas = ix->quota_objs, nquotas = ix->nquota_objs;
+    } else {
+        /* (an entry with neither listed is none: as td_admit_pod did
+         * without the index's lists, which asked for it only then) */
+        ix = NULL;
+        nranges = td_config_list(cfg, "LimitRange", ns, &ranges);
+        nquotas = td_config_list(cfg, "ResourceQuota", ns, &quotas);
+    }
     /* The pod's resources, parsed once by the defaults step, kept up to
      * date through the mutating steps, and read by validation. */
     td__pod vpod;
@@ -326,7 +343,10 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
              * status.used (as `kubectl get quota -o yaml` shows it) counts,
              * and a namespace with neither starts from zero. */
             static json_t *const no_pods[1] = {NULL};
-            npods = td_config_list(cfg, "Pod", ns, &pods);
+            if (ix)
+                pods = ix->pods, npods = ix->npods;
+            else
+                npods = td_config_list(cfg, "Pod", ns, &pods);
             int have_status = 0;
             if (ix)
                 have_status = ix->quota_status_used;
@@ -553,6 +573,8 @@ static json_t *response_envelope(const char *uid, bool allowed, int code, const 
 
 /* The answer as a jansson tree (the general writer; render_body is checked
  * against it by fuzz_review and test_admit). */
+static void base64_put(td_jbuf *b, const unsigned char *data, size_t n);
+
 static td_status render_tree(const answer *a, json_t **out)
 {
     /* a denial, and only a denial, has a full status (review_decide) */
@@ -580,22 +602,26 @@ static td_status render_tree(const answer *a, json_t **out)
         json_object_set_new(resp, "auditAnnotations", audit);
     }
     if (a->patch) {
-        /* Into malloc'd memory of our own: json_dumps' string belongs to
-         * jansson's allocator, which may be a request arena (jsonarena.h). */
-        size_t n = json_dumpb(a->patch, NULL, 0, JSON_COMPACT);
-        char *s = n ? malloc(n) : NULL;
-        char *b64 = s && json_dumpb(a->patch, s, n, JSON_COMPACT) == n
-                        ? td_base64_encode((const unsigned char *)s, n)
-                        : NULL;
-        free(s);
-        if (!b64) {
+        /* The patch dumped as json_dumpb(JSON_COMPACT) writes it, once (not
+         * measured first), into malloc'd memory of our own (jansson's
+         * allocator may be a request arena, jsonarena.h), then base64'd: plain
+         * ASCII, set without jansson's UTF-8 check. No bound but memory. */
+        td_jbuf pj = TD_JBUF_INIT(SIZE_MAX), b64 = TD_JBUF_INIT(SIZE_MAX);
+        json_t *patch = NULL;
+        if (td_json_dump_compact(&pj, a->patch) && !pj.failed && pj.len > 0) {
+            base64_put(&b64, (const unsigned char *)pj.s, pj.len);
+            if (!b64.failed && b64.s)
+                patch = json_stringn_nocheck(b64.s, b64.len);
+        }
+        td_jbuf_fini(&pj);
+        td_jbuf_fini(&b64);
+        if (!patch) {
             json_decref(*out);
             *out = NULL;
             return TD_ENOMEM;
         }
         json_object_set_new(resp, "patchType", json_string("JSONPatch"));
-        json_object_set_new(resp, "patch", json_string(b64));
-        free(b64);
+        json_object_set_new(resp, "patch", patch);
     }
     return TD_OK;
 }

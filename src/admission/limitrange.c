@@ -60,6 +60,9 @@ typedef struct {
      * one did not read back, and a pod's parse is then made afresh. */
     td_quantity *def_request_q, *def_limit_q;
     bool readback_ok;
+    /* every name of def_requests and def_limits is valid UTF-8: set as a
+     * key without jansson checking it again for each pod */
+    bool names_utf8;
 } limit_range;
 
 static void lr_fini(limit_range *lr)
@@ -94,6 +97,18 @@ static void lr_fini(limit_range *lr)
     lr->def_request_q = lr->def_limit_q = NULL;
 }
 
+/* true if every name of r is valid UTF-8 (as jansson takes a key). */
+static bool names_utf8(const td_resources *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        json_t *probe = json_string(r->items[i].name);
+        if (probe == NULL)
+            return false;
+        json_decref(probe);
+    }
+    return true;
+}
+
 /* Merges and prints lr's container defaults (see limit_range). */
 static td_status lr_defaults(limit_range *lr)
 {
@@ -119,6 +134,7 @@ static td_status lr_defaults(limit_range *lr)
     if (!lr->def_request_str || !lr->def_limit_str || !lr->def_request_q || !lr->def_limit_q)
         return TD_ENOMEM;
     lr->readback_ok = true;
+    lr->names_utf8 = names_utf8(&lr->def_requests) && names_utf8(&lr->def_limits);
     for (k = 0; k < lr->def_requests.n; k++) {
         td_quantity_format(&lr->def_requests.items[k].q, lr->def_request_str[k],
                            TD_QUANTITY_STR_MAX);
@@ -307,7 +323,8 @@ static td_status lrs_parse(json_t *const *objs, size_t n, limit_range **out, td_
 /* ---- defaulting ---- */
 
 
-/* Gets obj[key] as an object, creating it (as {}) if absent or null. */
+/* Gets obj[key] (key a literal, plain ASCII) as an object, creating it
+ * (as {}) if absent or null. */
 static json_t *child_object(json_t *obj, const char *key)
 {
     json_t *c = json_object_get(obj, key);
@@ -315,21 +332,24 @@ static json_t *child_object(json_t *obj, const char *key)
     if (json_is_object(c))
         return c;
     c = json_object();
-    if (c == NULL || json_object_set_new(obj, key, c) != 0)
+    if (c == NULL || json_object_set_new_nocheck(obj, key, c) != 0)
         return NULL;
     return c;
 }
 
 /* Sets each name of defaults missing from container.resources.<field>,
- * appending the names set (sorted, as defaults is) to *names. */
+ * marking added[i] for each default i set; *len is then the length of
+ * the names set joined by ", " (0 if none). printed[i] is plain ASCII (a
+ * quantity's canonical form); names_utf8 says that every name of
+ * defaults is valid UTF-8 (else each key is checked as it is set). */
 static td_status merge_list(json_t *container, const char *field, const td_resources *defaults,
                             char (*printed)[TD_QUANTITY_STR_MAX], const td_quantity *readback,
-                            td_resources *parsed, td_strbuf *names)
+                            bool names_utf8, td_resources *parsed, bool *added, size_t *len)
 {
     json_t *res, *list;
     size_t i;
-    bool first = true;
 
+    *len = 0;
     if (defaults->n == 0)
         return TD_OK;
     res = child_object(container, "resources");
@@ -338,6 +358,7 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
     list = json_object_get(res, field);
     for (i = 0; i < defaults->n; i++) {
         const td_resource *d = &defaults->items[i];
+        added[i] = false;
         if (json_is_object(list) && json_object_get(list, d->name) != NULL)
             continue;
         if (!json_is_object(list)) {
@@ -345,57 +366,81 @@ static td_status merge_list(json_t *container, const char *field, const td_resou
             if (list == NULL)
                 return TD_ENOMEM;
         }
-        if (json_object_set_new(list, d->name, json_string(printed[i])) != 0)
+        json_t *v = json_stringn_nocheck(printed[i], strlen(printed[i]));
+        if (v == NULL || (names_utf8 ? json_object_set_new_nocheck(list, d->name, v)
+                                     : json_object_set_new(list, d->name, v)) != 0)
             return TD_ENOMEM;
         if (parsed && td_resources_set(parsed, d->name, &readback[i]) != TD_OK)
             return TD_ENOMEM;
-        if (!first)
-            td_strbuf_append(names, ", ");
-        td_strbuf_append(names, d->name);
-        first = false;
+        *len += (*len ? 2 : 0) + strlen(d->name);
+        added[i] = true;
     }
     return TD_OK;
 }
 
+/* Appends to note "NAMES WHAT for KIND CNAME" (after "; " unless note is
+ * empty): NAMES the names of defaults marked in added, joined by ", ". */
+static void note_part(td_strbuf *note, const td_resources *defaults, const bool *added,
+                      const char *what, const char *kind, const char *cname)
+{
+    bool first = true;
+
+    if (note->len > 0)
+        td_strbuf_append(note, "; ");
+    for (size_t i = 0; i < defaults->n; i++) {
+        if (!added[i])
+            continue;
+        if (!first)
+            td_strbuf_append(note, ", ");
+        td_strbuf_append(note, defaults->items[i].name);
+        first = false;
+    }
+    td_strbuf_append(note, what);
+    td_strbuf_append(note, kind);
+    td_strbuf_append(note, " ");
+    td_strbuf_append(note, cname);
+}
+
+/* The most defaults of one list marked on the stack; a LimitRange with
+ * more marks them in an allocated array. */
+#define ADDED_STACK 32
+
 /* mergeContainerResources for one container; appends its annotation parts
- * to note. */
+ * to note. The names set in one list, joined, must fit TD_ERR_MAX as
+ * they always had to (TD_ENOMEM otherwise). */
 static td_status merge_container(json_t *container, const limit_range *lr, const char *kind,
                                  td__pod_container *pc, td_strbuf *note)
 {
-    td_strbuf reqs = TD_STRBUF_INIT(TD_ERR_MAX), lims = TD_STRBUF_INIT(TD_ERR_MAX);
+    bool lims_stack[ADDED_STACK], reqs_stack[ADDED_STACK];
+    bool *lims_added = lims_stack, *reqs_added = reqs_stack;
+    size_t lims_len = 0, reqs_len = 0;
     const json_t *name = json_object_get(container, "name");
     const char *cname = json_is_string(name) ? json_string_value(name) : "";
-    td_status s;
+    td_status s = TD_OK;
 
-    s = merge_list(container, "limits", &lr->def_limits, lr->def_limit_str, lr->def_limit_q,
-                   pc ? &pc->limits : NULL, &lims);
+    if (lr->def_limits.n > ADDED_STACK)
+        lims_added = malloc(lr->def_limits.n * sizeof *lims_added);
+    if (lr->def_requests.n > ADDED_STACK)
+        reqs_added = malloc(lr->def_requests.n * sizeof *reqs_added);
+    if (lims_added == NULL || reqs_added == NULL)
+        s = TD_ENOMEM;
+    if (s == TD_OK)
+        s = merge_list(container, "limits", &lr->def_limits, lr->def_limit_str, lr->def_limit_q,
+                       lr->names_utf8, pc ? &pc->limits : NULL, lims_added, &lims_len);
     if (s == TD_OK)
         s = merge_list(container, "requests", &lr->def_requests, lr->def_request_str,
-                       lr->def_request_q, pc ? &pc->requests : NULL, &reqs);
-    if (s == TD_OK) {
-        if (reqs.len > 0) {
-            if (note->len > 0)
-                td_strbuf_append(note, "; ");
-            td_strbuf_append(note, reqs.s);
-            td_strbuf_append(note, " request for ");
-            td_strbuf_append(note, kind);
-            td_strbuf_append(note, " ");
-            td_strbuf_append(note, cname);
-        }
-        if (lims.len > 0) {
-            if (note->len > 0)
-                td_strbuf_append(note, "; ");
-            td_strbuf_append(note, lims.s);
-            td_strbuf_append(note, " limit for ");
-            td_strbuf_append(note, kind);
-            td_strbuf_append(note, " ");
-            td_strbuf_append(note, cname);
-        }
-    }
-    if (s == TD_OK && (reqs.failed || lims.failed))
+                       lr->def_request_q, lr->names_utf8, pc ? &pc->requests : NULL, reqs_added,
+                       &reqs_len);
+    if (s == TD_OK && (lims_len + 1 > TD_ERR_MAX || reqs_len + 1 > TD_ERR_MAX))
         s = TD_ENOMEM;
-    free(reqs.s);
-    free(lims.s);
+    if (s == TD_OK && reqs_len > 0)
+        note_part(note, &lr->def_requests, reqs_added, " request for ", kind, cname);
+    if (s == TD_OK && lims_len > 0)
+        note_part(note, &lr->def_limits, lims_added, " limit for ", kind, cname);
+    if (lims_added != lims_stack)
+        free(lims_added);
+    if (reqs_added != reqs_stack)
+        free(reqs_added);
     return s;
 }
 
@@ -568,6 +613,17 @@ static bool container_wants(const json_t *c, const limit_range *lr)
     return false;
 }
 
+/* json_string(value), without jansson's UTF-8 check when value is plain
+ * ASCII (the usual annotation: the check is most of the call's cost). */
+static json_t *json_string_ascii(const char *value)
+{
+    size_t n = 0;
+    unsigned char high = 0;
+    for (; value[n] != '\0'; n++)
+        high |= (unsigned char)value[n];
+    return high < 0x80 ? json_stringn_nocheck(value, n) : json_string(value);
+}
+
 /* Sets metadata.annotations[TD_LIMITRANGE_ANNOTATION] = value in pod, in
  * one step that either happens or changes nothing (new objects for
  * metadata or annotations when absent or null). */
@@ -575,25 +631,26 @@ static td_status set_annotation(json_t *pod, const char *value)
 {
     json_t *meta = json_object_get(pod, "metadata");
     json_t *ann = json_is_object(meta) ? json_object_get(meta, "annotations") : NULL;
-    json_t *v = json_string(value);
+    json_t *v = json_string_ascii(value);
     if (v == NULL)
         return TD_ENOMEM;
     if (json_is_object(ann))
-        return json_object_set_new(ann, TD_LIMITRANGE_ANNOTATION, v) == 0 ? TD_OK : TD_ENOMEM;
+        return json_object_set_new_nocheck(ann, TD_LIMITRANGE_ANNOTATION, v) == 0 ? TD_OK
+                                                                                 : TD_ENOMEM;
     ann = json_object();
-    if (ann == NULL || json_object_set_new(ann, TD_LIMITRANGE_ANNOTATION, v) != 0) {
+    if (ann == NULL || json_object_set_new_nocheck(ann, TD_LIMITRANGE_ANNOTATION, v) != 0) {
         json_decref(ann);
         return TD_ENOMEM;
     }
     if (json_is_object(meta))
-        return json_object_set_new(meta, "annotations", ann) == 0 ? TD_OK : TD_ENOMEM;
+        return json_object_set_new_nocheck(meta, "annotations", ann) == 0 ? TD_OK : TD_ENOMEM;
     meta = json_object();
-    if (meta == NULL || json_object_set_new(meta, "annotations", ann) != 0) {
+    if (meta == NULL || json_object_set_new_nocheck(meta, "annotations", ann) != 0) {
         json_decref(meta);
         json_decref(ann);
         return TD_ENOMEM;
     }
-    return json_object_set_new(pod, "metadata", meta) == 0 ? TD_OK : TD_ENOMEM;
+    return json_object_set_new_nocheck(pod, "metadata", meta) == 0 ? TD_OK : TD_ENOMEM;
 }
 
 /* default_with for td_admit_pod's pod: only the containers a default
@@ -678,7 +735,8 @@ static td_status default_update_with(json_t *pod, const limit_range *lrs, size_t
     if (s == TD_OK && annotation)
         s = set_annotation(pod, annotation);
     for (k = 0; k < 2; k++) {
-        if (s == TD_OK && copy[k] && json_object_set_new(spec, groups[k].field, copy[k]) != 0)
+        if (s == TD_OK && copy[k] &&
+            json_object_set_new_nocheck(spec, groups[k].field, copy[k]) != 0)
             s = TD_ENOMEM; /* a replacement: not expected */
         else if (s != TD_OK)
             json_decref(copy[k]);

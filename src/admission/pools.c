@@ -198,12 +198,15 @@ static td_status add_toleration(json_t *spec, const td__tenancy_pool *pool, td_e
     json_t *t = json_object();
     if (!t)
         return td_err_set(err, TD_ENOMEM, "out of memory");
-    json_object_set_new(t, "key", json_string(pool->taint_key));
+    /* literal keys and operators: no UTF-8 check; the pool's strings are
+     * checked as before */
+    json_object_set_new_nocheck(t, "key", json_string(pool->taint_key));
     const char *value = pool->taint_value;
-    json_object_set_new(t, "operator", json_string(value ? "Equal" : "Exists"));
+    json_object_set_new_nocheck(t, "operator", value ? json_stringn_nocheck("Equal", 5)
+                                                     : json_stringn_nocheck("Exists", 6));
     if (value)
-        json_object_set_new(t, "value", json_string(value));
-    json_object_set_new(t, "effect", json_string(pool->taint_effect));
+        json_object_set_new_nocheck(t, "value", json_string(value));
+    json_object_set_new_nocheck(t, "effect", json_string(pool->taint_effect));
     if (json_array_append_new(tols, t) < 0)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     return TD_OK;

@@ -1475,8 +1475,10 @@ typedef struct {
 
 /* Key k (at iterator it) is lit: its bytes, not only its C string, as
  * json_object_get matches a key (a key with a NUL byte in it is none of
- * the members the checks read). */
-#define KEY_IS(it, k, lit) (strcmp((k), (lit)) == 0 && json_object_iter_key_len(it) == sizeof(lit) - 1)
+ * the members the checks read). The length is compared first: most keys
+ * differ in it, and then no byte is read. */
+#define KEY_IS(it, k, lit)                                                                         \
+    (json_object_iter_key_len(it) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
 #define NO_NUL(it, k)      (json_object_iter_key_len(it) == strlen(k))
 
 static int in_list(const char *s, const char *const *list, size_t n)

@@ -351,10 +351,15 @@ static td_status compute_usage(const td_resources *requests, const td_resources 
         if (huge)
             s = td_resources_set(out, r->name, &r->q);
         if (s == TD_OK && (huge || is_extended_resource(r->name))) {
-            snprintf(name, sizeof name, "requests.%s", r->name);
-            /* A name too long to be a quota resource cannot be quota'd. */
-            if (strlen(name) < TD_RESOURCE_NAME_MAX)
+            /* "requests." NAME: NAME is shorter than TD_RESOURCE_NAME_MAX,
+             * so it fits name whole. A name too long to be a quota resource
+             * cannot be quota'd. */
+            size_t len = strlen(r->name);
+            if (sizeof "requests." - 1 + len < TD_RESOURCE_NAME_MAX) {
+                memcpy(name, "requests.", sizeof "requests." - 1);
+                memcpy(name + sizeof "requests." - 1, r->name, len + 1);
                 s = td_resources_set(out, name, &r->q);
+            }
         }
     }
     return s;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,16 +30,27 @@ static const char platform[] =
     "spec: {hard: {count/pods: '10'}}\n---\n"
     "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: qb, namespace: b}\n"
     "spec: {hard: {pods: '2'}}\nstatus: {hard: {pods: '2'}, used: {pods: '2'}}\n";
+/* with one Pod of namespace a (a used pod for its quotas) */
+static const char used_pod[] =
+    "---\napiVersion: v1\nkind: Pod\nmetadata: {name: running, namespace: a}\n"
+    "spec: {containers: [{name: c, resources: {requests: {cpu: 100m}, limits: {memory: 1Gi}}}]}\n";
 
 static td_config *load(void)
 {
     return test_config("p.yaml", platform);
 }
 
+static td_config *load_with_pod(void)
+{
+    char yaml[sizeof platform + sizeof used_pod];
+    snprintf(yaml, sizeof yaml, "%s%s", platform, used_pod);
+    return test_config("p.yaml", yaml);
+}
+
 static void test_entries(void **state)
 {
     (void)state;
-    td_config *c = load();
+    td_config *c = load_with_pod();
     const td_admindex_ns *a = td_admindex_get(c, "a");
     assert_non_null(a);
     assert_string_equal(a->ns, "a");
@@ -50,6 +62,24 @@ static void test_entries(void **state)
     const td_admindex_ns *b = td_admindex_get(c, "b");
     assert_non_null(b);
     assert_true(b->quota_status_used);
+    /* each entry's lists are td_config_list's */
+    const char *kinds[3] = {"LimitRange", "ResourceQuota", "Pod"};
+    const td_admindex_ns *es[2] = {a, b};
+    for (int e = 0; e < 2; e++) {
+        json_t *const *got[3] = {es[e]->ranges, es[e]->quota_objs, es[e]->pods};
+        size_t ngot[3] = {es[e]->nranges, es[e]->nquota_objs, es[e]->npods};
+        for (int k = 0; k < 3; k++) {
+            json_t *const *want;
+            size_t n = td_config_list(c, kinds[k], es[e]->ns, &want);
+            assert_int_equal(ngot[k], n);
+            if (n)
+                assert_ptr_equal(got[k], want);
+        }
+    }
+    assert_int_equal(a->nranges, 1);
+    assert_int_equal(a->nquota_objs, 2);
+    assert_int_equal(b->nquota_objs, 1);
+    assert_int_equal(a->npods, 1);
     assert_null(td_admindex_get(c, "c")); /* neither kind there */
     assert_null(td_admindex_get(c, "nowhere"));
     assert_null(td_admindex_get(c, NULL));

@@ -18,6 +18,10 @@ static const char platform[] =
     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n"
     "  labels: {team: a, environment: dev, pod-security.kubernetes.io/enforce: baseline}\n---\n"
     "apiVersion: v1\nkind: Namespace\nmetadata: {name: b, labels: {team: b}}\n---\n"
+    "apiVersion: v1\nkind: Namespace\nmetadata: {name: strict, labels: {team: s, project: s, "
+    "environment: dev, pod-security.kubernetes.io/enforce: strict}}\n---\n"
+    "apiVersion: v1\nkind: Namespace\nmetadata: {name: r, labels: {team: r, project: r, "
+    "environment: dev, pod-security.kubernetes.io/enforce: restricted}}\n---\n"
     "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: ta}\n"
     "spec: {namespaces: [a], labels: {project: p1, team: from-tenant}}\n---\n"
     "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: tb}\n"
@@ -86,6 +90,13 @@ static const admit_case rows[] = {
      "{\"metadata\":{\"namespace\":\"a\"},\"spec\":{\"hostIPC\":true,\"containers\":[{\"name\":\"c\"}]}}",
      403, "PodSecurity", "violates PodSecurity \"baseline:latest\": host namespaces (hostIPC=true)",
      NULL},
+    {"pss level from the namespace's label: restricted",
+     "{\"metadata\":{\"namespace\":\"r\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+     403, "PodSecurity", "violates PodSecurity \"restricted:latest\": allowPrivilegeEscalation != false", NULL},
+    {"pss level label that is no level",
+     "{\"metadata\":{\"namespace\":\"strict\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+     400, "PodSecurity", "namespace strict: label pod-security.kubernetes.io/enforce: \"strict\" is not "
+     "privileged, baseline or restricted", NULL},
     {"not a pod", "{\"metadata\":{},\"spec\":{}}", 400, "BadRequest", "spec.containers", NULL},
     {"wrong kind", "{\"kind\":\"Service\",\"spec\":{\"containers\":[]}}", 400, "BadRequest",
      "is not a Pod", NULL},

@@ -81,6 +81,40 @@ static const td_review_mode modes[] = {TD_REVIEW_MUTATE_AND_VALIDATE, TD_REVIEW_
 
 static int compared, seen_warnings, seen_patch, seen_details;
 
+/* Decodes standard padded base64 s into a malloc'd, NUL-terminated
+ * buffer (*n bytes); NULL if s is not such base64. */
+static char *b64_decode(const char *s, size_t *n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t len = strlen(s), o = 0;
+    if (len % 4 != 0)
+        return NULL;
+    char *out = malloc(len / 4 * 3 + 1);
+    for (size_t i = 0; out && i < len; i += 4) {
+        unsigned v = 0;
+        int pad = 0;
+        for (int k = 0; k < 4; k++) {
+            const char *c = s[i + k] == '=' ? NULL : strchr(tab, s[i + k]);
+            if (s[i + k] == '=' && i + 4 == len && k >= 2)
+                pad++;
+            else if (!c || !s[i + k] || pad) {
+                free(out);
+                return NULL;
+            }
+            v = v << 6 | (c ? (unsigned)(c - tab) : 0);
+        }
+        out[o++] = (char)(v >> 16);
+        if (pad < 2)
+            out[o++] = (char)(v >> 8 & 0xff);
+        if (pad < 1)
+            out[o++] = (char)(v & 0xff);
+    }
+    if (out)
+        out[o] = '\0';
+    *n = o;
+    return out;
+}
+
 /* The two answers to in agree: bytes, code, failure, and the summary. */
 static void check(const char *name, const td_config *c, const json_t *in, td_review_mode mode)
 {
@@ -105,6 +139,22 @@ static void check(const char *name, const td_config *c, const json_t *in, td_rev
     seen_patch += strstr(body, "\"patch\":\"") != NULL;
     seen_details += strstr(body, "\"details\":{\"kind\"") != NULL;
     json_t *resp = json_object_get(out, "response");
+    /* the patch's bytes are jansson's compact dump of the patch (read
+     * back), not only what the body's own dumper writes */
+    const char *patch64 = td_json_str(resp, "patch");
+    if (patch64) {
+        size_t plen = 0;
+        char *patch = b64_decode(patch64, &plen);
+        assert_non_null(patch);
+        json_t *ops = json_loadb(patch, plen, 0, NULL);
+        assert_true(json_is_array(ops));
+        char *again = json_dumps(ops, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (strlen(again) != plen || memcmp(again, patch, plen) != 0)
+            fail_msg("%s (mode %d): patch\n got %s\nwant %s", name, (int)mode, patch, again);
+        free(again);
+        json_decref(ops);
+        free(patch);
+    }
     assert_int_equal(sum.allowed, json_is_true(json_object_get(resp, "allowed")));
     const char *kind = td_json_str(resp, "status.details.kind");
     if (!sum.allowed && (kind ? !sum.rule || strcmp(kind, sum.rule) != 0 : sum.rule != NULL))

@@ -508,12 +508,150 @@ static void test_failure_leaves_pod(void **state)
     json_decref(pod);
 }
 
+/* Runs the three defaulting paths (JSON, parsed, td_admit_pod's kept
+ * parse) on copies of pod with LimitRange lr; each must return want_st,
+ * and on TD_OK leave the same pod (returned, the caller's) with the
+ * annotation want_note; on an error each leaves its pod unchanged. */
+static json_t *default_three(const json_t *pod, json_t *lr, td_status want_st,
+                             const char *want_note)
+{
+    json_t *objs[1] = {lr};
+    json_t *p1 = json_deep_copy(pod), *p2 = json_deep_copy(pod), *p3 = json_deep_copy(pod);
+    td_limitranges *parsed = NULL;
+    td_err err = {{0}};
+    td__pod kept;
+
+    assert_int_equal(td_limitrange_default(p1, objs, 1, &err), want_st);
+    assert_int_equal(td_limitranges_parse(objs, 1, &parsed, &err), TD_OK);
+    assert_int_equal(td_limitrange_default_parsed(p2, parsed, &err), want_st);
+    assert_int_equal(td__pod_parse(p3, &kept, NULL), TD_OK);
+    assert_int_equal(td__limitrange_default_update(p3, parsed, &kept, &err), want_st);
+    if (want_st != TD_OK) {
+        assert_true(json_equal(p1, pod));
+        assert_true(json_equal(p2, pod));
+        assert_true(json_equal(p3, pod));
+    } else {
+        const char *note = json_string_value(json_object_get(
+            json_object_get(json_object_get(p1, "metadata"), "annotations"),
+            TD_LIMITRANGE_ANNOTATION));
+        assert_non_null(note);
+        assert_string_equal(note, want_note);
+        assert_true(json_equal(p1, p2));
+        assert_true(json_equal(p1, p3));
+        td__pod fresh;
+        assert_int_equal(td__pod_parse(p3, &fresh, NULL), TD_OK);
+        assert_true(td__pod_same(&kept, &fresh));
+        td__pod_fini(&fresh);
+    }
+    td__pod_fini(&kept);
+    td_limitranges_destroy(parsed);
+    json_decref(p2);
+    json_decref(p3);
+    if (want_st != TD_OK) {
+        json_decref(p1);
+        return NULL;
+    }
+    return p1;
+}
+
+/* A LimitRange of one Container item whose default and defaultRequest
+ * are n resources named PREFIXnn, each "1". */
+static json_t *many_defaults_lr(size_t n, const char *prefix)
+{
+    json_t *def = json_object(), *req = json_object();
+    char name[300];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "%s%02zu", prefix, i);
+        json_object_set_new(def, name, json_string("1"));
+        json_object_set_new(req, name, json_string("1"));
+    }
+    json_t *item = json_pack("{s:s, s:o, s:o}", "type", "Container", "default", def,
+                             "defaultRequest", req);
+    return json_pack("{s:{s:s}, s:{s:[o]}}", "metadata", "name", "many", "spec", "limits",
+                     item);
+}
+
+/* The annotation's edges: more defaults than merge_container marks on
+ * its stack, names past TD_ERR_MAX, container and resource names that are
+ * not ASCII or not UTF-8. Every path answers as the JSON one does. */
+static void test_default_edges(void **state)
+{
+    (void)state;
+    char want[8192], names[4096];
+    size_t o = 0;
+
+    /* 40 defaults (more than ADDED_STACK): all set, named in order */
+    json_t *lr = many_defaults_lr(40, "example.com/r");
+    for (size_t i = 0; i < 40; i++)
+        o += (size_t)snprintf(names + o, sizeof names - o, "%sexample.com/r%02zu", i ? ", " : "", i);
+    snprintf(want, sizeof want,
+             "LimitRanger plugin set: %s request for container a; %s limit for container a", names,
+             names);
+    json_t *pod = J("{'spec':{'containers':[{'name':'a'}]}}");
+    json_t *got = default_three(pod, lr, TD_OK, want);
+    json_t *lims = json_object_get(json_object_get(
+        json_object_get(json_array_get(json_object_get(json_object_get(got, "spec"), "containers"), 0),
+                        "resources"),
+        "limits"), "example.com/r39");
+    assert_string_equal(json_string_value(lims), "1");
+    json_decref(got);
+    json_decref(lr);
+
+    /* the names set in one list joined past TD_ERR_MAX: out of memory, as
+     * the message buffer always said, and nothing applied */
+    char prefix[200];
+    memset(prefix, 'x', sizeof prefix - 1);
+    prefix[sizeof prefix - 1] = '\0';
+    lr = many_defaults_lr(12, prefix); /* 12 x 201 + 11 x 2 > 2048 */
+    assert_null(default_three(pod, lr, TD_ENOMEM, NULL));
+    json_decref(lr);
+    lr = many_defaults_lr(10, prefix); /* 10 x 201 + 9 x 2 = 2028: fits */
+    o = 0;
+    for (size_t i = 0; i < 10; i++)
+        o += (size_t)snprintf(names + o, sizeof names - o, "%s%s%02zu", i ? ", " : "", prefix, i);
+    snprintf(want, sizeof want,
+             "LimitRanger plugin set: %s request for container a; %s limit for container a", names,
+             names);
+    json_decref(default_three(pod, lr, TD_OK, want));
+    json_decref(lr);
+    json_decref(pod);
+
+    /* a container name in UTF-8, not ASCII: in the annotation as it is */
+    json_t *arr = J(LR("Container", "", "", CPU("1"), "", ""));
+    lr = json_incref(json_array_get(arr, 0));
+    json_decref(arr);
+    pod = J("{'spec':{'containers':[{'name':'caf\xc3\xa9'}]}}");
+    json_decref(default_three(pod, lr, TD_OK,
+                              "LimitRanger plugin set: cpu limit for container caf\xc3\xa9"));
+    json_decref(pod);
+
+    /* a container name that is not UTF-8 (a parser that does not check):
+     * the annotation cannot be a JSON string, and nothing is applied */
+    pod = J("{'spec':{'containers':[{'name':'x'}]}}");
+    json_object_set_new(json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0),
+                        "name", json_stringn_nocheck("\xff", 1));
+    assert_null(default_three(pod, lr, TD_ENOMEM, NULL));
+    json_decref(pod);
+    json_decref(lr);
+
+    /* a default's resource name that is not UTF-8: cannot be a key */
+    lr = many_defaults_lr(1, "r");
+    json_t *def = json_object_get(json_array_get(json_object_get(json_object_get(lr, "spec"), "limits"), 0),
+                                  "default");
+    json_object_set_new_nocheck(def, "\xfe", json_string("1"));
+    pod = J("{'spec':{'containers':[{'name':'a'}]}}");
+    assert_null(default_three(pod, lr, TD_ENOMEM, NULL));
+    json_decref(pod);
+    json_decref(lr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_admit),
         cmocka_unit_test(test_default),
         cmocka_unit_test(test_failure_leaves_pod),
+        cmocka_unit_test(test_default_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -466,10 +466,59 @@ static void test_rows(void **state)
         fail_msg("%d row(s) failed", failed);
 }
 
+/* A hugepages-* resource NAME of length len is charged as "requests.NAME"
+ * while that is a resource name (shorter than TD_RESOURCE_NAME_MAX), and
+ * not at all past it. */
+static td_status check_extended(size_t len, bool quota_on_it)
+{
+    char name[TD_RESOURCE_NAME_MAX + 16], qname[TD_RESOURCE_NAME_MAX + 32];
+    snprintf(name, sizeof name, "hugepages-");
+    for (size_t k = strlen(name); k < len; k++)
+        name[k] = 'x';
+    name[len] = '\0';
+    snprintf(qname, sizeof qname, "requests.%s", name);
+    json_t *pod = json_pack("{s:{s:s, s:s}, s:{s:[{s:s, s:{s:{s:s}}}]}}", "metadata", "name",
+                            "p", "namespace", "test", "spec", "containers", "name", "a",
+                            "resources", "requests", name, "1");
+    const char *hard = quota_on_it ? qname : "pods";
+    json_t *q = json_pack("{s:{s:s, s:s}, s:{s:{s:s}, s:{s:s}}}", "metadata", "name", "q",
+                          "namespace", "test", "status", "hard", hard, quota_on_it ? "0" : "5",
+                          "used", hard, "0");
+    assert_non_null(pod);
+    assert_non_null(q);
+    json_t *objs[1] = {q};
+    td_err err = {{0}};
+    td_status st = td_quota_check(pod, objs, 1, NULL, 0, &err);
+    if (st != TD_OK && strstr(err.msg, "exceeded quota: q, requested: requests.hugepages-") == NULL)
+        print_message("len %zu: %s\n", len, err.msg);
+    td_quotas *parsed = NULL;
+    assert_int_equal(td_quotas_parse(objs, 1, true, &parsed, NULL), TD_OK);
+    td__pod pp;
+    assert_int_equal(td__pod_parse(pod, &pp, NULL), TD_OK);
+    assert_int_equal(td_quota_check_parsed(pod, &pp, parsed, NULL, 0, NULL), st);
+    td__pod_fini(&pp);
+    td_quotas_destroy(parsed);
+    json_decref(q);
+    json_decref(pod);
+    return st;
+}
+
+static void test_extended_name_lengths(void **state)
+{
+    (void)state;
+    /* 9 + 244 = 253: charged, and over a hard of 0 */
+    assert_int_equal(check_extended(TD_RESOURCE_NAME_MAX - 10, true), TD_EFORBIDDEN);
+    assert_int_equal(check_extended(20, true), TD_EFORBIDDEN);
+    /* 9 + 245 = 254: not a resource name, not charged (no error either) */
+    assert_int_equal(check_extended(TD_RESOURCE_NAME_MAX - 9, false), TD_OK);
+    assert_int_equal(check_extended(TD_RESOURCE_NAME_MAX - 1, false), TD_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_extended_name_lengths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

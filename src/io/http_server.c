@@ -2,7 +2,9 @@
  * pipelining, Content-Length and chunked request bodies, limits on header
  * and body size, idle timeouts, optional TLS through tls.c. The request
  * processing (td__http_conn) knows nothing of sockets, so the unit tests and
- * the fuzzer drive it with plain buffers. */
+ * the fuzzer drive it with plain buffers. Responses after the first of a
+ * loop iteration are written together at its end (queue_flush): one
+ * wake-up of the client per batch rather than one per response. */
 #include "tenantd/http.h"
 
 #include <errno.h>
@@ -683,6 +685,9 @@ const char *td_http_header(const td_http_request *req, const char *name)
 #define WRITE_HIGH    ((size_t)4 << 20) /* stop reading while more is unsent */
 #define LINGER_MS     2000              /* drain a closing client this long */
 #define MAX_CONNS     4096
+/* Output held for the end-of-iteration flush beyond this is written at
+ * once: batching saves wake-ups, not memory. */
+#define FLUSH_HOLD    ((size_t)64 << 10)
 
 typedef struct conn conn;
 
@@ -699,8 +704,14 @@ struct td_http_server {
     size_t n_conns;
     conn *zombies;     /* closed while a deferral was out; freed on its return */
     conn *dispatching; /* the connection whose input is being processed */
+    /* Connections with output not yet handed to the kernel, written by
+     * flush_check at the end of the loop iteration (see queue_flush). */
+    uv_check_t flush_check;
+    conn *flush_head, *flush_tail;
+    int wrote_this_iter; /* a response went out since flush_check last ran */
     int stopping;
     int listener_closed;
+    int check_closed;
     void (*done)(void *);
     void *done_arg;
     /* Every read on the loop is consumed before the next starts, so one
@@ -714,6 +725,8 @@ struct conn {
     uv_shutdown_t shutdown_req;
     td_http_server *srv;
     conn *prev, *next;
+    conn *fprev, *fnext; /* on srv's flush list while flush_queued */
+    int flush_queued;
     td__http_conn core;
     td__tls *tls;
     int open_handles;
@@ -737,7 +750,7 @@ typedef struct {
 
 static void maybe_done(td_http_server *s)
 {
-    if (!s->stopping || !s->listener_closed || s->conns)
+    if (!s->stopping || !s->listener_closed || !s->check_closed || s->conns)
         return;
     /* no deferral returns once the server has stopped (http_multi.c) */
     while (s->zombies) {
@@ -783,10 +796,28 @@ static void on_conn_closed(uv_handle_t *h)
     maybe_done(s);
 }
 
+static void unqueue_flush(conn *c)
+{
+    if (!c->flush_queued)
+        return;
+    td_http_server *s = c->srv;
+    if (c->fprev)
+        c->fprev->fnext = c->fnext;
+    else
+        s->flush_head = c->fnext;
+    if (c->fnext)
+        c->fnext->fprev = c->fprev;
+    else
+        s->flush_tail = c->fprev;
+    c->fprev = c->fnext = NULL;
+    c->flush_queued = 0;
+}
+
 static void conn_close(conn *c)
 {
     if (c->closing)
         return;
+    unqueue_flush(c);
     c->closing = 1;
     c->core.stop = 1;
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
@@ -950,6 +981,57 @@ static int flush(conn *c)
     return send_tls_output(c);
 }
 
+/* Stops reading from a client that pipelines without reading its
+ * responses, once more than WRITE_HIGH waits in the kernel's stead. */
+static void pause_if_backed_up(conn *c)
+{
+    if (!c->read_paused && !c->finishing && !c->closing &&
+        uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > WRITE_HIGH) {
+        c->read_paused = 1;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+}
+
+/* Holds c's output until the end of the loop iteration, so that the
+ * responses to every connection readable in one epoll batch are written
+ * back to back: the client is woken once for the batch rather than once
+ * per response, and later writes find it running. */
+static void queue_flush(conn *c)
+{
+    td_http_server *s = c->srv;
+    if (c->flush_queued)
+        return;
+    c->flush_queued = 1;
+    c->fnext = NULL;
+    c->fprev = s->flush_tail;
+    if (s->flush_tail)
+        s->flush_tail->fnext = c;
+    else
+        s->flush_head = c;
+    s->flush_tail = c;
+}
+
+static void on_flush_check(uv_check_t *h)
+{
+    td_http_server *s = h->data;
+    s->wrote_this_iter = 0;
+    while (s->flush_head) {
+        conn *c = s->flush_head;
+        unqueue_flush(c);
+        if (flush(c) < 0)
+            conn_close(c);
+        else
+            pause_if_backed_up(c);
+    }
+}
+
+static void on_check_closed(uv_handle_t *h)
+{
+    td_http_server *s = h->data;
+    s->check_closed = 1;
+    maybe_done(s);
+}
+
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
     conn *c = req->data;
@@ -975,6 +1057,13 @@ static void conn_finish(conn *c)
 {
     if (c->finishing || c->closing)
         return;
+    if (c->flush_queued) {
+        unqueue_flush(c);
+        if (flush(c) < 0) {
+            conn_close(c);
+            return;
+        }
+    }
     c->finishing = 1;
     c->core.stop = 1;
     if (c->tls && !c->tls_failed && td__tls_handshake_done(c->tls)) {
@@ -1044,9 +1133,19 @@ static bool after_dispatch(conn *c)
     if (c->closing)
         return false; /* the handler stopped the server */
     restart_idle(c);
-    if (flush(c) < 0) {
-        conn_close(c);
-        return false;
+    td_http_server *s = c->srv;
+    /* The iteration's first response goes out at once (a lone request
+     * waits for nothing); the rest wait for flush_check. A connection that
+     * ends, or has much output, is written now. */
+    if (!s->wrote_this_iter || c->core.stop || c->core.out.len >= FLUSH_HOLD) {
+        unqueue_flush(c);
+        s->wrote_this_iter = 1;
+        if (flush(c) < 0) {
+            conn_close(c);
+            return false;
+        }
+    } else {
+        queue_flush(c);
     }
     if (c->core.stop) {
         conn_finish(c);
@@ -1309,9 +1408,14 @@ td_status td__http_server_start_ex(uv_loop_t *loop, const char *addr, int port, 
     if (rc < 0) {
         /* the handle exists now; it is freed when the loop next runs */
         s->stopping = 1;
+        s->check_closed = 1;
         uv_close((uv_handle_t *)&s->listener, on_listener_closed);
         return td_err_set(err, TD_EIO, "cannot listen on %s: %s", addr, uv_strerror(rc));
     }
+    uv_check_init(loop, &s->flush_check);
+    s->flush_check.data = s;
+    uv_check_start(&s->flush_check, on_flush_check);
+    uv_unref((uv_handle_t *)&s->flush_check);
     if (tls) {
         SSL_CTX_up_ref(tls);
         s->tls = tls;
@@ -1340,5 +1444,6 @@ void td_http_server_stop(td_http_server *s, void (*done)(void *), void *arg)
     s->done_arg = arg;
     for (conn *c = s->conns; c; c = c->next)
         conn_close(c);
+    uv_close((uv_handle_t *)&s->flush_check, on_check_closed);
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
 }

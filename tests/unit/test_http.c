@@ -731,6 +731,64 @@ static void test_pipelining(void **state)
     fixture_stop(f);
 }
 
+/* Responses are written at the end of the loop iteration for every
+ * connection readable in it (http_server.c, queue_flush): with many clients
+ * sending at once, each still gets its own responses, in order, the last
+ * byte before a close, and a large response among small ones. */
+static void test_many_connections_at_once(void **state)
+{
+    (void)state;
+    enum { N = 12, ROUNDS = 3 };
+    fixture *f = fixture_start(NULL, 0);
+    int fds[N];
+    for (int i = 0; i < N; i++)
+        fds[i] = raw_connect(f->port);
+    for (int round = 0; round < ROUNDS; round++) {
+        /* every client sends before any reads */
+        for (int i = 0; i < N; i++) {
+            char req[512];
+            int last = round == ROUNDS - 1 && i % 3 == 0;
+            int n = snprintf(req, sizeof req,
+                             "GET /info?c=%d&r=%d&k=0 HTTP/1.1\r\n\r\n"
+                             "POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\n%02d-%02d"
+                             "GET /info?c=%d&r=%d&k=2 HTTP/1.1\r\n%s\r\n",
+                             i, round, i, round, i, round,
+                             last ? "Connection: close\r\n" : "");
+            raw_send(fds[i], req, (size_t)n);
+        }
+        for (int i = N - 1; i >= 0; i--) {
+            responses r;
+            raw_read(fds[i], 3, &r);
+            assert_int_equal(r.n, 3);
+            char want[64];
+            snprintf(want, sizeof want, "GET /info c=%d&r=%d&k=0", i, round);
+            assert_string_equal(r.body[0], want);
+            snprintf(want, sizeof want, "%02d-%02d", i, round);
+            assert_string_equal(r.body[1], want);
+            snprintf(want, sizeof want, "GET /info c=%d&r=%d&k=2", i, round);
+            assert_string_equal(r.body[2], want);
+            if (round == ROUNDS - 1 && i % 3 == 0)
+                assert_true(raw_sees_close(fds[i]));
+        }
+    }
+    /* a megabyte answer between small ones, on several connections */
+    for (int i = 1; i < N; i += 3)
+        raw_send(fds[i], S("GET /hello HTTP/1.1\r\n\r\nGET /big HTTP/1.1\r\n\r\n"
+                           "GET /info?after HTTP/1.1\r\nConnection: close\r\n\r\n"));
+    for (int i = 1; i < N; i += 3) {
+        responses r;
+        raw_read(fds[i], 3, &r);
+        assert_int_equal(r.n, 3);
+        assert_string_equal(r.body[0], "hello");
+        assert_int_equal(r.body_len[1], BIG_LEN);
+        assert_string_equal(r.body[2], "GET /info after");
+        assert_true(raw_sees_close(fds[i]));
+    }
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    fixture_stop(f);
+}
+
 static void test_chunked_request(void **state)
 {
     (void)state;
@@ -1475,6 +1533,7 @@ int main(void)
         cmocka_unit_test(test_start_errors),
         cmocka_unit_test(test_keep_alive),
         cmocka_unit_test(test_pipelining),
+        cmocka_unit_test(test_many_connections_at_once),
         cmocka_unit_test(test_chunked_request),
         cmocka_unit_test(test_bad_requests_close),
         cmocka_unit_test(test_http10),

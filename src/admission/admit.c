@@ -397,26 +397,43 @@ td_status td_admit_pvc(const td_config *cfg, const json_t *pvc, const char *ns,
     return st == TD_EFORBIDDEN ? TD_OK : st;
 }
 
-char *td_base64_encode(const unsigned char *data, size_t n)
+/* Appends the base64 of s[0..n) (standard alphabet, padded). */
+static void base64_put(td_jbuf *b, const unsigned char *data, size_t n)
 {
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = malloc(4 * ((n + 2) / 3) + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
+    if (!td_jbuf_reserve(b, 4 * ((n + 2) / 3)))
+        return;
+    char *out = b->s + b->len;
+    size_t o = 0, i = 0;
+    for (; i + 3 <= n; i += 3) {
+        unsigned v = (unsigned)data[i] << 16 | (unsigned)data[i + 1] << 8 | data[i + 2];
+        out[o++] = tab[(v >> 18) & 63];
+        out[o++] = tab[(v >> 12) & 63];
+        out[o++] = tab[(v >> 6) & 63];
+        out[o++] = tab[v & 63];
+    }
+    if (i < n) {
         unsigned v = (unsigned)data[i] << 16;
         if (i + 1 < n)
             v |= (unsigned)data[i + 1] << 8;
-        if (i + 2 < n)
-            v |= data[i + 2];
         out[o++] = tab[(v >> 18) & 63];
         out[o++] = tab[(v >> 12) & 63];
         out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? tab[v & 63] : '=';
+        out[o++] = '=';
     }
-    out[o] = '\0';
-    return out;
+    b->len += o;
+    b->s[b->len] = '\0';
+}
+
+char *td_base64_encode(const unsigned char *data, size_t n)
+{
+    td_jbuf b = TD_JBUF_INIT(SIZE_MAX);
+    base64_put(&b, data, n);
+    if (b.failed || !b.s) {
+        td_jbuf_fini(&b);
+        return NULL;
+    }
+    return b.s; /* td_jbuf's memory is malloc's */
 }
 
 /* The answer a review gets, before it is written out: the decision's part
@@ -573,8 +590,6 @@ static json_t *response_envelope(const char *uid, bool allowed, int code, const 
 
 /* The answer as a jansson tree (the general writer; render_body is checked
  * against it by fuzz_review and test_admit). */
-static void base64_put(td_jbuf *b, const unsigned char *data, size_t n);
-
 static td_status render_tree(const answer *a, json_t **out)
 {
     /* a denial, and only a denial, has a full status (review_decide) */
@@ -624,34 +639,6 @@ static td_status render_tree(const answer *a, json_t **out)
         json_object_set_new(resp, "patch", patch);
     }
     return TD_OK;
-}
-
-/* Appends the base64 of s[0..n) (standard alphabet, padded). */
-static void base64_put(td_jbuf *b, const unsigned char *data, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    if (!td_jbuf_reserve(b, 4 * ((n + 2) / 3)))
-        return;
-    char *out = b->s + b->len;
-    size_t o = 0, i = 0;
-    for (; i + 3 <= n; i += 3) {
-        unsigned v = (unsigned)data[i] << 16 | (unsigned)data[i + 1] << 8 | data[i + 2];
-        out[o++] = tab[(v >> 18) & 63];
-        out[o++] = tab[(v >> 12) & 63];
-        out[o++] = tab[(v >> 6) & 63];
-        out[o++] = tab[v & 63];
-    }
-    if (i < n) {
-        unsigned v = (unsigned)data[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned)data[i + 1] << 8;
-        out[o++] = tab[(v >> 18) & 63];
-        out[o++] = tab[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        out[o++] = '=';
-    }
-    b->len += o;
-    b->s[b->len] = '\0';
 }
 
 /* Largest answer written: the request is at most a few MiB, its patch

@@ -136,15 +136,19 @@ int main(int argc, char **argv)
     td_config *cfg;
     td_err err;
     if (td_config_load_files(&cfg_path, 1, &cfg, &err) != TD_OK) {
-        fprintf(stderr, "bench_admit: %s: %s\n", cfg_path, err.msg);
+        fprintf(stderr, "bench_admit: %s\n", err.msg); /* names the file */
         return 1;
     }
     size_t len;
     char *body = read_file(review_path, &len);
+    if (!body) {
+        fprintf(stderr, "bench_admit: %s: cannot read it\n", review_path);
+        return 1;
+    }
     json_error_t je;
-    json_t *parsed = body ? td_json_loadb_review(body, len, &je) : NULL;
+    json_t *parsed = td_json_loadb_review(body, len, &je);
     if (!parsed) {
-        fprintf(stderr, "bench_admit: %s: cannot read or parse it\n", review_path);
+        fprintf(stderr, "bench_admit: %s: line %d: %s\n", review_path, je.line, je.text);
         return 1;
     }
     char *answer = NULL;

@@ -77,7 +77,7 @@ typedef struct {
     const char *vcluster_version;
 } td_provision;
 
-/* One object of the baseline: the layer (a row of the README's tiers
+/* One object of the baseline: the layer (a row of docs/admission.md's tiers
  * table), its kind and name. */
 typedef struct {
     const char *layer;

@@ -1,6 +1,6 @@
 /* cmd_provision.c - `tenantctl provision`: the baseline of one namespace
  * per team and environment, the same every time (a golden path). The
- * objects are one table, each row tagged with its layer of the README's
+ * objects are one table, each row tagged with its layer of docs/admission.md's
  * tiers table; a customer tenant gets the stricter layers (restricted Pod
  * Security, egress only to DNS and the gateway, a namespaced Role, no
  * service-account token, the sandbox RuntimeClass, a dedicated pool,
@@ -24,7 +24,7 @@ static void usage(FILE *f)
             "  --team T             team or customer name (a DNS label), required\n"
             "  --env E              environment (prod, staging, dev, ...), required\n"
             "  --tenancy TIER       team (default) or customer: the stricter layers of\n"
-            "                       the README's tiers table, and a Tenant object\n"
+            "                       the tiers table of docs/admission.md, and a Tenant object\n"
             "  --project P          project label (default: the team name)\n"
             "  --group G            group bound to the namespace's role (default: T)\n"
             "  --cpu Q              requests.cpu of the ResourceQuota (default 8)\n"
@@ -402,7 +402,7 @@ typedef struct {
     int names; /* extra objects emit writes (the vCluster pair) */
 } object_row;
 
-/* Layer names are the rows of README.md's tiers table. */
+/* Layer names are the rows of docs/admission.md's tiers table. */
 static const object_row objects[] = {
     {"namespace + Pod Security", "Namespace", "@ns", always, emit_namespace, 0},
     {"RBAC", "RoleBinding", "@team-edit", team_only, emit_rolebinding_edit, 0},

@@ -12,7 +12,7 @@
 #include "tenantd/gateway.h"
 #include "tenantd/status.h"
 
-/* A new JSON object for tenant (see docs in the README, "Why did tenantd do
+/* A new JSON object for tenant (see docs/daemon.md, "Why did tenantd do
  * that?"). now_ns is the gateway's monotonic clock. TD_ENOTFOUND naming the
  * tenant when the gateway serves no such tenant; TD_ENOMEM. */
 td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns, json_t **out,

@@ -1,6 +1,6 @@
 # test_tenancy.sh - isolation tiers end to end: provision a team and a
 # customer, check that the outputs differ exactly by the layers of the
-# README's tiers table, apply both to a real tenantd, admit pods through its
+# tiers table of docs/admission.md, apply both to a real tenantd, admit pods through its
 # webhook (and offline), explain both tenants, and refuse a bad tier setup
 # whole.
 . "$(dirname "$0")/lib.sh"
@@ -30,7 +30,7 @@ objects "$TMP/team.yaml" ml > "$TMP/team.objs"
 objects "$TMP/cust.yaml" acme > "$TMP/cust.objs"
 comm -13 "$TMP/team.objs" "$TMP/cust.objs" > "$TMP/only-cust"
 comm -23 "$TMP/team.objs" "$TMP/cust.objs" > "$TMP/only-team"
-# The README's table: what a customer gets that a team does not, and back.
+# docs/admission.md's tiers table: what a customer gets that a team does not, and back.
 printf '%s\n' "NetworkPolicy allow-gateway-egress" "NodePool T-dedicated" "Role T-tenant" \
     "RoleBinding T-tenant" "RuntimeClass gvisor" "ServiceAccount default" | sort > "$TMP/want-cust"
 printf '%s\n' "NetworkPolicy allow-same-namespace" "RoleBinding T-edit" | sort > "$TMP/want-team"

@@ -1031,5 +1031,6 @@ void td_control_handle(const td_http_request *req, td_http_response *resp, void 
     if (path_known)
         reply_error(resp, 405, "method not allowed");
     else
-        reply_error(resp, 404, "no such endpoint; see docs/daemon.md for the admin listener's endpoints");
+        reply_error(resp, 404,
+                    "no such endpoint; see docs/daemon.md for the admin listener's endpoints");
 }

@@ -10,6 +10,10 @@
   deploy_check.py metrics RULES.yaml DASHBOARD.json
       prints every metric name the rules' and the dashboard's queries read,
       one per line (recording rules' own names excluded)
+  deploy_check.py labels RULES.yaml DASHBOARD.json
+      prints METRIC LABEL VALUE for every label value the queries select
+  deploy_check.py webhook-regex RENDERED.yaml REGEX
+      checks that REGEX matches the name of each rendered webhook
   deploy_check.py runbooks RULES.yaml OPERATIONS.md
 
 Each check prints "ok - ..." or "not ok - ..."; test_deploy.sh counts them.
@@ -276,6 +280,57 @@ def metrics(rules_path, dash_path):
         print(n)
 
 
+def queries(rules_path, dash_path):
+    groups = yaml.safe_load(open(rules_path))["groups"]
+    for g in groups:
+        for r in g["rules"]:
+            yield r["expr"]
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "expr" and isinstance(v, str):
+                    yield v
+                else:
+                    yield from walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                yield from walk(v)
+
+    yield from walk(json.load(open(dash_path)))
+
+
+def labels(rules_path, dash_path):
+    """Prints METRIC LABEL VALUE for each value a query's = or =~ matcher
+    asks of a metric (=~ split on |), when the values are plain words, and
+    METRIC LABEL ~REGEX for the other regexes."""
+    seen = set()
+    for q in queries(rules_path, dash_path):
+        for m in re.finditer(r"([A-Za-z_:][A-Za-z0-9_:]*)\{([^}]*)\}", q):
+            metric = m.group(1)
+            for mm in re.finditer(r'(\w+)\s*(=~|=)\s*"((?:\\.|[^"\\])*)"', m.group(2)):
+                label, op, value = mm.groups()
+                if value.startswith("$"):
+                    continue                                # a Grafana variable
+                value = value.replace("\\\\", "\\")
+                if op == "=~" and not re.fullmatch(r"[\w|-]+", value):
+                    items = ["~" + value]
+                else:
+                    items = value.split("|") if op == "=~" else [value]
+                for v in items:
+                    if (metric, label, v) not in seen:
+                        seen.add((metric, label, v))
+                        print(metric, label, v)
+
+
+def webhook_regex(rendered, regex):
+    docs = [d for d in yaml.safe_load_all(open(rendered)) if d]
+    names = [h["name"] for d in docs if d["kind"].endswith("WebhookConfiguration")
+             for h in d["webhooks"]]
+    report(len(names) == 2 and all(re.fullmatch(regex, n) for n in names),
+           f"the alerts' webhook name matcher {regex} matches the rendered webhooks {names}")
+
+
 def runbooks(rules_path, doc_path):
     groups = yaml.safe_load(open(rules_path))["groups"]
     heads = {re.sub(r"[^a-z0-9 -]", "", line[4:].strip().lower()).replace(" ", "-")
@@ -299,6 +354,10 @@ if __name__ == "__main__":
         mutate(*sys.argv[2:5])
     elif cmd == "metrics":
         metrics(*sys.argv[2:4])
+    elif cmd == "labels":
+        labels(*sys.argv[2:4])
+    elif cmd == "webhook-regex":
+        webhook_regex(*sys.argv[2:4])
     elif cmd == "runbooks":
         runbooks(*sys.argv[2:4])
     elif cmd == "names":                                     # the extractor alone

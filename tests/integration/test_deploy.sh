@@ -315,6 +315,29 @@ echo 'sum by (tenant) (rate(tenantd_made_up_total{tenant="a"}[5m])) / on (tenant
 grep -qx tenantd_made_up_total "$TMP/made" && [ "$(served tenantd_made_up_total)" = missing ] &&
     ok "a made-up metric name in a query is found and reported missing" ||
     not_ok "the name check missed tenantd_made_up_total: $(cat "$TMP/made")"
+# Every label value a query selects: in the scrape, else a string the
+# source prints (an alert on a value tenantd never emits would never fire).
+python3 "$CHECK" labels "$MON/tenantd-rules.yaml" "$MON/tenantd-dashboard.json" >"$TMP/labels"
+[ -s "$TMP/labels" ] && ok "$(wc -l <"$TMP/labels") label values selected by the queries" || not_ok "no label values found"
+while read -r metric label value; do
+    case $metric in
+    tenantd_*)
+        if grep -qE "^$metric\{([^}]*,)?$label=\"$value\"" "$TMP/metrics"; then
+            ok "$metric{$label=\"$value\"}: live"
+        elif grep -rqF "\"$value\"" "$TD_SOURCE_DIR/src/gateway" "$TD_SOURCE_DIR/src/daemon" "$TD_SOURCE_DIR/src/io"; then
+            ok "$metric{$label=\"$value\"}: a value the source prints (not seen here)"
+        else
+            not_ok "$metric{$label=\"$value\"}: tenantd never prints $label=\"$value\""
+        fi ;;
+    up)
+        [ "$label $value" = "job tenantd" ] && grep -qF "job_name: tenantd" "$TD_SOURCE_DIR/docs/operations.md" &&
+            ok "up{job=\"tenantd\"}: the scrape job of docs/operations.md" || not_ok "up{$label=\"$value\"}" ;;
+    apiserver_*)
+        [ "$label" = name ] && checked webhook-regex "$TMP/single.yaml" "${value#\~}" ||
+            { [ "$label" = name ] || not_ok "$metric: unexpected matcher $label"; } ;;
+    *) not_ok "$metric{$label=\"$value\"}: not a metric this test knows" ;;
+    esac
+done <"$TMP/labels"
 
 # ---- 5. backup and restore as docs/operations.md says ----------------------
 # SQLite's online backup of the running tenantd's two files, then a new

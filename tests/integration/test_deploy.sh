@@ -245,7 +245,7 @@ start_tenantd "$TMP/data" --config "$TMP/platform.yaml" --admin-token-file "$TMP
     --redis "127.0.0.1:$(free_port)" --replicas 3 || { finish; exit 1; }
 ADMIN="http://127.0.0.1:$TD_PORT"
 GW="http://127.0.0.1:$TD_DATA_PORT"
-req() { curl -s -o /dev/null -w '%{http_code}\n' -H "Authorization: Bearer $1" \
+req() { curl -s --max-time 30 -o /dev/null -w '%{http_code}\n' -H "Authorization: Bearer $1" \
     -d "{\"model\":\"m\",\"prompt\":\"deploy\",\"max_tokens\":$2}" "$GW/v1/completions"; }
 for i in 1 2 3; do req key-alpha 4; done >"$TMP/codes"
 for i in $(seq 1 12); do req key-beta 20; done >>"$TMP/codes"

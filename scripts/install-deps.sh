@@ -5,7 +5,18 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libfyaml-dev libjansson-dev libsqlite3-dev
       libuv1-dev libhttp-parser-dev libssl-dev libcmocka-dev libhiredis-dev
       curl openssl sqlite3 clang libclang-rt-14-dev redis-server valgrind
-      chromium python3)
+      chromium python3 python3-yaml prometheus)
+# kubectl renders deploy/ in tests/integration/test_deploy.sh (kustomize v4+,
+# kubectl >= 1.21). A kubectl already on PATH is kept. Else the package
+# `kubectl` where an apt source has it; Debian itself has only
+# kubernetes-client 1.20, whose kustomize is too old (the test then skips).
+if ! command -v kubectl >/dev/null; then
+    if apt-cache show kubectl >/dev/null 2>&1; then pkgs+=(kubectl); else pkgs+=(kubernetes-client); fi
+fi
+# prometheus brings promtool (check rules, test rules); --no-install-recommends
+# keeps node-exporter out. Its postinst enables prometheus.service, which
+# starts it where systemd runs (a container's policy-rc.d refuses); the
+# tests need promtool only.
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do

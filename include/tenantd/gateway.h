@@ -43,6 +43,9 @@ typedef struct {
     uint32_t slot;        /* key slot of "tenant/name" (stable across reloads); valid with a name */
     td_rate rate;         /* rate.cost <= 0: none of its own */
     uint32_t concurrency; /* 0: none of its own */
+    /* the highest class its requests get (X-Criticality may only lower
+     * it): its own spec.apiKeys[].criticality, else the tenant's */
+    td_criticality criticality;
     /* its own budgets (each at most the tenant's of the same period); the
      * tenant's budgets hold for it too. Spend by key slot. */
     td_gw_budget budgets[TD_PERIOD_COUNT];

@@ -661,13 +661,30 @@ static td_status key_budgets_within(vctx *v, const json_t *spec, const json_t *k
 /* spec.apiKeys[i]: {sha256, name, rate, concurrency, budgets}. A key's own
  * limits may only be tighter than its tenant's (spec.gateway, spec.budgets);
  * limits need a name (their state is kept by "tenant/name" across reloads). */
+static const char *const crit_names[] = {"critical_plus", "critical", "sheddable_plus",
+                                         "sheddable", NULL};
+
+/* A criticality's rank, 0 (critical_plus, the highest) to 3 (sheddable),
+ * case-insensitive; -1 if s names none. The gateway's td_criticality
+ * counts the same way. */
+static int crit_rank(const char *s)
+{
+    char low[32] = "";
+    for (size_t k = 0; s && s[k] && k < sizeof low - 1; k++)
+        low[k] = (char)tolower((unsigned char)s[k]);
+    for (int i = 0; s && crit_names[i]; i++)
+        if (strcmp(low, crit_names[i]) == 0)
+            return i;
+    return -1;
+}
+
 static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *keys, size_t i,
                                   const json_t *k)
 {
-    static const char *const fields[] = {"sha256", "name", "rate", "concurrency", "budgets",
-                                         NULL};
+    static const char *const fields[] = {"sha256",  "name",        "rate", "concurrency",
+                                         "budgets", "criticality", NULL};
     static const char *const rate[] = {"cost", "per", "burst", NULL};
-    char f[96];
+    char f[96], ff0[128];
     snprintf(f, sizeof f, "spec.apiKeys[%zu]", i);
     if (!json_is_object(k))
         return vfail(v, k, f, "must be a mapping {sha256, name, rate, concurrency}");
@@ -685,6 +702,24 @@ static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *key
         return vfail(v, r ? r : c, f, "a key with its own rate or concurrency needs a name");
     if (kb && !ns)
         return vfail(v, kb, f, "a key with its own budgets needs a name");
+    json_t *kc = json_object_get(k, "criticality");
+    if (kc) {
+        snprintf(ff0, sizeof ff0, "%s.criticality", f);
+        if (!ns)
+            return vfail(v, kc, ff0, "a key with its own criticality needs a name");
+        int kr = crit_rank(json_string_value(kc));
+        int tr = crit_rank(td_json_str(spec, "gateway.criticality"));
+        if (kr < 0)
+            return vfail(v, kc, ff0, "must be critical_plus, critical, sheddable_plus or sheddable");
+        if (tr < 0)
+            tr = 1; /* critical, the default (a bad tenant value is named by its own check) */
+        if (kr < tr)
+            return vfail(v, kc, ff0,
+                         "key %s: %s is above the tenant's spec.gateway.criticality %s; a key's "
+                         "class may only be lower (X-Criticality can lower a request, never "
+                         "raise it)",
+                         ns, crit_names[kr], crit_names[tr]);
+    }
     if (kb) {
         char bf[96];
         snprintf(bf, sizeof bf, "%s.budgets", f);

@@ -263,6 +263,7 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
         json_t *ko = json_array_get(keys, k);
         const char *kname = td_json_str(ko, "name");
         td_gw_key *gk = &t->keys[k];
+        gk->criticality = t->criticality;
         if (kname) {
             char full[300];
             snprintf(full, sizeof full, "%s/%s", name, kname);
@@ -277,6 +278,17 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
                 return td_err_prefix(err, TD_EINVAL, "Tenant %s: spec.apiKeys[%zu].rate.per", name,
                                      k);
             gk->concurrency = (uint32_t)num_or(json_object_get(ko, "concurrency"), 0);
+            const char *kc = json_string_value(json_object_get(ko, "criticality"));
+            if (kc && td_criticality_parse(kc, &gk->criticality) != TD_OK)
+                return td_err_set(err, TD_EINVAL,
+                                  "Tenant %s: spec.apiKeys[%zu].criticality \"%s\" is unknown",
+                                  name, k, kc);
+            if (gk->criticality < t->criticality)
+                return td_err_set(err, TD_EINVAL,
+                                  "Tenant %s: spec.apiKeys[%zu].criticality %s is above the "
+                                  "tenant's spec.gateway.criticality %s; a key may only be lower",
+                                  name, k, td_criticality_name(gk->criticality),
+                                  td_criticality_name(t->criticality));
             if (parse_budgets(json_object_get(ko, "budgets"), gk->budgets, &gk->nbudgets, name,
                               kname, err) != TD_OK)
                 return TD_EINVAL;

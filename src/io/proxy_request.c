@@ -954,13 +954,21 @@ void px_req_message(px_conn *c)
     }
     r->estimate = est;
     r->actual = est;
-    td_criticality crit = t->criticality;
+    /* The configured class (the named key's, else the tenant's) is a
+     * ceiling the tenant's own header cannot lift: X-Criticality may only
+     * lower a request (Google SRE: criticality is the service's to set).
+     * A request naming a higher class is served at the ceiling, not
+     * refused, so a client that always sends critical_plus keeps working. */
+    td_criticality ceiling = r->key ? r->key->criticality : t->criticality;
+    td_criticality crit = ceiling;
     if (r->h_crit && td_criticality_parse(r->h_crit, &crit) != TD_OK) {
         respond_bad_request(c, "X-Criticality must be critical_plus, critical, sheddable_plus "
                                "or sheddable");
         px_req_end(c, TD_OUT_BAD_REQUEST);
         return;
     }
+    if (crit < ceiling) /* the enum counts down from CRITICAL_PLUS = 0 */
+        crit = ceiling;
     r->crit = crit;
     uint64_t timeout_ns = route->timeout_ns ? route->timeout_ns : 30000000000ULL, asked;
     if (r->h_timeout) {

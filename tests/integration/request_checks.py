@@ -9,6 +9,12 @@
   request_checks.py raw PORT REQUEST_BYTES_FILE
       sends the file's bytes as they are (no client library cleans them)
       and prints the response (head and body) to stdout.
+  request_checks.py req PORT METHOD TARGET [HEADER...]
+      sends "METHOD TARGET HTTP/1.1" with Host, the headers given (raw
+      "Name: value"), Connection: close and, for POST/PUT, a small body;
+      prints "status N", each response header as "resp Name: value", and
+      from an echo body "target T" and each forwarded header as
+      "fwd Name: value".
   request_checks.py crit PORT SHED_KEY CRIT_KEY PATH N_SHED N_CRIT
       N_SHED requests of SHED_KEY, each claiming X-Criticality:
       critical_plus, all at once; once they fill the route's capacity and
@@ -145,6 +151,34 @@ def crit(port, shed_key, crit_key, path, n_shed, n_crit):
                                                    " (%s)" % other if other else ""))
 
 
+def req(port, method, target, *headers):
+    body = b'{"input":"x"}' if method in ("POST", "PUT", "PATCH") else b""
+    head = "%s %s HTTP/1.1\r\nHost: gw.test\r\n" % (method, target)
+    for h in headers:
+        head += h + "\r\n"
+    head += "Connection: close\r\n"
+    if body:
+        head += "Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
+    resp = exchange(int(port), head.encode("latin1") + b"\r\n" + body, shut=False)
+    hd, _, rb = resp.partition(b"\r\n\r\n")
+    lines = hd.decode("latin1").split("\r\n")
+    print("status %d" % status_of(resp))
+    for line in lines[1:]:
+        print("resp " + line)
+    try:
+        j = json.loads(rb)
+    except ValueError:
+        print("body " + rb.decode("latin1"))
+        return
+    if "target" in j:
+        print("target " + j["target"])
+        print("method " + j["method"])
+        for k, v in j["headers"]:
+            print("fwd %s: %s" % (k, v))
+    else:
+        print("body " + rb.decode("latin1"))
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
-    {"echo": echo, "raw": raw, "crit": crit}[cmd](*sys.argv[2:])
+    {"echo": echo, "raw": raw, "crit": crit, "req": req}[cmd](*sys.argv[2:])

@@ -827,6 +827,7 @@ static td_status build_head(px_conn *c, td__buf *h)
             (nlen == 13 && strcasecmp(name, "authorization") == 0) ||
             (nlen == 19 && strcasecmp(name, "proxy-authorization") == 0) ||
             (nlen == 8 && strcasecmp(name, "x-tenant") == 0) ||
+            (nlen == 13 && strcasecmp(name, "x-criticality") == 0) ||
             (nlen >= 10 && strncasecmp(name, "x-tenantd-", 10) == 0))
             continue;
         st = append_field(h, name, nlen, value, strlen(value));
@@ -834,6 +835,12 @@ static td_status build_head(px_conn *c, td__buf *h)
     px_route *rs = r->rs;
     if (st == TD_OK && !r->h_host)
         st = td__buf_printf(h, "Host: %s:%u\r\n", rs->host, rs->port);
+    /* the class the request was served at, not the one it claimed: an
+     * upstream that acts on X-Criticality must not be told more */
+    if (st == TD_OK && r->h_crit) {
+        const char *cn = td_criticality_name(r->crit);
+        st = append_field(h, "X-Criticality", 13, cn, strlen(cn));
+    }
     const char *cred = r->route->upstream_authorization;
     if (st == TD_OK && cred)
         st = append_field(h, "Authorization", 13, cred, strlen(cred));

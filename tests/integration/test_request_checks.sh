@@ -68,7 +68,7 @@ metadata: {name: alpha}
 spec:
   namespaces: [alpha-ns]
   labels: {team: alpha, project: p, environment: prod}
-  apiKeys: [{sha256: "$(sha key-alpha)"}]
+  apiKeys: [{sha256: "$(sha key-alpha)"}, {sha256: "$(sha key-alpha-batch)", name: batch, criticality: sheddable_plus}]
   gateway: {rate: {cost: 100000000, per: 1s, burst: 100000000}, concurrency: 256}
 ---
 apiVersion: tenantd.dev/v1alpha1
@@ -167,6 +167,15 @@ expect_grep "X-Forwarded-For: every client value in order, then the peer" "$TMP/
 [ "$(grep -ci '^fwd X-Forwarded-For:' "$TMP/r.hdrs")" = 1 ] && ok "... in one field" \
     || not_ok "X-Forwarded-For fields: $(grep -ci '^fwd X-Forwarded-For:' "$TMP/r.hdrs")"
 expect_grep "other headers pass" "$TMP/r.hdrs" "fwd X-Other: kept"
+send critfwd POST /v1/chat/completions "$AUTH" "X-Criticality: critical_plus"
+expect_grep "X-Criticality is forwarded as the class served (alpha is critical)" "$TMP/r.critfwd" \
+    "fwd X-Criticality: critical"
+expect_no_grep "... not the class claimed" "$TMP/r.critfwd" "critical_plus"
+send critkey POST /v1/chat/completions "Authorization: Bearer key-alpha-batch" "X-Criticality: critical"
+expect_grep "a named key's criticality caps its requests below the tenant's" "$TMP/r.critkey" \
+    "fwd X-Criticality: sheddable_plus"
+send critlow POST /v1/chat/completions "$AUTH" "X-Criticality: sheddable"
+expect_grep "the header still lowers a request" "$TMP/r.critlow" "fwd X-Criticality: sheddable"
 send cred POST /cred/x "$AUTH"
 expect_grep "a route's own upstream credential replaces the tenant's" "$TMP/r.cred" \
     "fwd Authorization: Bearer upstream-secret"

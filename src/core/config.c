@@ -659,11 +659,8 @@ static td_status key_budgets_within(vctx *v, const json_t *spec, const json_t *k
     return TD_OK;
 }
 
-/* spec.apiKeys[i]: {sha256, name, rate, concurrency, budgets}. A key's own
- * limits may only be tighter than its tenant's (spec.gateway, spec.budgets);
- * limits need a name (their state is kept by "tenant/name" across reloads). */
-static const char *const crit_names[] = {"critical_plus", "critical", "sheddable_plus",
-                                         "sheddable", NULL};
+static const char *const crit_names[] = {"critical_plus", "critical", "sheddable_plus", "sheddable",
+                                         NULL};
 
 /* A criticality's rank, 0 (critical_plus, the highest) to 3 (sheddable),
  * case-insensitive; -1 if s names none. The gateway's td_criticality
@@ -679,6 +676,10 @@ static int crit_rank(const char *s)
     return -1;
 }
 
+/* spec.apiKeys[i]: {sha256, name, rate, concurrency, budgets, criticality}.
+ * A key's own limits may only be tighter than its tenant's (spec.gateway,
+ * spec.budgets), its criticality no higher; limits need a name (their
+ * state is kept by "tenant/name" across reloads). */
 static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *keys, size_t i,
                                   const json_t *k)
 {
@@ -711,7 +712,8 @@ static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *key
         int kr = crit_rank(json_string_value(kc));
         int tr = crit_rank(td_json_str(spec, "gateway.criticality"));
         if (kr < 0)
-            return vfail(v, kc, ff0, "must be critical_plus, critical, sheddable_plus or sheddable");
+            return vfail(v, kc, ff0,
+                         "must be critical_plus, critical, sheddable_plus or sheddable");
         if (tr < 0)
             tr = 1; /* critical, the default (a bad tenant value is named by its own check) */
         if (kr < tr)
@@ -881,8 +883,8 @@ static td_status validate_route(vctx *v)
                      prefix, (int)nlen, norm);
     json_t *ms = json_object_get(s, "methods");
     if (ms) {
-        static const char *const known[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE",
-                                            "OPTIONS", NULL};
+        static const char *const known[] = {"GET",   "HEAD",   "POST",    "PUT",
+                                            "PATCH", "DELETE", "OPTIONS", NULL};
         if (!json_is_array(ms) || json_array_size(ms) == 0)
             return vfail(v, ms, "spec.methods",
                          "must be a non-empty list of methods (default [GET, POST])");

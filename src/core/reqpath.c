@@ -105,8 +105,9 @@ static td_status check(const char *t, size_t n, size_t plen, td_err *err)
 td_status td_reqpath_normalize(char *t, size_t n, size_t *n_out, size_t *path_len, td_err *err)
 {
     if (!t || n == 0 || t[0] != '/')
-        return td_err_set(err, TD_EINVAL, "the request target must start with '/' (origin-form) "
-                                          "or be an absolute URL");
+        return td_err_set(err, TD_EINVAL,
+                          "the request target must start with '/' (origin-form) "
+                          "or be an absolute URL");
     const char *q = memchr(t, '?', n);
     size_t plen = q ? (size_t)(q - t) : n;
     td_status st = check(t, n, plen, err);

@@ -798,8 +798,12 @@ static void set_reject(px_req *r, int status, const char *body, td_outcome o)
  * hop-by-hop (RFC 9110 7.6.1). */
 static int connection_check(px_req *r)
 {
-    static const char *const kept[] = {"host",          "content-length",    "transfer-encoding",
-                                       "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto",
+    static const char *const kept[] = {"host",
+                                       "content-length",
+                                       "transfer-encoding",
+                                       "x-forwarded-for",
+                                       "x-forwarded-host",
+                                       "x-forwarded-proto",
                                        NULL};
     size_t ntok = 0;
     const char *bad = NULL;
@@ -835,8 +839,7 @@ static int connection_check(px_req *r)
         snprintf(msg, sizeof msg, "Connection names %zu fields (at most 9)", ntok);
     json_escape(esc, sizeof esc, msg);
     snprintf(r->reject_body, sizeof r->reject_body,
-             "{\"error\":\"bad_request\",\"reason\":\"bad_connection\",\"message\":\"%s\"}",
-             esc);
+             "{\"error\":\"bad_request\",\"reason\":\"bad_connection\",\"message\":\"%s\"}", esc);
     set_reject(r, 400, r->reject_body, TD_OUT_BAD_REQUEST);
     return -1;
 }

@@ -136,8 +136,7 @@ static void test_normalize_rows(void **state)
         if (st != TD_OK)
             fail_msg("%s: \"%s\" refused: %s", r->name, r->in, err.msg);
         if (out != strlen(r->want) || memcmp(buf, r->want, out) != 0)
-            fail_msg("%s: \"%s\" -> \"%.*s\", want \"%s\"", r->name, r->in, (int)out, buf,
-                     r->want);
+            fail_msg("%s: \"%s\" -> \"%.*s\", want \"%s\"", r->name, r->in, (int)out, buf, r->want);
         const char *q = strchr(r->want, '?');
         size_t want_plen = q ? (size_t)(q - r->want) : strlen(r->want);
         if (plen != want_plen)

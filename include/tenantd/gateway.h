@@ -43,6 +43,9 @@ typedef struct {
     uint32_t slot;        /* key slot of "tenant/name" (stable across reloads); valid with a name */
     td_rate rate;         /* rate.cost <= 0: none of its own */
     uint32_t concurrency; /* 0: none of its own */
+    /* the highest class its requests get (X-Criticality may only lower
+     * it): its own spec.apiKeys[].criticality, else the tenant's */
+    td_criticality criticality;
     /* its own budgets (each at most the tenant's of the same period); the
      * tenant's budgets hold for it too. Spend by key slot. */
     td_gw_budget budgets[TD_PERIOD_COUNT];
@@ -80,6 +83,15 @@ typedef struct {
     td_cost_model cost_model;
     uint64_t timeout_ns; /* default 30 s */
     double default_gpu_seconds; /* estimate for gpuSeconds routes (default 1) */
+    /* spec.methods (default GET, POST): the methods it forwards; others get
+     * 405 with allow (e.g. "GET, POST") as the Allow header. */
+    char **methods;
+    size_t nmethods;
+    char *allow;
+    /* spec.upstream.authorization.fromEnv: the Authorization value sent to
+     * the upstream, read from that variable when the config is loaded;
+     * NULL: none (the client's credential is never forwarded). */
+    char *upstream_authorization;
 } td_gw_route;
 
 typedef struct td_gw_config td_gw_config;
@@ -134,8 +146,11 @@ const td_gw_tenant *td_gw_tenant_by_key_ex(const td_gw_config *c, const char *ke
 td_status td_gw_price(const td_gw_config *c, const td_ledger_rec *r, int64_t *nano, td_err *err);
 const td_gw_tenant *td_gw_tenant_by_name(const td_gw_config *c, const char *name);
 
-/* The route with the longest path prefix matching path, or NULL. */
+/* The route with the longest path prefix matching path (normalized, see
+ * reqpath.h) on a segment boundary, or NULL. */
 const td_gw_route *td_gw_route_match(const td_gw_config *c, const char *path);
+/* true if route r forwards the method named m ("GET"). */
+bool td_gw_route_allows(const td_gw_route *r, const char *m);
 
 /* Shared state. */
 td_limiter *td_gateway_limiter(td_gateway *g);

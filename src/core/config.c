@@ -18,6 +18,7 @@
 #include "tenantd/chargeback.h"
 #include "tenantd/duration.h"
 #include "tenantd/quantity.h"
+#include "tenantd/reqpath.h"
 #include "tenantd/tenancy.h"
 
 typedef struct {
@@ -658,16 +659,34 @@ static td_status key_budgets_within(vctx *v, const json_t *spec, const json_t *k
     return TD_OK;
 }
 
-/* spec.apiKeys[i]: {sha256, name, rate, concurrency, budgets}. A key's own
- * limits may only be tighter than its tenant's (spec.gateway, spec.budgets);
- * limits need a name (their state is kept by "tenant/name" across reloads). */
+static const char *const crit_names[] = {"critical_plus", "critical", "sheddable_plus", "sheddable",
+                                         NULL};
+
+/* A criticality's rank, 0 (critical_plus, the highest) to 3 (sheddable),
+ * case-insensitive; -1 if s names none. The gateway's td_criticality
+ * counts the same way. */
+static int crit_rank(const char *s)
+{
+    char low[32] = "";
+    for (size_t k = 0; s && s[k] && k < sizeof low - 1; k++)
+        low[k] = (char)tolower((unsigned char)s[k]);
+    for (int i = 0; s && crit_names[i]; i++)
+        if (strcmp(low, crit_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* spec.apiKeys[i]: {sha256, name, rate, concurrency, budgets, criticality}.
+ * A key's own limits may only be tighter than its tenant's (spec.gateway,
+ * spec.budgets), its criticality no higher; limits need a name (their
+ * state is kept by "tenant/name" across reloads). */
 static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *keys, size_t i,
                                   const json_t *k)
 {
-    static const char *const fields[] = {"sha256", "name", "rate", "concurrency", "budgets",
-                                         NULL};
+    static const char *const fields[] = {"sha256",  "name",        "rate", "concurrency",
+                                         "budgets", "criticality", NULL};
     static const char *const rate[] = {"cost", "per", "burst", NULL};
-    char f[96];
+    char f[96], ff0[128];
     snprintf(f, sizeof f, "spec.apiKeys[%zu]", i);
     if (!json_is_object(k))
         return vfail(v, k, f, "must be a mapping {sha256, name, rate, concurrency}");
@@ -685,6 +704,25 @@ static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *key
         return vfail(v, r ? r : c, f, "a key with its own rate or concurrency needs a name");
     if (kb && !ns)
         return vfail(v, kb, f, "a key with its own budgets needs a name");
+    json_t *kc = json_object_get(k, "criticality");
+    if (kc) {
+        snprintf(ff0, sizeof ff0, "%s.criticality", f);
+        if (!ns)
+            return vfail(v, kc, ff0, "a key with its own criticality needs a name");
+        int kr = crit_rank(json_string_value(kc));
+        int tr = crit_rank(td_json_str(spec, "gateway.criticality"));
+        if (kr < 0)
+            return vfail(v, kc, ff0,
+                         "must be critical_plus, critical, sheddable_plus or sheddable");
+        if (tr < 0)
+            tr = 1; /* critical, the default (a bad tenant value is named by its own check) */
+        if (kr < tr)
+            return vfail(v, kc, ff0,
+                         "key %s: %s is above the tenant's spec.gateway.criticality %s; a key's "
+                         "class may only be lower (X-Criticality can lower a request, never "
+                         "raise it)",
+                         ns, crit_names[kr], crit_names[tr]);
+    }
     if (kb) {
         char bf[96];
         snprintf(bf, sizeof bf, "%s.budgets", f);
@@ -815,8 +853,8 @@ static td_status validate_tenant(vctx *v)
 static td_status validate_route(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
-    static const char *const spec[] = {"match", "upstream", "cost", "timeout", NULL};
-    static const char *const up[] = {"address", "capacity", "queue", NULL};
+    static const char *const spec[] = {"match", "upstream", "cost", "timeout", "methods", NULL};
+    static const char *const up[] = {"address", "capacity", "queue", "authorization", NULL};
     TRY(check_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
     if (!json_is_object(s))
@@ -826,6 +864,50 @@ static td_status validate_route(vctx *v)
     if (!prefix || prefix[0] != '/')
         return vfail(v, td_json_path(s, "match"), "spec.match.pathPrefix",
                      "required: a path starting with '/'");
+    /* Requests are matched after normalization (reqpath.h): a prefix that
+     * normalization would change could never match. */
+    char norm[512];
+    size_t plen = strlen(prefix), nlen = 0, npath = 0;
+    td_err perr;
+    if (plen >= sizeof norm || strchr(prefix, '?'))
+        return vfail(v, td_json_path(s, "match.pathPrefix"), "spec.match.pathPrefix",
+                     "must be a path of at most %zu bytes, without '?'", sizeof norm - 1);
+    memcpy(norm, prefix, plen + 1);
+    if (td_reqpath_normalize(norm, plen, &nlen, &npath, &perr) != TD_OK)
+        return vfail(v, td_json_path(s, "match.pathPrefix"), "spec.match.pathPrefix", "%s",
+                     perr.msg);
+    if (nlen != plen || memcmp(norm, prefix, plen) != 0)
+        return vfail(v, td_json_path(s, "match.pathPrefix"), "spec.match.pathPrefix",
+                     "\"%s\" is not a normalized path (it reads as \"%.*s\": no \"//\", \".\" "
+                     "or \"..\" segments); requests are matched after normalization",
+                     prefix, (int)nlen, norm);
+    json_t *ms = json_object_get(s, "methods");
+    if (ms) {
+        static const char *const known[] = {"GET",   "HEAD",   "POST",    "PUT",
+                                            "PATCH", "DELETE", "OPTIONS", NULL};
+        if (!json_is_array(ms) || json_array_size(ms) == 0)
+            return vfail(v, ms, "spec.methods",
+                         "must be a non-empty list of methods (default [GET, POST])");
+        size_t i;
+        json_t *m;
+        json_array_foreach(ms, i, m)
+        {
+            const char *mn = json_string_value(m);
+            if (mn && (strcmp(mn, "TRACE") == 0 || strcmp(mn, "CONNECT") == 0))
+                return vfail(v, m, "spec.methods",
+                             "%s is never forwarded (TRACE echoes credentials back, CONNECT "
+                             "opens a tunnel past every limit)",
+                             mn);
+            if (!in_list(mn, known))
+                return vfail(v, m, "spec.methods",
+                             "item %zu: \"%s\" is not one of GET, HEAD, POST, PUT, PATCH, "
+                             "DELETE, OPTIONS (upper case)",
+                             i, mn ? mn : "");
+            for (size_t j = 0; j < i; j++)
+                if (json_equal(json_array_get(ms, j), m))
+                    return vfail(v, m, "spec.methods", "%s is listed twice", mn);
+        }
+    }
     json_t *u = json_object_get(s, "upstream");
     TRY(check_fields(v, u, "spec.upstream", up));
     const char *addr = td_json_str(s, "upstream.address");
@@ -835,6 +917,37 @@ static td_status validate_route(vctx *v)
     if (!colon || colon == addr || !end || *end || port < 1 || port > 65535)
         return vfail(v, u ? json_object_get(u, "address") : NULL, "spec.upstream.address",
                      "required: HOST:PORT (e.g. \"127.0.0.1:8000\", \"[::1]:8000\")");
+    json_t *ua = td_json_path(s, "upstream.authorization");
+    if (ua) {
+        static const char *const auth[] = {"fromEnv", NULL};
+        if (!json_is_object(ua))
+            return vfail(v, ua, "spec.upstream.authorization",
+                         "must be {fromEnv: VARIABLE}: the secret itself never goes in the "
+                         "config");
+        TRY(check_fields(v, ua, "spec.upstream.authorization", auth));
+        const char *env = td_json_str(ua, "fromEnv");
+        int ok_name = env && *env && !isdigit((unsigned char)env[0]);
+        for (size_t k = 0; ok_name && env[k]; k++)
+            ok_name = isalnum((unsigned char)env[k]) || env[k] == '_';
+        if (!ok_name)
+            return vfail(v, ua, "spec.upstream.authorization.fromEnv",
+                         "required: the name of an environment variable holding the upstream's "
+                         "Authorization value (e.g. UPSTREAM_AUTHORIZATION=\"Bearer sk-...\"); "
+                         "the secret itself never goes in the config");
+        /* Checked here, where a refusal is an apply's 400 or a failed
+         * start, rather than at the gateway's reload, which follows a
+         * committed change and must not fail (control.c). */
+        const char *val = getenv(env);
+        if (!val || !*val)
+            return vfail(v, ua, "spec.upstream.authorization.fromEnv",
+                         "the environment variable %s is not set (or empty) in tenantd's "
+                         "environment",
+                         env);
+        for (const char *q = val; *q; q++)
+            if ((unsigned char)*q < 0x20 || *q == 0x7f)
+                return vfail(v, ua, "spec.upstream.authorization.fromEnv",
+                             "%s holds a control byte; it must be one header value", env);
+    }
     TRY(check_integer(v, td_json_path(s, "upstream.capacity"), "spec.upstream.capacity", 1));
     TRY(check_integer(v, td_json_path(s, "upstream.queue"), "spec.upstream.queue", 0));
     static const char *const cost[] = {"model", "gpuSecondsEstimate", NULL};

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "tenantd/duration.h"
+#include "tenantd/reqpath.h"
 
 typedef struct {
     char **names; /* slot -> name; entries are set once, before n grows past them */
@@ -124,6 +125,13 @@ static void view_free(view *v)
         free(r->path_prefix);
         free(r->upstream);
         free(r->upstream_host);
+        for (size_t m = 0; m < r->nmethods; m++)
+            free(r->methods[m]);
+        free(r->methods);
+        free(r->allow);
+        if (r->upstream_authorization)
+            OPENSSL_cleanse(r->upstream_authorization, strlen(r->upstream_authorization));
+        free(r->upstream_authorization);
     }
     free(v->pub.tenants);
     free(v->pub.routes);
@@ -263,6 +271,7 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
         json_t *ko = json_array_get(keys, k);
         const char *kname = td_json_str(ko, "name");
         td_gw_key *gk = &t->keys[k];
+        gk->criticality = t->criticality;
         if (kname) {
             char full[300];
             snprintf(full, sizeof full, "%s/%s", name, kname);
@@ -277,6 +286,17 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
                 return td_err_prefix(err, TD_EINVAL, "Tenant %s: spec.apiKeys[%zu].rate.per", name,
                                      k);
             gk->concurrency = (uint32_t)num_or(json_object_get(ko, "concurrency"), 0);
+            const char *kc = json_string_value(json_object_get(ko, "criticality"));
+            if (kc && td_criticality_parse(kc, &gk->criticality) != TD_OK)
+                return td_err_set(err, TD_EINVAL,
+                                  "Tenant %s: spec.apiKeys[%zu].criticality \"%s\" is unknown",
+                                  name, k, kc);
+            if (gk->criticality < t->criticality)
+                return td_err_set(err, TD_EINVAL,
+                                  "Tenant %s: spec.apiKeys[%zu].criticality %s is above the "
+                                  "tenant's spec.gateway.criticality %s; a key may only be lower",
+                                  name, k, td_criticality_name(gk->criticality),
+                                  td_criticality_name(t->criticality));
             if (parse_budgets(json_object_get(ko, "budgets"), gk->budgets, &gk->nbudgets, name,
                               kname, err) != TD_OK)
                 return TD_EINVAL;
@@ -346,6 +366,57 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
     if (ts && td_duration_parse(ts, &timeout, err) != TD_OK)
         return td_err_prefix(err, TD_EINVAL, "Route %s: spec.timeout", name);
     r->timeout_ns = (uint64_t)timeout;
+    /* spec.methods: the config validated the names (no TRACE, CONNECT) */
+    static const char *const defaults[] = {"GET", "POST"};
+    json_t *ms = json_object_get(s, "methods");
+    size_t nm = json_is_array(ms) && json_array_size(ms) ? json_array_size(ms) : 2;
+    r->methods = calloc(nm, sizeof *r->methods);
+    if (!r->methods)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    size_t allow_len = 1;
+    for (size_t i = 0; i < nm; i++) {
+        const char *m = json_is_array(ms) && json_array_size(ms)
+                            ? json_string_value(json_array_get(ms, i))
+                            : defaults[i];
+        if (!m)
+            return td_err_set(err, TD_EINVAL, "Route %s: spec.methods[%zu] is not a string", name,
+                              i);
+        r->methods[i] = strdup(m);
+        if (!r->methods[i])
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        r->nmethods = i + 1;
+        allow_len += strlen(m) + 2;
+    }
+    r->allow = malloc(allow_len);
+    if (!r->allow)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    r->allow[0] = '\0';
+    for (size_t i = 0; i < r->nmethods; i++) {
+        if (i)
+            strcat(r->allow, ", ");
+        strcat(r->allow, r->methods[i]);
+    }
+    /* The upstream's own credential comes from the environment, so that
+     * the secret stays out of the config text (and out of the stored
+     * objects and the control API that show it). */
+    const char *env = td_json_str(s, "upstream.authorization.fromEnv");
+    if (env) {
+        const char *val = getenv(env);
+        if (!val || !*val)
+            return td_err_set(err, TD_EINVAL,
+                              "Route %s: spec.upstream.authorization.fromEnv: the environment "
+                              "variable %s is not set (or empty)",
+                              name, env);
+        for (const char *q = val; *q; q++)
+            if ((unsigned char)*q < 0x20 || *q == 0x7f)
+                return td_err_set(err, TD_EINVAL,
+                                  "Route %s: spec.upstream.authorization.fromEnv: %s holds a "
+                                  "control byte; it must be one header value",
+                                  name, env);
+        r->upstream_authorization = strdup(val);
+        if (!r->upstream_authorization)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
     return TD_OK;
 }
 
@@ -468,10 +539,20 @@ const td_gw_tenant *td_gw_tenant_by_name(const td_gw_config *c, const char *name
 
 const td_gw_route *td_gw_route_match(const td_gw_config *c, const char *path)
 {
+    size_t n = path ? strlen(path) : 0;
     for (size_t i = 0; c && path && i < c->nroutes; i++)
-        if (strncmp(path, c->routes[i].path_prefix, strlen(c->routes[i].path_prefix)) == 0)
+        if (td_reqpath_has_prefix(path, n, c->routes[i].path_prefix,
+                                  strlen(c->routes[i].path_prefix)))
             return &c->routes[i];
     return NULL;
+}
+
+bool td_gw_route_allows(const td_gw_route *r, const char *m)
+{
+    for (size_t i = 0; r && m && i < r->nmethods; i++)
+        if (strcmp(r->methods[i], m) == 0)
+            return true;
+    return false;
 }
 
 /* ---- the gateway ------------------------------------------------------- */

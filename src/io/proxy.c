@@ -456,6 +456,7 @@ static int index_headers(px_conn *c)
     px_req *r = &c->rq;
     r->h_auth = r->h_xtenant = r->h_crit = r->h_timeout = r->h_gpu = r->h_connection = NULL;
     r->h_host = r->h_xff = NULL;
+    r->n_connection = 0;
     r->expect_continue = 0;
     for (size_t i = 0; i < r->n_ix; i++) {
         const char *name = r->hdr.p + r->ix[i].name_off;
@@ -471,8 +472,10 @@ static int index_headers(px_conn *c)
                 slot = &r->h_auth, unique = 1;
             break;
         case 'c':
-            if (strcasecmp(name, "connection") == 0)
+            if (strcasecmp(name, "connection") == 0) {
                 slot = &r->h_connection;
+                r->n_connection++;
+            }
             break;
         case 'e':
             if (strcasecmp(name, "expect") == 0 && strcasecmp(value, "100-continue") == 0)

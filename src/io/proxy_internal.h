@@ -117,7 +117,7 @@ typedef struct {
     /* parsing */
     td__buf url;     /* the target as received */
     size_t path_off; /* of the path in url (SIZE_MAX: none, i.e. "/") */
-    size_t path_len; /* up to '?' or '#' */
+    size_t path_len; /* up to '?'; normalized in place at step (b) */
     td__buf hdr;     /* "name\0value\0" per field */
     td__hdr_ix ix[PX_MAX_HEADERS];
     size_t n_ix;
@@ -127,10 +127,14 @@ typedef struct {
     int err_status;    /* set by a parser callback that refused input */
     int reject_status; /* decided at the headers: answer at the end, body discarded */
     const char *reject_error;
+    const char *reject_extra; /* header lines of the refusal (Allow), or NULL */
+    char reject_body[400];    /* a refusal's body when it names what was wrong */
+    char allow_hdr[200];      /* "Allow: ...\r\n" of a 405 */
     td_outcome reject_outcome;
     int expect_continue;
     /* headers we act on (into hdr; valid from headers complete) */
     const char *h_auth, *h_xtenant, *h_crit, *h_timeout, *h_gpu, *h_connection, *h_host, *h_xff;
+    int n_connection; /* Connection fields (h_connection is the first) */
     int method;
     int http_minor;
     int keep_alive;

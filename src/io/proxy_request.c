@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "io/proxy_internal.h"
+#include "tenantd/reqpath.h"
 
 /* ---- config views per worker ---- */
 
@@ -787,6 +788,104 @@ static void set_reject(px_req *r, int status, const char *body, td_outcome o)
     r->reject_outcome = o;
 }
 
+/* Refuses (400, 0 otherwise) a request whose Connection headers name a
+ * field that must reach the upstream as tenantd set it, as Envoy's
+ * sanitizeConnectionHeader refuses X-Forwarded-* and pseudo-headers: Host
+ * (the upstream would get no Host), the framing (Content-Length,
+ * Transfer-Encoding), X-Forwarded-For/-Host/-Proto (the client's origin
+ * would be masked) and X-Tenantd-* (tenantd's word to the upstream); and,
+ * like Envoy, ten or more nominated fields. Other names are dropped as
+ * hop-by-hop (RFC 9110 7.6.1). */
+static int connection_check(px_req *r)
+{
+    static const char *const kept[] = {"host",
+                                       "content-length",
+                                       "transfer-encoding",
+                                       "x-forwarded-for",
+                                       "x-forwarded-host",
+                                       "x-forwarded-proto",
+                                       NULL};
+    size_t ntok = 0;
+    const char *bad = NULL;
+    size_t badlen = 0;
+    for (size_t i = 0; r->n_connection && i < r->n_ix && !bad; i++) {
+        if (strcasecmp(r->hdr.p + r->ix[i].name_off, "connection") != 0)
+            continue;
+        for (const char *t = r->hdr.p + r->ix[i].value_off; *t && !bad;) {
+            while (*t == ' ' || *t == '\t' || *t == ',')
+                t++;
+            size_t k = strcspn(t, ", \t");
+            if (!k)
+                break;
+            ntok++;
+            int refuse = t[0] == ':' || (k >= 10 && strncasecmp(t, "x-tenantd-", 10) == 0);
+            for (size_t j = 0; !refuse && kept[j]; j++)
+                refuse = strlen(kept[j]) == k && strncasecmp(t, kept[j], k) == 0;
+            if (refuse) {
+                bad = t;
+                badlen = k;
+            }
+            t += k;
+        }
+    }
+    if (!bad && ntok < 10)
+        return 0;
+    char msg[200], esc[260];
+    if (bad)
+        snprintf(msg, sizeof msg,
+                 "Connection names %.*s, a field that must reach the upstream as tenantd sets it",
+                 (int)(badlen > 64 ? 64 : badlen), bad);
+    else
+        snprintf(msg, sizeof msg, "Connection names %zu fields (at most 9)", ntok);
+    json_escape(esc, sizeof esc, msg);
+    snprintf(r->reject_body, sizeof r->reject_body,
+             "{\"error\":\"bad_request\",\"reason\":\"bad_connection\",\"message\":\"%s\"}", esc);
+    set_reject(r, 400, r->reject_body, TD_OUT_BAD_REQUEST);
+    return -1;
+}
+
+/* Normalizes the request target in place (reqpath.h), so that routing,
+ * billing, the access log and the upstream all see the same path: an
+ * origin-form "/p?q" as a whole, an absolute-form "http://host/p?q" from
+ * its path on (the scheme and authority are only checked for bytes that
+ * have no place in a target). 0, or -1 with a 400 set as the refusal. */
+static int normalize_target(px_req *r)
+{
+    char *u = r->url.p;
+    size_t len = r->url.len, off = 0;
+    td_err err;
+    err.msg[0] = '\0';
+    if (r->path_off != SIZE_MAX && r->path_off > 0) {
+        for (size_t i = 0; i < r->path_off; i++) {
+            unsigned char ch = (unsigned char)u[i];
+            if (ch <= 0x20 || ch == 0x7f || ch == '#') {
+                snprintf(err.msg, sizeof err.msg,
+                         "the request target has a control byte, whitespace or '#' (0x%02x) "
+                         "at offset %zu",
+                         ch, i);
+                break;
+            }
+        }
+        off = r->path_off;
+    } else if (r->path_off == SIZE_MAX) {
+        snprintf(err.msg, sizeof err.msg,
+                 "the request target must be a path (origin-form) or an absolute URL with one");
+    }
+    size_t n_out = 0, plen = 0;
+    if (!err.msg[0] && td_reqpath_normalize(u + off, len - off, &n_out, &plen, &err) == TD_OK) {
+        r->url.len = off + n_out;
+        u[r->url.len] = '\0';
+        r->path_len = plen;
+        return 0;
+    }
+    char esc[300];
+    json_escape(esc, sizeof esc, err.msg);
+    snprintf(r->reject_body, sizeof r->reject_body,
+             "{\"error\":\"bad_request\",\"reason\":\"bad_path\",\"message\":\"%s\"}", esc);
+    set_reject(r, 400, r->reject_body, TD_OUT_BAD_REQUEST);
+    return -1;
+}
+
 /* td_gw_tenant_by_key_ex, through the connection's one-entry cache: the
  * same key bytes (compared in constant time) under the same view resolve
  * to the same tenant and key, so only a new key or a new view hashes. */
@@ -821,6 +920,7 @@ void px_req_headers(px_conn *c)
     r->rs = NULL;
     r->reject_status = 0;
     r->reject_error = NULL;
+    r->reject_extra = NULL;
     r->estimate = r->actual = 0;
     r->conc_held = r->rate_charged = r->cq_started = r->queued = 0;
     r->key = NULL;
@@ -872,23 +972,30 @@ void px_req_headers(px_conn *c)
                            TD_OUT_CONCURRENCY_LIMITED);
             }
         }
-        if (r->tenant && !r->reject_status) {
-            /* (b) where: the path alone, NUL-terminated for the lookup */
-            if (r->path_off == SIZE_MAX) {
-                r->route = td_gw_route_match(cfg, "/");
-            } else {
-                char *end = r->url.p + r->path_off + r->path_len;
-                char saved = *end;
-                *end = '\0';
-                r->route = td_gw_route_match(cfg, r->url.p + r->path_off);
-                *end = saved;
-            }
-            if (!r->route)
+        /* CONNECT would open a tunnel past every limit and TRACE echoes
+         * the request (credentials included) back: never, on any route */
+        if (r->tenant && !r->reject_status &&
+            (r->method == HTTP_CONNECT || r->method == HTTP_TRACE))
+            set_reject(r, 405, "{\"error\":\"method_not_allowed\"}", TD_OUT_BAD_REQUEST);
+        if (r->tenant && !r->reject_status && connection_check(r) == 0 &&
+            normalize_target(r) == 0) {
+            /* (b) where: the normalized path alone, NUL-terminated for the
+             * lookup */
+            char *end = r->url.p + r->path_off + r->path_len;
+            char saved = *end;
+            *end = '\0';
+            r->route = td_gw_route_match(cfg, r->url.p + r->path_off);
+            *end = saved;
+            if (!r->route) {
                 set_reject(r, 404, "{\"error\":\"no_route\"}", TD_OUT_BAD_REQUEST);
+            } else if (!td_gw_route_allows(r->route,
+                                           http_method_str((enum http_method)r->method))) {
+                snprintf(r->allow_hdr, sizeof r->allow_hdr, "Allow: %s\r\n", r->route->allow);
+                r->reject_extra = r->allow_hdr;
+                set_reject(r, 405, "{\"error\":\"method_not_allowed\"}", TD_OUT_BAD_REQUEST);
+            }
         }
     }
-    if (r->method == HTTP_CONNECT)
-        set_reject(r, 405, "{\"error\":\"method_not_allowed\"}", TD_OUT_BAD_REQUEST);
     http_parser *hp = &c->parser;
     int has_body = (hp->flags & F_CHUNKED) || ((hp->flags & F_CONTENTLENGTH) && hp->content_length);
     int too_big = (hp->flags & F_CONTENTLENGTH) && hp->content_length > p->max_body;
@@ -898,7 +1005,7 @@ void px_req_headers(px_conn *c)
      * it is too big, or when the client waits for 100 Continue. */
     if (r->reject_status && has_body && (too_big || r->expect_continue)) {
         r->keep_alive = 0;
-        px_respond(c, r->reject_status, NULL, r->reject_error);
+        px_respond(c, r->reject_status, r->reject_extra, r->reject_error);
         px_req_end(c, r->reject_outcome);
         c->stop = 1;
         return;
@@ -930,7 +1037,7 @@ void px_req_message(px_conn *c)
     px_worker *w = c->w;
     td_proxy *p = w->p;
     if (r->reject_status) {
-        px_respond(c, r->reject_status, NULL, r->reject_error);
+        px_respond(c, r->reject_status, r->reject_extra, r->reject_error);
         px_req_end(c, r->reject_outcome);
         return;
     }
@@ -954,13 +1061,21 @@ void px_req_message(px_conn *c)
     }
     r->estimate = est;
     r->actual = est;
-    td_criticality crit = t->criticality;
+    /* The configured class (the named key's, else the tenant's) is a
+     * ceiling the tenant's own header cannot lift: X-Criticality may only
+     * lower a request (Google SRE: criticality is the service's to set).
+     * A request naming a higher class is served at the ceiling, not
+     * refused, so a client that always sends critical_plus keeps working. */
+    td_criticality ceiling = r->key ? r->key->criticality : t->criticality;
+    td_criticality crit = ceiling;
     if (r->h_crit && td_criticality_parse(r->h_crit, &crit) != TD_OK) {
         respond_bad_request(c, "X-Criticality must be critical_plus, critical, sheddable_plus "
                                "or sheddable");
         px_req_end(c, TD_OUT_BAD_REQUEST);
         return;
     }
+    if (crit < ceiling) /* the enum counts down from CRITICAL_PLUS = 0 */
+        crit = ceiling;
     r->crit = crit;
     uint64_t timeout_ns = route->timeout_ns ? route->timeout_ns : 30000000000ULL, asked;
     if (r->h_timeout) {

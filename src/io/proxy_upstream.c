@@ -514,6 +514,22 @@ static int hop_by_hop(const char *name, size_t nlen, const char *connection)
     return hit || (connection && in_token_list(connection, name));
 }
 
+/* true if a Connection header of r other than its first names the field
+ * (the first is hop_by_hop's): RFC 9110 7.6.1 reads every one. */
+static int named_by_connection(const px_req *r, const char *name)
+{
+    if (r->n_connection < 2)
+        return 0;
+    int seen = 0;
+    for (size_t i = 0; i < r->n_ix; i++) {
+        const char *n = r->hdr.p + r->ix[i].name_off;
+        if (strcasecmp(n, "connection") == 0 && seen++ &&
+            in_token_list(r->hdr.p + r->ix[i].value_off, name))
+            return 1;
+    }
+    return 0;
+}
+
 /* Decimal digits of v into dst (at least 20 bytes); returns the length.
  * The hot path formats without printf: vfprintf was the largest
  * user-space cost of a proxied request in perf. */
@@ -790,29 +806,56 @@ static td_status build_head(px_conn *c, td__buf *h)
         st = td__buf_append(h, target, strlen(target));
     if (st == TD_OK)
         st = td__buf_append(h, " HTTP/1.1\r\n", 11);
+    /* What the client sent is forwarded but for: hop-by-hop fields (and
+     * those its Connection headers name), the framing we set ourselves,
+     * the credential that identified the tenant (the upstream gets the
+     * route's own, if any), and every field that speaks for tenantd
+     * (X-Tenant, X-Tenantd-*), which only tenantd may set: Envoy strips
+     * x-envoy-* from external clients the same way. */
+    size_t nxff = 0;
     for (size_t i = 0; st == TD_OK && i < r->n_ix; i++) {
         const char *name = r->hdr.p + r->ix[i].name_off;
         const char *value = r->hdr.p + r->ix[i].value_off;
         size_t nlen = strlen(name);
-        if (hop_by_hop(name, nlen, r->h_connection) ||
+        if (nlen == 15 && strcasecmp(name, "x-forwarded-for") == 0) {
+            nxff++;
+            continue;
+        }
+        if (hop_by_hop(name, nlen, r->h_connection) || named_by_connection(r, name) ||
             (nlen == 14 && strcasecmp(name, "content-length") == 0) ||
             (nlen == 6 && strcasecmp(name, "expect") == 0) ||
-            (nlen == 15 && strcasecmp(name, "x-forwarded-for") == 0) ||
-            (nlen == 16 && strcasecmp(name, "x-tenantd-tenant") == 0))
+            (nlen == 13 && strcasecmp(name, "authorization") == 0) ||
+            (nlen == 19 && strcasecmp(name, "proxy-authorization") == 0) ||
+            (nlen == 8 && strcasecmp(name, "x-tenant") == 0) ||
+            (nlen == 13 && strcasecmp(name, "x-criticality") == 0) ||
+            (nlen >= 10 && strncasecmp(name, "x-tenantd-", 10) == 0))
             continue;
         st = append_field(h, name, nlen, value, strlen(value));
     }
     px_route *rs = r->rs;
     if (st == TD_OK && !r->h_host)
         st = td__buf_printf(h, "Host: %s:%u\r\n", rs->host, rs->port);
-    if (st == TD_OK && r->h_xff) {
+    /* the class the request was served at, not the one it claimed: an
+     * upstream that acts on X-Criticality must not be told more */
+    if (st == TD_OK && r->h_crit) {
+        const char *cn = td_criticality_name(r->crit);
+        st = append_field(h, "X-Criticality", 13, cn, strlen(cn));
+    }
+    const char *cred = r->route->upstream_authorization;
+    if (st == TD_OK && cred)
+        st = append_field(h, "Authorization", 13, cred, strlen(cred));
+    /* X-Forwarded-For as Envoy's use_remote_address keeps it: every value
+     * the client sent, in order, then the peer we saw */
+    if (st == TD_OK)
         st = td__buf_append(h, "X-Forwarded-For: ", 17);
-        if (st == TD_OK)
-            st = td__buf_append(h, r->h_xff, strlen(r->h_xff));
+    for (size_t i = 0; st == TD_OK && nxff && i < r->n_ix; i++) {
+        const char *name = r->hdr.p + r->ix[i].name_off;
+        const char *value = r->hdr.p + r->ix[i].value_off;
+        if (strcasecmp(name, "x-forwarded-for") != 0 || !*value)
+            continue;
+        st = td__buf_append(h, value, strlen(value));
         if (st == TD_OK)
             st = td__buf_append(h, ", ", 2);
-    } else if (st == TD_OK) {
-        st = td__buf_append(h, "X-Forwarded-For: ", 17);
     }
     if (st == TD_OK)
         st = td__buf_append(h, c->peer, strlen(c->peer));

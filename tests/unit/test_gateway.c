@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -253,11 +254,94 @@ static void test_keys_budgets_prices(void **state)
     td_config_unref(c3);
 }
 
+/* Issue 17: routes match on segment boundaries; spec.methods (default
+ * GET, POST) with its Allow text; spec.upstream.authorization.fromEnv
+ * read at load; a named key's criticality (the tenant's by default, never
+ * above it). */
+static void test_route_fields_key_criticality(void **state)
+{
+    (void)state;
+    setenv("TD_UNIT_UPSTREAM_AUTH", "Bearer up-1", 1);
+    static const char y[] =
+        "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t}\n"
+        "spec:\n  apiKeys: [{sha256: " KEY_A_SHA ", name: low, criticality: sheddable},\n"
+        "            {sha256: '0000000000000000000000000000000000000000000000000000000000000000',"
+        " name: plain}]\n"
+        "  gateway: {criticality: sheddable_plus}\n---\n"
+        "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: emb}\n"
+        "spec: {match: {pathPrefix: /v1/embeddings}, upstream: {address: '127.0.0.1:9',"
+        " authorization: {fromEnv: TD_UNIT_UPSTREAM_AUTH}}, methods: [GET, POST, PUT]}\n---\n"
+        "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: v1}\n"
+        "spec: {match: {pathPrefix: /v1/}, upstream: {address: '127.0.0.1:9'}}\n";
+    td_config *c = load(y);
+    td_gateway *g = NULL;
+    td_err err;
+    assert_int_equal(td_gateway_create(c, NULL, &g, &err), TD_OK);
+    td_gw_config *held = NULL;
+    const td_gw_config *v = td_gateway_config(g, &held);
+    assert_string_equal(td_gw_route_match(v, "/v1/embeddings")->name, "emb");
+    assert_string_equal(td_gw_route_match(v, "/v1/embeddings/x")->name, "emb");
+    assert_string_equal(td_gw_route_match(v, "/v1/embeddingsXYZ")->name, "v1");
+    assert_null(td_gw_route_match(v, "/v1"));
+    const td_gw_route *emb = td_gw_route_match(v, "/v1/embeddings");
+    const td_gw_route *v1r = td_gw_route_match(v, "/v1/chat");
+    assert_string_equal(emb->allow, "GET, POST, PUT");
+    assert_string_equal(v1r->allow, "GET, POST");
+    assert_true(td_gw_route_allows(emb, "PUT") && !td_gw_route_allows(v1r, "PUT"));
+    assert_true(td_gw_route_allows(v1r, "GET") && !td_gw_route_allows(v1r, "TRACE"));
+    assert_string_equal(emb->upstream_authorization, "Bearer up-1");
+    assert_null(v1r->upstream_authorization);
+    const td_gw_key *k = NULL;
+    const td_gw_tenant *t = td_gw_tenant_by_key_ex(v, "demo-key-team-a", 15, &k);
+    assert_non_null(t);
+    assert_int_equal(t->criticality, TD_CRIT_SHEDDABLE_PLUS);
+    assert_int_equal(k->criticality, TD_CRIT_SHEDDABLE);
+    assert_int_equal(t->keys[1].criticality, TD_CRIT_SHEDDABLE_PLUS); /* the tenant's */
+    td_gw_config_unref(held);
+    td_gateway_destroy(g);
+    td_config_unref(c);
+
+    /* the config refuses a key above its tenant, and an unset variable */
+    static const char *const bad[][2] = {
+        {"apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t}\n"
+         "spec:\n  apiKeys: [{sha256: " KEY_A_SHA ", name: hi, criticality: critical}]\n"
+         "  gateway: {criticality: sheddable}\n",
+         "is above the tenant's spec.gateway.criticality sheddable"},
+        {"apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t}\n"
+         "spec:\n  apiKeys: [{sha256: " KEY_A_SHA ", criticality: sheddable}]\n",
+         "needs a name"},
+        {"apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+         "spec: {match: {pathPrefix: /v1/}, upstream: {address: '127.0.0.1:9',"
+         " authorization: {fromEnv: TD_UNIT_NOT_SET_ANYWHERE}}}\n",
+         "TD_UNIT_NOT_SET_ANYWHERE is not set"},
+        {"apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+         "spec: {match: {pathPrefix: /v1/}, upstream: {address: '127.0.0.1:9'},"
+         " methods: [CONNECT]}\n",
+         "CONNECT is never forwarded"},
+        {"apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+         "spec: {match: {pathPrefix: /v1/}, upstream: {address: '127.0.0.1:9'},"
+         " methods: [GET, GET]}\n",
+         "GET is listed twice"},
+        {"apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+         "spec: {match: {pathPrefix: '/v1/./x'}, upstream: {address: '127.0.0.1:9'}}\n",
+         "is not a normalized path"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        td_config *bc = NULL;
+        td_err e;
+        if (td_config_load_text("b.yaml", bad[i][0], strlen(bad[i][0]), &bc, &e) == TD_OK)
+            fail_msg("row %zu: accepted", i);
+        if (!strstr(e.msg, bad[i][1]))
+            fail_msg("row %zu: \"%s\" does not say \"%s\"", i, e.msg, bad[i][1]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view),
         cmocka_unit_test(test_keys_budgets_prices),
+        cmocka_unit_test(test_route_fields_key_criticality),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

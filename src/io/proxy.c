@@ -365,6 +365,7 @@ static int on_message_begin(http_parser *p)
     r->in_value = 0;
     r->headers_done = 0;
     r->err_status = 0;
+    c->ck_begin = c->ck_on = 0;
     r->state = RQ_READING;
     r->t_start = px_now();
     if (c->timer_mode != TM_HEADER)
@@ -514,6 +515,12 @@ static int on_headers_complete(http_parser *p)
     if (p->http_major != 1 || p->http_minor > 1)
         return refuse(c, 505);
     r->headers_done = 1;
+    /* RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message may be
+     * framed otherwise by a 1.0 hop in front; nginx and Envoy refuse it */
+    if (p->http_minor == 0)
+        for (size_t i = 0; i < r->n_ix; i++)
+            if (strcasecmp(r->hdr.p + r->ix[i].name_off, "transfer-encoding") == 0)
+                return refuse(c, 400);
     /* the target as received; the path is a part of it (route matching
      * NUL-terminates it in place for the lookup) */
     if (td__buf_append(&r->url, "", 0) != TD_OK || !r->url.p)
@@ -535,7 +542,9 @@ static int on_headers_complete(http_parser *p)
     r->t_body_start = px_now();
     px_timer_set(c, has_body ? TM_BODY : TM_NONE, PX_BODY_TIMEOUT_MS);
     px_req_headers(c);
-    if (c->stop)
+    if (p->flags & F_CHUNKED)
+        c->ck_begin = 1; /* conn_process checks the body's framing first */
+    if (c->stop || c->ck_begin)
         http_parser_pause(p, 1);
     return 0;
 }
@@ -606,10 +615,47 @@ static void conn_process(px_conn *c, const char *data, size_t n)
     size_t start = data ? 0 : c->in_off, len = data ? n : c->in.len - c->in_off, done = 0;
     c->in_parser = 1;
     while (!c->stop && !c->closing && !busy(c) && done < len) {
-        done += http_parser_execute(&c->parser, &request_settings, base + start + done, len - done);
+        const char *at = base + start + done;
+        size_t avail = len - done;
+        if (c->ck_on) {
+            /* a chunked body: the parser reads only what the strict
+             * check has passed, and nothing past the message's end */
+            if (!c->ck_final && c->ck_scanned < avail) {
+                size_t m;
+                int rc = td__chunked_scan(&c->ck, at + c->ck_scanned, avail - c->ck_scanned, &m);
+                if (rc < 0) {
+                    refuse(c, 400);
+                    parse_error(c, HPE_INVALID_CHUNK_SIZE);
+                    break;
+                }
+                c->ck_scanned += m;
+                c->ck_final = rc == 1;
+            }
+            if (avail > c->ck_scanned)
+                avail = c->ck_scanned;
+        }
+        size_t k = http_parser_execute(&c->parser, &request_settings, at, avail);
+        done += k;
+        if (c->ck_on) {
+            c->ck_scanned -= k;
+            if (c->ck_final && c->ck_scanned == 0)
+                c->ck_on = 0;
+        }
         enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
         if (e == HPE_PAUSED) {
             http_parser_pause(&c->parser, 0);
+            if (c->ck_begin && !c->stop) {
+                /* paused at the headers' end, before their last LF: the
+                 * parser takes it, the check starts after it */
+                c->ck_begin = 0;
+                if (done < len && base[start + done] == '\n')
+                    done += http_parser_execute(&c->parser, &request_settings, base + start + done, 1);
+                td__chunked_init(&c->ck);
+                c->ck_on = 1;
+                c->ck_final = 0;
+                c->ck_scanned = 0;
+            }
+            c->ck_begin = 0;
             continue;
         }
         if (e != HPE_OK) {

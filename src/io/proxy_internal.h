@@ -196,6 +196,11 @@ struct px_conn {
     unsigned in_parser : 1;   /* inside http_parser_execute */
     unsigned stop : 1;        /* parse nothing more */
     unsigned up_paused : 1;   /* the upstream's reading stopped for our backlog */
+    /* a chunked body's framing, checked ahead of the parser (as
+     * td__http_conn's ck_* in http_internal.h) */
+    unsigned ck_begin : 1, ck_on : 1, ck_final : 1;
+    size_t ck_scanned;
+    td__chunked ck;
     /* The API key of the connection's last identified request and what it
      * resolved to in the view of generation auth_gen (0: none): a client
      * sending the same key again skips the SHA-256 and the lookup. Wiped

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <openssl/ssl.h>
@@ -111,6 +112,7 @@ void px_conn_close(px_conn *c)
         return;
     c->closing = 1;
     c->stop = 1;
+    px_conn_forget(c); /* uv_close closes the descriptor now */
     if (c->rq.state != RQ_IDLE || c->rq.cfg)
         px_req_abort(c);
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
@@ -542,6 +544,8 @@ static int on_headers_complete(http_parser *p)
     r->t_body_start = px_now();
     px_timer_set(c, has_body ? TM_BODY : TM_NONE, PX_BODY_TIMEOUT_MS);
     px_req_headers(c);
+    if (c->rq.tenant && !c->authed)
+        px_conn_authenticated(c); /* a valid key; a wrong one leaves it on the clock */
     if (p->flags & F_CHUNKED)
         c->ck_begin = 1; /* conn_process checks the body's framing first */
     if (c->stop || c->ck_begin)
@@ -828,16 +832,23 @@ static void on_connection(uv_stream_t *l, int status)
         w->conns->prev = c;
     w->conns = c;
     w->n_conns++;
-    if (uv_accept(l, (uv_stream_t *)&c->tcp) < 0 || w->n_conns > PX_MAX_CONNS ||
+    if (uv_accept(l, (uv_stream_t *)&c->tcp) < 0) {
+        px_conn_close(c);
+        return;
+    }
+    struct sockaddr_storage ss;
+    int slen = sizeof ss;
+    int have_peer = uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &slen) == 0;
+    /* accepted and closed at once when over a cap: the descriptor is
+     * back before the next accept */
+    if (px_conn_admit(c, have_peer ? (struct sockaddr *)&ss : NULL) < 0 ||
         (w->p->tls && td__tls_create(w->p->tls, 1, &c->tls, NULL) != TD_OK)) {
         px_conn_close(c);
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
-    struct sockaddr_storage ss;
-    int slen = sizeof ss;
     strcpy(c->peer, "unknown");
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &slen) == 0) {
+    if (have_peer) {
         if (ss.ss_family == AF_INET)
             uv_ip4_name((struct sockaddr_in *)&ss, c->peer, sizeof c->peer);
         else if (ss.ss_family == AF_INET6)
@@ -855,6 +866,17 @@ static void on_connection(uv_stream_t *l, int status)
 static void on_tick(uv_timer_t *t)
 {
     px_worker *w = t->data;
+    /* connections that showed no valid key in time: closed, with a FIN
+     * when nothing is half-read or unsent (a 401 may just have gone) */
+    uint64_t now_ms = uv_now(&w->loop);
+    px_conn *c;
+    while ((c = px_conn_expired(w, now_ms)) != NULL) {
+        if (c->rq.state == RQ_IDLE && !c->finishing &&
+            uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
+            conn_finish(c);
+        else if (!c->finishing)
+            px_conn_close(c);
+    }
     if (++w->ticks % (1000 / PX_METER_FLUSH_MS) == 0)
         px_routes_sweep(w, px_now());
     if (w->p->ledger)
@@ -962,6 +984,21 @@ static int listen_socket(const struct sockaddr_storage *ss, socklen_t alen)
     return fd;
 }
 
+/* The open-file limit less the reserve (proxy_internal.h): every client
+ * connection is a descriptor, and one more than the process may open is
+ * refused by the kernel for every listener at once. */
+static size_t conn_limit_now(void)
+{
+    struct rlimit rl;
+    uint64_t nofile = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        nofile = rl.rlim_cur;
+    else if (rl.rlim_cur == RLIM_INFINITY)
+        nofile = (uint64_t)1 << 20;
+    uint64_t reserve = nofile / 4 > PX_FD_RESERVE_MIN ? nofile / 4 : PX_FD_RESERVE_MIN;
+    return nofile > reserve + 16 ? (size_t)(nofile - reserve) : 16;
+}
+
 static void ignore_sigpipe(void)
 {
     struct sigaction sa;
@@ -1034,6 +1071,25 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
         p->tls = o->tls;
     }
     p->nworkers = o->workers;
+    p->unauth_per_addr = o->unauth_per_addr == 0 ? PX_UNAUTH_PER_ADDR
+                         : o->unauth_per_addr < 0 ? 0
+                                                  : (unsigned)o->unauth_per_addr;
+    p->auth_timeout_ms = PX_AUTH_TIMEOUT_MS;
+    p->conn_limit = conn_limit_now();
+    td_metrics_conn_limit(p->metrics, p->conn_limit);
+    /* each worker holds its share: a worker never looks at another's
+     * connections (the price, as for the queue split above: with an
+     * uneven spread one worker may refuse while another has room) */
+    size_t share = p->conn_limit / o->workers;
+    if (share < 1)
+        share = 1;
+    if (share > PX_MAX_CONNS)
+        share = PX_MAX_CONNS;
+    if (px_addrs_create(&p->addrs) != TD_OK) {
+        free(p->workers);
+        free(p);
+        return td_err_set(err, TD_ENOMEM, "out of memory starting the gateway");
+    }
     for (unsigned i = 0; i < o->workers; i++) {
         px_worker *w = calloc(1, sizeof *w);
         if (w)
@@ -1046,6 +1102,7 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
         w->p = p;
         w->index = i;
         w->fd = -1;
+        w->max_open = share;
         td__buf_init(&w->log, (size_t)64 << 20);
         td__buf_init(&w->up_head, PX_UP_HEAD_MAX);
         p->workers[i] = w;
@@ -1122,6 +1179,11 @@ int td_proxy_port(const td_proxy *p)
     return p ? p->port : 0;
 }
 
+size_t td_proxy_conn_limit(const td_proxy *p)
+{
+    return p ? p->conn_limit : 0;
+}
+
 void td_proxy_stop(td_proxy *p)
 {
     if (!p)
@@ -1149,5 +1211,6 @@ void td_proxy_stop(td_proxy *p)
     }
     free(p->workers);
     SSL_CTX_free(p->tls);
+    px_addrs_destroy(p->addrs);
     free(p);
 }

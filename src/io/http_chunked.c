@@ -11,8 +11,8 @@
 enum {
     CK_SIZE_FIRST = 0, /* must be zero: td__chunked_init is a memset */
     CK_SIZE,
-    CK_SIZE_BWS,   /* BWS after the size: ";" or CR next */
-    CK_NAME_BWS,   /* after ";" */
+    CK_SIZE_BWS, /* BWS after the size: ";" or CR next */
+    CK_NAME_BWS, /* after ";" */
     CK_NAME,
     CK_NAME_AFTER, /* BWS after a name: "=", ";" or CR */
     CK_VAL_BWS,    /* after "=" */
@@ -123,9 +123,9 @@ int td__chunked_scan(td__chunked *ck, const char *data, size_t n, size_t *used)
         case CK_NAME_AFTER:
             if (s == CK_NAME && tchar(ch))
                 break;
-            s = ws(ch)      ? CK_NAME_AFTER
-                : ch == '=' ? CK_VAL_BWS
-                : ch == ';' ? CK_NAME_BWS
+            s = ws(ch)       ? CK_NAME_AFTER
+                : ch == '='  ? CK_VAL_BWS
+                : ch == ';'  ? CK_NAME_BWS
                 : ch == '\r' ? CK_SIZE_LF
                              : CK_BAD;
             break;
@@ -136,10 +136,7 @@ int td__chunked_scan(td__chunked *ck, const char *data, size_t n, size_t *used)
         case CK_VAL_AFTER:
             if (s == CK_VAL_TOKEN && tchar(ch))
                 break;
-            s = ws(ch)      ? CK_VAL_AFTER
-                : ch == ';' ? CK_NAME_BWS
-                : ch == '\r' ? CK_SIZE_LF
-                             : CK_BAD;
+            s = ws(ch) ? CK_VAL_AFTER : ch == ';' ? CK_NAME_BWS : ch == '\r' ? CK_SIZE_LF : CK_BAD;
             break;
         case CK_VAL_QUOTED:
             /* qdtext, or a backslash; no CR, LF or other control byte */

@@ -599,8 +599,8 @@ static size_t parse_checked(td__http_conn *c, const char *data, size_t n)
         if (c->ck_on) {
             if (!c->ck_final && c->ck_scanned < avail) {
                 size_t m;
-                int r = td__chunked_scan(&c->ck, data + done + c->ck_scanned,
-                                         avail - c->ck_scanned, &m);
+                int r = td__chunked_scan(&c->ck, data + done + c->ck_scanned, avail - c->ck_scanned,
+                                         &m);
                 if (r < 0) {
                     reject(c, 400);
                     c->parser.http_errno = HPE_INVALID_CHUNK_SIZE;

@@ -653,7 +653,8 @@ static void conn_process(px_conn *c, const char *data, size_t n)
                  * parser takes it, the check starts after it */
                 c->ck_begin = 0;
                 if (done < len && base[start + done] == '\n')
-                    done += http_parser_execute(&c->parser, &request_settings, base + start + done, 1);
+                    done +=
+                        http_parser_execute(&c->parser, &request_settings, base + start + done, 1);
                 td__chunked_init(&c->ck);
                 c->ck_on = 1;
                 c->ck_final = 0;
@@ -1071,7 +1072,7 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
         p->tls = o->tls;
     }
     p->nworkers = o->workers;
-    p->unauth_per_addr = o->unauth_per_addr == 0 ? PX_UNAUTH_PER_ADDR
+    p->unauth_per_addr = o->unauth_per_addr == 0  ? PX_UNAUTH_PER_ADDR
                          : o->unauth_per_addr < 0 ? 0
                                                   : (unsigned)o->unauth_per_addr;
     p->auth_timeout_ms = PX_AUTH_TIMEOUT_MS;

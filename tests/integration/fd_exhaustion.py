@@ -115,6 +115,14 @@ def admin_get(port, path):
         return e.__class__.__name__, b""
 
 
+def vmrss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
 def nfds(pid):
     try:
         return len(os.listdir("/proc/%d/fd" % pid))
@@ -132,6 +140,7 @@ def main():
     td_hard = int(td_limit[1])
     print("tenantd open files: soft %s, hard %s" % tuple(td_limit))
 
+    rss0, fds0 = vmrss_kib(pid), nfds(pid)
     # a. the per-address cap on unauthenticated connections
     mine = []
     for _ in range(per_addr + 8):
@@ -158,10 +167,12 @@ def main():
           "opened in %.2f s" % (len(flood), failed, td_hard, time.time() - t_flood))
     check("flood exceeds the hard limit", len(flood) > td_hard)
     time.sleep(0.3)
-    peak = nfds(pid)
-    print("tenantd descriptors during the flood: %d" % peak)
+    print("tenantd during the flood: %d descriptors (%d before), VmRSS %d KiB (%d before)"
+          % (nfds(pid), fds0, vmrss_kib(pid), rss0))
+    t_good = time.time()
     good = [fresh_request(data, key) for _ in range(5)]
-    check("valid key served amid the flood", good == [200] * 5, "statuses %s" % good)
+    check("valid key served amid the flood", good == [200] * 5,
+          "statuses %s in %.0f ms" % (good, (time.time() - t_good) * 1000))
     st, _ = admin_get(admin, "/healthz")
     check("admin /healthz answers amid the flood", st == 200, "status %s" % st)
 

@@ -110,7 +110,7 @@ static void addr_give(px_addrs *a, const uint8_t key[16])
 /* An IPv4 address as itself (in its IPv4-mapped form, so a dual-stack
  * listener counts it the same); an IPv6 address as its /64, the smallest
  * block a site is given: one host can use any address of it. */
-static void addr_key_of(const struct sockaddr *sa, uint8_t key[16])
+void px_addr_key(const struct sockaddr *sa, uint8_t key[16])
 {
     memset(key, 0, 16);
     if (sa && sa->sa_family == AF_INET) {
@@ -153,7 +153,7 @@ int px_conn_admit(px_conn *c, const struct sockaddr *peer)
 {
     px_worker *w = c->w;
     td_proxy *p = w->p;
-    addr_key_of(peer, c->addr_key);
+    px_addr_key(peer, c->addr_key);
     if (p->unauth_per_addr) {
         if (!addr_take(p->addrs, c->addr_key, p->unauth_per_addr)) {
             td_metrics_conn_closed(p->metrics, TD_CONN_PER_ADDRESS);

@@ -318,6 +318,10 @@ uint64_t px_now(void);
 
 /* ---- proxy_conns.c ---- */
 
+/* What the per-address cap counts sa as (NULL or another family: one
+ * key of zeros): an IPv4 address as ::ffff:a.b.c.d, an IPv4-mapped IPv6
+ * address the same, any other IPv6 address as its /64 (the rest zero). */
+void px_addr_key(const struct sockaddr *sa, uint8_t key[16]);
 td_status px_addrs_create(px_addrs **out);
 void px_addrs_destroy(px_addrs *a);
 /* Admits c, just accepted from peer (NULL: unknown): takes a place of its

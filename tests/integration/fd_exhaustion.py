@@ -148,10 +148,17 @@ def main():
             mine.append(connect(data, "127.0.0.2"))
         except OSError:
             mine.append(None)
-    time.sleep(0.5)
-    shut = sum(1 for s in mine if s is None or closed(s))
-    check("per-address cap", shut == 8,
-          "%d connections from 127.0.0.2: %d refused, want 8" % (len(mine), shut))
+    # the refused ones are closed at once; wait for them (a loaded
+    # machine), then a moment more for any refused wrongly
+    gone = set()
+    t_a = time.time()
+    while len(gone) < 8 and time.time() - t_a < 5:
+        time.sleep(0.1)
+        gone |= {i for i, s in enumerate(mine) if i not in gone and (s is None or closed(s))}
+    time.sleep(0.3)
+    gone |= {i for i, s in enumerate(mine) if i not in gone and (s is None or closed(s))}
+    check("per-address cap", len(gone) == 8,
+          "%d connections from 127.0.0.2: %d refused, want 8" % (len(mine), len(gone)))
 
     # b. more idle connections than the hard limit, from 13 addresses
     flood = [s for s in mine if s is not None]
@@ -186,12 +193,22 @@ def main():
     check("a wrong key gets 401", st == 401, "status %s" % st)
     alive = sum(1 for s in flood if not closed(s))
     print("idle connections still open before the deadline: %d of %d" % (alive, len(flood)))
-    time.sleep(max(0.0, t_c + DEADLINE_S + 1.5 - time.time()))
+    time.sleep(max(0.0, t_c + DEADLINE_S - 2 - time.time()))
+    check("the wrong-key connection is open before the deadline", not closed(wrong))
+    # then closed by the deadline (the worker's tick: 250 ms; slack for a
+    # loaded machine)
+    t_wrong = None
+    while time.time() < t_c + DEADLINE_S + 4:
+        if closed(wrong):
+            t_wrong = time.time() - t_c
+            break
+        time.sleep(0.05)
+    check("the wrong-key connection is closed after the deadline", t_wrong is not None,
+          "after %s s" % ("%.2f" % t_wrong if t_wrong else "-"))
     open_idle = sum(1 for s in flood if not closed(s))
     check("idle connections closed after the deadline", open_idle == 0,
           "%d of %d still open %.1f s after the flood" % (open_idle, len(flood),
                                                           time.time() - t_flood))
-    check("the wrong-key connection is closed after the deadline", closed(wrong))
     check("the authenticated connection stays", not closed(authed) and ask(authed, key) == 200)
     for s in flood:
         s.close()

@@ -41,6 +41,7 @@ rc=$?
 cat "$TMP/out"
 for c in "per-address cap" "flood exceeds the hard limit" "valid key served amid the flood" \
     "admin /healthz answers amid the flood" "idle connections closed after the deadline" \
+    "the wrong-key connection is open before the deadline" \
     "the wrong-key connection is closed after the deadline" "the authenticated connection stays" \
     "places given back"; do
     expect_grep "$c" "$TMP/out" "check $c: ok"
@@ -49,5 +50,8 @@ done
 expect_grep "refusals over the per-address cap are counted" "$TMP/out" \
     'tenantd_gateway_connections_closed_total{reason="per_address"} 8'
 kill -0 "$TD_PID" 2>/dev/null && ok "tenantd is still running" || not_ok "tenantd died"
+expect_rc "a negative --unauth-conns-per-addr is refused" 2 "$TENANTD" --data "$TMP/d2" \
+    --unauth-conns-per-addr -1
+expect_grep "... naming the flag" "$TMP/err" "--unauth-conns-per-addr must be a number"
 stop_tenantd
 finish

@@ -867,17 +867,12 @@ static void on_connection(uv_stream_t *l, int status)
 static void on_tick(uv_timer_t *t)
 {
     px_worker *w = t->data;
-    /* connections that showed no valid key in time: closed, with a FIN
-     * when nothing is half-read or unsent (a 401 may just have gone) */
+    /* connections that showed no valid key in time are owed nothing: closed
+     * at once, not lingered on, so that their descriptors are back now */
     uint64_t now_ms = uv_now(&w->loop);
     px_conn *c;
-    while ((c = px_conn_expired(w, now_ms)) != NULL) {
-        if (c->rq.state == RQ_IDLE && !c->finishing &&
-            uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
-            conn_finish(c);
-        else if (!c->finishing)
-            px_conn_close(c);
-    }
+    while ((c = px_conn_expired(w, now_ms)) != NULL)
+        px_conn_close(c);
     if (++w->ticks % (1000 / PX_METER_FLUSH_MS) == 0)
         px_routes_sweep(w, px_now());
     if (w->p->ledger)

@@ -630,10 +630,13 @@ static size_t parse_checked(td__http_conn *c, const char *data, size_t n)
                 if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK)
                     return done;
             }
-            td__chunked_init(&c->ck);
-            c->ck_on = 1;
-            c->ck_final = 0;
-            c->ck_scanned = 0;
+            /* (an upgrade without a body would have ended the message) */
+            if (c->in_request) {
+                td__chunked_init(&c->ck);
+                c->ck_on = 1;
+                c->ck_final = 0;
+                c->ck_scanned = 0;
+            }
             continue;
         }
         if (e != HPE_OK || c->parser.upgrade || k < avail)

@@ -655,10 +655,13 @@ static void conn_process(px_conn *c, const char *data, size_t n)
                 if (done < len && base[start + done] == '\n')
                     done +=
                         http_parser_execute(&c->parser, &request_settings, base + start + done, 1);
-                td__chunked_init(&c->ck);
-                c->ck_on = 1;
-                c->ck_final = 0;
-                c->ck_scanned = 0;
+                /* (an upgrade without a body would have ended the message) */
+                if (c->rq.state == RQ_READING) {
+                    td__chunked_init(&c->ck);
+                    c->ck_on = 1;
+                    c->ck_final = 0;
+                    c->ck_scanned = 0;
+                }
             }
             c->ck_begin = 0;
             continue;

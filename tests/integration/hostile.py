@@ -272,6 +272,34 @@ def flood(admin_port, data_port, pid, key, n):
     stats.setdefault(("data", "valid chunk extension"), {})[got] = 1
     if got != "200":
         failures.append("a chunked body with valid extensions got %s, want 200" % got)
+    # the same dribbled in 3-byte pieces (the check resumes across reads),
+    # then pipelined with a second request behind it on one connection
+    # (the parser reads nothing past the checked end of the first)
+    for name, pieces in (("dribbled", [req[i:i + 3] for i in range(0, len(req), 3)]),
+                         ("pipelined", [req.replace(b"Connection: close\r\n", b"") + req])):
+        s = socket.create_connection(("127.0.0.1", data_port), timeout=10)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        statuses = []
+        try:
+            for piece in pieces:
+                s.sendall(piece)
+                if name == "dribbled":
+                    time.sleep(0.001)
+            buf = b""
+            want = 2 if name == "pipelined" else 1
+            while buf.count(b"HTTP/1.1 ") < want:
+                got = s.recv(65536)
+                if not got:
+                    break
+                buf += got
+            statuses = [part.split(b" ", 1)[0].decode() for part in buf.split(b"HTTP/1.1 ")[1:]]
+        except OSError:
+            pass
+        finally:
+            s.close()
+        stats.setdefault(("data", "chunk extension " + name), {})[",".join(statuses)] = 1
+        if statuses != ["200"] * (2 if name == "pipelined" else 1):
+            failures.append("chunked with extensions, %s: got %s" % (name, statuses))
 
     for t in slow_threads:
         t.join()

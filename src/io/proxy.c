@@ -989,11 +989,9 @@ static int listen_socket(const struct sockaddr_storage *ss, socklen_t alen)
 static size_t conn_limit_now(void)
 {
     struct rlimit rl;
-    uint64_t nofile = 1024;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        nofile = rl.rlim_cur;
-    else if (rl.rlim_cur == RLIM_INFINITY)
-        nofile = (uint64_t)1 << 20;
+    uint64_t nofile = 1024; /* unknown: the usual soft limit */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        nofile = rl.rlim_cur == RLIM_INFINITY ? (uint64_t)1 << 20 : (uint64_t)rl.rlim_cur;
     uint64_t reserve = nofile / 4 > PX_FD_RESERVE_MIN ? nofile / 4 : PX_FD_RESERVE_MIN;
     return nofile > reserve + 16 ? (size_t)(nofile - reserve) : 16;
 }

@@ -65,6 +65,21 @@ void td_metrics_limit_rejection(td_metrics *m, uint32_t tenant, td_limit_kind li
 /* Counter of shared-limit (Redis) degradations and of reconciliations. */
 void td_metrics_shared_degraded(td_metrics *m, int degraded);
 
+/* The data listener's client connections (issue 17 item 6): open now and,
+ * of those, not yet authenticated (no request with a valid key yet), the
+ * cap on them set at start, and connections the gateway ended because of
+ * the caps: tenantd_gateway_connections_closed_total{reason}. */
+typedef enum {
+    TD_CONN_PER_ADDRESS = 0, /* refused: the client address has its unauthenticated share */
+    TD_CONN_LIMIT,           /* refused: at the cap, nothing unauthenticated to evict */
+    TD_CONN_EVICTED,         /* the oldest unauthenticated one, closed for a new one */
+    TD_CONN_AUTH_TIMEOUT,    /* no valid key within the deadline */
+    TD_CONN_REASON_COUNT
+} td_conn_reason;
+void td_metrics_conn_closed(td_metrics *m, td_conn_reason why);
+void td_metrics_conns_add(td_metrics *m, int open_delta, int unauth_delta);
+void td_metrics_conn_limit(td_metrics *m, uint64_t limit);
+
 /* Totals of tenant slot t over all routes: requests by outcome (out has
  * TD_OUT_COUNT entries) and in flight now; what /metrics shows summed over
  * its route label. A slot never used gives zeros. */

@@ -25,6 +25,12 @@ typedef struct {
                             that ends (any outcome but the client going away) is appended */
     const char *replica_id; /* prefix of ledger record ids, unique per daemon start */
     SSL_CTX *tls;        /* serve HTTPS with it (the proxy takes its own reference); NULL: HTTP */
+    /* Client connections that have shown no valid API key yet, per client
+     * address (IPv4 address, IPv6 /64): 0 is the default (64), -1 no cap.
+     * Every connection must show a valid key within 10 s of accept; all
+     * client connections together stay a reserve below the open-file
+     * limit (td_proxy_conn_limit). */
+    int unauth_per_addr;
 } td_proxy_opts;
 
 /* Binds, then starts the worker threads. g is borrowed and must outlive
@@ -33,6 +39,11 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
 
 /* The bound port. */
 int td_proxy_port(const td_proxy *p);
+
+/* The cap on client connections over all workers, set at start from the
+ * soft open-file limit less the reserve (a quarter of it, at least 128)
+ * kept for upstream connections, the admin listener, stores and logs. */
+size_t td_proxy_conn_limit(const td_proxy *p);
 
 /* Stops accepting, closes connections, joins the workers, frees p. */
 void td_proxy_stop(td_proxy *p);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
@@ -50,6 +51,9 @@ static void usage(FILE *f)
             "      --listen-port-file FILE  write the bound data port to FILE\n"
             "      --data-tls-cert FILE serve the data listener over HTTPS with this PEM chain\n"
             "      --data-tls-key FILE  and this PEM private key (optional; default plain HTTP)\n"
+            "      --unauth-conns-per-addr N  gateway connections one client address (IPv6: its\n"
+            "                           /64) may hold before a request shows a valid API key\n"
+            "                           (default 64; 0: no cap); each must show one within 10 s\n"
             "      --admin-listen ADDR  admin listener (default 127.0.0.1:8081; port 0 = any)\n"
             "      --admin-threads N    event loops serving the admin listener (default: cores);\n"
             "                           admission reviews and health checks are answered on\n"
@@ -278,11 +282,35 @@ static td_status load_state(td_store *store, const char *const *configs, size_t 
     return st;
 }
 
+/* Raises the soft open-file limit to the hard one, as nginx's
+ * worker_rlimit_nofile and Go's runtime (since 1.19) do: the soft limit is
+ * often 1,024, and every client connection is a descriptor. The gateway
+ * then caps its connections below it (td_proxy_conn_limit). */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rlim_t was = rl.rlim_cur;
+    if (rl.rlim_cur != rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            fprintf(stderr, "tenantd: open files: cannot raise the soft limit %llu to the hard "
+                            "limit %llu\n",
+                    (unsigned long long)was, (unsigned long long)rl.rlim_max);
+            return;
+        }
+    }
+    fprintf(stderr, "tenantd: open files: soft limit %llu -> %llu (the hard limit)\n",
+            (unsigned long long)was, (unsigned long long)rl.rlim_cur);
+}
+
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
            O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE,
-           O_LEDGER, O_LEDGER_RETENTION, O_DATA_CERT, O_DATA_KEY, O_REPLICA_NAME, O_ADMIN_THREADS };
+           O_LEDGER, O_LEDGER_RETENTION, O_DATA_CERT, O_DATA_KEY, O_REPLICA_NAME, O_ADMIN_THREADS,
+           O_UNAUTH_PER_ADDR };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"data", required_argument, NULL, 'd'},
@@ -305,6 +333,7 @@ int main(int argc, char **argv)
         {"ledger-retention", required_argument, NULL, O_LEDGER_RETENTION},
         {"data-tls-cert", required_argument, NULL, O_DATA_CERT},
         {"data-tls-key", required_argument, NULL, O_DATA_KEY},
+        {"unauth-conns-per-addr", required_argument, NULL, O_UNAUTH_PER_ADDR},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *configs[64];
@@ -313,7 +342,7 @@ int main(int argc, char **argv)
                *client_ca = NULL, *port_file = NULL, *data_listen = "127.0.0.1:8080",
                *redis = NULL, *access_log = NULL, *data_port_file = NULL, *token_file = NULL,
                *data_cert = NULL, *data_key = NULL, *replica_name = NULL;
-    long workers = sysconf(_SC_NPROCESSORS_ONLN), replicas = 1;
+    long workers = sysconf(_SC_NPROCESSORS_ONLN), replicas = 1, unauth_per_addr = 64;
     long admin_threads = workers;
     bool allow_x_tenant = false, ledger_on = true;
     int64_t retention_ns = 720LL * 3600 * 1000000000LL;
@@ -369,6 +398,17 @@ int main(int argc, char **argv)
         }
         case O_DATA_CERT: data_cert = optarg; break;
         case O_DATA_KEY: data_key = optarg; break;
+        case O_UNAUTH_PER_ADDR: {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (!optarg[0] || *end || v < 0 || v > 1000000) {
+                fprintf(stderr, "tenantd: --unauth-conns-per-addr must be a number from 0 (no "
+                                "cap) to 1000000\n");
+                return 2;
+            }
+            unauth_per_addr = v;
+            break;
+        }
         case O_ADMIN_THREADS: {
             char *end;
             long v = strtol(optarg, &end, 10);
@@ -409,6 +449,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    raise_nofile();
     if (!cert != !key || !data_cert != !data_key) {
         fprintf(stderr, "tenantd: --%stls-cert and --%stls-key go together\n",
                 !cert != !key ? "" : "data-", !cert != !key ? "" : "data-");
@@ -530,7 +571,7 @@ int main(int argc, char **argv)
     td_proxy *proxy = NULL;
     SSL_CTX *data_tls = NULL;
     td_proxy_opts popts = {data_listen, workers > 0 ? (unsigned)workers : 1, alog, 0, ledger,
-                           replica_id, NULL};
+                           replica_id, NULL, unauth_per_addr ? (int)unauth_per_addr : -1};
     st = data_cert ? td_tls_server_ctx(data_cert, data_key, NULL, &data_tls, &err)
                              : TD_OK;
     popts.tls = data_tls;
@@ -586,11 +627,11 @@ int main(int argc, char **argv)
     json_t *const *all;
     fprintf(stderr,
             "tenantd: %zu objects loaded; admin listener on %s://%s (port %d, %ld threads); "
-            "gateway on %s://%s (port %d, %ld workers%s%s)\n",
+            "gateway on %s://%s (port %d, %ld workers%s%s, at most %zu client connections)\n",
             td_config_all(cfg, &all), cert ? "https" : "http", listen, port, admin_threads,
             data_cert ? "https" : "http", data_listen,
             td_proxy_port(proxy), workers, redis ? ", limits shared through redis " : "",
-            redis ? redis : "");
+            redis ? redis : "", td_proxy_conn_limit(proxy));
     if (data_port_file)
         write_port_file(data_port_file, td_proxy_port(proxy));
     if (port_file)

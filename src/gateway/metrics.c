@@ -50,6 +50,9 @@ struct td_metrics {
     _Atomic uint64_t (*limit_rej)[TD_LIMIT_COUNT][2]; /* [max_tenants + 1][limit][shadow] */
     _Atomic int64_t shared_degraded;
     _Atomic uint64_t shared_degradations;
+    _Atomic int64_t conns_open, conns_unauth;
+    _Atomic uint64_t conn_limit;
+    _Atomic uint64_t conns_closed[TD_CONN_REASON_COUNT];
 };
 
 static const char *const outcome_names[TD_OUT_COUNT] = {
@@ -201,6 +204,25 @@ void td_metrics_shared_degraded(td_metrics *m, int degraded)
         atomic_exchange_explicit(&m->shared_degraded, degraded ? 1 : 0, memory_order_relaxed);
     if (degraded && !was)
         atomic_fetch_add_explicit(&m->shared_degradations, 1, memory_order_relaxed);
+}
+
+void td_metrics_conn_closed(td_metrics *m, td_conn_reason why)
+{
+    if ((unsigned)why < TD_CONN_REASON_COUNT)
+        atomic_fetch_add_explicit(&m->conns_closed[why], 1, memory_order_relaxed);
+}
+
+void td_metrics_conns_add(td_metrics *m, int open_delta, int unauth_delta)
+{
+    if (open_delta)
+        atomic_fetch_add_explicit(&m->conns_open, open_delta, memory_order_relaxed);
+    if (unauth_delta)
+        atomic_fetch_add_explicit(&m->conns_unauth, unauth_delta, memory_order_relaxed);
+}
+
+void td_metrics_conn_limit(td_metrics *m, uint64_t limit)
+{
+    atomic_store_explicit(&m->conn_limit, limit, memory_order_relaxed);
 }
 
 /* ---- rendering ---- */
@@ -458,6 +480,25 @@ td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, cha
            "Times shared (Redis) limits became unreachable.");
     printf_(&b, "tenantd_shared_limit_degradations_total %" PRIu64 "\n",
             load(&m->shared_degradations));
+
+    family(&b, "tenantd_gateway_client_connections", "gauge",
+           "Client connections open on the data listener, by whether a valid key was seen.");
+    int64_t open = atomic_load_explicit(&m->conns_open, memory_order_relaxed);
+    int64_t unauth = atomic_load_explicit(&m->conns_unauth, memory_order_relaxed);
+    printf_(&b, "tenantd_gateway_client_connections{state=\"authenticated\"} %" PRId64 "\n",
+            open - unauth);
+    printf_(&b, "tenantd_gateway_client_connections{state=\"unauthenticated\"} %" PRId64 "\n",
+            unauth);
+    family(&b, "tenantd_gateway_client_connection_limit", "gauge",
+           "Client connections the data listener holds at most (open files less the reserve).");
+    printf_(&b, "tenantd_gateway_client_connection_limit %" PRIu64 "\n", load(&m->conn_limit));
+    static const char *const conn_reasons[TD_CONN_REASON_COUNT] = {"per_address", "limit",
+                                                                   "evicted", "auth_timeout"};
+    family(&b, "tenantd_gateway_connections_closed_total", "counter",
+           "Client connections the gateway refused or closed to keep descriptors for others.");
+    for (int i = 0; i < TD_CONN_REASON_COUNT; i++)
+        printf_(&b, "tenantd_gateway_connections_closed_total{reason=\"%s\"} %" PRIu64 "\n",
+                conn_reasons[i], load(&m->conns_closed[i]));
 
     free(routes);
     if (b.oom) {

@@ -7,6 +7,7 @@
 
 #include <http_parser.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -47,6 +48,25 @@ typedef struct {
     size_t name_off, value_off; /* into hdr */
 } td__hdr_ix;
 
+/* A strict check of a chunked body's framing (RFC 9112 7.1, http_chunked.c),
+ * fed the body's raw bytes before http-parser is: chunk-size lines, the
+ * chunk-ext grammar, the CRLF after each chunk's data and the trailer
+ * lines must all be exact, a bare LF anywhere is refused. A chunk-size
+ * line (with its extensions) longer than TD_HTTP_CHUNK_LINE_MAX is refused
+ * too: http-parser bounds neither. */
+#define TD_HTTP_CHUNK_LINE_MAX 4096
+typedef struct {
+    int state;
+    uint64_t left; /* the chunk's size while on its line, then its bytes still due */
+    size_t line;   /* bytes of the chunk-size line so far */
+} td__chunked;
+
+void td__chunked_init(td__chunked *ck);
+/* Checks n more bytes of the body. 0: all n are valid framing and more is
+ * due; 1: the message ends after the first *used bytes (the rest belong to
+ * the next one); -1: invalid (400). Once 1 or -1, it stays so. */
+int td__chunked_scan(td__chunked *ck, const char *data, size_t n, size_t *used);
+
 /* Private to http_server.c; here so that callers can embed it. */
 typedef struct {
     http_parser parser;
@@ -65,6 +85,13 @@ typedef struct {
     int in_request;   /* a request has begun and is not complete yet */
     unsigned long begun; /* requests begun on this connection */
     int err_status;   /* 4xx/5xx our callbacks chose when they failed */
+    /* A chunked body's framing, checked ahead of the parser: ck_begin is
+     * set at its headers (the parser pauses there), ck_on while its body
+     * is read; ck_scanned bytes past the parser's position are checked,
+     * ck_final once they reach the message's end. */
+    td__chunked ck;
+    int ck_begin, ck_on, ck_final;
+    size_t ck_scanned;
 
     int stop;        /* process no more requests (closing or closed) */
     int close_after; /* close the connection once out has been written */

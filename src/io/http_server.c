@@ -183,6 +183,7 @@ static int on_message_begin(http_parser *p)
     c->header_bytes = 0;
     c->in_value = 0;
     c->headers_done = 0;
+    c->ck_begin = c->ck_on = 0;
     c->in_request = 1;
     c->begun++;
     return 0;
@@ -316,6 +317,10 @@ static int on_headers_complete(http_parser *p)
     c->headers_done = 1;
     int has_length = (p->flags & F_CONTENTLENGTH) != 0;
     int chunked = (p->flags & F_CHUNKED) != 0;
+    /* RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message may be
+     * framed otherwise by a 1.0 hop in front; nginx and Envoy refuse it */
+    if (p->http_minor == 0 && find_header(c, "transfer-encoding"))
+        return reject(c, 400);
     if (has_length && p->content_length > c->max_body)
         return reject(c, 413);
     if (has_length || chunked) {
@@ -329,6 +334,11 @@ static int on_headers_complete(http_parser *p)
             if (st != TD_OK)
                 return reject(c, 503);
         }
+    }
+    if (chunked) {
+        /* the feed loop checks the body's framing before the parser reads it */
+        c->ck_begin = 1;
+        http_parser_pause(p, 1);
     }
     return 0;
 }
@@ -577,6 +587,64 @@ static void keep_pending(td__http_conn *c, const char *data, size_t n)
         c->later_keep = 0;
 }
 
+/* http_parser_execute over data[0..n) for td__http_conn_feed, with a
+ * chunked body's framing checked (td__chunked_scan) before the parser
+ * reads it. Returns the bytes the parser consumed; its errno says why it
+ * stopped. An invalid framing is an error (400) of the parser. */
+static size_t parse_checked(td__http_conn *c, const char *data, size_t n)
+{
+    size_t done = 0;
+    while (done < n) {
+        size_t avail = n - done;
+        if (c->ck_on) {
+            if (!c->ck_final && c->ck_scanned < avail) {
+                size_t m;
+                int r = td__chunked_scan(&c->ck, data + done + c->ck_scanned, avail - c->ck_scanned,
+                                         &m);
+                if (r < 0) {
+                    reject(c, 400);
+                    c->parser.http_errno = HPE_INVALID_CHUNK_SIZE;
+                    return done;
+                }
+                c->ck_scanned += m;
+                c->ck_final = r;
+            }
+            if (avail > c->ck_scanned)
+                avail = c->ck_scanned;
+        }
+        size_t k = http_parser_execute(&c->parser, &request_settings, data + done, avail);
+        done += k;
+        if (c->ck_on) {
+            c->ck_scanned -= k;
+            if (c->ck_final && c->ck_scanned == 0)
+                c->ck_on = 0;
+        }
+        enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+        if (e == HPE_PAUSED && c->ck_begin && !c->stop && !c->deferred) {
+            /* paused at the headers' end: the parser has yet to take
+             * their last LF; the body's framing is checked from after it */
+            c->ck_begin = 0;
+            http_parser_pause(&c->parser, 0);
+            if (done < n && data[done] == '\n') {
+                done += http_parser_execute(&c->parser, &request_settings, data + done, 1);
+                if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK)
+                    return done;
+            }
+            /* (an upgrade without a body would have ended the message) */
+            if (c->in_request) {
+                td__chunked_init(&c->ck);
+                c->ck_on = 1;
+                c->ck_final = 0;
+                c->ck_scanned = 0;
+            }
+            continue;
+        }
+        if (e != HPE_OK || c->parser.upgrade || k < avail)
+            return done;
+    }
+    return done;
+}
+
 void td__http_conn_feed(td__http_conn *c, const char *data, size_t n)
 {
     if (c->stop || n == 0)
@@ -585,7 +653,7 @@ void td__http_conn_feed(td__http_conn *c, const char *data, size_t n)
         keep_pending(c, data, n);
         return;
     }
-    size_t used = http_parser_execute(&c->parser, &request_settings, data, n);
+    size_t used = parse_checked(c, data, n);
     enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
     if (e == HPE_PAUSED && c->deferred && !c->stop) {
         keep_pending(c, data + used, n - used);

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <openssl/ssl.h>
@@ -111,6 +112,7 @@ void px_conn_close(px_conn *c)
         return;
     c->closing = 1;
     c->stop = 1;
+    px_conn_forget(c); /* uv_close closes the descriptor now */
     if (c->rq.state != RQ_IDLE || c->rq.cfg)
         px_req_abort(c);
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
@@ -365,6 +367,7 @@ static int on_message_begin(http_parser *p)
     r->in_value = 0;
     r->headers_done = 0;
     r->err_status = 0;
+    c->ck_begin = c->ck_on = 0;
     r->state = RQ_READING;
     r->t_start = px_now();
     if (c->timer_mode != TM_HEADER)
@@ -517,6 +520,12 @@ static int on_headers_complete(http_parser *p)
     if (p->http_major != 1 || p->http_minor > 1)
         return refuse(c, 505);
     r->headers_done = 1;
+    /* RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message may be
+     * framed otherwise by a 1.0 hop in front; nginx and Envoy refuse it */
+    if (p->http_minor == 0)
+        for (size_t i = 0; i < r->n_ix; i++)
+            if (strcasecmp(r->hdr.p + r->ix[i].name_off, "transfer-encoding") == 0)
+                return refuse(c, 400);
     /* the target as received; the path is a part of it (route matching
      * NUL-terminates it in place for the lookup) */
     if (td__buf_append(&r->url, "", 0) != TD_OK || !r->url.p)
@@ -538,7 +547,11 @@ static int on_headers_complete(http_parser *p)
     r->t_body_start = px_now();
     px_timer_set(c, has_body ? TM_BODY : TM_NONE, PX_BODY_TIMEOUT_MS);
     px_req_headers(c);
-    if (c->stop)
+    if (c->rq.tenant && !c->authed)
+        px_conn_authenticated(c); /* a valid key; a wrong one leaves it on the clock */
+    if (p->flags & F_CHUNKED)
+        c->ck_begin = 1; /* conn_process checks the body's framing first */
+    if (c->stop || c->ck_begin)
         http_parser_pause(p, 1);
     return 0;
 }
@@ -609,10 +622,51 @@ static void conn_process(px_conn *c, const char *data, size_t n)
     size_t start = data ? 0 : c->in_off, len = data ? n : c->in.len - c->in_off, done = 0;
     c->in_parser = 1;
     while (!c->stop && !c->closing && !busy(c) && done < len) {
-        done += http_parser_execute(&c->parser, &request_settings, base + start + done, len - done);
+        const char *at = base + start + done;
+        size_t avail = len - done;
+        if (c->ck_on) {
+            /* a chunked body: the parser reads only what the strict
+             * check has passed, and nothing past the message's end */
+            if (!c->ck_final && c->ck_scanned < avail) {
+                size_t m;
+                int rc = td__chunked_scan(&c->ck, at + c->ck_scanned, avail - c->ck_scanned, &m);
+                if (rc < 0) {
+                    refuse(c, 400);
+                    parse_error(c, HPE_INVALID_CHUNK_SIZE);
+                    break;
+                }
+                c->ck_scanned += m;
+                c->ck_final = rc == 1;
+            }
+            if (avail > c->ck_scanned)
+                avail = c->ck_scanned;
+        }
+        size_t k = http_parser_execute(&c->parser, &request_settings, at, avail);
+        done += k;
+        if (c->ck_on) {
+            c->ck_scanned -= k;
+            if (c->ck_final && c->ck_scanned == 0)
+                c->ck_on = 0;
+        }
         enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
         if (e == HPE_PAUSED) {
             http_parser_pause(&c->parser, 0);
+            if (c->ck_begin && !c->stop) {
+                /* paused at the headers' end, before their last LF: the
+                 * parser takes it, the check starts after it */
+                c->ck_begin = 0;
+                if (done < len && base[start + done] == '\n')
+                    done +=
+                        http_parser_execute(&c->parser, &request_settings, base + start + done, 1);
+                /* (an upgrade without a body would have ended the message) */
+                if (c->rq.state == RQ_READING) {
+                    td__chunked_init(&c->ck);
+                    c->ck_on = 1;
+                    c->ck_final = 0;
+                    c->ck_scanned = 0;
+                }
+            }
+            c->ck_begin = 0;
             continue;
         }
         if (e != HPE_OK) {
@@ -785,16 +839,23 @@ static void on_connection(uv_stream_t *l, int status)
         w->conns->prev = c;
     w->conns = c;
     w->n_conns++;
-    if (uv_accept(l, (uv_stream_t *)&c->tcp) < 0 || w->n_conns > PX_MAX_CONNS ||
+    if (uv_accept(l, (uv_stream_t *)&c->tcp) < 0) {
+        px_conn_close(c);
+        return;
+    }
+    struct sockaddr_storage ss;
+    int slen = sizeof ss;
+    int have_peer = uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &slen) == 0;
+    /* accepted and closed at once when over a cap: the descriptor is
+     * back before the next accept */
+    if (px_conn_admit(c, have_peer ? (struct sockaddr *)&ss : NULL) < 0 ||
         (w->p->tls && td__tls_create(w->p->tls, 1, &c->tls, NULL) != TD_OK)) {
         px_conn_close(c);
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
-    struct sockaddr_storage ss;
-    int slen = sizeof ss;
     strcpy(c->peer, "unknown");
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &slen) == 0) {
+    if (have_peer) {
         if (ss.ss_family == AF_INET)
             uv_ip4_name((struct sockaddr_in *)&ss, c->peer, sizeof c->peer);
         else if (ss.ss_family == AF_INET6)
@@ -812,6 +873,12 @@ static void on_connection(uv_stream_t *l, int status)
 static void on_tick(uv_timer_t *t)
 {
     px_worker *w = t->data;
+    /* connections that showed no valid key in time are owed nothing: closed
+     * at once, not lingered on, so that their descriptors are back now */
+    uint64_t now_ms = uv_now(&w->loop);
+    px_conn *c;
+    while ((c = px_conn_expired(w, now_ms)) != NULL)
+        px_conn_close(c);
     if (++w->ticks % (1000 / PX_METER_FLUSH_MS) == 0)
         px_routes_sweep(w, px_now());
     if (w->p->ledger)
@@ -919,6 +986,19 @@ static int listen_socket(const struct sockaddr_storage *ss, socklen_t alen)
     return fd;
 }
 
+/* The open-file limit less the reserve (proxy_internal.h): every client
+ * connection is a descriptor, and one more than the process may open is
+ * refused by the kernel for every listener at once. */
+static size_t conn_limit_now(void)
+{
+    struct rlimit rl;
+    uint64_t nofile = 1024; /* unknown: the usual soft limit */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        nofile = rl.rlim_cur == RLIM_INFINITY ? (uint64_t)1 << 20 : (uint64_t)rl.rlim_cur;
+    uint64_t reserve = nofile / 4 > PX_FD_RESERVE_MIN ? nofile / 4 : PX_FD_RESERVE_MIN;
+    return nofile > reserve + 16 ? (size_t)(nofile - reserve) : 16;
+}
+
 static void ignore_sigpipe(void)
 {
     struct sigaction sa;
@@ -991,6 +1071,25 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
         p->tls = o->tls;
     }
     p->nworkers = o->workers;
+    p->unauth_per_addr = o->unauth_per_addr == 0  ? PX_UNAUTH_PER_ADDR
+                         : o->unauth_per_addr < 0 ? 0
+                                                  : (unsigned)o->unauth_per_addr;
+    p->auth_timeout_ms = PX_AUTH_TIMEOUT_MS;
+    p->conn_limit = conn_limit_now();
+    td_metrics_conn_limit(p->metrics, p->conn_limit);
+    /* each worker holds its share: a worker never looks at another's
+     * connections (the price, as for the queue split above: with an
+     * uneven spread one worker may refuse while another has room) */
+    size_t share = p->conn_limit / o->workers;
+    if (share < 1)
+        share = 1;
+    if (share > PX_MAX_CONNS)
+        share = PX_MAX_CONNS;
+    if (px_addrs_create(&p->addrs) != TD_OK) {
+        free(p->workers);
+        free(p);
+        return td_err_set(err, TD_ENOMEM, "out of memory starting the gateway");
+    }
     for (unsigned i = 0; i < o->workers; i++) {
         px_worker *w = calloc(1, sizeof *w);
         if (w)
@@ -1003,6 +1102,7 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
         w->p = p;
         w->index = i;
         w->fd = -1;
+        w->max_open = share;
         td__buf_init(&w->log, (size_t)64 << 20);
         td__buf_init(&w->up_head, PX_UP_HEAD_MAX);
         p->workers[i] = w;
@@ -1079,6 +1179,11 @@ int td_proxy_port(const td_proxy *p)
     return p ? p->port : 0;
 }
 
+size_t td_proxy_conn_limit(const td_proxy *p)
+{
+    return p ? p->conn_limit : 0;
+}
+
 void td_proxy_stop(td_proxy *p)
 {
     if (!p)
@@ -1106,5 +1211,6 @@ void td_proxy_stop(td_proxy *p)
     }
     free(p->workers);
     SSL_CTX_free(p->tls);
+    px_addrs_destroy(p->addrs);
     free(p);
 }

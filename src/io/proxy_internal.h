@@ -33,12 +33,23 @@
 #define PX_WRITE_HIGH        ((size_t)1 << 20) /* stop reading the upstream above this backlog */
 #define PX_WRITE_LOW         ((size_t)256 << 10)
 #define PX_MAX_CONNS         16384u /* client connections per worker */
+/* Descriptors (issue 17 item 6): connections that have shown no valid key
+ * are closed this long after accept, and each client address (an IPv4
+ * address, an IPv6 /64) may hold PX_UNAUTH_PER_ADDR of them by default.
+ * Client connections are capped at the open-file limit less a reserve of
+ * a quarter of it (at least PX_FD_RESERVE_MIN) for upstream connections,
+ * the admin listener, stores and logs. */
+#define PX_AUTH_TIMEOUT_MS   10000u
+#define PX_UNAUTH_PER_ADDR   64u
+#define PX_FD_RESERVE_MIN    128u
+#define PX_ADDR_BUCKETS      4096u
 
 typedef struct px_worker px_worker;
 typedef struct px_conn px_conn;
 typedef struct px_up px_up;
 typedef struct px_route px_route;
 typedef struct px_cfg px_cfg;
+typedef struct px_addrs px_addrs;
 
 struct td_proxy {
     td_gateway *g;
@@ -53,6 +64,11 @@ struct td_proxy {
     unsigned nworkers;
     int port;
     px_worker **workers;
+    /* client connections (proxy_conns.c) */
+    px_addrs *addrs;             /* unauthenticated connections per address, all workers */
+    unsigned unauth_per_addr;    /* 0: no cap */
+    uint64_t auth_timeout_ms;
+    size_t conn_limit;           /* over all workers */
 };
 
 /* A worker's reference to one config view, counted per request without
@@ -200,6 +216,18 @@ struct px_conn {
     unsigned in_parser : 1;   /* inside http_parser_execute */
     unsigned stop : 1;        /* parse nothing more */
     unsigned up_paused : 1;   /* the upstream's reading stopped for our backlog */
+    unsigned counted : 1;     /* in w->n_open (accepted and admitted) */
+    unsigned authed : 1;      /* a request on it showed a valid key */
+    unsigned in_unauth : 1;   /* in w's list of unauthenticated connections */
+    unsigned addr_held : 1;   /* holds one of its address's unauthenticated places */
+    px_conn *ua_prev, *ua_next; /* that list, oldest first */
+    uint64_t accepted_ms;       /* loop time of accept */
+    uint8_t addr_key[16];       /* the client address as capped (IPv6: its /64) */
+    /* a chunked body's framing, checked ahead of the parser (as
+     * td__http_conn's ck_* in http_internal.h) */
+    unsigned ck_begin : 1, ck_on : 1, ck_final : 1;
+    size_t ck_scanned;
+    td__chunked ck;
     /* The API key of the connection's last identified request and what it
      * resolved to in the view of generation auth_gen (0: none): a client
      * sending the same key again skips the SHA-256 and the lookup. Wiped
@@ -264,6 +292,8 @@ struct px_worker {
     int stopping;
     px_conn *conns;
     size_t n_conns;
+    size_t n_open, max_open; /* admitted client connections, and this worker's share of the cap */
+    px_conn *ua_head, *ua_tail; /* unauthenticated connections, oldest first */
     px_route **routes; /* [TD_GW_MAX_ROUTES], by route slot */
     px_route *retired;
     td_gw_config *held;
@@ -289,6 +319,29 @@ void px_conn_request_done(px_conn *c);
 void px_timer_set(px_conn *c, px_timer_mode mode, uint64_t ms);
 const char *px_date(px_worker *w);
 uint64_t px_now(void);
+
+/* ---- proxy_conns.c ---- */
+
+/* What the per-address cap counts sa as (NULL or another family: one
+ * key of zeros): an IPv4 address as ::ffff:a.b.c.d, an IPv4-mapped IPv6
+ * address the same, any other IPv6 address as its /64 (the rest zero). */
+void px_addr_key(const struct sockaddr *sa, uint8_t key[16]);
+td_status px_addrs_create(px_addrs **out);
+void px_addrs_destroy(px_addrs *a);
+/* Admits c, just accepted from peer (NULL: unknown): takes a place of its
+ * address's unauthenticated share, and one of the worker's, evicting the
+ * oldest unauthenticated connection when the worker is at its share of
+ * the cap. 0; -1 if c must be closed (counted in the metrics). */
+int px_conn_admit(px_conn *c, const struct sockaddr *peer);
+/* A request on c showed a valid key: c leaves the unauthenticated list
+ * and gives back its address's place. */
+void px_conn_authenticated(px_conn *c);
+/* c is closing: gives back whatever it holds. Idempotent. */
+void px_conn_forget(px_conn *c);
+/* The oldest unauthenticated connection of w if it has passed the
+ * deadline at now_ms, taken out of the list (it is then closed by the
+ * caller), else NULL. */
+px_conn *px_conn_expired(px_worker *w, uint64_t now_ms);
 
 /* ---- proxy_request.c ---- */
 

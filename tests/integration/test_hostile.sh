@@ -1,7 +1,9 @@
 # test_hostile.sh - hostile clients and upstreams against the real tenantd:
 # >= 10,000 generated malformed requests over both listeners (bad request
 # lines and header names, huge or too many headers, oversized bodies,
-# CL+TE smuggling, bad chunking, bad Content-Length, pipelined garbage),
+# CL+TE smuggling, bad chunking, lenient chunk framing (bare LF, no CRLF
+# after data), Transfer-Encoding on HTTP/1.0, bad Content-Length,
+# pipelined garbage; a valid chunk extension is served),
 # slowloris clients (408), an upstream that resets, hangs or answers
 # garbage (502/504); well-formed requests are served throughout and
 # tenantd's RSS stays within a bound (tests/integration/hostile.py).

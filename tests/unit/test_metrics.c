@@ -82,7 +82,23 @@ static const char empty_text[] =
     "# HELP tenantd_shared_limit_degradations_total Times shared (Redis) limits became "
     "unreachable.\n"
     "# TYPE tenantd_shared_limit_degradations_total counter\n"
-    "tenantd_shared_limit_degradations_total 0\n";
+    "tenantd_shared_limit_degradations_total 0\n"
+    "# HELP tenantd_gateway_client_connections Client connections open on the data listener, by "
+    "whether a valid key was seen.\n"
+    "# TYPE tenantd_gateway_client_connections gauge\n"
+    "tenantd_gateway_client_connections{state=\"authenticated\"} 0\n"
+    "tenantd_gateway_client_connections{state=\"unauthenticated\"} 0\n"
+    "# HELP tenantd_gateway_client_connection_limit Client connections the data listener holds at "
+    "most (open files less the reserve).\n"
+    "# TYPE tenantd_gateway_client_connection_limit gauge\n"
+    "tenantd_gateway_client_connection_limit 0\n"
+    "# HELP tenantd_gateway_connections_closed_total Client connections the gateway refused or "
+    "closed to keep descriptors for others.\n"
+    "# TYPE tenantd_gateway_connections_closed_total counter\n"
+    "tenantd_gateway_connections_closed_total{reason=\"per_address\"} 0\n"
+    "tenantd_gateway_connections_closed_total{reason=\"limit\"} 0\n"
+    "tenantd_gateway_connections_closed_total{reason=\"evicted\"} 0\n"
+    "tenantd_gateway_connections_closed_total{reason=\"auth_timeout\"} 0\n";
 
 static void test_render_empty(void **state)
 {
@@ -142,6 +158,15 @@ static void test_render_exact(void **state)
     td_metrics_shared_degraded(m, 1);
     td_metrics_shared_degraded(m, 1);
     td_metrics_shared_degraded(m, 0);
+    td_metrics_conns_add(m, 3, 2);
+    td_metrics_conns_add(m, -1, -1);
+    td_metrics_conn_limit(m, 384);
+    td_metrics_conn_closed(m, TD_CONN_PER_ADDRESS);
+    td_metrics_conn_closed(m, TD_CONN_PER_ADDRESS);
+    td_metrics_conn_closed(m, TD_CONN_EVICTED);
+    for (int i = 0; i < 3; i++)
+        td_metrics_conn_closed(m, TD_CONN_AUTH_TIMEOUT);
+    td_metrics_conn_closed(m, TD_CONN_REASON_COUNT); /* out of range: ignored */
     td_metrics_shared_degraded(m, 1);
 
     static const char *const want_parts[] = {
@@ -238,8 +263,24 @@ static void test_render_exact(void **state)
         "unreachable.\n",
         "# TYPE tenantd_shared_limit_degradations_total counter\n",
         "tenantd_shared_limit_degradations_total 2\n",
+        "# HELP tenantd_gateway_client_connections Client connections open on the data listener, "
+        "by whether a valid key was seen.\n",
+        "# TYPE tenantd_gateway_client_connections gauge\n",
+        "tenantd_gateway_client_connections{state=\"authenticated\"} 1\n",
+        "tenantd_gateway_client_connections{state=\"unauthenticated\"} 1\n",
+        "# HELP tenantd_gateway_client_connection_limit Client connections the data listener holds "
+        "at most (open files less the reserve).\n",
+        "# TYPE tenantd_gateway_client_connection_limit gauge\n",
+        "tenantd_gateway_client_connection_limit 384\n",
+        "# HELP tenantd_gateway_connections_closed_total Client connections the gateway refused or "
+        "closed to keep descriptors for others.\n",
+        "# TYPE tenantd_gateway_connections_closed_total counter\n",
+        "tenantd_gateway_connections_closed_total{reason=\"per_address\"} 2\n",
+        "tenantd_gateway_connections_closed_total{reason=\"limit\"} 0\n",
+        "tenantd_gateway_connections_closed_total{reason=\"evicted\"} 1\n",
+        "tenantd_gateway_connections_closed_total{reason=\"auth_timeout\"} 3\n",
     };
-    char want[8192] = "";
+    char want[16384] = "";
     for (size_t i = 0; i < sizeof want_parts / sizeof want_parts[0]; i++)
         strcat(want, want_parts[i]);
     char *out = render(m, names);

@@ -22,8 +22,10 @@
 
 #define S    1000000000LL
 #define HOUR (3600 * S)
-/* 2026-12-02T00:00:00Z */
-#define T0 1796169600LL * S
+/* 2037-12-02T00:00:00Z, a Wednesday: in the future, so that the writer's own
+ * compaction on the real clock never rolls up what a test just wrote (with a
+ * 24 h retention, 2026-12-02 became a time bomb on 2026-12-03) */
+#define T0 2143324800LL * S
 
 static char dir[256];
 
@@ -394,10 +396,10 @@ static const char v1_sql[] =
     "  storage_bytes INTEGER NOT NULL, gpu_used_milli INTEGER NOT NULL) WITHOUT ROWID;"
     "CREATE INDEX records_start ON records(start_ns);"
     "INSERT INTO meta VALUES ('schema', 1), ('horizon_ns', 0);"
-    "INSERT INTO records VALUES ('v1-a', 0, 0, 1796169601000000000, 1796169601100000000,"
+    "INSERT INTO records VALUES ('v1-a', 0, 0, 2143324801000000000, 2143324801100000000,"
     "  'team-a', 'ml', 'search', 'prod', 'completions', '', '', '', 'ok', 0, 1, 100, 20, 60,"
     "  0, 0, 0, 0, -1);"
-    "INSERT INTO records VALUES ('v1-b', 0, 0, 1796169602000000000, 1796169602100000000,"
+    "INSERT INTO records VALUES ('v1-b', 0, 0, 2143324802000000000, 2143324802100000000,"
     "  'team-b', 'ml', 'search', 'prod', 'completions', '', '', '', 'rejected', 0, 1, 0, 0, 0,"
     "  0, 0, 0, 0, -1);";
 

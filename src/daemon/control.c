@@ -442,10 +442,18 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
     }
     td_config *prev = td_control_snapshot(c);
     for (size_t i = 0; i < td_manifest_count(m); i++) {
-        if (td_workloads_keep_status(prev, td_manifest_doc(m, i), &err) != TD_OK) {
+        td_status ks = td_workloads_keep_status(prev, td_manifest_doc(m, i), &err);
+        if (ks != TD_OK) {
+            /* a foreign namespace is refused as such, before anything of
+             * the Workload stored there is told (422 names its pod sets) */
+            td_object_id id = td_object_identity(td_manifest_doc(m, i));
+            td_err aerr;
+            int code = submit ? td_authz_check(p, TD_AUTHZ_TENANT,
+                                               id.namespace_ ? id.namespace_ : "", &aerr)
+                              : 0;
             td_config_unref(prev);
             td_manifest_destroy(m);
-            reply_error(resp, 500, err.msg);
+            reply_error(resp, code ? code : ks == TD_EINVAL ? 422 : 500, code ? aerr.msg : err.msg);
             return;
         }
     }

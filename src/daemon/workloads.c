@@ -639,6 +639,12 @@ td_status td_workloads_keep_status(const td_config *cur, json_t *doc, td_err *er
         return TD_OK;
     td_object_id id = td_object_identity(doc);
     json_t *old = td_config_get(cur, "Workload", id.namespace_, id.name);
+    /* An admitted (or finished) Workload runs, and is billed, as admitted:
+     * Kueue refuses an update of its pod sets rather than let it hold more
+     * than its quota reservation. */
+    td_status vs = td_queue_workload_update_check(old, doc, err);
+    if (vs != TD_OK)
+        return vs;
     json_t *st = json_object_get(old, "status");
     json_object_del(doc, "status");
     if (st && json_object_set(doc, "status", st) != 0)

@@ -1516,3 +1516,67 @@ td_status td_queue_submit(td_queue *q, const json_t *wl, const td_manifest *src,
     }
     return TD_OK;
 }
+
+/* ---- updates of a stored Workload ---------------------------------------- */
+
+/* Whether wl holds (or held, finished) a quota reservation: the record the
+ * daemon keeps in status.tenantd, or Kueue's status.admission. */
+static bool reserved_quota(const json_t *wl)
+{
+    const char *state = td_json_str(wl, "status.tenantd.state");
+    if (state)
+        return strcmp(state, "Admitted") == 0 || strcmp(state, "Finished") == 0;
+    return json_is_object(td_json_path(wl, "status.admission"));
+}
+
+/* "Workload.kueue.x-k8s.io "NAME" is invalid: FIELD: Invalid value: V:
+ * field is immutable", V the new value as compact JSON (cut to fit). */
+static td_status immutable(const json_t *upd, const char *field, const json_t *v, td_err *err)
+{
+    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS) : NULL;
+    const char *name = td_json_str(upd, "metadata.name");
+    td_status st = td_err_set(err, TD_EINVAL,
+                              "Workload.kueue.x-k8s.io \"%.64s\" is invalid: %s: Invalid value: "
+                              "%.80s%s: field is immutable",
+                              name ? name : "", field, s ? s : "null",
+                              s && strlen(s) > 80 ? "..." : "");
+    free(s);
+    return st;
+}
+
+/* The queue a Workload names, as td_queue_submit reads it. */
+static const json_t *queue_name_node(const json_t *wl, const char **field)
+{
+    const json_t *lv =
+        json_object_get(td_json_path(wl, "metadata.labels"), "kueue.x-k8s.io/queue-name");
+    *field = lv ? "metadata.labels[kueue.x-k8s.io/queue-name]" : "spec.queueName";
+    return lv ? lv : td_json_path(wl, "spec.queueName");
+}
+
+td_status td_queue_workload_update_check(const json_t *old, const json_t *upd, td_err *err)
+{
+    if (!old || !reserved_quota(old))
+        return TD_OK; /* pending: any spec change re-queues it with the new spec */
+    const json_t *ops = td_json_path(old, "spec.podSets"), *nps = td_json_path(upd, "spec.podSets");
+    if (json_array_size(ops) != json_array_size(nps) || !json_is_array(nps))
+        return immutable(upd, "spec.podSets", nps, err);
+    for (size_t i = 0; i < json_array_size(ops); i++)
+        if (!json_equal(json_array_get(ops, i), json_array_get(nps, i))) {
+            char field[48];
+            snprintf(field, sizeof field, "spec.podSets[%zu]", i);
+            return immutable(upd, field, json_array_get(nps, i), err);
+        }
+    /* Kueue's rules on the Workload kind: the class and the queue stay as
+     * admitted (their absence on either side is no change to refuse). */
+    static const char *const fields[] = {"spec.priorityClassSource", "spec.priorityClassName"};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        const json_t *o = td_json_path(old, fields[i]), *n = td_json_path(upd, fields[i]);
+        if ((i == 0 || (o && n)) && !(o ? n && json_equal(o, n) : !n))
+            return immutable(upd, fields[i], n, err);
+    }
+    const char *of, *nf;
+    const json_t *oq = queue_name_node(old, &of), *nq = queue_name_node(upd, &nf);
+    if (oq && nq && !json_equal(oq, nq))
+        return immutable(upd, nf, nq, err);
+    return TD_OK;
+}

@@ -667,10 +667,79 @@ static void test_restore_over_quota_and_bad(void **state)
     td_queue_destroy(q);
 }
 
+/* Kueue's ValidateWorkloadUpdate and the Workload kind's rules: what a
+ * resubmission may change, before and after a quota reservation. */
+static void test_workload_update_check(void **state)
+{
+    (void)state;
+    const char *wl = "{\"kind\":\"Workload\",\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\"},"
+                     "\"spec\":{\"queueName\":\"q\",\"priorityClassName\":\"low\","
+                     "\"podSets\":[{\"name\":\"main\",\"count\":1,\"template\":{\"spec\":"
+                     "{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
+                     "{\"nvidia.com/gpu\":\"1\"}}}]}}}]}}";
+    static const struct {
+        const char *name;
+        const char *old_status; /* NULL: pending, no status */
+        const char *path;       /* a change to the new one: path=JSON */
+        const char *value;
+        td_status want;
+        const char *msg;
+    } rows[] = {
+        {"creation", "none", NULL, NULL, TD_OK, NULL},
+        {"pending, same", NULL, NULL, NULL, TD_OK, NULL},
+        {"pending, more GPUs", NULL, "spec.podSets", "[{\"name\":\"main\",\"count\":100}]", TD_OK,
+         NULL},
+        {"pending, other queue", NULL, "spec.queueName", "\"r\"", TD_OK, NULL},
+        {"admitted, same", "{\"tenantd\":{\"state\":\"Admitted\"}}", NULL, NULL, TD_OK, NULL},
+        {"admitted, more pods", "{\"tenantd\":{\"state\":\"Admitted\"}}", "spec.podSets",
+         "[{\"name\":\"main\",\"count\":100}]", TD_EINVAL,
+         "Workload.kueue.x-k8s.io \"w\" is invalid: spec.podSets[0]: Invalid value: "
+         "{\"count\":100,\"name\":\"main\"}: field is immutable"},
+        {"admitted, a second pod set", "{\"tenantd\":{\"state\":\"Admitted\"}}", "spec.podSets",
+         "[{},{}]", TD_EINVAL,
+         "Workload.kueue.x-k8s.io \"w\" is invalid: spec.podSets: Invalid value: [{},{}]: "
+         "field is immutable"},
+        {"finished, fewer GPUs", "{\"tenantd\":{\"state\":\"Finished\"}}", "spec.podSets", "[{}]",
+         TD_EINVAL, "spec.podSets[0]: Invalid value: {}: field is immutable"},
+        {"Kueue's admission, no record", "{\"admission\":{\"clusterQueue\":\"cq\"}}",
+         "spec.podSets", "[{}]", TD_EINVAL, "field is immutable"},
+        {"evicted back to pending", "{\"tenantd\":{\"state\":\"Pending\"}}", "spec.podSets",
+         "[{}]", TD_OK, NULL},
+        {"admitted, other class", "{\"tenantd\":{\"state\":\"Admitted\"}}",
+         "spec.priorityClassName", "\"high\"", TD_EINVAL,
+         "spec.priorityClassName: Invalid value: \"high\": field is immutable"},
+        {"admitted, a class source", "{\"tenantd\":{\"state\":\"Admitted\"}}",
+         "spec.priorityClassSource", "\"kueue.x-k8s.io/workloadpriorityclass\"", TD_EINVAL,
+         "spec.priorityClassSource: Invalid value"},
+        {"admitted, other queue", "{\"tenantd\":{\"state\":\"Admitted\"}}", "spec.queueName",
+         "\"r\"", TD_EINVAL, "spec.queueName: Invalid value: \"r\": field is immutable"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        json_t *old = json_loads(wl, 0, NULL), *upd = json_loads(wl, 0, NULL);
+        assert_non_null(old);
+        if (rows[i].old_status && strcmp(rows[i].old_status, "none") != 0)
+            json_object_set_new(old, "status", json_loads(rows[i].old_status, 0, NULL));
+        if (rows[i].path) {
+            const char *dot = strchr(rows[i].path, '.');
+            json_object_set_new(json_object_get(upd, "spec"), dot + 1,
+                                json_loads(rows[i].value, JSON_DECODE_ANY, NULL));
+        }
+        td_err err = {{0}};
+        const json_t *o = rows[i].old_status && strcmp(rows[i].old_status, "none") == 0 ? NULL : old;
+        td_status st = td_queue_workload_update_check(o, upd, &err);
+        if (st != rows[i].want || (rows[i].msg && !strstr(err.msg, rows[i].msg)))
+            fail_msg("%s: status %d (want %d), message \"%s\"", rows[i].name, st, rows[i].want,
+                     err.msg);
+        json_decref(old);
+        json_decref(upd);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_workload_update_check),
         cmocka_unit_test(test_bad_objects),
         cmocka_unit_test(test_finish_requeues),
         cmocka_unit_test(test_missing_local_queue),

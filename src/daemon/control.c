@@ -320,7 +320,9 @@ static int query_param(const char *query, const char *key, char *out, size_t n)
 }
 
 /* Marks a submitted Workload with its submission time, which orders the
- * queue; a resubmission keeps its place. */
+ * queue: the server's clock (the caller has dropped any stamp the client
+ * wrote and put back the stored one of a resubmission, which so keeps its
+ * place). */
 static td_status stamp_workload(json_t *wl, td_err *err)
 {
     if (!json_is_object(wl) || !td_json_str(wl, "kind") ||
@@ -465,6 +467,12 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         json_t *old = td_config_get(prev, "Workload", pid.namespace_, pid.name);
         json_t *oann = td_json_path(old, "metadata.annotations");
         json_t *meta = json_object_get(doc, "metadata");
+        /* tenantd's own annotations are the server's, as kube-apiserver
+         * ignores a client's creationTimestamp: a client's submitted-at
+         * would jump the queue, its finished-at end (and bill) a run. */
+        json_t *cann = json_object_get(meta, "annotations");
+        json_object_del(cann, TD_SUBMITTED_AT);
+        json_object_del(cann, TD_FINISHED_AT);
         if (old && json_is_object(meta) && json_is_object(oann)) {
             json_t *ann = json_object_get(meta, "annotations");
             if (!ann) {

@@ -20,6 +20,7 @@
 #include "tenantd/jsonarena.h"
 #include "tenantd/jsonfast.h"
 #include "tenantd/manifest.h"
+#include "tenantd/policy.h"
 
 void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway)
 {
@@ -494,6 +495,15 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
          * refuses the whole submission. */
         td_object_id id = td_object_identity(td_manifest_doc(m, i));
         int code = td_authz_check(p, TD_AUTHZ_TENANT, id.namespace_ ? id.namespace_ : "", &err);
+        /* its priority is its class's, a class its namespace may use */
+        td_err perr;
+        td_status ps = code ? TD_OK : td_priority_workload(prev, td_manifest_doc(m, i), &perr);
+        if (ps != TD_OK) {
+            code = ps == TD_EFORBIDDEN ? 403 : 400;
+            snprintf(err.msg, sizeof err.msg, "workloads.kueue.x-k8s.io \"%.60s\" is %s: %s",
+                     id.name ? id.name : "", ps == TD_EFORBIDDEN ? "forbidden" : "invalid",
+                     perr.msg);
+        }
         if (code) {
             td_config_unref(prev);
             td_manifest_destroy(m);

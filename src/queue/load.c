@@ -519,12 +519,11 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
             c->bwc = v == 1;
             json_t *mp = json_object_get(bwc, "maxPriorityThreshold");
             if (mp) {
-                if (!json_is_integer(mp) || json_integer_value(mp) < INT32_MIN ||
-                    json_integer_value(mp) > INT32_MAX)
+                td_err e;
+                if (td_json_int32(mp, &c->bwc_max_priority, &e) != TD_OK)
                     return lfail(l, mp, "spec.preemption.borrowWithinCohort.maxPriorityThreshold",
-                                 "must be a 32-bit integer");
+                                 "%s", e.msg);
                 c->bwc_has_max = true;
-                c->bwc_max_priority = (int32_t)json_integer_value(mp);
             }
             /* Kueue's validation: borrowing within the cohort preempts
              * there, which needs reclaimWithinCohort. */
@@ -674,9 +673,12 @@ static td_status add_priority(lctx *l, bool workload_class)
 {
     td_queue *q = l->q;
     json_t *v = json_object_get(l->obj, "value");
-    if (!json_is_integer(v))
+    if (!v)
         return lfail(l, v, "value", "required: an integer priority");
-    int32_t val = (int32_t)json_integer_value(v);
+    int32_t val;
+    td_err e;
+    if (td_json_int32(v, &val, &e) != TD_OK)
+        return lfail(l, v, "value", "%s", e.msg); /* never wrapped into another priority */
     smap *m = workload_class ? &q->wpc_values : &q->pc_values;
     int32_t **vals = workload_class ? &q->wpc_vals : &q->pc_vals;
     size_t *n = workload_class ? &q->nwpcs : &q->npcs;
@@ -1349,9 +1351,9 @@ static td_status workload_priority(lctx *l, const json_t *spec, int32_t *out)
     td_queue *q = l->q;
     json_t *p = json_object_get(spec, "priority");
     if (p) {
-        if (!json_is_integer(p))
-            return lfail(l, p, "spec.priority", "must be an integer");
-        *out = (int32_t)json_integer_value(p);
+        td_err e;
+        if (td_json_int32(p, out, &e) != TD_OK)
+            return lfail(l, p, "spec.priority", "%s", e.msg);
         return TD_OK;
     }
     json_t *labels = td_json_path(l->obj, "metadata.labels");
@@ -1436,13 +1438,10 @@ static td_status parse_workload(lctx *l, workload *w)
         if (!(w->podset_names[i] = td__qstrdup(psname && *psname ? psname : "main")))
             return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
         json_t *cnt = json_object_get(ps, "count");
-        int64_t count = 1;
-        if (cnt) {
-            if (!json_is_integer(cnt) || json_integer_value(cnt) < 0 ||
-                json_integer_value(cnt) > 1000000)
-                return lfail(l, cnt, "spec.podSets[].count", "must be an integer in [0, 1000000]");
-            count = json_integer_value(cnt);
-        }
+        long long count = 1;
+        td_err e;
+        if (cnt && td_json_int(cnt, 0, 1000000, &count, &e) != TD_OK)
+            return lfail(l, cnt, "spec.podSets[].count", "%s", e.msg);
         int64_t *per = w->requests + i * nres;
         int64_t init[nres];
         memset(init, 0, sizeof init);

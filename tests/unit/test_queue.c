@@ -429,6 +429,15 @@ typedef struct {
 } bad_row;
 
 static const bad_row bad_rows[] = {
+    {"WorkloadPriorityClass value below int32",
+     "apiVersion: kueue.x-k8s.io/v1beta1\nkind: WorkloadPriorityClass\nmetadata: {name: w}\n"
+     "value: -2147483649\n",
+     "x.yaml:4: WorkloadPriorityClass w: value: must be an integer in [-2147483648, 2147483647], "
+     "not -2147483649"},
+    {"PriorityClass value above int32",
+     "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: p}\n"
+     "value: 2147483648\n",
+     "value: must be an integer in [-2147483648, 2147483647], not 2147483648"},
     {"negative quota",
      "kind: ClusterQueue\nmetadata: {name: a}\nspec:\n  resourceGroups:\n"
      "  - coveredResources: [cpu]\n    flavors:\n"
@@ -735,10 +744,50 @@ static void test_workload_update_check(void **state)
     }
 }
 
+/* spec.priority as the queue takes it: int32, never wrapped. */
+static void test_priority_range(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *priority;
+        td_status st;
+        int32_t want;
+        const char *msg;
+    } rows[] = {
+        {"int32 min", "-2147483648", TD_OK, INT32_MIN, NULL},
+        {"below int32, once wrapped to max", "-2147483649", TD_EINVAL, 0,
+         "Workload w: spec.priority: must be an integer in [-2147483648, 2147483647], not "
+         "-2147483649"},
+        {"int32 max", "2147483647", TD_OK, INT32_MAX, NULL},
+        {"above int32, once wrapped to min", "2147483648", TD_EINVAL, 0, "not 2147483648"},
+        {"a real", "1e3", TD_EINVAL, 0, "spec.priority: must be an integer, not 1000.0"},
+        {"a fraction", "1.5", TD_EINVAL, 0, "not 1.5"},
+        {"a boolean", "true", TD_EINVAL, 0, "not true"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        td_queue *q = platform();
+        json_t *w = workload("w standalone 0 1*cpu=1");
+        json_object_set_new(json_object_get(w, "spec"), "priority",
+                            json_loads(rows[i].priority, JSON_DECODE_ANY, NULL));
+        td_err err = {{0}};
+        size_t id = TD_QUEUE_NONE;
+        td_status st = td_queue_submit(q, w, NULL, 0, &id, &err);
+        if (st != rows[i].st || (rows[i].msg && !strstr(err.msg, rows[i].msg)))
+            fail_msg("%s: status %d, message \"%s\"", rows[i].name, st, err.msg);
+        if (st == TD_OK)
+            assert_int_equal(td_queue_workload_priority(q, id), rows[i].want);
+        else
+            assert_int_equal(td_queue_workload_count(q), 0); /* nothing queued */
+        json_decref(w);
+        td_queue_destroy(q);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_priority_range),
         cmocka_unit_test(test_workload_update_check),
         cmocka_unit_test(test_bad_objects),
         cmocka_unit_test(test_finish_requeues),

@@ -38,6 +38,15 @@ td_status td_pools_validate(const td_config *cfg, const char *ns, const json_t *
  * TD_EFORBIDDEN for an unknown class or a conflicting spec.priority. */
 td_status td_priority_mutate(const td_config *cfg, json_t *pod, td_err *err);
 
+/* kube-apiserver's ResourceQuota admission with limitedResources
+ * (AdmissionPolicy spec.resourceQuota.limitedResources, entries of
+ * resource pods): TD_OK unless a matchScopes PriorityClass expression
+ * matches the class name (NULL or "": none) and no ResourceQuota of ns has
+ * a PriorityClass scope selecting it; then TD_EFORBIDDEN "insufficient
+ * quota to match these scopes: [{PriorityClass In [X]}]". */
+td_status td_priority_class_usable(const td_config *cfg, const char *ns, const char *name,
+                                   td_err *err);
+
 /* The Priority plugin for a submitted Kueue Workload (borrowed, not
  * changed: the batch queue computes the same value from the class at every
  * pass). Its class, as the queue reads it: spec.priorityClassName (a

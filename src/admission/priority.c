@@ -116,14 +116,18 @@ static void format_scope(char *buf, size_t n, const json_t *expr)
         snprintf(buf + len, n - len, "]}");
 }
 
-/* kube-apiserver's ResourceQuota admission with limitedResources: a class
- * matched by a limited scope is usable in ns only if one of its
+/* A class matched by a limited scope is usable in ns only if one of its
  * ResourceQuotas selects pods of that class by a PriorityClass scope (and
  * every PriorityClass scope of that quota matches). */
-static td_status class_usable(const td_config *cfg, const char *ns, const char *name, td_err *err)
+td_status td_priority_class_usable(const td_config *cfg, const char *ns, const char *name,
+                                   td_err *err)
 {
     json_t *pol = td_config_admission_policy(cfg);
     json_t *limited = td_json_path(pol, "spec.resourceQuota.limitedResources");
+    if (!limited)
+        return TD_OK; /* the common case, on every review: nothing limited */
+    if (!name)
+        name = "";
     json_t *const *quotas;
     size_t nq = td_config_list(cfg, "ResourceQuota", ns, &quotas);
     size_t i, k;
@@ -194,7 +198,7 @@ td_status td_priority_workload(const td_config *cfg, const json_t *wl, td_err *e
                 break;
             }
     }
-    td_status st = class_usable(cfg, ns && *ns ? ns : "default", name ? name : "", err);
+    td_status st = td_priority_class_usable(cfg, ns && *ns ? ns : "default", name, err);
     if (st != TD_OK)
         return st;
     json_t *given = json_object_get(spec, "priority");

@@ -1543,6 +1543,47 @@ static td_status immutable(const json_t *upd, const char *field, const json_t *v
     return st;
 }
 
+/* Where n first differs from o (unequal): the deepest member or element
+ * both have that differs, its path appended to field (at len, of size);
+ * returns n's value there. A member added or removed, or a type or length
+ * changed, stops at its parent, as the field Kubernetes would name. */
+static const json_t *first_change(const json_t *o, const json_t *n, char *field, size_t len,
+                                  size_t size)
+{
+    for (;;) {
+        const json_t *on = NULL, *nn = NULL;
+        char step[80] = "";
+        if (json_is_object(o) && json_is_object(n) && json_object_size(o) == json_object_size(n)) {
+            const char *k;
+            json_t *x;
+            json_object_foreach((json_t *)n, k, x)
+            {
+                const json_t *y = json_object_get(o, k);
+                if (!y) {
+                    on = nn = NULL; /* a member renamed: the object itself */
+                    break;
+                }
+                if (!on && !json_equal(x, y)) {
+                    on = y, nn = x;
+                    snprintf(step, sizeof step, strpbrk(k, "./") ? "[%.70s]" : ".%.70s", k);
+                }
+            }
+        } else if (json_is_array(o) && json_is_array(n) && json_array_size(o) == json_array_size(n)) {
+            for (size_t i = 0; i < json_array_size(n) && !on; i++)
+                if (!json_equal(json_array_get(o, i), json_array_get(n, i))) {
+                    on = json_array_get(o, i), nn = json_array_get(n, i);
+                    snprintf(step, sizeof step, "[%zu]", i);
+                }
+        }
+        size_t sl = strlen(step);
+        if (!nn || len + sl >= size)
+            return n;
+        memcpy(field + len, step, sl + 1);
+        len += sl;
+        o = on, n = nn;
+    }
+}
+
 /* The queue a Workload names, as td_queue_submit reads it. */
 static const json_t *queue_name_node(const json_t *wl, const char **field)
 {
@@ -1561,9 +1602,11 @@ td_status td_queue_workload_update_check(const json_t *old, const json_t *upd, t
         return immutable(upd, "spec.podSets", nps, err);
     for (size_t i = 0; i < json_array_size(ops); i++)
         if (!json_equal(json_array_get(ops, i), json_array_get(nps, i))) {
-            char field[48];
-            snprintf(field, sizeof field, "spec.podSets[%zu]", i);
-            return immutable(upd, field, json_array_get(nps, i), err);
+            char field[160];
+            int len = snprintf(field, sizeof field, "spec.podSets[%zu]", i);
+            const json_t *v = first_change(json_array_get(ops, i), json_array_get(nps, i), field,
+                                           (size_t)len, sizeof field);
+            return immutable(upd, field, v, err);
         }
     /* Kueue's rules on the Workload kind: the class and the queue stay as
      * admitted (their absence on either side is no change to refuse). */

@@ -146,7 +146,7 @@ code=$(submit "$KEY_A" "$TMP/small.yaml" "$TMP/r")
 code=$(submit "$KEY_A" "$TMP/big.yaml" "$TMP/r")
 [ "$code" = 422 ] && ok "resubmitting it with 100 GPUs is refused (422)" || { not_ok "1 -> 100 GPUs: $code"; cat "$TMP/r"; }
 expect_grep "in Kueue's words" "$TMP/r" 'Workload.kueue.x-k8s.io \"train\" is invalid: spec.podSets'
-expect_grep "naming the rule" "$TMP/r" "field is immutable"
+expect_grep "naming the field that changed and the rule" "$TMP/r" 'spec.podSets[0].template.spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: \"100\": field is immutable'
 u=$(gpu_usage alpha)
 [ "$u" = "1 0" ] && ok "the ClusterQueue still reports 1 GPU used, none borrowed" || not_ok "alpha usage after the refused resubmission: '$u', want '1 0'"
 curl -s -H "Authorization: Bearer $KEY_A" "$BASE/v1/objects?kind=Workload&namespace=team-a&name=train" > "$TMP/stored"

@@ -704,6 +704,19 @@ static void test_workload_update_check(void **state)
          "[{\"name\":\"main\",\"count\":100}]", TD_EINVAL,
          "Workload.kueue.x-k8s.io \"w\" is invalid: spec.podSets[0]: Invalid value: "
          "{\"count\":100,\"name\":\"main\"}: field is immutable"},
+        {"admitted, 1 -> 100 GPUs: named where", "{\"tenantd\":{\"state\":\"Admitted\"}}",
+         "spec.podSets",
+         "[{\"name\":\"main\",\"count\":1,\"template\":{\"spec\":{\"containers\":[{\"name\":"
+         "\"c\",\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"100\"}}}]}}}]",
+         TD_EINVAL,
+         "Workload.kueue.x-k8s.io \"w\" is invalid: spec.podSets[0].template.spec.containers[0]."
+         "resources.requests[nvidia.com/gpu]: Invalid value: \"100\": field is immutable"},
+        {"admitted, a request added", "{\"tenantd\":{\"state\":\"Admitted\"}}", "spec.podSets",
+         "[{\"name\":\"main\",\"count\":1,\"template\":{\"spec\":{\"containers\":[{\"name\":"
+         "\"c\",\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"1\",\"cpu\":\"9\"}}}]}}}]",
+         TD_EINVAL,
+         "spec.podSets[0].template.spec.containers[0].resources.requests: Invalid value: "
+         "{\"cpu\":\"9\",\"nvidia.com/gpu\":\"1\"}: field is immutable"},
         {"admitted, a second pod set", "{\"tenantd\":{\"state\":\"Admitted\"}}", "spec.podSets",
          "[{},{}]", TD_EINVAL,
          "Workload.kueue.x-k8s.io \"w\" is invalid: spec.podSets: Invalid value: [{},{}]: "

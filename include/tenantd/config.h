@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tenantd/manifest.h"
 #include "tenantd/status.h"
@@ -124,6 +125,16 @@ td_config_attachment *td_config_attachment_offer(const td_config *c, td_config_a
  * is missing or of another type. path is dot-separated ("metadata.name"). */
 const char *td_json_str(const json_t *obj, const char *path);
 json_t *td_json_path(const json_t *obj, const char *path);
+
+/* v as a C integer in [min, max], where a JSON number becomes one: only a
+ * JSON integer (1e3 and 1.5 are numbers of another kind, as Go's decoder
+ * into an int32 field refuses them; true and "1" are not numbers). TD_OK
+ * with *out; TD_EINVAL with err "must be an integer in [MIN, MAX], not V"
+ * or "must be an integer, not V" (V as written: -2147483649, 1e3 shown
+ * 1000.0, true, "1"), which the caller prefixes with the field. */
+td_status td_json_int(const json_t *v, long long min, long long max, long long *out, td_err *err);
+/* td_json_int over int32's range (Kubernetes' int32 fields: priority). */
+td_status td_json_int32(const json_t *v, int32_t *out, td_err *err);
 
 /* A copy of v (NULL if v is NULL or out of memory) whose objects and arrays
  * are new, members in the same order, as json_deep_copy makes them but

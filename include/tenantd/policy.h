@@ -38,6 +38,37 @@ td_status td_pools_validate(const td_config *cfg, const char *ns, const json_t *
  * TD_EFORBIDDEN for an unknown class or a conflicting spec.priority. */
 td_status td_priority_mutate(const td_config *cfg, json_t *pod, td_err *err);
 
+/* kube-apiserver's ResourceQuota admission with limitedResources
+ * (AdmissionPolicy spec.resourceQuota.limitedResources, entries of
+ * resource pods): TD_OK unless a matchScopes PriorityClass expression
+ * matches the class name (NULL or "": none) and no ResourceQuota of ns has
+ * a PriorityClass scope selecting it; then TD_EFORBIDDEN "insufficient
+ * quota to match these scopes: [{PriorityClass In [X]}]". */
+td_status td_priority_class_usable(const td_config *cfg, const char *ns, const char *name,
+                                   td_err *err);
+
+/* The Priority plugin for a submitted Kueue Workload (borrowed, not
+ * changed: the batch queue computes the same value from the class at every
+ * pass). Its class, as the queue reads it: spec.priorityClassName (a
+ * WorkloadPriorityClass with priorityClassSource
+ * kueue.x-k8s.io/workloadpriorityclass, else a PriorityClass), the label
+ * kueue.x-k8s.io/priority-class (a WorkloadPriorityClass), the first pod
+ * set's priorityClassName, else the globalDefault PriorityClass, else 0.
+ * Refuses, TD_EFORBIDDEN with kube-apiserver's words:
+ *   an unknown class: "no PriorityClass with name X was found";
+ *   a class the namespace may not use: AdmissionPolicy
+ *     spec.resourceQuota.limitedResources (ResourceQuotaConfiguration's
+ *     field: entries of resource pods, matchScopes on PriorityClass) that
+ *     match the class, with no ResourceQuota in the Workload's namespace
+ *     whose scopeSelector matches it: "insufficient quota to match these
+ *     scopes: [{PriorityClass In [X]}]";
+ *   a spec.priority that is not the class's value: "the integer value of
+ *     priority (N) must not be provided in workload spec; priority
+ *     admission controller computed M from the given PriorityClass name".
+ * TD_EINVAL "spec.priority: must be an integer in [...], not V" for a value
+ * that is no int32 (it would wrap). */
+td_status td_priority_workload(const td_config *cfg, const json_t *wl, td_err *err);
+
 /* Kubernetes' toleration semantics (v1.Toleration.ToleratesTaint). */
 int td_toleration_tolerates(const json_t *toleration, const char *key, const char *value,
                             const char *effect);

@@ -79,6 +79,17 @@ td_status td_queue_seal(td_queue *q, td_err *err);
 td_status td_queue_submit(td_queue *q, const json_t *wl, const td_manifest *src, uint64_t now_ns,
                           size_t *id, td_err *err);
 
+/* Kueue's rules for an update of a stored Workload (ValidateWorkloadUpdate
+ * and the Workload kind's validation rules): once old holds a quota
+ * reservation (its record says Admitted or Finished, or it carries
+ * status.admission), upd's spec.podSets must equal old's, and
+ * spec.priorityClassSource, spec.priorityClassName and the queue it names
+ * stay as they were. A pending old may change in anything. TD_OK, or
+ * TD_EINVAL with kube-apiserver's 422 message: `Workload.kueue.x-k8s.io
+ * "NAME" is invalid: spec.podSets[0]: Invalid value: {...}: field is
+ * immutable`. Borrows both (old may be NULL: a creation). */
+td_status td_queue_workload_update_check(const json_t *old, const json_t *upd, td_err *err);
+
 /* One full admission pass at now_ns: Kueue's cycles (the head of each
  * ClusterQueue, ordered non-borrowing first, then priority, then queue
  * time), repeated until no head can move. Admits, preempts (the minimal

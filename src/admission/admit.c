@@ -329,6 +329,14 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         st = after_validate(cfg, r, rule, td_sandbox_validate(cfg, ns, pod, &err), &err);
     if (st == TD_OK && (rule = "Storage"))
         st = after_validate(cfg, r, rule, td_storage_validate_pod(cfg, ns, pod, &err), &err);
+    /* limitedResources: a limited class needs a quota selecting it in the
+     * namespace, checked before any usage (CheckRequest's order) */
+    if (st == TD_OK && !opts->skip_quota) {
+        td_status lim =
+            td_priority_class_usable(cfg, ns, td_json_str(pod, "spec.priorityClassName"), &err);
+        if (lim != TD_OK && (rule = "ResourceQuota"))
+            st = after_validate(cfg, r, rule, lim, &err);
+    }
     if (st == TD_OK && (opts->skip_quota || !nquotas))
         trace_step(r, "validate", "ResourceQuota", "skipped", NULL,
                    opts->skip_quota ? "quota charges creations only" : "no ResourceQuota in the namespace");

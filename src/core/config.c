@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,38 @@ static td_status vfail(vctx *v, const json_t *node, const char *field, const cha
 const char *td_json_str(const json_t *obj, const char *path)
 {
     return json_string_value(td_json_path(obj, path));
+}
+
+td_status td_json_int(const json_t *v, long long min, long long max, long long *out, td_err *err)
+{
+    if (json_is_integer(v)) {
+        long long x = (long long)json_integer_value(v);
+        if (x < min || x > max)
+            return td_err_set(err, TD_EINVAL, "must be an integer in [%lld, %lld], not %lld", min,
+                              max, x);
+        *out = x;
+        return TD_OK;
+    }
+    char shown[48];
+    if (json_is_real(v)) {
+        snprintf(shown, sizeof shown, "%.17g", json_real_value(v));
+        if (!strpbrk(shown, ".eEni")) /* 1e3 would read as the integer 1000 */
+            strcat(shown, ".0");
+    } else {
+        char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+        snprintf(shown, sizeof shown, "%.40s%s", s ? s : "nothing", s && strlen(s) > 40 ? "..." : "");
+        free(s);
+    }
+    return td_err_set(err, TD_EINVAL, "must be an integer, not %s", shown);
+}
+
+td_status td_json_int32(const json_t *v, int32_t *out, td_err *err)
+{
+    long long x;
+    td_status st = td_json_int(v, INT32_MIN, INT32_MAX, &x, err);
+    if (st == TD_OK)
+        *out = (int32_t)x;
+    return st;
 }
 
 json_t *td_json_copy(const json_t *v)
@@ -291,14 +324,14 @@ static td_status check_number(vctx *v, const json_t *node, const char *field, do
     return TD_OK;
 }
 
+/* An optional integer field in [min, INT32_MAX]: counts and limits read
+ * into 32-bit fields (a concurrency of 2^32 + 1 must not become 1). */
 static td_status check_integer(vctx *v, const json_t *node, const char *field, long long min)
 {
-    if (!node)
-        return TD_OK;
-    if (!json_is_integer(node))
-        return vfail(v, node, field, "must be an integer");
-    if (json_integer_value(node) < min)
-        return vfail(v, node, field, "must be at least %lld", min);
+    long long x;
+    td_err e;
+    if (node && td_json_int(node, min, INT32_MAX, &x, &e) != TD_OK)
+        return vfail(v, node, field, "%s", e.msg);
     return TD_OK;
 }
 
@@ -340,6 +373,8 @@ static int in_list(const char *s, const char *const *list)
     return 0;
 }
 
+static td_status check_scope_exprs(vctx *v, const json_t *exprs, const char *base);
+
 static td_status validate_quota(vctx *v)
 {
     json_t *spec = td_json_path(v->obj, "spec");
@@ -355,13 +390,23 @@ static td_status validate_quota(vctx *v)
         if (!in_list(json_string_value(x), quota_scopes))
             return vfail(v, x, "spec.scopes", "unsupported scope \"%s\"", json_string_value(x));
     }
-    json_t *exprs = td_json_path(v->obj, "spec.scopeSelector.matchExpressions");
+    return check_scope_exprs(v, td_json_path(v->obj, "spec.scopeSelector.matchExpressions"),
+                             "spec.scopeSelector.matchExpressions");
+}
+
+/* ScopedResourceSelectorRequirements (a ResourceQuota's scopeSelector, the
+ * ResourceQuota admission's limitedResources[].matchScopes), as
+ * Kubernetes validates them. */
+static td_status check_scope_exprs(vctx *v, const json_t *exprs, const char *base)
+{
+    size_t i;
+    json_t *x;
     if (exprs && !json_is_array(exprs))
-        return vfail(v, exprs, "spec.scopeSelector.matchExpressions", "must be a list");
+        return vfail(v, exprs, base, "must be a list");
     json_array_foreach(exprs, i, x)
     {
         char f[128];
-        snprintf(f, sizeof f, "spec.scopeSelector.matchExpressions[%zu]", i);
+        snprintf(f, sizeof f, "%s[%zu]", base, i);
         const char *scope = td_json_str(x, "scopeName");
         const char *op = td_json_str(x, "operator");
         json_t *values = json_object_get(x, "values");
@@ -420,9 +465,12 @@ static td_status validate_limitrange(vctx *v)
 static td_status validate_priorityclass(vctx *v)
 {
     json_t *value = json_object_get(v->obj, "value");
-    if (!json_is_integer(value))
+    if (!value)
         return vfail(v, value, "value", "required: an integer priority");
-    json_int_t x = json_integer_value(value);
+    int32_t x;
+    td_err e;
+    if (td_json_int32(value, &x, &e) != TD_OK)
+        return vfail(v, value, "value", "%s", e.msg);
     if (x > 1000000000LL && strncmp(td_json_str(v->obj, "metadata.name"), "system-", 7) != 0)
         return vfail(v, value, "value", "must be at most 1000000000 for user classes");
     json_t *gd = json_object_get(v->obj, "globalDefault");
@@ -1000,7 +1048,7 @@ static td_status validate_admission_policy(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"requiredLabels", "inheritLabelsFromNamespace", "sandbox",
-                                       "enforcement", NULL};
+                                       "enforcement", "resourceQuota", NULL};
     static const char *const sandbox[] = {"runtimeClassName", "untrustedWorkloads", NULL};
     TRY(check_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
@@ -1013,6 +1061,30 @@ static td_status validate_admission_policy(vctx *v)
     TRY(check_string_array(v, json_object_get(sb, "untrustedWorkloads"),
                            "spec.sandbox.untrustedWorkloads"));
     TRY(check_string_array(v, json_object_get(s, "requiredLabels"), "spec.requiredLabels"));
+    /* ResourceQuotaConfiguration's limitedResources: a class matched here
+     * is usable only in a namespace with a ResourceQuota selecting it. */
+    static const char *const rq[] = {"limitedResources", NULL};
+    static const char *const lrk[] = {"resource", "matchContains", "matchScopes", NULL};
+    json_t *rqc = json_object_get(s, "resourceQuota");
+    TRY(check_fields(v, rqc, "spec.resourceQuota", rq));
+    json_t *lrs = json_object_get(rqc, "limitedResources");
+    if (lrs && !json_is_array(lrs))
+        return vfail(v, lrs, "spec.resourceQuota.limitedResources", "must be a list");
+    size_t li;
+    json_t *lr;
+    json_array_foreach(lrs, li, lr)
+    {
+        char f[96];
+        snprintf(f, sizeof f, "spec.resourceQuota.limitedResources[%zu]", li);
+        TRY(check_fields(v, lr, f, lrk));
+        if (!td_json_str(lr, "resource"))
+            return vfail(v, lr, f, "resource: required (e.g. pods)");
+        char g[128];
+        snprintf(g, sizeof g, "%s.matchContains", f);
+        TRY(check_string_array(v, json_object_get(lr, "matchContains"), g));
+        snprintf(g, sizeof g, "%s.matchScopes", f);
+        TRY(check_scope_exprs(v, json_object_get(lr, "matchScopes"), g));
+    }
     json_t *inh = json_object_get(s, "inheritLabelsFromNamespace");
     if (inh && !json_is_boolean(inh))
         return vfail(v, inh, "spec.inheritLabelsFromNamespace", "must be true or false");

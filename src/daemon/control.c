@@ -20,6 +20,7 @@
 #include "tenantd/jsonarena.h"
 #include "tenantd/jsonfast.h"
 #include "tenantd/manifest.h"
+#include "tenantd/policy.h"
 
 void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway)
 {
@@ -320,7 +321,9 @@ static int query_param(const char *query, const char *key, char *out, size_t n)
 }
 
 /* Marks a submitted Workload with its submission time, which orders the
- * queue; a resubmission keeps its place. */
+ * queue: the server's clock (the caller has dropped any stamp the client
+ * wrote and put back the stored one of a resubmission, which so keeps its
+ * place). */
 static td_status stamp_workload(json_t *wl, td_err *err)
 {
     if (!json_is_object(wl) || !td_json_str(wl, "kind") ||
@@ -442,10 +445,18 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
     }
     td_config *prev = td_control_snapshot(c);
     for (size_t i = 0; i < td_manifest_count(m); i++) {
-        if (td_workloads_keep_status(prev, td_manifest_doc(m, i), &err) != TD_OK) {
+        td_status ks = td_workloads_keep_status(prev, td_manifest_doc(m, i), &err);
+        if (ks != TD_OK) {
+            /* a foreign namespace is refused as such, before anything of
+             * the Workload stored there is told (422 names its pod sets) */
+            td_object_id id = td_object_identity(td_manifest_doc(m, i));
+            td_err aerr;
+            int code = submit ? td_authz_check(p, TD_AUTHZ_TENANT,
+                                               id.namespace_ ? id.namespace_ : "", &aerr)
+                              : 0;
             td_config_unref(prev);
             td_manifest_destroy(m);
-            reply_error(resp, 500, err.msg);
+            reply_error(resp, code ? code : ks == TD_EINVAL ? 422 : 500, code ? aerr.msg : err.msg);
             return;
         }
     }
@@ -457,6 +468,12 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         json_t *old = td_config_get(prev, "Workload", pid.namespace_, pid.name);
         json_t *oann = td_json_path(old, "metadata.annotations");
         json_t *meta = json_object_get(doc, "metadata");
+        /* tenantd's own annotations are the server's, as kube-apiserver
+         * ignores a client's creationTimestamp: a client's submitted-at
+         * would jump the queue, its finished-at end (and bill) a run. */
+        json_t *cann = json_object_get(meta, "annotations");
+        json_object_del(cann, TD_SUBMITTED_AT);
+        json_object_del(cann, TD_FINISHED_AT);
         if (old && json_is_object(meta) && json_is_object(oann)) {
             json_t *ann = json_object_get(meta, "annotations");
             if (!ann) {
@@ -478,6 +495,15 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
          * refuses the whole submission. */
         td_object_id id = td_object_identity(td_manifest_doc(m, i));
         int code = td_authz_check(p, TD_AUTHZ_TENANT, id.namespace_ ? id.namespace_ : "", &err);
+        /* its priority is its class's, a class its namespace may use */
+        td_err perr;
+        td_status ps = code ? TD_OK : td_priority_workload(prev, td_manifest_doc(m, i), &perr);
+        if (ps != TD_OK) {
+            code = ps == TD_EFORBIDDEN ? 403 : 400;
+            snprintf(err.msg, sizeof err.msg, "workloads.kueue.x-k8s.io \"%.60s\" is %s: %s",
+                     id.name ? id.name : "", ps == TD_EFORBIDDEN ? "forbidden" : "invalid",
+                     perr.msg);
+        }
         if (code) {
             td_config_unref(prev);
             td_manifest_destroy(m);

@@ -11,6 +11,7 @@
  * the past. */
 #include "daemon/workloads.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,12 +25,20 @@ static const char *const setup_kinds[] = {"ResourceFlavor", "Cohort", "ClusterQu
                                           "LocalQueue", "PriorityClass",
                                           "WorkloadPriorityClass", "NodePool"};
 
+/* A time in ns since the epoch, as a record or an annotation holds it (a
+ * decimal string, or a JSON integer); 0 (none) for anything else: a sign,
+ * a non-digit or more than uint64 holds never wraps into another time. */
 static uint64_t ns_value(const json_t *v)
 {
     if (json_is_integer(v))
-        return (uint64_t)json_integer_value(v);
+        return json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
     const char *s = json_string_value(v);
-    return s ? strtoull(s, NULL, 10) : 0;
+    if (!s || *s < '0' || *s > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    return *end || errno ? 0 : (uint64_t)x;
 }
 
 static uint64_t annotation_ns(const json_t *wl, const char *key)
@@ -639,6 +648,12 @@ td_status td_workloads_keep_status(const td_config *cur, json_t *doc, td_err *er
         return TD_OK;
     td_object_id id = td_object_identity(doc);
     json_t *old = td_config_get(cur, "Workload", id.namespace_, id.name);
+    /* An admitted (or finished) Workload runs, and is billed, as admitted:
+     * Kueue refuses an update of its pod sets rather than let it hold more
+     * than its quota reservation. */
+    td_status vs = td_queue_workload_update_check(old, doc, err);
+    if (vs != TD_OK)
+        return vs;
     json_t *st = json_object_get(old, "status");
     json_object_del(doc, "status");
     if (st && json_object_set(doc, "status", st) != 0)

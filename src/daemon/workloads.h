@@ -56,7 +56,10 @@ td_status td_workloads_pass(const td_config *cfg, uint64_t now_ns, json_t **chan
 /* The queue's records belong to the daemon: a Workload doc (others are left
  * alone) being submitted or applied loses any status it carries and gets
  * the one stored on cur's Workload of that identity, if any (borrowed,
- * shared). TD_ENOMEM only. */
+ * shared). TD_EINVAL, doc unchanged, when that Workload holds a quota
+ * reservation and doc changes what Kueue keeps immutable then
+ * (td_queue_workload_update_check: its pod sets, class, queue): the
+ * caller answers 422. TD_ENOMEM. */
 td_status td_workloads_keep_status(const td_config *cur, json_t *doc, td_err *err);
 
 /* How many times a queue was rebuilt from records (a pass, a replay or a

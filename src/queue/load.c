@@ -519,12 +519,11 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
             c->bwc = v == 1;
             json_t *mp = json_object_get(bwc, "maxPriorityThreshold");
             if (mp) {
-                if (!json_is_integer(mp) || json_integer_value(mp) < INT32_MIN ||
-                    json_integer_value(mp) > INT32_MAX)
+                td_err e;
+                if (td_json_int32(mp, &c->bwc_max_priority, &e) != TD_OK)
                     return lfail(l, mp, "spec.preemption.borrowWithinCohort.maxPriorityThreshold",
-                                 "must be a 32-bit integer");
+                                 "%s", e.msg);
                 c->bwc_has_max = true;
-                c->bwc_max_priority = (int32_t)json_integer_value(mp);
             }
             /* Kueue's validation: borrowing within the cohort preempts
              * there, which needs reclaimWithinCohort. */
@@ -674,9 +673,12 @@ static td_status add_priority(lctx *l, bool workload_class)
 {
     td_queue *q = l->q;
     json_t *v = json_object_get(l->obj, "value");
-    if (!json_is_integer(v))
+    if (!v)
         return lfail(l, v, "value", "required: an integer priority");
-    int32_t val = (int32_t)json_integer_value(v);
+    int32_t val;
+    td_err e;
+    if (td_json_int32(v, &val, &e) != TD_OK)
+        return lfail(l, v, "value", "%s", e.msg); /* never wrapped into another priority */
     smap *m = workload_class ? &q->wpc_values : &q->pc_values;
     int32_t **vals = workload_class ? &q->wpc_vals : &q->pc_vals;
     size_t *n = workload_class ? &q->nwpcs : &q->npcs;
@@ -1349,9 +1351,9 @@ static td_status workload_priority(lctx *l, const json_t *spec, int32_t *out)
     td_queue *q = l->q;
     json_t *p = json_object_get(spec, "priority");
     if (p) {
-        if (!json_is_integer(p))
-            return lfail(l, p, "spec.priority", "must be an integer");
-        *out = (int32_t)json_integer_value(p);
+        td_err e;
+        if (td_json_int32(p, out, &e) != TD_OK)
+            return lfail(l, p, "spec.priority", "%s", e.msg);
         return TD_OK;
     }
     json_t *labels = td_json_path(l->obj, "metadata.labels");
@@ -1436,13 +1438,10 @@ static td_status parse_workload(lctx *l, workload *w)
         if (!(w->podset_names[i] = td__qstrdup(psname && *psname ? psname : "main")))
             return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
         json_t *cnt = json_object_get(ps, "count");
-        int64_t count = 1;
-        if (cnt) {
-            if (!json_is_integer(cnt) || json_integer_value(cnt) < 0 ||
-                json_integer_value(cnt) > 1000000)
-                return lfail(l, cnt, "spec.podSets[].count", "must be an integer in [0, 1000000]");
-            count = json_integer_value(cnt);
-        }
+        long long count = 1;
+        td_err e;
+        if (cnt && td_json_int(cnt, 0, 1000000, &count, &e) != TD_OK)
+            return lfail(l, cnt, "spec.podSets[].count", "%s", e.msg);
         int64_t *per = w->requests + i * nres;
         int64_t init[nres];
         memset(init, 0, sizeof init);
@@ -1514,5 +1513,112 @@ td_status td_queue_submit(td_queue *q, const json_t *wl, const td_manifest *src,
             return td_err_set(err, TD_ENOMEM, "queue: out of memory");
         }
     }
+    return TD_OK;
+}
+
+/* ---- updates of a stored Workload ---------------------------------------- */
+
+/* Whether wl holds (or held, finished) a quota reservation: the record the
+ * daemon keeps in status.tenantd, or Kueue's status.admission. */
+static bool reserved_quota(const json_t *wl)
+{
+    const char *state = td_json_str(wl, "status.tenantd.state");
+    if (state)
+        return strcmp(state, "Admitted") == 0 || strcmp(state, "Finished") == 0;
+    return json_is_object(td_json_path(wl, "status.admission"));
+}
+
+/* "Workload.kueue.x-k8s.io "NAME" is invalid: FIELD: Invalid value: V:
+ * field is immutable", V the new value as compact JSON (cut to fit). */
+static td_status immutable(const json_t *upd, const char *field, const json_t *v, td_err *err)
+{
+    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS) : NULL;
+    const char *name = td_json_str(upd, "metadata.name");
+    td_status st = td_err_set(err, TD_EINVAL,
+                              "Workload.kueue.x-k8s.io \"%.64s\" is invalid: %s: Invalid value: "
+                              "%.80s%s: field is immutable",
+                              name ? name : "", field, s ? s : "null",
+                              s && strlen(s) > 80 ? "..." : "");
+    free(s);
+    return st;
+}
+
+/* Where n first differs from o (unequal): the deepest member or element
+ * both have that differs, its path appended to field (at len, of size);
+ * returns n's value there. A member added or removed, or a type or length
+ * changed, stops at its parent, as the field Kubernetes would name. */
+static const json_t *first_change(const json_t *o, const json_t *n, char *field, size_t len,
+                                  size_t size)
+{
+    for (;;) {
+        const json_t *on = NULL, *nn = NULL;
+        char step[80] = "";
+        if (json_is_object(o) && json_is_object(n) && json_object_size(o) == json_object_size(n)) {
+            const char *k;
+            json_t *x;
+            json_object_foreach((json_t *)n, k, x)
+            {
+                const json_t *y = json_object_get(o, k);
+                if (!y) {
+                    on = nn = NULL; /* a member renamed: the object itself */
+                    break;
+                }
+                if (!on && !json_equal(x, y)) {
+                    on = y, nn = x;
+                    snprintf(step, sizeof step, strpbrk(k, "./") ? "[%.70s]" : ".%.70s", k);
+                }
+            }
+        } else if (json_is_array(o) && json_is_array(n) && json_array_size(o) == json_array_size(n)) {
+            for (size_t i = 0; i < json_array_size(n) && !on; i++)
+                if (!json_equal(json_array_get(o, i), json_array_get(n, i))) {
+                    on = json_array_get(o, i), nn = json_array_get(n, i);
+                    snprintf(step, sizeof step, "[%zu]", i);
+                }
+        }
+        size_t sl = strlen(step);
+        if (!nn || len + sl >= size)
+            return n;
+        memcpy(field + len, step, sl + 1);
+        len += sl;
+        o = on, n = nn;
+    }
+}
+
+/* The queue a Workload names, as td_queue_submit reads it. */
+static const json_t *queue_name_node(const json_t *wl, const char **field)
+{
+    const json_t *lv =
+        json_object_get(td_json_path(wl, "metadata.labels"), "kueue.x-k8s.io/queue-name");
+    *field = lv ? "metadata.labels[kueue.x-k8s.io/queue-name]" : "spec.queueName";
+    return lv ? lv : td_json_path(wl, "spec.queueName");
+}
+
+td_status td_queue_workload_update_check(const json_t *old, const json_t *upd, td_err *err)
+{
+    if (!old || !reserved_quota(old))
+        return TD_OK; /* pending: any spec change re-queues it with the new spec */
+    const json_t *ops = td_json_path(old, "spec.podSets"), *nps = td_json_path(upd, "spec.podSets");
+    if (json_array_size(ops) != json_array_size(nps) || !json_is_array(nps))
+        return immutable(upd, "spec.podSets", nps, err);
+    for (size_t i = 0; i < json_array_size(ops); i++)
+        if (!json_equal(json_array_get(ops, i), json_array_get(nps, i))) {
+            char field[160];
+            int len = snprintf(field, sizeof field, "spec.podSets[%zu]", i);
+            const json_t *v = first_change(json_array_get(ops, i), json_array_get(nps, i), field,
+                                           (size_t)len, sizeof field);
+            return immutable(upd, field, v, err);
+        }
+    /* Kueue's rules on the Workload kind: the class and the queue stay as
+     * admitted (their absence on either side is no change to refuse). */
+    static const char *const fields[] = {"spec.priorityClassSource", "spec.priorityClassName"};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        const json_t *o = td_json_path(old, fields[i]), *n = td_json_path(upd, fields[i]);
+        if ((i == 0 || (o && n)) && !(o ? n && json_equal(o, n) : !n))
+            return immutable(upd, fields[i], n, err);
+    }
+    const char *of, *nf;
+    const json_t *oq = queue_name_node(old, &of), *nq = queue_name_node(upd, &nf);
+    if (oq && nq && !json_equal(oq, nq))
+        return immutable(upd, nf, nq, err);
     return TD_OK;
 }

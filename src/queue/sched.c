@@ -2264,16 +2264,18 @@ td_status td_queue_restore_admission(td_queue *q, size_t id, const json_t *adm,
             bool flavor_ok = false;
             for (size_t r = 0; n != QNONE && r < q->nres; r++)
                 flavor_ok |= as[i * nres + r] == q->nodes[n].flavor;
-            if (n == QNONE || !flavor_ok || !json_is_integer(cnt) || json_integer_value(cnt) <= 0) {
+            /* a pod set has at most 1000000 pods: the sum cannot overflow */
+            long long pods = 0;
+            if (n == QNONE || !flavor_ok || td_json_int(cnt, 1, 1000000, &pods, NULL) != TD_OK) {
                 st = td_err_set(err, TD_EINVAL,
                                 "Workload %s: status.admission.podSetAssignments[%zu]."
                                 "topologyAssignment.domains[%zu]: node \"%s\" is not a node of "
-                                "its flavor, or the count is not positive",
+                                "its flavor, or the count is not an integer in [1, 1000000]",
                                 w->key, i, di, node ? node : "");
                 break;
             }
-            placed_pods += json_integer_value(cnt);
-            if (push_place(q, (uint32_t)n, (uint32_t)i, json_integer_value(cnt)) != 0)
+            placed_pods += pods;
+            if (push_place(q, (uint32_t)n, (uint32_t)i, pods) != 0)
                 st = td_err_set(err, TD_ENOMEM, "queue: out of memory");
         }
         if (st == TD_OK && json_array_size(doms) && placed_pods != w->counts[i])

@@ -199,10 +199,48 @@ static void test_base64(void **state)
     }
 }
 
+/* kube-apiserver's ResourceQuota admission with limitedResources: a pod of
+ * a limited class is admitted only where a quota selects the class. */
+static void test_limited_priority_class(void **state)
+{
+    (void)state;
+    static const char extra[] =
+        "---\napiVersion: tenantd.dev/v1alpha1\nkind: AdmissionPolicy\nmetadata: {name: default}\n"
+        "spec:\n  resourceQuota:\n    limitedResources:\n    - resource: pods\n"
+        "      matchScopes: [{scopeName: PriorityClass, operator: In, values: [high]}]\n---\n"
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: high-pods, namespace: b}\n"
+        "spec:\n  hard: {pods: '10'}\n  scopeSelector:\n    matchExpressions:\n"
+        "    - {scopeName: PriorityClass, operator: In, values: [high]}\n";
+    static const admit_case cases[] = {
+        {"limited class, no quota selecting it",
+         "{\"metadata\":{\"namespace\":\"a\"},\"spec\":{\"priorityClassName\":\"high\","
+         "\"containers\":[{\"name\":\"c\"}]}}",
+         403, "ResourceQuota",
+         "insufficient quota to match these scopes: [{PriorityClass In [high]}]", NULL},
+        {"limited class where a quota selects it",
+         "{\"metadata\":{\"namespace\":\"b\"},\"spec\":{\"priorityClassName\":\"high\","
+         "\"containers\":[{\"name\":\"c\"}]}}",
+         200, NULL, NULL, "{\"spec\":{\"priority\":1000}}"},
+        {"the default class is not limited",
+         "{\"metadata\":{\"namespace\":\"a\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}", 200,
+         NULL, NULL, "{\"spec\":{\"priorityClassName\":\"low\"}}"},
+    };
+    char *yaml = malloc(sizeof platform + sizeof extra);
+    assert_non_null(yaml);
+    memcpy(yaml, platform, sizeof platform - 1);
+    memcpy(yaml + sizeof platform - 1, extra, sizeof extra);
+    td_config *c = test_config("p.yaml", yaml);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_admit_case(c, &cases[i]);
+    td_config_unref(c);
+    free(yaml);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_limited_priority_class),
         cmocka_unit_test(test_review_envelope),
         cmocka_unit_test(test_no_patch),
         cmocka_unit_test(test_base64),

@@ -50,6 +50,39 @@ static const struct {
      "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: a}\n"
      "spec: {scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In}]}}\n",
      TD_EINVAL, "must be at least one value"},
+    {"priority class value below int32", "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+                                          "metadata: {name: w}\nvalue: -2147483649\n",
+     TD_EINVAL, "PriorityClass w: value: must be an integer in [-2147483648, 2147483647], not "
+                "-2147483649"},
+    {"priority class value int32 min", "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+                                        "metadata: {name: w}\nvalue: -2147483648\n",
+     TD_OK, NULL},
+    {"priority class value a real", "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+                                    "metadata: {name: w}\nvalue: 1.5\n",
+     TD_EINVAL, "value: must be an integer, not 1.5"},
+    {"tenant concurrency past 32 bits",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: u}\n"
+     "spec: {gateway: {concurrency: 4294967297}}\n",
+     TD_EINVAL, "spec.gateway.concurrency: must be an integer in [0, 2147483647], not 4294967297"},
+    {"tenant concurrency a string",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: u}\n"
+     "spec: {gateway: {concurrency: \"8\"}}\n",
+     TD_EINVAL, "spec.gateway.concurrency: must be an integer, not \"8\""},
+    {"limitedResources", "apiVersion: tenantd.dev/v1alpha1\nkind: AdmissionPolicy\n"
+                         "metadata: {name: default}\nspec:\n  resourceQuota:\n"
+                         "    limitedResources:\n    - resource: pods\n      matchScopes:\n"
+                         "      - {scopeName: PriorityClass, operator: In, values: [high]}\n",
+     TD_OK, NULL},
+    {"limitedResources In without values",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: AdmissionPolicy\n"
+     "metadata: {name: default}\nspec:\n  resourceQuota:\n"
+     "    limitedResources:\n    - resource: pods\n      matchScopes:\n"
+     "      - {scopeName: PriorityClass, operator: In}\n",
+     TD_EINVAL, "spec.resourceQuota.limitedResources[0].matchScopes[0]: must be at least one value"},
+    {"limitedResources without resource",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: AdmissionPolicy\n"
+     "metadata: {name: default}\nspec:\n  resourceQuota:\n    limitedResources: [{}]\n",
+     TD_EINVAL, "spec.resourceQuota.limitedResources[0]: resource: required"},
     {"tenant unknown field", "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: u}\n"
                              "spec:\n  namespacez: [a]\n",
      TD_EINVAL, "c.yaml:5: Tenant u: spec: unknown field \"namespacez\""},
@@ -270,10 +303,56 @@ static void test_attachment_offer(void **state)
     assert_int_equal(first, 1);
 }
 
+/* td_json_int: where a JSON number becomes a C integer, the boundaries. */
+static void test_json_int(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *json;
+        td_status st;
+        long long want;
+        const char *msg;
+    } rows[] = {
+        {"int32 min", "-2147483648", TD_OK, INT32_MIN, NULL},
+        {"below int32", "-2147483649", TD_EINVAL, 0,
+         "must be an integer in [-2147483648, 2147483647], not -2147483649"},
+        {"int32 max", "2147483647", TD_OK, INT32_MAX, NULL},
+        {"above int32", "2147483648", TD_EINVAL, 0,
+         "must be an integer in [-2147483648, 2147483647], not 2147483648"},
+        {"int64 max", "9223372036854775807", TD_EINVAL, 0, "not 9223372036854775807"},
+        {"zero", "0", TD_OK, 0, NULL},
+        {"an exponent is a real", "1e3", TD_EINVAL, 0, "must be an integer, not 1000.0"},
+        {"a fraction", "1.5", TD_EINVAL, 0, "must be an integer, not 1.5"},
+        {"a whole real", "2.0", TD_EINVAL, 0, "must be an integer, not 2.0"},
+        {"true", "true", TD_EINVAL, 0, "must be an integer, not true"},
+        {"null", "null", TD_EINVAL, 0, "must be an integer, not null"},
+        {"a string", "\"1\"", TD_EINVAL, 0, "must be an integer, not \"1\""},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        json_t *v = json_loads(rows[i].json, JSON_DECODE_ANY, NULL);
+        assert_non_null(v);
+        long long got = -7;
+        int32_t got32 = -7;
+        td_err err = {{0}};
+        td_status st = td_json_int(v, INT32_MIN, INT32_MAX, &got, &err);
+        if (st != rows[i].st || (st == TD_OK && got != rows[i].want) ||
+            (rows[i].msg && !strstr(err.msg, rows[i].msg)))
+            fail_msg("%s: status %d, value %lld, message \"%s\"", rows[i].name, st, got, err.msg);
+        if (td_json_int32(v, &got32, &err) != rows[i].st || (st == TD_OK && got32 != rows[i].want))
+            fail_msg("%s: td_json_int32 disagrees", rows[i].name);
+        if (st != TD_OK)
+            assert_int_equal(got, -7); /* nothing written on a refusal */
+        json_decref(v);
+    }
+    long long x;
+    assert_int_equal(td_json_int(NULL, 0, 1, &x, NULL), TD_EINVAL); /* absent: not a number */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_json_int),
         cmocka_unit_test(test_lookup_and_snapshots),
         cmocka_unit_test(test_unknown_field),
         cmocka_unit_test(test_load_text),

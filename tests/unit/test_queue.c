@@ -429,6 +429,15 @@ typedef struct {
 } bad_row;
 
 static const bad_row bad_rows[] = {
+    {"WorkloadPriorityClass value below int32",
+     "apiVersion: kueue.x-k8s.io/v1beta1\nkind: WorkloadPriorityClass\nmetadata: {name: w}\n"
+     "value: -2147483649\n",
+     "x.yaml:4: WorkloadPriorityClass w: value: must be an integer in [-2147483648, 2147483647], "
+     "not -2147483649"},
+    {"PriorityClass value above int32",
+     "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: p}\n"
+     "value: 2147483648\n",
+     "value: must be an integer in [-2147483648, 2147483647], not 2147483648"},
     {"negative quota",
      "kind: ClusterQueue\nmetadata: {name: a}\nspec:\n  resourceGroups:\n"
      "  - coveredResources: [cpu]\n    flavors:\n"
@@ -667,10 +676,132 @@ static void test_restore_over_quota_and_bad(void **state)
     td_queue_destroy(q);
 }
 
+/* Kueue's ValidateWorkloadUpdate and the Workload kind's rules: what a
+ * resubmission may change, before and after a quota reservation. */
+static void test_workload_update_check(void **state)
+{
+    (void)state;
+    const char *wl = "{\"kind\":\"Workload\",\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\"},"
+                     "\"spec\":{\"queueName\":\"q\",\"priorityClassName\":\"low\","
+                     "\"podSets\":[{\"name\":\"main\",\"count\":1,\"template\":{\"spec\":"
+                     "{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
+                     "{\"nvidia.com/gpu\":\"1\"}}}]}}}]}}";
+    static const struct {
+        const char *name;
+        const char *old_status; /* NULL: pending, no status */
+        const char *path;       /* a change to the new one: path=JSON */
+        const char *value;
+        td_status want;
+        const char *msg;
+    } rows[] = {
+        {"creation", "none", NULL, NULL, TD_OK, NULL},
+        {"pending, same", NULL, NULL, NULL, TD_OK, NULL},
+        {"pending, more GPUs", NULL, "spec.podSets", "[{\"name\":\"main\",\"count\":100}]", TD_OK,
+         NULL},
+        {"pending, other queue", NULL, "spec.queueName", "\"r\"", TD_OK, NULL},
+        {"admitted, same", "{\"tenantd\":{\"state\":\"Admitted\"}}", NULL, NULL, TD_OK, NULL},
+        {"admitted, more pods", "{\"tenantd\":{\"state\":\"Admitted\"}}", "spec.podSets",
+         "[{\"name\":\"main\",\"count\":100}]", TD_EINVAL,
+         "Workload.kueue.x-k8s.io \"w\" is invalid: spec.podSets[0]: Invalid value: "
+         "{\"count\":100,\"name\":\"main\"}: field is immutable"},
+        {"admitted, 1 -> 100 GPUs: named where", "{\"tenantd\":{\"state\":\"Admitted\"}}",
+         "spec.podSets",
+         "[{\"name\":\"main\",\"count\":1,\"template\":{\"spec\":{\"containers\":[{\"name\":"
+         "\"c\",\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"100\"}}}]}}}]",
+         TD_EINVAL,
+         "Workload.kueue.x-k8s.io \"w\" is invalid: spec.podSets[0].template.spec.containers[0]."
+         "resources.requests[nvidia.com/gpu]: Invalid value: \"100\": field is immutable"},
+        {"admitted, a request added", "{\"tenantd\":{\"state\":\"Admitted\"}}", "spec.podSets",
+         "[{\"name\":\"main\",\"count\":1,\"template\":{\"spec\":{\"containers\":[{\"name\":"
+         "\"c\",\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"1\",\"cpu\":\"9\"}}}]}}}]",
+         TD_EINVAL,
+         "spec.podSets[0].template.spec.containers[0].resources.requests: Invalid value: "
+         "{\"cpu\":\"9\",\"nvidia.com/gpu\":\"1\"}: field is immutable"},
+        {"admitted, a second pod set", "{\"tenantd\":{\"state\":\"Admitted\"}}", "spec.podSets",
+         "[{},{}]", TD_EINVAL,
+         "Workload.kueue.x-k8s.io \"w\" is invalid: spec.podSets: Invalid value: [{},{}]: "
+         "field is immutable"},
+        {"finished, fewer GPUs", "{\"tenantd\":{\"state\":\"Finished\"}}", "spec.podSets", "[{}]",
+         TD_EINVAL, "spec.podSets[0]: Invalid value: {}: field is immutable"},
+        {"Kueue's admission, no record", "{\"admission\":{\"clusterQueue\":\"cq\"}}",
+         "spec.podSets", "[{}]", TD_EINVAL, "field is immutable"},
+        {"evicted back to pending", "{\"tenantd\":{\"state\":\"Pending\"}}", "spec.podSets",
+         "[{}]", TD_OK, NULL},
+        {"admitted, other class", "{\"tenantd\":{\"state\":\"Admitted\"}}",
+         "spec.priorityClassName", "\"high\"", TD_EINVAL,
+         "spec.priorityClassName: Invalid value: \"high\": field is immutable"},
+        {"admitted, a class source", "{\"tenantd\":{\"state\":\"Admitted\"}}",
+         "spec.priorityClassSource", "\"kueue.x-k8s.io/workloadpriorityclass\"", TD_EINVAL,
+         "spec.priorityClassSource: Invalid value"},
+        {"admitted, other queue", "{\"tenantd\":{\"state\":\"Admitted\"}}", "spec.queueName",
+         "\"r\"", TD_EINVAL, "spec.queueName: Invalid value: \"r\": field is immutable"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        json_t *old = json_loads(wl, 0, NULL), *upd = json_loads(wl, 0, NULL);
+        assert_non_null(old);
+        if (rows[i].old_status && strcmp(rows[i].old_status, "none") != 0)
+            json_object_set_new(old, "status", json_loads(rows[i].old_status, 0, NULL));
+        if (rows[i].path) {
+            const char *dot = strchr(rows[i].path, '.');
+            json_object_set_new(json_object_get(upd, "spec"), dot + 1,
+                                json_loads(rows[i].value, JSON_DECODE_ANY, NULL));
+        }
+        td_err err = {{0}};
+        const json_t *o = rows[i].old_status && strcmp(rows[i].old_status, "none") == 0 ? NULL : old;
+        td_status st = td_queue_workload_update_check(o, upd, &err);
+        if (st != rows[i].want || (rows[i].msg && !strstr(err.msg, rows[i].msg)))
+            fail_msg("%s: status %d (want %d), message \"%s\"", rows[i].name, st, rows[i].want,
+                     err.msg);
+        json_decref(old);
+        json_decref(upd);
+    }
+}
+
+/* spec.priority as the queue takes it: int32, never wrapped. */
+static void test_priority_range(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *priority;
+        td_status st;
+        int32_t want;
+        const char *msg;
+    } rows[] = {
+        {"int32 min", "-2147483648", TD_OK, INT32_MIN, NULL},
+        {"below int32, once wrapped to max", "-2147483649", TD_EINVAL, 0,
+         "Workload w: spec.priority: must be an integer in [-2147483648, 2147483647], not "
+         "-2147483649"},
+        {"int32 max", "2147483647", TD_OK, INT32_MAX, NULL},
+        {"above int32, once wrapped to min", "2147483648", TD_EINVAL, 0, "not 2147483648"},
+        {"a real", "1e3", TD_EINVAL, 0, "spec.priority: must be an integer, not 1000.0"},
+        {"a fraction", "1.5", TD_EINVAL, 0, "not 1.5"},
+        {"a boolean", "true", TD_EINVAL, 0, "not true"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        td_queue *q = platform();
+        json_t *w = workload("w standalone 0 1*cpu=1");
+        json_object_set_new(json_object_get(w, "spec"), "priority",
+                            json_loads(rows[i].priority, JSON_DECODE_ANY, NULL));
+        td_err err = {{0}};
+        size_t id = TD_QUEUE_NONE;
+        td_status st = td_queue_submit(q, w, NULL, 0, &id, &err);
+        if (st != rows[i].st || (rows[i].msg && !strstr(err.msg, rows[i].msg)))
+            fail_msg("%s: status %d, message \"%s\"", rows[i].name, st, err.msg);
+        if (st == TD_OK)
+            assert_int_equal(td_queue_workload_priority(q, id), rows[i].want);
+        else
+            assert_int_equal(td_queue_workload_count(q), 0); /* nothing queued */
+        json_decref(w);
+        td_queue_destroy(q);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_priority_range),
+        cmocka_unit_test(test_workload_update_check),
         cmocka_unit_test(test_bad_objects),
         cmocka_unit_test(test_finish_requeues),
         cmocka_unit_test(test_missing_local_queue),

@@ -20,11 +20,15 @@ typedef struct td_manifest td_manifest;
  * decoder's ("document contains excessive aliasing"): the JSON values
  * that aliases add may be at most TD_MANIFEST_ALIAS_RATIO times those the
  * text makes itself (counted so far, over the whole stream), or
- * TD_MANIFEST_ALIAS_MIN if that is more. A text of n bytes thus makes at
- * most about 4 * n/2 values (a value takes at least 2 bytes: "1,"), and
- * an alias bomb stops after TD_MANIFEST_ALIAS_MIN copies. */
-#define TD_MANIFEST_ALIAS_RATIO 3u
-#define TD_MANIFEST_ALIAS_MIN   10000u
+ * TD_MANIFEST_ALIAS_MIN if that is more; and the bytes of strings and
+ * keys they add at most TD_MANIFEST_ALIAS_RATIO times the text's length,
+ * or TD_MANIFEST_ALIAS_MIN_BYTES. A text of n bytes thus makes at most
+ * about 4 * n/2 values (a value takes at least 2 bytes: "1,") holding 4 * n
+ * bytes of strings, and an alias bomb stops after TD_MANIFEST_ALIAS_MIN
+ * copies (or 1 MiB of copied strings). */
+#define TD_MANIFEST_ALIAS_RATIO     3u
+#define TD_MANIFEST_ALIAS_MIN       10000u
+#define TD_MANIFEST_ALIAS_MIN_BYTES (1u << 20)
 
 /* td_manifest_opts.flags: refuse every alias, merge keys through an alias
  * included (text from a tenant: nothing it writes is worth expanding). */

@@ -225,6 +225,38 @@ static void test_alias_bombs(void **state)
     alarm(0);
 }
 
+/* Few values but long strings: the bytes aliases copy are budgeted too
+ * (a 100 kB string used 20 times is 21 values and 2 MB). */
+static void test_string_bomb(void **state)
+{
+    (void)state;
+    char *y = malloc(200 * 1024);
+    for (int uses = 3; uses <= 20; uses += 17) {
+        size_t n = (size_t)sprintf(y, "a: &a \"");
+        memset(y + n, 'x', 100000);
+        n += 100000;
+        n += (size_t)sprintf(y + n, "\"\nb: [");
+        for (int i = 0; i < uses; i++)
+            n += (size_t)sprintf(y + n, "%s*a", i ? "," : "");
+        n += (size_t)sprintf(y + n, "]\n");
+        td_manifest *m = NULL;
+        td_err err = {{0}};
+        td_status st = td_manifest_parse("s.yaml", y, n, &m, &err);
+        if (uses == 3) {
+            if (st != TD_OK)
+                fail_msg("%s", err.msg);
+            td_manifest_destroy(m);
+        } else {
+            assert_int_equal(st, TD_EINVAL);
+            /* 10 uses fit in 1 MiB: the 11th is refused */
+            if (!strstr(err.msg, "s.yaml:2: excessive aliasing: *a would add 100000 bytes of "
+                                 "strings to the 1000000 that aliases added so far"))
+                fail_msg("%s", err.msg);
+        }
+    }
+    free(y);
+}
+
 /* What the budget lets through: anchors used as configs use them, and
  * up to TD_MANIFEST_ALIAS_RATIO times the text's own values. */
 static void test_aliases_within_budget(void **state)
@@ -414,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_yaml_write_round_trip),
         cmocka_unit_test(test_single_quoted),
         cmocka_unit_test(test_alias_bombs),
+        cmocka_unit_test(test_string_bomb),
         cmocka_unit_test(test_aliases_within_budget),
         cmocka_unit_test(test_no_aliases),
     };

@@ -371,7 +371,7 @@ static size_t byte_allowance(const builder *b)
  * below the document's root; NULL with b->st set on failure. */
 static json_t *copy_tree(builder *b, json_t *v, int depth)
 {
-    if (depth > MAX_DEPTH) {
+    if ((json_is_object(v) || json_is_array(v)) && depth >= MAX_DEPTH) { /* as in the text */
         fail(b, TD_EINVAL, "%s:%d: nesting deeper than %d levels (through an alias)",
              b->m->name, td_manifest_line(b->m, v), MAX_DEPTH);
         return NULL;

@@ -211,8 +211,8 @@ static void *prep_main(void *arg)
         }
         *m->jobs_tail = j;
         m->jobs_tail = &j->next;
-        /* under the lock: the caller's async is closed only after this
-         * thread is joined (stop_threads), but say it here too */
+        /* the caller's async is closed only once this thread is joined
+         * (stop_threads), so it is open here */
         uv_async_send(&m->loops[0].async);
     }
     pthread_mutex_unlock(&m->mu);

@@ -237,8 +237,8 @@ typedef struct {
 typedef struct {
     json_t *v; /* the container being filled */
     int line;
-    char *anchor;       /* its anchor's name, registered when it is complete */
-    size_t made_before; /* nodes made before it, to count its own */
+    char *anchor;        /* its anchor's name, registered when it is complete */
+    size_t made_before;  /* nodes made before it, to count its own */
     size_t bytes_before; /* likewise string bytes */
     /* a mapping's key waiting for its value */
     char *key;
@@ -257,16 +257,17 @@ typedef struct {
     int depth;
     anchor_ent *anchors; /* of the current document */
     size_t nanchors, anchors_cap;
-    size_t direct; /* JSON values made from the text's own nodes */
-    size_t copied; /* JSON values made by expanding aliases */
+    size_t direct;       /* JSON values made from the text's own nodes */
+    size_t copied;       /* JSON values made by expanding aliases */
     size_t lined_copies; /* copied scalars given their line */
     size_t bytes;        /* of the strings and keys made, copies included */
     size_t copied_bytes; /* of them by aliases */
-    json_t *root;  /* the document's, once complete */
+    json_t *root;        /* the document's, once complete */
     int root_line;
 } builder;
 
-static int fail(builder *b, td_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(builder *b, td_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(builder *b, td_status s, const char *fmt, ...)
 {
@@ -372,8 +373,8 @@ static size_t byte_allowance(const builder *b)
 static json_t *copy_tree(builder *b, json_t *v, int depth)
 {
     if ((json_is_object(v) || json_is_array(v)) && depth >= MAX_DEPTH) { /* as in the text */
-        fail(b, TD_EINVAL, "%s:%d: nesting deeper than %d levels (through an alias)",
-             b->m->name, td_manifest_line(b->m, v), MAX_DEPTH);
+        fail(b, TD_EINVAL, "%s:%d: nesting deeper than %d levels (through an alias)", b->m->name,
+             td_manifest_line(b->m, v), MAX_DEPTH);
         return NULL;
     }
     json_t *c = NULL;
@@ -443,8 +444,8 @@ static json_t *scalar_value(builder *b, struct fy_token *t, int tagged, int line
         fail(b, TD_EINVAL, "%s:%d: NUL byte in a scalar", b->m->name, line);
         return NULL;
     }
-    json_t *v = fy_token_scalar_style(t) == FYSS_PLAIN && !tagged ? plain_scalar(z)
-                                                                    : json_stringn(z, len);
+    json_t *v =
+        fy_token_scalar_style(t) == FYSS_PLAIN && !tagged ? plain_scalar(z) : json_stringn(z, len);
     free(z);
     if (!v)
         fail(b, TD_EINVAL, "%s:%d: scalar is not valid UTF-8", b->m->name, line);
@@ -512,10 +513,9 @@ static int apply_merges(builder *b, frame *f)
             json_t *src = json_is_array(mv) ? json_array_get(mv, p) : mv;
             if (!json_is_object(src)) {
                 json_decref(list);
-                return fail(b, TD_EINVAL,
-                            "%s:%d: a merge key (<<) takes a mapping or a list of mappings",
-                            b->m->name, td_manifest_line(b->m, mv) ? td_manifest_line(b->m, mv)
-                                                                   : f->line);
+                return fail(
+                    b, TD_EINVAL, "%s:%d: a merge key (<<) takes a mapping or a list of mappings",
+                    b->m->name, td_manifest_line(b->m, mv) ? td_manifest_line(b->m, mv) : f->line);
             }
             const char *k;
             json_t *x;
@@ -567,8 +567,8 @@ static int on_event(builder *b, struct fy_event *e)
                 free(key);
                 return fail(b, TD_EINVAL, "%s:%d: NUL byte in a scalar", m->name, line);
             }
-            int merge = fy_token_scalar_style(t) == FYSS_PLAIN && !e->scalar.tag &&
-                        strcmp(key, "<<") == 0;
+            int merge =
+                fy_token_scalar_style(t) == FYSS_PLAIN && !e->scalar.tag && strcmp(key, "<<") == 0;
             if (merge && top->has_merge) {
                 free(key);
                 return fail(b, TD_EINVAL, "%s:%d: duplicate key \"<<\"", m->name, line);

@@ -450,8 +450,8 @@ static int yaml_body_index(const td_http_request *req)
 
 /* A YAML body made into a manifest, or why not. */
 typedef struct {
-    int parsed;   /* 0: not tried (the credential was refused first) */
-    int code;     /* HTTP status of a refusal (400, 413, 500), 0 when m is set */
+    int parsed; /* 0: not tried (the credential was refused first) */
+    int code;   /* HTTP status of a refusal (400, 413, 500), 0 when m is set */
     td_manifest *m;
     td_err err;
 } parsed_body;

@@ -26,8 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * time and memory). */
     td_manifest_opts strict = {TD_MANIFEST_NO_ALIASES};
     td_manifest *plain = NULL;
-    td_status pst = td_manifest_parse_opts("fuzz.yaml", (const char *)data, size, &strict,
-                                           &plain, &err);
+    td_status pst =
+        td_manifest_parse_opts("fuzz.yaml", (const char *)data, size, &strict, &plain, &err);
     assert(pst == TD_OK || err.msg[0] != '\0');
     err.msg[0] = '\0';
     if (td_manifest_parse("fuzz.yaml", (const char *)data, size, &m, &err) != TD_OK) {

@@ -42,6 +42,10 @@ typedef struct {
     size_t n_headers;
     const char *body;
     size_t body_len;
+    /* What td_http_multi_opts.prepare made of this request, off the loops
+     * (e.g. its body parsed), or NULL; borrowed, released after the
+     * handler returns. */
+    void *prepared;
 } td_http_request;
 
 /* Filled in by a handler. The server starts it zeroed. status 0, or one
@@ -115,6 +119,20 @@ typedef struct {
      * and its response handed back. NULL: every request on the caller's loop. */
     bool (*anywhere)(const td_http_request *req, void *user);
     void (*thread_exit)(void *user); /* on each extra thread as it ends; may be NULL */
+    /* Work a request needs before its handler, done on threads of its own
+     * so that no loop waits for it (a body's parse: seconds for a large
+     * one). For a request that anywhere() does not accept and that
+     * wants_prepare() (NULL: every such request; called on the loop that
+     * read it, so cheap) wants prepared, prepare() runs on one of
+     * prepare_threads threads, concurrently with the handler of other
+     * requests, and what it returns is req->prepared when the handler
+     * runs on the caller's loop; release() (may be NULL) frees it after
+     * the handler returns, or if the request is dropped. prepare NULL: no
+     * threads, as before. */
+    bool (*wants_prepare)(const td_http_request *req, void *user);
+    void *(*prepare)(const td_http_request *req, void *user);
+    void (*release)(void *prepared, void *user);
+    unsigned prepare_threads; /* 0: 2 */
 } td_http_multi_opts;
 
 typedef struct td_http_multi td_http_multi;
@@ -127,7 +145,9 @@ typedef struct td_http_multi td_http_multi;
  * caller's loop (a locked queue and uv_async_send), answered there by the
  * handler as if the connection were its own, and its response handed back
  * to the connection's loop to be written; the connection reads nothing
- * more meanwhile, so pipelined requests keep their order. With one loop no
+ * more meanwhile, so pipelined requests keep their order. A request that
+ * wants preparing (o->prepare) goes through a prepare thread first, from
+ * every loop, the caller's included. With one loop no
  * thread is started and the socket is bound as td_http_server_start binds
  * it. Errors as td_http_server_start's (a port in use is TD_EIO: a probe
  * socket without SO_REUSEPORT checks it). On failure nothing is left

@@ -15,12 +15,47 @@ typedef struct td_manifest td_manifest;
 /* Largest manifest accepted, in bytes. */
 #define TD_MANIFEST_MAX (16u << 20)
 
+/* Aliases (*name) are expanded by copying what their anchor (&name) made,
+ * merge keys (<<: *base) included, within a budget like Kubernetes' YAML
+ * decoder's ("document contains excessive aliasing"): the JSON values
+ * that aliases add may be at most TD_MANIFEST_ALIAS_RATIO times those the
+ * text makes itself (counted so far, over the whole stream), or
+ * TD_MANIFEST_ALIAS_MIN if that is more; and the bytes of strings and
+ * keys they add at most TD_MANIFEST_ALIAS_RATIO times the text's length,
+ * or TD_MANIFEST_ALIAS_MIN_BYTES. A text of n bytes thus makes at most
+ * about 4 * n/2 values (a value takes at least 2 bytes: "1,") holding 4 * n
+ * bytes of strings, and an alias bomb stops after TD_MANIFEST_ALIAS_MIN
+ * copies (or 1 MiB of copied strings). */
+#define TD_MANIFEST_ALIAS_RATIO     3u
+#define TD_MANIFEST_ALIAS_MIN       10000u
+#define TD_MANIFEST_ALIAS_MIN_BYTES (1u << 20)
+
+/* td_manifest_opts.flags: refuse every alias, merge keys through an alias
+ * included (text from a tenant: nothing it writes is worth expanding). */
+#define TD_MANIFEST_NO_ALIASES 1u
+
+typedef struct {
+    unsigned flags; /* TD_MANIFEST_* */
+} td_manifest_opts;
+
 /* Parses buf (len bytes, need not be NUL-terminated) as a stream of YAML
  * documents; name is used in messages (copied). Empty documents are
  * skipped. Each document must be a mapping. TD_EINVAL with
- * "name:line:col: reason" on a syntax error; nothing is returned then. */
+ * "name:line:col: reason" on a syntax error, "name:line: excessive
+ * aliasing: ..." past the alias budget, "name:line: aliases are not
+ * accepted here" with TD_MANIFEST_NO_ALIASES, a duplicate key or an alias
+ * to no anchor before it; nothing is returned then. o may be NULL (no
+ * flags). */
+td_status td_manifest_parse_opts(const char *name, const char *buf, size_t len,
+                                 const td_manifest_opts *o, td_manifest **out, td_err *err);
+
+/* td_manifest_parse_opts with no flags. */
 td_status td_manifest_parse(const char *name, const char *buf, size_t len, td_manifest **out,
                             td_err *err);
+
+/* JSON values m's documents were made of, and in *from_aliases (if not
+ * NULL) how many of them aliases added. */
+size_t td_manifest_nodes(const td_manifest *m, size_t *from_aliases);
 
 /* Reads path ("-" for standard input) and parses it. TD_EIO if it cannot be
  * read, naming the path and the reason. */

@@ -1,6 +1,7 @@
 /* manifest.c - YAML documents to jansson, with a side table of source lines.
- * libfyaml parses (and resolves anchors and merge keys); we walk its tree
- * once, typing plain scalars as YAML 1.2's core schema does. */
+ * libfyaml parses into events; we build JSON from them, typing plain
+ * scalars as YAML 1.2's core schema does, and resolve anchors, aliases and
+ * merge keys ourselves within a budget (see the builder below). */
 #include "tenantd/manifest.h"
 
 #include <errno.h>
@@ -26,15 +27,20 @@ struct td_manifest {
     size_t lines_n;
     const char *src; /* the text being parsed, during td_manifest_parse only */
     size_t src_len;
+    size_t nodes, alias_nodes; /* JSON values made, and of them by aliases */
 };
 
 #define MAX_DEPTH 64
 
 static size_t hash_ptr(const void *p)
 {
-    uintptr_t x = (uintptr_t)p;
+    /* MurmurHash3's fmix64, whole: without its second round, the heap's
+     * evenly spaced pointers clustered (a third of a 3 MiB parse probing) */
+    uint64_t x = (uint64_t)(uintptr_t)p;
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
     x ^= x >> 33;
     return (size_t)x;
 }
@@ -82,19 +88,6 @@ int td_manifest_line(const td_manifest *m, const json_t *node)
         if (m->lines[h].node == node)
             return m->lines[h].line;
         h = (h + 1) & (m->lines_cap - 1);
-    }
-    return 0;
-}
-
-static int node_line(struct fy_node *fyn)
-{
-    struct fy_token *t = NULL;
-    if (fy_node_get_type(fyn) == FYNT_SCALAR)
-        t = fy_node_get_scalar_token(fyn);
-    if (t) {
-        const struct fy_mark *mk = fy_token_start_mark(t);
-        if (mk)
-            return mk->line + 1;
     }
     return 0;
 }
@@ -196,13 +189,12 @@ static size_t single_quoted(const char *p, size_t n, char *o)
  * formats a single-quoted scalar ending in a run of escaped quotes into
  * (b and ten escaped quotes: found by fuzz_scenario), so a single-quoted scalar
  * with an escape is decoded here from the source text instead. */
-static char *scalar_text(const td_manifest *m, struct fy_node *fyn, size_t *len)
+static char *scalar_text(const td_manifest *m, struct fy_token *t, size_t *len)
 {
-    struct fy_token *t = fy_node_get_scalar_token(fyn);
     const struct fy_mark *a = t ? fy_token_start_mark(t) : NULL;
     const struct fy_mark *b = t ? fy_token_end_mark(t) : NULL;
     /* the marks span the inside, between the quotes */
-    if (fy_node_get_style(fyn) == FYNS_SINGLE_QUOTED && a && b && m->src && a->input_pos >= 1 &&
+    if (fy_token_scalar_style(t) == FYSS_SINGLE_QUOTED && a && b && m->src && a->input_pos >= 1 &&
         a->input_pos <= b->input_pos && b->input_pos < m->src_len &&
         m->src[a->input_pos - 1] == '\'' && m->src[b->input_pos] == '\'') {
         const char *in = m->src + a->input_pos;
@@ -219,139 +211,532 @@ static char *scalar_text(const td_manifest *m, struct fy_node *fyn, size_t *len)
             return o;
         }
     }
-    const char *s = fy_node_get_scalar(fyn, len);
+    const char *s = t ? fy_token_get_text(t, len) : NULL;
     if (!s)
         *len = 0;
     return strndup(s ? s : "", *len);
 }
 
-static json_t *convert(td_manifest *m, struct fy_node *fyn, int depth, int parent_line,
-                       td_err *err)
-{
-    if (depth > MAX_DEPTH) {
-        td_err_set(err, TD_EINVAL, "%s:%d: nesting deeper than %d levels", m->name, parent_line,
-                   MAX_DEPTH);
-        return NULL;
-    }
-    json_t *out = NULL;
-    int line = node_line(fyn);
-    if (!line)
-        line = parent_line;
+/* ---- from libfyaml's events to jansson ----------------------------------
+ *
+ * The text is read as a stream of events (fy_parser_parse), never as
+ * libfyaml's document tree: the tree cost about 340 bytes a node before a
+ * single JSON value existed (a 3 MiB body: 508 MB), and with
+ * FYPCF_RESOLVE_DOCUMENT libfyaml expanded every alias into it with no
+ * bound (a 475-byte Workload of 5 levels of 10 aliases: 665 MB and 1.7 s;
+ * 10 levels: 24 GB). Here only the JSON is built, and aliases are expanded
+ * by copying what their anchor made, within a budget (td_manifest_opts). */
 
-    switch (fy_node_get_type(fyn)) {
-    case FYNT_SCALAR: {
-        size_t len;
-        char *z = scalar_text(m, fyn, &len);
-        if (!z)
-            goto oom;
-        if (memchr(z, '\0', len)) {
-            free(z);
-            td_err_set(err, TD_EINVAL, "%s:%d: NUL byte in a scalar", m->name, line);
-            return NULL;
-        }
-        if (fy_node_get_style(fyn) == FYNS_PLAIN && !fy_node_get_tag(fyn, NULL))
-            out = plain_scalar(z);
-        else
-            out = json_stringn(z, len);
-        free(z);
-        if (!out) {
-            td_err_set(err, TD_EINVAL, "%s:%d: scalar is not valid UTF-8", m->name, line);
-            return NULL;
-        }
-        break;
+typedef struct {
+    char *name;
+    json_t *v;    /* a reference */
+    size_t nodes; /* JSON values in v */
+    size_t bytes; /* of its strings and keys */
+} anchor_ent;
+
+typedef struct {
+    json_t *v; /* the container being filled */
+    int line;
+    char *anchor;        /* its anchor's name, registered when it is complete */
+    size_t made_before;  /* nodes made before it, to count its own */
+    size_t bytes_before; /* likewise string bytes */
+    /* a mapping's key waiting for its value */
+    char *key;
+    int key_line;
+    int key_is_merge; /* the key is a plain << */
+    int has_merge;
+    json_t *merges; /* values of its << key, merged in at its end */
+} frame;
+
+typedef struct {
+    td_manifest *m;
+    unsigned flags;
+    td_err *err;
+    td_status st;
+    frame stack[MAX_DEPTH + 1];
+    int depth;
+    anchor_ent *anchors; /* of the current document */
+    size_t nanchors, anchors_cap;
+    size_t direct;       /* JSON values made from the text's own nodes */
+    size_t copied;       /* JSON values made by expanding aliases */
+    size_t lined_copies; /* copied scalars given their line */
+    size_t bytes;        /* of the strings and keys made, copies included */
+    size_t copied_bytes; /* of them by aliases */
+    json_t *root;        /* the document's, once complete */
+    int root_line;
+} builder;
+
+static int fail(builder *b, td_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(builder *b, td_status s, const char *fmt, ...)
+{
+    if (b->st != TD_OK)
+        return -1;
+    b->st = s;
+    if (b->err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(b->err->msg, sizeof b->err->msg, fmt, ap);
+        va_end(ap);
     }
-    case FYNT_SEQUENCE: {
-        out = json_array();
-        if (!out)
-            goto oom;
-        void *it = NULL;
-        struct fy_node *item;
-        int item_line = line;
-        while ((item = fy_node_sequence_iterate(fyn, &it)) != NULL) {
-            json_t *v = convert(m, item, depth + 1, item_line, err);
-            if (!v) {
-                json_decref(out);
-                return NULL;
-            }
-            int l = td_manifest_line(m, v);
-            if (l)
-                item_line = l;
-            if (json_array_append_new(out, v) < 0) {
-                json_decref(out);
-                goto oom;
-            }
-        }
-        break;
+    return -1;
+}
+
+static int oom(builder *b)
+{
+    return fail(b, TD_ENOMEM, "%s: out of memory", b->m->name);
+}
+
+static int token_line(struct fy_token *t)
+{
+    const struct fy_mark *mk = t ? fy_token_start_mark(t) : NULL;
+    return mk ? mk->line + 1 : 0;
+}
+
+static int event_line(struct fy_event *e)
+{
+    const struct fy_mark *mk = fy_event_start_mark(e);
+    return mk ? mk->line + 1 : 0;
+}
+
+static char *token_name(struct fy_token *t)
+{
+    size_t n = 0;
+    const char *s = t ? fy_token_get_text(t, &n) : NULL;
+    return strndup(s ? s : "", s ? n : 0);
+}
+
+static void clear_anchors(builder *b)
+{
+    for (size_t i = 0; i < b->nanchors; i++) {
+        free(b->anchors[i].name);
+        json_decref(b->anchors[i].v);
     }
-    case FYNT_MAPPING: {
-        out = json_object();
-        if (!out)
-            goto oom;
-        void *it = NULL;
-        struct fy_node_pair *pair;
-        int first = 0;
-        while ((pair = fy_node_mapping_iterate(fyn, &it)) != NULL) {
-            struct fy_node *k = fy_node_pair_key(pair);
-            struct fy_node *v = fy_node_pair_value(pair);
-            if (!k || fy_node_get_type(k) != FYNT_SCALAR) {
-                json_decref(out);
-                td_err_set(err, TD_EINVAL, "%s:%d: mapping keys must be scalars", m->name, line);
-                return NULL;
-            }
-            size_t klen;
-            char *key = scalar_text(m, k, &klen);
-            if (!key) {
-                json_decref(out);
-                goto oom;
-            }
-            int kline = node_line(k);
-            if (!kline)
-                kline = line;
-            if (!first)
-                first = kline;
-            json_t *jv;
-            if (v) {
-                jv = convert(m, v, depth + 1, kline, err);
-            } else {
-                jv = json_null();
-            }
-            if (!jv) {
-                free(key);
-                json_decref(out);
-                return NULL;
-            }
-            /* Containers take the line of their key, where a reader looks. */
-            if (json_is_object(jv) || json_is_array(jv)) {
-                if (lines_put(m, jv, kline) < 0) {
-                    free(key);
-                    json_decref(jv);
-                    json_decref(out);
-                    goto oom;
-                }
-            }
-            if (json_object_set_new(out, key, jv) < 0) {
-                free(key);
-                json_decref(out);
-                td_err_set(err, TD_EINVAL, "%s:%d: key is not valid UTF-8", m->name, kline);
-                return NULL;
-            }
-            free(key);
-        }
-        if (first && !td_manifest_line(m, out))
-            line = first < line || !line ? first : line;
-        break;
-    }
-    }
-    if (out && line && !td_manifest_line(m, out) && lines_put(m, out, line) < 0) {
-        json_decref(out);
-        goto oom;
-    }
-    return out;
-oom:
-    td_err_set(err, TD_ENOMEM, "%s: out of memory", m->name);
+    b->nanchors = 0;
+}
+
+/* The latest anchor of that name, as YAML says an alias refers to the
+ * most recent node before it with that anchor. */
+static anchor_ent *find_anchor(builder *b, const char *name)
+{
+    for (size_t i = b->nanchors; i-- > 0;)
+        if (strcmp(b->anchors[i].name, name) == 0)
+            return &b->anchors[i];
     return NULL;
 }
 
+/* Takes over name. */
+static int add_anchor(builder *b, char *name, json_t *v, size_t nodes, size_t bytes)
+{
+    if (b->nanchors == b->anchors_cap) {
+        size_t ncap = b->anchors_cap ? b->anchors_cap * 2 : 16;
+        anchor_ent *na = realloc(b->anchors, ncap * sizeof *na);
+        if (!na) {
+            free(name);
+            return oom(b);
+        }
+        b->anchors = na;
+        b->anchors_cap = ncap;
+    }
+    b->anchors[b->nanchors++] = (anchor_ent){name, json_incref(v), nodes, bytes};
+    return 0;
+}
+
+/* How many JSON values aliases may add: TD_MANIFEST_ALIAS_RATIO times
+ * what the text itself made so far, and at least TD_MANIFEST_ALIAS_MIN. */
+static size_t alias_allowance(const builder *b)
+{
+    size_t r = b->direct * TD_MANIFEST_ALIAS_RATIO;
+    return r > TD_MANIFEST_ALIAS_MIN ? r : TD_MANIFEST_ALIAS_MIN;
+}
+
+/* Whether v has its line already. Only true, false and null (jansson's
+ * shared singletons, which keep their first line) and copies can: a
+ * new value is looked up in the table for nothing, and on a 3 MiB text
+ * those lookups were a third of the parse (a cache miss each). */
+static int line_known(const td_manifest *m, const json_t *v)
+{
+    return (json_is_true(v) || json_is_false(v) || json_is_null(v)) && td_manifest_line(m, v);
+}
+
+/* And how many bytes of strings and keys: TD_MANIFEST_ALIAS_RATIO times
+ * the text's length, and at least TD_MANIFEST_ALIAS_MIN_BYTES. */
+static size_t byte_allowance(const builder *b)
+{
+    size_t r = b->m->src_len * TD_MANIFEST_ALIAS_RATIO;
+    return r > TD_MANIFEST_ALIAS_MIN_BYTES ? r : TD_MANIFEST_ALIAS_MIN_BYTES;
+}
+
+/* A copy of v (made by an anchor) with its source lines, depth levels
+ * below the document's root; NULL with b->st set on failure. */
+static json_t *copy_tree(builder *b, json_t *v, int depth)
+{
+    if ((json_is_object(v) || json_is_array(v)) && depth >= MAX_DEPTH) { /* as in the text */
+        fail(b, TD_EINVAL, "%s:%d: nesting deeper than %d levels (through an alias)", b->m->name,
+             td_manifest_line(b->m, v), MAX_DEPTH);
+        return NULL;
+    }
+    json_t *c = NULL;
+    if (json_is_object(v)) {
+        c = json_object();
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x)
+        {
+            json_t *cx = c ? copy_tree(b, x, depth + 1) : NULL;
+            if (!cx || json_object_set_new(c, k, cx) < 0) {
+                json_decref(c);
+                c = NULL;
+                break;
+            }
+        }
+    } else if (json_is_array(v)) {
+        c = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x)
+        {
+            json_t *cx = c ? copy_tree(b, x, depth + 1) : NULL;
+            if (!cx || json_array_append_new(c, cx) < 0) {
+                json_decref(c);
+                c = NULL;
+                break;
+            }
+        }
+    } else {
+        c = json_copy(v); /* true, false and null are shared singletons */
+        /* Each line is a random access into a table of every value (a
+         * cache and TLB miss once it is large: copying 4.7 million
+         * values with their lines took 13.8 s, without 0.3 s). Containers
+         * keep theirs; scalars the first TD_MANIFEST_ALIAS_MIN copies
+         * only, which covers any config's anchors. */
+        if (b->lined_copies >= TD_MANIFEST_ALIAS_MIN)
+            goto done;
+        b->lined_copies++;
+    }
+    int line = td_manifest_line(b->m, v);
+    if (c && line && !line_known(b->m, c) && lines_put(b->m, c, line) < 0) {
+        json_decref(c);
+        c = NULL;
+    }
+done:
+    if (!c) {
+        if (b->st == TD_OK)
+            oom(b);
+        return NULL;
+    }
+    return c;
+}
+
+/* The text of a scalar event's token as JSON: plain and untagged typed by
+ * the core schema, every other a string. */
+static json_t *scalar_value(builder *b, struct fy_token *t, int tagged, int line)
+{
+    size_t len;
+    char *z = scalar_text(b->m, t, &len);
+    if (!z) {
+        oom(b);
+        return NULL;
+    }
+    if (memchr(z, '\0', len)) {
+        free(z);
+        fail(b, TD_EINVAL, "%s:%d: NUL byte in a scalar", b->m->name, line);
+        return NULL;
+    }
+    json_t *v =
+        fy_token_scalar_style(t) == FYSS_PLAIN && !tagged ? plain_scalar(z) : json_stringn(z, len);
+    free(z);
+    if (!v)
+        fail(b, TD_EINVAL, "%s:%d: scalar is not valid UTF-8", b->m->name, line);
+    return v;
+}
+
+/* Puts a complete value (taken over) where it belongs: the document's
+ * root, the next item of a sequence, or the value of a mapping's pending
+ * key. */
+static int place(builder *b, json_t *v, int line)
+{
+    if (line && !line_known(b->m, v) && lines_put(b->m, v, line) < 0) {
+        json_decref(v);
+        return oom(b);
+    }
+    if (b->depth == 0) {
+        b->root = v;
+        b->root_line = line;
+        return 0;
+    }
+    frame *f = &b->stack[b->depth - 1];
+    if (json_is_array(f->v)) {
+        if (json_array_append_new(f->v, v) < 0)
+            return oom(b);
+        return 0;
+    }
+    char *key = f->key;
+    f->key = NULL;
+    if (f->key_is_merge) {
+        f->key_is_merge = 0;
+        if (!f->merges && !(f->merges = json_array())) {
+            free(key);
+            json_decref(v);
+            return oom(b);
+        }
+        free(key);
+        return json_array_append_new(f->merges, v) < 0 ? oom(b) : 0;
+    }
+    if (json_object_get(f->v, key)) {
+        json_decref(v);
+        fail(b, TD_EINVAL, "%s:%d: duplicate key \"%s\"", b->m->name, f->key_line, key);
+        free(key);
+        return -1;
+    }
+    if (json_object_set_new(f->v, key, v) < 0) {
+        fail(b, TD_EINVAL, "%s:%d: key is not valid UTF-8", b->m->name, f->key_line);
+        free(key);
+        return -1;
+    }
+    free(key);
+    return 0;
+}
+
+/* YAML's merge key: the mappings given to << (one, or a list, earlier
+ * ones first) lend the keys that the mapping does not set itself. */
+static int apply_merges(builder *b, frame *f)
+{
+    json_t *list = f->merges;
+    f->merges = NULL;
+    size_t n = json_array_size(list);
+    for (size_t i = 0; i < n; i++) {
+        json_t *mv = json_array_get(list, i);
+        size_t parts = json_is_array(mv) ? json_array_size(mv) : 1;
+        for (size_t p = 0; p < parts; p++) {
+            json_t *src = json_is_array(mv) ? json_array_get(mv, p) : mv;
+            if (!json_is_object(src)) {
+                json_decref(list);
+                return fail(
+                    b, TD_EINVAL, "%s:%d: a merge key (<<) takes a mapping or a list of mappings",
+                    b->m->name, td_manifest_line(b->m, mv) ? td_manifest_line(b->m, mv) : f->line);
+            }
+            const char *k;
+            json_t *x;
+            /* the merged values are this parse's own copies, used once */
+            json_object_foreach(src, k, x)
+            {
+                if (!json_object_get(f->v, k) && json_object_set(f->v, k, x) < 0) {
+                    json_decref(list);
+                    return oom(b);
+                }
+            }
+        }
+    }
+    json_decref(list);
+    return 0;
+}
+
+static void free_frame(frame *f)
+{
+    json_decref(f->v);
+    json_decref(f->merges);
+    free(f->key);
+    free(f->anchor);
+    memset(f, 0, sizeof *f);
+}
+
+/* One event. 0, or -1 with b->st and the message set. */
+static int on_event(builder *b, struct fy_event *e)
+{
+    td_manifest *m = b->m;
+    frame *top = b->depth ? &b->stack[b->depth - 1] : NULL;
+    int want_key = top && json_is_object(top->v) && !top->key;
+    switch (e->type) {
+    case FYET_DOCUMENT_START:
+        clear_anchors(b);
+        b->root = NULL;
+        return 0;
+    case FYET_SCALAR: {
+        struct fy_token *t = e->scalar.value;
+        int line = token_line(t);
+        if (!line)
+            line = top ? top->line : 1;
+        if (want_key) {
+            size_t klen;
+            char *key = scalar_text(m, t, &klen);
+            if (!key)
+                return oom(b);
+            if (memchr(key, '\0', klen)) {
+                free(key);
+                return fail(b, TD_EINVAL, "%s:%d: NUL byte in a scalar", m->name, line);
+            }
+            int merge =
+                fy_token_scalar_style(t) == FYSS_PLAIN && !e->scalar.tag && strcmp(key, "<<") == 0;
+            if (merge && top->has_merge) {
+                free(key);
+                return fail(b, TD_EINVAL, "%s:%d: duplicate key \"<<\"", m->name, line);
+            }
+            top->has_merge |= merge;
+            b->bytes += klen;
+            top->key = key;
+            top->key_line = line;
+            top->key_is_merge = merge;
+            if (e->scalar.anchor) { /* a key anchored for an alias as a key */
+                char *name = token_name(e->scalar.anchor);
+                json_t *kv = json_string(key);
+                int rc = name && kv ? add_anchor(b, name, kv, 1, klen) : (free(name), oom(b));
+                json_decref(kv);
+                return rc;
+            }
+            return 0;
+        }
+        json_t *v = scalar_value(b, t, e->scalar.tag != NULL, line);
+        if (!v)
+            return -1;
+        b->direct++;
+        size_t sbytes = json_is_string(v) ? json_string_length(v) : 0;
+        b->bytes += sbytes;
+        if (e->scalar.anchor) {
+            char *name = token_name(e->scalar.anchor);
+            if (!name || add_anchor(b, name, v, 1, sbytes) < 0) {
+                json_decref(v);
+                return name ? -1 : oom(b);
+            }
+        }
+        return place(b, v, line);
+    }
+    case FYET_ALIAS: {
+        int line = event_line(e);
+        if (!line)
+            line = top ? top->line : 1;
+        char *name = token_name(e->alias.anchor);
+        if (!name)
+            return oom(b);
+        if (b->flags & TD_MANIFEST_NO_ALIASES) {
+            fail(b, TD_EINVAL, "%s:%d: aliases are not accepted here (*%s): write the value out",
+                 m->name, line, name);
+            free(name);
+            return -1;
+        }
+        anchor_ent *a = find_anchor(b, name);
+        if (!a) {
+            fail(b, TD_EINVAL, "%s:%d: alias *%s names no anchor (&%s) before it", m->name, line,
+                 name, name);
+            free(name);
+            return -1;
+        }
+        if (want_key) {
+            if (!json_is_string(a->v)) {
+                fail(b, TD_EINVAL, "%s:%d: mapping keys must be scalars (*%s is not a string)",
+                     m->name, line, name);
+                free(name);
+                return -1;
+            }
+            free(name);
+            if (!(top->key = strdup(json_string_value(a->v))))
+                return oom(b);
+            top->key_line = line;
+            top->key_is_merge = 0;
+            return 0;
+        }
+        /* the whole expansion is counted before anything is copied */
+        if (a->nodes > alias_allowance(b) - b->copied) {
+            fail(b, TD_EINVAL,
+                 "%s:%d: excessive aliasing: *%s would add %zu values to the %zu that aliases "
+                 "added so far; aliases may add at most %zu here (%u times the %zu values "
+                 "written out, or %u)",
+                 m->name, line, name, a->nodes, b->copied, alias_allowance(b),
+                 TD_MANIFEST_ALIAS_RATIO, b->direct, TD_MANIFEST_ALIAS_MIN);
+            free(name);
+            return -1;
+        }
+        /* and their strings: a 1 MiB string aliased 10,000 times is few
+         * values but 10 GB */
+        if (a->bytes > byte_allowance(b) - b->copied_bytes) {
+            fail(b, TD_EINVAL,
+                 "%s:%d: excessive aliasing: *%s would add %zu bytes of strings to the %zu that "
+                 "aliases added so far; aliases may add at most %zu here (%u times the %zu "
+                 "bytes of the text, or %u)",
+                 m->name, line, name, a->bytes, b->copied_bytes, byte_allowance(b),
+                 TD_MANIFEST_ALIAS_RATIO, m->src_len, TD_MANIFEST_ALIAS_MIN_BYTES);
+            free(name);
+            return -1;
+        }
+        free(name);
+        b->copied += a->nodes;
+        b->copied_bytes += a->bytes;
+        b->bytes += a->bytes;
+        json_t *c = copy_tree(b, a->v, b->depth);
+        if (!c)
+            return -1;
+        /* a container that is a mapping's value takes its key's line */
+        int cline = td_manifest_line(m, c);
+        if (top && json_is_object(top->v) && (json_is_object(c) || json_is_array(c))) {
+            if (lines_put(m, c, top->key_line) < 0) {
+                json_decref(c);
+                return oom(b);
+            }
+            cline = top->key_line;
+        }
+        return place(b, c, cline ? cline : line);
+    }
+    case FYET_SEQUENCE_START:
+    case FYET_MAPPING_START: {
+        int line = event_line(e);
+        if (want_key)
+            return fail(b, TD_EINVAL, "%s:%d: mapping keys must be scalars", m->name,
+                        line ? line : top->line);
+        if (b->depth >= MAX_DEPTH)
+            return fail(b, TD_EINVAL, "%s:%d: nesting deeper than %d levels", m->name,
+                        line ? line : top->line, MAX_DEPTH);
+        /* Containers take the line of their key, where a reader looks. */
+        if (top && json_is_object(top->v))
+            line = top->key_line;
+        if (!line)
+            line = top ? top->line : 1;
+        int seq = e->type == FYET_SEQUENCE_START;
+        struct fy_token *at = seq ? e->sequence_start.anchor : e->mapping_start.anchor;
+        frame *f = &b->stack[b->depth];
+        memset(f, 0, sizeof *f);
+        f->v = seq ? json_array() : json_object();
+        f->line = line;
+        f->made_before = b->direct + b->copied;
+        f->bytes_before = b->bytes;
+        if (at && !(f->anchor = token_name(at))) {
+            json_decref(f->v);
+            return oom(b);
+        }
+        if (!f->v) {
+            free(f->anchor);
+            return oom(b);
+        }
+        b->direct++;
+        b->depth++;
+        return 0;
+    }
+    case FYET_SEQUENCE_END:
+    case FYET_MAPPING_END: {
+        frame *f = top;
+        if (!f)
+            return 0;
+        if (f->merges && apply_merges(b, f) < 0)
+            return -1;
+        json_t *v = f->v;
+        char *anchor = f->anchor;
+        size_t nodes = b->direct + b->copied - f->made_before;
+        size_t bytes = b->bytes - f->bytes_before;
+        int line = f->line;
+        f->v = NULL;
+        f->anchor = NULL;
+        free_frame(f);
+        b->depth--;
+        if (anchor && add_anchor(b, anchor, v, nodes, bytes) < 0) {
+            json_decref(v);
+            return -1;
+        }
+        return place(b, v, line);
+    }
+    default:
+        return 0;
+    }
+}
 
 typedef struct {
     int have;
@@ -452,6 +837,12 @@ void td_manifest_destroy(td_manifest *m)
 td_status td_manifest_parse(const char *name, const char *buf, size_t len, td_manifest **out,
                             td_err *err)
 {
+    return td_manifest_parse_opts(name, buf, len, NULL, out, err);
+}
+
+td_status td_manifest_parse_opts(const char *name, const char *buf, size_t len,
+                                 const td_manifest_opts *o, td_manifest **out, td_err *err)
+{
     if (len > TD_MANIFEST_MAX)
         return td_err_set(err, TD_EINVAL, "%s: larger than %u bytes", name, TD_MANIFEST_MAX);
     td_manifest *m = calloc(1, sizeof *m);
@@ -472,10 +863,11 @@ td_status td_manifest_parse(const char *name, const char *buf, size_t len, td_ma
         td_manifest_destroy(m);
         return td_err_set(err, TD_ENOMEM, "%s: out of memory", name);
     }
+    /* No FYPCF_RESOLVE_DOCUMENT: aliases and merge keys are resolved by
+     * the builder, within its budget. */
     struct fy_parse_cfg cfg = {
         .search_path = "",
-        .flags = FYPCF_RESOLVE_DOCUMENT | FYPCF_JSON_NONE |
-                 FYPCF_DEFAULT_VERSION_1_2,
+        .flags = FYPCF_JSON_NONE | FYPCF_DEFAULT_VERSION_1_2,
         .userdata = NULL,
         .diag = diag,
     };
@@ -513,45 +905,43 @@ td_status td_manifest_parse(const char *name, const char *buf, size_t len, td_ma
         return td_err_set(err, TD_EINVAL, "%s:%d:%d: invalid UTF-8 (YAML text must be UTF-8)",
                           name, line, col);
     }
-    td_status st = TD_OK;
+    builder b;
+    memset(&b, 0, sizeof b);
+    b.m = m;
+    b.flags = o ? o->flags : 0;
+    b.err = err;
+    b.st = TD_OK;
     m->src = copy;
     m->src_len = len;
-    if (fy_parser_set_string(fyp, copy, len) != 0) {
-        st = td_err_set(err, TD_EINVAL, "%s: cannot read input", name);
-        goto done;
-    }
     size_t cap = 0;
-    for (;;) {
-        struct fy_document *fyd = fy_parse_load_document(fyp);
-        if (!fyd) {
+    if (fy_parser_set_string(fyp, copy, len) != 0)
+        fail(&b, TD_EINVAL, "%s: cannot read input", name);
+    while (b.st == TD_OK) {
+        struct fy_event *e = fy_parser_parse(fyp);
+        if (!e) {
             if (fy_parser_get_stream_error(fyp)) {
                 diag_message(&fd, name, err);
-                st = TD_EINVAL;
+                b.st = TD_EINVAL;
             }
             break;
         }
-        struct fy_node *root = fy_document_root(fyd);
-        if (!root) {
-            fy_parse_document_destroy(fyp, fyd);
+        int end = e->type == FYET_DOCUMENT_END;
+        int rc = on_event(&b, e);
+        fy_parser_event_free(fyp, e);
+        if (rc < 0 || !end)
             continue;
-        }
-        int doc_line = 0;
-        json_t *j = convert(m, root, 0, 1, err);
-        if (j)
-            doc_line = td_manifest_line(m, j);
-        fy_parse_document_destroy(fyp, fyd);
-        if (!j) {
-            st = err ? (strstr(err->msg, "out of memory") ? TD_ENOMEM : TD_EINVAL) : TD_EINVAL;
-            break;
-        }
-        if (json_is_null(j)) {
+        json_t *j = b.root;
+        b.root = NULL;
+        clear_anchors(&b);
+        if (!j || json_is_null(j)) {
             json_decref(j);
             continue;
         }
         if (!json_is_object(j)) {
+            int doc_line = td_manifest_line(m, j);
             json_decref(j);
-            st = td_err_set(err, TD_EINVAL, "%s:%d: document %zu is not a mapping (an object)",
-                            name, doc_line ? doc_line : 1, m->ndocs + 1);
+            fail(&b, TD_EINVAL, "%s:%d: document %zu is not a mapping (an object)", name,
+                 doc_line ? doc_line : 1, m->ndocs + 1);
             break;
         }
         if (m->ndocs == cap) {
@@ -559,7 +949,7 @@ td_status td_manifest_parse(const char *name, const char *buf, size_t len, td_ma
             json_t **nd = realloc(m->docs, ncap * sizeof *nd);
             if (!nd) {
                 json_decref(j);
-                st = td_err_set(err, TD_ENOMEM, "%s: out of memory", name);
+                oom(&b);
                 break;
             }
             m->docs = nd;
@@ -567,14 +957,20 @@ td_status td_manifest_parse(const char *name, const char *buf, size_t len, td_ma
         }
         m->docs[m->ndocs++] = j;
     }
-done:
+    while (b.depth > 0)
+        free_frame(&b.stack[--b.depth]);
+    json_decref(b.root);
+    clear_anchors(&b);
+    free(b.anchors);
+    m->nodes = b.direct + b.copied;
+    m->alias_nodes = b.copied;
     m->src = NULL;
     m->src_len = 0;
     fy_parser_destroy(fyp);
     free(copy);
-    if (st != TD_OK) {
+    if (b.st != TD_OK) {
         td_manifest_destroy(m);
-        return st;
+        return b.st;
     }
     *out = m;
     return TD_OK;
@@ -627,6 +1023,13 @@ td_status td_manifest_load_file(const char *path, td_manifest **out, td_err *err
                                      err);
     free(buf);
     return st;
+}
+
+size_t td_manifest_nodes(const td_manifest *m, size_t *from_aliases)
+{
+    if (from_aliases)
+        *from_aliases = m ? m->alias_nodes : 0;
+    return m ? m->nodes : 0;
 }
 
 size_t td_manifest_count(const td_manifest *m)

@@ -426,16 +426,110 @@ static void handle_workloads(td_control *c, const td_http_request *req, td_http_
         reply_json(resp, 200, json_pack("{s:o}", "items", view));
 }
 
-static void handle_apply_or_submit(td_control *c, const td_http_request *req,
-                                   td_http_response *resp, const td_principal *p, int submit)
+/* The endpoints whose body is a YAML manifest: parsed before the handler
+ * runs, on a prepare thread (td_control_prepare), within these bounds.
+ * A tenant's key reaches /v1/workloads: nothing it writes is worth
+ * expanding, so aliases are refused there; an admin's configs may use
+ * anchors, within td_manifest's alias budget. */
+static const struct {
+    const char *path;
+    td_authz_rule rule;
+    size_t max_body;
+    unsigned yaml_flags;
+} yaml_bodies[] = {
+    {"/v1/apply", TD_AUTHZ_ADMIN, TD_CONTROL_APPLY_MAX_BODY, 0},
+    {"/v1/workloads", TD_AUTHZ_TENANT, TD_CONTROL_SUBMIT_MAX_BODY, TD_MANIFEST_NO_ALIASES},
+};
+
+static int yaml_body_index(const td_http_request *req)
+{
+    if (strcmp(req->method, "POST") != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof yaml_bodies / sizeof yaml_bodies[0]; i++)
+        if (strcmp(req->path, yaml_bodies[i].path) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* A YAML body made into a manifest, or why not. */
+typedef struct {
+    int parsed; /* 0: not tried (the credential was refused first) */
+    int code;   /* HTTP status of a refusal (400, 413, 500), 0 when m is set */
+    td_manifest *m;
+    td_err err;
+} parsed_body;
+
+static void parse_body(const td_http_request *req, int idx, parsed_body *pb)
 {
     const char *fname = td_http_header(req, "X-Tenantd-Filename");
     char name[256];
     snprintf(name, sizeof name, "%s", fname && *fname ? fname : "request");
+    pb->parsed = 1;
+    if (req->body_len > yaml_bodies[idx].max_body) {
+        pb->code = 413;
+        td_err_set(&pb->err, TD_EINVAL, "%s: the body is %zu bytes; %s takes at most %zu", name,
+                   req->body_len, yaml_bodies[idx].path, yaml_bodies[idx].max_body);
+        return;
+    }
+    td_manifest_opts o = {yaml_bodies[idx].yaml_flags};
+    td_status st = td_manifest_parse_opts(name, req->body, req->body_len, &o, &pb->m, &pb->err);
+    if (st != TD_OK)
+        pb->code = st == TD_ENOMEM ? 500 : 400;
+}
+
+bool td_control_wants_prepare(const td_http_request *req, void *user)
+{
+    (void)user;
+    return yaml_body_index(req) >= 0;
+}
+
+void *td_control_prepare(const td_http_request *req, void *user)
+{
+    td_control *c = user;
+    int idx = yaml_body_index(req);
+    parsed_body *pb = calloc(1, sizeof *pb);
+    if (!pb || idx < 0)
+        return pb;
+    /* Nobody without the endpoint's credential has a body parsed: the
+     * handler refuses it (401, 403) */
+    td_config *cfg = td_control_snapshot(c);
+    td_principal p;
+    td_authz_identify(cfg, c->has_admin_token ? c->admin_token_sha256 : NULL,
+                      td_http_header(req, "Authorization"), &p);
     td_err err;
-    td_manifest *m = NULL;
-    if (td_manifest_parse(name, req->body, req->body_len, &m, &err) != TD_OK) {
-        reply_error(resp, 400, err.msg);
+    int refused = td_authz_check(&p, yaml_bodies[idx].rule, NULL, &err) != 0;
+    td_config_unref(cfg);
+    if (!refused)
+        parse_body(req, idx, pb);
+    return pb;
+}
+
+void td_control_release(void *prepared, void *user)
+{
+    (void)user;
+    parsed_body *pb = prepared;
+    if (pb)
+        td_manifest_destroy(pb->m);
+    free(pb);
+}
+
+static void handle_apply_or_submit(td_control *c, const td_http_request *req,
+                                   td_http_response *resp, const td_principal *p, int submit)
+{
+    td_err err;
+    /* Parsed on a prepare thread; here only without one (td_control_handle
+     * called directly), or when the credential came to be accepted
+     * between the two (an apply in between) */
+    parsed_body local = {0}, *pb = req->prepared;
+    if (!pb || !pb->parsed) {
+        int idx = yaml_body_index(req);
+        pb = &local;
+        parse_body(req, idx >= 0 ? idx : submit, pb); /* yaml_bodies[1] is /v1/workloads */
+    }
+    td_manifest *m = pb->m;
+    pb->m = NULL; /* ours now: destroyed below */
+    if (!m) {
+        reply_error(resp, pb->code ? pb->code : 500, pb->err.msg);
         return;
     }
     if (td_manifest_count(m) == 0) {

@@ -64,4 +64,21 @@ void td_control_handle(const td_http_request *req, td_http_response *resp, void 
  * above that may run on any thread. */
 bool td_control_anywhere(const td_http_request *req, void *user);
 
+/* Largest YAML bodies of POST /v1/apply and POST /v1/workloads: kube-
+ * apiserver's request limit. Their parse is bounded by it and by
+ * td_manifest's alias budget (aliases are refused outright on
+ * /v1/workloads, which a tenant's key reaches): at most about 6 million
+ * values, measured 1.4 s and 143 MB for 3 MiB of "[1,1,...]". */
+#define TD_CONTROL_APPLY_MAX_BODY  (3u << 20)
+#define TD_CONTROL_SUBMIT_MAX_BODY (3u << 20)
+
+/* td_http_multi_opts.wants_prepare, .prepare and .release for
+ * td_control_handle: the YAML bodies of /v1/apply and /v1/workloads are
+ * parsed on a prepare thread (any thread; reads only the snapshot), after
+ * the request's credential is checked, so that no loop waits for a parse;
+ * the handler on the loop thread then validates and commits. */
+bool td_control_wants_prepare(const td_http_request *req, void *user);
+void *td_control_prepare(const td_http_request *req, void *user);
+void td_control_release(void *prepared, void *user);
+
 #endif

@@ -609,7 +609,11 @@ int main(int argc, char **argv)
                                 td_control_handle,
                                 &control,
                                 td_control_anywhere,
-                                admin_thread_exit};
+                                admin_thread_exit,
+                                td_control_wants_prepare,
+                                td_control_prepare,
+                                td_control_release,
+                                2};
     if (td_http_multi_start(&loop, listen, &hopts, &d.server, &err) != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
         free_tls(tls_ctxs);

@@ -15,7 +15,15 @@
  * connection is kept allocated while its request is out (http_server.c's
  * refs and zombies) and reads nothing meanwhile; a loop that stops takes
  * no more answers (closed under the lock), and answers still on their way
- * are dropped by the caller's loop. */
+ * are dropped by the caller's loop.
+ *
+ * Preparing (o->prepare): a request whose handler needs work done first
+ * (tenantd parses a YAML body: up to seconds for 3 MiB) is copied and its
+ * connection deferred on the loop that read it, whichever, the caller's
+ * too; a prepare thread does the work and queues the job for the caller's
+ * loop as a hand-over; so the work never holds up a loop's other
+ * connections (health checks, webhook reviews, other tenants' requests)
+ * nor the caller's loop. */
 #include "tenantd/http.h"
 
 #include <errno.h>
@@ -34,6 +42,7 @@ typedef struct job job;
 struct job {
     job *next;
     unsigned owner; /* index of the loop whose connection asked */
+    int prepared;   /* went through a prepare thread: req.prepared is its result */
     td__http_later *later;
     td_http_request req; /* copied: points into this allocation */
     td_http_response resp;
@@ -65,15 +74,23 @@ struct td_http_multi {
     pthread_mutex_t mu;
     job *jobs, **jobs_tail; /* under mu */
     int stopping;           /* under mu */
+    /* prepare threads and their queue */
+    pthread_t *prep;
+    unsigned nprep, prep_started;
+    pthread_cond_t prep_cv;
+    int prep_cv_ok;
+    job *prep_q, **prep_tail; /* under mu */
     int open;               /* handles of the caller's loop not yet closed */
     void (*done)(void *);
     void *done_arg;
 };
 
-static void free_job(job *j)
+static void free_job(td_http_multi *m, job *j)
 {
     if (!j)
         return;
+    if (j->prepared && j->req.prepared && m->o.release)
+        m->o.release(j->req.prepared, m->o.user);
     free(j->resp.body);
     free(j->content_type);
     free(j->extra_headers);
@@ -126,7 +143,12 @@ static void on_request(const td_http_request *req, td_http_response *resp, void 
 {
     mloop *l = user;
     td_http_multi *m = l->m;
-    if (l->index == 0 || (m->o.anywhere && m->o.anywhere(req, m->o.user))) {
+    if (m->o.anywhere && m->o.anywhere(req, m->o.user)) {
+        m->o.handler(req, resp, m->o.user);
+        return;
+    }
+    int prep = m->o.prepare && (!m->o.wants_prepare || m->o.wants_prepare(req, m->o.user));
+    if (l->index == 0 && !prep) {
         m->o.handler(req, resp, m->o.user);
         return;
     }
@@ -139,21 +161,62 @@ static void on_request(const td_http_request *req, td_http_response *resp, void 
     pthread_mutex_lock(&m->mu);
     if (m->stopping) {
         pthread_mutex_unlock(&m->mu);
-        free_job(j);
+        free_job(m, j);
         reply_503(resp, "shutting down\n");
         return;
     }
     j->later = td__http_server_defer(l->srv);
     if (!j->later) { /* not called from the server's dispatch: cannot happen */
         pthread_mutex_unlock(&m->mu);
-        free_job(j);
+        free_job(m, j);
         reply_503(resp, "cannot hand the request over\n");
+        return;
+    }
+    if (prep) {
+        j->prepared = 1;
+        *m->prep_tail = j;
+        m->prep_tail = &j->next;
+        pthread_cond_signal(&m->prep_cv);
+        pthread_mutex_unlock(&m->mu);
         return;
     }
     *m->jobs_tail = j;
     m->jobs_tail = &j->next;
     pthread_mutex_unlock(&m->mu);
     uv_async_send(&m->loops[0].async);
+}
+
+/* A prepare thread: prepares the queued requests one at a time and hands
+ * each to the caller's loop. */
+static void *prep_main(void *arg)
+{
+    td_http_multi *m = arg;
+    pthread_mutex_lock(&m->mu);
+    for (;;) {
+        while (!m->stopping && !m->prep_q)
+            pthread_cond_wait(&m->prep_cv, &m->mu);
+        if (m->stopping)
+            break;
+        job *j = m->prep_q;
+        m->prep_q = j->next;
+        if (!m->prep_q)
+            m->prep_tail = &m->prep_q;
+        j->next = NULL;
+        pthread_mutex_unlock(&m->mu);
+        j->req.prepared = m->o.prepare(&j->req, m->o.user);
+        pthread_mutex_lock(&m->mu);
+        if (m->stopping) { /* its connection goes with its server */
+            free_job(m, j);
+            break;
+        }
+        *m->jobs_tail = j;
+        m->jobs_tail = &j->next;
+        /* the caller's async is closed only once this thread is joined
+         * (stop_threads), so it is open here */
+        uv_async_send(&m->loops[0].async);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
 }
 
 /* On the caller's loop: answers the requests handed over, and hands each
@@ -172,6 +235,23 @@ static void on_jobs(uv_async_t *a)
         j->next = NULL;
         td_http_response r = {0};
         m->o.handler(&j->req, &r, m->o.user);
+        if (j->prepared && j->req.prepared && m->o.release)
+            m->o.release(j->req.prepared, m->o.user);
+        j->req.prepared = NULL;
+        if (j->owner == 0) {
+            /* a request of the caller's own loop, prepared on a thread:
+             * answered here (the content type and headers are copied out
+             * at once); not once the handler has stopped the servers */
+            pthread_mutex_lock(&m->mu);
+            int stopping = m->stopping;
+            pthread_mutex_unlock(&m->mu);
+            if (stopping)
+                free(r.body);
+            else
+                td__http_later_resume(j->later, &r); /* takes the body */
+            free_job(m, j);
+            continue;
+        }
         j->resp = r;
         /* borrowed until the handler returned: copied for the other loop */
         if (r.content_type && !(j->content_type = strdup(r.content_type)))
@@ -190,7 +270,7 @@ static void on_jobs(uv_async_t *a)
         }
         pthread_mutex_unlock(&m->mu);
         if (closed)
-            free_job(j);
+            free_job(m, j);
     }
 }
 
@@ -221,7 +301,7 @@ static void on_answers(uv_async_t *a)
             td__http_later_resume(j->later, &j->resp); /* takes the body */
             j->resp.body = NULL;
         }
-        free_job(j);
+        free_job(m, j);
     }
     if (stop) {
         td_http_server_stop(l->srv, on_thread_server_stopped, l);
@@ -246,16 +326,19 @@ static void free_multi(td_http_multi *m)
     while (m->jobs) {
         job *j = m->jobs;
         m->jobs = j->next;
-        free_job(j);
+        free_job(m, j);
     }
     for (unsigned i = 0; i < m->n; i++) {
         while (m->loops[i].answers) {
             job *j = m->loops[i].answers;
             m->loops[i].answers = j->next;
-            free_job(j);
+            free_job(m, j);
         }
     }
+    if (m->prep_cv_ok)
+        pthread_cond_destroy(&m->prep_cv);
     pthread_mutex_destroy(&m->mu);
+    free(m->prep);
     free(m->loops);
     free(m);
 }
@@ -289,7 +372,20 @@ static void stop_threads(td_http_multi *m)
     m->stopping = 1;
     for (unsigned i = 1; i < m->n; i++)
         m->loops[i].stop_asked = 1;
+    if (m->prep_cv_ok)
+        pthread_cond_broadcast(&m->prep_cv);
     pthread_mutex_unlock(&m->mu);
+    /* a prepare under way is finished (a parse: bounded, at most seconds)
+     * and dropped; those queued are dropped with their connections */
+    for (unsigned i = 0; i < m->prep_started; i++)
+        pthread_join(m->prep[i], NULL);
+    m->prep_started = 0;
+    while (m->prep_q) {
+        job *j = m->prep_q;
+        m->prep_q = j->next;
+        free_job(m, j);
+    }
+    m->prep_tail = &m->prep_q;
     for (unsigned i = 1; i < m->n; i++) {
         mloop *l = &m->loops[i];
         if (l->thread_started) {
@@ -384,6 +480,18 @@ td_status td_http_multi_start(uv_loop_t *loop, const char *addr, const td_http_m
     m->o.tls = NULL; /* each server keeps its own reference */
     m->n = o->loops;
     m->jobs_tail = &m->jobs;
+    m->prep_tail = &m->prep_q;
+    if (o->prepare) {
+        m->nprep = o->prepare_threads ? o->prepare_threads : 2;
+        if (m->nprep > TD_HTTP_MAX_LOOPS)
+            m->nprep = TD_HTTP_MAX_LOOPS;
+        m->prep = calloc(m->nprep, sizeof *m->prep);
+        m->prep_cv_ok = m->prep && pthread_cond_init(&m->prep_cv, NULL) == 0;
+        if (!m->prep_cv_ok) {
+            free_multi(m);
+            return td_err_set(err, TD_ENOMEM, "out of memory starting the server on %s", addr);
+        }
+    }
     for (unsigned i = 0; i < m->n; i++) {
         mloop *l = &m->loops[i];
         l->m = m;
@@ -439,6 +547,14 @@ td_status td_http_multi_start(uv_loop_t *loop, const char *addr, const td_http_m
             return td_err_set(err, TD_EIO, "cannot start admin thread %u", i);
         }
         l->thread_started = 1;
+    }
+    for (unsigned i = 0; i < m->nprep; i++) {
+        if (pthread_create(&m->prep[i], NULL, prep_main, m) != 0) {
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            td_http_multi_stop(m, NULL, NULL);
+            return td_err_set(err, TD_EIO, "cannot start prepare thread %u", i);
+        }
+        m->prep_started++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     *out = m;

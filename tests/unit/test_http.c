@@ -1628,7 +1628,8 @@ static void test_multi_handover(void **state)
     assert_int_equal(uv_loop_init(&f->loop), 0);
     assert_int_equal(uv_async_init(&f->loop, &f->stop_async, on_multi_stop), 0);
     f->stop_async.data = f;
-    td_http_multi_opts o = {3, NULL, MAX_BODY, multi_handler, NULL, multi_anywhere, NULL};
+    td_http_multi_opts o = {3,    NULL, MAX_BODY, multi_handler, NULL, multi_anywhere,
+                            NULL, NULL, NULL,     NULL,          0};
     td_err err = {{0}};
     if (td_http_multi_start(&f->loop, "127.0.0.1:0", &o, &f->m, &err) != TD_OK)
         fail_msg("multi start: %s", err.msg);
@@ -1679,6 +1680,147 @@ static void test_multi_handover(void **state)
     free(f);
 }
 
+/* ---- preparing off the loops (td_http_multi_opts.prepare) ---- */
+
+static _Atomic int prepares, releases;
+
+static bool prep_wants(const td_http_request *req, void *user)
+{
+    (void)user;
+    return strcmp(req->path, "/parse") == 0;
+}
+
+/* A slow parse: 300 ms, on a prepare thread, never on the caller's loop. */
+static void *prep_parse(const td_http_request *req, void *user)
+{
+    (void)user;
+    assert_false(on_caller_loop);
+    atomic_fetch_add(&prepares, 1);
+    usleep(300 * 1000);
+    char *p = malloc(req->body_len + 16);
+    assert_non_null(p);
+    sprintf(p, "parsed[%s]", req->body);
+    return p;
+}
+
+static void prep_release(void *prepared, void *user)
+{
+    (void)user;
+    atomic_fetch_add(&releases, 1);
+    free(prepared);
+}
+
+static void prep_handler(const td_http_request *req, td_http_response *resp, void *user)
+{
+    (void)user;
+    if (strcmp(req->path, "/fast") != 0)
+        assert_true(on_caller_loop);
+    if (strcmp(req->path, "/parse") == 0) {
+        assert_non_null(req->prepared);
+        replyf(resp, 200, "%s", (const char *)req->prepared);
+    } else {
+        assert_null(req->prepared);
+        replyf(resp, 200, "%s %s", req->path, req->query);
+    }
+}
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A request that wants preparing is prepared on a thread of its own, from
+ * whichever loop read it, the caller's included (loops 1 and 3): while
+ * two 300 ms prepares are under way, the caller's loop still answers
+ * another connection's request at once, a pipelined connection keeps its
+ * order, and a prepare under way when the server stops is released. */
+static void test_multi_prepare(void **state)
+{
+    (void)state;
+    const unsigned loops[] = {1, 3};
+    for (size_t li = 0; li < 2; li++) {
+        print_message("%u loop(s)\n", loops[li]);
+        multi_fixture *f = calloc(1, sizeof *f);
+        assert_non_null(f);
+        assert_int_equal(uv_loop_init(&f->loop), 0);
+        assert_int_equal(uv_async_init(&f->loop, &f->stop_async, on_multi_stop), 0);
+        f->stop_async.data = f;
+        td_http_multi_opts o = {loops[li],  NULL,           MAX_BODY, prep_handler,
+                                NULL,       multi_anywhere, NULL,     prep_wants,
+                                prep_parse, prep_release,   2};
+        td_err err = {{0}};
+        if (td_http_multi_start(&f->loop, "127.0.0.1:0", &o, &f->m, &err) != TD_OK)
+            fail_msg("multi start: %s", err.msg);
+        f->port = td_http_multi_port(f->m);
+        assert_int_equal(pthread_create(&f->thread, NULL, multi_loop_main, f), 0);
+        atomic_store(&prepares, 0);
+        atomic_store(&releases, 0);
+
+        /* two slow parses out on their own connections */
+        int p1 = raw_connect(f->port), p2 = raw_connect(f->port);
+        raw_send(p1, S("POST /parse HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\none"));
+        raw_send(p2, S("POST /parse HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\ntwo"));
+        usleep(50 * 1000);
+        /* meanwhile the caller's loop answers at once (it is not parsing) */
+        responses r;
+        for (int k = 0; k < 4; k++) {
+            int q = raw_connect(f->port);
+            double t0 = mono_ms();
+            raw_send(q, S("GET /slow?now HTTP/1.1\r\nHost: t\r\n\r\n"));
+            raw_read(q, 1, &r);
+            double dt = mono_ms() - t0;
+            assert_int_equal(r.n, 1);
+            assert_memory_equal(r.body[0], "/slow now", 9);
+            if (atomic_load(&releases) == 0 && dt > 150)
+                fail_msg("the caller's loop took %.0f ms while the parses ran", dt);
+            close(q);
+        }
+        raw_read(p1, 1, &r);
+        assert_memory_equal(r.body[0], "parsed[one]", 11);
+        raw_read(p2, 1, &r);
+        assert_memory_equal(r.body[0], "parsed[two]", 11);
+        close(p1);
+        close(p2);
+
+        /* pipelined: the prepared one keeps its place */
+        int fd = raw_connect(f->port);
+        raw_send(fd, S("GET /fast?1 HTTP/1.1\r\nHost: t\r\n\r\n"
+                       "POST /parse HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\n2"
+                       "GET /slow?3 HTTP/1.1\r\nHost: t\r\n\r\n"
+                       "GET /fast?4 HTTP/1.1\r\nHost: t\r\n\r\n"));
+        raw_read(fd, 4, &r);
+        assert_int_equal(r.n, 4);
+        assert_memory_equal(r.body[0], "/fast 1", 7);
+        assert_memory_equal(r.body[1], "parsed[2]", 9);
+        assert_memory_equal(r.body[2], "/slow 3", 7);
+        assert_memory_equal(r.body[3], "/fast 4", 7);
+        close(fd);
+        assert_int_equal(atomic_load(&prepares), 3);
+        assert_int_equal(atomic_load(&releases), 3);
+
+        /* stopping while a prepare is under way, another queued behind
+         * two: both dropped, released, nothing leaks */
+        int s1 = raw_connect(f->port), s2 = raw_connect(f->port), s3 = raw_connect(f->port);
+        raw_send(s1, S("POST /parse HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\na"));
+        raw_send(s2, S("POST /parse HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\nb"));
+        raw_send(s3, S("POST /parse HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\nc"));
+        usleep(100 * 1000);
+        uv_async_send(&f->stop_async);
+        assert_int_equal(pthread_join(f->thread, NULL), 0);
+        assert_int_equal(uv_loop_close(&f->loop), 0);
+        /* the two under way were finished and released; the queued one was
+         * never prepared */
+        assert_int_equal(atomic_load(&prepares), 5);
+        assert_int_equal(atomic_load(&releases), 5);
+        close(s1);
+        close(s2);
+        close(s3);
+        free(f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest plain[] = {
@@ -1697,6 +1839,7 @@ int main(void)
         cmocka_unit_test(test_client_errors),
         cmocka_unit_test(test_client_parses_responses),
         cmocka_unit_test(test_multi_handover),
+        cmocka_unit_test(test_multi_prepare),
     };
     const struct CMUnitTest tls[] = {
         cmocka_unit_test(test_tls_ctx_errors),

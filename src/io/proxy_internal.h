@@ -151,6 +151,17 @@ typedef struct {
     /* budgets reserved (the tenant's and the key's own), settled at the end */
     td_gw_budget_hold bud;
     double prompt_est; /* the estimate's prompt tokens (tokens routes) */
+    /* Settlement (px_req_end): the tokens the budgets reserved (the
+     * estimate, or prompt + the route's maxOutputTokens when the body names
+     * no max_tokens), what a stream's extensions of that reservation added
+     * (already counted as spent), whether the request reached the upstream
+     * and whether an early end is charged. */
+    double reserve_tokens;
+    int64_t bud_extra_nano;
+    int sent;       /* the request was handed to an upstream connection */
+    int charged;    /* ended early and charged what it was delivered */
+    int cut_check;  /* the stream is held to its budget as it goes */
+    int budget_cut; /* the budget had no room for the next part: cut */
     int usage_counted; /* the response named no usage: tokens counted from its text */
     /* upstream */
     px_up *up;
@@ -309,6 +320,10 @@ void px_cfg_release(px_worker *w, px_cfg *pc);
  * worker's tick, and its stop). */
 void px_meter_flush(px_worker *w);
 void px_log_flush(px_worker *w);
+/* A stream has counted `tokens` so far: extends the request's budget
+ * reservation to cover their price. 0 when covered (or no budget holds);
+ * -1 when an enforced budget has no room: the stream is to be cut. */
+int px_budget_extend(px_conn *c, double tokens);
 
 /* ---- proxy_upstream.c ---- */
 

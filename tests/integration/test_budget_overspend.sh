@@ -1,0 +1,195 @@
+# test_budget_overspend.sh - issue 17 item 8: a request without max_tokens
+# reserves the Route's spec.cost.maxOutputTokens (default 4096) of its
+# budget, and a stream that passes what it holds is cut, with a last SSE
+# error event in OpenAI's shape, when the budget has no room for more. The
+# issue's figures: simmodel answers 100,001 tokens to a request naming no
+# max_tokens, at $0.0017 per 1k tokens ($0.17 an answer); 50 concurrent
+# streams against a $0.60 budget spent $8.50 of it. Now they spend at most
+# the budget plus one reservation. A whole JSON answer (not a stream) is
+# produced before its first byte: it is charged in full and the budget goes
+# over, and the next request is refused.
+. "$(dirname "$0")/lib.sh"
+command -v curl >/dev/null || { echo "curl is required"; echo "0 passed, 1 failed"; exit 1; }
+command -v python3 >/dev/null || { echo "python3 is required"; echo "0 passed, 1 failed"; exit 1; }
+
+start_simmodel --slots 64 --ms-per-token 0.05 --default-max-tokens 100001 || { finish; exit 1; }
+
+tenant() { # NAME BUDGET
+    cat <<Y
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: $1}
+spec:
+  namespaces: [$1-prod]
+  apiKeys: [{sha256: "$(sha "key-$1")"}]
+  budgets: [{amount: "$2", period: day}]
+  gateway: {concurrency: 100}
+---
+Y
+}
+{
+    tenant spender 0.60
+    tenant whole 0.05
+    tenant tiny 0.005
+    tenant capped 0.002
+    cat <<Y
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: chat}
+spec:
+  match: {pathPrefix: /v1/chat/}
+  upstream: {address: "$SIM", capacity: 64}
+  cost: {model: tokens}
+  timeout: 120s
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: short}
+spec:
+  match: {pathPrefix: /v1/completions}
+  upstream: {address: "$SIM", capacity: 64}
+  cost: {model: tokens, maxOutputTokens: 1000}
+  timeout: 120s
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: CostPolicy
+metadata: {name: default}
+spec:
+  currency: USD
+  prices:
+  - {route: chat, per1kTokens: "0.0017"}
+  - {route: short, per1kTokens: "0.0017"}
+Y
+} >"$TMP/platform.yaml"
+
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
+GW="http://127.0.0.1:$TD_DATA_PORT"
+ADMIN="http://127.0.0.1:$TD_PORT"
+metric() { curl -s --max-time 5 "$ADMIN/metrics" | grep -F "$1" | awk '{print $2}'; }
+spent() { v=$(metric "tenantd_budget_spent{tenant=\"$1\",period=\"day\"}"); echo "${v:-0}"; }
+
+# The client: N requests at once, each read to its end (a chunked body cut
+# short raises in http.client); per request the status, the characters of
+# content received and the last data event.
+cat >"$TMP/client.py" <<'P'
+import http.client, json, sys, threading, urllib.parse
+gw, key, path, n, body = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+u = urllib.parse.urlparse(gw)
+out = [None] * n
+def one(i):
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=300)
+    c.request("POST", path, body=body, headers={"Authorization": "Bearer " + key,
+                                                "Content-Type": "application/json"})
+    r = c.getresponse()
+    res = {"status": r.status, "chars": 0, "last": None, "complete": True}
+    if r.getheader("Content-Type", "").startswith("text/event-stream"):
+        try:
+            for line in r:
+                if not line.startswith(b"data: "):
+                    continue
+                d = line[6:].strip()
+                res["last"] = d.decode()
+                if d == b"[DONE]":
+                    continue
+                for ch in json.loads(d).get("choices", []):
+                    res["chars"] += len((ch.get("delta") or {}).get("content") or ch.get("text") or "")
+        except http.client.IncompleteRead:
+            res["complete"] = False
+    else:
+        b = r.read()
+        res["last"] = b[:300].decode()
+        if r.status == 200:
+            res["chars"] = len(json.loads(b)["choices"][0]["message"]["content"])
+    out[i] = res
+ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+json.dump(out, sys.stdout)
+P
+client() { python3 "$TMP/client.py" "$GW" "$@"; }
+MSG='{"messages":[{"role":"user","content":"hello world!"}]'
+
+# 1. The reservation: without max_tokens a request reserves 3 + 4096
+# tokens ($0.0069683), more than tiny's $0.005 day budget: refused, naming
+# that estimate; with max_tokens 10 (3 + 10 tokens) it is served.
+client key-tiny /v1/chat/completions 1 "$MSG}" >"$TMP/tiny1.json"
+client key-tiny /v1/chat/completions 1 "$MSG,\"max_tokens\":10}" >"$TMP/tiny2.json"
+python3 - "$TMP/tiny1.json" "$TMP/tiny2.json" <<'P' && ok "no max_tokens reserves 3 + 4096 tokens: 429 with estimate 0.0069683; max_tokens 10 is served" || not_ok "tiny: $(cat "$TMP/tiny1.json") $(head -c 300 "$TMP/tiny2.json")"
+import json, sys
+a, b = json.load(open(sys.argv[1]))[0], json.load(open(sys.argv[2]))[0]
+assert a["status"] == 429, a
+e = json.loads(a["last"])
+assert e["error"] == "budget_exceeded" and abs(e["estimate"] - 0.0069683) < 1e-12, e
+assert b["status"] == 200, b
+P
+
+# 2. The issue's attack: 50 concurrent streams without max_tokens, each
+# answered with 100,001 tokens ($0.17), against a $0.60 budget. Each
+# reserves $0.0069683 (all 50 fit: $0.348) and, past that, extends its
+# reservation while the budget has room; when it has none, the stream is
+# cut: a last event {"error":{...,"code":"budget_exceeded"}} and the end
+# of the chunked body. Bound: the spend is at most the budget plus one
+# reservation, 0.60 + 0.0069683 (holds are taken before the tokens they
+# cover are forwarded, and a stream is charged the larger of its
+# reservation and its counted tokens, never more than it holds).
+client key-spender /v1/chat/completions 50 "$MSG,\"stream\":true}" >"$TMP/crowd.json"
+v=$(spent spender)
+python3 - "$TMP/crowd.json" "$v" <<'P' >"$TMP/crowd.out" && ok "50 streams: $(cat "$TMP/crowd.out")" || not_ok "crowd: $(cat "$TMP/crowd.out") $(head -c 600 "$TMP/crowd.json")"
+import json, math, sys
+rs = json.load(open(sys.argv[1]))
+spent = float(sys.argv[2])
+assert all(r["status"] == 200 and r["complete"] for r in rs), [(r["status"], r["complete"]) for r in rs]
+cut = 0
+for r in rs:
+    e = json.loads(r["last"])["error"]
+    assert e["code"] == "budget_exceeded" and e["type"] == "insufficient_quota" and e["message"], e
+    assert "param" in e, e
+    cut += 1
+delivered = sum(3 + math.ceil(r["chars"] / 4) for r in rs) * 0.0017 / 1000
+print("all %d cut with the SSE error event; spent %.7f of 0.60 (bound 0.6069683), %.7f of it delivered"
+      % (cut, spent, delivered))
+assert cut == 50
+assert spent <= 0.6069683 + 1e-9, spent
+assert spent >= 0.60 - 0.0069683, spent  # the budget was used, not refused early
+assert delivered <= spent + 1e-9, (delivered, spent)
+P
+v=$(metric 'tenantd_requests_total{tenant="spender",route="chat",outcome="budget_cut"}')
+[ "$v" = 50 ] && ok "/metrics: outcome=\"budget_cut\" 50" || not_ok "budget_cut metric: '$v'"
+client key-spender /v1/chat/completions 1 "$MSG,\"stream\":true}" >"$TMP/after.json"
+grep -q '"status": 429' "$TMP/after.json" && grep -q budget_exceeded "$TMP/after.json" &&
+    ok "the next request is refused: 429 budget_exceeded" || not_ok "after: $(cat "$TMP/after.json")"
+
+# 3. A Route's spec.cost.maxOutputTokens (1000 on /v1/completions) is what
+# a request naming no max_tokens reserves there: 3 + 1000 tokens
+# ($0.0017051) fit capped's $0.002 budget where the default 4096 does not;
+# its 100,001-token stream is cut once it passes what the budget can pay.
+client key-capped /v1/chat/completions 1 "$MSG}" >"$TMP/cap1.json"
+client key-capped /v1/completions 1 '{"prompt":"hello world!","stream":true}' >"$TMP/cap2.json"
+v=$(spent capped)
+python3 - "$TMP/cap1.json" "$TMP/cap2.json" "$v" <<'P' >"$TMP/cap.out" && ok "maxOutputTokens 1000: $(cat "$TMP/cap.out")" || not_ok "capped: $(cat "$TMP/cap.out") $(head -c 300 "$TMP/cap1.json") $(head -c 300 "$TMP/cap2.json")"
+import json, sys
+a, b = json.load(open(sys.argv[1]))[0], json.load(open(sys.argv[2]))[0]
+spent = float(sys.argv[3])
+assert a["status"] == 429 and abs(json.loads(a["last"])["estimate"] - 0.0069683) < 1e-12, a
+assert b["status"] == 200 and b["complete"], b
+assert json.loads(b["last"])["error"]["code"] == "budget_exceeded", b
+print("the chat route (4096) refuses, the completions route (1000) serves and cuts at %.7f of 0.002" % spent)
+assert 0.002 - 0.0017051 <= spent <= 0.002 + 0.0017051, spent
+P
+
+# 4. A whole JSON answer of 100,001 tokens (no stream) was produced before
+# its first byte: charged in full, $0.1700068 against whole's $0.05 budget
+# (which goes over), and the next request is refused.
+client key-whole /v1/chat/completions 1 "$MSG}" >"$TMP/whole.json"
+v=$(spent whole)
+python3 - "$TMP/whole.json" "$v" <<'P' && ok "a non-streamed 100,001-token answer is served and charged in full: $v of 0.05" || not_ok "whole: $v $(head -c 300 "$TMP/whole.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+assert r["status"] == 200 and r["chars"] > 400000, r
+assert abs(float(sys.argv[2]) - 0.1700068) < 1e-9, sys.argv[2]
+P
+client key-whole /v1/chat/completions 1 "$MSG,\"max_tokens\":1}" >"$TMP/whole2.json"
+grep -q '"status": 429' "$TMP/whole2.json" && ok "then its next request is refused" ||
+    not_ok "whole after: $(cat "$TMP/whole2.json")"
+stop_tenantd
+finish

@@ -106,6 +106,7 @@ typedef struct {
     unsigned char sse; /* body is text/event-stream */
     /* SSE line state */
     unsigned char line_state, prefix_pos, skip_lf, event_has_data;
+    unsigned char event_open; /* a line of the current event has ended */
     /* JSON state of the current document (the body, or one event's data) */
     unsigned char in_string, escape, in_scalar, broken;
     uint32_t depth;
@@ -162,6 +163,16 @@ bool td_cost_actual(td_cost_model m, const td_usage *u, const char *gpu_seconds_
  * seen. *tokens_in and *tokens_out split the charge for the ledger. */
 void td_cost_settle_cut(const td_usage *seen, double prompt_est, double reserve_tokens,
                         double *tokens_in, double *tokens_out);
+
+/* An SSE body fed so far ends between events (nothing fed yet, or a blank
+ * line last): an event may be added there without merging into another.
+ * A non-SSE body: always true. */
+bool td_cost_scanner_at_event_end(const td_cost_scanner *s);
+
+/* Feeds p byte by byte up to the end of the event in progress and returns
+ * the bytes fed: 0 when s is already between events, n when the event
+ * does not end within p. */
+size_t td_cost_scanner_feed_to_event_end(td_cost_scanner *s, const char *p, size_t n);
 
 /* Tokens counted so far of a body being scanned: prompt_est plus the
  * completion text seen (characters / 4). For the stream's budget check. */

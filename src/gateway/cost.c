@@ -170,8 +170,7 @@ td_status td_cost_inspect(td_cost_model m, const char *body, size_t len,
     return TD_OK;
 }
 
-double td_cost_reserve_tokens(td_cost_model m, const td_cost_request *q,
-                              uint32_t max_output_tokens)
+double td_cost_reserve_tokens(td_cost_model m, const td_cost_request *q, uint32_t max_output_tokens)
 {
     if (m != TD_COST_TOKENS || q->output_named)
         return q->estimate;
@@ -237,7 +236,8 @@ static void doc_reset(td_cost_scanner *s)
 {
     td_usage found = s->found;
     unsigned char sse = s->sse, line_state = s->line_state, prefix_pos = s->prefix_pos,
-                  skip_lf = s->skip_lf, event_has_data = s->event_has_data;
+                  skip_lf = s->skip_lf, event_has_data = s->event_has_data,
+                  event_open = s->event_open;
     memset(s, 0, sizeof *s);
     s->found = found;
     s->sse = sse;
@@ -245,6 +245,7 @@ static void doc_reset(td_cost_scanner *s)
     s->prefix_pos = prefix_pos;
     s->skip_lf = skip_lf;
     s->event_has_data = event_has_data;
+    s->event_open = event_open;
 }
 
 void td_cost_scanner_init(td_cost_scanner *s, bool sse)
@@ -489,6 +490,8 @@ static void dispatch_event(td_cost_scanner *s)
 
 static void end_line(td_cost_scanner *s)
 {
+    /* a line with something on it belongs to an event; a blank one ends it */
+    s->event_open = s->line_state != LS_START;
     if (s->line_state == LS_START && s->event_has_data)
         dispatch_event(s);
     s->line_state = LS_START;
@@ -627,4 +630,17 @@ void td_cost_settle_cut(const td_usage *seen, double prompt_est, double reserve_
 double td_cost_counted_tokens(const td_cost_scanner *s, double prompt_est)
 {
     return prompt_est + ceil(s->found.content_chars / 4);
+}
+
+bool td_cost_scanner_at_event_end(const td_cost_scanner *s)
+{
+    return !s->sse || (s->line_state == LS_START && !s->event_open);
+}
+
+size_t td_cost_scanner_feed_to_event_end(td_cost_scanner *s, const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && !td_cost_scanner_at_event_end(s))
+        td_cost_scanner_feed(s, p + i++, 1);
+    return i;
 }

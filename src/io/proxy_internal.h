@@ -161,7 +161,9 @@ typedef struct {
     int sent;       /* the request was handed to an upstream connection */
     int charged;    /* ended early and charged what it was delivered */
     int cut_check;  /* the stream is held to its budget as it goes */
-    int budget_cut; /* the budget had no room for the next part: cut */
+    int cut_pending; /* no room for more: finishing the event in progress */
+    int budget_cut;  /* ... finished: cut */
+    size_t cut_slack; /* bytes forwarded to finish that event */
     int usage_counted; /* the response named no usage: tokens counted from its text */
     /* upstream */
     px_up *up;

@@ -919,7 +919,8 @@ void px_req_headers(px_conn *c)
     r->prompt_est = 0;
     r->reserve_tokens = 0;
     r->bud_extra_nano = 0;
-    r->sent = r->charged = r->cut_check = r->budget_cut = 0;
+    r->sent = r->charged = r->cut_check = r->cut_pending = r->budget_cut = 0;
+    r->cut_slack = 0;
     r->usage_counted = 0;
     r->shadow = NULL;
     r->up = NULL;

@@ -654,11 +654,51 @@ static int r_headers_complete(http_parser *p)
     /* a stream on a tokens route with budgets is held to them as it goes
      * (r_body); a whole JSON answer is produced before its first byte, so
      * cutting it would save nothing and it is charged in full */
-    r->cut_check = r->scan_on && sse && r->route->cost_model == TD_COST_TOKENS &&
-                   (r->bud.n || r->bud.nkey);
+    r->cut_check =
+        r->scan_on && sse && r->route->cost_model == TD_COST_TOKENS && (r->bud.n || r->bud.nkey);
     uint64_t silence_ms = r->route->timeout_ns / 1000000;
     px_timer_set(c, TM_STREAM, silence_ms ? silence_ms : 30000);
     return r->method == HTTP_HEAD ? 1 : 0;
+}
+
+/* Appends n body bytes for the client, chunk-framed when we chunk. */
+static int forward_body(px_req *r, td__buf *o, const char *at, size_t n)
+{
+    if (r->resp_chunked) {
+        if (n == 0)
+            return 0; /* a zero-size chunk would end the body */
+        char size[24];
+        size_t k = sizeof size - 2, v = n;
+        size[k] = '\r', size[k + 1] = '\n';
+        do
+            size[--k] = "0123456789abcdef"[v & 15];
+        while (v >>= 4);
+        if (td__buf_append(o, size + k, sizeof size - k) != TD_OK ||
+            td__buf_append(o, at, n) != TD_OK || td__buf_append(o, "\r\n", 2) != TD_OK)
+            return -1;
+        return 0;
+    }
+    return td__buf_append(o, at, n) == TD_OK ? 0 : -1;
+}
+
+/* How far past the point a stream is to be cut it may go to finish the
+ * event in progress, so that the error event is not glued to half of one. */
+#define PX_CUT_SLACK PX_READ_BUF
+
+/* The stream is to be cut (its budget has no room): forwards at[0..n) up
+ * to the end of the event in progress, then marks the cut (done in
+ * on_up_read, after the parser stops). */
+static int finish_event_then_cut(http_parser *p, px_req *r, td__buf *o, const char *at, size_t n)
+{
+    size_t k = td_cost_scanner_feed_to_event_end(&r->scan, at, n);
+    if (forward_body(r, o, at, k) < 0)
+        return -1;
+    r->cut_slack += k;
+    if (td_cost_scanner_at_event_end(&r->scan) || r->cut_slack > PX_CUT_SLACK) {
+        r->budget_cut = 1;
+        http_parser_pause(p, 1);
+    }
+    return 0;
 }
 
 static int r_body(http_parser *p, const char *at, size_t n)
@@ -667,37 +707,25 @@ static int r_body(http_parser *p, const char *at, size_t n)
     px_req *r = &u->c->rq;
     if (u->interim)
         return 0;
+    if (r->cut_pending)
+        return finish_event_then_cut(p, r, &u->c->out, at, n);
     if (r->cut_check) {
         /* Count the piece before forwarding it: when its tokens would pass
          * what the budgets hold for the request and they have no room for
-         * more, it is not forwarded and the stream ends here (cut_stream). */
+         * more, only the rest of the event in progress is forwarded and
+         * the stream ends there (cut_stream). */
         td_cost_scanner next = r->scan;
         td_cost_scanner_feed(&next, at, n);
         double counted = td_cost_counted_tokens(&next, r->prompt_est);
         if (counted > r->reserve_tokens && px_budget_extend(u->c, counted) != 0) {
-            r->budget_cut = 1;
-            http_parser_pause(p, 1);
-            return 0;
+            r->cut_pending = 1;
+            return finish_event_then_cut(p, r, &u->c->out, at, n);
         }
         r->scan = next;
     } else if (r->scan_on) {
         td_cost_scanner_feed(&r->scan, at, n);
     }
-    td__buf *o = &u->c->out;
-    if (r->resp_chunked) {
-        char size[24];
-        size_t k = sizeof size - 2, v = n;
-        size[k] = '\r', size[k + 1] = '\n';
-        do
-            size[--k] = "0123456789abcdef"[v & 15];
-        while (v >>= 4);
-        if (td__buf_append(o, size + k, sizeof size - k) != TD_OK ||
-            td__buf_append(o, at, n) != TD_OK ||
-            td__buf_append(o, "\r\n", 2) != TD_OK)
-            return -1;
-        return 0;
-    }
-    return td__buf_append(o, at, n) == TD_OK ? 0 : -1;
+    return forward_body(r, &u->c->out, at, n);
 }
 
 static int r_message_complete(http_parser *p)

@@ -14,6 +14,41 @@ command -v python3 >/dev/null || { echo "python3 is required"; echo "0 passed, 1
 
 start_simmodel --slots 64 --ms-per-token 0.05 --default-max-tokens 100001 || { finish; exit 1; }
 
+# An upstream whose 200 events ("abcdefgh", 2 tokens each) each arrive in
+# two halves: every read the gateway makes ends inside an event.
+cat >"$TMP/split.py" <<'P'
+import http.server, json, socketserver, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for _ in range(200):
+                ev = ("data: %s\n\n" % json.dumps({"choices": [{"delta": {"content": "abcdefgh"}}]})).encode()
+                for part in (ev[:17], ev[17:]):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                    self.wfile.flush()
+                    time.sleep(0.003)
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass
+    def log_message(self, *a):
+        pass
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+s = S(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_address[1]))
+s.serve_forever()
+P
+python3 "$TMP/split.py" "$TMP/splitport" 2>"$TMP/split.log" &
+PIDS+=($!)
+wait_file "$TMP/splitport" || { not_ok "the split upstream did not start"; finish; exit 1; }
+SPLIT="127.0.0.1:$(cat "$TMP/splitport")"
+
 tenant() { # NAME BUDGET
     cat <<Y
 apiVersion: tenantd.dev/v1alpha1
@@ -32,6 +67,7 @@ Y
     tenant whole 0.05
     tenant tiny 0.005
     tenant capped 0.002
+    tenant splitter 0.0002
     cat <<Y
 apiVersion: tenantd.dev/v1alpha1
 kind: Route
@@ -52,6 +88,14 @@ spec:
   timeout: 120s
 ---
 apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: split}
+spec:
+  match: {pathPrefix: /split/}
+  upstream: {address: "$SPLIT"}
+  cost: {model: tokens}
+---
+apiVersion: tenantd.dev/v1alpha1
 kind: CostPolicy
 metadata: {name: default}
 spec:
@@ -59,6 +103,7 @@ spec:
   prices:
   - {route: chat, per1kTokens: "0.0017"}
   - {route: short, per1kTokens: "0.0017"}
+  - {route: split, per1kTokens: "0.0017"}
 Y
 } >"$TMP/platform.yaml"
 
@@ -81,17 +126,25 @@ def one(i):
     c.request("POST", path, body=body, headers={"Authorization": "Bearer " + key,
                                                 "Content-Type": "application/json"})
     r = c.getresponse()
-    res = {"status": r.status, "chars": 0, "last": None, "complete": True}
+    res = {"status": r.status, "chars": 0, "last": None, "complete": True, "bad": []}
     if r.getheader("Content-Type", "").startswith("text/event-stream"):
         try:
             for line in r:
+                if line.strip() == b"":
+                    continue
                 if not line.startswith(b"data: "):
+                    res["bad"].append(line[:200].decode("utf-8", "replace"))
                     continue
                 d = line[6:].strip()
                 res["last"] = d.decode()
                 if d == b"[DONE]":
                     continue
-                for ch in json.loads(d).get("choices", []):
+                try:
+                    o = json.loads(d)
+                except ValueError:
+                    res["bad"].append(d[:200].decode("utf-8", "replace"))
+                    continue
+                for ch in o.get("choices", []):
                     res["chars"] += len((ch.get("delta") or {}).get("content") or ch.get("text") or "")
         except http.client.IncompleteRead:
             res["complete"] = False
@@ -127,34 +180,41 @@ P
 # answered with 100,001 tokens ($0.17), against a $0.60 budget. Each
 # reserves $0.0069683 (all 50 fit: $0.348) and, past that, extends its
 # reservation while the budget has room; when it has none, the stream is
-# cut: a last event {"error":{...,"code":"budget_exceeded"}} and the end
-# of the chunked body. Bound: the spend is at most the budget plus one
+# cut: the event in progress is finished, then a last event
+# {"error":{...,"code":"budget_exceeded"}} and the end of the chunked
+# body. At most 3 can run to their end ($0.51; a 4th would pass $0.60),
+# so at least 47 are cut. Bound: the spend is at most the budget plus one
 # reservation, 0.60 + 0.0069683 (holds are taken before the tokens they
-# cover are forwarded, and a stream is charged the larger of its
-# reservation and its counted tokens, never more than it holds).
+# cover are forwarded; past its hold a cut stream gets at most the rest of
+# one event).
 client key-spender /v1/chat/completions 50 "$MSG,\"stream\":true}" >"$TMP/crowd.json"
 v=$(spent spender)
 python3 - "$TMP/crowd.json" "$v" <<'P' >"$TMP/crowd.out" && ok "50 streams: $(cat "$TMP/crowd.out")" || not_ok "crowd: $(cat "$TMP/crowd.out") $(head -c 600 "$TMP/crowd.json")"
 import json, math, sys
 rs = json.load(open(sys.argv[1]))
 spent = float(sys.argv[2])
-assert all(r["status"] == 200 and r["complete"] for r in rs), [(r["status"], r["complete"]) for r in rs]
-cut = 0
+assert all(r["status"] == 200 and r["complete"] and not r["bad"] for r in rs), \
+    [(r["status"], r["complete"], r["bad"][:2]) for r in rs]
+cut = done = 0
 for r in rs:
+    if r["last"] == "[DONE]":
+        done += 1
+        continue
     e = json.loads(r["last"])["error"]
     assert e["code"] == "budget_exceeded" and e["type"] == "insufficient_quota" and e["message"], e
     assert "param" in e, e
     cut += 1
 delivered = sum(3 + math.ceil(r["chars"] / 4) for r in rs) * 0.0017 / 1000
-print("all %d cut with the SSE error event; spent %.7f of 0.60 (bound 0.6069683), %.7f of it delivered"
-      % (cut, spent, delivered))
-assert cut == 50
+print("%d cut with the SSE error event, %d ran to [DONE]; spent %.7f of 0.60 (bound 0.6069683), %.7f of it delivered"
+      % (cut, done, spent, delivered))
+assert cut + done == 50 and cut >= 47
 assert spent <= 0.6069683 + 1e-9, spent
 assert spent >= 0.60 - 0.0069683, spent  # the budget was used, not refused early
 assert delivered <= spent + 1e-9, (delivered, spent)
 P
 v=$(metric 'tenantd_requests_total{tenant="spender",route="chat",outcome="budget_cut"}')
-[ "$v" = 50 ] && ok "/metrics: outcome=\"budget_cut\" 50" || not_ok "budget_cut metric: '$v'"
+c=$(python3 -c 'import json,sys; print(sum(r["last"] != "[DONE]" for r in json.load(open(sys.argv[1]))))' "$TMP/crowd.json")
+[ "$v" = "$c" ] && ok "/metrics: outcome=\"budget_cut\" $v" || not_ok "budget_cut metric: '$v', cut $c"
 client key-spender /v1/chat/completions 1 "$MSG,\"stream\":true}" >"$TMP/after.json"
 grep -q '"status": 429' "$TMP/after.json" && grep -q budget_exceeded "$TMP/after.json" &&
     ok "the next request is refused: 429 budget_exceeded" || not_ok "after: $(cat "$TMP/after.json")"
@@ -175,6 +235,22 @@ assert b["status"] == 200 and b["complete"], b
 assert json.loads(b["last"])["error"]["code"] == "budget_exceeded", b
 print("the chat route (4096) refuses, the completions route (1000) serves and cuts at %.7f of 0.002" % spent)
 assert 0.002 - 0.0017051 <= spent <= 0.002 + 0.0017051, spent
+P
+
+# 3b. Cut where every read ends inside an event: the event in progress is
+# finished first, so every data line the client gets is whole JSON, the
+# last the error; a budget of $0.0002 pays for 117 tokens (3 + 57 events).
+client key-splitter /split/x 1 "$MSG,\"max_tokens\":10,\"stream\":true}" >"$TMP/split.json"
+v=$(spent splitter)
+python3 - "$TMP/split.json" "$v" <<'P' >"$TMP/split.out" && ok "split events: $(cat "$TMP/split.out")" || not_ok "split: $(cat "$TMP/split.out") $(head -c 600 "$TMP/split.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+spent = float(sys.argv[2])
+print("%d characters delivered, every event whole, then the error; spent %.7f of 0.0002" % (r["chars"], spent))
+assert r["status"] == 200 and r["complete"] and not r["bad"], r
+assert json.loads(r["last"])["error"]["code"] == "budget_exceeded", r
+assert r["chars"] % 8 == 0 and 0 < r["chars"] < 1600, r
+assert abs(spent - (3 + r["chars"] / 4) * 0.0017 / 1000) < 1e-12 and spent <= 0.0002 + 2 * 0.0017 / 1000, spent
 P
 
 # 4. A whole JSON answer of 100,001 tokens (no stream) was produced before

@@ -18,15 +18,15 @@ command -v python3 >/dev/null || { echo "python3 is required"; echo "0 passed, 1
 start_simmodel --slots 16 --ms-per-token 2 --default-max-tokens 2000 || { finish; exit 1; }
 
 # An upstream that streams 50 one-token events ("abcd") and then either
-# closes the connection mid-body (/part/drop) or goes silent (/part/stall),
-# or never answers (/part/hang).
+# closes the connection mid-body (/part/drop) or goes silent (/part/stall);
+# or one that never answers (/q/...).
 cat >"$TMP/partial.py" <<'P'
 import http.server, json, socketserver, sys, time
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        if self.path.startswith("/part/hang"):
+        if self.path.startswith("/q/"):
             time.sleep(8)
             self.close_connection = True
             return
@@ -94,10 +94,12 @@ spec:
 ---
 Y
     # the streams last 4 s; the part route's 3 s are the stall test's
-    # silence and the queue test's wait behind its one slot
+    # silence; q has one slot (tenantd runs one worker, so it is the
+    # route's only one) for the queue test
     route chat /v1/chat/ "$SIM" "" "" 10s
     route short /v1/completions "$SIM" ", maxOutputTokens: 200" "" 10s
-    route part /part/ "$PART" "" ", capacity: 1, queue: 4" 3s
+    route part /part/ "$PART" "" "" 3s
+    route q /q/ "$PART" "" ", capacity: 1, queue: 4" 10s
     cat <<Y
 apiVersion: tenantd.dev/v1alpha1
 kind: CostPolicy
@@ -108,10 +110,11 @@ spec:
   - {route: chat, per1kTokens: "1"}
   - {route: short, per1kTokens: "1"}
   - {route: part, per1kTokens: "1"}
+  - {route: q, per1kTokens: "1"}
 Y
 } >"$TMP/platform.yaml"
 
-start_tenantd "$TMP/data" --config "$TMP/platform.yaml" --access-log "$TMP/access.log" ||
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" --access-log "$TMP/access.log" --workers 1 ||
     { finish; exit 1; }
 GW="127.0.0.1:$TD_DATA_PORT"
 ADMIN="http://127.0.0.1:$TD_PORT"
@@ -206,7 +209,7 @@ v=$(metric 'tenantd_requests_total{tenant="cutter",route="chat",outcome="client_
 [ "$v" = 3 ] && ok "/metrics counts them: outcome=\"client_closed\" 3" || not_ok "client_closed metric: '$v'"
 v=$(metric 'tenantd_cost_units_total{tenant="cutter",route="chat"}')
 [ "$v" = 6009 ] && ok "/metrics cost units: 6009" || not_ok "cost units metric: '$v'"
-# (a record per worker that served them: readers sum count)
+# (readers sum count: a record per worker and flush)
 got=$(wait_sql "select sum(count), sum(tokens_in), sum(tokens_out) from records where tenant='cutter' and outcome='client_closed'" "3|9|6000")
 [ "$got" = "3|9|6000" ] && ok "ledger: 3 client_closed requests, 9 tokens in, 6000 out" ||
     not_ok "ledger cutter: '$got'"
@@ -275,18 +278,18 @@ v=$(metric 'tenantd_requests_total{tenant="staller",route="part",outcome="timeou
 got=$(wait_sql "select group_concat(outcome || ':' || tokens_in || '+' || tokens_out) from (select * from records where tenant in ('dropper','staller') order by tenant)" "cut:3+50,cut:3+50")
 [ "$got" = "cut:3+50,cut:3+50" ] && ok "ledger: both are 'cut' records of 3 + 50 tokens" || not_ok "ledger cut: '$got'"
 
-# 7. Given up while queued (the route's one slot is held for 3 s by a
-# request the upstream never answers): nothing was sent upstream, nothing
-# is charged, and it is counted (client_closed) and ledgered (cancelled).
-curl -s -o /dev/null --max-time 5 -H "Authorization: Bearer key-blocker" \
-    -d "$MSG,\"max_tokens\":5}" "http://$GW/part/hang" &
+# 7. Given up while queued (the route's one slot is held by a request the
+# upstream never answers): nothing was sent upstream, nothing is charged,
+# and it is counted (client_closed) and ledgered (cancelled).
+curl -s -o /dev/null --max-time 3 -H "Authorization: Bearer key-blocker" \
+    -d "$MSG,\"max_tokens\":5}" "http://$GW/q/hang" &
 hung=$!
-sleep 0.2
-closer key-queuer /part/queued 1 0 "$MSG,\"max_tokens\":300}" >/dev/null
+sleep 0.3
+closer key-queuer /q/queued 1 0 "$MSG,\"max_tokens\":300}" >/dev/null
 sleep 0.3
 v=$(spent queuer)
 [ "$v" = 0 ] && ok "given up in the queue: nothing charged" || not_ok "queuer spend: '$v'"
-v=$(metric 'tenantd_requests_total{tenant="queuer",route="part",outcome="client_closed"}')
+v=$(metric 'tenantd_requests_total{tenant="queuer",route="q",outcome="client_closed"}')
 [ "$v" = 1 ] && ok "and counted: outcome=\"client_closed\" 1" || not_ok "queuer metric: '$v'"
 got=$(wait_sql "select outcome, sum(count), sum(tokens_in + tokens_out) from records where tenant='queuer'" "cancelled|1|0")
 [ "$got" = "cancelled|1|0" ] && ok "ledger: cancelled, no tokens" || not_ok "ledger queuer: '$got'"
@@ -294,7 +297,7 @@ wait $hung
 
 # 8. A restart replays the charges of requests ended early from the ledger.
 stop_tenantd
-start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" --workers 1 || { finish; exit 1; }
 ADMIN="http://127.0.0.1:$TD_PORT"
 v=$(spent cutter)
 [ "$v" = 12.018 ] && ok "after a restart cutter's spend is still 12.018" || not_ok "cutter after restart: '$v'"

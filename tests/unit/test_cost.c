@@ -585,6 +585,46 @@ static void test_counted_tokens_mid_stream(void **state)
     assert_true(td_cost_counted_tokens(&s, 5) == 5 + 7);
 }
 
+/* Where a stream may be cut: between events, after the event in progress. */
+static void test_event_end_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        const char *fed, *next;
+        bool at_end;
+        size_t want; /* bytes of next up to the end of the event in progress */
+    } rows[] = {
+        {"nothing fed", "", "data: {}\n\n", true, 0},
+        {"after a blank line", "data: {\"a\":1}\n\n", "data: {}\n\n", true, 0},
+        {"inside the prefix", "da", "ta: {}\n\ndata: x\n\n", false, 8},
+        {"inside the JSON", "data: {\"a\":", "1}\n\ndata: {}\n\n", false, 4},
+        {"one newline of two", "data: {}\n", "\ndata: {}\n\n", false, 1},
+        {"CRLF lines: the CR of the blank line ends it", "data: {}\r\n", "\r\ndata: {}\r\n\r\n", false, 1},
+        {"an event: field opens an event", "event: delta\n", "data: {}\n\n", false, 10},
+        {"a comment line, then the blank", ": keep-alive\n", "\n", false, 1},
+        {"no end in sight", "data: {\"a\":", "\"bcd", false, 4},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        td_cost_scanner s;
+        td_cost_scanner_init(&s, true);
+        td_cost_scanner_feed(&s, rows[i].fed, strlen(rows[i].fed));
+        bool at = td_cost_scanner_at_event_end(&s);
+        size_t k = td_cost_scanner_feed_to_event_end(&s, rows[i].next, strlen(rows[i].next));
+        if (at != rows[i].at_end || k != rows[i].want) {
+            print_error("row \"%s\": at end %d, %zu bytes, want %d %zu\n", rows[i].name, at, k,
+                        rows[i].at_end, rows[i].want);
+            failed++;
+        }
+    }
+    td_cost_scanner j;
+    td_cost_scanner_init(&j, false);
+    td_cost_scanner_feed(&j, "{\"a\":", 5);
+    assert_true(td_cost_scanner_at_event_end(&j)); /* not SSE: no events to keep whole */
+    assert_int_equal(failed, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -598,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_reserve_table),
         cmocka_unit_test(test_settle_cut_table),
         cmocka_unit_test(test_counted_tokens_mid_stream),
+        cmocka_unit_test(test_event_end_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

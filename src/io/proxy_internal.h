@@ -157,6 +157,7 @@ typedef struct {
      * (already counted as spent), whether the request reached the upstream
      * and whether an early end is charged. */
     double reserve_tokens;
+    double covered_tokens; /* what the holds (reservation, extensions) pay for */
     int64_t bud_extra_nano;
     int sent;       /* the request was handed to an upstream connection */
     int charged;    /* ended early and charged what it was delivered */
@@ -323,8 +324,9 @@ void px_cfg_release(px_worker *w, px_cfg *pc);
 void px_meter_flush(px_worker *w);
 void px_log_flush(px_worker *w);
 /* A stream has counted `tokens` so far: extends the request's budget
- * reservation to cover their price. 0 when covered (or no budget holds);
- * -1 when an enforced budget has no room: the stream is to be cut. */
+ * holds to cover their price (and some more) when they pass
+ * covered_tokens. 0 when covered (or no budget holds); -1 when an
+ * enforced budget has no room: the stream is to be cut. */
 int px_budget_extend(px_conn *c, double tokens);
 
 /* ---- proxy_upstream.c ---- */

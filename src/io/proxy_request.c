@@ -601,32 +601,36 @@ static int64_t price_units(px_conn *c, double units)
 int px_budget_extend(px_conn *c, double tokens)
 {
     px_req *r = &c->rq;
+    if (tokens <= r->covered_tokens)
+        return 0;
     if (!r->bud.n && !r->bud.nkey)
         return 0;
-    int64_t need = price_units(c, tokens) - (r->bud.reserved_nano + r->bud_extra_nano);
-    if (need <= 0)
-        return 0;
-    /* A quarter of the reservation at a time keeps a long stream to a few
-     * reservations; when that much is not left, exactly what the tokens
-     * forwarded would cost, so a stream is cut only when the budget cannot
-     * pay for what it would deliver. The extension counts as spent at once
-     * (settled to itself); px_req_end settles the rest of the price. */
-    int64_t step = r->bud.reserved_nano / 4;
+    /* A quarter of the reservation's tokens more at a time keeps a long
+     * stream to a few reservations and pricings (a stream's events come
+     * one by one: pricing each was a fifth of the gateway's CPU on a
+     * budgeted 100,001-token stream); when that much is not left, exactly
+     * what the tokens forwarded cost, so a stream is cut only when the
+     * budget cannot pay for what it would deliver. An extension counts as
+     * spent at once (settled to itself); px_req_end settles the rest. */
+    double step = ceil(r->reserve_tokens / 4);
+    double want[2] = {tokens + (step > 1 ? step : 1), tokens};
+    int64_t held = r->bud.reserved_nano + r->bud_extra_nano;
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     td_gateway *g = c->w->p->g;
     for (int i = 0; i < 2; i++) {
-        int64_t ask = i == 0 && step > need ? step : need;
-        if (i == 1 && ask == need && !(step > need))
-            break; /* the first try already asked for exactly need */
-        td_gw_budget_hold h;
-        td_gw_budget_verdict v;
-        if (td_gateway_budget_reserve(g, r->tenant, r->key, ask, (int64_t)wall.tv_sec, &h, &v) ==
-            TD_OK) {
+        int64_t ask = price_units(c, want[i]) - held;
+        if (ask > 0) {
+            td_gw_budget_hold h;
+            td_gw_budget_verdict v;
+            if (td_gateway_budget_reserve(g, r->tenant, r->key, ask, (int64_t)wall.tv_sec, &h,
+                                          &v) != TD_OK)
+                continue;
             td_gateway_budget_settle(g, r->tenant, r->key, &h, ask);
             r->bud_extra_nano += ask;
-            return 0;
         }
+        r->covered_tokens = want[i];
+        return 0;
     }
     return -1;
 }
@@ -917,7 +921,7 @@ void px_req_headers(px_conn *c)
     r->bud.n = r->bud.nkey = 0;
     r->bud.reserved_nano = 0;
     r->prompt_est = 0;
-    r->reserve_tokens = 0;
+    r->reserve_tokens = r->covered_tokens = 0;
     r->bud_extra_nano = 0;
     r->sent = r->charged = r->cut_check = r->cut_pending = r->budget_cut = 0;
     r->cut_slack = 0;
@@ -1048,6 +1052,7 @@ void px_req_message(px_conn *c)
     est = q.estimate;
     r->prompt_est = q.prompt;
     r->reserve_tokens = td_cost_reserve_tokens(route->cost_model, &q, route->max_output_tokens);
+    r->covered_tokens = r->reserve_tokens;
     r->estimate = est;
     r->actual = est;
     td_criticality crit = t->criticality;

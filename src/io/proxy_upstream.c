@@ -717,7 +717,7 @@ static int r_body(http_parser *p, const char *at, size_t n)
         td_cost_scanner next = r->scan;
         td_cost_scanner_feed(&next, at, n);
         double counted = td_cost_counted_tokens(&next, r->prompt_est);
-        if (counted > r->reserve_tokens && px_budget_extend(u->c, counted) != 0) {
+        if (counted > r->covered_tokens && px_budget_extend(u->c, counted) != 0) {
             r->cut_pending = 1;
             return finish_event_then_cut(p, r, &u->c->out, at, n);
         }

@@ -18,10 +18,11 @@
 #define TD_COST_DEFAULT_MAX_TOKENS 16
 
 /* Completion tokens a request naming no max_tokens reserves of its budgets
- * on a route without spec.cost.maxOutputTokens: 4096, the output limit of
- * most chat models served today and the default of OpenAI's older ones. A
+ * on a route without spec.cost.maxOutputTokens: 4096, the output cap of
+ * gpt-3.5-turbo and gpt-4-turbo, room for an ordinary chat answer. A
  * budget is money, not repaid over time as a rate limit is, so the
- * reservation has to bound what one request can spend (docs/security.md). */
+ * reservation has to bound what one request can spend; a route serving
+ * longer answers sets its own (docs/security.md). */
 #define TD_COST_DEFAULT_MAX_OUTPUT_TOKENS 4096
 
 /* Estimates the cost of a request on a route of model m.

@@ -607,8 +607,8 @@ int px_budget_extend(px_conn *c, double tokens)
         return 0;
     /* A quarter of the reservation's tokens more at a time keeps a long
      * stream to a few reservations and pricings (a stream's events come
-     * one by one: pricing each was a fifth of the gateway's CPU on a
-     * budgeted 100,001-token stream); when that much is not left, exactly
+     * one by one: pricing each cost 17% more CPU on a budgeted
+     * 100,001-token stream); when that much is not left, exactly
      * what the tokens forwarded cost, so a stream is cut only when the
      * budget cannot pay for what it would deliver. An extension counts as
      * spent at once (settled to itself); px_req_end settles the rest. */

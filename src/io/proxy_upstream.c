@@ -763,9 +763,10 @@ static void cut_stream(px_up *u)
     if (r->resp_chunked) {
         char size[24];
         int k = snprintf(size, sizeof size, "%x\r\n", (unsigned)n);
-        td__buf_append(o, size, (size_t)k);
-        td__buf_append(o, ev, (size_t)n);
-        td__buf_append(o, "\r\n0\r\n\r\n", 7);
+        if (td__buf_append(o, size, (size_t)k) != TD_OK ||
+            td__buf_append(o, ev, (size_t)n) != TD_OK ||
+            td__buf_append(o, "\r\n0\r\n\r\n", 7) != TD_OK)
+            r->resp_close = 1; /* the body cannot be ended well: close */
     } else {
         /* the end of the body is the close (HTTP/1.0), or a length the
          * upstream announced that the body will now not reach */

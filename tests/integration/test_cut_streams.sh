@@ -121,6 +121,17 @@ ADMIN="http://127.0.0.1:$TD_PORT"
 
 metric() { curl -s --max-time 5 "$ADMIN/metrics" | grep -F "$1" | awk '{print $2}'; }
 spent() { v=$(metric "tenantd_budget_spent{tenant=\"$1\",period=\"month\"}"); echo "${v:-0}"; }
+# settled TENANT [WANT]: waits up to 5 s for the tenant's spend to be WANT
+# (or, without WANT, not 0): the gateway settles a request when it sees
+# its client's close, a moment after the client is gone
+settled() {
+    local _ v
+    for _ in $(seq 1 25); do
+        v=$(spent "$1")
+        if [ $# -ge 2 ]; then [ "$v" = "$2" ] && return; else [ "$v" != 0 ] && return; fi
+        sleep 0.2
+    done
+}
 # sql QUERY: one row of the real ledger.db
 sql() {
     python3 - "$TMP/data/ledger.db" "$1" <<'P'
@@ -196,12 +207,12 @@ MSG='{"messages":[{"role":"user","content":"hello world!"}]'
 # charged max(counted, reserved) = its reservation 3 + 2000 = 2003 tokens
 # (the text forwarded counts 1,125-1,200 tokens): 6,009 tokens = 6.009.
 closer key-cutter /v1/chat/completions 3 1000 "$MSG,\"max_tokens\":2000,\"stream\":true}" >"$TMP/c1.json"
-python3 - "$TMP/c1.json" <<'P' && ok "three streams closed by their client at event 1000 of 2000, before the usage event" || not_ok "closer: $(cat "$TMP/c1.json")"
+python3 - "$TMP/c1.json" <<'P' && ok "three streams closed by their client at about event 1000 of 2000, before the usage event" || not_ok "closer: $(cat "$TMP/c1.json")"
 import json, sys
 rs = json.load(open(sys.argv[1]))
-assert len(rs) == 3 and all(r["events"] == 1000 and not r["usage"] for r in rs), rs
+assert len(rs) == 3 and all(1000 <= r["events"] < 2000 and not r["usage"] for r in rs), rs
 P
-sleep 0.5
+settled cutter 6.009
 v=$(spent cutter)
 [ "$v" = 6.009 ] && ok "the budget moved by 3 x 2003 tokens = 6.009 (each charged its reservation, more than its counted text)" ||
     not_ok "cutter spend: '$v', want 6.009"
@@ -221,7 +232,7 @@ n=$(grep 'tenant=cutter' "$TMP/access.log" | grep -c 'status=499 outcome=client_
 
 # 2. Repeated, the budget keeps moving: three more.
 closer key-cutter /v1/chat/completions 3 1000 "$MSG,\"max_tokens\":2000,\"stream\":true}" >/dev/null
-sleep 0.5
+settled cutter 12.018
 v=$(spent cutter)
 [ "$v" = 12.018 ] && ok "three more: 12.018" || not_ok "cutter spend after six: '$v'"
 
@@ -229,7 +240,7 @@ v=$(spent cutter)
 # maxOutputTokens 200: reserved 203) is charged the tokens counted in the
 # text forwarded: at least what the client read, at most the whole answer.
 closer key-long /v1/completions 1 1000 '{"prompt":"hello world!","stream":true}' >"$TMP/c3.json"
-sleep 0.5
+settled long
 v=$(spent long)
 python3 - "$TMP/c3.json" "$v" <<'P' >"$TMP/c3.out" && ok "past its reservation: $(cat "$TMP/c3.out")" || not_ok "long: $(cat "$TMP/c3.out") $(cat "$TMP/c3.json")"
 import json, math, sys
@@ -238,7 +249,7 @@ spent = float(sys.argv[2])
 low = (3 + math.ceil(r["chars"] / 4)) / 1000
 high = (3 + math.ceil(2000 * 4.5 / 4)) / 1000  # the whole answer: 4.5 characters a token
 print("read %d events (%d characters): charged %.3f, within [%.3f, %.3f]" % (r["events"], r["chars"], spent, low, high))
-assert r["events"] == 1000 and low <= spent + 1e-9 and spent <= high + 1e-9
+assert 1000 <= r["events"] < 2000 and low <= spent + 1e-9 and spent <= high + 1e-9
 P
 got=$(wait_sql "select sum(count), outcome, tokens_in from records where tenant='long'" "1|client_closed|3")
 [ "$got" = "1|client_closed|3" ] && ok "ledger: its record is client_closed, 3 tokens in" || not_ok "ledger long: '$got'"
@@ -246,7 +257,7 @@ got=$(wait_sql "select sum(count), outcome, tokens_in from records where tenant=
 # 4. A client closing before the first byte (the upstream never answers)
 # pays its reservation: 3 + 300 tokens.
 closer key-early /v1/chat/completions 1 0 "$MSG,\"max_tokens\":300}" >/dev/null
-sleep 0.5
+settled early 0.303
 v=$(spent early)
 [ "$v" = 0.303 ] && ok "closed before the first byte: charged the reservation, 0.303" || not_ok "early spend: '$v'"
 
@@ -258,7 +269,7 @@ code=$(curl -s -o "$TMP/drop.out" -w '%{http_code}' --max-time 10 -H "Authorizat
     -d "$MSG,\"max_tokens\":10,\"stream\":true}" "http://$GW/part/drop")
 grep -c abcd "$TMP/drop.out" | grep -qx 50 && ok "upstream closed mid-body: the client got the 50 events ($code)" ||
     not_ok "drop: $code $(head -c 300 "$TMP/drop.out")"
-sleep 0.3
+settled dropper 0.053
 v=$(spent dropper)
 [ "$v" = 0.053 ] && ok "charged what it delivered: 3 + 50 tokens = 0.053" || not_ok "dropper spend: '$v'"
 v=$(metric 'tenantd_requests_total{tenant="dropper",route="part",outcome="upstream_error"}')
@@ -270,7 +281,7 @@ curl -s -o "$TMP/stall.out" --max-time 10 -H "Authorization: Bearer key-staller"
     -d "$MSG,\"max_tokens\":10,\"stream\":true}" "http://$GW/part/stall"
 grep -c abcd "$TMP/stall.out" | grep -qx 50 && ok "a stream silent past the route's timeout is cut after its 50 events" ||
     not_ok "stall: $(head -c 300 "$TMP/stall.out")"
-sleep 0.3
+settled staller 0.053
 v=$(spent staller)
 [ "$v" = 0.053 ] && ok "charged what it delivered: 0.053" || not_ok "staller spend: '$v'"
 v=$(metric 'tenantd_requests_total{tenant="staller",route="part",outcome="timeout"}')
@@ -286,7 +297,10 @@ curl -s -o /dev/null --max-time 3 -H "Authorization: Bearer key-blocker" \
 hung=$!
 sleep 0.3
 closer key-queuer /q/queued 1 0 "$MSG,\"max_tokens\":300}" >/dev/null
-sleep 0.3
+for _ in $(seq 1 25); do
+    [ "$(metric 'tenantd_requests_total{tenant="queuer",route="q",outcome="client_closed"}')" = 1 ] && break
+    sleep 0.2
+done
 v=$(spent queuer)
 [ "$v" = 0 ] && ok "given up in the queue: nothing charged" || not_ok "queuer spend: '$v'"
 v=$(metric 'tenantd_requests_total{tenant="queuer",route="q",outcome="client_closed"}')

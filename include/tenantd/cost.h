@@ -13,8 +13,17 @@
 #include "tenantd/gateway.h"
 #include "tenantd/status.h"
 
-/* Completion tokens assumed when a request names no max_tokens. */
+/* Completion tokens assumed when a request names no max_tokens: the
+ * estimate the rate limits charge at entry (reconciled after the answer). */
 #define TD_COST_DEFAULT_MAX_TOKENS 16
+
+/* Completion tokens a request naming no max_tokens reserves of its budgets
+ * on a route without spec.cost.maxOutputTokens: 4096, the output cap of
+ * gpt-3.5-turbo and gpt-4-turbo, room for an ordinary chat answer. A
+ * budget is money, not repaid over time as a rate limit is, so the
+ * reservation has to bound what one request can spend; a route serving
+ * longer answers sets its own (docs/security.md). */
+#define TD_COST_DEFAULT_MAX_OUTPUT_TOKENS 4096
 
 /* Estimates the cost of a request on a route of model m.
  * - tokens: ceil(prompt characters / 4) + max_tokens (or
@@ -42,6 +51,29 @@ td_status td_cost_estimate(td_cost_model m, const char *body, size_t len,
 td_status td_cost_estimate_ex(td_cost_model m, const char *body, size_t len,
                               const char *gpu_seconds_header, double default_gpu_seconds,
                               double *out, double *prompt_out, td_err *err);
+
+/* What a request body bounds: the estimate of td_cost_estimate_ex and the
+ * parts a budget reservation needs. */
+typedef struct {
+    double estimate;   /* as td_cost_estimate */
+    double prompt;     /* the estimate's prompt tokens (0 for the other models) */
+    double choices;    /* "n", at least 1 */
+    bool output_named; /* max_tokens or max_completion_tokens given (or an
+                        * embeddings body, which has no output) */
+} td_cost_request;
+
+/* td_cost_estimate_ex's work, keeping the parts: *out is set only on TD_OK,
+ * the errors are td_cost_estimate's. */
+td_status td_cost_inspect(td_cost_model m, const char *body, size_t len,
+                          const char *gpu_seconds_header, double default_gpu_seconds,
+                          td_cost_request *out, td_err *err);
+
+/* Tokens a tokens-route request reserves of its budgets: its estimate when
+ * the body bounds its output, else its prompt plus max_output_tokens (the
+ * Route's spec.cost.maxOutputTokens; 0: TD_COST_DEFAULT_MAX_OUTPUT_TOKENS)
+ * per choice. Other models reserve their estimate. */
+double td_cost_reserve_tokens(td_cost_model m, const td_cost_request *q,
+                              uint32_t max_output_tokens);
 
 /* What a response said it used. Fields are valid when their TD_USAGE_ bit
  * is set in have. */
@@ -75,6 +107,7 @@ typedef struct {
     unsigned char sse; /* body is text/event-stream */
     /* SSE line state */
     unsigned char line_state, prefix_pos, skip_lf, event_has_data;
+    unsigned char event_open; /* a line of the current event has ended */
     /* JSON state of the current document (the body, or one event's data) */
     unsigned char in_string, escape, in_scalar, broken;
     uint32_t depth;
@@ -117,5 +150,33 @@ void td_cost_scanner_finish(td_cost_scanner *s, td_usage *u);
  * usable, the estimate stands: *actual = estimate and false is returned. */
 bool td_cost_actual(td_cost_model m, const td_usage *u, const char *gpu_seconds_header,
                     double estimate, double *actual);
+
+/* The tokens charged for a tokens-route request whose response did not
+ * reach its end (the client closed, the upstream closed or went silent
+ * mid-body, tenantd cut the stream for the budget) after it was sent
+ * upstream. seen is what the scanner found in the body forwarded so far
+ * (NULL: nothing scanned). A usage the upstream reported stands as it is
+ * (the upstream finished). Otherwise the tokens are counted, the prompt as
+ * estimated (prompt_est) and the completion from the text forwarded
+ * (characters / 4), and the charge is at least reserve_tokens, what the
+ * request reserved: closing early is never cheaper than the reservation,
+ * since what the upstream generated past the last byte forwarded cannot be
+ * seen. *tokens_in and *tokens_out split the charge for the ledger. */
+void td_cost_settle_cut(const td_usage *seen, double prompt_est, double reserve_tokens,
+                        double *tokens_in, double *tokens_out);
+
+/* An SSE body fed so far ends between events (nothing fed yet, or a blank
+ * line last): an event may be added there without merging into another.
+ * A non-SSE body: always true. */
+bool td_cost_scanner_at_event_end(const td_cost_scanner *s);
+
+/* Feeds p byte by byte up to the end of the event in progress and returns
+ * the bytes fed: 0 when s is already between events, n when the event
+ * does not end within p. */
+size_t td_cost_scanner_feed_to_event_end(td_cost_scanner *s, const char *p, size_t n);
+
+/* Tokens counted so far of a body being scanned: prompt_est plus the
+ * completion text seen (characters / 4). For the stream's budget check. */
+double td_cost_counted_tokens(const td_cost_scanner *s, double prompt_est);
 
 #endif

@@ -92,6 +92,9 @@ typedef struct {
      * the upstream, read from that variable when the config is loaded;
      * NULL: none (the client's credential is never forwarded). */
     char *upstream_authorization;
+    /* spec.cost.maxOutputTokens: output tokens a request naming no
+     * max_tokens reserves of its budgets (0: TD_COST_DEFAULT_MAX_OUTPUT_TOKENS) */
+    uint32_t max_output_tokens;
 } td_gw_route;
 
 typedef struct td_gw_config td_gw_config;
@@ -229,7 +232,8 @@ int64_t td_gateway_budget_spent(td_gateway *g, const td_gw_tenant *t, const td_g
                                 td_period p, int64_t now_s, bool refresh);
 
 /* Start-up: counts the priced cost of ledger record r (a completed
- * request, outcome "ok") toward its tenant's spend in every period kind
+ * request, outcome "ok", or one charged for ending early, "client_closed"
+ * or "cut") toward its tenant's spend in every period kind
  * current at now_ns, and toward its key's when r->api_key names one of the
  * tenant's named keys, so a restart keeps the period's spend. Records of
  * unknown tenants, other outcomes or unpriced routes are skipped. */

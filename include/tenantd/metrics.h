@@ -21,6 +21,8 @@ typedef enum {
     TD_OUT_BAD_REQUEST,         /* 400/404/413/431 */
     TD_OUT_UNAUTHORIZED,        /* 401: no tenant; counted under tenant "" */
     TD_OUT_BUDGET_EXCEEDED,     /* 429 a money budget of the period is spent */
+    TD_OUT_CLIENT_CLOSED,       /* the client closed before the response ended (499) */
+    TD_OUT_BUDGET_CUT,          /* a stream cut mid-way: its budget ran out */
     TD_OUT_COUNT
 } td_outcome;
 

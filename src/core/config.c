@@ -998,10 +998,17 @@ static td_status validate_route(vctx *v)
     }
     TRY(check_integer(v, td_json_path(s, "upstream.capacity"), "spec.upstream.capacity", 1));
     TRY(check_integer(v, td_json_path(s, "upstream.queue"), "spec.upstream.queue", 0));
-    static const char *const cost[] = {"model", "gpuSecondsEstimate", NULL};
+    static const char *const cost[] = {"model", "gpuSecondsEstimate", "maxOutputTokens", NULL};
     TRY(check_fields(v, json_object_get(s, "cost"), "spec.cost", cost));
     TRY(check_number(v, td_json_path(s, "cost.gpuSecondsEstimate"), "spec.cost.gpuSecondsEstimate",
                      0));
+    /* what a request naming no max_tokens reserves of its budgets: a bound
+     * on how far one request can overspend, so at least 1 and below what
+     * a price in nano-units could overflow on */
+    json_t *mot = td_json_path(s, "cost.maxOutputTokens");
+    TRY(check_integer(v, mot, "spec.cost.maxOutputTokens", 1));
+    if (mot && json_integer_value(mot) > 10000000)
+        return vfail(v, mot, "spec.cost.maxOutputTokens", "must be at most 10000000");
     const char *model = td_json_str(s, "cost.model");
     static const char *const models[] = {"tokens", "gpuSeconds", "requests", NULL};
     if (td_json_path(s, "cost.model") && !in_list(model, models))

@@ -574,8 +574,10 @@ td_status td__measures(const td_costpolicy *p, const td_ledger_rec *r, int64_t f
     if (r->kind == TD_LEDGER_REQUEST) {
         if (r->start_ns < from_ns || r->start_ns >= to_ns)
             return TD_OK;
-        /* refused at the door (429, 400) or shed (503): the upstream did no work */
-        if (strcmp(r->outcome, "rejected") == 0 || strcmp(r->outcome, "shed") == 0)
+        /* refused at the door (429, 400), shed (503) or given up by its
+         * client before it was sent ("cancelled"): the upstream did no work */
+        if (strcmp(r->outcome, "rejected") == 0 || strcmp(r->outcome, "shed") == 0 ||
+            strcmp(r->outcome, "cancelled") == 0)
             return TD_OK;
         if (r->tokens_in == 0 && r->tokens_out == 0 && r->gpu_milli_seconds == 0 &&
             r->count == 0)

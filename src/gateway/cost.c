@@ -59,8 +59,7 @@ static int int_field(const json_t *obj, const char *name, double *out)
     return 1;
 }
 
-static td_status estimate_tokens(const char *body, size_t len, double *out, double *prompt_out,
-                                 td_err *err)
+static td_status estimate_tokens(const char *body, size_t len, td_cost_request *q, td_err *err)
 {
     json_error_t je;
     json_t *root = json_loadb(body, len, 0, &je);
@@ -88,7 +87,7 @@ static td_status estimate_tokens(const char *body, size_t len, double *out, doub
     double max_tokens = embeddings ? 0 : TD_COST_DEFAULT_MAX_TOKENS, n = 1;
     int r = int_field(root, "max_tokens", &max_tokens);
     const char *bad = r < 0 ? "max_tokens" : NULL;
-    if (r == 0 && int_field(root, "max_completion_tokens", &max_tokens) < 0)
+    if (r == 0 && (r = int_field(root, "max_completion_tokens", &max_tokens)) < 0)
         bad = "max_completion_tokens";
     if (!bad && (int_field(root, "n", &n) < 0 || n < 1))
         bad = "n";
@@ -96,9 +95,10 @@ static td_status estimate_tokens(const char *body, size_t len, double *out, doub
     if (bad)
         return td_err_set(err, TD_EINVAL, "%s must be a %s integer", bad,
                           strcmp(bad, "n") == 0 ? "positive" : "non-negative");
-    *out = ceil(chars / 4) + tokens + max_tokens * n;
-    if (prompt_out)
-        *prompt_out = ceil(chars / 4) + tokens;
+    q->estimate = ceil(chars / 4) + tokens + max_tokens * n;
+    q->prompt = ceil(chars / 4) + tokens;
+    q->choices = n;
+    q->output_named = r > 0 || embeddings;
     return TD_OK;
 }
 
@@ -130,23 +130,55 @@ td_status td_cost_estimate_ex(td_cost_model m, const char *body, size_t len,
 {
     if (prompt_out)
         *prompt_out = 0;
+    td_cost_request q;
+    td_status st = td_cost_inspect(m, body, len, gpu_seconds_header, default_gpu_seconds, &q, err);
+    if (st != TD_OK)
+        return st;
+    *out = q.estimate;
+    if (prompt_out)
+        *prompt_out = q.prompt;
+    return TD_OK;
+}
+
+td_status td_cost_inspect(td_cost_model m, const char *body, size_t len,
+                          const char *gpu_seconds_header, double default_gpu_seconds,
+                          td_cost_request *out, td_err *err)
+{
+    td_cost_request q = {0, 0, 1, true};
     switch (m) {
-    case TD_COST_TOKENS:
-        return estimate_tokens(body ? body : "", body ? len : 0, out, prompt_out, err);
+    case TD_COST_TOKENS: {
+        td_status st = estimate_tokens(body ? body : "", body ? len : 0, &q, err);
+        if (st != TD_OK)
+            return st;
+        break;
+    }
     case TD_COST_GPU_SECONDS: {
         double d = default_gpu_seconds;
         if (gpu_seconds_header && parse_nonneg(gpu_seconds_header, &d) < 0)
             return td_err_set(err, TD_EINVAL,
                               "X-GPU-Seconds-Estimate \"%.64s\" is not a number >= 0",
                               gpu_seconds_header);
-        *out = d;
-        return TD_OK;
+        q.estimate = d;
+        break;
     }
     case TD_COST_REQUESTS:
     default:
-        *out = 1;
-        return TD_OK;
+        q.estimate = 1;
+        break;
     }
+    *out = q;
+    return TD_OK;
+}
+
+double td_cost_reserve_tokens(td_cost_model m, const td_cost_request *q, uint32_t max_output_tokens)
+{
+    if (m != TD_COST_TOKENS || q->output_named)
+        return q->estimate;
+    double per = max_output_tokens ? max_output_tokens : TD_COST_DEFAULT_MAX_OUTPUT_TOKENS;
+    double r = q->prompt + per * (q->choices > 1 ? q->choices : 1);
+    /* never below the estimate: a route's maximum under 16 still reserves
+     * what the rate limits charged */
+    return r > q->estimate ? r : q->estimate;
 }
 
 static void usage_from(const json_t *obj, td_usage *u)
@@ -204,7 +236,8 @@ static void doc_reset(td_cost_scanner *s)
 {
     td_usage found = s->found;
     unsigned char sse = s->sse, line_state = s->line_state, prefix_pos = s->prefix_pos,
-                  skip_lf = s->skip_lf, event_has_data = s->event_has_data;
+                  skip_lf = s->skip_lf, event_has_data = s->event_has_data,
+                  event_open = s->event_open;
     memset(s, 0, sizeof *s);
     s->found = found;
     s->sse = sse;
@@ -212,6 +245,7 @@ static void doc_reset(td_cost_scanner *s)
     s->prefix_pos = prefix_pos;
     s->skip_lf = skip_lf;
     s->event_has_data = event_has_data;
+    s->event_open = event_open;
 }
 
 void td_cost_scanner_init(td_cost_scanner *s, bool sse)
@@ -456,6 +490,8 @@ static void dispatch_event(td_cost_scanner *s)
 
 static void end_line(td_cost_scanner *s)
 {
+    /* a line with something on it belongs to an event; a blank one ends it */
+    s->event_open = s->line_state != LS_START;
     if (s->line_state == LS_START && s->event_has_data)
         dispatch_event(s);
     s->line_state = LS_START;
@@ -568,4 +604,43 @@ bool td_cost_actual(td_cost_model m, const td_usage *u, const char *gpu_seconds_
     }
     *actual = estimate;
     return false;
+}
+
+void td_cost_settle_cut(const td_usage *seen, double prompt_est, double reserve_tokens,
+                        double *tokens_in, double *tokens_out)
+{
+    const unsigned tokens = TD_USAGE_TOTAL | TD_USAGE_PROMPT | TD_USAGE_COMPLETION;
+    if (seen && (seen->have & (TD_USAGE_PROMPT | TD_USAGE_COMPLETION))) {
+        *tokens_in = (seen->have & TD_USAGE_PROMPT) ? seen->prompt_tokens : 0;
+        *tokens_out = (seen->have & TD_USAGE_COMPLETION) ? seen->completion_tokens : 0;
+        return;
+    }
+    if (seen && (seen->have & tokens)) { /* a total alone */
+        *tokens_in = seen->total_tokens;
+        *tokens_out = 0;
+        return;
+    }
+    double out = seen ? ceil(seen->content_chars / 4) : 0;
+    if (prompt_est + out < reserve_tokens)
+        out = reserve_tokens - prompt_est;
+    *tokens_in = prompt_est;
+    *tokens_out = out > 0 ? out : 0;
+}
+
+double td_cost_counted_tokens(const td_cost_scanner *s, double prompt_est)
+{
+    return prompt_est + ceil(s->found.content_chars / 4);
+}
+
+bool td_cost_scanner_at_event_end(const td_cost_scanner *s)
+{
+    return !s->sse || (s->line_state == LS_START && !s->event_open);
+}
+
+size_t td_cost_scanner_feed_to_event_end(td_cost_scanner *s, const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && !td_cost_scanner_at_event_end(s))
+        td_cost_scanner_feed(s, p + i++, 1);
+    return i;
 }

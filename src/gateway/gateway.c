@@ -361,6 +361,7 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
                     : strcmp(model, "gpuSeconds") == 0     ? TD_COST_GPU_SECONDS
                                                            : TD_COST_REQUESTS;
     r->default_gpu_seconds = num_or(td_json_path(s, "cost.gpuSecondsEstimate"), 1);
+    r->max_output_tokens = (uint32_t)num_or(td_json_path(s, "cost.maxOutputTokens"), 0);
     int64_t timeout = 30000000000LL;
     const char *ts = td_json_str(s, "timeout");
     if (ts && td_duration_parse(ts, &timeout, err) != TD_OK)
@@ -789,7 +790,11 @@ td_status td_gw_price(const td_gw_config *c, const td_ledger_rec *r, int64_t *na
 
 void td_gateway_budget_replay(td_gateway *g, const td_ledger_rec *r, int64_t now_ns)
 {
-    if (r->kind != TD_LEDGER_REQUEST || strcmp(r->outcome, "ok") != 0)
+    /* what the live settlement charged: completed requests ("ok") and
+     * those ended early after they were sent ("client_closed", "cut") */
+    if (r->kind != TD_LEDGER_REQUEST ||
+        (strcmp(r->outcome, "ok") != 0 && strcmp(r->outcome, "client_closed") != 0 &&
+         strcmp(r->outcome, "cut") != 0))
         return;
     td_gw_config *held = NULL;
     const td_gw_config *c = td_gateway_config(g, &held);

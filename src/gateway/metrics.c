@@ -57,7 +57,8 @@ struct td_metrics {
 
 static const char *const outcome_names[TD_OUT_COUNT] = {
     "accepted", "rate_limited", "concurrency_limited", "shed",           "upstream_error",
-    "timeout",  "bad_request",  "unauthorized",        "budget_exceeded"};
+    "timeout",  "bad_request",  "unauthorized",        "budget_exceeded", "client_closed",
+    "budget_cut"};
 
 const char *td_outcome_name(td_outcome o)
 {

@@ -171,6 +171,20 @@ typedef struct {
     /* budgets reserved (the tenant's and the key's own), settled at the end */
     td_gw_budget_hold bud;
     double prompt_est; /* the estimate's prompt tokens (tokens routes) */
+    /* Settlement (px_req_end): the tokens the budgets reserved (the
+     * estimate, or prompt + the route's maxOutputTokens when the body names
+     * no max_tokens), what a stream's extensions of that reservation added
+     * (already counted as spent), whether the request reached the upstream
+     * and whether an early end is charged. */
+    double reserve_tokens;
+    double covered_tokens; /* what the holds (reservation, extensions) pay for */
+    int64_t bud_extra_nano;
+    int sent;       /* the request was handed to an upstream connection */
+    int charged;    /* ended early and charged what it was delivered */
+    int cut_check;  /* the stream is held to its budget as it goes */
+    int cut_pending; /* no room for more: finishing the event in progress */
+    int budget_cut;  /* ... finished: cut */
+    size_t cut_slack; /* bytes forwarded to finish that event */
     int usage_counted; /* the response named no usage: tokens counted from its text */
     /* upstream */
     px_up *up;
@@ -366,6 +380,11 @@ void px_cfg_release(px_worker *w, px_cfg *pc);
  * worker's tick, and its stop). */
 void px_meter_flush(px_worker *w);
 void px_log_flush(px_worker *w);
+/* A stream has counted `tokens` so far: extends the request's budget
+ * holds to cover their price (and some more) when they pass
+ * covered_tokens. 0 when covered (or no budget holds); -1 when an
+ * enforced budget has no room: the stream is to be cut. */
+int px_budget_extend(px_conn *c, double tokens);
 
 /* ---- proxy_upstream.c ---- */
 

@@ -477,6 +477,8 @@ static void build_rec(px_conn *c, td_outcome outcome, uint64_t now, td_ledger_re
     copy_label(rec.route, sizeof rec.route, r->route ? r->route->name : "");
     copy_label(rec.api_key, sizeof rec.api_key, r->key && r->key->name ? r->key->name : "");
     rec.workload[0] = rec.cluster_queue[0] = rec.flavor[0] = 0;
+    /* "client_closed" and "cut" are charged what they were delivered
+     * (settle_early); "cancelled" never reached the upstream */
     const char *o = "error";
     switch (outcome) {
     case TD_OUT_ACCEPTED: o = "ok"; break;
@@ -488,13 +490,15 @@ static void build_rec(px_conn *c, td_outcome outcome, uint64_t now, td_ledger_re
         o = "rejected";
         break;
     case TD_OUT_SHED: o = "shed"; break;
-    case TD_OUT_TIMEOUT: o = "timeout"; break;
-    default: o = "error"; break;
+    case TD_OUT_CLIENT_CLOSED: o = r->charged ? "client_closed" : "cancelled"; break;
+    case TD_OUT_BUDGET_CUT: o = "cut"; break;
+    case TD_OUT_TIMEOUT: o = r->charged ? "cut" : "timeout"; break;
+    default: o = r->charged ? "cut" : "error"; break;
     }
     copy_label(rec.outcome, sizeof rec.outcome, o);
     rec.interruptible = false;
     rec.count = 1;
-    int ok = outcome == TD_OUT_ACCEPTED;
+    int ok = outcome == TD_OUT_ACCEPTED || r->charged;
     rec.tokens_in = ok ? r->tokens_in : 0;
     rec.tokens_out = ok ? r->tokens_out : 0;
     rec.gpu_milli_seconds = ok ? r->gpu_milli_seconds : 0;
@@ -562,11 +566,12 @@ static void meter(px_conn *c, const td_ledger_rec *rec)
     free_slot->rec = *rec;
 }
 
-/* The price of the estimate, before the request goes upstream: its record
- * as if it came back as estimated. Tokens are priced at the dearer of the
- * input and output prices, so the reservation is not below the truth when
- * the estimate's tokens are right. */
-static int64_t price_estimate(px_conn *c)
+/* The price of `units` of the request's route (tokens, GPU-seconds or
+ * requests; the estimate before the request goes upstream, the reservation,
+ * a stream's tokens so far): its record as if it came back using them.
+ * Tokens are priced at the dearer of the input and output prices, so the
+ * reservation is not below the truth when its tokens are right. */
+static int64_t price_units(px_conn *c, double units)
 {
     px_req *r = &c->rq;
     const td_gw_route *route = r->route;
@@ -578,12 +583,11 @@ static int64_t price_estimate(px_conn *c)
     snprintf(rec.outcome, sizeof rec.outcome, "ok");
     rec.count = 1;
     rec.gpu_used_milli = -1;
-    double gpu_s =
-        route->cost_model == TD_COST_GPU_SECONDS ? r->estimate : route->default_gpu_seconds;
+    double gpu_s = route->cost_model == TD_COST_GPU_SECONDS ? units : route->default_gpu_seconds;
     rec.gpu_milli_seconds = (int64_t)(gpu_s * 1000 + 0.5);
     int64_t a = 0, b = 0;
     if (route->cost_model == TD_COST_TOKENS)
-        rec.tokens_in = (int64_t)ceil(r->estimate);
+        rec.tokens_in = (int64_t)ceil(units);
     if (td_gw_price(r->cfg->c, &rec, &a, NULL) != TD_OK)
         a = 0;
     if (route->cost_model == TD_COST_TOKENS) {
@@ -593,6 +597,85 @@ static int64_t price_estimate(px_conn *c)
             b = 0;
     }
     return a > b ? a : b;
+}
+
+int px_budget_extend(px_conn *c, double tokens)
+{
+    px_req *r = &c->rq;
+    if (tokens <= r->covered_tokens)
+        return 0;
+    if (!r->bud.n && !r->bud.nkey)
+        return 0;
+    /* A quarter of the reservation's tokens more at a time keeps a long
+     * stream to a few reservations and pricings (a stream's events come
+     * one by one: pricing each cost 17% more CPU on a budgeted
+     * 100,001-token stream); when that much is not left, exactly
+     * what the tokens forwarded cost, so a stream is cut only when the
+     * budget cannot pay for what it would deliver. An extension counts as
+     * spent at once (settled to itself); px_req_end settles the rest. */
+    double step = ceil(r->reserve_tokens / 4);
+    double want[2] = {tokens + (step > 1 ? step : 1), tokens};
+    int64_t held = r->bud.reserved_nano + r->bud_extra_nano;
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    td_gateway *g = c->w->p->g;
+    for (int i = 0; i < 2; i++) {
+        int64_t ask = price_units(c, want[i]) - held;
+        if (ask > 0) {
+            td_gw_budget_hold h;
+            td_gw_budget_verdict v;
+            if (td_gateway_budget_reserve(g, r->tenant, r->key, ask, (int64_t)wall.tv_sec, &h,
+                                          &v) != TD_OK)
+                continue;
+            td_gateway_budget_settle(g, r->tenant, r->key, &h, ask);
+            r->bud_extra_nano += ask;
+        }
+        r->covered_tokens = want[i];
+        return 0;
+    }
+    return -1;
+}
+
+/* (h) A request that ended before its response did, after it was sent
+ * upstream, is charged what it was delivered, whatever ended it: the
+ * client closing (even before the first byte: the upstream's work until
+ * then cannot be seen, so closing is never cheaper than the reservation),
+ * the upstream closing or going silent mid-body, the budget cutting the
+ * stream. td_cost_settle_cut says how much: max(tokens counted in the body
+ * forwarded, the reservation), or the usage when the upstream reported
+ * it. An upstream that failed (502) or timed out (504) before any byte of
+ * its answer is not charged: the client got nothing. Sets r->charged and
+ * the usage the ledger records. */
+static void settle_early(px_conn *c, td_outcome o)
+{
+    px_req *r = &c->rq;
+    if (o == TD_OUT_ACCEPTED || !r->sent || !r->route)
+        return;
+    if (!r->resp_started && o != TD_OUT_CLIENT_CLOSED)
+        return;
+    const td_gw_route *route = r->route;
+    r->charged = 1;
+    double slot_s = r->t_started ? (double)(px_now() - r->t_started) / 1e9 : 0;
+    r->gpu_milli_seconds = (int64_t)(slot_s * 1000 + 0.5);
+    if (route->cost_model == TD_COST_TOKENS) {
+        td_usage seen;
+        const td_usage *sp = NULL;
+        if (r->scan_on) {
+            seen = r->scan.found;
+            sp = &seen;
+        }
+        double in, out;
+        td_cost_settle_cut(sp, r->prompt_est, r->reserve_tokens, &in, &out);
+        if (!sp || !(sp->have & (TD_USAGE_TOTAL | TD_USAGE_PROMPT | TD_USAGE_COMPLETION)))
+            r->usage_counted = 1;
+        r->tokens_in = (int64_t)ceil(in);
+        r->tokens_out = (int64_t)ceil(out);
+        r->actual = (double)(r->tokens_in + r->tokens_out);
+    } else {
+        r->actual = r->estimate;
+        if (route->cost_model == TD_COST_GPU_SECONDS)
+            r->gpu_milli_seconds = (int64_t)(r->estimate * 1000 + 0.5);
+    }
 }
 
 void px_req_end(px_conn *c, int outcome)
@@ -613,6 +696,12 @@ void px_req_end(px_conn *c, int outcome)
     px_route *rs = r->rs;
     const td_gw_tenant *t = r->tenant;
     int pump = 0;
+    /* a request whose head was complete is counted, ledgered and settled
+     * like any other when its client goes away */
+    if (outcome < 0 && r->headers_done)
+        outcome = TD_OUT_CLIENT_CLOSED;
+    if (outcome >= 0)
+        settle_early(c, (td_outcome)outcome);
     if (r->up)
         px_up_abandon(c);
     if (r->queued && rs) {
@@ -672,11 +761,15 @@ void px_req_end(px_conn *c, int outcome)
         if (r->bud.n || r->bud.nkey) {
             /* settle the reservations (the tenant's and the key's) to the
              * price of what the ledger records: completed requests cost
-             * their usage, others nothing */
+             * their usage, those ended early what they were delivered
+             * (settle_early), others nothing. A stream's extensions are
+             * spent already. */
             int64_t price = 0;
-            if (outcome == TD_OUT_ACCEPTED && td_gw_price(r->cfg->c, &rec, &price, NULL) != TD_OK)
-                price = r->bud.reserved_nano;
-            td_gateway_budget_settle(p->g, t, r->key, &r->bud, price);
+            if ((outcome == TD_OUT_ACCEPTED || r->charged) &&
+                td_gw_price(r->cfg->c, &rec, &price, NULL) != TD_OK)
+                price = r->bud.reserved_nano + r->bud_extra_nano;
+            td_gateway_budget_settle(p->g, t, r->key, &r->bud, price - r->bud_extra_nano);
+            r->bud_extra_nano = 0;
         }
         if (p->ledger && outcome >= 0)
             meter(c, &rec);
@@ -928,6 +1021,10 @@ void px_req_headers(px_conn *c)
     r->bud.n = r->bud.nkey = 0;
     r->bud.reserved_nano = 0;
     r->prompt_est = 0;
+    r->reserve_tokens = r->covered_tokens = 0;
+    r->bud_extra_nano = 0;
+    r->sent = r->charged = r->cut_check = r->cut_pending = r->budget_cut = 0;
+    r->cut_slack = 0;
     r->usage_counted = 0;
     r->shadow = NULL;
     r->up = NULL;
@@ -1048,17 +1145,21 @@ void px_req_message(px_conn *c)
      * before anything is charged */
     td_err err;
     double est;
+    td_cost_request q = {1, 0, 1, true};
     int bodyless = r->body.len == 0 && r->method != HTTP_POST && r->method != HTTP_PUT &&
                    r->method != HTTP_PATCH;
     if (route->cost_model == TD_COST_TOKENS && bodyless) {
-        est = 1; /* GET /v1/models and the like */
-    } else if (td_cost_estimate_ex(route->cost_model, r->body.p, r->body.len, r->h_gpu,
-                                   route->default_gpu_seconds, &est, &r->prompt_est,
-                                   &err) != TD_OK) {
+        /* GET /v1/models and the like: 1, and no output to reserve */
+    } else if (td_cost_inspect(route->cost_model, r->body.p, r->body.len, r->h_gpu,
+                               route->default_gpu_seconds, &q, &err) != TD_OK) {
         respond_bad_request(c, err.msg);
         px_req_end(c, TD_OUT_BAD_REQUEST);
         return;
     }
+    est = q.estimate;
+    r->prompt_est = q.prompt;
+    r->reserve_tokens = td_cost_reserve_tokens(route->cost_model, &q, route->max_output_tokens);
+    r->covered_tokens = r->reserve_tokens;
     r->estimate = est;
     r->actual = est;
     /* The configured class (the named key's, else the tenant's) is a
@@ -1167,16 +1268,18 @@ void px_req_message(px_conn *c)
         r->rate_charged = 1;
     }
 
-    /* (g) budgets: the estimate's price is reserved at every budget of the
-     * key's own, then of the tenant's, or at none (a refusal gives back the
-     * rate charges above too). Shadow budgets always reserve, and are
-     * noted when they would have refused. */
+    /* (g) budgets: the reservation's price (the estimate; with no
+     * max_tokens, the prompt and the route's maxOutputTokens) is reserved
+     * at every budget of the key's own, then of the tenant's, or at none (a
+     * refusal gives back the rate charges above too). Shadow budgets
+     * always reserve, and are noted when they would have refused. */
     if ((t->nbudgets || (k && k->nbudgets)) && r->cfg->c->cost_policy) {
         struct timespec wall;
         clock_gettime(CLOCK_REALTIME, &wall);
         int64_t now_s = (int64_t)wall.tv_sec;
         td_gw_budget_verdict v;
-        st = td_gateway_budget_reserve(p->g, t, k, price_estimate(c), now_s, &r->bud, &v);
+        st = td_gateway_budget_reserve(p->g, t, k, price_units(c, r->reserve_tokens), now_s,
+                                       &r->bud, &v);
         for (size_t i = 0; i < v.nshadow; i++)
             note_shadow_budget(c, &v.shadow[i]);
         if (st != TD_OK) {

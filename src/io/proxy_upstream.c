@@ -664,11 +664,57 @@ static int r_headers_complete(http_parser *p)
     r->resp_started = 1;
     r->scan_on = r->route->cost_model != TD_COST_REQUESTS &&
                  (!encoding || strcasecmp(encoding, "identity") == 0);
+    int sse = ctype && strncasecmp(ctype, "text/event-stream", 17) == 0;
     if (r->scan_on)
-        td_cost_scanner_init(&r->scan, ctype && strncasecmp(ctype, "text/event-stream", 17) == 0);
+        td_cost_scanner_init(&r->scan, sse);
+    /* a stream on a tokens route with budgets is held to them as it goes
+     * (r_body); a whole JSON answer is produced before its first byte, so
+     * cutting it would save nothing and it is charged in full */
+    r->cut_check =
+        r->scan_on && sse && r->route->cost_model == TD_COST_TOKENS && (r->bud.n || r->bud.nkey);
     uint64_t silence_ms = r->route->timeout_ns / 1000000;
     px_timer_set(c, TM_STREAM, silence_ms ? silence_ms : 30000);
     return r->method == HTTP_HEAD ? 1 : 0;
+}
+
+/* Appends n body bytes for the client, chunk-framed when we chunk. */
+static int forward_body(px_req *r, td__buf *o, const char *at, size_t n)
+{
+    if (r->resp_chunked) {
+        if (n == 0)
+            return 0; /* a zero-size chunk would end the body */
+        char size[24];
+        size_t k = sizeof size - 2, v = n;
+        size[k] = '\r', size[k + 1] = '\n';
+        do
+            size[--k] = "0123456789abcdef"[v & 15];
+        while (v >>= 4);
+        if (td__buf_append(o, size + k, sizeof size - k) != TD_OK ||
+            td__buf_append(o, at, n) != TD_OK || td__buf_append(o, "\r\n", 2) != TD_OK)
+            return -1;
+        return 0;
+    }
+    return td__buf_append(o, at, n) == TD_OK ? 0 : -1;
+}
+
+/* How far past the point a stream is to be cut it may go to finish the
+ * event in progress, so that the error event is not glued to half of one. */
+#define PX_CUT_SLACK PX_READ_BUF
+
+/* The stream is to be cut (its budget has no room): forwards at[0..n) up
+ * to the end of the event in progress, then marks the cut (done in
+ * on_up_read, after the parser stops). */
+static int finish_event_then_cut(http_parser *p, px_req *r, td__buf *o, const char *at, size_t n)
+{
+    size_t k = td_cost_scanner_feed_to_event_end(&r->scan, at, n);
+    if (forward_body(r, o, at, k) < 0)
+        return -1;
+    r->cut_slack += k;
+    if (td_cost_scanner_at_event_end(&r->scan) || r->cut_slack > PX_CUT_SLACK) {
+        r->budget_cut = 1;
+        http_parser_pause(p, 1);
+    }
+    return 0;
 }
 
 static int r_body(http_parser *p, const char *at, size_t n)
@@ -677,23 +723,25 @@ static int r_body(http_parser *p, const char *at, size_t n)
     px_req *r = &u->c->rq;
     if (u->interim)
         return 0;
-    if (r->scan_on)
+    if (r->cut_pending)
+        return finish_event_then_cut(p, r, &u->c->out, at, n);
+    if (r->cut_check) {
+        /* Count the piece before forwarding it: when its tokens would pass
+         * what the budgets hold for the request and they have no room for
+         * more, only the rest of the event in progress is forwarded and
+         * the stream ends there (cut_stream). */
+        td_cost_scanner next = r->scan;
+        td_cost_scanner_feed(&next, at, n);
+        double counted = td_cost_counted_tokens(&next, r->prompt_est);
+        if (counted > r->covered_tokens && px_budget_extend(u->c, counted) != 0) {
+            r->cut_pending = 1;
+            return finish_event_then_cut(p, r, &u->c->out, at, n);
+        }
+        r->scan = next;
+    } else if (r->scan_on) {
         td_cost_scanner_feed(&r->scan, at, n);
-    td__buf *o = &u->c->out;
-    if (r->resp_chunked) {
-        char size[24];
-        size_t k = sizeof size - 2, v = n;
-        size[k] = '\r', size[k + 1] = '\n';
-        do
-            size[--k] = "0123456789abcdef"[v & 15];
-        while (v >>= 4);
-        if (td__buf_append(o, size + k, sizeof size - k) != TD_OK ||
-            td__buf_append(o, at, n) != TD_OK ||
-            td__buf_append(o, "\r\n", 2) != TD_OK)
-            return -1;
-        return 0;
     }
-    return td__buf_append(o, at, n) == TD_OK ? 0 : -1;
+    return forward_body(r, &u->c->out, at, n);
 }
 
 static int r_message_complete(http_parser *p)
@@ -709,6 +757,45 @@ static int r_message_complete(http_parser *p)
     u->msg_done = 1;
     http_parser_pause(p, 1);
     return 0;
+}
+
+/* The budget had no room for the next piece of a stream: the upstream is
+ * let go, the client gets a last SSE event with OpenAI's error shape and
+ * the end of the body (or, without chunking, the close), and the request
+ * is charged what it was forwarded. */
+static void cut_stream(px_up *u)
+{
+    px_conn *c = u->c;
+    px_req *r = &c->rq;
+    u->bad = 1;
+    up_close(u);
+    char ev[400];
+    int n = snprintf(ev, sizeof ev,
+                     "data: {\"error\":{\"message\":\"stream cut after %.0f tokens: the budget has "
+                     "no room for more; the tokens delivered are charged\",\"type\":"
+                     "\"insufficient_quota\",\"param\":null,\"code\":\"budget_exceeded\"}}\n\n",
+                     td_cost_counted_tokens(&r->scan, r->prompt_est));
+    td__buf *o = &c->out;
+    if (r->resp_chunked) {
+        char size[24];
+        int k = snprintf(size, sizeof size, "%x\r\n", (unsigned)n);
+        if (td__buf_append(o, size, (size_t)k) != TD_OK ||
+            td__buf_append(o, ev, (size_t)n) != TD_OK ||
+            td__buf_append(o, "\r\n0\r\n\r\n", 7) != TD_OK)
+            r->resp_close = 1; /* the body cannot be ended well: close */
+    } else {
+        /* the end of the body is the close (HTTP/1.0), or a length the
+         * upstream announced that the body will now not reach */
+        td__buf_append(o, ev, (size_t)n);
+        r->resp_close = 1;
+    }
+    px_timer_set(c, TM_NONE, 0);
+    r->status = r->resp_status;
+    if (r->resp_close)
+        c->stop = 1;
+    px_req_end(c, TD_OUT_BUDGET_CUT);
+    if (px_flush(c) == 0)
+        px_conn_request_done(c);
 }
 
 static const http_parser_settings response_settings = {
@@ -748,6 +835,10 @@ static void on_up_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (!c->rq.t_first_byte)
         c->rq.t_first_byte = px_now();
     size_t k = http_parser_execute(&u->parser, &response_settings, buf->base, (size_t)nread);
+    if (c->rq.budget_cut) {
+        cut_stream(u);
+        return;
+    }
     if (u->msg_done) {
         if (k != (size_t)nread)
             u->bad = 1; /* bytes after the response: do not reuse */
@@ -885,6 +976,7 @@ static void send_request(px_up *u)
         up_fail(u);
         return;
     }
+    r->sent = 1; /* from here the upstream may work on it: an early end is charged */
     static char none[1];
     uv_buf_t bufs[2] = {uv_buf_init(head->p, (unsigned int)head->len),
                         uv_buf_init(r->body.p ? r->body.p : none, (unsigned int)r->body.len)};

@@ -8,7 +8,9 @@
 # killed mid-run -> each replica keeps to budget/2 (less the lease it
 # holds), logs once, counts it, and the spend decided meanwhile reaches
 # Redis when it is back; a restart of both replicas, and a third replica
-# with an empty data dir, keep the spend (it lives in Redis).
+# with an empty data dir, keep the spend (it lives in Redis); 20 streams of
+# 100,001 tokens over both replicas are cut when the shared budget of 0.50
+# has no room for more (issue 17 item 8).
 . "$(dirname "$0")/lib.sh"
 command -v redis-server >/dev/null || { echo "redis-server is required"; echo "0 passed, 1 failed"; exit 1; }
 command -v redis-cli >/dev/null || { echo "redis-cli is required"; echo "0 passed, 1 failed"; exit 1; }
@@ -31,6 +33,8 @@ start_redis() {
 }
 REDIS_PORT=$(free_port)
 start_redis || { finish; exit 1; }
+start_simmodel --slots 64 --ms-per-token 0.05 --default-max-tokens 100001 || { finish; exit 1; }
+LONG=$SIM
 start_simmodel --slots 64 --ms-per-token 0 || { finish; exit 1; }
 
 tenant() { # NAME BUDGETS [KEYS]
@@ -54,6 +58,7 @@ Y
         "[{sha256: \"$(sha key-bulk)\", name: bulk, budgets: [{amount: \"1\", period: day}]}]"
     tenant outage '[{amount: "1", period: month}]'
     tenant slow '[{amount: "1", period: month}]'
+    tenant lstream '[{amount: "0.5", period: month}]'
     cat <<Y
 apiVersion: tenantd.dev/v1alpha1
 kind: Route
@@ -64,12 +69,22 @@ spec:
   cost: {model: tokens}
 ---
 apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: long}
+spec:
+  match: {pathPrefix: /v1/completions}
+  upstream: {address: "$LONG", capacity: 64}
+  cost: {model: tokens}
+  timeout: 120s
+---
+apiVersion: tenantd.dev/v1alpha1
 kind: CostPolicy
 metadata: {name: default}
 spec:
   currency: USD
   prices:
   - {route: chat, per1kTokens: "1"}
+  - {route: long, per1kTokens: "0.0017"}
 Y
 } > "$TMP/platform.yaml"
 
@@ -190,6 +205,63 @@ echo "# Redis calls for budgets: $c1 + $c2 for 120 requests ($CROWD served)"
 [ -n "$c1" ] && [ "$c1" -gt 0 ] && [ $((c1 + c2)) -le 40 ] &&
     ok "leases keep Redis off most requests: $((c1 + c2)) calls for 120 requests (at most 1 in 3)" ||
     not_ok "redis calls: '$c1' '$c2'"
+
+# 1b. Streams held to a shared budget (issue 17 item 8): 20 streams without
+# max_tokens, alternating between the replicas, each answered with
+# 100,001 tokens ($0.17) against a $0.50 month budget. Each reserves
+# $0.0069683 and extends its holds through Redis as it goes; a stream the
+# shared budget cannot pay for is cut with the SSE error event. At most 2
+# run to their end ($0.34; a third would pass $0.50), and the two
+# replicas' ledgers together charge at most the budget + one reservation.
+cat > "$TMP/streams.py" <<'P'
+import http.client, json, sys, threading, urllib.parse
+key, n, gws = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+out = [None] * n
+def one(i):
+    u = urllib.parse.urlparse(gws[i % len(gws)])
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+    c.request("POST", "/v1/completions", body='{"prompt":"hello world!","stream":true}',
+              headers={"Authorization": "Bearer " + key})
+    r = c.getresponse()
+    last = None
+    for line in r:
+        if line.startswith(b"data: "):
+            last = line[6:].strip().decode()
+    out[i] = {"status": r.status, "last": last}
+ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+json.dump(out, sys.stdout)
+P
+python3 "$TMP/streams.py" key-lstream 20 "$GW_r1" "$GW_r2" > "$TMP/streams.json"
+lsum() { # the tokens of lstream's ledger records on both replicas
+    python3 - "$TMP/r1/data/ledger.db" "$TMP/r2/data/ledger.db" <<'P'
+import sqlite3, sys
+n = t = 0
+for f in sys.argv[1:]:
+    c = sqlite3.connect("file:" + f + "?mode=ro", uri=True)
+    a, b = c.execute("select coalesce(sum(count), 0), coalesce(sum(tokens_in + tokens_out), 0) from records where tenant='lstream'").fetchone()
+    n += a
+    t += b
+print(n, t)
+P
+}
+for _ in $(seq 1 25); do set -- $(lsum 2>/dev/null); [ "${1:-0}" -ge 20 ] && break; sleep 0.2; done
+python3 - "$TMP/streams.json" "${1:-0}" "${2:-0}" <<'P' > "$TMP/streams.out" && ok "shared budget: $(cat "$TMP/streams.out")" || not_ok "shared streams: $(cat "$TMP/streams.out") $(head -c 600 "$TMP/streams.json")"
+import json, sys
+rs = json.load(open(sys.argv[1]))
+n, tokens = int(sys.argv[2]), int(sys.argv[3])
+refused = [r for r in rs if r["status"] == 429]
+served = [r for r in rs if r["status"] == 200]
+done = [r for r in served if r["last"] == "[DONE]"]
+cut = [r for r in served if r["last"] != "[DONE]" and json.loads(r["last"])["error"]["code"] == "budget_exceeded"]
+spent = tokens * 0.0017 / 1000
+print("20 streams over 2 replicas: %d cut, %d ran to their end, %d refused; the ledgers charge %.7f of 0.50 (bound 0.5069683)"
+      % (len(cut), len(done), len(refused), spent))
+assert len(cut) + len(done) + len(refused) == 20 and len(done) <= 2 and cut, rs
+assert n == len(served), (n, len(served))
+assert 0.5 - 0.0069683 <= spent <= 0.5069683, spent
+P
 
 # 2. A key's own budget of 1 (day), the tenant's 10: the same bound at the key.
 client key-bulk 120 40 "$GW_r1" "$GW_r2" > "$TMP/bulk.json"

@@ -122,6 +122,23 @@ static const struct {
      "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
      "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1'}, cost: {modle: tokens}}\n",
      TD_EINVAL, "spec.cost: unknown field \"modle\""},
+    {"route maxOutputTokens accepted",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1'}, cost: {maxOutputTokens: 8192}}\n",
+     TD_OK, NULL},
+    {"route maxOutputTokens zero",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec:\n  match: {pathPrefix: /v1/}\n  upstream: {address: 'h:1'}\n"
+     "  cost: {maxOutputTokens: 0}\n",
+     TD_EINVAL, "c.yaml:7: Route r: spec.cost.maxOutputTokens: must be at least 1"},
+    {"route maxOutputTokens not an integer",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1'}, cost: {maxOutputTokens: lots}}\n",
+     TD_EINVAL, "Route r: spec.cost.maxOutputTokens: must be an integer"},
+    {"route maxOutputTokens too large",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1'}, cost: {maxOutputTokens: 10000001}}\n",
+     TD_EINVAL, "spec.cost.maxOutputTokens: must be at most 10000000"},
     {"kueue v1beta2 accepted",
      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec: {}\n",
      TD_OK, NULL},

@@ -474,6 +474,157 @@ static void test_actual_table(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* ---- the reservation (issue 17 item 8) ---- */
+
+static void test_reserve_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        td_cost_model model;
+        const char *body;
+        uint32_t max_output; /* the Route's spec.cost.maxOutputTokens, 0 unset */
+        double estimate, reserve;
+        bool named;
+    } rows[] = {
+        {"no max_tokens: the default 4096", T, "{\"prompt\":\"12345678\"}", 0, 2 + 16, 2 + 4096,
+         false},
+        {"no max_tokens: the route's maximum", T, "{\"prompt\":\"12345678\"}", 500, 18, 502, false},
+        {"no max_tokens, n = 3: per choice", T, "{\"prompt\":\"12345678\",\"n\":3}", 100, 2 + 48,
+         2 + 300, false},
+        {"max_tokens named: the estimate", T, "{\"prompt\":\"12345678\",\"max_tokens\":10}", 500,
+         12, 12, true},
+        {"max_tokens 0 named: the estimate", T, "{\"prompt\":\"12345678\",\"max_tokens\":0}", 500,
+         2, 2, true},
+        {"max_completion_tokens named", T,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"abcd\"}],\"max_completion_tokens\":7}",
+         0, 8, 8, true},
+        {"max_tokens null: not named", T, "{\"prompt\":\"12345678\",\"max_tokens\":null}", 0, 18,
+         4098, false},
+        {"embeddings: no output", T, "{\"input\":\"12345678\"}", 0, 2, 2, true},
+        {"a route maximum below 16 never reserves under the estimate", T,
+         "{\"prompt\":\"12345678\"}", 4, 18, 18, false},
+        {"gpuSeconds: the estimate", G, "", 100, 1, 1, true},
+        {"requests: 1", R, "", 100, 1, 1, true},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        td_cost_request q;
+        td_err err = {{0}};
+        if (td_cost_inspect(rows[i].model, rows[i].body, strlen(rows[i].body), NULL, 1, &q, &err) !=
+            TD_OK) {
+            print_error("row \"%s\": %s\n", rows[i].name, err.msg);
+            failed++;
+            continue;
+        }
+        double res = td_cost_reserve_tokens(rows[i].model, &q, rows[i].max_output);
+        if (q.estimate != rows[i].estimate || res != rows[i].reserve ||
+            q.output_named != rows[i].named) {
+            print_error("row \"%s\": estimate %g reserve %g named %d, want %g %g %d\n",
+                        rows[i].name, q.estimate, res, q.output_named, rows[i].estimate,
+                        rows[i].reserve, rows[i].named);
+            failed++;
+        }
+    }
+    assert_int_equal(failed, 0);
+}
+
+/* ---- what a request ended early is charged (issue 17 item 2) ---- */
+
+static void test_settle_cut_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        bool scanned;
+        td_usage seen;
+        double prompt, reserve, want_in, want_out;
+    } rows[] = {
+        {"nothing scanned: the reservation", false, {0, 0, 0, 0, 0, 0}, 10, 2010, 10, 2000},
+        {"little delivered: the reservation", true, {TD_USAGE_CONTENT, 0, 0, 0, 0, 400}, 10, 2010,
+         10, 2000},
+        {"more delivered than reserved: the counted tokens", true,
+         {TD_USAGE_CONTENT, 0, 0, 0, 0, 9001}, 10, 2010, 10, 2251},
+        {"counted exactly the reservation", true, {TD_USAGE_CONTENT, 0, 0, 0, 0, 8000}, 10, 2010, 10,
+         2000},
+        {"the upstream's usage stands, even below the reservation", true,
+         {TD_USAGE_PROMPT | TD_USAGE_COMPLETION | TD_USAGE_CONTENT, 0, 12, 30, 0, 120}, 10, 2010, 12,
+         30},
+        {"a total alone", true, {TD_USAGE_TOTAL, 77, 0, 0, 0, 0}, 10, 2010, 77, 0},
+        {"a reservation below the prompt charges the prompt", true, {0, 0, 0, 0, 0, 0}, 10, 4, 10,
+         0},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        double in = -1, out = -1;
+        td_cost_settle_cut(rows[i].scanned ? &rows[i].seen : NULL, rows[i].prompt, rows[i].reserve,
+                           &in, &out);
+        if (in != rows[i].want_in || out != rows[i].want_out) {
+            print_error("row \"%s\": in %g out %g, want %g %g\n", rows[i].name, in, out,
+                        rows[i].want_in, rows[i].want_out);
+            failed++;
+        }
+    }
+    assert_int_equal(failed, 0);
+}
+
+/* The counted tokens grow as a stream is fed, before it ends: what the
+ * gateway's budget check reads event by event. */
+static void test_counted_tokens_mid_stream(void **state)
+{
+    (void)state;
+    td_cost_scanner s;
+    td_cost_scanner_init(&s, true);
+    assert_true(td_cost_counted_tokens(&s, 5) == 5);
+    const char ev[] = "data: {\"choices\":[{\"delta\":{\"content\":\"abcdefgh\"}}]}\n\n";
+    for (int i = 0; i < 3; i++)
+        td_cost_scanner_feed(&s, ev, sizeof ev - 1);
+    assert_true(td_cost_counted_tokens(&s, 5) == 5 + 6);
+    /* half an event: its characters so far count (they were forwarded) */
+    td_cost_scanner_feed(&s, ev, 40);
+    assert_true(td_cost_counted_tokens(&s, 5) == 5 + 7);
+}
+
+/* Where a stream may be cut: between events, after the event in progress. */
+static void test_event_end_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        const char *fed, *next;
+        bool at_end;
+        size_t want; /* bytes of next up to the end of the event in progress */
+    } rows[] = {
+        {"nothing fed", "", "data: {}\n\n", true, 0},
+        {"after a blank line", "data: {\"a\":1}\n\n", "data: {}\n\n", true, 0},
+        {"inside the prefix", "da", "ta: {}\n\ndata: x\n\n", false, 8},
+        {"inside the JSON", "data: {\"a\":", "1}\n\ndata: {}\n\n", false, 4},
+        {"one newline of two", "data: {}\n", "\ndata: {}\n\n", false, 1},
+        {"CRLF lines: the CR of the blank line ends it", "data: {}\r\n", "\r\ndata: {}\r\n\r\n", false, 1},
+        {"an event: field opens an event", "event: delta\n", "data: {}\n\n", false, 10},
+        {"a comment line, then the blank", ": keep-alive\n", "\n", false, 1},
+        {"no end in sight", "data: {\"a\":", "\"bcd", false, 4},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        td_cost_scanner s;
+        td_cost_scanner_init(&s, true);
+        td_cost_scanner_feed(&s, rows[i].fed, strlen(rows[i].fed));
+        bool at = td_cost_scanner_at_event_end(&s);
+        size_t k = td_cost_scanner_feed_to_event_end(&s, rows[i].next, strlen(rows[i].next));
+        if (at != rows[i].at_end || k != rows[i].want) {
+            print_error("row \"%s\": at end %d, %zu bytes, want %d %zu\n", rows[i].name, at, k,
+                        rows[i].at_end, rows[i].want);
+            failed++;
+        }
+    }
+    td_cost_scanner j;
+    td_cost_scanner_init(&j, false);
+    td_cost_scanner_feed(&j, "{\"a\":", 5);
+    assert_true(td_cost_scanner_at_event_end(&j)); /* not SSE: no events to keep whole */
+    assert_int_equal(failed, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -484,6 +635,10 @@ int main(void)
         cmocka_unit_test(test_scanner_long_stream),
         cmocka_unit_test(test_scanner_content),
         cmocka_unit_test(test_actual_table),
+        cmocka_unit_test(test_reserve_table),
+        cmocka_unit_test(test_settle_cut_table),
+        cmocka_unit_test(test_counted_tokens_mid_stream),
+        cmocka_unit_test(test_event_end_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

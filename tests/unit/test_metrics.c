@@ -52,6 +52,9 @@ static void test_outcome_names(void **state)
         {TD_OUT_TIMEOUT, "timeout"},
         {TD_OUT_BAD_REQUEST, "bad_request"},
         {TD_OUT_UNAUTHORIZED, "unauthorized"},
+        {TD_OUT_BUDGET_EXCEEDED, "budget_exceeded"},
+        {TD_OUT_CLIENT_CLOSED, "client_closed"},
+        {TD_OUT_BUDGET_CUT, "budget_cut"},
         {TD_OUT_COUNT, "unknown"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)

@@ -326,13 +326,19 @@ static td_status check_number(vctx *v, const json_t *node, const char *field, do
 
 /* An optional integer field in [min, INT32_MAX]: counts and limits read
  * into 32-bit fields (a concurrency of 2^32 + 1 must not become 1). */
-static td_status check_integer(vctx *v, const json_t *node, const char *field, long long min)
+static td_status check_integer_range(vctx *v, const json_t *node, const char *field,
+                                     long long min, long long max)
 {
     long long x;
     td_err e;
-    if (node && td_json_int(node, min, INT32_MAX, &x, &e) != TD_OK)
+    if (node && td_json_int(node, min, max, &x, &e) != TD_OK)
         return vfail(v, node, field, "%s", e.msg);
     return TD_OK;
+}
+
+static td_status check_integer(vctx *v, const json_t *node, const char *field, long long min)
+{
+    return check_integer_range(v, node, field, min, INT32_MAX);
 }
 
 #define TRY(x)                                                                                     \
@@ -1006,9 +1012,7 @@ static td_status validate_route(vctx *v)
      * on how far one request can overspend, so at least 1 and below what
      * a price in nano-units could overflow on */
     json_t *mot = td_json_path(s, "cost.maxOutputTokens");
-    TRY(check_integer(v, mot, "spec.cost.maxOutputTokens", 1));
-    if (mot && json_integer_value(mot) > 10000000)
-        return vfail(v, mot, "spec.cost.maxOutputTokens", "must be at most 10000000");
+    TRY(check_integer_range(v, mot, "spec.cost.maxOutputTokens", 1, 10000000));
     const char *model = td_json_str(s, "cost.model");
     static const char *const models[] = {"tokens", "gpuSeconds", "requests", NULL};
     if (td_json_path(s, "cost.model") && !in_list(model, models))

@@ -130,7 +130,7 @@ static const struct {
      "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
      "spec:\n  match: {pathPrefix: /v1/}\n  upstream: {address: 'h:1'}\n"
      "  cost: {maxOutputTokens: 0}\n",
-     TD_EINVAL, "c.yaml:7: Route r: spec.cost.maxOutputTokens: must be at least 1"},
+     TD_EINVAL, "c.yaml:7: Route r: spec.cost.maxOutputTokens: must be an integer in [1, 10000000], not 0"},
     {"route maxOutputTokens not an integer",
      "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
      "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1'}, cost: {maxOutputTokens: lots}}\n",
@@ -138,7 +138,7 @@ static const struct {
     {"route maxOutputTokens too large",
      "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
      "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1'}, cost: {maxOutputTokens: 10000001}}\n",
-     TD_EINVAL, "spec.cost.maxOutputTokens: must be at most 10000000"},
+     TD_EINVAL, "spec.cost.maxOutputTokens: must be an integer in [1, 10000000], not 10000001"},
     {"kueue v1beta2 accepted",
      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec: {}\n",
      TD_OK, NULL},

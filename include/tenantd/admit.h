@@ -45,6 +45,14 @@ typedef struct {
     /* Validating rules in shadow (AdmissionPolicy spec.enforcement) that
      * would have denied: [{"rule": R, "message": M}], or NULL. Owned. */
     json_t *shadowed;
+    /* Pod Security's warn and audit modes (the namespace's
+     * pod-security.kubernetes.io/warn and audit labels, with their
+     * versions): the warnings (["would violate PodSecurity \"L:V\": ..."])
+     * and the audit annotations ({"pod-security.kubernetes.io/audit-violations":
+     * ..., "pod-security.kubernetes.io/error": ...}) kube-apiserver would
+     * add, or NULL. Owned. */
+    json_t *pss_warnings;
+    json_t *pss_audit;
     /* With opts->trace: one object per step in the order run:
      * {"phase": "mutate"|"validate", "step": RULE, "result": "changed" |
      *  "unchanged" | "passed" | "denied" | "shadow-denied" | "skipped",

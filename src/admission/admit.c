@@ -28,6 +28,10 @@ void td_admit_result_fini(td_admit_result *r)
     json_decref(r->pod);
     json_decref(r->shadowed);
     json_decref(r->trace);
+    json_decref(r->pss_warnings);
+    json_decref(r->pss_audit);
+    r->pss_warnings = NULL;
+    r->pss_audit = NULL;
     r->patch = NULL;
     r->pod = NULL;
     r->shadowed = NULL;
@@ -98,24 +102,192 @@ static void decide(td_admit_result *r, td_status st, const char *rule, const td_
     snprintf(r->message, sizeof r->message, "%s", err->msg);
 }
 
-static td_status pss_level_of(const td_config *cfg, const char *ns, td_pss_level *level,
-                              td_err *err)
+/* A Pod Security level at a policy version (api.LevelVersion). */
+typedef struct {
+    td_pss_level level;
+    long minor; /* TD_PSS_LATEST or the X of v1.X */
+} pss_lv;
+
+/* The namespace's Pod Security policy (api.PolicyToEvaluate): enforce,
+ * audit and warn, each privileged:latest unless labelled; warn follows an
+ * enforce level above it when no warn label is set. error: the labels that
+ * did not parse, as the API server's "Failed to parse policy: " audit
+ * annotation words them, or "". */
+typedef struct {
+    pss_lv enforce, audit, warn;
+    bool more; /* any label but enforce: audit and warn need a look */
+    char error[768];
+} pss_policy;
+
+static int pss_rank(td_pss_level l)
+{
+    return l == TD_PSS_PRIVILEGED ? 0 : l == TD_PSS_BASELINE ? 1 : 2;
+}
+
+/* LevelVersion.Equivalent, as EvaluatePod's result cache keys on it */
+static bool pss_same(const pss_lv *a, const pss_lv *b)
+{
+    return a->level == b->level && (a->level == TD_PSS_PRIVILEGED || a->minor == b->minor);
+}
+
+/* One label that did not parse, in field.Invalid's words (label values are
+ * [A-Za-z0-9._-], so %q quotes them as plain "..."), joined as an
+ * aggregate of several is: "[a, b]" (the brackets added by the caller). */
+static void pss_bad_label(pss_policy *p, int *nbad, const char *label, const char *value,
+                          const char *why)
+{
+    size_t len = strlen(p->error);
+    snprintf(p->error + len, sizeof p->error - len,
+             "%smetadata.labels[pod-security.kubernetes.io/%s]: Invalid value: \"%s\": %s",
+             (*nbad)++ ? ", " : "", label, value, why);
+}
+
+static td_status pss_policy_of(const td_config *cfg, const char *ns, pss_policy *p, td_err *err)
 {
     /* the Namespace's metadata.labels, found once per snapshot (tenancy
      * index; td_config_get and td_json_path for a namespace not in it) */
     td__tenancy_ns spare;
-    const json_t *labels =
-        td__tenancy_ns_get(td__tenancy_index_get(cfg), cfg, ns, &spare)->ns_labels;
+    const td__tenancy_ns *tn = td__tenancy_ns_get(td__tenancy_index_get(cfg), cfg, ns, &spare);
+    const json_t *labels = tn->ns_labels;
     const char *l =
         json_string_value(json_object_get(labels, "pod-security.kubernetes.io/enforce"));
-    *level = TD_PSS_PRIVILEGED;
-    if (!l)
-        return TD_OK;
-    if (td_pss_level_parse(l, level) != TD_OK)
+    static const char must_level[] = "must be one of privileged, baseline, restricted";
+    static const char must_version[] = "must be \"latest\" or \"v1.x\"";
+    int nbad = 0;
+
+    p->enforce = p->audit = p->warn = (pss_lv){TD_PSS_PRIVILEGED, TD_PSS_LATEST};
+    p->more = tn->pss_more;
+    p->error[0] = '\0';
+    /* An enforce level that does not parse is refused outright (the API
+     * server would fall back to restricted): a namespace's policy typed
+     * wrong is loud. */
+    if (l && td_pss_level_parse(l, &p->enforce.level) != TD_OK)
         return td_err_set(err, TD_EINVAL,
                           "namespace %s: label pod-security.kubernetes.io/enforce: \"%s\" is not "
                           "privileged, baseline or restricted",
                           ns, l);
+    if (!p->more) {
+        p->warn.level = p->enforce.level; /* and latest, as enforce is */
+        return TD_OK;
+    }
+    const char *v;
+    bool has_warn = false, has_warn_version = false;
+    if ((v = json_string_value(json_object_get(labels, "pod-security.kubernetes.io/enforce-version"))) &&
+        td_pss_version_parse(v, &p->enforce.minor) != TD_OK)
+        pss_bad_label(p, &nbad, "enforce-version", v, must_version);
+    if ((v = json_string_value(json_object_get(labels, "pod-security.kubernetes.io/audit"))) &&
+        td_pss_level_parse(v, &p->audit.level) != TD_OK) {
+        p->audit.level = TD_PSS_PRIVILEGED; /* fail open for audit */
+        pss_bad_label(p, &nbad, "audit", v, must_level);
+    }
+    if ((v = json_string_value(json_object_get(labels, "pod-security.kubernetes.io/audit-version"))) &&
+        td_pss_version_parse(v, &p->audit.minor) != TD_OK)
+        pss_bad_label(p, &nbad, "audit-version", v, must_version);
+    if ((v = json_string_value(json_object_get(labels, "pod-security.kubernetes.io/warn")))) {
+        has_warn = true;
+        if (td_pss_level_parse(v, &p->warn.level) != TD_OK) {
+            p->warn.level = TD_PSS_PRIVILEGED; /* fail open for warn */
+            pss_bad_label(p, &nbad, "warn", v, must_level);
+        }
+    }
+    if ((v = json_string_value(json_object_get(labels, "pod-security.kubernetes.io/warn-version")))) {
+        has_warn_version = true;
+        if (td_pss_version_parse(v, &p->warn.minor) != TD_OK)
+            pss_bad_label(p, &nbad, "warn-version", v, must_version);
+    }
+    if (!has_warn && l && pss_rank(p->enforce.level) > pss_rank(p->warn.level)) {
+        p->warn.level = p->enforce.level;
+        if (!has_warn_version)
+            p->warn.minor = p->enforce.minor;
+    }
+    if (nbad > 1) {
+        /* utilerrors.Aggregate of several: "[a, b]" */
+        size_t len = strlen(p->error);
+        if (len + 3 <= sizeof p->error) {
+            memmove(p->error + 1, p->error, len + 1);
+            p->error[0] = '[';
+            p->error[len + 1] = ']';
+            p->error[len + 2] = '\0';
+        }
+    }
+    return TD_OK;
+}
+
+/* Evaluates lv for the warn or audit mode: TD_OK (passes, or the pod is
+ * not one the checks can read), TD_EFORBIDDEN with the message in *e, or
+ * TD_ENOMEM. */
+static td_status pss_eval(const json_t *pod, const pss_lv *lv, td_err *e)
+{
+    if (lv->level == TD_PSS_PRIVILEGED)
+        return TD_OK;
+    td_status st = td_pss_check_version(pod, lv->level, lv->minor, e);
+    return st == TD_EFORBIDDEN || st == TD_ENOMEM ? st : TD_OK;
+}
+
+/* Adds text to an array (key NULL) or an object; text cut (by snprintf)
+ * off a UTF-8 boundary is cut back to one first. 0, or -1 out of memory. */
+static int note_set(json_t *to, const char *key, char *text)
+{
+    size_t n = strlen(text);
+    while (n > 0 && !td_utf8_valid(text, n))
+        text[--n] = '\0';
+    json_t *s = json_string(text);
+    if (!s)
+        return -1;
+    return key ? json_object_set_new(to, key, s) : json_array_append_new(to, s);
+}
+
+/* The warn and audit modes of the namespace's policy (EvaluatePod): audit
+ * is evaluated always, warn only when enforce allowed the pod; a result is
+ * reused when the level and version are enforce's (or audit's). enforce_st
+ * and enforce_msg: enforce's outcome. Sets r->pss_warnings and
+ * r->pss_audit. TD_OK or TD_ENOMEM. */
+static td_status pss_notes(td_admit_result *r, const json_t *pod, const pss_policy *p,
+                           td_status enforce_st, const char *enforce_msg)
+{
+    static const char violates[] = "violates";
+    td_err audit_err, warn_err;
+    td_status audit_st, warn_st = TD_OK;
+    const char *audit_msg = audit_err.msg, *warn_msg = warn_err.msg;
+
+    if (enforce_st != TD_OK && enforce_st != TD_EFORBIDDEN)
+        return TD_OK; /* the pod did not decode: nothing to say */
+    if (p->enforce.level != TD_PSS_PRIVILEGED && pss_same(&p->audit, &p->enforce)) {
+        audit_st = enforce_st;
+        audit_msg = enforce_msg;
+    } else if ((audit_st = pss_eval(pod, &p->audit, &audit_err)) == TD_ENOMEM) {
+        return TD_ENOMEM;
+    }
+    if (enforce_st == TD_OK) {
+        if (pss_same(&p->warn, &p->enforce))
+            warn_st = TD_OK; /* enforce passed it */
+        else if (pss_same(&p->warn, &p->audit)) {
+            warn_st = audit_st;
+            warn_msg = audit_msg;
+        } else if ((warn_st = pss_eval(pod, &p->warn, &warn_err)) == TD_ENOMEM)
+            return TD_ENOMEM;
+    }
+    if (p->error[0] || audit_st == TD_EFORBIDDEN) {
+        char buf[TD_ERR_MAX + 32];
+        if (!r->pss_audit && !(r->pss_audit = json_object()))
+            return TD_ENOMEM;
+        if (audit_st == TD_EFORBIDDEN) {
+            snprintf(buf, sizeof buf, "would violate%s", audit_msg + sizeof violates - 1);
+            if (note_set(r->pss_audit, "pod-security.kubernetes.io/audit-violations", buf) != 0)
+                return TD_ENOMEM;
+        }
+        if (p->error[0]) {
+            snprintf(buf, sizeof buf, "Failed to parse policy: %s", p->error);
+            if (note_set(r->pss_audit, "pod-security.kubernetes.io/error", buf) != 0)
+                return TD_ENOMEM;
+        }
+    }
+    if (warn_st == TD_EFORBIDDEN) {
+        char buf[TD_ERR_MAX + 32];
+        snprintf(buf, sizeof buf, "would violate%s", warn_msg + sizeof violates - 1);
+        if (!(r->pss_warnings = json_array()) || note_set(r->pss_warnings, NULL, buf) != 0)
+            return TD_ENOMEM;
+    }
     return TD_OK;
 }
 
@@ -293,7 +465,7 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
      * ResourceQuota; if they do not parse, the JSON entry points report
      * why, as they always did. */
     r->validating = true;
-    td_pss_level level;
+    pss_policy pss;
     if (vparsed && (!ix || td__pod_refresh(pod, &vpod, NULL) != TD_OK)) {
         td__pod_fini(&vpod);
         vparsed = false;
@@ -319,8 +491,12 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
                             ? td_limitrange_validate_parsed(pod, &vpod, ix->limitranges, &err)
                             : td_limitrange_validate(pod, ranges, nranges, &err),
                         &err);
-    if (st == TD_OK && (rule = "PodSecurity") && (st = pss_level_of(cfg, ns, &level, &err)) == TD_OK)
-        st = after_validate(cfg, r, rule, td_pss_check(pod, level, &err), &err);
+    if (st == TD_OK && (rule = "PodSecurity") && (st = pss_policy_of(cfg, ns, &pss, &err)) == TD_OK) {
+        st = td_pss_check_version(pod, pss.enforce.level, pss.enforce.minor, &err);
+        if (pss.more && pss_notes(r, pod, &pss, st, err.msg) != TD_OK)
+            st = td_err_set(&err, TD_ENOMEM, "out of memory checking Pod Security");
+        st = after_validate(cfg, r, rule, st, &err);
+    }
     if (st == TD_OK && (rule = "CostLabels"))
         st = after_validate(cfg, r, rule, td_labels_validate(cfg, ns, pod, &err), &err);
     if (st == TD_OK && (rule = "NodePool"))
@@ -455,6 +631,7 @@ typedef struct {
     const char *message, *reason;
     const char *details; /* status.details.kind (a static rule name), or NULL */
     const json_t *shadowed; /* warnings + auditAnnotations from it, when set */
+    const json_t *pss_warnings, *pss_audit; /* Pod Security's, before shadow's */
     const json_t *patch;    /* patchType + patch, when set */
     td_admit_result r;
     bool has_r;
@@ -564,6 +741,11 @@ static td_status review_decide(const td_config *cfg, const json_t *input, td_rev
      * them) and keeps audit annotations in its audit log. */
     if (r->shadowed && mode != TD_REVIEW_MUTATE)
         a->shadowed = r->shadowed;
+    /* Pod Security's warn and audit modes: a validating rule's, likewise */
+    if (mode != TD_REVIEW_MUTATE) {
+        a->pss_warnings = r->pss_warnings;
+        a->pss_audit = r->pss_audit;
+    }
     if (r->allowed && r->patch && mode != TD_REVIEW_VALIDATE)
         a->patch = r->patch;
     return TD_OK;
@@ -610,10 +792,15 @@ static td_status render_tree(const answer *a, json_t **out)
     else if (a->details)
         json_object_set_new(json_object_get(resp, "status"), "details",
                             json_pack("{s:s}", "kind", a->details));
-    if (a->shadowed) {
+    if (a->shadowed || a->pss_warnings || a->pss_audit) {
         json_t *warn = json_array(), *audit = json_object();
         size_t i;
         json_t *x;
+        const char *k;
+        json_array_foreach(a->pss_warnings, i, x)
+            json_array_append(warn, x);
+        json_object_foreach((json_t *)a->pss_audit, k, x)
+            json_object_set(audit, k, x);
         json_array_foreach(a->shadowed, i, x)
         {
             char w[TD_ERR_MAX + 96], key[96];
@@ -683,10 +870,17 @@ static td_status render_body(const answer *a, char **body, size_t *len, td_revie
         }
         td_jbuf_puts(&b, "}");
     }
-    if (a->shadowed) {
+    if (a->shadowed || a->pss_warnings || a->pss_audit) {
         size_t i, nw = 0;
         json_t *x;
+        const char *k;
         td_jbuf_puts(&b, ",\"warnings\":[");
+        json_array_foreach(a->pss_warnings, i, x)
+        {
+            if (nw++)
+                td_jbuf_puts(&b, ",");
+            td_jbuf_string(&b, json_string_value(x), json_string_length(x));
+        }
         json_array_foreach(a->shadowed, i, x)
         {
             char w[TD_ERR_MAX + 96], key[96];
@@ -699,6 +893,14 @@ static td_status render_body(const answer *a, char **body, size_t *len, td_revie
         }
         td_jbuf_puts(&b, "],\"auditAnnotations\":{");
         size_t na = 0;
+        json_object_foreach((json_t *)a->pss_audit, k, x)
+        {
+            if (na++)
+                td_jbuf_puts(&b, ",");
+            td_jbuf_string(&b, k, strlen(k));
+            td_jbuf_puts(&b, ":");
+            td_jbuf_string(&b, json_string_value(x), json_string_length(x));
+        }
         json_array_foreach(a->shadowed, i, x)
         {
             char w[TD_ERR_MAX + 96], key[96];

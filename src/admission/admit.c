@@ -808,8 +808,15 @@ static td_status render_tree(const answer *a, json_t **out)
             json_array_append_new(warn, json_string(w));
             json_object_set_new(audit, key, json_string(td_json_str(x, "message")));
         }
-        json_object_set_new(resp, "warnings", warn);
-        json_object_set_new(resp, "auditAnnotations", audit);
+        /* shadow's always both; Pod Security's only what it has */
+        if (a->shadowed || a->pss_warnings)
+            json_object_set_new(resp, "warnings", warn);
+        else
+            json_decref(warn);
+        if (a->shadowed || a->pss_audit)
+            json_object_set_new(resp, "auditAnnotations", audit);
+        else
+            json_decref(audit);
     }
     if (a->patch) {
         /* The patch dumped as json_dumpb(JSON_COMPACT) writes it, once (not
@@ -874,6 +881,8 @@ static td_status render_body(const answer *a, char **body, size_t *len, td_revie
         size_t i, nw = 0;
         json_t *x;
         const char *k;
+        bool has_w = a->shadowed || a->pss_warnings, has_a = a->shadowed || a->pss_audit;
+        size_t w_at = b.len;
         td_jbuf_puts(&b, ",\"warnings\":[");
         json_array_foreach(a->pss_warnings, i, x)
         {
@@ -891,7 +900,13 @@ static td_status render_body(const answer *a, char **body, size_t *len, td_revie
                 td_jbuf_puts(&b, ",");
             td_jbuf_string(&b, w, strlen(w));
         }
-        td_jbuf_puts(&b, "],\"auditAnnotations\":{");
+        td_jbuf_puts(&b, "]");
+        if (!has_w && !b.failed) {
+            b.len = w_at; /* written, and taken back */
+            b.s[b.len] = '\0';
+        }
+        size_t a_at = b.len;
+        td_jbuf_puts(&b, ",\"auditAnnotations\":{");
         size_t na = 0;
         json_object_foreach((json_t *)a->pss_audit, k, x)
         {
@@ -922,6 +937,10 @@ static td_status render_body(const answer *a, char **body, size_t *len, td_revie
             }
         }
         td_jbuf_puts(&b, "}");
+        if (!has_a && !b.failed) {
+            b.len = a_at;
+            b.s[b.len] = '\0';
+        }
     }
     if (a->patch) {
         if (!td_json_dump_compact(&patch, a->patch)) {

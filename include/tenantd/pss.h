@@ -59,6 +59,19 @@ td_status td_pss_check(const json_t *pod, td_pss_level level, td_err *err);
  * `violates PodSecurity "restricted:v1.25": ...`. */
 td_status td_pss_check_version(const json_t *pod, td_pss_level level, long minor, td_err *err);
 
+/* What the allowed-path walk found in one pod, kept so that the levels and
+ * versions one pod is checked at (a namespace's enforce, audit and warn)
+ * walk it once. Zero it before the first call; it holds for that pod only,
+ * unchanged. */
+typedef struct {
+    unsigned bits[3];
+    int slow, done;
+} td_pss_walk;
+
+/* td_pss_check_version, reading and filling *walk (not NULL). */
+td_status td_pss_check_walk(const json_t *pod, td_pss_level level, long minor, td_pss_walk *walk,
+                            td_err *err);
+
 /* td_pss_check without its allowed-path walk: every check run and worded
  * in full. The same answer for every input; td_pss_check calls it for what
  * its walk cannot pass, tests and fuzz_pss to compare the two. */

@@ -216,11 +216,11 @@ static td_status pss_policy_of(const td_config *cfg, const char *ns, pss_policy 
 /* Evaluates lv for the warn or audit mode: TD_OK (passes, or the pod is
  * not one the checks can read), TD_EFORBIDDEN with the message in *e, or
  * TD_ENOMEM. */
-static td_status pss_eval(const json_t *pod, const pss_lv *lv, td_err *e)
+static td_status pss_eval(const json_t *pod, const pss_lv *lv, td_pss_walk *walk, td_err *e)
 {
     if (lv->level == TD_PSS_PRIVILEGED)
         return TD_OK;
-    td_status st = td_pss_check_version(pod, lv->level, lv->minor, e);
+    td_status st = td_pss_check_walk(pod, lv->level, lv->minor, walk, e);
     return st == TD_EFORBIDDEN || st == TD_ENOMEM ? st : TD_OK;
 }
 
@@ -243,7 +243,7 @@ static int note_set(json_t *to, const char *key, char *text)
  * and enforce_msg: enforce's outcome. Sets r->pss_warnings and
  * r->pss_audit. TD_OK or TD_ENOMEM. */
 static td_status pss_notes(td_admit_result *r, const json_t *pod, const pss_policy *p,
-                           td_status enforce_st, const char *enforce_msg)
+                           td_pss_walk *walk, td_status enforce_st, const char *enforce_msg)
 {
     static const char violates[] = "violates";
     td_err audit_err, warn_err;
@@ -255,7 +255,7 @@ static td_status pss_notes(td_admit_result *r, const json_t *pod, const pss_poli
     if (p->enforce.level != TD_PSS_PRIVILEGED && pss_same(&p->audit, &p->enforce)) {
         audit_st = enforce_st;
         audit_msg = enforce_msg;
-    } else if ((audit_st = pss_eval(pod, &p->audit, &audit_err)) == TD_ENOMEM) {
+    } else if ((audit_st = pss_eval(pod, &p->audit, walk, &audit_err)) == TD_ENOMEM) {
         return TD_ENOMEM;
     }
     if (enforce_st == TD_OK) {
@@ -264,7 +264,7 @@ static td_status pss_notes(td_admit_result *r, const json_t *pod, const pss_poli
         else if (pss_same(&p->warn, &p->audit)) {
             warn_st = audit_st;
             warn_msg = audit_msg;
-        } else if ((warn_st = pss_eval(pod, &p->warn, &warn_err)) == TD_ENOMEM)
+        } else if ((warn_st = pss_eval(pod, &p->warn, walk, &warn_err)) == TD_ENOMEM)
             return TD_ENOMEM;
     }
     if (p->error[0] || audit_st == TD_EFORBIDDEN) {
@@ -492,8 +492,10 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
                             : td_limitrange_validate(pod, ranges, nranges, &err),
                         &err);
     if (st == TD_OK && (rule = "PodSecurity") && (st = pss_policy_of(cfg, ns, &pss, &err)) == TD_OK) {
-        st = td_pss_check_version(pod, pss.enforce.level, pss.enforce.minor, &err);
-        if (pss.more && pss_notes(r, pod, &pss, st, err.msg) != TD_OK)
+        /* one walk of the pod serves enforce, audit and warn */
+        td_pss_walk walk = {{0, 0, 0}, 0, 0};
+        st = td_pss_check_walk(pod, pss.enforce.level, pss.enforce.minor, &walk, &err);
+        if (pss.more && pss_notes(r, pod, &pss, &walk, st, err.msg) != TD_OK)
             st = td_err_set(&err, TD_ENOMEM, "out of memory checking Pod Security");
         st = after_validate(cfg, r, rule, st, &err);
     }

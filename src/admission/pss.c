@@ -2143,6 +2143,13 @@ td_status td_pss_check(const json_t *pod, td_pss_level level, td_err *err)
 
 td_status td_pss_check_version(const json_t *pod, td_pss_level level, long minor, td_err *err)
 {
+    td_pss_walk w = {{0, 0, 0}, 0, 0};
+    return td_pss_check_walk(pod, level, minor, &w, err);
+}
+
+td_status td_pss_check_walk(const json_t *pod, td_pss_level level, long minor, td_pss_walk *w,
+                            td_err *err)
+{
     /* The walk knows latest's rules only; an older version runs the checks
      * in full (a pinned namespace is the rare case, and its checks differ
      * both ways: older ones allow fewer sysctls and SELinux types, relax
@@ -2150,7 +2157,13 @@ td_status td_pss_check_version(const json_t *pod, td_pss_level level, long minor
     if ((level == TD_PSS_BASELINE || level == TD_PSS_RESTRICTED) && json_is_object(pod) &&
         (minor < 0 || minor >= TD_PSS_MAX_MINOR)) {
         pss_scan s = {0, 0, 0, 0};
-        scan_pod(pod, &s);
+        if (w->done) {
+            s.pod = w->bits[0], s.psc = w->bits[1], s.any = w->bits[2], s.slow = w->slow;
+        } else {
+            scan_pod(pod, &s);
+            w->bits[0] = s.pod, w->bits[1] = s.psc, w->bits[2] = s.any, w->slow = s.slow;
+            w->done = 1;
+        }
         if (scan_passes(&s, level))
             return TD_OK;
     }

@@ -333,6 +333,70 @@ fail:
     return NULL;
 }
 
+/* The members of a v1 VolumeSource, sorted bytewise. */
+static const char *const volume_sources[] = {
+    "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "configMap", "csi",
+    "downwardAPI", "emptyDir", "ephemeral", "fc", "flexVolume", "flocker", "gcePersistentDisk",
+    "gitRepo", "glusterfs", "hostPath", "image", "iscsi", "nfs", "persistentVolumeClaim",
+    "photonPersistentDisk", "portworxVolume", "projected", "quobyte", "rbd", "scaleIO", "secret",
+    "storageos", "vsphereVolume"};
+
+static int cmp_key(const void *k, const void *e)
+{
+    return strcmp(k, *(const char *const *)e);
+}
+
+/* Whether vol names a source: a VolumeSource member that is not null (Go
+ * decodes null, and drops unknown members, to nil). */
+static bool volume_has_source(const json_t *vol)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)vol, k, v)
+    {
+        if (!json_is_null(v) &&
+            bsearch(k, volume_sources, sizeof volume_sources / sizeof volume_sources[0],
+                    sizeof volume_sources[0], cmp_key))
+            return true;
+    }
+    return false;
+}
+
+/* The API server's defaulting that the checks after it read, beyond the
+ * resources (podres.c): SetDefaults_Volume (pkg/apis/core/v1/defaults.go)
+ * makes a volume without a source an emptyDir, which restricted allows.
+ * The webhook's pods come defaulted already (nothing changes); `tenantctl
+ * admit` gets them as written. Copies spec.volumes and each volume it
+ * changes (pod shares the rest with the caller's). TD_OK or TD_ENOMEM. */
+static td_status pod_api_defaults(json_t *pod, td_err *err)
+{
+    json_t *spec = json_object_get(pod, "spec");
+    json_t *vols = json_object_get(spec, "volumes");
+    size_t i;
+    bool owned = false;
+
+    for (i = 0; i < json_array_size(vols); i++) {
+        json_t *vol = json_array_get(vols, i);
+        if (!json_is_object(vol) || volume_has_source(vol))
+            continue;
+        if (!owned) {
+            if (own(spec, "volumes") != 0)
+                goto nomem;
+            vols = json_object_get(spec, "volumes");
+            owned = true;
+        }
+        json_t *copy = json_copy(vol);
+        if (!copy || json_object_set_new(copy, "emptyDir", json_object()) != 0 ||
+            json_array_set_new(vols, i, copy) != 0) {
+            json_decref(copy);
+            goto nomem;
+        }
+    }
+    return TD_OK;
+nomem:
+    return td_err_set(err, TD_ENOMEM, "out of memory");
+}
+
 td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *ns,
                        const td_admit_opts *opts, td_admit_result *r)
 {
@@ -417,8 +481,11 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         json_t *before = r->trace ? td_json_copy(pod) : NULL;
         switch (m) {
         case M_DEFAULTS:
-            st = td__pod_default_requests_parsed(pod, &vpod, &err);
-            vparsed = st == TD_OK;
+            st = pod_api_defaults(pod, &err);
+            if (st == TD_OK) {
+                st = td__pod_default_requests_parsed(pod, &vpod, &err);
+                vparsed = st == TD_OK;
+            }
             break;
         case M_LIMITRANGE:
             /* M_DEFAULTS parsed the pod's resources and accepted them */

@@ -53,7 +53,26 @@ static td_config *load(void)
     "{\"metadata\":{\"name\":\"x\",\"namespace\":\"" ns "\"},\"spec\":{\"containers\":"            \
     "[{\"name\":\"c\"}]}}"
 
+/* restricted at latest, with the volumes given */
+#define VOL_POD(ns, vols)                                                                          \
+    "{\"metadata\":{\"name\":\"x\",\"namespace\":\"" ns "\"},\"spec\":{\"securityContext\":"       \
+    "{\"runAsNonRoot\":true,\"seccompProfile\":{\"type\":\"RuntimeDefault\"}},\"volumes\":" vols       \
+    ",\"containers\":[{\"name\":\"c\",\"securityContext\":{\"allowPrivilegeEscalation\":false,"        \
+    "\"capabilities\":{\"drop\":[\"ALL\"]}}}]}}"
+
 static const admit_case rows[] = {
+    /* pkg/apis/core/v1/defaults.go SetDefaults_Volume, which upstream's
+     * restricted/v1.X/pass/restrictedvolumes0.yaml relies on */
+    {"a volume without a source is an emptyDir (restricted allows it)",
+     VOL_POD("latest", "[{\"name\":\"v\"},{\"name\":\"w\",\"hostPath\":null},"
+                       "{\"name\":\"s\",\"secret\":{\"secretName\":\"x\"}}]"),
+     200, NULL, NULL,
+     "{\"spec\":{\"volumes\":[{\"name\":\"v\",\"emptyDir\":{}},{\"name\":\"w\",\"hostPath\":null,"
+     "\"emptyDir\":{}},{\"name\":\"s\",\"secret\":{\"secretName\":\"x\"}}]}}"},
+    {"a volume with a source keeps it", VOL_POD("latest", "[{\"name\":\"n\",\"nfs\":{\"server\":\"h\",\"path\":\"/\"}}]"),
+     403, "PodSecurity",
+     "restricted volume types (volume \"n\" uses restricted volume type \"nfs\")", NULL},
+
     {"enforce-version v1.22: runAsUser=0 is not yet checked", ROOT_POD("pinned"), 200, NULL, NULL,
      NULL},
     {"enforce at latest: runAsUser=0 denied", ROOT_POD("latest"), 403, "PodSecurity",

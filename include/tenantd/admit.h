@@ -81,6 +81,23 @@ void td_admit_result_fini(td_admit_result *r);
 td_status td_admit_pvc(const td_config *cfg, const json_t *pvc, const char *ns,
                        td_admit_result *r);
 
+/* Whether kind is a workload whose pod template Pod Security reads
+ * (CronJob, DaemonSet, Deployment, Job, PodTemplate, ReplicaSet,
+ * ReplicationController, StatefulSet). */
+bool td_admit_is_workload(const char *kind);
+
+/* A workload (borrowed) of kind (NULL: its own kind; an AdmissionReview's
+ * request.kind.kind otherwise) in ns (NULL: its own, else "default"), as the API
+ * server's PodSecurity admits pod controllers: never denied; its pod
+ * template (defaulted as a template is) gets the namespace's warn and audit
+ * Pod Security modes, into r->pss_warnings and r->pss_audit (a namespace
+ * that enforces a level and labels no warn level warns at the enforced
+ * one). A workload without a template gets nothing. Returns as
+ * td_admit_pod does: TD_EINVAL (400) for an object that is not a workload
+ * kind. */
+td_status td_admit_workload(const td_config *cfg, const json_t *obj, const char *kind,
+                            const char *ns, td_admit_result *r);
+
 typedef enum { TD_REVIEW_MUTATE_AND_VALIDATE, TD_REVIEW_MUTATE, TD_REVIEW_VALIDATE } td_review_mode;
 
 /* Decides an AdmissionReview v1 request, or a bare Pod, and builds the

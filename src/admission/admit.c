@@ -240,10 +240,12 @@ static int note_set(json_t *to, const char *key, char *text)
 /* The warn and audit modes of the namespace's policy (EvaluatePod): audit
  * is evaluated always, warn only when enforce allowed the pod; a result is
  * reused when the level and version are enforce's (or audit's). enforce_st
- * and enforce_msg: enforce's outcome. Sets r->pss_warnings and
- * r->pss_audit. TD_OK or TD_ENOMEM. */
+ * and enforce_msg: enforce's outcome; enforced false: a workload's pod
+ * template, which enforce does not judge (EvaluatePod with enforce=false).
+ * Sets r->pss_warnings and r->pss_audit. TD_OK or TD_ENOMEM. */
 static td_status pss_notes(td_admit_result *r, const json_t *pod, const pss_policy *p,
-                           td_pss_walk *walk, td_status enforce_st, const char *enforce_msg)
+                           td_pss_walk *walk, bool enforced, td_status enforce_st,
+                           const char *enforce_msg)
 {
     static const char violates[] = "violates";
     td_err audit_err, warn_err;
@@ -252,14 +254,14 @@ static td_status pss_notes(td_admit_result *r, const json_t *pod, const pss_poli
 
     if (enforce_st != TD_OK && enforce_st != TD_EFORBIDDEN)
         return TD_OK; /* the pod did not decode: nothing to say */
-    if (p->enforce.level != TD_PSS_PRIVILEGED && pss_same(&p->audit, &p->enforce)) {
+    if (enforced && p->enforce.level != TD_PSS_PRIVILEGED && pss_same(&p->audit, &p->enforce)) {
         audit_st = enforce_st;
         audit_msg = enforce_msg;
     } else if ((audit_st = pss_eval(pod, &p->audit, walk, &audit_err)) == TD_ENOMEM) {
         return TD_ENOMEM;
     }
     if (enforce_st == TD_OK) {
-        if (pss_same(&p->warn, &p->enforce))
+        if (enforced && pss_same(&p->warn, &p->enforce))
             warn_st = TD_OK; /* enforce passed it */
         else if (pss_same(&p->warn, &p->audit)) {
             warn_st = audit_st;
@@ -397,6 +399,116 @@ nomem:
     return td_err_set(err, TD_ENOMEM, "out of memory");
 }
 
+/* The workload kinds whose pod template Pod Security reads
+ * (admission.go DefaultPodSpecExtractor), each with its template's path. */
+static const struct {
+    const char *kind, *path;
+} workloads[] = {
+    {"CronJob", "spec.jobTemplate.spec.template"},
+    {"DaemonSet", "spec.template"},
+    {"Deployment", "spec.template"},
+    {"Job", "spec.template"},
+    {"PodTemplate", "template"},
+    {"ReplicaSet", "spec.template"},
+    {"ReplicationController", "spec.template"},
+    {"StatefulSet", "spec.template"},
+};
+
+static const char *workload_template_path(const char *kind)
+{
+    for (size_t i = 0; kind && i < sizeof workloads / sizeof workloads[0]; i++)
+        if (strcmp(kind, workloads[i].kind) == 0)
+            return workloads[i].path;
+    return NULL;
+}
+
+bool td_admit_is_workload(const char *kind)
+{
+    return workload_template_path(kind) != NULL;
+}
+
+static void not_a_pod(const char *kind, td_err *err)
+{
+    if (td_admit_is_workload(kind))
+        td_err_set(err, TD_EINVAL,
+                   "kind %s is not a Pod; its pod template gets Pod Security warnings (tenantctl "
+                   "admit, the webhook), not a decision",
+                   kind);
+    else
+        td_err_set(err, TD_EINVAL,
+                   "kind %s is not a Pod; tenantd decides Pods and PersistentVolumeClaims, and "
+                   "warns on the pod templates of CronJob, DaemonSet, Deployment, Job, "
+                   "PodTemplate, ReplicaSet, ReplicationController and StatefulSet",
+                   kind);
+}
+
+td_status td_admit_workload(const td_config *cfg, const json_t *obj, const char *kind,
+                            const char *ns, td_admit_result *r)
+{
+    td_err err = {{0}};
+    td_status st;
+    if (!kind)
+        kind = td_json_str(obj, "kind");
+    const char *path = workload_template_path(kind);
+    memset(r, 0, sizeof *r);
+    if (!json_is_object(obj) || !path) {
+        if (json_is_object(obj) && kind)
+            not_a_pod(kind, &err);
+        else
+            td_err_set(&err, TD_EINVAL, "not a workload: kind is required");
+        decide(r, TD_EINVAL, "BadRequest", &err);
+        return TD_EINVAL;
+    }
+    if (!ns || !*ns)
+        ns = td_json_str(obj, "metadata.namespace");
+    if (!ns || !*ns)
+        ns = "default";
+    r->validating = true;
+    /* a controller without a template is not checked (ValidatePodController) */
+    const json_t *tmpl = td_json_path(obj, path);
+    if (!json_is_object(tmpl)) {
+        decide(r, TD_OK, NULL, &err);
+        return TD_OK;
+    }
+    pss_policy pss;
+    st = pss_policy_of(cfg, ns, &pss, &err);
+    if (st != TD_OK) {
+        /* an enforce label that is no level refuses pods (td_admit_pod);
+         * a workload is never refused, and with no level parsed warn
+         * stays privileged (PolicyToEvaluate) */
+        decide(r, st == TD_EINVAL ? TD_OK : st, st == TD_EINVAL ? NULL : "Internal", &err);
+        return st == TD_EINVAL ? TD_OK : st;
+    }
+    /* what the template's pods are checked as: its metadata and spec,
+     * defaulted as the API server defaults a template (SetDefaults_Volume) */
+    json_t *pod = json_object();
+    json_t *meta = json_object_get(tmpl, "metadata"), *spec = json_object_get(tmpl, "spec");
+    bool nomem = !pod;
+    if (!nomem && meta)
+        nomem = json_object_set(pod, "metadata", meta) != 0;
+    /* spec copied: the defaulting replaces its volumes */
+    if (!nomem && spec)
+        nomem = json_object_set_new(pod, "spec",
+                                    json_is_object(spec) ? json_copy(spec) : json_incref(spec)) != 0;
+    if (nomem || pod_api_defaults(pod, &err) != TD_OK) {
+        json_decref(pod);
+        td_err_set(&err, TD_ENOMEM, "out of memory");
+        decide(r, TD_ENOMEM, "Internal", &err);
+        return TD_ENOMEM;
+    }
+    /* warn and audit only: enforce is for the pods the controller makes */
+    td_pss_walk walk = {{0, 0, 0}, 0, 0};
+    st = pss_notes(r, pod, &pss, &walk, false, TD_OK, "");
+    json_decref(pod);
+    if (st != TD_OK) {
+        td_err_set(&err, TD_ENOMEM, "out of memory checking Pod Security");
+        decide(r, TD_ENOMEM, "Internal", &err);
+        return TD_ENOMEM;
+    }
+    decide(r, TD_OK, NULL, &err);
+    return TD_OK;
+}
+
 td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *ns,
                        const td_admit_opts *opts, td_admit_result *r)
 {
@@ -407,15 +519,17 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     if (!opts)
         opts = &none;
 
-    if (!json_is_object(pod_in) || !json_is_object(json_object_get(pod_in, "spec")) ||
-        !json_is_array(td_json_path(pod_in, "spec.containers"))) {
-        td_err_set(&err, TD_EINVAL, "not a Pod: spec.containers is required");
+    /* the kind first: a Deployment is named as one, not as a Pod that
+     * lacks spec.containers */
+    const char *kind = td_json_str(pod_in, "kind");
+    if (kind && strcmp(kind, "Pod") != 0) {
+        not_a_pod(kind, &err);
         decide(r, TD_EINVAL, "BadRequest", &err);
         return TD_EINVAL;
     }
-    const char *kind = td_json_str(pod_in, "kind");
-    if (kind && strcmp(kind, "Pod") != 0) {
-        td_err_set(&err, TD_EINVAL, "kind \"%s\" is not a Pod", kind);
+    if (!json_is_object(pod_in) || !json_is_object(json_object_get(pod_in, "spec")) ||
+        !json_is_array(td_json_path(pod_in, "spec.containers"))) {
+        td_err_set(&err, TD_EINVAL, "not a Pod: spec.containers is required");
         decide(r, TD_EINVAL, "BadRequest", &err);
         return TD_EINVAL;
     }
@@ -562,7 +676,7 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         /* one walk of the pod serves enforce, audit and warn */
         td_pss_walk walk = {{0, 0, 0}, 0, 0};
         st = td_pss_check_walk(pod, pss.enforce.level, pss.enforce.minor, &walk, &err);
-        if (pss.more && pss_notes(r, pod, &pss, &walk, st, err.msg) != TD_OK)
+        if (pss.more && pss_notes(r, pod, &pss, &walk, true, st, err.msg) != TD_OK)
             st = td_err_set(&err, TD_ENOMEM, "out of memory checking Pod Security");
         st = after_validate(cfg, r, rule, st, &err);
     }
@@ -732,6 +846,7 @@ static td_status review_decide(const td_config *cfg, const json_t *input, td_rev
     if (mode == TD_REVIEW_VALIDATE)
         local.no_patch = true;
     int pvc = 0;
+    const char *workload = NULL; /* a workload's kind: its template is warned on */
 
     memset(a, 0, sizeof *a);
     a->uid = "";
@@ -755,10 +870,15 @@ static td_status review_decide(const td_config *cfg, const json_t *input, td_rev
             const char *rkind = td_json_str(req, "kind.kind");
             const char *sub = td_json_str(req, "subResource");
             pod = json_object_get(req, "object");
+            if (!(op && (strcmp(op, "DELETE") == 0 || strcmp(op, "CONNECT") == 0)) &&
+                !(sub && *sub) && td_admit_is_workload(rkind))
+                workload = rkind;
             if ((op && (strcmp(op, "DELETE") == 0 || strcmp(op, "CONNECT") == 0)) ||
-                (!(rkind && strcmp(rkind, "PersistentVolumeClaim") == 0 && !(sub && *sub)) &&
+                (!workload &&
+                 !(rkind && strcmp(rkind, "PersistentVolumeClaim") == 0 && !(sub && *sub)) &&
                  ((rkind && strcmp(rkind, "Pod") != 0) || (sub && *sub)))) {
-                /* Only pods and PVCs are decided; anything else passes. */
+                /* Only pods and PVCs are decided, and workloads warned on;
+                 * anything else passes. */
                 a->allowed = true;
                 a->code = 200;
                 return str_ok(a->uid) ? TD_OK : TD_ENOMEM;
@@ -780,9 +900,13 @@ static td_status review_decide(const td_config *cfg, const json_t *input, td_rev
     }
     if (td_json_str(pod, "kind") && strcmp(td_json_str(pod, "kind"), "PersistentVolumeClaim") == 0)
         pvc = 1;
+    else if (!workload && td_admit_is_workload(td_json_str(pod, "kind")))
+        workload = td_json_str(pod, "kind");
 
     td_admit_result *r = &a->r;
-    td_status st = pvc ? td_admit_pvc(cfg, pod, ns, r) : td_admit_pod(cfg, pod, ns, &local, r);
+    td_status st = pvc        ? td_admit_pvc(cfg, pod, ns, r)
+                   : workload ? td_admit_workload(cfg, pod, workload, ns, r)
+                              : td_admit_pod(cfg, pod, ns, &local, r);
     a->has_r = true;
     if (st == TD_ENOMEM || !str_ok(a->uid) || (!r->allowed && !str_ok(r->message))) {
         answer_fini(a);

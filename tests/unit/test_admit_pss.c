@@ -215,11 +215,93 @@ static void test_warn_and_audit(void **state)
     td_config_unref(c);
 }
 
+/* admission.go ValidatePodController: a workload is never denied; its pod
+ * template earns the warn and audit modes (warn following enforce when
+ * unlabelled), wherever the kind keeps the template. */
+static void test_workloads(void **state)
+{
+    (void)state;
+    td_config *c = load();
+    static const char *const objs[] = {
+        "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"d\","
+        "\"namespace\":\"latest\"},\"spec\":{\"template\":{\"spec\":{\"containers\":"
+        "[{\"name\":\"c\"}]}}}}",
+        "{\"apiVersion\":\"batch/v1\",\"kind\":\"CronJob\",\"metadata\":{\"name\":\"cj\","
+        "\"namespace\":\"latest\"},\"spec\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":"
+        "{\"containers\":[{\"name\":\"c\"}]}}}}}}",
+        "{\"apiVersion\":\"v1\",\"kind\":\"PodTemplate\",\"metadata\":{\"name\":\"t\","
+        "\"namespace\":\"latest\"},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}",
+    };
+    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
+        json_t *out = review(c, objs[i], TD_REVIEW_VALIDATE);
+        assert_true(json_is_true(td_json_path(out, "response.allowed")));
+        const char *w = warning(out, 0);
+        if (!w || !strstr(w, "would violate PodSecurity \"restricted:latest\": "
+                             "allowPrivilegeEscalation != false (container \"c\" must set"))
+            fail_msg("workload %zu: warning %s", i, w ? w : "(none)");
+        json_decref(out);
+    }
+
+    /* the same in an AdmissionReview, by request.kind; a template that
+     * passes (a volume without a source defaulted as for a pod) says
+     * nothing; a namespace pinned to v1.22 warns at v1.22 */
+    char req[4096];
+    snprintf(req, sizeof req,
+             "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":"
+             "{\"uid\":\"u\",\"kind\":{\"group\":\"apps\",\"version\":\"v1\",\"kind\":\"StatefulSet\"},"
+             "\"namespace\":\"pinned\",\"operation\":\"CREATE\",\"object\":{\"spec\":{\"template\":"
+             "{\"spec\":{\"hostPID\":true,\"containers\":[{\"name\":\"c\"}]}}}}}}");
+    json_t *in = json_loads(req, 0, NULL), *out = NULL;
+    int code = 0;
+    assert_int_equal(td_admission_review(c, in, TD_REVIEW_VALIDATE, NULL, &out, &code), TD_OK);
+    assert_int_equal(code, 200);
+    assert_true(json_is_true(td_json_path(out, "response.allowed")));
+    assert_non_null(strstr(warning(out, 0), "would violate PodSecurity \"restricted:v1.22\": "
+                                            "host namespaces (hostPID=true)"));
+    json_decref(out);
+    json_decref(in);
+
+    char good[2048];
+    snprintf(good, sizeof good,
+             "{\"kind\":\"Job\",\"metadata\":{\"namespace\":\"latest\"},\"spec\":{\"template\":%s}}",
+             VOL_POD("latest", "[{\"name\":\"v\"}]"));
+    out = review(c, good, TD_REVIEW_VALIDATE);
+    assert_true(json_is_true(td_json_path(out, "response.allowed")));
+    assert_null(td_json_path(out, "response.warnings"));
+    json_decref(out);
+
+    /* no template: nothing to check */
+    out = review(c, "{\"kind\":\"Deployment\",\"metadata\":{\"namespace\":\"latest\"},\"spec\":{}}",
+                 TD_REVIEW_VALIDATE);
+    assert_true(json_is_true(td_json_path(out, "response.allowed")));
+    assert_null(td_json_path(out, "response.warnings"));
+    json_decref(out);
+
+    /* a kind that is neither: named as itself */
+    out = review(c, "{\"kind\":\"Service\",\"metadata\":{\"namespace\":\"latest\"},\"spec\":{}}",
+                 TD_REVIEW_VALIDATE);
+    assert_false(json_is_true(td_json_path(out, "response.allowed")));
+    assert_non_null(strstr(td_json_str(out, "response.status.message"),
+                           "kind Service is not a Pod; "));
+    json_decref(out);
+
+    /* td_admit_pod given a Deployment says so, not "spec.containers is required" */
+    td_admit_result r;
+    json_t *d = json_loads(objs[0], 0, NULL);
+    assert_int_equal(td_admit_pod(c, d, NULL, NULL, &r), TD_EINVAL);
+    assert_int_equal(r.code, 400);
+    assert_non_null(strstr(r.message, "kind Deployment is not a Pod; "));
+    td_admit_result_fini(&r);
+    json_decref(d);
+    td_config_unref(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_warn_and_audit),
+        cmocka_unit_test(test_workloads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,10 @@ static const char platform[] =
     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n"
     "  labels: {team: a, pod-security.kubernetes.io/enforce: restricted}\n---\n"
     "apiVersion: v1\nkind: Namespace\nmetadata: {name: b, labels: {pod-security.kubernetes.io/enforce: baseline}}\n---\n"
+    /* Pod Security's versions, warn and audit (and labels that do not parse) */
+    "apiVersion: v1\nkind: Namespace\nmetadata: {name: w, labels: {pod-security.kubernetes.io/enforce: baseline,"
+    " pod-security.kubernetes.io/enforce-version: v1.18, pod-security.kubernetes.io/warn: restricted,"
+    " pod-security.kubernetes.io/audit: restricted, pod-security.kubernetes.io/audit-version: v1.x}}\n---\n"
     "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: a}\n"
     "spec: {hard: {requests.cpu: '2', limits.memory: 4Gi, pods: '3', requests.nvidia.com/gpu: '1'},"
     " scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [high]}]}}\n---\n"

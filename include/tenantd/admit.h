@@ -30,6 +30,11 @@ typedef struct {
      * except that a pod whose mutated JSON has a JSON Pointer too long to
      * write in a patch (over 4 KiB) is decided instead of answered 400. */
     bool no_patch;
+    /* The pod comes from the API server, which has defaulted it already
+     * (an AdmissionReview's request.object): the defaulting it does
+     * (SetDefaults_Volume) is not done again. The resources' defaulting
+     * runs either way. */
+    bool api_defaulted;
 } td_admit_opts;
 
 typedef struct {

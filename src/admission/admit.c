@@ -352,11 +352,12 @@ static int cmp_key(const void *k, const void *e)
  * decodes null, and drops unknown members, to nil). */
 static bool volume_has_source(const json_t *vol)
 {
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)vol, k, v)
-    {
-        if (!json_is_null(v) &&
+    /* json_object_iter_next, not json_object_foreach (which looks each key
+     * up again): every review's volumes pass here */
+    for (void *it = json_object_iter((json_t *)vol); it;
+         it = json_object_iter_next((json_t *)vol, it)) {
+        const char *k = json_object_iter_key(it);
+        if (!json_is_null(json_object_iter_value(it)) && strcmp(k, "name") != 0 &&
             bsearch(k, volume_sources, sizeof volume_sources / sizeof volume_sources[0],
                     sizeof volume_sources[0], cmp_key))
             return true;
@@ -367,8 +368,8 @@ static bool volume_has_source(const json_t *vol)
 /* The API server's defaulting that the checks after it read, beyond the
  * resources (podres.c): SetDefaults_Volume (pkg/apis/core/v1/defaults.go)
  * makes a volume without a source an emptyDir, which restricted allows.
- * The webhook's pods come defaulted already (nothing changes); `tenantctl
- * admit` gets them as written. Copies spec.volumes and each volume it
+ * An AdmissionReview's pods come defaulted already (opts->api_defaulted:
+ * not done again); `tenantctl admit` of a bare pod gets them as written. Copies spec.volumes and each volume it
  * changes (pod shares the rest with the caller's). TD_OK or TD_ENOMEM. */
 static td_status pod_api_defaults(json_t *pod, td_err *err)
 {
@@ -595,7 +596,7 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         json_t *before = r->trace ? td_json_copy(pod) : NULL;
         switch (m) {
         case M_DEFAULTS:
-            st = pod_api_defaults(pod, &err);
+            st = opts->api_defaulted ? TD_OK : pod_api_defaults(pod, &err);
             if (st == TD_OK) {
                 st = td__pod_default_requests_parsed(pod, &vpod, &err);
                 vparsed = st == TD_OK;
@@ -887,6 +888,8 @@ static td_status review_decide(const td_config *cfg, const json_t *input, td_rev
                 pvc = 1;
             if (op && strcmp(op, "UPDATE") == 0)
                 local.skip_quota = true; /* quota charges creations */
+            /* webhooks see objects the API server has defaulted */
+            local.api_defaulted = true;
             if (!json_is_object(pod))
                 snprintf(a->bad, sizeof a->bad, "AdmissionReview: request.object is required");
         }

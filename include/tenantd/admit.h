@@ -50,14 +50,16 @@ typedef struct {
     /* Validating rules in shadow (AdmissionPolicy spec.enforcement) that
      * would have denied: [{"rule": R, "message": M}], or NULL. Owned. */
     json_t *shadowed;
-    /* Pod Security's warn and audit modes (the namespace's
+    /* The answer's warnings and audit annotations besides shadow's, or
+     * NULL; owned. Pod Security's warn and audit modes (the namespace's
      * pod-security.kubernetes.io/warn and audit labels, with their
-     * versions): the warnings (["would violate PodSecurity \"L:V\": ..."])
-     * and the audit annotations ({"pod-security.kubernetes.io/audit-violations":
-     * ..., "pod-security.kubernetes.io/error": ...}) kube-apiserver would
-     * add, or NULL. Owned. */
-    json_t *pss_warnings;
-    json_t *pss_audit;
+     * versions) as kube-apiserver adds them: warnings ["would violate
+     * PodSecurity \"L:V\": ..."], annotations
+     * {"pod-security.kubernetes.io/audit-violations": ...,
+     * "pod-security.kubernetes.io/error": ...}; for a workload, also
+     * "tenantd: its pods would be denied by RULE: ..." (td_admit_workload). */
+    json_t *warnings;
+    json_t *audit_annotations;
     /* With opts->trace: one object per step in the order run:
      * {"phase": "mutate"|"validate", "step": RULE, "result": "changed" |
      *  "unchanged" | "passed" | "denied" | "shadow-denied" | "skipped",
@@ -95,7 +97,7 @@ bool td_admit_is_workload(const char *kind);
  * request.kind.kind otherwise) in ns (NULL: its own, else "default"), as the API
  * server's PodSecurity admits pod controllers: never denied; its pod
  * template (defaulted as a template is) gets the namespace's warn and audit
- * Pod Security modes, into r->pss_warnings and r->pss_audit (a namespace
+ * Pod Security modes, into r->warnings and r->audit_annotations (a namespace
  * that enforces a level and labels no warn level warns at the enforced
  * one). A workload without a template gets nothing. Returns as
  * td_admit_pod does: TD_EINVAL (400) for an object that is not a workload

@@ -28,10 +28,10 @@ void td_admit_result_fini(td_admit_result *r)
     json_decref(r->pod);
     json_decref(r->shadowed);
     json_decref(r->trace);
-    json_decref(r->pss_warnings);
-    json_decref(r->pss_audit);
-    r->pss_warnings = NULL;
-    r->pss_audit = NULL;
+    json_decref(r->warnings);
+    json_decref(r->audit_annotations);
+    r->warnings = NULL;
+    r->audit_annotations = NULL;
     r->patch = NULL;
     r->pod = NULL;
     r->shadowed = NULL;
@@ -242,7 +242,7 @@ static int note_set(json_t *to, const char *key, char *text)
  * reused when the level and version are enforce's (or audit's). enforce_st
  * and enforce_msg: enforce's outcome; enforced false: a workload's pod
  * template, which enforce does not judge (EvaluatePod with enforce=false).
- * Sets r->pss_warnings and r->pss_audit. TD_OK or TD_ENOMEM. */
+ * Sets r->warnings and r->audit_annotations. TD_OK or TD_ENOMEM. */
 static td_status pss_notes(td_admit_result *r, const json_t *pod, const pss_policy *p,
                            td_pss_walk *walk, bool enforced, td_status enforce_st,
                            const char *enforce_msg)
@@ -271,23 +271,23 @@ static td_status pss_notes(td_admit_result *r, const json_t *pod, const pss_poli
     }
     if (p->error[0] || audit_st == TD_EFORBIDDEN) {
         char buf[TD_ERR_MAX + 32];
-        if (!r->pss_audit && !(r->pss_audit = json_object()))
+        if (!r->audit_annotations && !(r->audit_annotations = json_object()))
             return TD_ENOMEM;
         if (audit_st == TD_EFORBIDDEN) {
             snprintf(buf, sizeof buf, "would violate%s", audit_msg + sizeof violates - 1);
-            if (note_set(r->pss_audit, "pod-security.kubernetes.io/audit-violations", buf) != 0)
+            if (note_set(r->audit_annotations, "pod-security.kubernetes.io/audit-violations", buf) != 0)
                 return TD_ENOMEM;
         }
         if (p->error[0]) {
             snprintf(buf, sizeof buf, "Failed to parse policy: %s", p->error);
-            if (note_set(r->pss_audit, "pod-security.kubernetes.io/error", buf) != 0)
+            if (note_set(r->audit_annotations, "pod-security.kubernetes.io/error", buf) != 0)
                 return TD_ENOMEM;
         }
     }
     if (warn_st == TD_EFORBIDDEN) {
         char buf[TD_ERR_MAX + 32];
         snprintf(buf, sizeof buf, "would violate%s", warn_msg + sizeof violates - 1);
-        if (!(r->pss_warnings = json_array()) || note_set(r->pss_warnings, NULL, buf) != 0)
+        if (!(r->warnings = json_array()) || note_set(r->warnings, NULL, buf) != 0)
             return TD_ENOMEM;
     }
     return TD_OK;
@@ -500,6 +500,27 @@ td_status td_admit_workload(const td_config *cfg, const json_t *obj, const char 
     /* warn and audit only: enforce is for the pods the controller makes */
     td_pss_walk walk = {{0, 0, 0}, 0, 0};
     st = pss_notes(r, pod, &pss, &walk, false, TD_OK, "");
+    /* tenantd's own rules (cost labels, pools, sandbox, storage, ...) on
+     * the pod the template makes, as a warning too: the controller's pods
+     * would be refused one by one. Pod Security has spoken above, quota
+     * counts pods, not templates. */
+    if (st == TD_OK && json_is_array(td_json_path(pod, "spec.containers"))) {
+        td_admit_opts o = {0};
+        td_admit_result pr;
+        o.skip_quota = o.no_patch = o.api_defaulted = true;
+        td_status pst = td_admit_pod(cfg, pod, ns, &o, &pr);
+        if (pst == TD_ENOMEM)
+            st = TD_ENOMEM;
+        else if (!pr.allowed && pr.code == 403 && pr.rule && strcmp(pr.rule, "PodSecurity") != 0) {
+            char buf[TD_ERR_MAX + 64];
+            snprintf(buf, sizeof buf, "tenantd: its pods would be denied by %s: %s", pr.rule,
+                     pr.message);
+            if ((!r->warnings && !(r->warnings = json_array())) ||
+                note_set(r->warnings, NULL, buf) != 0)
+                st = TD_ENOMEM;
+        }
+        td_admit_result_fini(&pr);
+    }
     json_decref(pod);
     if (st != TD_OK) {
         td_err_set(&err, TD_ENOMEM, "out of memory checking Pod Security");
@@ -815,7 +836,7 @@ typedef struct {
     const char *message, *reason;
     const char *details; /* status.details.kind (a static rule name), or NULL */
     const json_t *shadowed; /* warnings + auditAnnotations from it, when set */
-    const json_t *pss_warnings, *pss_audit; /* Pod Security's, before shadow's */
+    const json_t *warnings, *audit_annotations; /* Pod Security's, before shadow's */
     const json_t *patch;    /* patchType + patch, when set */
     td_admit_result r;
     bool has_r;
@@ -939,8 +960,8 @@ static td_status review_decide(const td_config *cfg, const json_t *input, td_rev
         a->shadowed = r->shadowed;
     /* Pod Security's warn and audit modes: a validating rule's, likewise */
     if (mode != TD_REVIEW_MUTATE) {
-        a->pss_warnings = r->pss_warnings;
-        a->pss_audit = r->pss_audit;
+        a->warnings = r->warnings;
+        a->audit_annotations = r->audit_annotations;
     }
     if (r->allowed && r->patch && mode != TD_REVIEW_VALIDATE)
         a->patch = r->patch;
@@ -988,14 +1009,14 @@ static td_status render_tree(const answer *a, json_t **out)
     else if (a->details)
         json_object_set_new(json_object_get(resp, "status"), "details",
                             json_pack("{s:s}", "kind", a->details));
-    if (a->shadowed || a->pss_warnings || a->pss_audit) {
+    if (a->shadowed || a->warnings || a->audit_annotations) {
         json_t *warn = json_array(), *audit = json_object();
         size_t i;
         json_t *x;
         const char *k;
-        json_array_foreach(a->pss_warnings, i, x)
+        json_array_foreach(a->warnings, i, x)
             json_array_append(warn, x);
-        json_object_foreach((json_t *)a->pss_audit, k, x)
+        json_object_foreach((json_t *)a->audit_annotations, k, x)
             json_object_set(audit, k, x);
         json_array_foreach(a->shadowed, i, x)
         {
@@ -1005,11 +1026,11 @@ static td_status render_tree(const answer *a, json_t **out)
             json_object_set_new(audit, key, json_string(td_json_str(x, "message")));
         }
         /* shadow's always both; Pod Security's only what it has */
-        if (a->shadowed || a->pss_warnings)
+        if (a->shadowed || a->warnings)
             json_object_set_new(resp, "warnings", warn);
         else
             json_decref(warn);
-        if (a->shadowed || a->pss_audit)
+        if (a->shadowed || a->audit_annotations)
             json_object_set_new(resp, "auditAnnotations", audit);
         else
             json_decref(audit);
@@ -1073,14 +1094,14 @@ static td_status render_body(const answer *a, char **body, size_t *len, td_revie
         }
         td_jbuf_puts(&b, "}");
     }
-    if (a->shadowed || a->pss_warnings || a->pss_audit) {
+    if (a->shadowed || a->warnings || a->audit_annotations) {
         size_t i, nw = 0;
         json_t *x;
         const char *k;
-        bool has_w = a->shadowed || a->pss_warnings, has_a = a->shadowed || a->pss_audit;
+        bool has_w = a->shadowed || a->warnings, has_a = a->shadowed || a->audit_annotations;
         size_t w_at = b.len;
         td_jbuf_puts(&b, ",\"warnings\":[");
-        json_array_foreach(a->pss_warnings, i, x)
+        json_array_foreach(a->warnings, i, x)
         {
             if (nw++)
                 td_jbuf_puts(&b, ",");
@@ -1104,7 +1125,7 @@ static td_status render_body(const answer *a, char **body, size_t *len, td_revie
         size_t a_at = b.len;
         td_jbuf_puts(&b, ",\"auditAnnotations\":{");
         size_t na = 0;
-        json_object_foreach((json_t *)a->pss_audit, k, x)
+        json_object_foreach((json_t *)a->audit_annotations, k, x)
         {
             if (na++)
                 td_jbuf_puts(&b, ",");

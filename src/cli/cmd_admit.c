@@ -97,7 +97,7 @@ static int print_summary(const td_config *cfg, json_t *input, const td_admit_opt
         printf("%s\n", r.patch ? ", with changes:" : "");
     size_t i;
     json_t *op, *w;
-    json_array_foreach(r.pss_warnings, i, w)
+    json_array_foreach(r.warnings, i, w)
         printf("  warning: %s\n", json_string_value(w));
     json_array_foreach(r.allowed ? r.patch : NULL, i, op)
     {

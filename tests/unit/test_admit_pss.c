@@ -35,7 +35,9 @@ static const char platform[] =
                "pod-security.kubernetes.io/enforce-version: v1.x, "
                "pod-security.kubernetes.io/warn: strict")
     NS("warnonly", "pod-security.kubernetes.io/warn: baseline, "
-                   "pod-security.kubernetes.io/warn-version: v1.33");
+                   "pod-security.kubernetes.io/warn-version: v1.33")
+    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: unlabelled\n"
+    "  labels: {pod-security.kubernetes.io/enforce: baseline}\n";
 
 static td_config *load(void)
 {
@@ -272,6 +274,27 @@ static void test_workloads(void **state)
 
     /* no template: nothing to check */
     out = review(c, "{\"kind\":\"Deployment\",\"metadata\":{\"namespace\":\"latest\"},\"spec\":{}}",
+                 TD_REVIEW_VALIDATE);
+    assert_true(json_is_true(td_json_path(out, "response.allowed")));
+    assert_null(td_json_path(out, "response.warnings"));
+    json_decref(out);
+
+    /* tenantd's own rules on the template's pods: a warning, not a denial */
+    out = review(c,
+                 "{\"kind\":\"Deployment\",\"metadata\":{\"namespace\":\"unlabelled\"},\"spec\":"
+                 "{\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+                 TD_REVIEW_VALIDATE);
+    assert_true(json_is_true(td_json_path(out, "response.allowed")));
+    assert_string_equal(warning(out, 0),
+                        "tenantd: its pods would be denied by CostLabels: missing required cost "
+                        "label \"team\" (required: team, project, environment): set it on the "
+                        "pod, or on namespace \"unlabelled\" so that pods inherit it");
+    json_decref(out);
+    /* the template's own labels satisfy it */
+    out = review(c,
+                 "{\"kind\":\"Deployment\",\"metadata\":{\"namespace\":\"unlabelled\"},\"spec\":"
+                 "{\"template\":{\"metadata\":{\"labels\":{\"team\":\"t\",\"project\":\"p\","
+                 "\"environment\":\"e\"}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
                  TD_REVIEW_VALIDATE);
     assert_true(json_is_true(td_json_path(out, "response.allowed")));
     assert_null(td_json_path(out, "response.warnings"));

@@ -30,6 +30,11 @@ typedef struct {
      * except that a pod whose mutated JSON has a JSON Pointer too long to
      * write in a patch (over 4 KiB) is decided instead of answered 400. */
     bool no_patch;
+    /* The pod comes from the API server, which has defaulted it already
+     * (an AdmissionReview's request.object): the defaulting it does
+     * (SetDefaults_Volume) is not done again. The resources' defaulting
+     * runs either way. */
+    bool api_defaulted;
 } td_admit_opts;
 
 typedef struct {
@@ -45,6 +50,16 @@ typedef struct {
     /* Validating rules in shadow (AdmissionPolicy spec.enforcement) that
      * would have denied: [{"rule": R, "message": M}], or NULL. Owned. */
     json_t *shadowed;
+    /* The answer's warnings and audit annotations besides shadow's, or
+     * NULL; owned. Pod Security's warn and audit modes (the namespace's
+     * pod-security.kubernetes.io/warn and audit labels, with their
+     * versions) as kube-apiserver adds them: warnings ["would violate
+     * PodSecurity \"L:V\": ..."], annotations
+     * {"pod-security.kubernetes.io/audit-violations": ...,
+     * "pod-security.kubernetes.io/error": ...}; for a workload, also
+     * "tenantd: its pods would be denied by RULE: ..." (td_admit_workload). */
+    json_t *warnings;
+    json_t *audit_annotations;
     /* With opts->trace: one object per step in the order run:
      * {"phase": "mutate"|"validate", "step": RULE, "result": "changed" |
      *  "unchanged" | "passed" | "denied" | "shadow-denied" | "skipped",
@@ -72,6 +87,23 @@ void td_admit_result_fini(td_admit_result *r);
  * r->patch stays NULL. Returns as td_admit_pod does. */
 td_status td_admit_pvc(const td_config *cfg, const json_t *pvc, const char *ns,
                        td_admit_result *r);
+
+/* Whether kind is a workload whose pod template Pod Security reads
+ * (CronJob, DaemonSet, Deployment, Job, PodTemplate, ReplicaSet,
+ * ReplicationController, StatefulSet). */
+bool td_admit_is_workload(const char *kind);
+
+/* A workload (borrowed) of kind (NULL: its own kind; an AdmissionReview's
+ * request.kind.kind otherwise) in ns (NULL: its own, else "default"), as the API
+ * server's PodSecurity admits pod controllers: never denied; its pod
+ * template (defaulted as a template is) gets the namespace's warn and audit
+ * Pod Security modes, into r->warnings and r->audit_annotations (a namespace
+ * that enforces a level and labels no warn level warns at the enforced
+ * one). A workload without a template gets nothing. Returns as
+ * td_admit_pod does: TD_EINVAL (400) for an object that is not a workload
+ * kind. */
+td_status td_admit_workload(const td_config *cfg, const json_t *obj, const char *kind,
+                            const char *ns, td_admit_result *r);
 
 typedef enum { TD_REVIEW_MUTATE_AND_VALIDATE, TD_REVIEW_MUTATE, TD_REVIEW_VALIDATE } td_review_mode;
 

@@ -114,6 +114,9 @@ typedef struct {
     json_t *tenant_labels; /* the tenant's spec.labels, or NULL */
     const char *tenant_name; /* the tenant's metadata.name, or NULL */
     bool customer;         /* td_tenancy_of(tenant) == TD_TENANCY_CUSTOMER */
+    /* a pod-security.kubernetes.io/ label other than enforce (a version,
+     * warn or audit): the Pod Security step reads them only then */
+    bool pss_more;
 } td__tenancy_ns;
 
 typedef struct {

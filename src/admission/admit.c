@@ -28,6 +28,10 @@ void td_admit_result_fini(td_admit_result *r)
     json_decref(r->pod);
     json_decref(r->shadowed);
     json_decref(r->trace);
+    json_decref(r->warnings);
+    json_decref(r->audit_annotations);
+    r->warnings = NULL;
+    r->audit_annotations = NULL;
     r->patch = NULL;
     r->pod = NULL;
     r->shadowed = NULL;
@@ -98,24 +102,194 @@ static void decide(td_admit_result *r, td_status st, const char *rule, const td_
     snprintf(r->message, sizeof r->message, "%s", err->msg);
 }
 
-static td_status pss_level_of(const td_config *cfg, const char *ns, td_pss_level *level,
-                              td_err *err)
+/* A Pod Security level at a policy version (api.LevelVersion). */
+typedef struct {
+    td_pss_level level;
+    long minor; /* TD_PSS_LATEST or the X of v1.X */
+} pss_lv;
+
+/* The namespace's Pod Security policy (api.PolicyToEvaluate): enforce,
+ * audit and warn, each privileged:latest unless labelled; warn follows an
+ * enforce level above it when no warn label is set. error: the labels that
+ * did not parse, as the API server's "Failed to parse policy: " audit
+ * annotation words them, or "". */
+typedef struct {
+    pss_lv enforce, audit, warn;
+    bool more; /* any label but enforce: audit and warn need a look */
+    char error[768];
+} pss_policy;
+
+static int pss_rank(td_pss_level l)
+{
+    return l == TD_PSS_PRIVILEGED ? 0 : l == TD_PSS_BASELINE ? 1 : 2;
+}
+
+/* LevelVersion.Equivalent, as EvaluatePod's result cache keys on it */
+static bool pss_same(const pss_lv *a, const pss_lv *b)
+{
+    return a->level == b->level && (a->level == TD_PSS_PRIVILEGED || a->minor == b->minor);
+}
+
+/* One label that did not parse, in field.Invalid's words (label values are
+ * [A-Za-z0-9._-], so %q quotes them as plain "..."), joined as an
+ * aggregate of several is: "[a, b]" (the brackets added by the caller). */
+static void pss_bad_label(pss_policy *p, int *nbad, const char *label, const char *value,
+                          const char *why)
+{
+    size_t len = strlen(p->error);
+    snprintf(p->error + len, sizeof p->error - len,
+             "%smetadata.labels[pod-security.kubernetes.io/%s]: Invalid value: \"%s\": %s",
+             (*nbad)++ ? ", " : "", label, value, why);
+}
+
+static td_status pss_policy_of(const td_config *cfg, const char *ns, pss_policy *p, td_err *err)
 {
     /* the Namespace's metadata.labels, found once per snapshot (tenancy
      * index; td_config_get and td_json_path for a namespace not in it) */
     td__tenancy_ns spare;
-    const json_t *labels =
-        td__tenancy_ns_get(td__tenancy_index_get(cfg), cfg, ns, &spare)->ns_labels;
+    const td__tenancy_ns *tn = td__tenancy_ns_get(td__tenancy_index_get(cfg), cfg, ns, &spare);
+    const json_t *labels = tn->ns_labels;
     const char *l =
         json_string_value(json_object_get(labels, "pod-security.kubernetes.io/enforce"));
-    *level = TD_PSS_PRIVILEGED;
-    if (!l)
-        return TD_OK;
-    if (td_pss_level_parse(l, level) != TD_OK)
+    static const char must_level[] = "must be one of privileged, baseline, restricted";
+    static const char must_version[] = "must be \"latest\" or \"v1.x\"";
+    int nbad = 0;
+
+    p->enforce = p->audit = p->warn = (pss_lv){TD_PSS_PRIVILEGED, TD_PSS_LATEST};
+    p->more = tn->pss_more;
+    p->error[0] = '\0';
+    /* An enforce level that does not parse is refused outright (the API
+     * server would fall back to restricted): a namespace's policy typed
+     * wrong is loud. */
+    if (l && td_pss_level_parse(l, &p->enforce.level) != TD_OK)
         return td_err_set(err, TD_EINVAL,
                           "namespace %s: label pod-security.kubernetes.io/enforce: \"%s\" is not "
                           "privileged, baseline or restricted",
                           ns, l);
+    if (!p->more) {
+        p->warn.level = p->enforce.level; /* and latest, as enforce is */
+        return TD_OK;
+    }
+    const char *v;
+    bool has_warn = false, has_warn_version = false;
+    if ((v = json_string_value(json_object_get(labels, "pod-security.kubernetes.io/enforce-version"))) &&
+        td_pss_version_parse(v, &p->enforce.minor) != TD_OK)
+        pss_bad_label(p, &nbad, "enforce-version", v, must_version);
+    if ((v = json_string_value(json_object_get(labels, "pod-security.kubernetes.io/audit"))) &&
+        td_pss_level_parse(v, &p->audit.level) != TD_OK) {
+        p->audit.level = TD_PSS_PRIVILEGED; /* fail open for audit */
+        pss_bad_label(p, &nbad, "audit", v, must_level);
+    }
+    if ((v = json_string_value(json_object_get(labels, "pod-security.kubernetes.io/audit-version"))) &&
+        td_pss_version_parse(v, &p->audit.minor) != TD_OK)
+        pss_bad_label(p, &nbad, "audit-version", v, must_version);
+    if ((v = json_string_value(json_object_get(labels, "pod-security.kubernetes.io/warn")))) {
+        has_warn = true;
+        if (td_pss_level_parse(v, &p->warn.level) != TD_OK) {
+            p->warn.level = TD_PSS_PRIVILEGED; /* fail open for warn */
+            pss_bad_label(p, &nbad, "warn", v, must_level);
+        }
+    }
+    if ((v = json_string_value(json_object_get(labels, "pod-security.kubernetes.io/warn-version")))) {
+        has_warn_version = true;
+        if (td_pss_version_parse(v, &p->warn.minor) != TD_OK)
+            pss_bad_label(p, &nbad, "warn-version", v, must_version);
+    }
+    if (!has_warn && l && pss_rank(p->enforce.level) > pss_rank(p->warn.level)) {
+        p->warn.level = p->enforce.level;
+        if (!has_warn_version)
+            p->warn.minor = p->enforce.minor;
+    }
+    if (nbad > 1) {
+        /* utilerrors.Aggregate of several: "[a, b]" */
+        size_t len = strlen(p->error);
+        if (len + 3 <= sizeof p->error) {
+            memmove(p->error + 1, p->error, len + 1);
+            p->error[0] = '[';
+            p->error[len + 1] = ']';
+            p->error[len + 2] = '\0';
+        }
+    }
+    return TD_OK;
+}
+
+/* Evaluates lv for the warn or audit mode: TD_OK (passes, or the pod is
+ * not one the checks can read), TD_EFORBIDDEN with the message in *e, or
+ * TD_ENOMEM. */
+static td_status pss_eval(const json_t *pod, const pss_lv *lv, td_pss_walk *walk, td_err *e)
+{
+    if (lv->level == TD_PSS_PRIVILEGED)
+        return TD_OK;
+    td_status st = td_pss_check_walk(pod, lv->level, lv->minor, walk, e);
+    return st == TD_EFORBIDDEN || st == TD_ENOMEM ? st : TD_OK;
+}
+
+/* Adds text to an array (key NULL) or an object; text cut (by snprintf)
+ * off a UTF-8 boundary is cut back to one first. 0, or -1 out of memory. */
+static int note_set(json_t *to, const char *key, char *text)
+{
+    size_t n = strlen(text);
+    while (n > 0 && !td_utf8_valid(text, n))
+        text[--n] = '\0';
+    json_t *s = json_string(text);
+    if (!s)
+        return -1;
+    return key ? json_object_set_new(to, key, s) : json_array_append_new(to, s);
+}
+
+/* The warn and audit modes of the namespace's policy (EvaluatePod): audit
+ * is evaluated always, warn only when enforce allowed the pod; a result is
+ * reused when the level and version are enforce's (or audit's). enforce_st
+ * and enforce_msg: enforce's outcome; enforced false: a workload's pod
+ * template, which enforce does not judge (EvaluatePod with enforce=false).
+ * Sets r->warnings and r->audit_annotations. TD_OK or TD_ENOMEM. */
+static td_status pss_notes(td_admit_result *r, const json_t *pod, const pss_policy *p,
+                           td_pss_walk *walk, bool enforced, td_status enforce_st,
+                           const char *enforce_msg)
+{
+    static const char violates[] = "violates";
+    td_err audit_err, warn_err;
+    td_status audit_st, warn_st = TD_OK;
+    const char *audit_msg = audit_err.msg, *warn_msg = warn_err.msg;
+
+    if (enforce_st != TD_OK && enforce_st != TD_EFORBIDDEN)
+        return TD_OK; /* the pod did not decode: nothing to say */
+    if (enforced && p->enforce.level != TD_PSS_PRIVILEGED && pss_same(&p->audit, &p->enforce)) {
+        audit_st = enforce_st;
+        audit_msg = enforce_msg;
+    } else if ((audit_st = pss_eval(pod, &p->audit, walk, &audit_err)) == TD_ENOMEM) {
+        return TD_ENOMEM;
+    }
+    if (enforce_st == TD_OK) {
+        if (enforced && pss_same(&p->warn, &p->enforce))
+            warn_st = TD_OK; /* enforce passed it */
+        else if (pss_same(&p->warn, &p->audit)) {
+            warn_st = audit_st;
+            warn_msg = audit_msg;
+        } else if ((warn_st = pss_eval(pod, &p->warn, walk, &warn_err)) == TD_ENOMEM)
+            return TD_ENOMEM;
+    }
+    if (p->error[0] || audit_st == TD_EFORBIDDEN) {
+        char buf[TD_ERR_MAX + 32];
+        if (!r->audit_annotations && !(r->audit_annotations = json_object()))
+            return TD_ENOMEM;
+        if (audit_st == TD_EFORBIDDEN) {
+            snprintf(buf, sizeof buf, "would violate%s", audit_msg + sizeof violates - 1);
+            if (note_set(r->audit_annotations, "pod-security.kubernetes.io/audit-violations", buf) != 0)
+                return TD_ENOMEM;
+        }
+        if (p->error[0]) {
+            snprintf(buf, sizeof buf, "Failed to parse policy: %s", p->error);
+            if (note_set(r->audit_annotations, "pod-security.kubernetes.io/error", buf) != 0)
+                return TD_ENOMEM;
+        }
+    }
+    if (warn_st == TD_EFORBIDDEN) {
+        char buf[TD_ERR_MAX + 32];
+        snprintf(buf, sizeof buf, "would violate%s", warn_msg + sizeof violates - 1);
+        if (!(r->warnings = json_array()) || note_set(r->warnings, NULL, buf) != 0)
+            return TD_ENOMEM;
+    }
     return TD_OK;
 }
 
@@ -161,6 +335,202 @@ fail:
     return NULL;
 }
 
+/* The members of a v1 VolumeSource, sorted bytewise. */
+static const char *const volume_sources[] = {
+    "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "configMap", "csi",
+    "downwardAPI", "emptyDir", "ephemeral", "fc", "flexVolume", "flocker", "gcePersistentDisk",
+    "gitRepo", "glusterfs", "hostPath", "image", "iscsi", "nfs", "persistentVolumeClaim",
+    "photonPersistentDisk", "portworxVolume", "projected", "quobyte", "rbd", "scaleIO", "secret",
+    "storageos", "vsphereVolume"};
+
+static int cmp_key(const void *k, const void *e)
+{
+    return strcmp(k, *(const char *const *)e);
+}
+
+/* Whether vol names a source: a VolumeSource member that is not null (Go
+ * decodes null, and drops unknown members, to nil). */
+static bool volume_has_source(const json_t *vol)
+{
+    /* json_object_iter_next, not json_object_foreach (which looks each key
+     * up again): every review's volumes pass here */
+    for (void *it = json_object_iter((json_t *)vol); it;
+         it = json_object_iter_next((json_t *)vol, it)) {
+        const char *k = json_object_iter_key(it);
+        if (!json_is_null(json_object_iter_value(it)) && strcmp(k, "name") != 0 &&
+            bsearch(k, volume_sources, sizeof volume_sources / sizeof volume_sources[0],
+                    sizeof volume_sources[0], cmp_key))
+            return true;
+    }
+    return false;
+}
+
+/* The API server's defaulting that the checks after it read, beyond the
+ * resources (podres.c): SetDefaults_Volume (pkg/apis/core/v1/defaults.go)
+ * makes a volume without a source an emptyDir, which restricted allows.
+ * An AdmissionReview's pods come defaulted already (opts->api_defaulted:
+ * not done again); `tenantctl admit` of a bare pod gets them as written. Copies spec.volumes and each volume it
+ * changes (pod shares the rest with the caller's). TD_OK or TD_ENOMEM. */
+static td_status pod_api_defaults(json_t *pod, td_err *err)
+{
+    json_t *spec = json_object_get(pod, "spec");
+    json_t *vols = json_object_get(spec, "volumes");
+    size_t i;
+    bool owned = false;
+
+    for (i = 0; i < json_array_size(vols); i++) {
+        json_t *vol = json_array_get(vols, i);
+        if (!json_is_object(vol) || volume_has_source(vol))
+            continue;
+        if (!owned) {
+            if (own(spec, "volumes") != 0)
+                goto nomem;
+            vols = json_object_get(spec, "volumes");
+            owned = true;
+        }
+        json_t *copy = json_copy(vol);
+        if (!copy || json_object_set_new(copy, "emptyDir", json_object()) != 0 ||
+            json_array_set_new(vols, i, copy) != 0) {
+            json_decref(copy);
+            goto nomem;
+        }
+    }
+    return TD_OK;
+nomem:
+    return td_err_set(err, TD_ENOMEM, "out of memory");
+}
+
+/* The workload kinds whose pod template Pod Security reads
+ * (admission.go DefaultPodSpecExtractor), each with its template's path. */
+static const struct {
+    const char *kind, *path;
+} workloads[] = {
+    {"CronJob", "spec.jobTemplate.spec.template"},
+    {"DaemonSet", "spec.template"},
+    {"Deployment", "spec.template"},
+    {"Job", "spec.template"},
+    {"PodTemplate", "template"},
+    {"ReplicaSet", "spec.template"},
+    {"ReplicationController", "spec.template"},
+    {"StatefulSet", "spec.template"},
+};
+
+static const char *workload_template_path(const char *kind)
+{
+    for (size_t i = 0; kind && i < sizeof workloads / sizeof workloads[0]; i++)
+        if (strcmp(kind, workloads[i].kind) == 0)
+            return workloads[i].path;
+    return NULL;
+}
+
+bool td_admit_is_workload(const char *kind)
+{
+    return workload_template_path(kind) != NULL;
+}
+
+static void not_a_pod(const char *kind, td_err *err)
+{
+    if (td_admit_is_workload(kind))
+        td_err_set(err, TD_EINVAL,
+                   "kind %s is not a Pod; its pod template gets Pod Security warnings (tenantctl "
+                   "admit, the webhook), not a decision",
+                   kind);
+    else
+        td_err_set(err, TD_EINVAL,
+                   "kind %s is not a Pod; tenantd decides Pods and PersistentVolumeClaims, and "
+                   "warns on the pod templates of CronJob, DaemonSet, Deployment, Job, "
+                   "PodTemplate, ReplicaSet, ReplicationController and StatefulSet",
+                   kind);
+}
+
+td_status td_admit_workload(const td_config *cfg, const json_t *obj, const char *kind,
+                            const char *ns, td_admit_result *r)
+{
+    td_err err = {{0}};
+    td_status st;
+    if (!kind)
+        kind = td_json_str(obj, "kind");
+    const char *path = workload_template_path(kind);
+    memset(r, 0, sizeof *r);
+    if (!json_is_object(obj) || !path) {
+        if (json_is_object(obj) && kind)
+            not_a_pod(kind, &err);
+        else
+            td_err_set(&err, TD_EINVAL, "not a workload: kind is required");
+        decide(r, TD_EINVAL, "BadRequest", &err);
+        return TD_EINVAL;
+    }
+    if (!ns || !*ns)
+        ns = td_json_str(obj, "metadata.namespace");
+    if (!ns || !*ns)
+        ns = "default";
+    r->validating = true;
+    /* a controller without a template is not checked (ValidatePodController) */
+    const json_t *tmpl = td_json_path(obj, path);
+    if (!json_is_object(tmpl)) {
+        decide(r, TD_OK, NULL, &err);
+        return TD_OK;
+    }
+    pss_policy pss;
+    st = pss_policy_of(cfg, ns, &pss, &err);
+    if (st != TD_OK) {
+        /* an enforce label that is no level refuses pods (td_admit_pod);
+         * a workload is never refused, and with no level parsed warn
+         * stays privileged (PolicyToEvaluate) */
+        decide(r, st == TD_EINVAL ? TD_OK : st, st == TD_EINVAL ? NULL : "Internal", &err);
+        return st == TD_EINVAL ? TD_OK : st;
+    }
+    /* what the template's pods are checked as: its metadata and spec,
+     * defaulted as the API server defaults a template (SetDefaults_Volume) */
+    json_t *pod = json_object();
+    json_t *meta = json_object_get(tmpl, "metadata"), *spec = json_object_get(tmpl, "spec");
+    bool nomem = !pod;
+    if (!nomem && meta)
+        nomem = json_object_set(pod, "metadata", meta) != 0;
+    /* spec copied: the defaulting replaces its volumes */
+    if (!nomem && spec)
+        nomem = json_object_set_new(pod, "spec",
+                                    json_is_object(spec) ? json_copy(spec) : json_incref(spec)) != 0;
+    if (nomem || pod_api_defaults(pod, &err) != TD_OK) {
+        json_decref(pod);
+        td_err_set(&err, TD_ENOMEM, "out of memory");
+        decide(r, TD_ENOMEM, "Internal", &err);
+        return TD_ENOMEM;
+    }
+    /* warn and audit only: enforce is for the pods the controller makes */
+    td_pss_walk walk = {{0, 0, 0}, 0, 0};
+    st = pss_notes(r, pod, &pss, &walk, false, TD_OK, "");
+    /* tenantd's own rules (cost labels, pools, sandbox, storage, ...) on
+     * the pod the template makes, as a warning too: the controller's pods
+     * would be refused one by one. Pod Security has spoken above, quota
+     * counts pods, not templates. */
+    if (st == TD_OK && json_is_array(td_json_path(pod, "spec.containers"))) {
+        td_admit_opts o = {0};
+        td_admit_result pr;
+        o.skip_quota = o.no_patch = o.api_defaulted = true;
+        td_status pst = td_admit_pod(cfg, pod, ns, &o, &pr);
+        if (pst == TD_ENOMEM)
+            st = TD_ENOMEM;
+        else if (!pr.allowed && pr.code == 403 && pr.rule && strcmp(pr.rule, "PodSecurity") != 0) {
+            char buf[TD_ERR_MAX + 64];
+            snprintf(buf, sizeof buf, "tenantd: its pods would be denied by %s: %s", pr.rule,
+                     pr.message);
+            if ((!r->warnings && !(r->warnings = json_array())) ||
+                note_set(r->warnings, NULL, buf) != 0)
+                st = TD_ENOMEM;
+        }
+        td_admit_result_fini(&pr);
+    }
+    json_decref(pod);
+    if (st != TD_OK) {
+        td_err_set(&err, TD_ENOMEM, "out of memory checking Pod Security");
+        decide(r, TD_ENOMEM, "Internal", &err);
+        return TD_ENOMEM;
+    }
+    decide(r, TD_OK, NULL, &err);
+    return TD_OK;
+}
+
 td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *ns,
                        const td_admit_opts *opts, td_admit_result *r)
 {
@@ -171,15 +541,17 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
     if (!opts)
         opts = &none;
 
-    if (!json_is_object(pod_in) || !json_is_object(json_object_get(pod_in, "spec")) ||
-        !json_is_array(td_json_path(pod_in, "spec.containers"))) {
-        td_err_set(&err, TD_EINVAL, "not a Pod: spec.containers is required");
+    /* the kind first: a Deployment is named as one, not as a Pod that
+     * lacks spec.containers */
+    const char *kind = td_json_str(pod_in, "kind");
+    if (kind && strcmp(kind, "Pod") != 0) {
+        not_a_pod(kind, &err);
         decide(r, TD_EINVAL, "BadRequest", &err);
         return TD_EINVAL;
     }
-    const char *kind = td_json_str(pod_in, "kind");
-    if (kind && strcmp(kind, "Pod") != 0) {
-        td_err_set(&err, TD_EINVAL, "kind \"%s\" is not a Pod", kind);
+    if (!json_is_object(pod_in) || !json_is_object(json_object_get(pod_in, "spec")) ||
+        !json_is_array(td_json_path(pod_in, "spec.containers"))) {
+        td_err_set(&err, TD_EINVAL, "not a Pod: spec.containers is required");
         decide(r, TD_EINVAL, "BadRequest", &err);
         return TD_EINVAL;
     }
@@ -245,8 +617,11 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
         json_t *before = r->trace ? td_json_copy(pod) : NULL;
         switch (m) {
         case M_DEFAULTS:
-            st = td__pod_default_requests_parsed(pod, &vpod, &err);
-            vparsed = st == TD_OK;
+            st = opts->api_defaulted ? TD_OK : pod_api_defaults(pod, &err);
+            if (st == TD_OK) {
+                st = td__pod_default_requests_parsed(pod, &vpod, &err);
+                vparsed = st == TD_OK;
+            }
             break;
         case M_LIMITRANGE:
             /* M_DEFAULTS parsed the pod's resources and accepted them */
@@ -293,7 +668,7 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
      * ResourceQuota; if they do not parse, the JSON entry points report
      * why, as they always did. */
     r->validating = true;
-    td_pss_level level;
+    pss_policy pss;
     if (vparsed && (!ix || td__pod_refresh(pod, &vpod, NULL) != TD_OK)) {
         td__pod_fini(&vpod);
         vparsed = false;
@@ -319,8 +694,14 @@ td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *n
                             ? td_limitrange_validate_parsed(pod, &vpod, ix->limitranges, &err)
                             : td_limitrange_validate(pod, ranges, nranges, &err),
                         &err);
-    if (st == TD_OK && (rule = "PodSecurity") && (st = pss_level_of(cfg, ns, &level, &err)) == TD_OK)
-        st = after_validate(cfg, r, rule, td_pss_check(pod, level, &err), &err);
+    if (st == TD_OK && (rule = "PodSecurity") && (st = pss_policy_of(cfg, ns, &pss, &err)) == TD_OK) {
+        /* one walk of the pod serves enforce, audit and warn */
+        td_pss_walk walk = {{0, 0, 0}, 0, 0};
+        st = td_pss_check_walk(pod, pss.enforce.level, pss.enforce.minor, &walk, &err);
+        if (pss.more && pss_notes(r, pod, &pss, &walk, true, st, err.msg) != TD_OK)
+            st = td_err_set(&err, TD_ENOMEM, "out of memory checking Pod Security");
+        st = after_validate(cfg, r, rule, st, &err);
+    }
     if (st == TD_OK && (rule = "CostLabels"))
         st = after_validate(cfg, r, rule, td_labels_validate(cfg, ns, pod, &err), &err);
     if (st == TD_OK && (rule = "NodePool"))
@@ -455,6 +836,7 @@ typedef struct {
     const char *message, *reason;
     const char *details; /* status.details.kind (a static rule name), or NULL */
     const json_t *shadowed; /* warnings + auditAnnotations from it, when set */
+    const json_t *warnings, *audit_annotations; /* Pod Security's, before shadow's */
     const json_t *patch;    /* patchType + patch, when set */
     td_admit_result r;
     bool has_r;
@@ -486,6 +868,7 @@ static td_status review_decide(const td_config *cfg, const json_t *input, td_rev
     if (mode == TD_REVIEW_VALIDATE)
         local.no_patch = true;
     int pvc = 0;
+    const char *workload = NULL; /* a workload's kind: its template is warned on */
 
     memset(a, 0, sizeof *a);
     a->uid = "";
@@ -509,10 +892,15 @@ static td_status review_decide(const td_config *cfg, const json_t *input, td_rev
             const char *rkind = td_json_str(req, "kind.kind");
             const char *sub = td_json_str(req, "subResource");
             pod = json_object_get(req, "object");
+            if (!(op && (strcmp(op, "DELETE") == 0 || strcmp(op, "CONNECT") == 0)) &&
+                !(sub && *sub) && td_admit_is_workload(rkind))
+                workload = rkind;
             if ((op && (strcmp(op, "DELETE") == 0 || strcmp(op, "CONNECT") == 0)) ||
-                (!(rkind && strcmp(rkind, "PersistentVolumeClaim") == 0 && !(sub && *sub)) &&
+                (!workload &&
+                 !(rkind && strcmp(rkind, "PersistentVolumeClaim") == 0 && !(sub && *sub)) &&
                  ((rkind && strcmp(rkind, "Pod") != 0) || (sub && *sub)))) {
-                /* Only pods and PVCs are decided; anything else passes. */
+                /* Only pods and PVCs are decided, and workloads warned on;
+                 * anything else passes. */
                 a->allowed = true;
                 a->code = 200;
                 return str_ok(a->uid) ? TD_OK : TD_ENOMEM;
@@ -521,6 +909,8 @@ static td_status review_decide(const td_config *cfg, const json_t *input, td_rev
                 pvc = 1;
             if (op && strcmp(op, "UPDATE") == 0)
                 local.skip_quota = true; /* quota charges creations */
+            /* webhooks see objects the API server has defaulted */
+            local.api_defaulted = true;
             if (!json_is_object(pod))
                 snprintf(a->bad, sizeof a->bad, "AdmissionReview: request.object is required");
         }
@@ -534,9 +924,13 @@ static td_status review_decide(const td_config *cfg, const json_t *input, td_rev
     }
     if (td_json_str(pod, "kind") && strcmp(td_json_str(pod, "kind"), "PersistentVolumeClaim") == 0)
         pvc = 1;
+    else if (!workload && td_admit_is_workload(td_json_str(pod, "kind")))
+        workload = td_json_str(pod, "kind");
 
     td_admit_result *r = &a->r;
-    td_status st = pvc ? td_admit_pvc(cfg, pod, ns, r) : td_admit_pod(cfg, pod, ns, &local, r);
+    td_status st = pvc        ? td_admit_pvc(cfg, pod, ns, r)
+                   : workload ? td_admit_workload(cfg, pod, workload, ns, r)
+                              : td_admit_pod(cfg, pod, ns, &local, r);
     a->has_r = true;
     if (st == TD_ENOMEM || !str_ok(a->uid) || (!r->allowed && !str_ok(r->message))) {
         answer_fini(a);
@@ -564,6 +958,11 @@ static td_status review_decide(const td_config *cfg, const json_t *input, td_rev
      * them) and keeps audit annotations in its audit log. */
     if (r->shadowed && mode != TD_REVIEW_MUTATE)
         a->shadowed = r->shadowed;
+    /* Pod Security's warn and audit modes: a validating rule's, likewise */
+    if (mode != TD_REVIEW_MUTATE) {
+        a->warnings = r->warnings;
+        a->audit_annotations = r->audit_annotations;
+    }
     if (r->allowed && r->patch && mode != TD_REVIEW_VALIDATE)
         a->patch = r->patch;
     return TD_OK;
@@ -610,10 +1009,15 @@ static td_status render_tree(const answer *a, json_t **out)
     else if (a->details)
         json_object_set_new(json_object_get(resp, "status"), "details",
                             json_pack("{s:s}", "kind", a->details));
-    if (a->shadowed) {
+    if (a->shadowed || a->warnings || a->audit_annotations) {
         json_t *warn = json_array(), *audit = json_object();
         size_t i;
         json_t *x;
+        const char *k;
+        json_array_foreach(a->warnings, i, x)
+            json_array_append(warn, x);
+        json_object_foreach((json_t *)a->audit_annotations, k, x)
+            json_object_set(audit, k, x);
         json_array_foreach(a->shadowed, i, x)
         {
             char w[TD_ERR_MAX + 96], key[96];
@@ -621,8 +1025,15 @@ static td_status render_tree(const answer *a, json_t **out)
             json_array_append_new(warn, json_string(w));
             json_object_set_new(audit, key, json_string(td_json_str(x, "message")));
         }
-        json_object_set_new(resp, "warnings", warn);
-        json_object_set_new(resp, "auditAnnotations", audit);
+        /* shadow's always both; Pod Security's only what it has */
+        if (a->shadowed || a->warnings)
+            json_object_set_new(resp, "warnings", warn);
+        else
+            json_decref(warn);
+        if (a->shadowed || a->audit_annotations)
+            json_object_set_new(resp, "auditAnnotations", audit);
+        else
+            json_decref(audit);
     }
     if (a->patch) {
         /* The patch dumped as json_dumpb(JSON_COMPACT) writes it, once (not
@@ -683,10 +1094,19 @@ static td_status render_body(const answer *a, char **body, size_t *len, td_revie
         }
         td_jbuf_puts(&b, "}");
     }
-    if (a->shadowed) {
+    if (a->shadowed || a->warnings || a->audit_annotations) {
         size_t i, nw = 0;
         json_t *x;
+        const char *k;
+        bool has_w = a->shadowed || a->warnings, has_a = a->shadowed || a->audit_annotations;
+        size_t w_at = b.len;
         td_jbuf_puts(&b, ",\"warnings\":[");
+        json_array_foreach(a->warnings, i, x)
+        {
+            if (nw++)
+                td_jbuf_puts(&b, ",");
+            td_jbuf_string(&b, json_string_value(x), json_string_length(x));
+        }
         json_array_foreach(a->shadowed, i, x)
         {
             char w[TD_ERR_MAX + 96], key[96];
@@ -697,8 +1117,22 @@ static td_status render_body(const answer *a, char **body, size_t *len, td_revie
                 td_jbuf_puts(&b, ",");
             td_jbuf_string(&b, w, strlen(w));
         }
-        td_jbuf_puts(&b, "],\"auditAnnotations\":{");
+        td_jbuf_puts(&b, "]");
+        if (!has_w && !b.failed) {
+            b.len = w_at; /* written, and taken back */
+            b.s[b.len] = '\0';
+        }
+        size_t a_at = b.len;
+        td_jbuf_puts(&b, ",\"auditAnnotations\":{");
         size_t na = 0;
+        json_object_foreach((json_t *)a->audit_annotations, k, x)
+        {
+            if (na++)
+                td_jbuf_puts(&b, ",");
+            td_jbuf_string(&b, k, strlen(k));
+            td_jbuf_puts(&b, ":");
+            td_jbuf_string(&b, json_string_value(x), json_string_length(x));
+        }
         json_array_foreach(a->shadowed, i, x)
         {
             char w[TD_ERR_MAX + 96], key[96];
@@ -720,6 +1154,10 @@ static td_status render_body(const answer *a, char **body, size_t *len, td_revie
             }
         }
         td_jbuf_puts(&b, "}");
+        if (!has_a && !b.failed) {
+            b.len = a_at;
+            b.s[b.len] = '\0';
+        }
     }
     if (a->patch) {
         if (!td_json_dump_compact(&patch, a->patch)) {

@@ -1,11 +1,14 @@
-/* pss.c - Pod Security Standards checks for a Pod, at version "latest".
- * A port of k8s.io/pod-security-admission/policy (policy version 1.37): each
- * check_* below mirrors one check_*.go, keeps its ForbiddenReason and
- * ForbiddenDetail wording, and runs in the order the Go registry runs it
- * (baseline check IDs sorted, then restricted check IDs sorted, with the
- * baseline checks a restricted check overrides left out). */
+/* pss.c - Pod Security Standards checks for a Pod, at "latest" or a pinned
+ * policy version. A port of k8s.io/pod-security-admission/policy (policy
+ * version 1.37): each check_* below mirrors one check_*.go with every
+ * version of it (x->minor picks the variant, as the Go check's Versions
+ * list does), keeps its ForbiddenReason and ForbiddenDetail wording, and
+ * runs in the order the Go registry runs it (baseline check IDs sorted,
+ * then restricted check IDs sorted, with the baseline checks a restricted
+ * check overrides at that version left out). */
 #include "tenantd/pss.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -483,8 +486,22 @@ typedef struct {
     size_t nctr;
     int windows; /* spec.os.name == "windows" */
     int userns;  /* spec.hostUsers == false */
+    long minor;  /* policy version, 0..TD_PSS_MAX_MINOR (latest: the max) */
     strv pool;   /* strings this run allocated */
 } pss_ctx;
+
+/* relaxPolicyForUserNamespacePod, which the checks apply from v1.35 */
+static int userns_relaxed(const pss_ctx *x)
+{
+    return x->userns && x->minor >= 35;
+}
+
+/* The 1.25 versions of allowPrivilegeEscalation, capabilities_restricted
+ * and seccompProfile_restricted exempt a pod with spec.os.name=windows. */
+static int windows_exempt(const pss_ctx *x)
+{
+    return x->windows && x->minor >= 25;
+}
 
 /* The i-th container in visitContainers order: init, regular, ephemeral.
  * May be NULL (a JSON null element), which reads as an empty container. */
@@ -530,6 +547,24 @@ typedef td_status (*check_fn)(pss_ctx *x, msgbuf *m);
 /* Go's strconv.Quote for one value, appended to out (room for 4*n+3). */
 static size_t go_quote(char *out, const char *s, size_t n);
 
+/* fmt.Sprintf("%s=%q", key, v) in the run's pool (v a JSON string, or
+ * anything else read as ""); NULL out of memory. */
+static const char *key_eq_quoted(pss_ctx *x, const char *key, const json_t *v)
+{
+    const char *val = json_is_string(v) ? json_string_value(v) : "";
+    size_t klen = strlen(key), vlen = json_is_string(v) ? json_string_length(v) : 0;
+    char *s;
+    if (vlen > (SIZE_MAX - klen - 4) / 4)
+        return NULL;
+    s = pool_add(x, malloc(klen + 4 * vlen + 4));
+    if (!s)
+        return NULL;
+    memcpy(s, key, klen);
+    s[klen] = '=';
+    s[klen + 1 + go_quote(s + klen + 1, val, vlen)] = '\0';
+    return s;
+}
+
 static int apparmor_type_allowed(const char *t)
 {
     return strcmp(t, "RuntimeDefault") == 0 || strcmp(t, "Localhost") == 0;
@@ -567,22 +602,10 @@ static td_status check_apparmor(pss_ctx *x, msgbuf *m)
     json_object_foreach((json_t *)annotations, key, v)
     {
         const char *val = json_is_string(v) ? json_string_value(v) : "";
-        size_t klen, vlen;
-        char *s;
+        const char *s;
         if (strncmp(key, prefix, sizeof prefix - 1) != 0 || apparmor_annotation_allowed(val))
             continue;
-        /* fmt.Sprintf("%s=%q", k, v) */
-        klen = strlen(key);
-        vlen = json_is_string(v) ? json_string_length(v) : 0;
-        if (vlen > (SIZE_MAX - klen - 4) / 4)
-            goto out;
-        s = pool_add(x, malloc(klen + 4 * vlen + 4));
-        if (!s)
-            goto out;
-        memcpy(s, key, klen);
-        s[klen] = '=';
-        s[klen + 1 + go_quote(s + klen + 1, val, vlen)] = '\0';
-        if (sv_push(&annos, s))
+        if (!(s = key_eq_quoted(x, key, v)) || sv_push(&annos, s))
             goto out;
     }
     st = TD_OK;
@@ -868,33 +891,35 @@ out:
     return st;
 }
 
+/* check_procMount_baseline.go: 1.0 unconditional, 1.35 relaxed in a user
+ * namespace */
 static td_status check_procmount_baseline(pss_ctx *x, msgbuf *m)
 {
-    return x->userns ? TD_OK : procmount(x, m);
+    return userns_relaxed(x) ? TD_OK : procmount(x, m);
 }
 
-/* check_seLinuxOptions.go, version 1.31 */
+/* check_seLinuxOptions.go: 1.31 adds container_engine_t to 1.0's types */
 typedef struct {
     strv types;
     int user, role;
 } selinux_bad;
 
-static int selinux_type_allowed(const char *t)
+static int selinux_type_allowed(const char *t, long minor)
 {
     static const char *const allowed[] = {"", "container_t", "container_init_t", "container_kvm_t",
-                                          "container_engine_t"};
-    size_t k;
-    for (k = 0; k < NELEM(allowed); k++)
+                                          "container_engine_t" /* 1.31 */};
+    size_t k, n = minor >= 31 ? NELEM(allowed) : NELEM(allowed) - 1;
+    for (k = 0; k < n; k++)
         if (strcmp(t, allowed[k]) == 0)
             return 1;
     return 0;
 }
 
-static int selinux_valid(const json_t *opts, selinux_bad *b, int *nomem)
+static int selinux_valid(const json_t *opts, long minor, selinux_bad *b, int *nomem)
 {
     const char *t = jstr0(opts, "type");
     int valid = 1;
-    if (!selinux_type_allowed(t)) {
+    if (!selinux_type_allowed(t, minor)) {
         valid = 0;
         if (sv_push(&b->types, t))
             *nomem = 1;
@@ -919,12 +944,12 @@ static td_status check_selinux(pss_ctx *x, msgbuf *m)
     size_t i;
     td_status st = TD_ENOMEM;
 
-    if ((opts = jobj(x->psc, "seLinuxOptions")) && !selinux_valid(opts, &b, &nomem))
+    if ((opts = jobj(x->psc, "seLinuxOptions")) && !selinux_valid(opts, x->minor, &b, &nomem))
         pod = 1;
     for (i = 0; i < x->nctr && !nomem; i++) {
         const json_t *c = ctr(x, i);
         opts = jobj(ctr_sc(c), "seLinuxOptions");
-        if (opts && !selinux_valid(opts, &b, &nomem) && sv_push(&ctrs, ctr_name(c)))
+        if (opts && !selinux_valid(opts, x->minor, &b, &nomem) && sv_push(&ctrs, ctr_name(c)))
             nomem = 1;
     }
     if (nomem)
@@ -1018,24 +1043,86 @@ out:
     return st;
 }
 
-static td_status check_seccomp_baseline(pss_ctx *x, msgbuf *m)
+/* Go's validSeccompAnnotationValue */
+static int seccomp_annotation_valid(const char *v)
 {
-    return seccomp(x, m, 0);
+    return strcmp(v, "runtime/default") == 0 || strcmp(v, "docker/default") == 0 ||
+           strncmp(v, "localhost/", 10) == 0;
 }
 
-/* check_sysctls.go, version 1.37 */
+/* check_seccompProfile_baseline.go, version 1.0: the alpha annotations */
+static td_status seccomp_annotations(pss_ctx *x, msgbuf *m)
+{
+    static const char pod_key[] = "seccomp.security.alpha.kubernetes.io/pod";
+    static const char ctr_prefix[] = "container.seccomp.security.alpha.kubernetes.io/";
+    const json_t *annotations = jobj(x->meta, "annotations"), *v;
+    strv bad = {0};
+    const char *s;
+    char *key = NULL;
+    size_t i;
+    td_status st = TD_ENOMEM;
+
+    if (!annotations)
+        return TD_OK;
+    if ((v = json_object_get(annotations, pod_key)) && json_is_string(v) &&
+        !seccomp_annotation_valid(json_string_value(v)))
+        if (!(s = key_eq_quoted(x, pod_key, v)) || sv_push(&bad, s))
+            goto out;
+    for (i = 0; i < x->nctr; i++) {
+        const char *name = ctr_name(ctr(x, i));
+        size_t n = strlen(name);
+        char *k = realloc(key, sizeof ctr_prefix + n);
+        if (!k)
+            goto out;
+        key = k;
+        memcpy(key, ctr_prefix, sizeof ctr_prefix - 1);
+        memcpy(key + sizeof ctr_prefix - 1, name, n + 1);
+        if ((v = json_object_get(annotations, key)) && json_is_string(v) &&
+            !seccomp_annotation_valid(json_string_value(v)))
+            if (!(s = key_eq_quoted(x, key, v)) || sv_push(&bad, s))
+                goto out;
+    }
+    st = TD_OK;
+    if (!bad.n)
+        goto out;
+    sv_sort_unique(&bad);
+    mb_reason(m, "seccompProfile");
+    mb_put(m, " (forbidden ");
+    mb_put(m, plural(bad.n, "annotation ", "annotations "));
+    mb_join(m, &bad, ", ");
+    mb_put(m, ")");
+    st = TD_EFORBIDDEN;
+out:
+    free(key);
+    sv_fini(&bad);
+    return st;
+}
+
+/* check_seccompProfile_baseline.go: 1.0 the annotations, 1.19 the fields */
+static td_status check_seccomp_baseline(pss_ctx *x, msgbuf *m)
+{
+    return x->minor >= 19 ? seccomp(x, m, 0) : seccomp_annotations(x, m);
+}
+
+/* check_sysctls.go: the allowed names of the version (1.0, 1.27, 1.29,
+ * 1.32, 1.37), each a prefix of allowed_sysctls */
 static td_status check_sysctls(pss_ctx *x, msgbuf *m)
 {
     const json_t *sysctls = jarr(x->psc, "sysctls");
     strv names = {0};
     size_t i, k;
+    size_t nallowed = x->minor >= 37   ? NELEM(allowed_sysctls)
+                      : x->minor >= 32 ? 12
+                      : x->minor >= 29 ? 10
+                      : x->minor >= 27 ? 6
+                                       : 5;
 
     for (i = 0; i < json_array_size(sysctls); i++) {
         const char *name = jstr0(json_array_get(sysctls, i), "name");
-        for (k = 0; k < NELEM(allowed_sysctls); k++)
+        for (k = 0; k < nallowed; k++)
             if (strcmp(name, allowed_sysctls[k]) == 0)
                 break;
-        if (k == NELEM(allowed_sysctls) && sv_push(&names, name)) {
+        if (k == nallowed && sv_push(&names, name)) {
             sv_fini(&names);
             return TD_ENOMEM;
         }
@@ -1080,13 +1167,13 @@ static td_status check_windows_host_process(pss_ctx *x, msgbuf *m)
 
 /* ----------------------------------------------------- restricted checks */
 
-/* check_allowPrivilegeEscalation.go, version 1.25 */
+/* check_allowPrivilegeEscalation.go: 1.8, and 1.25 (Windows exempt) */
 static td_status check_allow_privilege_escalation(pss_ctx *x, msgbuf *m)
 {
     strv ctrs = {0};
     size_t i;
 
-    if (x->windows)
+    if (windows_exempt(x))
         return TD_OK;
     for (i = 0; i < x->nctr; i++) {
         const json_t *c = ctr(x, i);
@@ -1105,14 +1192,14 @@ static td_status check_allow_privilege_escalation(pss_ctx *x, msgbuf *m)
     return TD_EFORBIDDEN;
 }
 
-/* check_capabilities_restricted.go, version 1.25 */
+/* check_capabilities_restricted.go: 1.22, and 1.25 (Windows exempt) */
 static td_status check_capabilities_restricted(pss_ctx *x, msgbuf *m)
 {
     strv no_drop = {0}, adding = {0}, caps = {0};
     size_t i, j;
     td_status st = TD_ENOMEM;
 
-    if (x->windows)
+    if (windows_exempt(x))
         return TD_OK;
     for (i = 0; i < x->nctr; i++) {
         const json_t *c = ctr(x, i);
@@ -1220,8 +1307,9 @@ out:
     return st;
 }
 
-/* check_runAsNonRoot.go, version 1.35: a container's own setting wins; an
- * unset one inherits the pod's runAsNonRoot=true. */
+/* check_runAsNonRoot.go, 1.0 and 1.35 (relaxed in a user namespace): a
+ * container's own setting wins; an unset one inherits the pod's
+ * runAsNonRoot=true. */
 static td_status check_run_as_non_root(pss_ctx *x, msgbuf *m)
 {
     strv bad = {0}, implicit = {0};
@@ -1229,7 +1317,7 @@ static td_status check_run_as_non_root(pss_ctx *x, msgbuf *m)
     size_t i;
     td_status st = TD_ENOMEM;
 
-    if (x->userns)
+    if (userns_relaxed(x))
         return TD_OK;
     if (jfalse(x->psc, "runAsNonRoot"))
         pod = 1;
@@ -1271,14 +1359,14 @@ static int is_uid0(const json_t *sc)
     return json_is_integer(u) && json_integer_value(u) == 0;
 }
 
-/* check_runAsUser.go, version 1.35 */
+/* check_runAsUser.go: 1.23, and 1.35 (relaxed in a user namespace) */
 static td_status check_run_as_user(pss_ctx *x, msgbuf *m)
 {
     strv ctrs = {0};
     int pod;
     size_t i;
 
-    if (x->userns)
+    if (userns_relaxed(x))
         return TD_OK;
     pod = is_uid0(x->psc);
     for (i = 0; i < x->nctr; i++) {
@@ -1298,45 +1386,95 @@ static td_status check_run_as_user(pss_ctx *x, msgbuf *m)
     return TD_EFORBIDDEN;
 }
 
-/* check_seccompProfile_restricted.go, version 1.25 */
+/* check_seccompProfile_restricted.go: 1.19, and 1.25 (Windows exempt) */
 static td_status check_seccomp_restricted(pss_ctx *x, msgbuf *m)
 {
-    return x->windows ? TD_OK : seccomp(x, m, 1);
+    return windows_exempt(x) ? TD_OK : seccomp(x, m, 1);
 }
 
 /* ------------------------------------------------------------ registry */
 
-/* Baseline check IDs in Go's sorted order: appArmorProfile,
+/* One check of policy/registry.go: the version it applies from (its first
+ * MinimumVersion), and, for a baseline check, the version from which a
+ * restricted check overrides it at level restricted (NEVER: not
+ * overridden). */
+#define NEVER 1000L
+typedef struct {
+    check_fn fn;
+    int restricted;  /* Level: restricted */
+    long from;       /* first MinimumVersion */
+    long overridden; /* baseline: left out of restricted from this version */
+} check_def;
+
+/* In Go's order: baseline IDs sorted (appArmorProfile,
  * capabilities_baseline, hostNamespaces, hostPathVolumes, hostPorts,
  * hostProbesAndHostLifecycle, privileged, procMount, seLinuxOptions,
- * seccompProfile_baseline, sysctls, windowsHostProcess. */
-static const check_fn baseline_checks[] = {check_apparmor,        check_capabilities_baseline,
-                                           check_host_namespaces, check_hostpath_volumes,
-                                           check_host_ports,      check_host_probes,
-                                           check_privileged,      check_procmount_baseline,
-                                           check_selinux,         check_seccomp_baseline,
-                                           check_sysctls,         check_windows_host_process};
-
-/* The baseline ones left after the overrides (capabilities_baseline,
- * hostPathVolumes, procMount, seccompProfile_baseline), then the restricted
- * IDs sorted: allowPrivilegeEscalation, capabilities_restricted,
+ * seccompProfile_baseline, sysctls, windowsHostProcess), then the
+ * restricted IDs sorted (allowPrivilegeEscalation, capabilities_restricted,
  * procMount_restricted, restrictedVolumes, runAsNonRoot, runAsUser,
- * seccompProfile_restricted. */
-static const check_fn restricted_checks[] = {check_apparmor,
-                                             check_host_namespaces,
-                                             check_host_ports,
-                                             check_host_probes,
-                                             check_privileged,
-                                             check_selinux,
-                                             check_sysctls,
-                                             check_windows_host_process,
-                                             check_allow_privilege_escalation,
-                                             check_capabilities_restricted,
-                                             check_procmount_restricted,
-                                             check_restricted_volumes,
-                                             check_run_as_non_root,
-                                             check_run_as_user,
-                                             check_seccomp_restricted};
+ * seccompProfile_restricted). The overrides: capabilities_restricted
+ * (1.22) of capabilities_baseline, restrictedVolumes (1.0) of
+ * hostPathVolumes, procMount_restricted (1.35) of procMount,
+ * seccompProfile_restricted (1.19) of seccompProfile_baseline. */
+static const check_def checks_def[] = {
+    {check_apparmor, 0, 0, NEVER},
+    {check_capabilities_baseline, 0, 0, 22},
+    {check_host_namespaces, 0, 0, NEVER},
+    {check_hostpath_volumes, 0, 0, 0},
+    {check_host_ports, 0, 0, NEVER},
+    {check_host_probes, 0, 34, NEVER},
+    {check_privileged, 0, 0, NEVER},
+    {check_procmount_baseline, 0, 0, 35},
+    {check_selinux, 0, 0, NEVER},
+    {check_seccomp_baseline, 0, 0, 19},
+    {check_sysctls, 0, 0, NEVER},
+    {check_windows_host_process, 0, 0, NEVER},
+    {check_allow_privilege_escalation, 1, 8, NEVER},
+    {check_capabilities_restricted, 1, 22, NEVER},
+    {check_procmount_restricted, 1, 35, NEVER},
+    {check_restricted_volumes, 1, 0, NEVER},
+    {check_run_as_non_root, 1, 0, NEVER},
+    {check_run_as_user, 1, 23, NEVER},
+    {check_seccomp_restricted, 1, 19, NEVER},
+};
+
+/* Whether level at version minor runs d (EvaluatePod's check list). */
+static int check_runs(const check_def *d, td_pss_level level, long minor)
+{
+    if (minor < d->from)
+        return 0;
+    if (level == TD_PSS_BASELINE)
+        return !d->restricted;
+    return d->restricted || minor < d->overridden;
+}
+
+td_status td_pss_version_parse(const char *s, long *minor)
+{
+    long v = 0;
+    *minor = TD_PSS_LATEST;
+    if (!s)
+        return TD_EINVAL;
+    if (strcmp(s, "latest") == 0)
+        return TD_OK;
+    /* ^v1\.([0-9]|[1-9][0-9]*)$, then strconv.Atoi (which fails past int64) */
+    if (strncmp(s, "v1.", 3) != 0 || s[3] < '0' || s[3] > '9' || (s[3] == '0' && s[4]))
+        return TD_EINVAL;
+    for (s += 3; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (LONG_MAX - (*s - '0')) / 10)
+            return TD_EINVAL;
+        v = v * 10 + (*s - '0');
+    }
+    *minor = v;
+    return TD_OK;
+}
+
+const char *td_pss_version_str(long minor, char buf[24])
+{
+    if (minor < 0)
+        return strcpy(buf, "latest");
+    snprintf(buf, 24, "v1.%ld", minor);
+    return buf;
+}
 
 td_status td_pss_level_parse(const char *s, td_pss_level *out)
 {
@@ -1353,10 +1491,15 @@ td_status td_pss_level_parse(const char *s, td_pss_level *out)
 
 td_status td__pss_check_full(const json_t *pod, td_pss_level level, td_err *err)
 {
-    const check_fn *checks;
+    return td__pss_check_full_version(pod, level, TD_PSS_LATEST, err);
+}
+
+td_status td__pss_check_full_version(const json_t *pod, td_pss_level level, long minor,
+                                     td_err *err)
+{
     const char *name;
-    size_t nchecks, i;
-    char buf[TD_ERR_MAX];
+    size_t i;
+    char buf[TD_ERR_MAX], vbuf[24];
     msgbuf m = {buf, sizeof buf, 0, 0, 0};
     jpath jp = {"", 0};
     pss_ctx x;
@@ -1367,16 +1510,8 @@ td_status td__pss_check_full(const json_t *pod, td_pss_level level, td_err *err)
     switch (level) {
     case TD_PSS_PRIVILEGED:
         return TD_OK;
-    case TD_PSS_BASELINE:
-        checks = baseline_checks;
-        nchecks = NELEM(baseline_checks);
-        name = "baseline";
-        break;
-    case TD_PSS_RESTRICTED:
-        checks = restricted_checks;
-        nchecks = NELEM(restricted_checks);
-        name = "restricted";
-        break;
+    case TD_PSS_BASELINE: name = "baseline"; break;
+    case TD_PSS_RESTRICTED: name = "restricted"; break;
     default:
         return td_err_set(err, TD_EINVAL, "unknown Pod Security level %d", (int)level);
     }
@@ -1395,11 +1530,15 @@ td_status td__pss_check_full(const json_t *pod, td_pss_level level, td_err *err)
         x.nctr += json_array_size(x.lists[i]);
     x.windows = strcmp(jstr0(jobj(x.spec, "os"), "name"), "windows") == 0;
     x.userns = jfalse(x.spec, "hostUsers");
+    x.minor = minor < 0 || minor > TD_PSS_MAX_MINOR ? TD_PSS_MAX_MINOR : minor;
 
-    snprintf(buf, sizeof buf, "violates PodSecurity \"%s:latest\": ", name);
+    snprintf(buf, sizeof buf, "violates PodSecurity \"%s:%s\": ", name,
+             td_pss_version_str(minor, vbuf));
     m.len = strlen(buf);
-    for (i = 0; i < nchecks; i++) {
-        st = checks[i](&x, &m);
+    for (i = 0; i < NELEM(checks_def); i++) {
+        if (!check_runs(&checks_def[i], level, x.minor))
+            continue;
+        st = checks_def[i].fn(&x, &m);
         if (st == TD_ENOMEM) {
             result = td_err_set(err, TD_ENOMEM, "out of memory checking Pod Security");
             break;
@@ -1634,7 +1773,7 @@ static unsigned scan_sc(const json_t *sc, int container, pss_scan *s)
                 if (!json_is_object(v) || !(t = scan_str(v, "type", s)) ||
                     !(user = scan_str(v, "user", s)) || !(role = scan_str(v, "role", s)))
                     goto slow;
-                if (!selinux_type_allowed(t) || *user || *role)
+                if (!selinux_type_allowed(t, TD_PSS_MAX_MINOR) || *user || *role)
                     f |= SC_SELINUX_BAD;
             } else if (!container && KEY_IS(it, k, "sysctls")) {
                 f |= scan_sysctls(v, s);
@@ -1999,13 +2138,36 @@ static int scan_passes(const pss_scan *s, td_pss_level level)
 
 td_status td_pss_check(const json_t *pod, td_pss_level level, td_err *err)
 {
-    if ((level == TD_PSS_BASELINE || level == TD_PSS_RESTRICTED) && json_is_object(pod)) {
+    return td_pss_check_version(pod, level, TD_PSS_LATEST, err);
+}
+
+td_status td_pss_check_version(const json_t *pod, td_pss_level level, long minor, td_err *err)
+{
+    td_pss_walk w = {{0, 0, 0}, 0, 0};
+    return td_pss_check_walk(pod, level, minor, &w, err);
+}
+
+td_status td_pss_check_walk(const json_t *pod, td_pss_level level, long minor, td_pss_walk *w,
+                            td_err *err)
+{
+    /* The walk knows latest's rules only; an older version runs the checks
+     * in full (a pinned namespace is the rare case, and its checks differ
+     * both ways: older ones allow fewer sysctls and SELinux types, relax
+     * nothing for user namespaces, and read the seccomp annotations). */
+    if ((level == TD_PSS_BASELINE || level == TD_PSS_RESTRICTED) && json_is_object(pod) &&
+        (minor < 0 || minor >= TD_PSS_MAX_MINOR)) {
         pss_scan s = {0, 0, 0, 0};
-        scan_pod(pod, &s);
+        if (w->done) {
+            s.pod = w->bits[0], s.psc = w->bits[1], s.any = w->bits[2], s.slow = w->slow;
+        } else {
+            scan_pod(pod, &s);
+            w->bits[0] = s.pod, w->bits[1] = s.psc, w->bits[2] = s.any, w->slow = s.slow;
+            w->done = 1;
+        }
         if (scan_passes(&s, level))
             return TD_OK;
     }
-    return td__pss_check_full(pod, level, err);
+    return td__pss_check_full_version(pod, level, minor, err);
 }
 
 /* ------------------------------------------------------- Go's %q quoting */

@@ -39,6 +39,16 @@ static void ns_fill(td__tenancy_ns *e, const td_config *cfg, const char *ns)
     e->tenant_labels = td_json_path(e->tenant, "spec.labels");
     e->tenant_name = td_json_str(e->tenant, "metadata.name");
     e->customer = td_tenancy_of(e->tenant) == TD_TENANCY_CUSTOMER;
+    e->pss_more = false;
+    const char *key;
+    json_t *v;
+    json_object_foreach(e->ns_labels, key, v)
+    {
+        static const char prefix[] = "pod-security.kubernetes.io/";
+        if (strncmp(key, prefix, sizeof prefix - 1) == 0 &&
+            strcmp(key + sizeof prefix - 1, "enforce") != 0)
+            e->pss_more = true;
+    }
 }
 
 void td__tenancy_pool_fill(td__tenancy_pool *p, json_t *pool)

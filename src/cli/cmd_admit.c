@@ -19,7 +19,10 @@ static void usage(FILE *f)
             "Decides one Pod (or an AdmissionReview v1 request wrapping one) against the\n"
             "objects of its namespace in PLATFORM (Namespace, ResourceQuota, LimitRange,\n"
             "PriorityClass, Tenant, NodePool, AdmissionPolicy), as kube-apiserver and\n"
-            "tenantd's webhook would, and prints the AdmissionReview v1 response.\n\n"
+            "tenantd's webhook would, and prints the AdmissionReview v1 response. A\n"
+            "workload (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, ...)\n"
+            "is allowed with the Pod Security warnings its pod template earns; warnings\n"
+            "are also printed on stderr.\n\n"
             "  -f, --file FILE      the Pod or AdmissionReview (YAML or JSON; - for stdin)\n"
             "  -c, --config FILE    platform objects (repeatable)\n"
             "      --used FILE      pods already running in the namespace (the quota's used):\n"
@@ -79,7 +82,10 @@ static int print_summary(const td_config *cfg, json_t *input, const td_admit_opt
         ns = td_json_str(input, "request.namespace");
     }
     td_admit_result r;
-    td_admit_pod(cfg, pod, ns, opts, &r);
+    if (td_admit_is_workload(td_json_str(pod, "kind")))
+        td_admit_workload(cfg, pod, NULL, ns, &r);
+    else
+        td_admit_pod(cfg, pod, ns, opts, &r);
     const char *name = td_json_str(pod, "metadata.name");
     if (!ns)
         ns = td_json_str(pod, "metadata.namespace");
@@ -90,7 +96,9 @@ static int print_summary(const td_config *cfg, json_t *input, const td_admit_opt
     else
         printf("%s\n", r.patch ? ", with changes:" : "");
     size_t i;
-    json_t *op;
+    json_t *op, *w;
+    json_array_foreach(r.warnings, i, w)
+        printf("  warning: %s\n", json_string_value(w));
     json_array_foreach(r.allowed ? r.patch : NULL, i, op)
     {
         char *v = json_dumps(json_object_get(op, "value"), JSON_COMPACT | JSON_ENCODE_ANY);
@@ -226,6 +234,10 @@ int td_cmd_admit(int argc, char **argv)
     fputc('\n', stdout);
     json_t *resp = json_object_get(out, "response");
     const char *msg = td_json_str(resp, "status.message");
+    size_t wi;
+    json_t *w;
+    json_array_foreach(quiet ? NULL : json_object_get(resp, "warnings"), wi, w)
+        fprintf(stderr, "warning: %s\n", json_string_value(w)); /* as kubectl prints them */
     if (json_is_true(json_object_get(resp, "allowed"))) {
         rc = TD_EXIT_OK;
         if (!quiet)

@@ -47,6 +47,48 @@ expect_grep "PSS message" "$TMP/out" 'violates PodSecurity \"baseline:latest\": 
 expect_rc "restricted namespace denies root pod" 1 "$TENANTCTL" admit -c "$P" -f "$A/missing-label.yaml"
 expect_grep "restricted PSS" "$TMP/out" 'violates PodSecurity \"restricted:latest\"'
 
+# Workloads (issue 21 item 11): never denied, their pod template warned
+# on as kube-apiserver's PodSecurity does (warn follows enforce); a kind
+# that is neither is named as itself.
+cat > "$TMP/deploy.yaml" <<'Y'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: team-b-prod}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      hostNetwork: true
+      containers: [{name: web, image: nginx}]
+Y
+expect_rc "deployment allowed" 0 "$TENANTCTL" admit -c "$P" -f "$TMP/deploy.yaml"
+expect_grep "deployment: warning in the review" "$TMP/out" '"warnings": '
+expect_grep "deployment: warning on stderr" "$TMP/err" 'warning: would violate PodSecurity "restricted:latest": host namespaces (hostNetwork=true)'
+expect_rc "deployment summary" 0 "$TENANTCTL" admit -c "$P" -f "$TMP/deploy.yaml" -o summary
+expect_grep "summary: warning" "$TMP/out" 'warning: would violate PodSecurity "restricted:latest": host namespaces'
+cat > "$TMP/svc.yaml" <<'Y'
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: team-b-prod}
+spec: {ports: [{port: 80}]}
+Y
+expect_rc "service is bad input" 2 "$TENANTCTL" admit -c "$P" -f "$TMP/svc.yaml"
+expect_grep "service named as itself" "$TMP/out" 'kind Service is not a Pod; '
+# a volume without a source is an emptyDir, as the API server defaults it
+cat > "$TMP/vol.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: vol, namespace: team-a-prod}
+spec:
+  volumes: [{name: scratch}]
+  containers: [{name: c, image: x}]
+Y
+expect_rc "sourceless volume pod" 0 "$TENANTCTL" admit -c "$P" -f "$TMP/vol.yaml"
+patch=$(grep '"patch"' "$TMP/out" | sed 's/.*"patch": "\(.*\)".*/\1/' | base64 -d)
+echo "$patch" > "$TMP/patch"
+expect_grep "sourceless volume defaulted to emptyDir" "$TMP/patch" '"path":"/spec/volumes/0/emptyDir","value":{}'
+
 expect_rc "wrong pool denied" 1 "$TENANTCTL" admit -c "$P" -f "$A/wrong-pool.yaml"
 expect_grep "names the pool" "$TMP/out" 'NodePool \"h100\"'
 

@@ -15,6 +15,15 @@ spec:
   requiredLabels: [team, project, environment]
   inheritLabelsFromNamespace: true
   enforcement: {PodSecurity: shadow}
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: team-w
+  labels: {team: w, project: w, environment: dev,
+           pod-security.kubernetes.io/enforce: baseline, pod-security.kubernetes.io/enforce-version: v1.22,
+           pod-security.kubernetes.io/warn: restricted,
+           pod-security.kubernetes.io/audit: restricted, pod-security.kubernetes.io/audit-version: v1.22}
 Y
 
 # review.json: an AdmissionReview of the pod in YAML file $1, operation $2
@@ -33,6 +42,27 @@ review "$EX/pods/privileged.yaml" CREATE > "$TMP/priv.json"
 review "$EX/pods/defaulted.yaml" CREATE > "$TMP/defaulted.json"
 review "$EX/pods/over-quota.yaml" CREATE > "$TMP/over.json"
 review "$EX/pods/allowed.yaml" DELETE > "$TMP/delete.json"
+# Pod Security warn and audit (issue 21 item 9): a pod baseline allows and
+# restricted does not; a Deployment with it as its template (item 11)
+cat > "$TMP/warned.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: w, namespace: team-w}
+spec:
+  containers: [{name: c, image: x, securityContext: {runAsUser: 0}}]
+Y
+review "$TMP/warned.yaml" CREATE > "$TMP/warned.json"
+python3 - "$TMP/warned.json" > "$TMP/deploy.json" <<'P'
+import json, sys
+r = json.load(open(sys.argv[1]))
+pod = r["request"]["object"]
+r["request"]["uid"] = "u-deploy"
+r["request"]["kind"] = {"group": "apps", "version": "v1", "kind": "Deployment"}
+r["request"]["object"] = {"apiVersion": "apps/v1", "kind": "Deployment",
+                          "metadata": {"name": "d", "namespace": "team-w"},
+                          "spec": {"template": {"metadata": {"labels": {"app": "d"}}, "spec": pod["spec"]}}}
+print(json.dumps(r))
+P
 
 start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
 URL="http://127.0.0.1:$TD_PORT"
@@ -80,5 +110,16 @@ expect_grep "allowed counted" "$TMP/metrics" 'tenantd_admission_decisions_total{
 expect_grep "quota denial counted" "$TMP/metrics" 'tenantd_admission_decisions_total{rule="ResourceQuota",decision="denied",mode="enforce"} 1'
 expect_grep "bad body counted as other" "$TMP/metrics" 'tenantd_admission_decisions_total{rule="other",decision="denied",mode="enforce"} 1'
 expect_grep "shadow rule counted" "$TMP/metrics" 'tenantd_admission_decisions_total{rule="PodSecurity",decision="denied",mode="shadow"} 1'
+post warned /validate "$TMP/warned.json"
+expect_grep "warn level: a warning" "$TMP/warned.got" '"warnings":["would violate PodSecurity \"restricted:latest\": allowPrivilegeEscalation != false'
+expect_grep "warn level: runAsUser=0 at latest" "$TMP/warned.got" 'runAsUser=0 (container \"c\" must not set runAsUser=0)'
+expect_grep "audit level: at its version" "$TMP/warned.got" '"auditAnnotations":{"pod-security.kubernetes.io/audit-violations":"would violate PodSecurity \"restricted:v1.22\": '
+same warned validate "$TMP/warned.json"
+post warned-m /mutate "$TMP/warned.json"
+if grep -q '"warnings"' "$TMP/warned-m.got"; then not_ok "/mutate leaves warnings to /validate"; else ok "/mutate leaves warnings to /validate"; fi
+post deploy /validate "$TMP/deploy.json"
+expect_grep "a Deployment is allowed" "$TMP/deploy.got" '"uid":"u-deploy","allowed":true'
+expect_grep "its template warned on" "$TMP/deploy.got" '"warnings":["would violate PodSecurity \"restricted:latest\": '
+same deploy validate "$TMP/deploy.json"
 stop_tenantd
 finish

@@ -1,0 +1,193 @@
+# test_postgres.sh - tenantd replicas sharing one real PostgreSQL server
+# (Debian's package, started in a temp dir on a free loopback port): an
+# apply or a delete on one replica is served by the others within the
+# documented bound (NOTIFY, and the 1 s version check when no notification
+# comes); a restarted replica serves the stored objects; a newer schema is
+# refused, naming both versions, and nothing changes; bad URLs and an
+# unreachable server fail the start with a clear message; replicas survive
+# a server restart.
+. "$(dirname "$0")/lib.sh"
+if [ -z "$(pg_bin)" ] || ! command -v psql >/dev/null; then
+    bash "$TD_SOURCE_DIR/scripts/install-deps.sh" >/dev/null 2>&1
+    if [ -z "$(pg_bin)" ] || ! command -v psql >/dev/null; then
+        echo "SKIP: the PostgreSQL server could not be installed (apt-get install postgresql)"
+        exit 77
+    fi
+fi
+start_postgres || { finish; exit 1; }
+
+start_replica() { # NAME [ARGS...]
+    local name=$1 dir="$TMP/$1"
+    shift
+    mkdir -p "$dir"
+    rm -f "$dir/port"
+    "$TENANTD" --data "$dir/data" --admin-listen 127.0.0.1:0 --port-file "$dir/port" \
+        --listen 127.0.0.1:0 --workers 1 --admin-threads 1 --ledger off "$@" 2>>"$dir/log" &
+    eval "PID_$name=$!"
+    PIDS+=($!)
+    wait_file "$dir/port" 100 $! || { not_ok "replica $name did not start"; cat "$dir/log"; return 1; }
+    eval "PORT_$name=$(cat "$dir/port")"
+}
+stop_replica() { # NAME
+    local pid
+    eval "pid=\$PID_$1"
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+}
+
+# has NAME PORT KIND NS OBJ : PORT's replica serves the object.
+has() {
+    curl -sS --max-time 5 "http://127.0.0.1:$2/v1/objects?kind=$3&namespace=$4&name=$5" 2>/dev/null |
+        grep -q "\"name\": \"$5\""
+}
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# seen_within PORT KIND NS NAME MAX_MS [absent] : waits until the replica
+# serves (or no longer serves) the object; prints the ms it took; 1 if not
+# within MAX_MS.
+seen_within() {
+    local port=$1 kind=$2 ns=$3 name=$4 max=$5 want=${6:-present} t0 t
+    t0=$(now_ms)
+    while :; do
+        if has x "$port" "$kind" "$ns" "$name"; then [ "$want" = present ] && break
+        else [ "$want" = absent ] && break; fi
+        t=$(( $(now_ms) - t0 ))
+        [ "$t" -gt "$max" ] && { echo "$t"; return 1; }
+        sleep 0.02
+    done
+    echo $(( $(now_ms) - t0 ))
+}
+
+quota() { # NAME NS PODS
+    cat <<Y
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: $1, namespace: $2}
+spec: {hard: {pods: "$3"}}
+Y
+}
+
+# --- three replicas on one database; only A has --config ---
+start_replica A --database "$PG_URL" --config "$EX/platform.yaml" || { finish; exit 1; }
+start_replica B --database "$PG_URL" || { finish; exit 1; }
+TENANTD_DATABASE="$PG_URL" start_replica C || { finish; exit 1; }
+expect_grep "A names the server it keeps objects in" "$TMP/A/log" "objects kept in PostgreSQL 127.0.0.1:$PG_PORT/postgres"
+expect_grep "C took the database from \$TENANTD_DATABASE" "$TMP/C/log" "objects kept in PostgreSQL 127.0.0.1:$PG_PORT/postgres"
+has x "$PORT_B" ResourceQuota team-a-prod team-a-compute && ok "B serves A's --config objects from the database" || not_ok "B lacks team-a-compute"
+has x "$PORT_C" ResourceQuota team-a-prod team-a-compute && ok "C too" || not_ok "C lacks team-a-compute"
+[ "$(psql_q 'SELECT version FROM tenantd_schema')" = 1 ] && ok "schema version 1 recorded in tenantd_schema" || not_ok "schema version: $(psql_q 'SELECT version FROM tenantd_schema')"
+[ ! -e "$TMP/B/data/tenantd.db" ] && ok "no SQLite object store with --database" || not_ok "B wrote tenantd.db"
+
+# --- an apply on A, seen on B and C within the bound (1 s) ---
+quota pg-one team-a-prod 11 > "$TMP/one.yaml"
+expect_rc "apply on A" 0 "$TENANTCTL" apply -f "$TMP/one.yaml" --server "http://127.0.0.1:$PORT_A"
+if t=$(seen_within "$PORT_B" ResourceQuota team-a-prod pg-one 1000); then ok "B serves A's apply after ${t} ms (bound 1000 ms)"; else not_ok "B did not serve pg-one within 1000 ms"; fi
+if t=$(seen_within "$PORT_C" ResourceQuota team-a-prod pg-one 1000); then ok "C serves it after ${t} ms"; else not_ok "C did not serve pg-one within 1000 ms"; fi
+grep -q "picked up a commit from another replica" "$TMP/B/log" && ok "B logs the pick-up" || not_ok "B logged no pick-up"
+
+# --- a delete on B, gone from A and C ---
+expect_rc "delete on B" 0 "$TENANTCTL" delete quota pg-one -n team-a-prod --server "http://127.0.0.1:$PORT_B"
+if t=$(seen_within "$PORT_A" ResourceQuota team-a-prod pg-one 1000 absent); then ok "A no longer serves it after ${t} ms"; else not_ok "A still serves pg-one after 1000 ms"; fi
+if t=$(seen_within "$PORT_C" ResourceQuota team-a-prod pg-one 1000 absent); then ok "C neither, after ${t} ms"; else not_ok "C still serves pg-one"; fi
+[ "$(psql_q "SELECT count(*) FROM tenantd_objects WHERE name='pg-one'")" = 0 ] && ok "the row is gone from the database" || not_ok "pg-one row still stored"
+
+# --- applies on A and B at once, to different objects: both kept ---
+quota pg-a team-a-prod 5 > "$TMP/a.yaml"
+quota pg-b team-b-prod 6 > "$TMP/b.yaml"
+"$TENANTCTL" apply -f "$TMP/a.yaml" --server "http://127.0.0.1:$PORT_A" >/dev/null 2>&1 &
+pa=$!
+"$TENANTCTL" apply -f "$TMP/b.yaml" --server "http://127.0.0.1:$PORT_B" >/dev/null 2>&1
+rb=$?
+wait $pa
+ra=$?
+[ "$ra" = 0 ] && [ "$rb" = 0 ] && ok "concurrent applies on A and B both succeed" || not_ok "concurrent applies: $ra $rb"
+for r in A B C; do
+    eval "p=\$PORT_$r"
+    seen_within "$p" ResourceQuota team-a-prod pg-a 1000 >/dev/null && seen_within "$p" ResourceQuota team-b-prod pg-b 1000 >/dev/null &&
+        ok "$r serves both concurrent applies" || not_ok "$r lacks one of pg-a, pg-b"
+done
+
+# --- the fallback: a commit that sends no notification is found by the
+# periodic version check ---
+psql_q "BEGIN; UPDATE tenantd_objects SET body = replace(body, '\"pods\":\"5\"', '\"pods\":\"7\"') WHERE name = 'pg-a'; UPDATE tenantd_generation SET generation = generation + 1; COMMIT;" >/dev/null
+t0=$(now_ms)
+while :; do
+    curl -sS "http://127.0.0.1:$PORT_B/v1/objects?kind=ResourceQuota&namespace=team-a-prod&name=pg-a" | grep -q '"pods": "7"' && break
+    [ $(( $(now_ms) - t0 )) -gt 2500 ] && break
+    sleep 0.05
+done
+t=$(( $(now_ms) - t0 ))
+[ "$t" -le 2500 ] && ok "without a NOTIFY, the version check picks the commit up after ${t} ms (bound 1 s + a load)" || not_ok "un-notified commit not picked up in 2.5 s"
+
+# --- a restarted replica serves the stored objects ---
+stop_replica C
+start_replica C --database "$PG_URL" || { finish; exit 1; }
+has x "$PORT_C" ResourceQuota team-b-prod pg-b && has x "$PORT_C" ResourceQuota team-a-prod team-a-compute &&
+    ok "restarted C serves the stored objects" || not_ok "restarted C lacks stored objects"
+
+# --- the server restarts: replicas reconnect, applies and pick-ups go on ---
+as_postgres "$(pg_bin)/pg_ctl" -D "$PG_DIR/data" -m fast -w restart >/dev/null 2>&1 || not_ok "pg_ctl restart"
+quota pg-after team-a-prod 3 > "$TMP/after.yaml"
+expect_rc "apply on A after the server restarted" 0 "$TENANTCTL" apply -f "$TMP/after.yaml" --server "http://127.0.0.1:$PORT_A"
+if t=$(seen_within "$PORT_B" ResourceQuota team-a-prod pg-after 3500); then ok "B serves it after ${t} ms (listener reconnected or version check)"; else not_ok "B did not pick up after the server restart"; fi
+
+# --- a statement that waits on a lock is cancelled (statement_timeout 5 s):
+# the apply fails, nothing is stored, A keeps serving ---
+psql -X -q "$PG_URL" -c "BEGIN; LOCK TABLE tenantd_generation; SELECT pg_sleep(9); COMMIT;" >/dev/null 2>&1 &
+locker=$!
+sleep 0.5
+quota pg-locked team-a-prod 2 > "$TMP/locked.yaml"
+t0=$(now_ms)
+"$TENANTCTL" apply -f "$TMP/locked.yaml" --server "http://127.0.0.1:$PORT_A" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+t=$(( $(now_ms) - t0 ))
+[ "$rc" != 0 ] && ok "an apply blocked on a lock fails (exit $rc)" || not_ok "blocked apply succeeded"
+expect_grep "saying the statement timed out" "$TMP/err" "statement timeout"
+[ "$t" -ge 4000 ] && [ "$t" -lt 8000 ] && ok "after ${t} ms (statement_timeout 5 s)" || not_ok "blocked apply returned after ${t} ms"
+wait $locker
+[ "$(psql_q "SELECT count(*) FROM tenantd_objects WHERE name='pg-locked'")" = 0 ] && ok "the failed apply stored nothing" || not_ok "pg-locked stored"
+has x "$PORT_A" ResourceQuota team-a-prod pg-locked && not_ok "A serves the failed apply" || ok "A does not serve the failed apply"
+has x "$PORT_A" ResourceQuota team-a-prod pg-after && ok "A still serves what it had" || not_ok "A lost pg-after"
+
+# --- a newer schema is refused, naming both versions; nothing changes ---
+psql_q "UPDATE tenantd_schema SET version = 99" >/dev/null
+before=$(psql_q "SELECT count(*), max(generation) FROM tenantd_objects, tenantd_generation")
+expect_rc "a tenantd meeting schema version 99 refuses to start" 1 "$TENANTD" --data "$TMP/D" \
+    --database "$PG_URL" --admin-listen 127.0.0.1:0 --listen 127.0.0.1:0 --ledger off --config "$EX/platform.yaml"
+expect_grep "naming both versions" "$TMP/err" "schema version 99 was written by a newer tenantd; this build reads version 1"
+expect_grep "and the server" "$TMP/err" "PostgreSQL 127.0.0.1:$PG_PORT/postgres"
+[ "$(psql_q 'SELECT version FROM tenantd_schema')" = 99 ] && [ "$(psql_q "SELECT count(*), max(generation) FROM tenantd_objects, tenantd_generation")" = "$before" ] &&
+    ok "nothing changed in the database" || not_ok "the refused start changed the database"
+psql_q "UPDATE tenantd_schema SET version = 1" >/dev/null
+
+# --- bad URLs and an unreachable server ---
+expect_rc "--database that is not a URL" 2 "$TENANTD" --data "$TMP/D" --database /var/lib/x --admin-listen 127.0.0.1:0 --listen 127.0.0.1:0
+expect_grep "says what it wants" "$TMP/err" "must be a postgres:// or postgresql:// URL"
+expect_rc "a URL libpq cannot parse" 2 "$TENANTD" --data "$TMP/D" --database "postgres://127.0.0.1/x?nosuchoption=1" --admin-listen 127.0.0.1:0 --listen 127.0.0.1:0
+expect_grep "says it is not a PostgreSQL URL, and why" "$TMP/err" '--database: not a PostgreSQL URL: invalid URI query parameter: "nosuchoption"'
+dead=$(free_port)
+t0=$(now_ms)
+expect_rc "an unreachable server fails the start" 1 "$TENANTD" --data "$TMP/D" --database "postgresql://tenantd:s3cret-pw@127.0.0.1:$dead/platform" --admin-listen 127.0.0.1:0 --listen 127.0.0.1:0
+expect_grep "naming the server" "$TMP/err" "PostgreSQL 127.0.0.1:$dead/platform: cannot connect"
+expect_no_grep "never the password" "$TMP/err" "s3cret-pw"
+# A server that takes the connection and never answers: connect_timeout.
+mute=$(free_port)
+python3 -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); time.sleep(60)' "$mute" &
+PIDS+=($!)
+wait_port "$mute" 50
+t0=$(now_ms)
+expect_rc "a server that never answers fails the start" 1 "$TENANTD" --data "$TMP/D" --database "postgresql://postgres@127.0.0.1:$mute/postgres" --admin-listen 127.0.0.1:0 --listen 127.0.0.1:0
+t=$(( $(now_ms) - t0 ))
+expect_grep "saying it timed out" "$TMP/err" "PostgreSQL 127.0.0.1:$mute/postgres: cannot connect: connection to server at \"127.0.0.1\", port $mute failed: timeout expired"
+[ "$t" -ge 4000 ] && [ "$t" -lt 8000 ] && ok "after ${t} ms (connect_timeout 5 s)" || not_ok "mute server: start failed after ${t} ms, want 5 s"
+expect_rc "a missing database fails the start" 1 "$TENANTD" --data "$TMP/D" --database "postgresql://postgres@127.0.0.1:$PG_PORT/nosuchdb" --admin-listen 127.0.0.1:0 --listen 127.0.0.1:0
+expect_grep "naming it" "$TMP/err" "PostgreSQL 127.0.0.1:$PG_PORT/nosuchdb: cannot connect"
+expect_grep "with the server's reason" "$TMP/err" 'database "nosuchdb" does not exist'
+
+for r in A B C; do
+    eval "pid=\$PID_$r"
+    kill "$pid"; wait "$pid"; rc=$?
+    [ "$rc" = 0 ] && ok "replica $r stops cleanly" || { not_ok "replica $r exit $rc"; tail -20 "$TMP/$r/log"; }
+done
+finish

@@ -4,6 +4,7 @@
  * second connection that LISTENs. Every wait is bounded: connect_timeout,
  * tcp_user_timeout and statement_timeout; parameters are always bound. */
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,13 +146,15 @@ static PGconn *connect_url(const char *url)
     return c;
 }
 
-/* The connection, reconnected if it was lost (at most once per RETRY_NS,
- * so that a server that is down costs no blocking connect on every call). */
-static td_status ensure(pg_store *s, td_err *err)
+/* The connection, reconnected if it was lost. The background checks
+ * (throttle) try at most once per RETRY_NS, so that a server that is down
+ * costs the daemon's loop no blocking connect every second; an apply or a
+ * load, which someone waits for, always tries. */
+static td_status ensure(pg_store *s, bool throttle, td_err *err)
 {
     if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
         return TD_OK;
-    if (s->conn && mono_ns() < s->conn_retry_at)
+    if (throttle && s->conn && mono_ns() < s->conn_retry_at)
         return conn_err(s, s->conn, err, "connection lost, retrying in at most 2 s");
     PGconn *c = connect_url(s->url);
     s->conn_retry_at = mono_ns() + RETRY_NS;
@@ -173,7 +176,7 @@ static td_status ensure(pg_store *s, td_err *err)
  * once and the BEGIN retried: nothing was sent that could have applied. */
 static td_status begin(pg_store *s, const char *sql, td_err *err)
 {
-    td_status st = ensure(s, err);
+    td_status st = ensure(s, false, err);
     if (st != TD_OK)
         return st;
     PGresult *r = PQexec(s->conn, sql);
@@ -184,8 +187,7 @@ static td_status begin(pg_store *s, const char *sql, td_err *err)
     if (PQstatus(s->conn) != CONNECTION_BAD)
         return res_err(s, r, err, "cannot begin a transaction");
     PQclear(r);
-    s->conn_retry_at = 0;
-    if ((st = ensure(s, err)) != TD_OK)
+    if ((st = ensure(s, false, err)) != TD_OK)
         return st;
     return exec_ok(s, sql, PGRES_COMMAND_OK, err, "cannot begin a transaction");
 }
@@ -267,7 +269,7 @@ td_status td__store_pg_open(const char *url, void **out, td_err *err)
     }
     td_status st = parse_name(s, url, err);
     if (st == TD_OK)
-        st = ensure(s, err);
+        st = ensure(s, false, err);
     if (st == TD_OK)
         st = migrate(s, err);
     if (st != TD_OK) {
@@ -389,13 +391,13 @@ fail:
 static td_status pg_generation(void *be, int64_t *gen, td_err *err)
 {
     pg_store *s = be;
-    td_status st = ensure(s, err);
+    td_status st = ensure(s, true, err);
     if (st != TD_OK)
         return st;
     st = read_gen(s, PQexec(s->conn, "SELECT generation FROM tenantd_generation"), gen, err);
     if (st != TD_OK && PQstatus(s->conn) == CONNECTION_BAD) {
         s->conn_retry_at = 0; /* a read: retried once on a new connection */
-        if ((st = ensure(s, err)) == TD_OK)
+        if ((st = ensure(s, true, err)) == TD_OK)
             st = read_gen(s, PQexec(s->conn, "SELECT generation FROM tenantd_generation"), gen,
                           err);
     }

@@ -5,8 +5,8 @@
 #ifndef TENANTD_STORE_H
 #define TENANTD_STORE_H
 
-#include <stdbool.h>
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "tenantd/config.h"
 #include "tenantd/status.h"
@@ -35,8 +35,8 @@ td_status td_store_load(td_store *s, td_config_builder *b, td_err *err);
 
 /* In one transaction: upserts objs (borrowed) and deletes the identities in
  * dels. All or nothing. */
-td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs,
-                         const td_object_id *dels, size_t ndels, td_err *err);
+td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs, const td_object_id *dels,
+                         size_t ndels, td_err *err);
 
 /* *changed = true if another process committed since this handle last
  * loaded (or wrote over exactly what it had loaded); always false for a

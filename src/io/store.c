@@ -67,8 +67,8 @@ static td_status load_row(const td__store_row *row, void *ud, td_err *err)
     json_error_t je;
     json_t *obj = json_loads(row->body, 0, &je);
     if (!obj)
-        return td_err_set(err, TD_EIO, "%s: stored %s %s/%s is not JSON: %s",
-                          td_store_name(c->s), row->kind, row->namespace_, row->name, je.text);
+        return td_err_set(err, TD_EIO, "%s: stored %s %s/%s is not JSON: %s", td_store_name(c->s),
+                          row->kind, row->namespace_, row->name, je.text);
     td_status rc = td_config_builder_add(c->b, obj, NULL, err);
     json_decref(obj);
     if (rc != TD_OK)
@@ -88,8 +88,8 @@ td_status td_store_load(td_store *s, td_config_builder *b, td_err *err)
     return st;
 }
 
-td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs,
-                         const td_object_id *dels, size_t ndels, td_err *err)
+td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs, const td_object_id *dels,
+                         size_t ndels, td_err *err)
 {
     td__store_row *rows = calloc(nobjs ? nobjs : 1, sizeof *rows);
     if (!rows)

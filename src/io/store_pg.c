@@ -19,10 +19,10 @@
 #define CHANNEL             "tenantd_objects"
 
 typedef struct {
-    PGconn *conn;    /* reads and writes, on the caller's thread */
-    PGconn *listen;  /* LISTEN only; NULL until watched, or after it was lost */
+    PGconn *conn;   /* reads and writes, on the caller's thread */
+    PGconn *listen; /* LISTEN only; NULL until watched, or after it was lost */
     char *url;
-    char name[512];  /* "PostgreSQL host:port/db": no user, no password */
+    char name[512];                         /* "PostgreSQL host:port/db": no user, no password */
     int64_t conn_retry_at, listen_retry_at; /* monotonic ns; 0: now */
 } pg_store;
 
@@ -71,9 +71,9 @@ static td_status conn_err(pg_store *s, PGconn *c, td_err *err, const char *what)
 static td_status res_err(pg_store *s, PGresult *r, td_err *err, const char *what)
 {
     char line[200];
-    td_status st = td_err_set(err, TD_EIO, "%s: %s: %s", s->name, what,
-                              one_line(r ? PQresultErrorMessage(r) : PQerrorMessage(s->conn),
-                                       line, sizeof line));
+    td_status st = td_err_set(
+        err, TD_EIO, "%s: %s: %s", s->name, what,
+        one_line(r ? PQresultErrorMessage(r) : PQerrorMessage(s->conn), line, sizeof line));
     PQclear(r);
     return st;
 }
@@ -121,7 +121,10 @@ static td_status parse_name(pg_store *s, const char *url, td_err *err)
             user = o->val;
     }
     snprintf(s->name, sizeof s->name, "PostgreSQL %s:%s/%s", host ? host : "localhost",
-             port ? port : "5432", db ? db : user ? user : "(default)");
+             port ? port : "5432",
+             db     ? db
+             : user ? user
+                    : "(default)");
     PQconninfoFree(opts);
     return TD_OK;
 }
@@ -130,8 +133,8 @@ static td_status parse_name(pg_store *s, const char *url, td_err *err)
  * and tcp_user_timeout win over ours (it comes last). */
 static PGconn *connect_url(const char *url)
 {
-    const char *const kw[] = {"connect_timeout", "tcp_user_timeout", "application_name",
-                              "dbname", NULL};
+    const char *const kw[] = {"connect_timeout", "tcp_user_timeout", "application_name", "dbname",
+                              NULL};
     const char *const val[] = {CONNECT_TIMEOUT_S, TCP_USER_TIMEOUT_MS, "tenantd", url, NULL};
     PGconn *c = PQconnectdbParams(kw, val, 1);
     if (c && PQstatus(c) == CONNECTION_OK) {
@@ -225,8 +228,7 @@ static td_status migrate(pg_store *s, td_err *err)
     }
     for (long v = version; v < TD_STORE_PG_SCHEMA; v++) {
         char what[80];
-        snprintf(what, sizeof what, "cannot migrate the schema from version %ld to %ld", v,
-                 v + 1);
+        snprintf(what, sizeof what, "cannot migrate the schema from version %ld to %ld", v, v + 1);
         if ((st = exec_ok(s, migrations[v], PGRES_COMMAND_OK, err, what)) != TD_OK)
             goto fail;
     }
@@ -286,10 +288,10 @@ static const char *pg_name(void *be)
 }
 
 /* The generation row's value from r (one row, one column). */
-static td_status read_gen(pg_store *s, PGresult *r, int64_t *gen, td_err *err)
+static td_status read_gen(pg_store *s, PGresult *r, int64_t *gen, td_err *err, const char *what)
 {
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
-        return res_err(s, r, err, "cannot read tenantd_generation");
+        return res_err(s, r, err, what);
     *gen = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
     return TD_OK;
@@ -302,8 +304,8 @@ static td_status pg_load(void *be, td__store_row_fn fn, void *ud, int64_t *gen, 
     td_status st = begin(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
     if (st != TD_OK)
         return st;
-    if ((st = read_gen(s, PQexec(s->conn, "SELECT generation FROM tenantd_generation"), gen,
-                       err)) != TD_OK) {
+    if ((st = read_gen(s, PQexec(s->conn, "SELECT generation FROM tenantd_generation"), gen, err,
+                       "cannot read tenantd_generation")) != TD_OK) {
         rollback(s);
         return st;
     }
@@ -338,9 +340,8 @@ static td_status exec_params(pg_store *s, const char *sql, int nparams, const ch
     return TD_OK;
 }
 
-static td_status pg_write(void *be, const td__store_row *ups, size_t nups,
-                          const td_object_id *dels, size_t ndels, int64_t *before,
-                          int64_t *after, td_err *err)
+static td_status pg_write(void *be, const td__store_row *ups, size_t nups, const td_object_id *dels,
+                          size_t ndels, int64_t *before, int64_t *after, td_err *err)
 {
     pg_store *s = be;
     td_status st = begin(s, "BEGIN", err);
@@ -350,7 +351,7 @@ static td_status pg_write(void *be, const td__store_row *ups, size_t nups,
      * all replicas, and says whether another one committed in between */
     PGresult *r = PQexec(s->conn, "UPDATE tenantd_generation SET generation = generation + 1 "
                                   "RETURNING generation");
-    if ((st = read_gen(s, r, after, err)) != TD_OK)
+    if ((st = read_gen(s, r, after, err, "cannot lock tenantd_generation for the commit")) != TD_OK)
         goto fail;
     *before = *after - 1;
     for (size_t i = 0; i < nups; i++) {
@@ -379,8 +380,9 @@ static td_status pg_write(void *be, const td__store_row *ups, size_t nups,
         goto fail;
     r = PQexec(s->conn, "COMMIT");
     if (PQresultStatus(r) != PGRES_COMMAND_OK)
-        return res_err(s, r, err, "cannot commit (if the connection was lost, the apply may "
-                                  "or may not be stored)");
+        return res_err(s, r, err,
+                       "cannot commit (if the connection was lost, the apply may "
+                       "or may not be stored)");
     PQclear(r);
     return TD_OK;
 fail:
@@ -394,12 +396,13 @@ static td_status pg_generation(void *be, int64_t *gen, td_err *err)
     td_status st = ensure(s, true, err);
     if (st != TD_OK)
         return st;
-    st = read_gen(s, PQexec(s->conn, "SELECT generation FROM tenantd_generation"), gen, err);
+    st = read_gen(s, PQexec(s->conn, "SELECT generation FROM tenantd_generation"), gen, err,
+                  "cannot read tenantd_generation");
     if (st != TD_OK && PQstatus(s->conn) == CONNECTION_BAD) {
         s->conn_retry_at = 0; /* a read: retried once on a new connection */
         if ((st = ensure(s, true, err)) == TD_OK)
-            st = read_gen(s, PQexec(s->conn, "SELECT generation FROM tenantd_generation"), gen,
-                          err);
+            st = read_gen(s, PQexec(s->conn, "SELECT generation FROM tenantd_generation"), gen, err,
+                          "cannot read tenantd_generation");
     }
     return st;
 }

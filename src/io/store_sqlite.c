@@ -119,8 +119,8 @@ static td_status sqlite_write(void *be, const td__store_row *ups, size_t nups,
                            "ON CONFLICT(kind, namespace, name) DO UPDATE SET body=excluded.body, "
                            "updated_at=strftime('%s','now')",
                            -1, &up, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(s->db, "DELETE FROM objects WHERE kind=? AND namespace=? AND name=?",
-                           -1, &del, NULL) != SQLITE_OK) {
+        sqlite3_prepare_v2(s->db, "DELETE FROM objects WHERE kind=? AND namespace=? AND name=?", -1,
+                           &del, NULL) != SQLITE_OK) {
         rc = db_err(s, err, "cannot prepare");
         goto rollback;
     }

@@ -153,7 +153,8 @@ t0=$(now_ms)
 rc=$?
 t=$(( $(now_ms) - t0 ))
 [ "$rc" != 0 ] && ok "an apply blocked on a lock fails (exit $rc)" || not_ok "blocked apply succeeded"
-expect_grep "saying the statement timed out" "$TMP/err" "statement timeout"
+expect_grep "saying the statement timed out" "$TMP/err" "cannot lock tenantd_generation for the commit: ERROR: canceling statement due to statement timeout"
+expect_grep "with 503" "$TMP/err" "(HTTP 503)"
 [ "$t" -ge 4000 ] && [ "$t" -lt 8000 ] && ok "after ${t} ms (statement_timeout 5 s)" || not_ok "blocked apply returned after ${t} ms"
 wait $locker
 [ "$(psql_q "SELECT count(*) FROM tenantd_objects WHERE name='pg-locked'")" = 0 ] && ok "the failed apply stored nothing" || not_ok "pg-locked stored"

@@ -161,6 +161,22 @@ wait $locker
 has x "$PORT_A" ResourceQuota team-a-prod pg-locked && not_ok "A serves the failed apply" || ok "A does not serve the failed apply"
 has x "$PORT_A" ResourceQuota team-a-prod pg-after && ok "A still serves what it had" || not_ok "A lost pg-after"
 
+# --- the batch queue's admissions: Workloads submitted on A are served by
+# B with the statuses A's scheduling pass gave them ---
+expect_rc "apply the Kueue platform on A" 0 "$TENANTCTL" apply -f "$EX/kueue/platform.yaml" --server "http://127.0.0.1:$PORT_A"
+expect_rc "submit Workloads on A" 0 "$TENANTCTL" submit -f "$EX/kueue/workloads.yaml" --server "http://127.0.0.1:$PORT_A"
+"$TENANTCTL" get workloads --server "http://127.0.0.1:$PORT_A" > "$TMP/wl_a" 2>&1
+grep -q Admitted "$TMP/wl_a" && ok "A admitted some" || { not_ok "A admitted none"; cat "$TMP/wl_a"; }
+t0=$(now_ms)
+while :; do
+    "$TENANTCTL" get workloads --server "http://127.0.0.1:$PORT_B" > "$TMP/wl_b" 2>&1
+    cmp -s "$TMP/wl_a" "$TMP/wl_b" && break
+    [ $(( $(now_ms) - t0 )) -gt 1000 ] && break
+    sleep 0.05
+done
+cmp -s "$TMP/wl_a" "$TMP/wl_b" && ok "B serves the same Workloads and admissions as A after $(( $(now_ms) - t0 )) ms" ||
+    { not_ok "B's workloads differ from A's"; diff "$TMP/wl_a" "$TMP/wl_b" | head; }
+
 # --- a newer schema is refused, naming both versions; nothing changes ---
 psql_q "UPDATE tenantd_schema SET version = 99" >/dev/null
 before=$(psql_q "SELECT count(*), max(generation) FROM tenantd_objects, tenantd_generation")
@@ -171,6 +187,32 @@ expect_grep "and the server" "$TMP/err" "PostgreSQL 127.0.0.1:$PG_PORT/postgres"
 [ "$(psql_q 'SELECT version FROM tenantd_schema')" = 99 ] && [ "$(psql_q "SELECT count(*), max(generation) FROM tenantd_objects, tenantd_generation")" = "$before" ] &&
     ok "nothing changed in the database" || not_ok "the refused start changed the database"
 psql_q "UPDATE tenantd_schema SET version = 1" >/dev/null
+
+# --- a migration that fails changes nothing: a database holding a table
+# of tenantd's name but not its schema ---
+psql_q "CREATE DATABASE clash" >/dev/null
+CLASH_URL="postgresql://postgres@127.0.0.1:$PG_PORT/clash"
+psql -X -q "$CLASH_URL" -c "CREATE TABLE tenantd_generation (x integer)" >/dev/null
+expect_rc "a migration that fails fails the start" 1 "$TENANTD" --data "$TMP/D" --database "$CLASH_URL" --admin-listen 127.0.0.1:0 --listen 127.0.0.1:0 --ledger off
+expect_grep "saying which step" "$TMP/err" "PostgreSQL 127.0.0.1:$PG_PORT/clash: cannot migrate the schema from version 0 to 1: ERROR: relation \"tenantd_generation\" already exists"
+[ "$(psql -X -A -t "$CLASH_URL" -c "SELECT count(*) FROM pg_tables WHERE tablename IN ('tenantd_schema', 'tenantd_objects')")" = 0 ] &&
+    ok "and its transaction left no tenantd_schema, no tenantd_objects" || not_ok "a failed migration left tables behind"
+
+# --- two replicas starting at once on an empty database migrate it once ---
+psql_q "CREATE DATABASE fresh" >/dev/null
+FRESH_URL="postgresql://postgres@127.0.0.1:$PG_PORT/fresh"
+for r in E F; do
+    mkdir -p "$TMP/$r"
+    "$TENANTD" --data "$TMP/$r/data" --database "$FRESH_URL" --admin-listen 127.0.0.1:0 \
+        --port-file "$TMP/$r/port" --listen 127.0.0.1:0 --workers 1 --admin-threads 1 \
+        --ledger off 2>"$TMP/$r/log" &
+    eval "PID_$r=$!"
+    PIDS+=($!)
+done
+wait_file "$TMP/E/port" 100 "$PID_E" && wait_file "$TMP/F/port" 100 "$PID_F" && ok "both start" ||
+    { not_ok "concurrent first start"; tail -3 "$TMP/E/log" "$TMP/F/log"; }
+[ "$(psql -X -A -t "$FRESH_URL" -c "SELECT count(*) || ' ' || max(version) FROM tenantd_schema")" = "1 1" ] &&
+    ok "one schema row, version 1" || not_ok "schema rows: $(psql -X -A -t "$FRESH_URL" -c "SELECT * FROM tenantd_schema")"
 
 # --- bad URLs and an unreachable server ---
 expect_rc "--database that is not a URL" 2 "$TENANTD" --data "$TMP/D" --database /var/lib/x --admin-listen 127.0.0.1:0 --listen 127.0.0.1:0
@@ -198,7 +240,7 @@ expect_rc "a missing database fails the start" 1 "$TENANTD" --data "$TMP/D" --da
 expect_grep "naming it" "$TMP/err" "PostgreSQL 127.0.0.1:$PG_PORT/nosuchdb: cannot connect"
 expect_grep "with the server's reason" "$TMP/err" 'database "nosuchdb" does not exist'
 
-for r in A B C; do
+for r in A B C E F; do
     eval "pid=\$PID_$r"
     kill "$pid"; wait "$pid"; rc=$?
     [ "$rc" = 0 ] && ok "replica $r stops cleanly" || { not_ok "replica $r exit $rc"; tail -20 "$TMP/$r/log"; }

@@ -67,7 +67,7 @@ Y
 }
 
 # --- three replicas on one database; only A has --config ---
-start_replica A --database "$PG_URL" --config "$EX/platform.yaml" || { finish; exit 1; }
+start_replica A --database "$PG_URL" --config "$EX/platform.yaml" --ledger on || { finish; exit 1; }
 start_replica B --database "$PG_URL" || { finish; exit 1; }
 TENANTD_DATABASE="$PG_URL" start_replica C || { finish; exit 1; }
 expect_grep "A names the server it keeps objects in" "$TMP/A/log" "objects kept in PostgreSQL 127.0.0.1:$PG_PORT/postgres"
@@ -176,6 +176,16 @@ while :; do
 done
 cmp -s "$TMP/wl_a" "$TMP/wl_b" && ok "B serves the same Workloads and admissions as A after $(( $(now_ms) - t0 )) ms" ||
     { not_ok "B's workloads differ from A's"; diff "$TMP/wl_a" "$TMP/wl_b" | head; }
+
+# --- tenantctl report reads the platform (its CostPolicy) from the
+# database; the ledger stays the replica's own ---
+expect_rc "report --data without objects there says so" 2 "$TENANTCTL" report --data "$TMP/A/data"
+expect_grep "naming the missing file" "$TMP/err" "no platform: pass -c PLATFORM.yaml"
+expect_rc "report --database reads the objects from PostgreSQL" 0 "$TENANTCTL" report --data "$TMP/A/data" --database "$PG_URL" --format csv
+expect_grep "a chargeback CSV" "$TMP/out" "total"
+TENANTD_DATABASE="$PG_URL" expect_rc "and from \$TENANTD_DATABASE" 0 "$TENANTCTL" report --data "$TMP/A/data" --format csv
+expect_rc "report --database that is not a URL" 2 "$TENANTCTL" report --data "$TMP/A/data" --database /tmp/x
+expect_grep "says so" "$TMP/err" "--database must be a postgres:// or postgresql:// URL"
 
 # --- a newer schema is refused, naming both versions; nothing changes ---
 psql_q "UPDATE tenantd_schema SET version = 99" >/dev/null

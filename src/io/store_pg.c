@@ -24,6 +24,7 @@ typedef struct {
     char *url;
     char name[512];                         /* "PostgreSQL host:port/db": no user, no password */
     int64_t conn_retry_at, listen_retry_at; /* monotonic ns; 0: now */
+    char last_err[256];                     /* why the last connect failed */
 } pg_store;
 
 /* Migration i takes the schema from version i to i + 1, in the transaction
@@ -129,23 +130,38 @@ static td_status parse_name(pg_store *s, const char *url, td_err *err)
     return TD_OK;
 }
 
-/* A new connection with tenantd's bounds; the URL's own connect_timeout
- * and tcp_user_timeout win over ours (it comes last). */
-static PGconn *connect_url(const char *url)
+/* A new connection with tenantd's bounds, or NULL with err set (err may be
+ * NULL). The URL's own connect_timeout, tcp_user_timeout and keepalives win
+ * over ours (it comes last). Keepalives find a peer gone silent while a
+ * reply is awaited (about 11 s), which neither timeout covers;
+ * statement_timeout bounds the server's side. */
+static PGconn *connect_url(pg_store *s, td_err *err)
 {
-    const char *const kw[] = {"connect_timeout", "tcp_user_timeout", "application_name", "dbname",
-                              NULL};
-    const char *const val[] = {CONNECT_TIMEOUT_S, TCP_USER_TIMEOUT_MS, "tenantd", url, NULL};
+    const char *const kw[] = {
+        "connect_timeout",  "tcp_user_timeout", "keepalives_idle", "keepalives_interval",
+        "keepalives_count", "application_name", "dbname",          NULL};
+    const char *const val[] = {
+        CONNECT_TIMEOUT_S, TCP_USER_TIMEOUT_MS, "5", "2", "3", "tenantd", s->url, NULL};
     PGconn *c = PQconnectdbParams(kw, val, 1);
-    if (c && PQstatus(c) == CONNECTION_OK) {
-        PGresult *r = PQexec(c, STATEMENT_TIMEOUT);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-            PQclear(r);
-            PQfinish(c);
-            return NULL;
-        }
-        PQclear(r);
+    if (!c) {
+        td_err_set(err, TD_ENOMEM, "%s: cannot connect: out of memory", s->name);
+        return NULL;
     }
+    if (PQstatus(c) != CONNECTION_OK) {
+        conn_err(s, c, err, "cannot connect");
+        PQfinish(c);
+        return NULL;
+    }
+    PGresult *r = PQexec(c, STATEMENT_TIMEOUT);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        char line[200];
+        td_err_set(err, TD_EIO, "%s: cannot set statement_timeout: %s", s->name,
+                   one_line(PQresultErrorMessage(r), line, sizeof line));
+        PQclear(r);
+        PQfinish(c);
+        return NULL;
+    }
+    PQclear(r);
     return c;
 }
 
@@ -157,17 +173,19 @@ static td_status ensure(pg_store *s, bool throttle, td_err *err)
 {
     if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
         return TD_OK;
-    if (throttle && s->conn && mono_ns() < s->conn_retry_at)
-        return conn_err(s, s->conn, err, "connection lost, retrying in at most 2 s");
-    PGconn *c = connect_url(s->url);
-    s->conn_retry_at = mono_ns() + RETRY_NS;
-    if (!c)
-        return td_err_set(err, TD_EIO, "%s: cannot connect: out of memory or no session", s->name);
-    if (PQstatus(c) != CONNECTION_OK) {
-        td_status st = conn_err(s, c, err, "cannot connect");
-        PQfinish(s->conn);
-        s->conn = c; /* kept for its message on the next call */
-        return st;
+    if (throttle && mono_ns() < s->conn_retry_at)
+        return td_err_set(err, TD_EIO, "%s: not connected (%s); next attempt within 2 s", s->name,
+                          s->last_err);
+    td_err e;
+    PGconn *c = connect_url(s, &e);
+    if (!c) {
+        s->conn_retry_at = mono_ns() + RETRY_NS;
+        size_t skip = strlen(s->name) + 2; /* "NAME: " */
+        snprintf(s->last_err, sizeof s->last_err, "%s",
+                 strlen(e.msg) > skip ? e.msg + skip : e.msg);
+        if (err)
+            *err = e;
+        return TD_EIO;
     }
     PQfinish(s->conn);
     s->conn = c;
@@ -414,8 +432,8 @@ static int pg_watch_fd(void *be)
         if (mono_ns() < s->listen_retry_at)
             return -1;
         s->listen_retry_at = mono_ns() + RETRY_NS;
-        PGconn *c = connect_url(s->url);
-        PGresult *r = c && PQstatus(c) == CONNECTION_OK ? PQexec(c, "LISTEN " CHANNEL) : NULL;
+        PGconn *c = connect_url(s, NULL);
+        PGresult *r = c ? PQexec(c, "LISTEN " CHANNEL) : NULL;
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             PQclear(r);
             PQfinish(c);

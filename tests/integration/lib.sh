@@ -162,14 +162,25 @@ start_postgres() {
     fi
     for _attempt in 1 2 3; do
         PG_PORT=$(free_port)
-        if as_postgres "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 30 \
-            -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=$PG_DIR -c fsync=off" \
-            start >"$PG_DIR/pg_ctl.log" 2>&1; then
+        if pg_start_again; then
             PG_URL="postgresql://postgres@127.0.0.1:$PG_PORT/postgres"
             return 0
         fi
     done
     not_ok "PostgreSQL did not start"; cat "$PG_DIR/pg_ctl.log" "$PG_DIR/server.log"; return 1
+}
+
+# pg_start_again : starts the server of start_postgres (stopped with
+# pg_stop) on the same port.
+pg_start_again() {
+    as_postgres "$(pg_bin)/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 30 \
+        -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=$PG_DIR -c fsync=off" \
+        start >"$PG_DIR/pg_ctl.log" 2>&1
+}
+
+# pg_stop : stops it (fast: sessions are cut), keeping its data.
+pg_stop() {
+    as_postgres "$(pg_bin)/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null 2>&1
 }
 
 # psql_q SQL : runs SQL on the test server, unaligned, tuples only.

@@ -140,6 +140,25 @@ expect_rc "apply on A after the server restarted" 0 "$TENANTCTL" apply -f "$TMP/
 # on the next 1 s tick: 3 s, plus the load
 if t=$(seen_within "$PORT_B" ResourceQuota team-a-prod pg-after 3500); then ok "B serves it after ${t} ms (bound 3 s after a server restart)"; else not_ok "B did not pick up within 3.5 s of the server restart"; fi
 
+# --- the server down for a while: applies fail whole (503, naming the
+# server), every replica keeps serving what it had; back up: applies and
+# pick-ups go on ---
+pg_stop || not_ok "pg_ctl stop"
+quota pg-down team-a-prod 2 > "$TMP/down.yaml"
+"$TENANTCTL" apply -f "$TMP/down.yaml" --server "http://127.0.0.1:$PORT_A" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ "$rc" != 0 ] && ok "an apply while the server is down fails (exit $rc)" || not_ok "apply with the server down succeeded"
+expect_grep "naming the server" "$TMP/err" "PostgreSQL 127.0.0.1:$PG_PORT/postgres: cannot connect"
+expect_grep "as 503" "$TMP/err" "(HTTP 503)"
+has x "$PORT_A" ResourceQuota team-a-prod pg-after && has x "$PORT_B" ResourceQuota team-a-prod pg-after &&
+    ok "A and B still serve their objects" || not_ok "a replica lost its objects while the server was down"
+sleep 1.5 # a version check or two fail meanwhile
+grep -q "cannot pick up other replicas' commits" "$TMP/B/log" && ok "B logs that it cannot check" || not_ok "B logged nothing while the server was down"
+pg_start_again || not_ok "pg_ctl start again"
+expect_rc "the apply, again once the server is back" 0 "$TENANTCTL" apply -f "$TMP/down.yaml" --server "http://127.0.0.1:$PORT_A"
+if t=$(seen_within "$PORT_B" ResourceQuota team-a-prod pg-down 3500); then ok "B serves it after ${t} ms"; else not_ok "B did not pick up after the server came back"; fi
+[ "$(psql_q "SELECT count(*) FROM tenantd_objects WHERE name='pg-down'")" = 1 ] && ok "stored once" || not_ok "pg-down rows"
+
 # --- a statement that waits on a lock is cancelled (statement_timeout 5 s):
 # another session holds the generation row, as a stuck replica's
 # transaction would; the apply fails, nothing is stored, A keeps serving

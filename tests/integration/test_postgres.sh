@@ -2,7 +2,7 @@
 # (Debian's package, started in a temp dir on a free loopback port): an
 # apply or a delete on one replica is served by the others within the
 # documented bound (NOTIFY, and the 1 s version check when no notification
-# comes); a restarted replica serves the stored objects; a newer schema is
+# comes), its gateway too and the queue's admissions; a restarted replica serves the stored objects; a newer schema is
 # refused, naming both versions, and nothing changes; bad URLs and an
 # unreachable server fail the start with a clear message; replicas survive
 # a server restart.
@@ -22,11 +22,13 @@ start_replica() { # NAME [ARGS...]
     mkdir -p "$dir"
     rm -f "$dir/port"
     "$TENANTD" --data "$dir/data" --admin-listen 127.0.0.1:0 --port-file "$dir/port" \
-        --listen 127.0.0.1:0 --workers 1 --admin-threads 1 --ledger off "$@" 2>>"$dir/log" &
+        --listen 127.0.0.1:0 --listen-port-file "$dir/dataport" --workers 1 --admin-threads 1 \
+        --ledger off "$@" 2>>"$dir/log" &
     eval "PID_$name=$!"
     PIDS+=($!)
     wait_file "$dir/port" 100 $! || { not_ok "replica $name did not start"; cat "$dir/log"; return 1; }
-    eval "PORT_$name=$(cat "$dir/port")"
+    wait_file "$dir/dataport" 50 || { not_ok "replica $name has no gateway port"; return 1; }
+    eval "PORT_$name=$(cat "$dir/port") DATA_$name=$(cat "$dir/dataport")"
 }
 stop_replica() { # NAME
     local pid
@@ -83,6 +85,37 @@ expect_rc "apply on A" 0 "$TENANTCTL" apply -f "$TMP/one.yaml" --server "http://
 if t=$(seen_within "$PORT_B" ResourceQuota team-a-prod pg-one 1000); then ok "B serves A's apply after ${t} ms (bound 1000 ms)"; else not_ok "B did not serve pg-one within 1000 ms"; fi
 if t=$(seen_within "$PORT_C" ResourceQuota team-a-prod pg-one 1000); then ok "C serves it after ${t} ms"; else not_ok "C did not serve pg-one within 1000 ms"; fi
 grep -q "picked up a commit from another replica" "$TMP/B/log" && ok "B logs the pick-up" || not_ok "B logged no pick-up"
+
+# --- the gateway too: a Tenant and Route applied on A admit a request
+# through B's gateway (B's snapshot swap reloads its gateway, as an apply) ---
+start_simmodel --slots 8 --ms-per-token 0 || { finish; exit 1; }
+cat > "$TMP/tenant.yaml" <<Y
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: pg-tenant}
+spec:
+  apiKeys: [{sha256: "$(sha key-pg)"}]
+  gateway: {rate: {cost: 100, per: 1s, burst: 100}}
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: pg-route}
+spec:
+  match: {pathPrefix: /v1/completions} # longer than the example's /v1/: wins
+  upstream: {address: "$SIM", capacity: 8, queue: 8}
+  cost: {model: requests}
+Y
+gw() { # DATA_PORT : the status of one request with key-pg
+    curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer key-pg' \
+        -H 'Content-Type: application/json' --data '{"prompt":"hi","max_tokens":1}' \
+        "http://127.0.0.1:$1/v1/completions"
+}
+code=$(gw "$DATA_B")
+[ "$code" = 401 ] && ok "B's gateway refuses the key before the apply (401)" || not_ok "B before the apply: $code"
+expect_rc "apply a Tenant and a Route on A" 0 "$TENANTCTL" apply -f "$TMP/tenant.yaml" --server "http://127.0.0.1:$PORT_A"
+seen_within "$PORT_B" Tenant "" pg-tenant 1000 >/dev/null || not_ok "B did not pick up pg-tenant"
+code=$(gw "$DATA_B")
+[ "$code" = 200 ] && ok "B's gateway admits the new tenant's key through the new route (200)" || { not_ok "B after the apply: $code"; tail -5 "$TMP/B/log"; }
 
 # --- a delete on B, gone from A and C ---
 expect_rc "delete on B" 0 "$TENANTCTL" delete quota pg-one -n team-a-prod --server "http://127.0.0.1:$PORT_B"

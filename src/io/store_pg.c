@@ -1,8 +1,8 @@
 /* store_pg.c - the object store's PostgreSQL backend, for replicas that
  * share one database. Versioned schema (tenantd_schema), one transaction
  * per write that bumps tenantd_generation and NOTIFYs tenantd_objects, a
- * second connection that LISTENs. Every wait is bounded: connect_timeout,
- * tcp_user_timeout and statement_timeout; parameters are always bound. */
+ * second connection that LISTENs. Every wait is bounded (pg_conn.c);
+ * parameters are always bound. */
 #include <libpq-fe.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,13 +10,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/pg_internal.h"
 #include "io/store_internal.h"
 
-#define CONNECT_TIMEOUT_S   "5"
-#define TCP_USER_TIMEOUT_MS "10000"
-#define STATEMENT_TIMEOUT   "SET statement_timeout = 5000"
-#define RETRY_NS            2000000000LL /* between reconnects to a lost server */
-#define CHANNEL             "tenantd_objects"
+#define RETRY_NS 2000000000LL /* between reconnects to a lost server */
+#define CHANNEL  "tenantd_objects"
 
 typedef struct {
     PGconn *conn;   /* reads and writes, on the caller's thread */
@@ -46,27 +44,11 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* libpq's message on one line, without its trailing newline. */
-static const char *one_line(const char *msg, char *buf, size_t n)
-{
-    size_t k = 0;
-    for (const char *p = msg ? msg : ""; *p && k + 1 < n; p++) {
-        char c = *p == '\n' || *p == '\t' ? ' ' : *p;
-        if (c == ' ' && (k == 0 || buf[k - 1] == ' '))
-            continue;
-        buf[k++] = c;
-    }
-    while (k && buf[k - 1] == ' ')
-        k--;
-    buf[k] = '\0';
-    return buf;
-}
-
 static td_status conn_err(pg_store *s, PGconn *c, td_err *err, const char *what)
 {
     char line[200];
     return td_err_set(err, TD_EIO, "%s: %s: %s", s->name, what,
-                      one_line(PQerrorMessage(c), line, sizeof line));
+                      td__pg_one_line(PQerrorMessage(c), line, sizeof line));
 }
 
 static td_status res_err(pg_store *s, PGresult *r, td_err *err, const char *what)
@@ -74,7 +56,7 @@ static td_status res_err(pg_store *s, PGresult *r, td_err *err, const char *what
     char line[200];
     td_status st = td_err_set(
         err, TD_EIO, "%s: %s: %s", s->name, what,
-        one_line(r ? PQresultErrorMessage(r) : PQerrorMessage(s->conn), line, sizeof line));
+        td__pg_one_line(r ? PQresultErrorMessage(r) : PQerrorMessage(s->conn), line, sizeof line));
     PQclear(r);
     return st;
 }
@@ -95,76 +77,6 @@ static void rollback(pg_store *s)
     PQclear(PQexec(s->conn, "ROLLBACK"));
 }
 
-/* Names the server from the URL's own parts: host (or socket dir), port,
- * database; the user and the password never appear. */
-static td_status parse_name(pg_store *s, const char *url, td_err *err)
-{
-    char *msg = NULL;
-    PQconninfoOption *opts = PQconninfoParse(url, &msg);
-    if (!opts) {
-        char line[200];
-        td_status st = td_err_set(err, TD_EINVAL, "--database: not a PostgreSQL URL: %s",
-                                  msg ? one_line(msg, line, sizeof line) : "out of memory");
-        PQfreemem(msg);
-        return st;
-    }
-    const char *host = NULL, *port = NULL, *db = NULL, *user = NULL;
-    for (PQconninfoOption *o = opts; o->keyword; o++) {
-        if (!o->val || !o->val[0])
-            continue;
-        if (strcmp(o->keyword, "host") == 0)
-            host = o->val;
-        else if (strcmp(o->keyword, "port") == 0)
-            port = o->val;
-        else if (strcmp(o->keyword, "dbname") == 0)
-            db = o->val;
-        else if (strcmp(o->keyword, "user") == 0)
-            user = o->val;
-    }
-    snprintf(s->name, sizeof s->name, "PostgreSQL %s:%s/%s", host ? host : "localhost",
-             port ? port : "5432",
-             db     ? db
-             : user ? user
-                    : "(default)");
-    PQconninfoFree(opts);
-    return TD_OK;
-}
-
-/* A new connection with tenantd's bounds, or NULL with err set (err may be
- * NULL). The URL's own connect_timeout, tcp_user_timeout and keepalives win
- * over ours (it comes last). Keepalives find a peer gone silent while a
- * reply is awaited (about 11 s), which neither timeout covers;
- * statement_timeout bounds the server's side. */
-static PGconn *connect_url(pg_store *s, td_err *err)
-{
-    const char *const kw[] = {
-        "connect_timeout",  "tcp_user_timeout", "keepalives_idle", "keepalives_interval",
-        "keepalives_count", "application_name", "dbname",          NULL};
-    const char *const val[] = {
-        CONNECT_TIMEOUT_S, TCP_USER_TIMEOUT_MS, "5", "2", "3", "tenantd", s->url, NULL};
-    PGconn *c = PQconnectdbParams(kw, val, 1);
-    if (!c) {
-        td_err_set(err, TD_ENOMEM, "%s: cannot connect: out of memory", s->name);
-        return NULL;
-    }
-    if (PQstatus(c) != CONNECTION_OK) {
-        conn_err(s, c, err, "cannot connect");
-        PQfinish(c);
-        return NULL;
-    }
-    PGresult *r = PQexec(c, STATEMENT_TIMEOUT);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        char line[200];
-        td_err_set(err, TD_EIO, "%s: cannot set statement_timeout: %s", s->name,
-                   one_line(PQresultErrorMessage(r), line, sizeof line));
-        PQclear(r);
-        PQfinish(c);
-        return NULL;
-    }
-    PQclear(r);
-    return c;
-}
-
 /* The connection, reconnected if it was lost. The background checks
  * (throttle) try at most once per RETRY_NS, so that a server that is down
  * costs the daemon's loop no blocking connect every second; an apply or a
@@ -177,7 +89,7 @@ static td_status ensure(pg_store *s, bool throttle, td_err *err)
         return td_err_set(err, TD_EIO, "%s: not connected (%s); next attempt within 2 s", s->name,
                           s->last_err);
     td_err e;
-    PGconn *c = connect_url(s, &e);
+    PGconn *c = td__pg_connect(s->url, s->name, &e);
     if (!c) {
         s->conn_retry_at = mono_ns() + RETRY_NS;
         size_t skip = strlen(s->name) + 2; /* "NAME: " */
@@ -287,7 +199,7 @@ td_status td__store_pg_open(const char *url, void **out, td_err *err)
         free(s);
         return td_err_set(err, TD_ENOMEM, "out of memory");
     }
-    td_status st = parse_name(s, url, err);
+    td_status st = td__pg_name(url, s->name, sizeof s->name, err);
     if (st == TD_OK)
         st = ensure(s, false, err);
     if (st == TD_OK)
@@ -432,7 +344,7 @@ static int pg_watch_fd(void *be)
         if (mono_ns() < s->listen_retry_at)
             return -1;
         s->listen_retry_at = mono_ns() + RETRY_NS;
-        PGconn *c = connect_url(s, NULL);
+        PGconn *c = td__pg_connect(s->url, s->name, NULL);
         PGresult *r = c ? PQexec(c, "LISTEN " CHANNEL) : NULL;
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             PQclear(r);

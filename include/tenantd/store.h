@@ -1,27 +1,57 @@
-/* store.h - durable state in SQLite (WAL) under the daemon's data dir: the
- * objects applied to tenantd. One writer; each apply is one transaction, so
- * an apply is stored whole or not at all. */
+/* store.h - durable state: the objects applied to tenantd (Workloads with
+ * the queue's admissions among them). Two backends behind one API: SQLite
+ * (WAL) under the daemon's data dir, one writer; or a PostgreSQL database
+ * shared by replicas. Each apply is one transaction, stored whole or not. */
 #ifndef TENANTD_STORE_H
 #define TENANTD_STORE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "tenantd/config.h"
 #include "tenantd/status.h"
 
 typedef struct td_store td_store;
 
-/* Opens (creating dir and the schema if needed) DIR/tenantd.db in WAL mode.
- * TD_EIO naming the path on failure. */
-td_status td_store_open(const char *dir, td_store **out, td_err *err);
+/* PostgreSQL's schema version this build writes (tenantd_schema); an older
+ * tenantd refuses a newer one, a newer one migrates in a transaction. */
+#define TD_STORE_PG_SCHEMA 1
+
+/* 1 if where is a PostgreSQL URL (postgres:// or postgresql://). */
+bool td_store_is_url(const char *where);
+
+/* Opens the store at where: a PostgreSQL URL (connecting, creating or
+ * migrating its schema), else a directory, creating it and DIR/tenantd.db
+ * in WAL mode. TD_EIO naming the path or the server (host:port/db, never
+ * the password) on failure; TD_EINVAL for a URL that does not parse. */
+td_status td_store_open(const char *where, td_store **out, td_err *err);
 void td_store_close(td_store *s);
+
+/* "PostgreSQL host:port/db" or "SQLite PATH": for logs. Borrowed. */
+const char *td_store_name(const td_store *s);
 
 /* Adds every stored object to b (validating each, as an apply would). */
 td_status td_store_load(td_store *s, td_config_builder *b, td_err *err);
 
 /* In one transaction: upserts objs (borrowed) and deletes the identities in
  * dels. All or nothing. */
-td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs,
-                         const td_object_id *dels, size_t ndels, td_err *err);
+td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs, const td_object_id *dels,
+                         size_t ndels, td_err *err);
+
+/* *changed = true if another process committed since this handle last
+ * loaded (or wrote over exactly what it had loaded); always false for a
+ * store only this process writes (SQLite). */
+td_status td_store_changed(td_store *s, bool *changed, td_err *err);
+
+/* The descriptor to poll for commits announced by other processes (PostgreSQL
+ * LISTEN; connecting the listener if needed), -1 if none now. A descriptor
+ * may change after td_store_watch_reset. */
+int td_store_watch_fd(td_store *s);
+
+/* After watch_fd turned readable: *notified = true if a commit was
+ * announced. TD_EIO if the listener is lost: stop polling its descriptor,
+ * then call td_store_watch_reset (the next td_store_watch_fd reconnects). */
+td_status td_store_watch_drain(td_store *s, bool *notified, td_err *err);
+void td_store_watch_reset(td_store *s);
 
 #endif

@@ -44,11 +44,12 @@ typedef struct {
     size_t nrecs;
     int64_t from_ns, to_ns;
 } td_report_input;
-/* The flags `report` and `recommend` share: --data DIR, -c FILE..., --from,
- * --to (getopt values 'd', 'c', 'F', 'T'; strings borrowed from argv). */
+/* The flags `report` and `recommend` share: --data DIR, --database URL,
+ * -c FILE..., --from, --to (getopt values 'd', 'D', 'c', 'F', 'T'; strings
+ * borrowed from argv). */
 #define TD_REPORT_MAX_FILES 32
 typedef struct {
-    const char *data, *from, *to;
+    const char *data, *database, *from, *to;
     const char *cfiles[TD_REPORT_MAX_FILES];
     size_t ncfiles;
 } td_report_flags;

@@ -26,6 +26,8 @@ static void usage(FILE *f)
             "`tenantctl apply -f FILE`.\n\n"
             "  --data DIR         the tenantd data dir (ledger.db; tenantd.db for objects)\n"
             "  -c, --config FILE  platform objects (repeatable); default: DIR/tenantd.db\n"
+            "  --database URL     the objects of tenantd's PostgreSQL database instead\n"
+            "                     (default $TENANTD_DATABASE)\n"
             "  --from, --to TIME  RFC 3339 or a date; default: this month so far\n\n"
             "exit status: 0 printed, 2 bad input\n");
 }
@@ -76,6 +78,7 @@ int td_cmd_recommend(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"data", required_argument, NULL, 'd'}, {"config", required_argument, NULL, 'c'},
+        {"database", required_argument, NULL, 'D'},
         {"from", required_argument, NULL, 'F'}, {"to", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
     if (td_cli_wants_help(argc, argv)) {

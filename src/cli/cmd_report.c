@@ -26,7 +26,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: tenantctl report --data DIR [-c PLATFORM.yaml...] [--from TIME] [--to TIME]\n"
+            "usage: tenantctl report --data DIR [-c PLATFORM.yaml... | --database URL]\n"
+            "                        [--from TIME] [--to TIME]\n"
             "                        [--by tenant|team|project|environment]\n"
             "                        [--format table|csv|json|html] [-o FILE]\n\n"
             "Showback and chargeback of the usage ledger in DIR/ledger.db under the\n"
@@ -37,6 +38,8 @@ static void usage(FILE *f)
             "  -c, --config FILE  platform objects with the CostPolicy, NodePools, quotas and\n"
             "                     Routes (repeatable); default: the objects stored in\n"
             "                     DIR/tenantd.db\n"
+            "  --database URL     read the objects from tenantd's PostgreSQL database\n"
+            "                     instead (default $TENANTD_DATABASE); the ledger stays DIR's\n"
             "  --from, --to TIME  the period [from, to): RFC 3339 (2026-12-01T00:00:00Z) or a\n"
             "                     date (2026-12-01 = its midnight UTC); default: this month\n"
             "                     so far\n"
@@ -84,6 +87,7 @@ int td_report_flag(const char *verb, td_report_flags *f, int c)
 {
     switch (c) {
     case 'd': f->data = optarg; return 1;
+    case 'D': f->database = optarg; return 1;
     case 'F': f->from = optarg; return 1;
     case 'T': f->to = optarg; return 1;
     case 'c':
@@ -146,17 +150,26 @@ int td_report_load(const char *verb, const td_report_flags *f, int need_policy,
             return TD_EXIT_USAGE;
         }
     } else {
+        /* the objects: PostgreSQL's (--database, $TENANTD_DATABASE) or DIR's */
+        const char *database = f->database;
+        if (!database && getenv("TENANTD_DATABASE") && getenv("TENANTD_DATABASE")[0])
+            database = getenv("TENANTD_DATABASE");
+        if (database && !td_store_is_url(database)) {
+            fprintf(stderr, "tenantctl %s: --database must be a postgres:// or postgresql:// URL\n",
+                    verb);
+            return TD_EXIT_USAGE;
+        }
         char path[4096];
         snprintf(path, sizeof path, "%s/tenantd.db", data);
         td_store *st = NULL;
         td_config_builder *b = NULL;
-        if (access(path, R_OK) != 0) {
+        if (!database && access(path, R_OK) != 0) {
             fprintf(stderr,
                     "tenantctl %s: no platform: pass -c PLATFORM.yaml (%s does not exist)\n",
                     verb, path);
             return TD_EXIT_USAGE;
         }
-        td_status s = td_store_open(data, &st, &err);
+        td_status s = td_store_open(database ? database : data, &st, &err);
         if (s == TD_OK)
             s = td_config_builder_create(NULL, &b, &err);
         if (s == TD_OK)
@@ -166,7 +179,10 @@ int td_report_load(const char *verb, const td_report_flags *f, int need_policy,
         td_config_builder_destroy(b);
         td_store_close(st);
         if (s != TD_OK) {
-            fprintf(stderr, "tenantctl %s: %s: %s\n", verb, path, err.msg);
+            if (database)
+                fprintf(stderr, "tenantctl %s: %s\n", verb, err.msg);
+            else
+                fprintf(stderr, "tenantctl %s: %s: %s\n", verb, path, err.msg);
             return TD_EXIT_USAGE;
         }
     }
@@ -750,6 +766,7 @@ int td_cmd_report(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"data", required_argument, NULL, 'd'},   {"config", required_argument, NULL, 'c'},
+        {"database", required_argument, NULL, 'D'},
         {"from", required_argument, NULL, 'F'},   {"to", required_argument, NULL, 'T'},
         {"by", required_argument, NULL, 'b'},     {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},

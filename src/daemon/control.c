@@ -85,6 +85,12 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
     td_err qerr;
     if (td_queueview_attach(next, q, &qerr) != TD_OK)
         fprintf(stderr, "tenantd: batch queue view: %s\n", qerr.msg);
+    td_control_adopt(c, next);
+    return TD_OK;
+}
+
+void td_control_adopt(td_control *c, td_config *next)
+{
     pthread_mutex_lock(&c->snapshot_lock);
     td_config *old = atomic_exchange(&c->snapshot, next);
     pthread_mutex_unlock(&c->snapshot_lock);
@@ -92,9 +98,9 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
     /* Config validation already accepted every Tenant and Route, so a reload
      * fails only for lack of memory or slots; the store is the truth then,
      * and the next reload catches the gateway up. */
-    if (c->gateway && td_gateway_reload(c->gateway, next, err) != TD_OK)
-        fprintf(stderr, "tenantd: gateway reload failed: %s\n", err->msg);
-    return TD_OK;
+    td_err err;
+    if (c->gateway && td_gateway_reload(c->gateway, next, &err) != TD_OK)
+        fprintf(stderr, "tenantd: gateway reload failed: %s\n", err.msg);
 }
 
 void td_control_set_admin_token(td_control *c, const char *token, size_t len)

@@ -49,6 +49,13 @@ void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway 
  * changed and next is released. Loop thread only. */
 td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,
                             const td_object_id *dels, size_t ndels, td_err *err);
+
+/* Makes next (taken over), just loaded from the store after another
+ * replica committed, the snapshot everyone sees and reloads the gateway
+ * from it, as td_control_commit does, but stores nothing and runs no
+ * scheduling pass (its queue view is rebuilt by its first reader). Loop
+ * thread only. */
+void td_control_adopt(td_control *c, td_config *next);
 void td_control_fini(td_control *c);
 
 /* A new reference to the snapshot being served; any thread. */

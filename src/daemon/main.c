@@ -31,7 +31,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: tenantd --data DIR [--config PLATFORM.yaml]... [flags]\n\n"
+            "usage: tenantd --data DIR [--database URL] [--config PLATFORM.yaml]... [flags]\n\n"
             "Serves the gateway (per-tenant cost limits, criticality queue, reverse proxy\n"
             "to each Route's upstream) on the data listener, and the admission webhook\n"
             "(/validate, /mutate), health checks (/healthz, /readyz), /metrics and the\n"
@@ -40,6 +40,10 @@ static void usage(FILE *f)
             "  -c, --config FILE        objects to load at start (repeatable); they are stored\n"
             "                           and win over stored objects of the same name\n"
             "  -d, --data DIR           data directory (created if missing), required\n"
+            "      --database URL       keep the objects in PostgreSQL (postgres://... or\n"
+            "                           postgresql://...; default $TENANTD_DATABASE, else\n"
+            "                           SQLite in DIR); replicas on one database pick up\n"
+            "                           each other's applies within 1 s\n"
             "      --listen ADDR        data listener (default 127.0.0.1:8080; port 0 = any)\n"
             "      --workers N          gateway worker threads (default: cores)\n"
             "      --redis HOST:PORT    share tenants' limits with other replicas through Redis\n"
@@ -79,7 +83,28 @@ typedef struct {
     const char *const *configs;
     size_t nconfigs;
     td_metering *metering;
+    /* PostgreSQL: other replicas' commits, announced on the store's
+     * listener (poll) or found by the periodic version check (sync) */
+    td_store *store;
+    uv_timer_t sync;
+    uv_poll_t *poll; /* NULL while not listening */
+    bool syncing, sync_failing;
 } daemon_state;
+
+static void close_free(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* Stops polling the store's listener (before its connection closes). */
+static void stop_listening(daemon_state *d)
+{
+    if (!d->poll)
+        return;
+    uv_poll_stop(d->poll);
+    uv_close((uv_handle_t *)d->poll, close_free);
+    d->poll = NULL;
+}
 
 static void on_server_stopped(void *arg)
 {
@@ -87,6 +112,11 @@ static void on_server_stopped(void *arg)
     uv_close((uv_handle_t *)&d->sigint, NULL);
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     uv_close((uv_handle_t *)&d->sighup, NULL);
+    if (d->syncing) {
+        uv_close((uv_handle_t *)&d->sync, NULL);
+        stop_listening(d);
+        td_store_watch_reset(d->store);
+    }
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -96,6 +126,8 @@ static void on_signal(uv_signal_t *h, int signum)
     uv_signal_stop(&d->sigint);
     uv_signal_stop(&d->sigterm);
     uv_signal_stop(&d->sighup);
+    if (d->syncing)
+        uv_timer_stop(&d->sync);
     if (d->metering) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -151,6 +183,82 @@ static void on_reload(uv_signal_t *h, int signum)
     json_decref(objs);
     td_config_builder_destroy(b);
     td_config_unref(cur);
+}
+
+/* Another replica may have committed: if the store's generation moved past
+ * what is served, every object is read again and served, as a SIGHUP or an
+ * apply swaps the snapshot; nothing is written and no scheduling pass runs
+ * (the committer ran its own). A store that cannot be read or whose objects
+ * do not validate leaves the old snapshot serving, logged once. */
+static void pick_up(daemon_state *d)
+{
+    td_err err;
+    bool changed = false;
+    td_config_builder *b = NULL;
+    td_config *next = NULL;
+    td_status st = td_store_changed(d->store, &changed, &err);
+    if (st == TD_OK && !changed) {
+        if (d->sync_failing)
+            fprintf(stderr, "tenantd: store: %s reachable again\n", td_store_name(d->store));
+        d->sync_failing = false;
+        return;
+    }
+    if (st == TD_OK)
+        st = td_config_builder_create(NULL, &b, &err);
+    if (st == TD_OK)
+        st = td_store_load(d->store, b, &err);
+    if (st == TD_OK)
+        st = td_config_builder_finish(b, &next, &err);
+    td_config_builder_destroy(b);
+    if (st != TD_OK) {
+        if (!d->sync_failing || st == TD_EINVAL)
+            fprintf(stderr, "tenantd: store: cannot pick up other replicas' commits, the "
+                            "current objects keep serving: %s\n",
+                    st == TD_ENOMEM ? "out of memory" : err.msg);
+        d->sync_failing = st != TD_EINVAL;
+        return;
+    }
+    d->sync_failing = false;
+    json_t *const *all;
+    size_t n = td_config_all(next, &all);
+    td_control_adopt(d->control, next);
+    fprintf(stderr, "tenantd: store: picked up a commit from another replica (%zu objects)\n", n);
+}
+
+static void on_store_readable(uv_poll_t *h, int status, int events)
+{
+    (void)events;
+    daemon_state *d = h->data;
+    td_err err;
+    bool notified = false;
+    if (status < 0 || td_store_watch_drain(d->store, &notified, &err) != TD_OK) {
+        fprintf(stderr, "tenantd: store: %s (the 1 s version check covers until it is back)\n",
+                status < 0 ? uv_strerror(status) : err.msg);
+        stop_listening(d);
+        td_store_watch_reset(d->store);
+        return;
+    }
+    if (notified)
+        pick_up(d);
+}
+
+/* Every second: listen again if the listener was lost, and compare the
+ * store's generation, for a notification that never came. */
+static void on_sync_tick(uv_timer_t *t)
+{
+    daemon_state *d = t->data;
+    if (!d->poll) {
+        int fd = td_store_watch_fd(d->store);
+        uv_poll_t *p = fd >= 0 ? malloc(sizeof *p) : NULL;
+        if (p && uv_poll_init(t->loop, p, fd) == 0) {
+            p->data = d;
+            uv_poll_start(p, UV_READABLE, on_store_readable);
+            d->poll = p;
+        } else {
+            free(p);
+        }
+    }
+    pick_up(d);
 }
 
 typedef struct {
@@ -310,10 +418,11 @@ int main(int argc, char **argv)
     enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
            O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE,
            O_LEDGER, O_LEDGER_RETENTION, O_DATA_CERT, O_DATA_KEY, O_REPLICA_NAME, O_ADMIN_THREADS,
-           O_UNAUTH_PER_ADDR };
+           O_UNAUTH_PER_ADDR, O_DATABASE };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"data", required_argument, NULL, 'd'},
+        {"database", required_argument, NULL, O_DATABASE},
         {"admin-listen", required_argument, NULL, O_LISTEN},
         {"tls-cert", required_argument, NULL, O_CERT},
         {"tls-key", required_argument, NULL, O_KEY},
@@ -341,7 +450,7 @@ int main(int argc, char **argv)
     const char *data = NULL, *listen = "127.0.0.1:8081", *cert = NULL, *key = NULL,
                *client_ca = NULL, *port_file = NULL, *data_listen = "127.0.0.1:8080",
                *redis = NULL, *access_log = NULL, *data_port_file = NULL, *token_file = NULL,
-               *data_cert = NULL, *data_key = NULL, *replica_name = NULL;
+               *data_cert = NULL, *data_key = NULL, *replica_name = NULL, *database = NULL;
     long workers = sysconf(_SC_NPROCESSORS_ONLN), replicas = 1, unauth_per_addr = 64;
     long admin_threads = workers;
     bool allow_x_tenant = false, ledger_on = true;
@@ -361,6 +470,7 @@ int main(int argc, char **argv)
             configs[nconfigs++] = optarg;
             break;
         case 'd': data = optarg; break;
+        case O_DATABASE: database = optarg; break;
         case O_LISTEN: listen = optarg; break;
         case O_CERT: cert = optarg; break;
         case O_KEY: key = optarg; break;
@@ -449,6 +559,13 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (!database && getenv("TENANTD_DATABASE") && getenv("TENANTD_DATABASE")[0])
+        database = getenv("TENANTD_DATABASE");
+    if (database && !td_store_is_url(database)) {
+        fprintf(stderr, "tenantd: --database (or $TENANTD_DATABASE) must be a postgres:// or "
+                        "postgresql:// URL\n");
+        return 2;
+    }
     raise_nofile();
     if (!cert != !key || !data_cert != !data_key) {
         fprintf(stderr, "tenantd: --%stls-cert and --%stls-key go together\n",
@@ -492,10 +609,11 @@ int main(int argc, char **argv)
         }
     }
     td_store *store = NULL;
-    if (td_store_open(data, &store, &err) != TD_OK) {
+    td_status ost = td_store_open(database ? database : data, &store, &err);
+    if (ost != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
         free_tls(tls_ctxs);
-        return 1;
+        return ost == TD_EINVAL ? 2 : 1;
     }
     td_config *cfg = NULL;
     td_status st = load_state(store, configs, nconfigs, &cfg, &err);
@@ -680,6 +798,18 @@ int main(int argc, char **argv)
         td_config_unref(cur);
     }
     d.metering = metering;
+    if (database) {
+        /* started after the pass at start, whose commit would otherwise be
+         * announced back to this replica */
+        d.store = store;
+        d.syncing = true;
+        uv_timer_init(&loop, &d.sync);
+        d.sync.data = &d;
+        uv_timer_start(&d.sync, on_sync_tick, 0, 1000);
+        fprintf(stderr, "tenantd: objects kept in %s; other replicas' commits are picked up "
+                        "within 1 s\n",
+                td_store_name(store));
+    }
     td_metering_start(metering, &loop, ledger, 2000);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);

@@ -1,61 +1,43 @@
-/* store.c - SQLite persistence of applied objects. WAL mode, synchronous
- * FULL on commit so an acknowledged apply survives power loss; every write
- * is a single transaction. */
+/* store.c - the object store's logic over its backends (store_sqlite.c,
+ * store_pg.c): objects to JSON rows and back, validation on load, and the
+ * generation this handle has seen, so a replica learns that another one
+ * committed. */
 #include "tenantd/store.h"
 
-#include <errno.h>
-#include <sqlite3.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+
+#include "io/store_internal.h"
 
 struct td_store {
-    sqlite3 *db;
-    char *path;
+    const td__store_backend *ops;
+    void *be;
+    /* the generation of what this handle serves: the one it loaded, or the
+     * one its own commit made when that commit followed it directly */
+    int64_t seen;
 };
 
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS objects ("
-    "  kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,"
-    "  body TEXT NOT NULL, updated_at INTEGER NOT NULL DEFAULT (strftime('%s','now')),"
-    "  PRIMARY KEY (kind, namespace, name));";
-
-static td_status db_err(td_store *s, td_err *err, const char *what)
+bool td_store_is_url(const char *where)
 {
-    return td_err_set(err, TD_EIO, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+    return strncmp(where, "postgres://", 11) == 0 || strncmp(where, "postgresql://", 13) == 0;
 }
 
-td_status td_store_open(const char *dir, td_store **out, td_err *err)
+td_status td_store_open(const char *where, td_store **out, td_err *err)
 {
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-        return td_err_set(err, TD_EIO, "%s: cannot create data directory: %s", dir,
-                          strerror(errno));
     td_store *s = calloc(1, sizeof *s);
     if (!s)
         return td_err_set(err, TD_ENOMEM, "out of memory");
-    size_t n = strlen(dir) + 16;
-    s->path = malloc(n);
-    if (!s->path) {
+    td_status st;
+    if (td_store_is_url(where)) {
+        s->ops = &td__store_pg;
+        st = td__store_pg_open(where, &s->be, err);
+    } else {
+        s->ops = &td__store_sqlite;
+        st = td__store_sqlite_open(where, &s->be, err);
+    }
+    if (st != TD_OK) {
         free(s);
-        return td_err_set(err, TD_ENOMEM, "out of memory");
-    }
-    snprintf(s->path, n, "%s/tenantd.db", dir);
-    if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK) {
-        td_status st = db_err(s, err, "cannot open");
-        td_store_close(s);
         return st;
-    }
-    sqlite3_busy_timeout(s->db, 5000);
-    char *msg = NULL;
-    if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL,
-                     &msg) != SQLITE_OK ||
-        sqlite3_exec(s->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
-        td_err_set(err, TD_EIO, "%s: %s", s->path, msg ? msg : "cannot initialise");
-        sqlite3_free(msg);
-        td_store_close(s);
-        return TD_EIO;
     }
     *out = s;
     return TD_OK;
@@ -65,101 +47,107 @@ void td_store_close(td_store *s)
 {
     if (!s)
         return;
-    sqlite3_close(s->db);
-    free(s->path);
+    s->ops->close(s->be);
     free(s);
+}
+
+const char *td_store_name(const td_store *s)
+{
+    return s->ops->name(s->be);
+}
+
+typedef struct {
+    td_store *s;
+    td_config_builder *b;
+} load_ctx;
+
+static td_status load_row(const td__store_row *row, void *ud, td_err *err)
+{
+    load_ctx *c = ud;
+    json_error_t je;
+    json_t *obj = json_loads(row->body, 0, &je);
+    if (!obj)
+        return td_err_set(err, TD_EIO, "%s: stored %s %s/%s is not JSON: %s", td_store_name(c->s),
+                          row->kind, row->namespace_, row->name, je.text);
+    td_status rc = td_config_builder_add(c->b, obj, NULL, err);
+    json_decref(obj);
+    if (rc != TD_OK)
+        td_err_prefix(err, rc, "%s: stored object", td_store_name(c->s));
+    return rc;
 }
 
 td_status td_store_load(td_store *s, td_config_builder *b, td_err *err)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT kind, namespace, name, body FROM objects ORDER BY rowid",
-                           -1, &st, NULL) != SQLITE_OK)
-        return db_err(s, err, "cannot read objects");
-    td_status rc = TD_OK;
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *body = (const char *)sqlite3_column_text(st, 3);
-        json_error_t je;
-        json_t *obj = json_loads(body ? body : "", 0, &je);
-        if (!obj) {
-            rc = td_err_set(err, TD_EIO, "%s: stored %s %s/%s is not JSON: %s", s->path,
-                            sqlite3_column_text(st, 0), sqlite3_column_text(st, 1),
-                            sqlite3_column_text(st, 2), je.text);
-            break;
-        }
-        rc = td_config_builder_add(b, obj, NULL, err);
-        json_decref(obj);
-        if (rc != TD_OK) {
-            td_err_prefix(err, rc, "%s: stored object", s->path);
-            break;
-        }
-    }
-    if (rc == TD_OK && step != SQLITE_DONE)
-        rc = db_err(s, err, "cannot read objects");
-    sqlite3_finalize(st);
-    return rc;
+    load_ctx c = {s, b};
+    int64_t gen = 0;
+    td_status st = s->ops->load(s->be, load_row, &c, &gen, err);
+    /* A generation whose objects do not validate is seen all the same: it
+     * is logged once, not reloaded on every check until the next commit. */
+    if (st == TD_OK || st == TD_EINVAL)
+        s->seen = gen;
+    return st;
 }
 
-td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs,
-                         const td_object_id *dels, size_t ndels, td_err *err)
+td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs, const td_object_id *dels,
+                         size_t ndels, td_err *err)
 {
-    sqlite3_stmt *up = NULL, *del = NULL;
-    td_status rc = TD_OK;
-    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return db_err(s, err, "cannot begin a transaction");
-    if (sqlite3_prepare_v2(s->db,
-                           "INSERT INTO objects(kind, namespace, name, body) VALUES (?,?,?,?) "
-                           "ON CONFLICT(kind, namespace, name) DO UPDATE SET body=excluded.body, "
-                           "updated_at=strftime('%s','now')",
-                           -1, &up, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(s->db, "DELETE FROM objects WHERE kind=? AND namespace=? AND name=?",
-                           -1, &del, NULL) != SQLITE_OK) {
-        rc = db_err(s, err, "cannot prepare");
-        goto rollback;
-    }
-    for (size_t i = 0; i < nobjs; i++) {
-        td_object_id id = td_object_identity(objs[i]);
+    td__store_row *rows = calloc(nobjs ? nobjs : 1, sizeof *rows);
+    if (!rows)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    td_status st = TD_OK;
+    size_t n = 0;
+    for (; n < nobjs; n++) {
+        td_object_id id = td_object_identity(objs[n]);
         /* fields in the order they were applied: an object reads back after
          * a restart exactly as it was served before */
-        char *body = json_dumps(objs[i], JSON_COMPACT | JSON_PRESERVE_ORDER);
+        char *body = json_dumps(objs[n], JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (!body) {
-            rc = td_err_set(err, TD_ENOMEM, "out of memory");
-            goto rollback;
+            st = td_err_set(err, TD_ENOMEM, "out of memory");
+            break;
         }
-        sqlite3_bind_text(up, 1, id.kind, -1, SQLITE_STATIC);
-        sqlite3_bind_text(up, 2, id.namespace_, -1, SQLITE_STATIC);
-        sqlite3_bind_text(up, 3, id.name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(up, 4, body, -1, free);
-        int r = sqlite3_step(up);
-        sqlite3_reset(up);
-        if (r != SQLITE_DONE) {
-            rc = db_err(s, err, "cannot write an object");
-            goto rollback;
-        }
+        rows[n] = (td__store_row){id.kind, id.namespace_, id.name, body};
     }
-    for (size_t i = 0; i < ndels; i++) {
-        sqlite3_bind_text(del, 1, dels[i].kind, -1, SQLITE_STATIC);
-        sqlite3_bind_text(del, 2, dels[i].namespace_, -1, SQLITE_STATIC);
-        sqlite3_bind_text(del, 3, dels[i].name, -1, SQLITE_STATIC);
-        int r = sqlite3_step(del);
-        sqlite3_reset(del);
-        if (r != SQLITE_DONE) {
-            rc = db_err(s, err, "cannot delete an object");
-            goto rollback;
-        }
-    }
-    sqlite3_finalize(up);
-    sqlite3_finalize(del);
-    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = db_err(s, err, "cannot commit");
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-        return rc;
-    }
-    return TD_OK;
-rollback:
-    sqlite3_finalize(up);
-    sqlite3_finalize(del);
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return rc;
+    int64_t before = 0, after = 0;
+    if (st == TD_OK)
+        st = s->ops->write(s->be, rows, nobjs, dels, ndels, &before, &after, err);
+    /* Only a commit right on top of what this handle serves keeps it
+     * current; one on top of another replica's commit leaves that one to
+     * be picked up (td_store_changed then says so). */
+    if (st == TD_OK && before == s->seen)
+        s->seen = after;
+    for (size_t i = 0; i < n; i++)
+        free((char *)rows[i].body);
+    free(rows);
+    return st;
+}
+
+td_status td_store_changed(td_store *s, bool *changed, td_err *err)
+{
+    *changed = false;
+    if (!s->ops->generation)
+        return TD_OK;
+    int64_t gen;
+    td_status st = s->ops->generation(s->be, &gen, err);
+    if (st == TD_OK)
+        *changed = gen != s->seen;
+    return st;
+}
+
+int td_store_watch_fd(td_store *s)
+{
+    return s->ops->watch_fd ? s->ops->watch_fd(s->be) : -1;
+}
+
+td_status td_store_watch_drain(td_store *s, bool *notified, td_err *err)
+{
+    int n = 0;
+    td_status st = s->ops->watch_drain ? s->ops->watch_drain(s->be, &n, err) : TD_OK;
+    *notified = n != 0;
+    return st;
+}
+
+void td_store_watch_reset(td_store *s)
+{
+    if (s->ops->watch_reset)
+        s->ops->watch_reset(s->be);
 }

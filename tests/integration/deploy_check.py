@@ -146,7 +146,12 @@ def render(overlay, path, outdir):
         pdb = one(docs, "PodDisruptionBudget")
         report(pdb and pdb["spec"].get("minAvailable") == 2 and "maxUnavailable" not in pdb["spec"],
                f"{overlay}: PodDisruptionBudget minAvailable 2")
-        report("emptyDir" in data, f"{overlay}: --data is per replica (emptyDir, until issue 22)")
+        db = env.get("TENANTD_DATABASE", {}).get("valueFrom", {}).get("secretKeyRef", {})
+        report(db.get("name") == "tenantd-database" and db.get("key") == "url"
+               and not any("--database" in a or "postgres" in a for a in args),
+               f"{overlay}: TENANTD_DATABASE from Secret tenantd-database key url, not in args")
+        report("emptyDir" in data,
+               f"{overlay}: --data (the ledger) is per replica (emptyDir, until issue 22 item 3)")
 
     # the Service and the webhooks that call it
     svc = one(docs, "Service", "tenantd")

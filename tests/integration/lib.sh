@@ -13,6 +13,7 @@ PIDS=()
 
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    [ -n "${PG_DIR:-}" ] && stop_postgres
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -130,4 +131,65 @@ stop_tenantd() {
 finish() {
     echo "$PASS passed, $FAIL failed"
     [ "$FAIL" -eq 0 ]
+}
+
+# as_postgres CMD... : runs CMD as the postgres user when root (CI runs as
+# root, and the server refuses to run as root), else as ourselves.
+as_postgres() {
+    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# pg_bin : the newest Debian PostgreSQL server's bin dir, or nothing.
+pg_bin() {
+    local d
+    d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    [ -n "$d" ] && [ -x "$d/initdb" ] && echo "$d"
+}
+
+# start_postgres : a real PostgreSQL server (Debian's package) in a fresh
+# dir owned by postgres, on a free loopback port, its unix socket in that
+# dir; sets PG_DIR, PG_PORT and PG_URL (user postgres, trust auth). Stopped
+# and removed at exit. 1 if it did not start.
+start_postgres() {
+    local bin
+    bin=$(pg_bin) || { not_ok "no PostgreSQL server (scripts/install-deps.sh installs it)"; return 1; }
+    PG_DIR=$(mktemp -d /tmp/td-pg.XXXXXX)
+    chmod 755 "$PG_DIR"
+    [ "$(id -u)" -eq 0 ] && chown postgres: "$PG_DIR"
+    if ! as_postgres "$bin/initdb" -D "$PG_DIR/data" -U postgres -A trust --no-sync \
+        >"$PG_DIR/initdb.log" 2>&1; then
+        not_ok "initdb failed"; cat "$PG_DIR/initdb.log"; return 1
+    fi
+    for _attempt in 1 2 3; do
+        PG_PORT=$(free_port)
+        if pg_start_again; then
+            PG_URL="postgresql://postgres@127.0.0.1:$PG_PORT/postgres"
+            return 0
+        fi
+    done
+    not_ok "PostgreSQL did not start"; cat "$PG_DIR/pg_ctl.log" "$PG_DIR/server.log"; return 1
+}
+
+# pg_start_again : starts the server of start_postgres (stopped with
+# pg_stop) on the same port.
+pg_start_again() {
+    as_postgres "$(pg_bin)/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 30 \
+        -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=$PG_DIR -c fsync=off" \
+        start >"$PG_DIR/pg_ctl.log" 2>&1
+}
+
+# pg_stop : stops it (fast: sessions are cut), keeping its data.
+pg_stop() {
+    as_postgres "$(pg_bin)/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null 2>&1
+}
+
+# psql_q SQL : runs SQL on the test server, unaligned, tuples only.
+psql_q() {
+    psql -X -q -A -t -v ON_ERROR_STOP=1 "$PG_URL" -c "$1"
+}
+
+stop_postgres() {
+    as_postgres "$(pg_bin)/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1
+    rm -rf "$PG_DIR"
+    PG_DIR=
 }

@@ -69,9 +69,12 @@ for o in single ha; do
         not_ok "$o: flags tenantd does not have:$bad"
 done
 # The checker of flags can fail: a made-up flag is caught.
-grep -qE -- "(^|[ ,])--database( |$)" "$TMP/help" &&
-    not_ok "--database is in tenantd --help: issue 22 landed, update deploy/overlays/ha" ||
-    ok "--database (PostgreSQL, issue 22) is not a flag yet, as deploy/overlays/ha says"
+grep -qE -- "(^|[ ,])--no-such-flag( |$)" "$TMP/help" &&
+    not_ok "the flag checker accepts a made-up flag" ||
+    ok "the flag checker refuses a made-up flag (--no-such-flag)"
+grep -qE -- "(^|[ ,])--database( |$)" "$TMP/help" && grep -qF 'TENANTD_DATABASE' "$TMP/help" &&
+    ok "--database and \$TENANTD_DATABASE (what deploy/overlays/ha sets) are in tenantd --help" ||
+    not_ok "--database or \$TENANTD_DATABASE missing from tenantd --help"
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
     -subj /CN=tenantd.tenantd-system.svc \

@@ -264,7 +264,7 @@ for i in 1 2 3 4; do req key-alpha 100 >/dev/null & done
 seen=0
 for _ in $(seq 1 60); do
     curl -s -H "Authorization: Bearer $TOKEN" "$ADMIN/metrics" >"$TMP/metrics.q"
-    if grep -q '^tenantd_queue_depth{' "$TMP/metrics.q" && grep -q '^tenantd_inflight{' "$TMP/metrics.q"; then
+    if grep -qE '^tenantd_queue_depth{.*} [1-9]' "$TMP/metrics.q" && grep -qE '^tenantd_inflight{.*} [1-9]' "$TMP/metrics.q"; then
         seen=1; break
     fi
     sleep 0.1

@@ -997,6 +997,7 @@ static void budget_sample(td_metrics_text *b, const char *name, const td_gw_tena
                           const td_gw_key *k, td_period p, int64_t v)
 {
     td_metrics_text_puts(b, name);
+    td_metrics_text_puts(b, "{");
     td_metrics_text_label(b, "tenant", t->name, true);
     if (k)
         td_metrics_text_label(b, "key", k->name, false);

@@ -589,6 +589,14 @@ static bool has_period(const td_gw_budget *b, size_t n, td_period p)
 static void note_added(td_gateway *g, bool key, uint32_t slot, td_period p, int64_t now_ns,
                        const char *tenant, const char *key_name)
 {
+    /* noted already (added, removed and added again before a catch-up):
+     * one entry, or the ledger would count twice */
+    for (size_t i = 0; i < g->nadded; i++)
+        if (g->added[i].key == key && g->added[i].slot == slot && g->added[i].period == p) {
+            g->added[i].since_ns = now_ns;
+            td_budgets_reset(key ? g->key_budgets : g->budgets, slot, p);
+            return;
+        }
     if (g->nadded == g->added_cap) {
         size_t cap = g->added_cap ? g->added_cap * 2 : 16;
         added_budget *a = realloc(g->added, cap * sizeof *a);

@@ -58,6 +58,10 @@ void td_budgets_settle(td_budgets *b, size_t slot, td_period p, int64_t period_s
 void td_budgets_replay(td_budgets *b, size_t slot, td_period p, int64_t t_s, int64_t nano,
                        int64_t now_s);
 
+/* Forgets slot's spend of period kind p (as never used): a budget added
+ * by a reload then counts from the ledger (td_gateway_budget_catch_up). */
+void td_budgets_reset(td_budgets *b, size_t slot, td_period p);
+
 /* Spend of slot's period of kind p current at now_s (0 if the counter
  * holds an older period). */
 int64_t td_budgets_spent(td_budgets *b, size_t slot, td_period p, int64_t now_s);

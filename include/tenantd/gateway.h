@@ -238,6 +238,21 @@ int64_t td_gateway_budget_spent(td_gateway *g, const td_gw_tenant *t, const td_g
  * tenant's named keys, so a restart keeps the period's spend. Records of
  * unknown tenants, other outcomes or unpriced routes are skipped. */
 void td_gateway_budget_replay(td_gateway *g, const td_ledger_rec *r, int64_t now_ns);
+
+/* Budgets added by a reload (a tenant's or named key's period that had no
+ * budget in the configuration before) count the ledger's spend of their
+ * period, as those seeded at start do: the reload forgets the counter and
+ * notes the budget; this replays the ledger records of the noted budgets'
+ * tenant (and key) that started before the reload. scan(ud, from_ns,
+ * until_ns, cb, cb_ud) calls cb for each ledger record over that time
+ * (td_ledger_read). Admin thread, never the request path. Without a scan
+ * error, TD_OK and *n the budgets caught up. With --redis the budgets
+ * shared through Redis are not noted: their spend is Redis'. */
+typedef td_status (*td_gw_ledger_scan)(void *ud, int64_t from_ns, int64_t until_ns,
+                                       int (*cb)(const td_ledger_rec *r, void *cb_ud),
+                                       void *cb_ud, td_err *err);
+td_status td_gateway_budget_catch_up(td_gateway *g, td_gw_ledger_scan scan, void *ud, size_t *n,
+                                     td_err *err);
 bool td_gateway_allow_x_tenant(const td_gateway *g);
 
 /* Name of a tenant ('t'), route ('r') or key ('k': "tenant/key") slot, or NULL. */

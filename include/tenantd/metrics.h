@@ -23,6 +23,7 @@ typedef enum {
     TD_OUT_BUDGET_EXCEEDED,     /* 429 a money budget of the period is spent */
     TD_OUT_CLIENT_CLOSED,       /* the client closed before the response ended (499) */
     TD_OUT_BUDGET_CUT,          /* a stream cut mid-way: its budget ran out */
+    TD_OUT_NO_ROUTE,            /* 404: no route matches the path */
     TD_OUT_COUNT
 } td_outcome;
 
@@ -45,6 +46,10 @@ void td_metrics_destroy(td_metrics *m);
  * quantiles towards zero. */
 void td_metrics_request(td_metrics *m, uint32_t tenant, uint32_t route, td_outcome o,
                         uint64_t latency_ns, double cost);
+
+/* A request shed (TD_OUT_SHED) at criticality c: counted besides
+ * td_metrics_request, as tenantd_shed_total{tenant,route,criticality}. */
+void td_metrics_shed(td_metrics *m, uint32_t tenant, uint32_t route, td_criticality c);
 
 /* Gauges: queue depth per route and criticality, in-flight per tenant. */
 void td_metrics_queue_add(td_metrics *m, uint32_t route, td_criticality c, int delta);
@@ -91,11 +96,35 @@ void td_metrics_tenant_totals(const td_metrics *m, uint32_t tenant, uint64_t *ou
 /* Requests waiting in the criticality queue of route slot r (all classes). */
 int64_t td_metrics_route_queue(const td_metrics *m, uint32_t route);
 
-/* Renders every series with a non-zero value. name_of(kind, slot) gives
- * the label value of a tenant (kind 't') or route (kind 'r') slot, or NULL
- * for a slot not in use (skipped). *out is malloc'd text. */
+/* Renders the families in the text format. A series that exists is
+ * rendered at 0 rather than left out, so that rate() and alerts see it:
+ * every named tenant has tenantd_inflight, the latency histogram and its
+ * limit rejections; every named route its queue depth per criticality;
+ * a tenant and route pair, once it has a request, every outcome, its
+ * cost and its sheds per criticality. The unnamed slot (label "") only
+ * appears with a non-zero value. name_of(kind, slot) gives the label value
+ * of a tenant (kind 't') or route (kind 'r') slot, or NULL for a slot not
+ * in use (skipped). *out is malloc'd text. */
 td_status td_metrics_render(const td_metrics *m,
                             const char *(*name_of)(void *arg, char kind, uint32_t slot),
                             void *arg, char **out, size_t *len);
+
+/* Text being rendered, for families rendered outside this module (the
+ * budgets': gateway.c): malloc'd p of len bytes (NUL-terminated), cap
+ * allocated; oom once a growth failed (everything after it is dropped). */
+typedef struct {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} td_metrics_text;
+void td_metrics_text_puts(td_metrics_text *t, const char *s);
+void td_metrics_text_printf(td_metrics_text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* name="value", the value escaped as the text format 0.0.4 wants (\\, \"
+ * and \n); a comma first unless first. */
+void td_metrics_text_label(td_metrics_text *t, const char *name, const char *value, bool first);
+/* # HELP and # TYPE lines. */
+void td_metrics_text_family(td_metrics_text *t, const char *name, const char *type,
+                            const char *help);
 
 #endif

@@ -19,6 +19,7 @@
 #include "tenantd/authz.h"
 #include "tenantd/jsonarena.h"
 #include "tenantd/jsonfast.h"
+#include "tenantd/ledger.h"
 #include "tenantd/manifest.h"
 #include "tenantd/policy.h"
 
@@ -35,6 +36,34 @@ void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway 
     for (size_t r = 0; r < 12; r++)
         for (int d = 0; d < 3; d++)
             atomic_init(&c->admission[r][d], 0);
+}
+
+static td_status scan_ledger(void *ud, int64_t from_ns, int64_t until_ns,
+                             int (*cb)(const td_ledger_rec *r, void *cb_ud), void *cb_ud,
+                             td_err *err)
+{
+    return td_ledger_read(ud, from_ns, until_ns, cb, cb_ud, err);
+}
+
+/* Budgets the reload added count the ledger's spend of their period (what
+ * seed_budgets does at start): the ledger is flushed first, so that the
+ * requests finished before the reload are in it. On the admin thread; a
+ * failure is logged, the budget then counts from the reload. */
+static void catch_up_budgets(td_control *c)
+{
+    td_err e;
+    size_t n = 0;
+    if (!c->ledger || !c->data_dir) {
+        td_gateway_budget_catch_up(c->gateway, NULL, NULL, &n, &e);
+        return;
+    }
+    if (td_ledger_flush(c->ledger, &e) != TD_OK)
+        fprintf(stderr, "tenantd: budgets: ledger flush: %s\n", e.msg);
+    if (td_gateway_budget_catch_up(c->gateway, scan_ledger, (void *)c->data_dir, &n, &e) != TD_OK)
+        fprintf(stderr,
+                "tenantd: budgets: %zu added budget(s) could not read the ledger (%s); they "
+                "count from now\n",
+                n, e.msg);
 }
 
 td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,
@@ -101,6 +130,8 @@ void td_control_adopt(td_control *c, td_config *next)
     td_err err;
     if (c->gateway && td_gateway_reload(c->gateway, next, &err) != TD_OK)
         fprintf(stderr, "tenantd: gateway reload failed: %s\n", err.msg);
+    else if (c->gateway)
+        catch_up_budgets(c);
 }
 
 void td_control_set_admin_token(td_control *c, const char *token, size_t len)

@@ -26,6 +26,9 @@ typedef struct {
     struct td_metering *metering;  /* borrowed; NULL: no /v1/usage data */
     td_store *store;               /* borrowed */
     td_gateway *gateway;           /* borrowed; NULL: no gateway */
+    /* borrowed; NULL: no ledger. Budgets an apply adds count its spend. */
+    struct td_ledger *ledger;
+    const char *data_dir;
     int ready;
     int has_admin_token;           /* the control API and /metrics need it */
     /* Admission decisions by rule: [rule][0 allowed, 1 denied, 2 shadow-denied];

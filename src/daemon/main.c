@@ -710,6 +710,8 @@ int main(int argc, char **argv)
     }
     td_control_init(&control, cfg, store, gateway);
     control.metering = metering;
+    control.ledger = ledger;
+    control.data_dir = data;
     if (token_file) {
         td_control_set_admin_token(&control, token, token_len);
         memset(token, 0, sizeof token);

@@ -514,7 +514,8 @@ json_t *td_metering_usage(td_metering *m, const char *only, int64_t now_ns)
             "concurrencyLimited", (json_int_t)out[TD_OUT_CONCURRENCY_LIMITED], "shed",
             (json_int_t)out[TD_OUT_SHED], "upstreamError", (json_int_t)out[TD_OUT_UPSTREAM_ERROR],
             "timeout", (json_int_t)out[TD_OUT_TIMEOUT], "badRequest",
-            (json_int_t)out[TD_OUT_BAD_REQUEST], "rejected",
+            /* 404s (no_route on /metrics) stay bad requests here, as before */
+            (json_int_t)(out[TD_OUT_BAD_REQUEST] + out[TD_OUT_NO_ROUTE]), "rejected",
             (json_int_t)(out[TD_OUT_RATE_LIMITED] + out[TD_OUT_CONCURRENCY_LIMITED]), "inflight",
             (json_int_t)inflight, "pendingWorkloads", (json_int_t)t->pending, "gpusInUse",
             (double)t->gpus_in_use_milli / 1000.0, "gpuQuota",

@@ -107,8 +107,24 @@ static void appendf(td_strbuf *b, char *line, size_t n, const char *fmt, ...)
     td_strbuf_append(b, line);
 }
 
+/* s as a label value of the text format (\\, \" and \n escaped), cut to
+ * fit out: ClusterQueue names are DNS names, so this never changes one
+ * today; it keeps a scrape parseable if that ever stops being true. */
+static const char *label_esc(const char *s, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (; *s && n + 3 < cap; s++) {
+        if (*s == '\\' || *s == '"' || *s == '\n')
+            out[n++] = '\\';
+        out[n++] = *s == '\n' ? 'n' : *s;
+    }
+    out[n] = '\0';
+    return out;
+}
+
 static td_status metrics_of(const td_queue *q, const json_t *cq_status, char **out)
 {
+    char esc[600];
     json_t *counts = preemptions_of(q);
     /* a bound no real platform nears: 1,000 ClusterQueues are ~200 kB */
     td_strbuf b = TD_STRBUF_INIT(64u << 20);
@@ -121,7 +137,8 @@ static td_status metrics_of(const td_queue *q, const json_t *cq_status, char **o
     json_object_foreach((json_t *)cq_status, name, st)
     {
         appendf(&b, line, sizeof line,
-                "tenantd_queue_pending_workloads{cluster_queue=\"%s\"} %lld\n", name,
+                "tenantd_queue_pending_workloads{cluster_queue=\"%s\"} %lld\n",
+                label_esc(name, esc, sizeof esc),
                 (long long)json_integer_value(json_object_get(st, "pendingWorkloads")));
     }
     td_strbuf_append(&b, "# HELP tenantd_queue_admitted_workloads Workloads holding quota in "
@@ -130,7 +147,8 @@ static td_status metrics_of(const td_queue *q, const json_t *cq_status, char **o
     json_object_foreach((json_t *)cq_status, name, st)
     {
         appendf(&b, line, sizeof line,
-                "tenantd_queue_admitted_workloads{cluster_queue=\"%s\"} %lld\n", name,
+                "tenantd_queue_admitted_workloads{cluster_queue=\"%s\"} %lld\n",
+                label_esc(name, esc, sizeof esc),
                 (long long)json_integer_value(json_object_get(st, "admittedWorkloads")));
     }
     td_strbuf_append(&b, "# HELP tenantd_queue_preemptions_total Workloads preempted in the batch "
@@ -151,7 +169,7 @@ static td_status metrics_of(const td_queue *q, const json_t *cq_status, char **o
         appendf(&b, line, sizeof line,
                 "tenantd_queue_preemptions_total{cluster_queue=\"%s\",level=\"%s\",mode=\"%s\"} "
                 "%lld\n",
-                k, lvl, mode, (long long)json_integer_value(v));
+                label_esc(k, esc, sizeof esc), lvl, mode, (long long)json_integer_value(v));
     }
     bool ok = counts && !b.failed;
     json_decref(counts);

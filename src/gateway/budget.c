@@ -211,6 +211,17 @@ void td_budgets_replay(td_budgets *b, size_t slot, td_period p, int64_t t_s, int
     unlock(c);
 }
 
+void td_budgets_reset(td_budgets *b, size_t slot, td_period p)
+{
+    counter *c = at(b, slot, p);
+    if (!c)
+        return;
+    lock(c);
+    c->start_s = 0;
+    c->spent = 0;
+    unlock(c);
+}
+
 int64_t td_budgets_spent(td_budgets *b, size_t slot, td_period p, int64_t now_s)
 {
     counter *c = at(b, slot, p);

@@ -41,6 +41,17 @@ typedef struct {
     EVP_MD *sha256; /* NULL: fetch failed, SHA256() is used */
 } view;
 
+/* A budget a reload added: slot's counter (a key's when key) of period p
+ * was forgotten at since_ns; the ledger's records of tenant (and key)
+ * started before since_ns count in it. */
+typedef struct {
+    bool key;
+    uint32_t slot;
+    td_period period;
+    int64_t since_ns;
+    char *tenant, *key_name;
+} added_budget;
+
 struct td_gateway {
     pthread_mutex_t lock; /* reloads and the swap of `current` */
     td_gw_config *current;
@@ -57,6 +68,10 @@ struct td_gateway {
     td_recent *recent;
     _Atomic uint32_t *conns; /* [TD_GW_MAX_TENANTS] client connections per tenant */
     bool allow_x_tenant;
+    /* budgets added by reloads, not yet caught up from the ledger (under
+     * lock): td_gateway_budget_catch_up */
+    added_budget *added;
+    size_t nadded, added_cap;
 };
 
 /* ---- slots ------------------------------------------------------------- */
@@ -563,6 +578,80 @@ static int same_rate(const td_rate *a, const td_rate *b)
     return a->cost == b->cost && a->per_ns == b->per_ns && a->burst == b->burst;
 }
 
+static bool has_period(const td_gw_budget *b, size_t n, td_period p)
+{
+    for (size_t i = 0; i < n; i++)
+        if (b[i].period == p)
+            return true;
+    return false;
+}
+
+static void note_added(td_gateway *g, bool key, uint32_t slot, td_period p, int64_t now_ns,
+                       const char *tenant, const char *key_name)
+{
+    /* noted already (added, removed and added again before a catch-up):
+     * one entry, or the ledger would count twice */
+    for (size_t i = 0; i < g->nadded; i++)
+        if (g->added[i].key == key && g->added[i].slot == slot && g->added[i].period == p) {
+            g->added[i].since_ns = now_ns;
+            td_budgets_reset(key ? g->key_budgets : g->budgets, slot, p);
+            return;
+        }
+    if (g->nadded == g->added_cap) {
+        size_t cap = g->added_cap ? g->added_cap * 2 : 16;
+        added_budget *a = realloc(g->added, cap * sizeof *a);
+        if (!a)
+            return; /* counts from the process's spend, as before; never fails a reload */
+        g->added = a;
+        g->added_cap = cap;
+    }
+    added_budget *a = &g->added[g->nadded];
+    a->tenant = strdup(tenant);
+    a->key_name = key_name ? strdup(key_name) : NULL;
+    if (!a->tenant || (key_name && !a->key_name)) {
+        free(a->tenant);
+        free(a->key_name);
+        return;
+    }
+    a->key = key;
+    a->slot = slot;
+    a->period = p;
+    a->since_ns = now_ns;
+    g->nadded++;
+    td_budgets_reset(key ? g->key_budgets : g->budgets, slot, p);
+}
+
+/* Under the lock, before next is published: the budgets of next that old
+ * had not (by tenant, key name and period), on this process's counters
+ * (not those shared through Redis), are forgotten and noted for
+ * td_gateway_budget_catch_up. Nobody reserved at them under old. */
+static void note_added_budgets(td_gateway *g, const td_gw_config *old, const td_gw_config *next)
+{
+    if (!old)
+        return; /* at start, seed_budgets replays the ledger for all */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    for (size_t i = 0; i < next->ntenants; i++) {
+        const td_gw_tenant *t = &next->tenants[i];
+        const td_gw_tenant *was = td_gw_tenant_by_name(old, t->name);
+        for (size_t b = 0; !g->shared_budgets && b < t->nbudgets; b++)
+            if (!was || !has_period(was->budgets, was->nbudgets, t->budgets[b].period))
+                note_added(g, false, t->slot, t->budgets[b].period, now_ns, t->name, NULL);
+        for (size_t k = 0; !g->key_shared_budgets && t->keys && k < t->nkeys; k++) {
+            const td_gw_key *key = &t->keys[k];
+            const td_gw_key *wk = NULL;
+            for (size_t j = 0; key->name && was && was->keys && j < was->nkeys && !wk; j++)
+                if (was->keys[j].name && strcmp(was->keys[j].name, key->name) == 0)
+                    wk = &was->keys[j];
+            for (size_t b = 0; key->name && b < key->nbudgets; b++)
+                if (!wk || !has_period(wk->budgets, wk->nbudgets, key->budgets[b].period))
+                    note_added(g, true, key->slot, key->budgets[b].period, now_ns, t->name,
+                               key->name);
+        }
+    }
+}
+
 static void publish(td_gateway *g, view *v)
 {
     td_gw_config *old = g->current;
@@ -581,6 +670,7 @@ static void publish(td_gateway *g, view *v)
                     td_limiter_reset(g->key_limiter, t->keys[k].slot);
         }
     }
+    note_added_budgets(g, old, &v->pub);
     v->pub.generation = atomic_load(&g->generation) + 1;
     g->current = &v->pub;
     atomic_store(&g->generation, v->pub.generation);
@@ -657,6 +747,11 @@ void td_gateway_destroy(td_gateway *g)
     td_shbudget_destroy(g->shared_budgets); /* gives leases back; before the budgets */
     td_shbudget_destroy(g->key_shared_budgets);
     td_gw_config_unref(g->current);
+    for (size_t i = 0; i < g->nadded; i++) {
+        free(g->added[i].tenant);
+        free(g->added[i].key_name);
+    }
+    free(g->added);
     td_metrics_destroy(g->metrics);
     td_recent_destroy(g->recent);
     free((void *)g->conns);
@@ -820,96 +915,171 @@ void td_gateway_budget_replay(td_gateway *g, const td_ledger_rec *r, int64_t now
     td_gw_config_unref(held);
 }
 
+typedef struct {
+    td_gateway *g;
+    const added_budget *a;
+    size_t n;
+    int64_t now_s;
+    td_gw_config *held; /* the configuration that prices the records */
+} catch_up_ctx;
+
+static int catch_up_one(const td_ledger_rec *r, void *ud)
+{
+    catch_up_ctx *cx = ud;
+    /* what the live settlement charged, as td_gateway_budget_replay */
+    if (r->kind != TD_LEDGER_REQUEST ||
+        (strcmp(r->outcome, "ok") != 0 && strcmp(r->outcome, "client_closed") != 0 &&
+         strcmp(r->outcome, "cut") != 0))
+        return 0;
+    const td_gw_config *c = td_gateway_config(cx->g, &cx->held);
+    int64_t nano = 0;
+    bool priced = false;
+    int64_t start_s = r->start_ns >= 0 ? r->start_ns / 1000000000LL
+                                       : -((-r->start_ns + 999999999LL) / 1000000000LL);
+    for (size_t i = 0; i < cx->n; i++) {
+        const added_budget *a = &cx->a[i];
+        /* started after the reload: reserved at the new budget itself */
+        if (r->start_ns >= a->since_ns || strncmp(a->tenant, r->tenant, sizeof r->tenant) != 0 ||
+            (a->key && strncmp(a->key_name, r->api_key, sizeof r->api_key) != 0))
+            continue;
+        if (!priced) {
+            if (td_gw_price(c, r, &nano, NULL) != TD_OK)
+                break;
+            priced = true;
+        }
+        td_budgets_replay(a->key ? cx->g->key_budgets : cx->g->budgets, a->slot, a->period,
+                          start_s, nano, cx->now_s);
+    }
+    return 0;
+}
+
+td_status td_gateway_budget_catch_up(td_gateway *g, td_gw_ledger_scan scan, void *ud, size_t *n,
+                                     td_err *err)
+{
+    pthread_mutex_lock(&g->lock);
+    added_budget *a = g->added;
+    size_t na = g->nadded;
+    g->added = NULL;
+    g->nadded = g->added_cap = 0;
+    pthread_mutex_unlock(&g->lock);
+    if (n)
+        *n = na;
+    if (!na || !scan) { /* no ledger: they count from the reload */
+        for (size_t i = 0; i < na; i++) {
+            free(a[i].tenant);
+            free(a[i].key_name);
+        }
+        free(a);
+        return TD_OK;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t from_s = INT64_MAX, until_ns = INT64_MIN;
+    for (size_t i = 0; i < na; i++) {
+        int64_t s, e;
+        td_period_bounds(a[i].period, (int64_t)ts.tv_sec, &s, &e);
+        if (s < from_s)
+            from_s = s;
+        if (a[i].since_ns > until_ns)
+            until_ns = a[i].since_ns;
+    }
+    catch_up_ctx cx = {g, a, na, (int64_t)ts.tv_sec, NULL};
+    td_status st = scan(ud, from_s * 1000000000LL, until_ns, catch_up_one, &cx, err);
+    td_gw_config_unref(cx.held);
+    for (size_t i = 0; i < na; i++) {
+        free(a[i].tenant);
+        free(a[i].key_name);
+    }
+    free(a);
+    return st;
+}
+
 bool td_gateway_allow_x_tenant(const td_gateway *g)
 {
     return g->allow_x_tenant;
+}
+
+/* One budget gauge sample: name{tenant,[key,]period} and the money v
+ * (nano units) as an exact decimal. */
+static void budget_sample(td_metrics_text *b, const char *name, const td_gw_tenant *t,
+                          const td_gw_key *k, td_period p, int64_t v)
+{
+    td_metrics_text_puts(b, name);
+    td_metrics_text_puts(b, "{");
+    td_metrics_text_label(b, "tenant", t->name, true);
+    if (k)
+        td_metrics_text_label(b, "key", k->name, false);
+    td_metrics_text_label(b, "period", td_period_name(p), false);
+    uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    uint64_t frac = a % TD_MONEY_NANO;
+    char f[16] = "";
+    if (frac) {
+        snprintf(f, sizeof f, ".%09llu", (unsigned long long)frac);
+        size_t n = strlen(f);
+        while (f[n - 1] == '0')
+            f[--n] = '\0';
+    }
+    td_metrics_text_printf(b, "} %s%llu%s\n", v < 0 ? "-" : "",
+                           (unsigned long long)(a / TD_MONEY_NANO), f);
 }
 
 td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
 {
     if (g->shared)
         td_metrics_shared_degraded(g->metrics, td_shared_degraded(g->shared));
-    td_status st = td_metrics_render(g->metrics, td_gateway_slot_name, g, out, len);
+    size_t n0 = 0;
+    td_status st = td_metrics_render(g->metrics, td_gateway_slot_name, g, out, &n0);
     if (st != TD_OK)
         return st;
-    /* budgets: spend of each tenant's budgeted periods, current now */
+    /* budgets: amount and spend of each tenant's and named key's budgeted
+     * periods, current now (bounded: keys are configured names) */
     td_gw_config *held = NULL;
     const td_gw_config *c = td_gateway_config(g, &held);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    size_t n = strlen(*out), cap = n + 256;
-    char *b = realloc(*out, cap);
-    if (!b) {
-        td_gw_config_unref(held);
-        return TD_OK; /* the main families are still there */
-    }
-    n += (size_t)snprintf(b + n, cap - n,
-                          "# HELP tenantd_budget_spent Spend of a tenant's budget in its current "
-                          "period, in the CostPolicy's currency (reserved estimates included).\n"
-                          "# TYPE tenantd_budget_spent gauge\n");
+    td_metrics_text b = {*out, n0, n0 + 1, false};
+    td_metrics_text_family(&b, "tenantd_budget_amount", "gauge",
+                           "A tenant's money budget of a period, in the CostPolicy's currency.");
+    for (size_t i = 0; c && i < c->ntenants; i++)
+        for (size_t k = 0; k < c->tenants[i].nbudgets; k++)
+            budget_sample(&b, "tenantd_budget_amount", &c->tenants[i], NULL,
+                          c->tenants[i].budgets[k].period, c->tenants[i].budgets[k].amount_nano);
+    td_metrics_text_family(&b, "tenantd_budget_spent", "gauge",
+                           "Spend of a tenant's budget in its current period, in the "
+                           "CostPolicy's currency (reserved estimates included).");
     for (size_t i = 0; c && i < c->ntenants; i++) {
         const td_gw_tenant *t = &c->tenants[i];
-        for (size_t k = 0; k < t->nbudgets; k++) {
-            if (cap - n < 256 + strlen(t->name)) {
-                cap = cap * 2 + strlen(t->name) + 256;
-                char *nb = realloc(b, cap);
-                if (!nb)
-                    break;
-                b = nb;
-            }
-            int64_t v = td_gateway_budget_spent(g, t, NULL, t->budgets[k].period,
-                                                (int64_t)ts.tv_sec, false);
-            n += (size_t)snprintf(
-                b + n, cap - n, "tenantd_budget_spent{tenant=\"%s\",period=\"%s\"} %.9g\n", t->name,
-                td_period_name(t->budgets[k].period), (double)v / TD_MONEY_NANO);
-        }
+        for (size_t k = 0; k < t->nbudgets; k++)
+            budget_sample(&b, "tenantd_budget_spent", t, NULL, t->budgets[k].period,
+                          td_gateway_budget_spent(g, t, NULL, t->budgets[k].period,
+                                                  (int64_t)ts.tv_sec, false));
     }
-    /* keys: one series per configured key budget (bounded: keys are
-     * configured names, not free-form) */
-    bool head = false;
+    td_metrics_text_family(&b, "tenantd_key_budget_amount", "gauge",
+                           "A named API key's own money budget of a period, in the "
+                           "CostPolicy's currency.");
+    for (size_t i = 0; c && i < c->ntenants; i++) {
+        const td_gw_tenant *t = &c->tenants[i];
+        for (size_t j = 0; t->keys && j < t->nkeys; j++)
+            for (size_t q = 0; t->keys[j].name && q < t->keys[j].nbudgets; q++)
+                budget_sample(&b, "tenantd_key_budget_amount", t, &t->keys[j],
+                              t->keys[j].budgets[q].period, t->keys[j].budgets[q].amount_nano);
+    }
+    td_metrics_text_family(&b, "tenantd_key_budget_spent", "gauge",
+                           "Spend of a named API key's own budget in its current period, in "
+                           "the CostPolicy's currency (reserved estimates included).");
     for (size_t i = 0; c && i < c->ntenants; i++) {
         const td_gw_tenant *t = &c->tenants[i];
         for (size_t j = 0; t->keys && j < t->nkeys; j++) {
             const td_gw_key *k = &t->keys[j];
-            for (size_t q = 0; k->name && q < k->nbudgets; q++) {
-                size_t need = 512 + strlen(t->name) + strlen(k->name);
-                if (cap - n < need) {
-                    cap = cap * 2 + need;
-                    char *nb = realloc(b, cap);
-                    if (!nb)
-                        goto done;
-                    b = nb;
-                }
-                if (!head) {
-                    n += (size_t)snprintf(
-                        b + n, cap - n,
-                        "# HELP tenantd_key_budget_spent Spend of a named API key's own budget "
-                        "in its current period, in the CostPolicy's currency (reserved estimates "
-                        "included).\n"
-                        "# TYPE tenantd_key_budget_spent gauge\n");
-                    head = true;
-                }
-                int64_t v = td_gateway_budget_spent(g, t, k, k->budgets[q].period,
-                                                    (int64_t)ts.tv_sec, false);
-                n += (size_t)snprintf(b + n, cap - n,
-                                      "tenantd_key_budget_spent{tenant=\"%s\",key=\"%s\","
-                                      "period=\"%s\"} %.9g\n",
-                                      t->name, k->name, td_period_name(k->budgets[q].period),
-                                      (double)v / TD_MONEY_NANO);
-            }
+            for (size_t q = 0; k->name && q < k->nbudgets; q++)
+                budget_sample(&b, "tenantd_key_budget_spent", t, k, k->budgets[q].period,
+                              td_gateway_budget_spent(g, t, k, k->budgets[q].period,
+                                                      (int64_t)ts.tv_sec, false));
         }
     }
-done:
-    if (g->shared_budgets && cap - n < 1024) {
-        char *nb = realloc(b, cap + 1024);
-        if (nb) {
-            b = nb;
-            cap += 1024;
-        }
-    }
-    if (g->shared_budgets && cap - n >= 1024) {
-        n += (size_t)snprintf(
-            b + n, cap - n,
+    if (g->shared_budgets)
+        td_metrics_text_printf(
+            &b,
             "# HELP tenantd_budget_shared_degraded 1 while budgets shared through Redis are "
             "unreachable and each replica keeps to budget/replicas.\n"
             "# TYPE tenantd_budget_shared_degraded gauge\n"
@@ -927,10 +1097,14 @@ done:
                                  td_shbudget_fallbacks(g->key_shared_budgets)),
             (unsigned long long)(td_shbudget_calls(g->shared_budgets) +
                                  td_shbudget_calls(g->key_shared_budgets)));
-    }
     td_gw_config_unref(held);
-    *out = b;
+    if (b.oom) {
+        free(b.p);
+        *out = NULL;
+        return TD_ENOMEM;
+    }
+    *out = b.p;
     if (len)
-        *len = n;
+        *len = b.len;
     return TD_OK;
 }

@@ -33,6 +33,7 @@ static const char *const bucket_le[NBUCKETS] = {"0.0005", "0.001", "0.0025", "0.
 typedef struct {
     _Atomic uint64_t requests[ROUTES_PER_CHUNK][TD_OUT_COUNT];
     _Atomic uint64_t cost_micro[ROUTES_PER_CHUNK];
+    _Atomic uint64_t shed[ROUTES_PER_CHUNK][TD_CRIT_COUNT];
 } route_chunk;
 
 typedef struct {
@@ -58,7 +59,7 @@ struct td_metrics {
 static const char *const outcome_names[TD_OUT_COUNT] = {
     "accepted", "rate_limited", "concurrency_limited", "shed",           "upstream_error",
     "timeout",  "bad_request",  "unauthorized",        "budget_exceeded", "client_closed",
-    "budget_cut"};
+    "budget_cut", "no_route"};
 
 const char *td_outcome_name(td_outcome o)
 {
@@ -177,6 +178,18 @@ void td_metrics_request(td_metrics *m, uint32_t tenant, uint32_t route, td_outco
     }
 }
 
+void td_metrics_shed(td_metrics *m, uint32_t tenant, uint32_t route, td_criticality c)
+{
+    long t = slot_index(tenant, m->max_tenants), r = slot_index(route, m->max_routes);
+    if (t < 0 || r < 0 || (unsigned)c >= TD_CRIT_COUNT)
+        return;
+    tenant_block *b = tenant_block_get(m, (size_t)t);
+    route_chunk *ch = b ? route_chunk_get(b, (size_t)r / ROUTES_PER_CHUNK) : NULL;
+    if (ch)
+        atomic_fetch_add_explicit(&ch->shed[(size_t)r % ROUTES_PER_CHUNK][c], 1,
+                                  memory_order_relaxed);
+}
+
 void td_metrics_queue_add(td_metrics *m, uint32_t route, td_criticality c, int delta)
 {
     long r = slot_index(route, m->max_routes);
@@ -228,11 +241,7 @@ void td_metrics_conn_limit(td_metrics *m, uint64_t limit)
 
 /* ---- rendering ---- */
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} buf;
+typedef td_metrics_text buf;
 
 static void grow(buf *b, size_t need)
 {
@@ -265,16 +274,46 @@ static void puts_(buf *b, const char *s)
     put(b, s, strlen(s));
 }
 
+void td_metrics_text_puts(td_metrics_text *t, const char *s)
+{
+    puts_(t, s);
+}
+
+static void vprintf_(buf *b, const char *fmt, va_list ap)
+{
+    char tmp[128];
+    va_list cp;
+    va_copy(cp, ap);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, cp);
+    va_end(cp);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof tmp) {
+        put(b, tmp, (size_t)n);
+        return;
+    }
+    grow(b, (size_t)n + 1);
+    if (b->oom)
+        return;
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
 static void printf_(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void printf_(buf *b, const char *fmt, ...)
 {
-    char tmp[128];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    vprintf_(b, fmt, ap);
     va_end(ap);
-    if (n > 0)
-        put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+void td_metrics_text_printf(td_metrics_text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf_(t, fmt, ap);
+    va_end(ap);
 }
 
 /* A label value, escaped as the text format wants: \\, \" and \n. */
@@ -295,6 +334,11 @@ static void put_label(buf *b, const char *name, const char *value, bool first)
             put(b, s, 1);
     }
     put(b, "\"", 1);
+}
+
+void td_metrics_text_label(td_metrics_text *t, const char *name, const char *value, bool first)
+{
+    put_label(t, name, value, first);
 }
 
 /* A fixed-point value v / 10^digits in the shortest exact decimal. */
@@ -321,6 +365,12 @@ static void family(buf *b, const char *name, const char *type, const char *help)
     printf_(b, "\n# TYPE %s %s\n", name, type);
 }
 
+void td_metrics_text_family(td_metrics_text *t, const char *name, const char *type,
+                            const char *help)
+{
+    family(t, name, type, help);
+}
+
 typedef const char *(*name_fn)(void *arg, char kind, uint32_t slot);
 
 static const char *slot_name(name_fn name_of, void *arg, char kind, size_t i, size_t max)
@@ -331,6 +381,15 @@ static const char *slot_name(name_fn name_of, void *arg, char kind, size_t i, si
 static uint64_t load(const _Atomic uint64_t *p)
 {
     return atomic_load_explicit((_Atomic uint64_t *)p, memory_order_relaxed);
+}
+
+/* A tenant and route pair has its series once it had a request. */
+static bool pair_used(const route_chunk *ch, size_t i)
+{
+    for (int o = 0; o < TD_OUT_COUNT; o++)
+        if (load(&ch->requests[i][o]))
+            return true;
+    return false;
 }
 
 td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, char **out,
@@ -356,17 +415,14 @@ td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, cha
         for (size_t r = 0; r <= m->max_routes; r++) {
             route_chunk *ch =
                 atomic_load_explicit(&tb->chunks[r / ROUTES_PER_CHUNK], memory_order_acquire);
-            if (!ch || !routes[r])
+            if (!ch || !routes[r] || !pair_used(ch, r % ROUTES_PER_CHUNK))
                 continue;
             for (int o = 0; o < TD_OUT_COUNT; o++) {
-                uint64_t v = load(&ch->requests[r % ROUTES_PER_CHUNK][o]);
-                if (!v)
-                    continue;
                 puts_(&b, "tenantd_requests_total{");
                 put_label(&b, "tenant", tenant, true);
                 put_label(&b, "route", routes[r], false);
                 put_label(&b, "outcome", outcome_names[o], false);
-                printf_(&b, "} %" PRIu64 "\n", v);
+                printf_(&b, "} %" PRIu64 "\n", load(&ch->requests[r % ROUTES_PER_CHUNK][o]));
             }
         }
     }
@@ -381,17 +437,36 @@ td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, cha
         for (size_t r = 0; r <= m->max_routes; r++) {
             route_chunk *ch =
                 atomic_load_explicit(&tb->chunks[r / ROUTES_PER_CHUNK], memory_order_acquire);
-            if (!ch || !routes[r])
-                continue;
-            uint64_t v = load(&ch->cost_micro[r % ROUTES_PER_CHUNK]);
-            if (!v)
+            if (!ch || !routes[r] || !pair_used(ch, r % ROUTES_PER_CHUNK))
                 continue;
             puts_(&b, "tenantd_cost_units_total{");
             put_label(&b, "tenant", tenant, true);
             put_label(&b, "route", routes[r], false);
             puts_(&b, "} ");
-            put_fixed(&b, v, (uint64_t)COST_SCALE, 6);
+            put_fixed(&b, load(&ch->cost_micro[r % ROUTES_PER_CHUNK]), (uint64_t)COST_SCALE, 6);
             puts_(&b, "\n");
+        }
+    }
+
+    family(&b, "tenantd_shed_total", "counter",
+           "Requests shed (503), by tenant, route and the criticality they were served at.");
+    for (size_t t = 0; t <= m->max_tenants; t++) {
+        tenant_block *tb = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
+        const char *tenant = tb ? slot_name(name_of, arg, 't', t, m->max_tenants) : NULL;
+        if (!tenant)
+            continue;
+        for (size_t r = 0; r <= m->max_routes; r++) {
+            route_chunk *ch =
+                atomic_load_explicit(&tb->chunks[r / ROUTES_PER_CHUNK], memory_order_acquire);
+            if (!ch || !routes[r] || !pair_used(ch, r % ROUTES_PER_CHUNK))
+                continue;
+            for (int c = 0; c < TD_CRIT_COUNT; c++) {
+                puts_(&b, "tenantd_shed_total{");
+                put_label(&b, "tenant", tenant, true);
+                put_label(&b, "route", routes[r], false);
+                put_label(&b, "criticality", td_criticality_name((td_criticality)c), false);
+                printf_(&b, "} %" PRIu64 "\n", load(&ch->shed[r % ROUTES_PER_CHUNK][c]));
+            }
         }
     }
 
@@ -399,13 +474,14 @@ td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, cha
            "End-to-end latency of requests that reached the upstream.");
     for (size_t t = 0; t <= m->max_tenants; t++) {
         tenant_block *tb = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
-        const char *tenant = tb ? slot_name(name_of, arg, 't', t, m->max_tenants) : NULL;
-        if (!tenant)
-            continue;
-        uint64_t counts[NBUCKETS + 1], total = 0;
-        for (int k = 0; k <= NBUCKETS; k++)
+        uint64_t counts[NBUCKETS + 1] = {0}, total = 0;
+        for (int k = 0; tb && k <= NBUCKETS; k++)
             total += counts[k] = load(&tb->buckets[k]);
-        if (!total)
+        /* a named tenant always; the unnamed slot only once observed */
+        const char *tenant = t == m->max_tenants && !total
+                                 ? NULL
+                                 : slot_name(name_of, arg, 't', t, m->max_tenants);
+        if (!tenant)
             continue;
         /* _count is the +Inf bucket, so the two always agree even while
          * other threads observe. */
@@ -420,7 +496,7 @@ td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, cha
         puts_(&b, "tenantd_request_duration_seconds_sum{");
         put_label(&b, "tenant", tenant, true);
         puts_(&b, "} ");
-        put_fixed(&b, load(&tb->sum_ns), 1000000000ULL, 9);
+        put_fixed(&b, tb ? load(&tb->sum_ns) : 0, 1000000000ULL, 9);
         puts_(&b, "\ntenantd_request_duration_seconds_count{");
         put_label(&b, "tenant", tenant, true);
         printf_(&b, "} %" PRIu64 "\n", total);
@@ -428,23 +504,24 @@ td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, cha
 
     family(&b, "tenantd_queue_depth", "gauge", "Requests waiting in a route's criticality queue.");
     for (size_t r = 0; r <= m->max_routes; r++) {
-        if (!routes[r])
+        int64_t v[TD_CRIT_COUNT], any = 0;
+        for (int c = 0; c < TD_CRIT_COUNT; c++)
+            any |= v[c] = atomic_load_explicit(&m->queue[r][c], memory_order_relaxed);
+        if (!routes[r] || (r == m->max_routes && !any))
             continue;
         for (int c = 0; c < TD_CRIT_COUNT; c++) {
-            int64_t v = atomic_load_explicit(&m->queue[r][c], memory_order_relaxed);
-            if (!v)
-                continue;
             puts_(&b, "tenantd_queue_depth{");
             put_label(&b, "route", routes[r], true);
             put_label(&b, "criticality", td_criticality_name((td_criticality)c), false);
-            printf_(&b, "} %" PRId64 "\n", v);
+            printf_(&b, "} %" PRId64 "\n", v[c]);
         }
     }
 
     family(&b, "tenantd_inflight", "gauge", "Requests of a tenant in flight to upstreams.");
     for (size_t t = 0; t <= m->max_tenants; t++) {
         int64_t v = atomic_load_explicit(&m->inflight[t], memory_order_relaxed);
-        const char *tenant = v ? slot_name(name_of, arg, 't', t, m->max_tenants) : NULL;
+        const char *tenant =
+            t == m->max_tenants && !v ? NULL : slot_name(name_of, arg, 't', t, m->max_tenants);
         if (!tenant)
             continue;
         puts_(&b, "tenantd_inflight{");
@@ -458,19 +535,22 @@ td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, cha
     family(&b, "tenantd_limit_rejections_total", "counter",
            "Requests a tenant's limit refused: mode=\"enforce\" got 429, mode=\"shadow\" "
            "would have and went on.");
-    for (size_t t = 0; t <= m->max_tenants; t++)
+    for (size_t t = 0; t <= m->max_tenants; t++) {
+        uint64_t any = 0;
         for (int l = 0; l < TD_LIMIT_COUNT; l++)
+            any |= load(&m->limit_rej[t][l][0]) | load(&m->limit_rej[t][l][1]);
+        const char *tenant =
+            t == m->max_tenants && !any ? NULL : slot_name(name_of, arg, 't', t, m->max_tenants);
+        for (int l = 0; tenant && l < TD_LIMIT_COUNT; l++)
             for (int s = 0; s < 2; s++) {
                 uint64_t v = load(&m->limit_rej[t][l][s]);
-                const char *tenant = v ? slot_name(name_of, arg, 't', t, m->max_tenants) : NULL;
-                if (!tenant)
-                    continue;
                 puts_(&b, "tenantd_limit_rejections_total{");
                 put_label(&b, "tenant", tenant, true);
                 put_label(&b, "limit", limit_names[l], false);
                 put_label(&b, "mode", s ? "shadow" : "enforce", false);
                 printf_(&b, "} %" PRIu64 "\n", v);
             }
+    }
 
     /* Always present, so that an alert can tell 0 from "not exported". */
     family(&b, "tenantd_shared_limit_degraded", "gauge",

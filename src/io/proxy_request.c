@@ -485,6 +485,7 @@ static void build_rec(px_conn *c, td_outcome outcome, uint64_t now, td_ledger_re
     case TD_OUT_RATE_LIMITED:
     case TD_OUT_CONCURRENCY_LIMITED:
     case TD_OUT_BAD_REQUEST:
+    case TD_OUT_NO_ROUTE:
     case TD_OUT_UNAUTHORIZED:
     case TD_OUT_BUDGET_EXCEEDED:
         o = "rejected";
@@ -753,6 +754,9 @@ void px_req_end(px_conn *c, int outcome)
         td_metrics_request(p->metrics, t ? t->slot : TD_METRICS_NONE,
                            r->route ? r->route->slot : TD_METRICS_NONE, (td_outcome)outcome,
                            now - r->t_start, cost);
+    if (outcome == TD_OUT_SHED)
+        td_metrics_shed(p->metrics, t ? t->slot : TD_METRICS_NONE,
+                        r->route ? r->route->slot : TD_METRICS_NONE, r->crit);
     if (p->access_log && r->headers_done)
         log_line(c, outcome >= 0 ? td_outcome_name((td_outcome)outcome) : "client_closed", cost);
     if (t && ((p->ledger && outcome >= 0) || r->bud.n || r->bud.nkey)) {
@@ -1084,7 +1088,7 @@ void px_req_headers(px_conn *c)
             r->route = td_gw_route_match(cfg, r->url.p + r->path_off);
             *end = saved;
             if (!r->route) {
-                set_reject(r, 404, "{\"error\":\"no_route\"}", TD_OUT_BAD_REQUEST);
+                set_reject(r, 404, "{\"error\":\"no_route\"}", TD_OUT_NO_ROUTE);
             } else if (!td_gw_route_allows(r->route,
                                            http_method_str((enum http_method)r->method))) {
                 snprintf(r->allow_hdr, sizeof r->allow_hdr, "Allow: %s\r\n", r->route->allow);

@@ -267,7 +267,7 @@ for i in 1 2 3 4; do req key-alpha 100 >/dev/null & done
 seen=0
 for _ in $(seq 1 60); do
     curl -s -H "Authorization: Bearer $TOKEN" "$ADMIN/metrics" >"$TMP/metrics.q"
-    if grep -q '^tenantd_queue_depth{' "$TMP/metrics.q" && grep -q '^tenantd_inflight{' "$TMP/metrics.q"; then
+    if grep -qE '^tenantd_queue_depth{.*} [1-9]' "$TMP/metrics.q" && grep -qE '^tenantd_inflight{.*} [1-9]' "$TMP/metrics.q"; then
         seen=1; break
     fi
     sleep 0.1
@@ -312,6 +312,33 @@ while read -r n; do
     s=$(served "$n")
     [ "$s" != missing ] && ok "$n: $s" || not_ok "$n: neither served by a real tenantd nor an exception"
 done <"$TMP/names"
+# The manuals: every metric name docs/*.md and the README mention is served
+# (a name inside a recording rule's name, a:tenantd_x:b, is the rule's),
+# and every family the scrape has is in docs/daemon.md's table of /metrics.
+grep -ohP '(?<![:\w])tenantd_[a-z0-9_]+(?![:\w])' "$TD_SOURCE_DIR"/docs/*.md "$TD_SOURCE_DIR/README.md" |
+    sort -u >"$TMP/docnames"
+# not metrics: the CMake library of README's build section
+NOT_METRICS="tenantd_lib"
+[ "$(wc -l <"$TMP/docnames")" -gt 25 ] && ok "$(wc -l <"$TMP/docnames") metric names in the manuals" ||
+    not_ok "only $(wc -l <"$TMP/docnames") metric names in the manuals"
+while read -r n; do
+    case " $NOT_METRICS " in *" $n "*) continue ;; esac
+    # a histogram is served as NAME_bucket, _sum, _count
+    s=$(served "$n")
+    [ "$s" = missing ] && grep -qE "^${n}_(bucket|count)(\{| )" "$TMP/metrics" && s=live
+    [ "$s" != missing ] && ok "docs: $n: $s" || not_ok "docs name $n: not served by a real tenantd"
+done <"$TMP/docnames"
+sed -n 's/^# TYPE \([a-z_0-9]*\) .*/\1/p' "$TMP/metrics" | sort -u >"$TMP/families"
+[ "$(wc -l <"$TMP/families")" -gt 25 ] && ok "$(wc -l <"$TMP/families") metric families served" ||
+    not_ok "only $(wc -l <"$TMP/families") families served"
+undocumented=""
+while read -r f; do
+    grep -qF "\`$f" "$TD_SOURCE_DIR/docs/daemon.md" || undocumented="$undocumented $f"
+done <"$TMP/families"
+[ -z "$undocumented" ] && ok "every family /metrics serves is in docs/daemon.md" ||
+    not_ok "served and not in docs/daemon.md:$undocumented"
+promtool check metrics <"$TMP/metrics.q" >"$TMP/lint" 2>&1 &&
+    ok "promtool check metrics: the scrape is clean" || { not_ok "promtool check metrics"; head "$TMP/lint"; }
 # The name check can fail: a metric tenantd does not export is caught.
 echo 'sum by (tenant) (rate(tenantd_made_up_total{tenant="a"}[5m])) / on (tenant) tenantd_requests_total' |
     python3 "$CHECK" names >"$TMP/made"

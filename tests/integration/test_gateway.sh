@@ -232,6 +232,21 @@ expect_grep "metrics: gamma concurrency_limited" "$TMP/metrics" 'tenantd_request
 expect_grep "metrics: shed counted" "$TMP/metrics" 'tenantd_requests_total{tenant="alpha",route="small",outcome="shed"}'
 expect_grep "metrics: unauthorized under tenant \"\"" "$TMP/metrics" 'tenantd_requests_total{tenant="",route="",outcome="unauthorized"}'
 expect_grep "metrics: cost by tenant" "$TMP/metrics" 'tenantd_cost_units_total{tenant="alpha"'
+# an unknown path is no_route (not bad_request), under the tenant of its key
+expect_grep "metrics: the 404 is outcome=no_route" "$TMP/metrics" 'tenantd_requests_total{tenant="alpha",route="",outcome="no_route"} 1'
+expect_grep "metrics: nothing of alpha's is bad_request on route \"\"" "$TMP/metrics" 'tenantd_requests_total{tenant="alpha",route="",outcome="bad_request"} 0'
+# sheds by the criticality they were served at: exactly the ones shed above
+expect_grep "metrics: sheds of sheddable counted by criticality" "$TMP/metrics" "tenantd_shed_total{tenant=\"alpha\",route=\"small\",criticality=\"sheddable\"} $s_shed"
+expect_grep "metrics: no critical shed" "$TMP/metrics" 'tenantd_shed_total{tenant="alpha",route="small",criticality="critical"} 0'
+expect_grep "metrics: the outcome agrees" "$TMP/metrics" "tenantd_requests_total{tenant=\"alpha\",route=\"small\",outcome=\"shed\"} $s_shed"
+# gauges at 0 are exported, not left out
+expect_grep "metrics: tenantd_inflight at 0" "$TMP/metrics" 'tenantd_inflight{tenant="beta"} 0'
+expect_grep "metrics: tenantd_queue_depth at 0" "$TMP/metrics" 'tenantd_queue_depth{route="small",criticality="sheddable"} 0'
+expect_grep "metrics: a histogram for a tenant" "$TMP/metrics" 'tenantd_request_duration_seconds_count{tenant="beta"}'
+expect_grep "metrics: limit rejections at 0" "$TMP/metrics" 'tenantd_limit_rejections_total{tenant="alpha",limit="rate",mode="enforce"} 0'
+if command -v promtool >/dev/null; then
+    expect_rc "metrics: promtool check metrics is clean" 0 promtool check metrics <"$TMP/metrics"
+fi
 
 sleep 0.3 # the workers write their log lines once per loop turn
 expect_grep "access log: a proxied line" "$TMP/access.log" "tenant=alpha route=chat crit=critical method=POST path=/v1/chat/completions status=200 outcome=accepted cost_est=11 cost=11"

@@ -1,6 +1,7 @@
 /* test_gateway.c - the gateway's view of a config: keys to tenants,
  * longest-prefix routes, parsed limits, slots stable across reloads, a
- * rate change resetting the limiter, and workers seeing a reload. */
+ * rate change resetting the limiter, workers seeing a reload, and budgets
+ * a reload adds caught up from the ledger. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,6 +255,158 @@ static void test_keys_budgets_prices(void **state)
     td_config_unref(c3);
 }
 
+/* Issue 23 item 5: a budget a reload adds (a period the tenant or key had
+ * none for) forgets its counter and, caught up, holds the ledger's spend
+ * of its period: charged records of that tenant (key) that started in the
+ * period and before the reload; a budget the old configuration had keeps
+ * its counter; a second catch-up finds nothing. */
+static const char late_v[] =
+    "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t}\n"
+    "spec:\n  apiKeys:\n  - {sha256: " KEY_A_SHA ", %s}\n"
+    "  budgets: [{amount: 100, period: week}%s]\n---\n"
+    "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: other}\nspec: {}\n---\n"
+    "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: chat}\n"
+    "spec: {match: {pathPrefix: /}, upstream: {address: '127.0.0.1:9'}}\n---\n"
+    "apiVersion: tenantd.dev/v1alpha1\nkind: CostPolicy\nmetadata: {name: default}\n"
+    "spec: {currency: EUR, prices: [{route: chat, per1kTokens: \"1\"}]}\n";
+
+typedef struct {
+    td_ledger_rec recs[8];
+    size_t n;
+    int64_t from_ns, until_ns;
+    int calls;
+} fake_ledger;
+
+static td_status fake_scan(void *ud, int64_t from_ns, int64_t until_ns,
+                           int (*cb)(const td_ledger_rec *r, void *cb_ud), void *cb_ud, td_err *err)
+{
+    (void)err;
+    fake_ledger *l = ud;
+    l->from_ns = from_ns;
+    l->until_ns = until_ns;
+    l->calls++;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->recs[i].end_ns >= from_ns && l->recs[i].start_ns < until_ns &&
+            cb(&l->recs[i], cb_ud))
+            break;
+    return TD_OK;
+}
+
+static void add_rec(fake_ledger *l, const char *tenant, const char *key, const char *outcome,
+                    int64_t start_ns, int64_t tokens)
+{
+    td_ledger_rec *r = &l->recs[l->n++];
+    memset(r, 0, sizeof *r);
+    r->kind = TD_LEDGER_REQUEST;
+    strcpy(r->route, "chat");
+    strcpy(r->tenant, tenant);
+    strcpy(r->api_key, key);
+    strcpy(r->outcome, outcome);
+    r->count = 1;
+    r->tokens_in = tokens;
+    r->start_ns = r->end_ns = start_ns;
+}
+
+static void test_budget_added_catch_up(void **state)
+{
+    (void)state;
+    char y[4096];
+    snprintf(y, sizeof y, late_v, "name: ci", "");
+    td_config *c1 = load(y);
+    snprintf(y, sizeof y, late_v, "name: ci, budgets: [{amount: 1, period: day}]",
+             ", {amount: 10, period: day}");
+    td_config *c2 = load(y);
+    assert_non_null(c1);
+    assert_non_null(c2);
+    td_gateway *g = NULL;
+    td_err err;
+    assert_int_equal(td_gateway_create(c1, NULL, &g, &err), TD_OK);
+    td_gw_config *held = NULL;
+    const td_gw_config *v = td_gateway_config(g, &held);
+    const td_gw_key *k = NULL;
+    const td_gw_tenant *t = td_gw_tenant_by_key_ex(v, "demo-key-team-a", 15, &k);
+    assert_non_null(t);
+    assert_non_null(k);
+    uint32_t ts_ = t->slot, ks = k->slot;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t now_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+    /* at start: a record replayed into every period (day included) and
+     * 5 spent from the week budget */
+    fake_ledger l = {.n = 0};
+    add_rec(&l, "t", "", "ok", now_ns - 20000000000LL, 7000);
+    td_gateway_budget_replay(g, &l.recs[0], now_ns);
+    assert_int_equal(td_budgets_reserve(td_gateway_budgets(g), ts_, TD_PERIOD_WEEK,
+                                        100 * TD_MONEY_NANO, 5 * TD_MONEY_NANO, false, now.tv_sec,
+                                        NULL, NULL),
+                     TD_OK);
+    int64_t week_before = td_budgets_spent(td_gateway_budgets(g), ts_, TD_PERIOD_WEEK, now.tv_sec);
+    assert_true(week_before == 12 * TD_MONEY_NANO);
+    /* nothing added yet: nothing to catch up */
+    size_t n = 99;
+    assert_int_equal(td_gateway_budget_catch_up(g, fake_scan, &l, &n, &err), TD_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(l.calls, 0);
+
+    /* the ledger as it is at the reload */
+    l.n = 0;
+    add_rec(&l, "t", "ci", "ok", now_ns - 10000000000LL, 1000);      /* 1.0, the key's too */
+    add_rec(&l, "t", "", "ok", now_ns - 5000000000LL, 500);          /* 0.5 */
+    add_rec(&l, "t", "ci", "cut", now_ns - 4000000000LL, 250);       /* 0.25: charged early end */
+    add_rec(&l, "t", "ci", "rejected", now_ns - 3000000000LL, 9000); /* not charged */
+    add_rec(&l, "other", "", "ok", now_ns - 3000000000LL, 9000);     /* another tenant */
+    add_rec(&l, "t", "ci", "ok", now_ns - 3 * 86400 * 1000000000LL - 86400000000000LL, 9000);
+    /* started after the reload: reserved at the new budget itself */
+    add_rec(&l, "t", "ci", "ok", now_ns + 3600 * 1000000000LL, 9000);
+    assert_int_equal(td_gateway_reload(g, c2, &err), TD_OK);
+    /* forgotten at the reload: the start's 7 is not the ledger's spend */
+    assert_true(td_budgets_spent(td_gateway_budgets(g), ts_, TD_PERIOD_DAY, now.tv_sec) == 0);
+    assert_int_equal(td_gateway_budget_catch_up(g, fake_scan, &l, &n, &err), TD_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(l.calls, 1);
+    int64_t ds, de;
+    td_period_bounds(TD_PERIOD_DAY, now.tv_sec, &ds, &de);
+    assert_true(l.from_ns == ds * 1000000000LL);
+    assert_true(l.until_ns >= now_ns && l.until_ns < now_ns + 60 * 1000000000LL);
+    int64_t day = td_budgets_spent(td_gateway_budgets(g), ts_, TD_PERIOD_DAY, now.tv_sec);
+    int64_t kday = td_budgets_spent(td_gateway_key_budgets(g), ks, TD_PERIOD_DAY, now.tv_sec);
+    int64_t week = td_budgets_spent(td_gateway_budgets(g), ts_, TD_PERIOD_WEEK, now.tv_sec);
+    /* day: 1.0 + 0.5 + 0.25; key ci: 1.0 + 0.25; week untouched */
+    if (ds * 1000000000LL <= now_ns - 20000000000LL) {
+        assert_true(day == 1750000000LL);
+        assert_true(kday == 1250000000LL);
+    }
+    assert_true(week == week_before);
+    /* caught up once: again, nothing */
+    assert_int_equal(td_gateway_budget_catch_up(g, fake_scan, &l, &n, &err), TD_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(l.calls, 1);
+    /* the same configuration again adds nothing */
+    assert_int_equal(td_gateway_reload(g, c2, &err), TD_OK);
+    assert_int_equal(td_gateway_budget_catch_up(g, fake_scan, &l, &n, &err), TD_OK);
+    assert_int_equal(n, 0);
+    assert_true(td_budgets_spent(td_gateway_budgets(g), ts_, TD_PERIOD_DAY, now.tv_sec) == day);
+    /* removed, then added again (twice before a catch-up): counted from
+     * the ledger again, not twice */
+    assert_int_equal(td_gateway_reload(g, c1, &err), TD_OK);
+    assert_int_equal(td_gateway_reload(g, c2, &err), TD_OK);
+    assert_int_equal(td_gateway_reload(g, c1, &err), TD_OK);
+    assert_int_equal(td_gateway_reload(g, c2, &err), TD_OK);
+    assert_int_equal(td_gateway_budget_catch_up(g, fake_scan, &l, &n, &err), TD_OK);
+    assert_int_equal(n, 2);
+    assert_true(td_budgets_spent(td_gateway_budgets(g), ts_, TD_PERIOD_DAY, now.tv_sec) == day);
+    /* without a ledger (scan NULL) the notes are dropped */
+    assert_int_equal(td_gateway_reload(g, c1, &err), TD_OK);
+    assert_int_equal(td_gateway_reload(g, c2, &err), TD_OK);
+    assert_int_equal(td_gateway_budget_catch_up(g, NULL, NULL, &n, &err), TD_OK);
+    assert_int_equal(n, 2);
+    assert_true(td_budgets_spent(td_gateway_budgets(g), ts_, TD_PERIOD_DAY, now.tv_sec) == 0);
+    td_gw_config_unref(held);
+    td_gateway_destroy(g);
+    td_config_unref(c1);
+    td_config_unref(c2);
+}
+
 /* Issue 17: routes match on segment boundaries; spec.methods (default
  * GET, POST) with its Allow text; spec.upstream.authorization.fromEnv
  * read at load; a named key's criticality (the tenant's by default, never
@@ -341,6 +494,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view),
         cmocka_unit_test(test_keys_budgets_prices),
+        cmocka_unit_test(test_budget_added_catch_up),
         cmocka_unit_test(test_route_fields_key_criticality),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

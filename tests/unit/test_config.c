@@ -130,7 +130,7 @@ static const struct {
      "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
      "spec:\n  match: {pathPrefix: /v1/}\n  upstream: {address: 'h:1'}\n"
      "  cost: {maxOutputTokens: 0}\n",
-     TD_EINVAL, "c.yaml:7: Route r: spec.cost.maxOutputTokens: must be at least 1"},
+     TD_EINVAL, "c.yaml:7: Route r: spec.cost.maxOutputTokens: must be an integer in [1,"},
     {"route maxOutputTokens not an integer",
      "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
      "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1'}, cost: {maxOutputTokens: lots}}\n",
@@ -139,6 +139,39 @@ static const struct {
      "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
      "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1'}, cost: {maxOutputTokens: 10000001}}\n",
      TD_EINVAL, "spec.cost.maxOutputTokens: must be at most 10000000"},
+    {"route endpoints accepted",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'h:1'}, "
+     "{address: 'h:2', weight: 3}], balance: roundRobin}}\n",
+     TD_OK, NULL},
+    {"route address and endpoints",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', endpoints: [{address: 'h:2'}]}}\n",
+     TD_EINVAL, "spec.upstream.endpoints: give either spec.upstream.address"},
+    {"route endpoints empty",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: []}}\n",
+     TD_EINVAL, "spec.upstream.endpoints: must be a list of 1 to 64 endpoints"},
+    {"route endpoint without port",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'h:1'}, {address: h}]}}\n",
+     TD_EINVAL, "spec.upstream.endpoints[1]: address: required: HOST:PORT"},
+    {"route endpoint twice",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'h:1'}, {address: 'h:1'}]}}\n",
+     TD_EINVAL, "spec.upstream.endpoints[1]: address \"h:1\" is listed twice"},
+    {"route endpoint weight zero",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'h:1', weight: 0}]}}\n",
+     TD_EINVAL, "spec.upstream.endpoints[0]: must be"},
+    {"route endpoint unknown field",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'h:1', wieght: 2}]}}\n",
+     TD_EINVAL, "spec.upstream.endpoints[0]: unknown field \"wieght\""},
+    {"route balance unknown",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', balance: random}}\n",
+     TD_EINVAL, "spec.upstream.balance: must be leastRequests (the default) or roundRobin"},
     {"kueue v1beta2 accepted",
      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec: {}\n",
      TD_OK, NULL},

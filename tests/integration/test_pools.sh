@@ -1,0 +1,137 @@
+# test_pools.sh - a Route in front of three real simmodel processes
+# (issue 19 items 3-5): leastRequests gives the endpoint made slow by its
+# per-token latency measurably less traffic, roundRobin spreads evenly; a
+# simmodel killed with SIGKILL mid-run costs no client an error (requests
+# that had not started streaming go to another endpoint), and it gets
+# traffic again after it restarts on its port; with every endpoint killed
+# the client gets 503 with Retry-After within 100 ms, not a hang.
+. "$(dirname "$0")/lib.sh"
+command -v curl >/dev/null || { echo "curl is required"; echo "0 passed, 1 failed"; exit 1; }
+command -v python3 >/dev/null || { echo "python3 is required"; echo "0 passed, 1 failed"; exit 1; }
+LOAD="$(dirname "$0")/pools_load.py"
+
+# A and B: 1 ms a token; C: 15 ms a token, so a 20-token answer takes
+# 20 ms on A or B and 300 ms on C.
+SIMARGS=(--slots 32 --default-max-tokens 20)
+start_simmodel "${SIMARGS[@]}" --ms-per-token 1 || { finish; exit 1; }
+A=$SIM; A_PID=$SIM_PID
+start_simmodel "${SIMARGS[@]}" --ms-per-token 1 || { finish; exit 1; }
+B=$SIM; B_PID=$SIM_PID; B_PORT=$SIM_PORT
+start_simmodel "${SIMARGS[@]}" --ms-per-token 15 || { finish; exit 1; }
+C=$SIM; C_PID=$SIM_PID
+
+cat > "$TMP/platform.yaml" <<Y
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: alpha}
+spec:
+  namespaces: [alpha-prod]
+  apiKeys: [{sha256: "$(sha key-alpha)"}]
+  gateway: {rate: {cost: 100000000, per: 1s, burst: 100000000}, concurrency: 1000}
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: chat}
+spec:
+  match: {pathPrefix: /v1/chat/}
+  upstream:
+    endpoints: [{address: "$A"}, {address: "$B"}, {address: "$C"}]
+    capacity: 32
+    queue: 256
+  cost: {model: tokens}
+  timeout: 10s
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: completions}
+spec:
+  match: {pathPrefix: /v1/completions}
+  upstream:
+    endpoints: [{address: "$A"}, {address: "$B"}, {address: "$C"}]
+    balance: roundRobin
+  cost: {model: tokens}
+  timeout: 10s
+Y
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
+GW="127.0.0.1:$TD_DATA_PORT"
+
+served() { curl -sS --max-time 5 "http://$1/stats" | sed 's/.*"served":\([0-9]*\).*/\1/'; }
+snap() { SA=$(served "$A"); SB=$(served "$B"); SC=$(served "$C"); }
+
+# 1. leastRequests: 12 clients for 3 s; the slow endpoint holds its
+# requests 15 times as long, so it has more in flight and is picked less.
+snap
+out=$(python3 "$LOAD" "$GW" /v1/chat/completions key-alpha 12 3 0 20 2>"$TMP/load1.err")
+a=$(($(served "$A") - SA)); b=$(($(served "$B") - SB)); c=$(($(served "$C") - SC))
+echo "# leastRequests: $out; served A=$a B=$b C=$c"
+case "$out" in *" errors=0 "*) ok "leastRequests: no errors" ;; *) not_ok "leastRequests: $out"; cat "$TMP/load1.err" ;; esac
+[ "$a" -gt 0 ] && [ "$b" -gt 0 ] && [ "$c" -gt 0 ] && [ $((c * 4)) -lt "$a" ] && [ $((c * 4)) -lt "$b" ] \
+    && ok "leastRequests: the slow endpoint gets under a quarter of a fast one's (A=$a B=$b C=$c)" \
+    || not_ok "leastRequests spread A=$a B=$b C=$c"
+
+# 2. roundRobin: 90 requests one after the other; each worker turns over
+# A, B, C in order, so each endpoint gets 30, give or take one per worker.
+snap
+out=$(python3 "$LOAD" "$GW" /v1/completions key-alpha 1 60 90 1 2>"$TMP/load2.err")
+a=$(($(served "$A") - SA)); b=$(($(served "$B") - SB)); c=$(($(served "$C") - SC))
+echo "# roundRobin: $out; served A=$a B=$b C=$c"
+spread_ok=1
+for n in "$a" "$b" "$c"; do [ "$n" -ge 28 ] && [ "$n" -le 32 ] || spread_ok=0; done
+[ "$spread_ok" = 1 ] && [ $((a + b + c)) = 90 ] \
+    && ok "roundRobin: even spread (A=$a B=$b C=$c)" || not_ok "roundRobin spread A=$a B=$b C=$c ($out)"
+
+# 3. SIGKILL of B in the middle of a 4 s run of 12 clients: no client
+# sees an error (answers are not streamed, so no request had started
+# streaming when B died: each is retried on another endpoint).
+python3 "$LOAD" "$GW" /v1/chat/completions key-alpha 12 4 0 20 >"$TMP/load3.out" 2>"$TMP/load3.err" &
+LOAD_PID=$!
+sleep 1.5
+kill -9 "$B_PID"
+wait "$B_PID" 2>/dev/null
+wait "$LOAD_PID"
+out=$(cat "$TMP/load3.out")
+echo "# SIGKILL of one endpoint: $out"
+case "$out" in *" errors=0 "*) ok "SIGKILL mid-run: no client saw an error" ;; *) not_ok "SIGKILL mid-run: $out"; cat "$TMP/load3.err" ;; esac
+case "$out" in ok=[1-9]*) ok "SIGKILL mid-run: requests were served" ;; *) not_ok "no requests served: $out" ;; esac
+
+# ... and while B is down, requests are served fast: the ejected endpoint
+# is not tried by each request (a connect refused would be retried, but
+# ejection keeps the retries off the hot path)
+out=$(python3 "$LOAD" "$GW" /v1/chat/completions key-alpha 4 1 0 20 2>"$TMP/load4.err")
+case "$out" in *" errors=0 "*) ok "B down: no errors ($out)" ;; *) not_ok "B down: $out"; cat "$TMP/load4.err" ;; esac
+
+# 4. B restarts on its port: within the ejection back-off (at most a few
+# seconds here) it is taken back and serves requests again.
+"$TD_BIN/simmodel" --listen "127.0.0.1:$B_PORT" "${SIMARGS[@]}" --ms-per-token 1 2>>"$TMP/sim.log" &
+B_PID=$!
+PIDS+=("$B_PID")
+wait_port "$B_PORT" 50 || not_ok "B did not restart"
+back=0
+for _ in $(seq 1 40); do
+    python3 "$LOAD" "$GW" /v1/chat/completions key-alpha 4 0.25 0 20 >/dev/null 2>&1
+    [ "$(served "$B")" -gt 0 ] && { back=1; break; }
+done
+[ "$back" = 1 ] && ok "B restarted: taken back ($(served "$B") served)" \
+    || not_ok "B restarted but got no requests in 10 s"
+
+# 5. Every endpoint killed: 503 with Retry-After, fast.
+kill -9 "$A_PID" "$B_PID" "$C_PID"
+wait "$A_PID" "$B_PID" "$C_PID" 2>/dev/null
+slow=0; bad=0
+for i in $(seq 1 10); do
+    t=$(curl -sS -o "$TMP/b$i" -D "$TMP/h$i" -w '%{time_total}' --max-time 5 \
+        -H "Authorization: Bearer key-alpha" -H "Content-Type: application/json" \
+        -d '{"messages":[{"role":"user","content":"hi"}]}' "http://$GW/v1/chat/completions")
+    grep -q '^HTTP/1.1 503' "$TMP/h$i" && grep -qi '^Retry-After: [0-9]' "$TMP/h$i" || bad=$((bad + 1))
+    awk -v t="$t" 'BEGIN { exit !(t < 0.1) }' || slow=$((slow + 1))
+    echo "# all down, request $i: $(head -1 "$TMP/h$i" | tr -d '\r') in ${t}s"
+done
+[ "$bad" = 0 ] && ok "all endpoints down: 503 with Retry-After" \
+    || { not_ok "all down: $bad of 10 not 503 + Retry-After"; cat "$TMP/h1" "$TMP/b1"; }
+[ "$slow" = 0 ] && ok "all endpoints down: every answer within 100 ms" \
+    || not_ok "all down: $slow of 10 took 100 ms or more"
+grep -q upstream_unavailable "$TMP/b1" && ok "all down: the body says upstream_unavailable" \
+    || not_ok "all down body: $(cat "$TMP/b1")"
+
+stop_tenantd
+finish

@@ -95,6 +95,12 @@ typedef struct {
     bool pool;          /* configured with spec.upstream.endpoints */
     td_balance balance; /* spec.upstream.balance (default leastRequests) */
     uint32_t capacity;   /* in flight to each endpoint (default 64) */
+    /* spec.upstream.healthCheck: present -> every endpoint is checked */
+    bool health_check;
+    char *hc_path;               /* default "/health" */
+    uint64_t hc_interval_ns;     /* default 5 s */
+    uint64_t hc_timeout_ns;      /* default 1 s */
+    uint32_t hc_unhealthy, hc_healthy; /* thresholds (default 2, 1) */
     uint32_t queue;      /* waiting behind them (default 256) */
     td_cost_model cost_model;
     uint64_t timeout_ns; /* default 30 s */

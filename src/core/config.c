@@ -911,8 +911,8 @@ static td_status validate_route(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"match", "upstream", "cost", "timeout", "methods", NULL};
-    static const char *const up[] = {"address", "endpoints", "balance", "capacity",
-                                     "queue",   "authorization", NULL};
+    static const char *const up[] = {"address", "endpoints",     "balance",    "capacity",
+                                     "queue",   "authorization", "healthCheck", NULL};
     TRY(check_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
     if (!json_is_object(s))
@@ -1007,6 +1007,27 @@ static td_status validate_route(vctx *v)
         return vfail(v, u ? json_object_get(u, "address") : NULL, "spec.upstream.address",
                      "required: HOST:PORT (e.g. \"127.0.0.1:8000\", \"[::1]:8000\"), or "
                      "spec.upstream.endpoints");
+    }
+    json_t *hc = u ? json_object_get(u, "healthCheck") : NULL;
+    if (hc) {
+        static const char *const hcf[] = {"path",    "interval",           "timeout",
+                                          "unhealthyThreshold", "healthyThreshold", NULL};
+        TRY(check_fields(v, hc, "spec.upstream.healthCheck", hcf));
+        json_t *hp = json_object_get(hc, "path");
+        const char *hps = json_string_value(hp);
+        int path_ok = hps && hps[0] == '/' && strlen(hps) < 256;
+        for (const char *q = hps; path_ok && *q; q++)
+            path_ok = (unsigned char)*q > 0x20 && *q != 0x7f;
+        if (hp && !path_ok)
+            return vfail(v, hp, "spec.upstream.healthCheck.path",
+                         "must be a path starting with '/' (under 256 bytes, no spaces or "
+                         "control bytes)");
+        TRY(check_duration(v, json_object_get(hc, "interval"), "spec.upstream.healthCheck.interval"));
+        TRY(check_duration(v, json_object_get(hc, "timeout"), "spec.upstream.healthCheck.timeout"));
+        TRY(check_integer(v, json_object_get(hc, "unhealthyThreshold"),
+                          "spec.upstream.healthCheck.unhealthyThreshold", 1));
+        TRY(check_integer(v, json_object_get(hc, "healthyThreshold"),
+                          "spec.upstream.healthCheck.healthyThreshold", 1));
     }
     json_t *bal = u ? json_object_get(u, "balance") : NULL;
     if (bal && !in_list(json_string_value(bal), (const char *const[]){"leastRequests",

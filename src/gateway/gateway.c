@@ -130,6 +130,7 @@ static void view_free(view *v)
             free(r->endpoints[e].host);
         }
         free(r->endpoints);
+        free(r->hc_path);
         for (size_t m = 0; m < r->nmethods; m++)
             free(r->methods[m]);
         free(r->methods);
@@ -390,6 +391,26 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
     if (st != TD_OK)
         return td_err_set(err, st, "Route %s: spec.upstream.address \"%s\" is not HOST:PORT", name,
                           r->upstream);
+    json_t *hc = td_json_path(s, "upstream.healthCheck");
+    if (json_is_object(hc)) {
+        r->health_check = true;
+        const char *hp = td_json_str(hc, "path");
+        r->hc_path = strdup(hp ? hp : "/health");
+        if (!r->hc_path)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        int64_t iv = 5000000000LL, to = 1000000000LL;
+        const char *ivs = td_json_str(hc, "interval"), *tos = td_json_str(hc, "timeout");
+        if (ivs && td_duration_parse(ivs, &iv, err) != TD_OK)
+            return td_err_prefix(err, TD_EINVAL, "Route %s: spec.upstream.healthCheck.interval",
+                                 name);
+        if (tos && td_duration_parse(tos, &to, err) != TD_OK)
+            return td_err_prefix(err, TD_EINVAL, "Route %s: spec.upstream.healthCheck.timeout",
+                                 name);
+        r->hc_interval_ns = iv > 0 ? (uint64_t)iv : 5000000000ULL;
+        r->hc_timeout_ns = to > 0 ? (uint64_t)to : 1000000000ULL;
+        r->hc_unhealthy = (uint32_t)num_or(json_object_get(hc, "unhealthyThreshold"), 2);
+        r->hc_healthy = (uint32_t)num_or(json_object_get(hc, "healthyThreshold"), 1);
+    }
     r->balance = TD_BALANCE_LEAST_REQUESTS;
     const char *bal = td_json_str(s, "upstream.balance");
     if (bal && td_balance_parse(bal, &r->balance) != TD_OK)

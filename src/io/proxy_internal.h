@@ -85,8 +85,11 @@ struct px_cfg {
  * queue (see proxy.c's header for why the split), and its idle upstream
  * connections. Replaced when a reload changes the upstream or the sizes;
  * the old one lives on (retired) until its requests and connections end. */
+typedef struct px_check px_check;
+
 /* One endpoint of a route's pool as a worker serves it: its address
- * (resolved once, when the route state is made) and its idle connections. */
+ * (resolved once, when the route state is made), its idle connections and
+ * its active health check. */
 typedef struct {
     char *host;
     uint16_t port;
@@ -95,6 +98,8 @@ typedef struct {
     int addr_ok;
     px_up *idle; /* most recently used first */
     size_t n_idle;
+    px_check *hc;       /* the check in flight, or NULL */
+    uint64_t hc_next_ns; /* when the next check starts */
 } px_ep;
 
 struct px_route {
@@ -110,6 +115,10 @@ struct px_route {
     td_critqueue *q; /* capacity cap * neps */
     size_t n_idle;  /* over all endpoints */
     size_t n_conns; /* upstream connections open, idle or busy */
+    size_t n_checks; /* health-check connections open */
+    /* spec.upstream.healthCheck (hc_path NULL: none) */
+    char *hc_path;
+    uint64_t hc_interval_ns, hc_timeout_ns;
     unsigned refs;  /* requests holding it */
     int retired;
     int pumping, pump_again;
@@ -414,6 +423,9 @@ void px_routes_shutdown(px_worker *w);
 void px_routes_free(px_worker *w);
 /* Closes pooled connections idle too long. */
 void px_routes_sweep(px_worker *w, uint64_t now_ns);
+/* Starts the health checks that are due and fails those past their
+ * timeout (the worker's tick: both to its resolution). */
+void px_routes_check(px_worker *w, uint64_t now_ns);
 /* Sends c's request upstream (step g). Failures are answered (502) here. */
 void px_forward(px_conn *c);
 /* Detaches and closes the request's upstream connection, if any. */

@@ -48,12 +48,15 @@ static void route_free(px_route *rs)
     for (size_t i = 0; rs->eps && i < rs->neps; i++)
         free(rs->eps[i].host);
     free(rs->eps);
+    free(rs->hc_path);
     free(rs);
 }
 
+static void check_done(px_check *k, int ok);
+
 static void maybe_free(px_route *rs)
 {
-    if (!rs->retired || rs->refs || rs->n_conns || rs->pumping)
+    if (!rs->retired || rs->refs || rs->n_conns || rs->n_checks || rs->pumping)
         return;
     px_worker *w = rs->w;
     for (px_route **pp = &w->retired; *pp; pp = &(*pp)->next_retired)
@@ -64,11 +67,16 @@ static void maybe_free(px_route *rs)
     route_free(rs);
 }
 
+/* Closes the idle connections, and the health checks in flight (their
+ * results no longer matter: the state is retired or the worker stops). */
 static void close_idle(px_route *rs)
 {
-    for (size_t i = 0; i < rs->neps; i++)
+    for (size_t i = 0; i < rs->neps; i++) {
         while (rs->eps[i].idle)
             up_close(rs->eps[i].idle);
+        if (rs->eps[i].hc)
+            check_done(rs->eps[i].hc, 0);
+    }
 }
 
 static void retire(px_route *rs)
@@ -149,8 +157,18 @@ static px_route *route_new(px_worker *w, const td_gw_route *r)
     /* the route's queue admits up to each endpoint's share times the
      * endpoints: capacity is per endpoint (issue 19 item 3) */
     uint64_t qcap = (uint64_t)rs->cap * ne;
+    td_ep_policy pol = {0};
+    if (r->health_check) {
+        rs->hc_path = strdup(r->hc_path ? r->hc_path : "/health");
+        rs->hc_interval_ns = r->hc_interval_ns;
+        rs->hc_timeout_ns = r->hc_timeout_ns;
+        pol.unhealthy_threshold = r->hc_unhealthy;
+        pol.healthy_threshold = r->hc_healthy;
+        if (!rs->hc_path)
+            ok = 0;
+    }
     if (!ok || qcap > UINT32_MAX ||
-        td_ep_pool_init(&rs->pool, ne, weights, r->balance, NULL,
+        td_ep_pool_init(&rs->pool, ne, weights, r->balance, &pol,
                         px_now() ^ ((uint64_t)w->index << 32) ^ r->slot) != TD_OK ||
         td_critqueue_create((uint32_t)qcap, queue, &rs->q) != TD_OK) {
         route_free(rs);
@@ -165,7 +183,14 @@ static int same_route(const px_route *rs, const td_gw_route *r)
 {
     size_t ne = r->nendpoints ? r->nendpoints : 1;
     if (rs->route_capacity != r->capacity || rs->route_queue != r->queue || rs->neps != ne ||
-        rs->is_pool != (int)r->pool || rs->pool.balance != r->balance)
+        rs->is_pool != (int)r->pool || rs->pool.balance != r->balance ||
+        (rs->hc_path != NULL) != r->health_check)
+        return 0;
+    if (rs->hc_path &&
+        (strcmp(rs->hc_path, r->hc_path ? r->hc_path : "/health") != 0 ||
+         rs->hc_interval_ns != r->hc_interval_ns || rs->hc_timeout_ns != r->hc_timeout_ns ||
+         rs->pool.policy.unhealthy_threshold != (r->hc_unhealthy ? r->hc_unhealthy : 2) ||
+         rs->pool.policy.healthy_threshold != (r->hc_healthy ? r->hc_healthy : 1)))
         return 0;
     for (size_t i = 0; i < ne; i++) {
         const td_gw_endpoint *ge = r->nendpoints ? &r->endpoints[i] : NULL;
@@ -249,6 +274,152 @@ void px_routes_sweep(px_worker *w, uint64_t now_ns)
     for (size_t i = 0; i < TD_GW_MAX_ROUTES; i++)
         if (w->routes[i] && w->routes[i]->n_idle)
             sweep(w->routes[i], now_ns);
+}
+
+/* ---- active health checks ----
+ * Each worker checks the endpoints of the routes it has served (its route
+ * states), on its own: a GET of the path on a new connection, healthy when
+ * the status line says 2xx within the timeout. Only the status line is
+ * read; the connection is closed after it. */
+
+struct px_check {
+    uv_tcp_t tcp;
+    uv_connect_t connect_req;
+    uv_write_t write_req;
+    px_route *rs;
+    int ep;
+    int done;
+    uint64_t deadline_ns;
+    size_t rlen;
+    char resp[16];  /* "HTTP/1.1 200" is all we read */
+    char req[400];
+};
+
+static void on_check_closed(uv_handle_t *h)
+{
+    px_check *k = h->data;
+    px_route *rs = k->rs;
+    free(k);
+    rs->n_checks--;
+    maybe_free(rs);
+}
+
+/* The check's result (once): counted unless the state is retired. */
+static void check_done(px_check *k, int ok)
+{
+    if (k->done)
+        return;
+    k->done = 1;
+    px_route *rs = k->rs;
+    rs->eps[k->ep].hc = NULL;
+    if (!rs->retired && !rs->w->stopping)
+        td_ep_check(&rs->pool, (size_t)k->ep, ok != 0, px_now());
+    uv_close((uv_handle_t *)&k->tcp, on_check_closed);
+}
+
+/* 1 if the status line read so far says 2xx, 0 if it says something
+ * else, -1 if it is not complete yet. */
+static int check_status(const px_check *k)
+{
+    if (k->rlen < 12)
+        return -1;
+    if (memcmp(k->resp, "HTTP/1.", 7) != 0 || k->resp[8] != ' ')
+        return 0;
+    return k->resp[9] == '2';
+}
+
+static void on_check_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    px_check *k = h->data;
+    (void)suggested;
+    *buf = uv_buf_init(k->resp + k->rlen, (unsigned)(sizeof k->resp - k->rlen));
+}
+
+static void on_check_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+    px_check *k = st->data;
+    (void)buf;
+    if (k->done || nread == 0)
+        return;
+    if (nread < 0) {
+        check_done(k, check_status(k) == 1);
+        return;
+    }
+    k->rlen += (size_t)nread;
+    int s = check_status(k);
+    if (s >= 0 || k->rlen == sizeof k->resp)
+        check_done(k, s == 1);
+}
+
+static void on_check_write(uv_write_t *req, int status)
+{
+    px_check *k = req->data;
+    if (status < 0)
+        check_done(k, 0);
+}
+
+static void on_check_connect(uv_connect_t *req, int status)
+{
+    px_check *k = req->data;
+    if (k->done)
+        return;
+    if (status < 0 ||
+        uv_read_start((uv_stream_t *)&k->tcp, on_check_alloc, on_check_read) < 0) {
+        check_done(k, 0);
+        return;
+    }
+    uv_buf_t b = uv_buf_init(k->req, (unsigned)strlen(k->req));
+    if (uv_write(&k->write_req, (uv_stream_t *)&k->tcp, &b, 1, on_check_write) < 0)
+        check_done(k, 0);
+}
+
+static void check_start(px_route *rs, size_t i, uint64_t now_ns)
+{
+    px_ep *e = &rs->eps[i];
+    if (!e->addr_ok) {
+        td_ep_check(&rs->pool, i, false, now_ns);
+        return;
+    }
+    px_check *k = calloc(1, sizeof *k);
+    if (!k)
+        return;
+    int n = snprintf(k->req, sizeof k->req,
+                     "GET %s HTTP/1.1\r\nHost: %s:%u\r\nUser-Agent: tenantd-health\r\n"
+                     "Connection: close\r\n\r\n",
+                     rs->hc_path, e->host, e->port);
+    if (n < 0 || (size_t)n >= sizeof k->req || uv_tcp_init(&rs->w->loop, &k->tcp) < 0) {
+        free(k);
+        return;
+    }
+    k->rs = rs;
+    k->ep = (int)i;
+    k->deadline_ns = now_ns + rs->hc_timeout_ns;
+    k->tcp.data = k;
+    k->connect_req.data = k;
+    k->write_req.data = k;
+    rs->n_checks++;
+    e->hc = k;
+    if (uv_tcp_connect(&k->connect_req, &k->tcp, (const struct sockaddr *)&e->addr,
+                       on_check_connect) < 0)
+        check_done(k, 0);
+}
+
+void px_routes_check(px_worker *w, uint64_t now_ns)
+{
+    for (size_t r = 0; r < TD_GW_MAX_ROUTES; r++) {
+        px_route *rs = w->routes[r];
+        if (!rs || !rs->hc_path)
+            continue;
+        for (size_t i = 0; i < rs->neps; i++) {
+            px_ep *e = &rs->eps[i];
+            if (e->hc && now_ns >= e->hc->deadline_ns)
+                check_done(e->hc, 0);
+            if (!e->hc && now_ns >= e->hc_next_ns) {
+                e->hc_next_ns = now_ns + rs->hc_interval_ns;
+                check_start(rs, i, now_ns);
+            }
+        }
+    }
 }
 
 /* ---- upstream connections ---- */

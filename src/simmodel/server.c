@@ -617,7 +617,7 @@ static void dispatch(conn *c)
         serve_inference(c, routes[i].kind, f == FAULT_SLOW);
         return;
     }
-    if (!strcmp(path, "/healthz") && get) {
+    if ((!strcmp(path, "/healthz") || !strcmp(path, "/health")) && get) {
         respond(c, 200, "text/plain", "ok\n", 3, "");
     } else if (!strcmp(path, "/stats") && get) {
         serve_stats(c);
@@ -625,7 +625,7 @@ static void dispatch(conn *c)
         static const char models[] = "{\"object\":\"list\",\"data\":[{\"id\":\"simmodel\","
                                      "\"object\":\"model\",\"owned_by\":\"simmodel\"}]}\n";
         respond(c, 200, "application/json", models, sizeof models - 1, "");
-    } else if (!strcmp(path, "/healthz") || !strcmp(path, "/stats") ||
+    } else if (!strcmp(path, "/healthz") || !strcmp(path, "/health") || !strcmp(path, "/stats") ||
                !strcmp(path, "/v1/models")) {
         respond_error(c, 405, "invalid_request_error", "%s takes GET", path);
     } else {

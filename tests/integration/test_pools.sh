@@ -36,6 +36,7 @@ spec:
   match: {pathPrefix: /v1/chat/}
   upstream:
     endpoints: [{address: "$A"}, {address: "$B"}, {address: "$C"}]
+    healthCheck: {path: /health, interval: 200ms, timeout: 300ms, unhealthyThreshold: 2}
     capacity: 32
     queue: 256
   cost: {model: tokens}
@@ -114,11 +115,35 @@ done
 [ "$back" = 1 ] && ok "B restarted: taken back ($(served "$B") served)" \
     || not_ok "B restarted but got no requests in 10 s"
 
-# 5. Every endpoint killed: 503 with Retry-After, fast.
+# 5. C stops answering (SIGSTOP: its socket still accepts, nothing comes
+# back). Without traffic, the health checks (every 200 ms, 300 ms
+# timeout, 2 in a row) mark it unhealthy within about a second; after
+# 2 s no request is sent to it, so none waits for the route's 10 s
+# timeout. SIGCONT: the next passing check takes it back.
+kill -STOP "$C_PID"
+sleep 2
+t0=$(date +%s%N)
+out=$(python3 "$LOAD" "$GW" /v1/chat/completions key-alpha 8 1.5 0 20 2>"$TMP/load5.err")
+el=$((($(date +%s%N) - t0) / 1000000))
+echo "# C stopped: $out in ${el} ms"
+case "$out" in *" errors=0 "*) ok "C stopped: no errors ($out)" ;; *) not_ok "C stopped: $out"; cat "$TMP/load5.err" ;; esac
+[ "$el" -lt 4000 ] && ok "C stopped: no request waited on it (${el} ms for a 1.5 s run)" \
+    || not_ok "C stopped: the run took ${el} ms"
+kill -CONT "$C_PID"
+sleep 1
+SC=$(served "$C")
+python3 "$LOAD" "$GW" /v1/chat/completions key-alpha 8 1.5 0 20 >/dev/null 2>&1
+c=$(($(served "$C") - SC))
+[ "$c" -gt 0 ] && ok "C resumed: taken back ($c served)" || not_ok "C resumed but got no requests"
+
+# 6. Every endpoint killed: 503 with Retry-After, fast: at once (each
+# request's connect is refused, and the retry's), and once the checks
+# have marked every endpoint unhealthy (no connect at all).
 kill -9 "$A_PID" "$B_PID" "$C_PID"
 wait "$A_PID" "$B_PID" "$C_PID" 2>/dev/null
 slow=0; bad=0
-for i in $(seq 1 10); do
+for i in $(seq 1 20); do
+    [ "$i" = 11 ] && sleep 1.5
     t=$(curl -sS -o "$TMP/b$i" -D "$TMP/h$i" -w '%{time_total}' --max-time 5 \
         -H "Authorization: Bearer key-alpha" -H "Content-Type: application/json" \
         -d '{"messages":[{"role":"user","content":"hi"}]}' "http://$GW/v1/chat/completions")
@@ -127,9 +152,11 @@ for i in $(seq 1 10); do
     echo "# all down, request $i: $(head -1 "$TMP/h$i" | tr -d '\r') in ${t}s"
 done
 [ "$bad" = 0 ] && ok "all endpoints down: 503 with Retry-After" \
-    || { not_ok "all down: $bad of 10 not 503 + Retry-After"; cat "$TMP/h1" "$TMP/b1"; }
+    || { not_ok "all down: $bad of 20 not 503 + Retry-After"; cat "$TMP/h1" "$TMP/b1"; }
 [ "$slow" = 0 ] && ok "all endpoints down: every answer within 100 ms" \
-    || not_ok "all down: $slow of 10 took 100 ms or more"
+    || not_ok "all down: $slow of 20 took 100 ms or more"
+grep -q upstream_unavailable "$TMP/b20" && ok "all down and unhealthy: upstream_unavailable" \
+    || not_ok "all down, unhealthy body: $(cat "$TMP/b20")"
 grep -q upstream_unavailable "$TMP/b1" && ok "all down: the body says upstream_unavailable" \
     || not_ok "all down body: $(cat "$TMP/b1")"
 

@@ -172,6 +172,24 @@ static const struct {
      "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
      "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', balance: random}}\n",
      TD_EINVAL, "spec.upstream.balance: must be leastRequests (the default) or roundRobin"},
+    {"route healthCheck accepted",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', healthCheck: {path: /health, "
+     "interval: 2s, timeout: 500ms, unhealthyThreshold: 3, healthyThreshold: 2}}}\n",
+     TD_OK, NULL},
+    {"route healthCheck bad path",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', healthCheck: {path: health}}}\n",
+     TD_EINVAL, "spec.upstream.healthCheck.path: must be a path starting with '/'"},
+    {"route healthCheck bad interval",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', healthCheck: {interval: often}}}\n",
+     TD_EINVAL, "spec.upstream.healthCheck.interval: must be a duration"},
+    {"route healthCheck zero threshold",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', healthCheck: "
+     "{unhealthyThreshold: 0}}}\n",
+     TD_EINVAL, "spec.upstream.healthCheck.unhealthyThreshold: must be an integer in [1,"},
     {"kueue v1beta2 accepted",
      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec: {}\n",
      TD_OK, NULL},

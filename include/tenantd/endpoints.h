@@ -36,16 +36,16 @@ typedef struct {
 } td_ep_policy;
 
 typedef struct {
-    uint32_t weight;   /* > 0 */
-    uint32_t inflight; /* requests sent to it and not yet ended */
-    uint32_t failures; /* consecutive failures (passive) */
-    uint32_t ejections; /* ejections in a row: the back-off is base << (ejections - 1) */
+    uint32_t weight;           /* > 0 */
+    uint32_t inflight;         /* requests sent to it and not yet ended */
+    uint32_t failures;         /* consecutive failures (passive) */
+    uint32_t ejections;        /* ejections in a row: the back-off is base << (ejections - 1) */
     uint64_t ejected_until_ns; /* 0: not ejected */
-    bool probation; /* its ejection ran out and no request has succeeded since:
-                     * one more failure ejects it again */
-    bool unhealthy; /* marked by active health checks */
+    bool probation;            /* its ejection ran out and no request has succeeded since:
+                                * one more failure ejects it again */
+    bool unhealthy;            /* marked by active health checks */
     uint32_t checks_ok, checks_failed; /* consecutive check results */
-    int64_t rr_current; /* smooth weighted round robin */
+    int64_t rr_current;                /* smooth weighted round robin */
 } td_ep;
 
 typedef struct {

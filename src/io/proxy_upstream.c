@@ -291,7 +291,7 @@ struct px_check {
     int done;
     uint64_t deadline_ns;
     size_t rlen;
-    char resp[16];  /* "HTTP/1.1 200" is all we read */
+    char resp[16]; /* "HTTP/1.1 200" is all we read */
     char req[400];
 };
 
@@ -363,8 +363,7 @@ static void on_check_connect(uv_connect_t *req, int status)
     px_check *k = req->data;
     if (k->done)
         return;
-    if (status < 0 ||
-        uv_read_start((uv_stream_t *)&k->tcp, on_check_alloc, on_check_read) < 0) {
+    if (status < 0 || uv_read_start((uv_stream_t *)&k->tcp, on_check_alloc, on_check_read) < 0) {
         check_done(k, 0);
         return;
     }
@@ -1393,7 +1392,7 @@ void px_forward(px_conn *c)
         return;
     }
     attach(u, c);
-    if (uv_tcp_connect(&u->connect_req, &u->tcp, (const struct sockaddr *)&e->addr,
-                       on_up_connect) < 0)
+    if (uv_tcp_connect(&u->connect_req, &u->tcp, (const struct sockaddr *)&e->addr, on_up_connect) <
+        0)
         up_fail(u);
 }

@@ -16,7 +16,7 @@
 
 #include "tenantd/endpoints.h"
 
-#define S 1000000000ULL
+#define S  1000000000ULL
 #define T0 (1700000000ULL * S) /* a CLOCK_REALTIME-sized now */
 
 static td_ep_pool pool(size_t n, const uint32_t *w, td_balance b)
@@ -237,10 +237,10 @@ static void test_health_thresholds(void **st)
         bool changed;
         bool available;
     } steps[] = {
-        {false, false, true}, {false, false, true}, {true, false, true}, /* reset */
-        {false, false, true}, {false, false, true}, {false, true, false}, /* 3 in a row */
+        {false, false, true},  {false, false, true}, {true, false, true},  /* reset */
+        {false, false, true},  {false, false, true}, {false, true, false}, /* 3 in a row */
         {false, false, false}, {true, false, false}, {false, false, false},
-        {true, false, false}, {true, true, true}, /* 2 passes in a row */
+        {true, false, false},  {true, true, true}, /* 2 passes in a row */
     };
     for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
         assert_int_equal(td_ep_check(&p, 0, steps[k].ok, T0), steps[k].changed);

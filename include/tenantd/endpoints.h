@@ -19,9 +19,13 @@
 
 #define TD_EP_MAX 64 /* endpoints in one pool */
 
-typedef enum { TD_BALANCE_LEAST_REQUESTS = 0, TD_BALANCE_ROUND_ROBIN = 1 } td_balance;
+typedef enum {
+    TD_BALANCE_LEAST_REQUESTS = 0,
+    TD_BALANCE_ROUND_ROBIN = 1,
+    TD_BALANCE_QUEUE_DEPTH = 2
+} td_balance;
 
-/* "leastRequests" or "roundRobin"; TD_EINVAL otherwise. */
+/* "leastRequests", "roundRobin" or "queueDepth"; TD_EINVAL otherwise. */
 td_status td_balance_parse(const char *s, td_balance *out);
 const char *td_balance_name(td_balance b);
 
@@ -46,6 +50,10 @@ typedef struct {
     bool unhealthy;            /* marked by active health checks */
     uint32_t checks_ok, checks_failed; /* consecutive check results */
     int64_t rr_current;                /* smooth weighted round robin */
+    /* queueDepth: the endpoint's own figures as last scraped, and our
+     * requests in flight there at that moment */
+    double waiting, kv_usage;
+    uint32_t inflight_at_scrape;
 } td_ep;
 
 typedef struct {
@@ -73,7 +81,9 @@ bool td_ep_available(const td_ep_pool *p, size_t i, uint64_t now_ns);
  * stay under: endpoints under it are preferred, and when every available
  * one is at it the least loaded is still picked (the caller's queue
  * already admitted the request). Does not count the request: call
- * td_ep_start. */
+ * td_ep_start. queueDepth picks the available endpoint with the least
+ * waiting work per unit of weight (see td_ep_scraped), then the least KV
+ * cache in use, then at random. */
 int td_ep_pick(td_ep_pool *p, uint64_t now_ns, int exclude, bool allow_same, uint32_t cap);
 
 void td_ep_start(td_ep_pool *p, size_t i);
@@ -92,6 +102,18 @@ bool td_ep_report(td_ep_pool *p, size_t i, bool ok, uint64_t now_ns);
  * healthy_threshold passes in a row (which also end an ejection).
  * true if its state changed. */
 bool td_ep_check(td_ep_pool *p, size_t i, bool ok, uint64_t now_ns);
+
+/* A scrape of endpoint i's metrics (queueDepth): waiting requests and KV
+ * cache in use (0..1). Until the next, its waiting work counts as
+ * waiting plus the requests this pool sent there since. */
+void td_ep_scraped(td_ep_pool *p, size_t i, double waiting, double kv_usage);
+
+/* Prometheus text exposition text[0..len): the sums of the samples of
+ * the metric named waiting_name and of kv_name (any labels) into
+ * *waiting and *kv. TD_ENOTFOUND when waiting_name has no sample (*kv
+ * is 0 when kv_name has none). Lines that do not parse are skipped. */
+td_status td_ep_parse_metrics(const char *text, size_t len, const char *waiting_name,
+                              const char *kv_name, double *waiting, double *kv);
 
 /* Endpoints ejected at now_ns. */
 size_t td_ep_ejected(const td_ep_pool *p, uint64_t now_ns);

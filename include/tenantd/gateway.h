@@ -101,6 +101,10 @@ typedef struct {
     uint64_t hc_interval_ns;     /* default 5 s */
     uint64_t hc_timeout_ns;      /* default 1 s */
     uint32_t hc_unhealthy, hc_healthy; /* thresholds (default 2, 1) */
+    /* balance queueDepth: spec.upstream.scrapeEvery (default 1 s) and
+     * spec.upstream.metrics {path, waiting, kvCache} (vLLM's by default) */
+    uint64_t scrape_every_ns;
+    char *metrics_path, *waiting_metric, *kv_metric;
     uint32_t queue;      /* waiting behind them (default 256) */
     td_cost_model cost_model;
     uint64_t timeout_ns; /* default 30 s */

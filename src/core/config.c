@@ -911,8 +911,9 @@ static td_status validate_route(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"match", "upstream", "cost", "timeout", "methods", NULL};
-    static const char *const up[] = {"address", "endpoints",     "balance",    "capacity",
-                                     "queue",   "authorization", "healthCheck", NULL};
+    static const char *const up[] = {"address",     "endpoints",   "balance", "capacity",
+                                     "queue",       "authorization", "healthCheck",
+                                     "scrapeEvery", "metrics",     NULL};
     TRY(check_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
     if (!json_is_object(s))
@@ -1030,10 +1031,38 @@ static td_status validate_route(vctx *v)
                           "spec.upstream.healthCheck.healthyThreshold", 1));
     }
     json_t *bal = u ? json_object_get(u, "balance") : NULL;
-    if (bal && !in_list(json_string_value(bal), (const char *const[]){"leastRequests",
-                                                                      "roundRobin", NULL}))
+    if (bal && !in_list(json_string_value(bal), (const char *const[]){
+                                                    "leastRequests", "roundRobin", "queueDepth",
+                                                    NULL}))
         return vfail(v, bal, "spec.upstream.balance",
-                     "must be leastRequests (the default) or roundRobin");
+                     "must be leastRequests (the default), roundRobin or queueDepth");
+    TRY(check_duration(v, u ? json_object_get(u, "scrapeEvery") : NULL,
+                       "spec.upstream.scrapeEvery"));
+    json_t *mt = u ? json_object_get(u, "metrics") : NULL;
+    if (mt) {
+        static const char *const mf[] = {"path", "waiting", "kvCache", NULL};
+        TRY(check_fields(v, mt, "spec.upstream.metrics", mf));
+        const char *mp = td_json_str(mt, "path");
+        int mp_ok = !json_object_get(mt, "path") || (mp && mp[0] == '/' && strlen(mp) < 256);
+        for (const char *q = mp; mp_ok && q && *q; q++)
+            mp_ok = (unsigned char)*q > 0x20 && *q != 0x7f;
+        if (!mp_ok)
+            return vfail(v, json_object_get(mt, "path"), "spec.upstream.metrics.path",
+                         "must be a path starting with '/' (under 256 bytes, no spaces or "
+                         "control bytes)");
+        static const char *const names[] = {"waiting", "kvCache"};
+        for (int k = 0; k < 2; k++) {
+            json_t *nv = json_object_get(mt, names[k]);
+            const char *ns = json_string_value(nv);
+            int name_ok = !nv || (ns && *ns && strlen(ns) < 128);
+            for (const char *q = ns; name_ok && q && *q; q++)
+                name_ok = isalnum((unsigned char)*q) || *q == '_' || *q == ':';
+            if (!name_ok)
+                return vfail(v, nv, names[k][0] == 'w' ? "spec.upstream.metrics.waiting"
+                                                       : "spec.upstream.metrics.kvCache",
+                             "must be a Prometheus metric name ([a-zA-Z0-9_:], under 128 bytes)");
+        }
+    }
     json_t *ua = td_json_path(s, "upstream.authorization");
     if (ua) {
         static const char *const auth[] = {"fromEnv", NULL};

@@ -16,6 +16,7 @@
  * themselves (or a wave of client errors) cannot empty the pool. */
 #include "tenantd/endpoints.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define DEF_FAILURES  3u
@@ -30,6 +31,8 @@ td_status td_balance_parse(const char *s, td_balance *out)
         *out = TD_BALANCE_LEAST_REQUESTS;
     else if (s && strcmp(s, "roundRobin") == 0)
         *out = TD_BALANCE_ROUND_ROBIN;
+    else if (s && strcmp(s, "queueDepth") == 0)
+        *out = TD_BALANCE_QUEUE_DEPTH;
     else
         return TD_EINVAL;
     return TD_OK;
@@ -37,7 +40,9 @@ td_status td_balance_parse(const char *s, td_balance *out)
 
 const char *td_balance_name(td_balance b)
 {
-    return b == TD_BALANCE_ROUND_ROBIN ? "roundRobin" : "leastRequests";
+    return b == TD_BALANCE_ROUND_ROBIN   ? "roundRobin"
+           : b == TD_BALANCE_QUEUE_DEPTH ? "queueDepth"
+                                         : "leastRequests";
 }
 
 td_status td_ep_pool_init(td_ep_pool *p, size_t n, const uint32_t *w, td_balance b,
@@ -120,6 +125,32 @@ static bool less_loaded(const td_ep *a, const td_ep *b)
     return la <= lb;
 }
 
+/* The waiting work at e as far as this pool knows: what it reported at
+ * the last scrape plus what we sent it since. */
+static double waiting_work(const td_ep *e)
+{
+    double since = e->inflight > e->inflight_at_scrape ? e->inflight - e->inflight_at_scrape : 0;
+    return (e->waiting + since) / e->weight;
+}
+
+/* The candidate with the least waiting work, then the least KV cache in
+ * use; exact ties drawn at random (reservoir of one). */
+static size_t least_waiting(td_ep_pool *p, const size_t *cand, size_t n)
+{
+    size_t best = cand[0], ties = 1;
+    for (size_t k = 1; k < n; k++) {
+        const td_ep *e = &p->ep[cand[k]], *b = &p->ep[best];
+        double we = waiting_work(e), wb = waiting_work(b);
+        if (we < wb || (we == wb && e->kv_usage < b->kv_usage)) {
+            best = cand[k];
+            ties = 1;
+        } else if (we == wb && e->kv_usage == b->kv_usage && next_rand(p) % ++ties == 0) {
+            best = cand[k];
+        }
+    }
+    return best;
+}
+
 int td_ep_pick(td_ep_pool *p, uint64_t now_ns, int exclude, bool allow_same, uint32_t cap)
 {
     size_t cand[TD_EP_MAX], n = 0, under = 0;
@@ -164,6 +195,8 @@ int td_ep_pick(td_ep_pool *p, uint64_t now_ns, int exclude, bool allow_same, uin
         p->ep[best].rr_current -= total;
         return (int)best;
     }
+    if (p->balance == TD_BALANCE_QUEUE_DEPTH)
+        return (int)least_waiting(p, cand, n);
     uint64_t total = 0;
     for (size_t k = 0; k < n; k++)
         total += p->ep[cand[k]].weight;
@@ -267,4 +300,82 @@ uint64_t td_ep_wait_ns(const td_ep_pool *p, uint64_t now_ns)
             best = e->ejected_until_ns - now_ns;
     }
     return best;
+}
+
+void td_ep_scraped(td_ep_pool *p, size_t i, double waiting, double kv_usage)
+{
+    if (i >= p->n)
+        return;
+    td_ep *e = &p->ep[i];
+    e->waiting = waiting >= 0 ? waiting : 0;
+    e->kv_usage = kv_usage >= 0 ? kv_usage : 0;
+    e->inflight_at_scrape = e->inflight;
+}
+
+/* The sample value of line l[0..n) if its metric name is name (followed by
+ * labels or a blank), in *v. */
+static bool sample_of(const char *l, size_t n, const char *name, double *v)
+{
+    size_t k = strlen(name);
+    if (n <= k || memcmp(l, name, k) != 0)
+        return false;
+    size_t i = k;
+    if (l[i] == '{') {
+        /* label values may hold '}' inside quotes */
+        int quoted = 0;
+        for (i++; i < n; i++) {
+            if (l[i] == '\\' && quoted && i + 1 < n)
+                i++;
+            else if (l[i] == '"')
+                quoted = !quoted;
+            else if (l[i] == '}' && !quoted)
+                break;
+        }
+        if (i == n)
+            return false;
+        i++;
+    }
+    if (i >= n || (l[i] != ' ' && l[i] != '\t'))
+        return false;
+    char num[64];
+    while (i < n && (l[i] == ' ' || l[i] == '\t'))
+        i++;
+    size_t j = 0;
+    while (i < n && l[i] != ' ' && l[i] != '\t' && j < sizeof num - 1)
+        num[j++] = l[i++];
+    num[j] = '\0';
+    char *end;
+    double x = strtod(num, &end);
+    if (j == 0 || *end || x != x)
+        return false;
+    *v = x;
+    return true;
+}
+
+td_status td_ep_parse_metrics(const char *text, size_t len, const char *waiting_name,
+                              const char *kv_name, double *waiting, double *kv)
+{
+    bool found = false;
+    double w = 0, u = 0, v;
+    size_t i = 0;
+    while (i < len) {
+        size_t e = i;
+        while (e < len && text[e] != '\n')
+            e++;
+        size_t n = e - i;
+        if (n && text[i + n - 1] == '\r')
+            n--;
+        if (n && text[i] != '#') {
+            if (sample_of(text + i, n, waiting_name, &v)) {
+                w += v;
+                found = true;
+            } else if (sample_of(text + i, n, kv_name, &v)) {
+                u += v;
+            }
+        }
+        i = e + 1;
+    }
+    *waiting = w;
+    *kv = u;
+    return found ? TD_OK : TD_ENOTFOUND;
 }

@@ -131,6 +131,9 @@ static void view_free(view *v)
         }
         free(r->endpoints);
         free(r->hc_path);
+        free(r->metrics_path);
+        free(r->waiting_metric);
+        free(r->kv_metric);
         for (size_t m = 0; m < r->nmethods; m++)
             free(r->methods[m]);
         free(r->methods);
@@ -415,9 +418,24 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
     const char *bal = td_json_str(s, "upstream.balance");
     if (bal && td_balance_parse(bal, &r->balance) != TD_OK)
         return td_err_set(err, TD_EINVAL,
-                          "Route %s: spec.upstream.balance \"%s\" is not leastRequests or "
-                          "roundRobin",
+                          "Route %s: spec.upstream.balance \"%s\" is not leastRequests, "
+                          "roundRobin or queueDepth",
                           name, bal);
+    if (r->balance == TD_BALANCE_QUEUE_DEPTH) {
+        int64_t se = 1000000000LL;
+        const char *ses = td_json_str(s, "upstream.scrapeEvery");
+        if (ses && td_duration_parse(ses, &se, err) != TD_OK)
+            return td_err_prefix(err, TD_EINVAL, "Route %s: spec.upstream.scrapeEvery", name);
+        r->scrape_every_ns = se > 0 ? (uint64_t)se : 1000000000ULL;
+        const char *mp = td_json_str(s, "upstream.metrics.path");
+        const char *wm = td_json_str(s, "upstream.metrics.waiting");
+        const char *km = td_json_str(s, "upstream.metrics.kvCache");
+        r->metrics_path = strdup(mp ? mp : "/metrics");
+        r->waiting_metric = strdup(wm ? wm : "vllm:num_requests_waiting");
+        r->kv_metric = strdup(km ? km : "vllm:gpu_cache_usage_perc");
+        if (!r->metrics_path || !r->waiting_metric || !r->kv_metric)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
     r->capacity = (uint32_t)num_or(td_json_path(s, "upstream.capacity"), 64);
     r->queue = (uint32_t)num_or(td_json_path(s, "upstream.queue"), 256);
     const char *model = td_json_str(s, "cost.model");

@@ -100,6 +100,8 @@ typedef struct {
     size_t n_idle;
     px_check *hc;       /* the check in flight, or NULL */
     uint64_t hc_next_ns; /* when the next check starts */
+    px_check *sc;       /* the metrics scrape in flight (queueDepth), or NULL */
+    uint64_t sc_next_ns;
 } px_ep;
 
 struct px_route {
@@ -119,6 +121,9 @@ struct px_route {
     /* spec.upstream.healthCheck (hc_path NULL: none) */
     char *hc_path;
     uint64_t hc_interval_ns, hc_timeout_ns;
+    /* balance queueDepth: what is scraped (metrics_path NULL: nothing) */
+    char *metrics_path, *waiting_metric, *kv_metric;
+    uint64_t scrape_every_ns;
     unsigned refs;  /* requests holding it */
     int retired;
     int pumping, pump_again;

@@ -49,6 +49,9 @@ static void route_free(px_route *rs)
         free(rs->eps[i].host);
     free(rs->eps);
     free(rs->hc_path);
+    free(rs->metrics_path);
+    free(rs->waiting_metric);
+    free(rs->kv_metric);
     free(rs);
 }
 
@@ -76,6 +79,8 @@ static void close_idle(px_route *rs)
             up_close(rs->eps[i].idle);
         if (rs->eps[i].hc)
             check_done(rs->eps[i].hc, 0);
+        if (rs->eps[i].sc)
+            check_done(rs->eps[i].sc, 0);
     }
 }
 
@@ -167,6 +172,15 @@ static px_route *route_new(px_worker *w, const td_gw_route *r)
         if (!rs->hc_path)
             ok = 0;
     }
+    if (r->balance == TD_BALANCE_QUEUE_DEPTH) {
+        rs->metrics_path = strdup(r->metrics_path ? r->metrics_path : "/metrics");
+        rs->waiting_metric =
+            strdup(r->waiting_metric ? r->waiting_metric : "vllm:num_requests_waiting");
+        rs->kv_metric = strdup(r->kv_metric ? r->kv_metric : "vllm:gpu_cache_usage_perc");
+        rs->scrape_every_ns = r->scrape_every_ns ? r->scrape_every_ns : 1000000000ULL;
+        if (!rs->metrics_path || !rs->waiting_metric || !rs->kv_metric)
+            ok = 0;
+    }
     if (!ok || qcap > UINT32_MAX ||
         td_ep_pool_init(&rs->pool, ne, weights, r->balance, &pol,
                         px_now() ^ ((uint64_t)w->index << 32) ^ r->slot) != TD_OK ||
@@ -191,6 +205,13 @@ static int same_route(const px_route *rs, const td_gw_route *r)
          rs->hc_interval_ns != r->hc_interval_ns || rs->hc_timeout_ns != r->hc_timeout_ns ||
          rs->pool.policy.unhealthy_threshold != (r->hc_unhealthy ? r->hc_unhealthy : 2) ||
          rs->pool.policy.healthy_threshold != (r->hc_healthy ? r->hc_healthy : 1)))
+        return 0;
+    if (rs->metrics_path &&
+        (strcmp(rs->metrics_path, r->metrics_path ? r->metrics_path : "/metrics") != 0 ||
+         strcmp(rs->waiting_metric,
+                r->waiting_metric ? r->waiting_metric : "vllm:num_requests_waiting") != 0 ||
+         strcmp(rs->kv_metric, r->kv_metric ? r->kv_metric : "vllm:gpu_cache_usage_perc") != 0 ||
+         rs->scrape_every_ns != (r->scrape_every_ns ? r->scrape_every_ns : 1000000000ULL)))
         return 0;
     for (size_t i = 0; i < ne; i++) {
         const td_gw_endpoint *ge = r->nendpoints ? &r->endpoints[i] : NULL;
@@ -282,6 +303,8 @@ void px_routes_sweep(px_worker *w, uint64_t now_ns)
  * the status line says 2xx within the timeout. Only the status line is
  * read; the connection is closed after it. */
 
+#define PX_SCRAPE_MAX (256u * 1024u) /* a metrics answer larger than this fails */
+
 struct px_check {
     uv_tcp_t tcp;
     uv_connect_t connect_req;
@@ -289,6 +312,8 @@ struct px_check {
     px_route *rs;
     int ep;
     int done;
+    int scrape;   /* a metrics scrape (queueDepth), not a health check */
+    td__buf body; /* a scrape's whole answer */
     uint64_t deadline_ns;
     size_t rlen;
     char resp[16]; /* "HTTP/1.1 200" is all we read */
@@ -299,9 +324,35 @@ static void on_check_closed(uv_handle_t *h)
 {
     px_check *k = h->data;
     px_route *rs = k->rs;
+    td__buf_fini(&k->body);
     free(k);
     rs->n_checks--;
     maybe_free(rs);
+}
+
+/* A scrape's whole answer (ok: it ended at the endpoint's close): a 2xx
+ * with the waiting series gives the pool the endpoint's figures; anything
+ * else leaves the last ones (health is the checks' and ejection's job). */
+static void scrape_result(px_check *k, int ok)
+{
+    px_route *rs = k->rs;
+    if (!ok || rs->retired || rs->w->stopping || k->body.len < 12)
+        return;
+    const char *p = k->body.p;
+    if (memcmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ' || p[9] != '2')
+        return;
+    const char *end = NULL;
+    for (size_t i = 0; i + 3 < k->body.len; i++)
+        if (memcmp(p + i, "\r\n\r\n", 4) == 0) {
+            end = p + i + 4;
+            break;
+        }
+    if (!end)
+        return;
+    double waiting, kv;
+    if (td_ep_parse_metrics(end, k->body.len - (size_t)(end - p), rs->waiting_metric, rs->kv_metric,
+                            &waiting, &kv) == TD_OK)
+        td_ep_scraped(&rs->pool, (size_t)k->ep, waiting, kv);
 }
 
 /* The check's result (once): counted unless the state is retired. */
@@ -311,9 +362,14 @@ static void check_done(px_check *k, int ok)
         return;
     k->done = 1;
     px_route *rs = k->rs;
-    rs->eps[k->ep].hc = NULL;
-    if (!rs->retired && !rs->w->stopping)
-        td_ep_check(&rs->pool, (size_t)k->ep, ok != 0, px_now());
+    if (k->scrape) {
+        rs->eps[k->ep].sc = NULL;
+        scrape_result(k, ok);
+    } else {
+        rs->eps[k->ep].hc = NULL;
+        if (!rs->retired && !rs->w->stopping)
+            td_ep_check(&rs->pool, (size_t)k->ep, ok != 0, px_now());
+    }
     uv_close((uv_handle_t *)&k->tcp, on_check_closed);
 }
 
@@ -332,15 +388,24 @@ static void on_check_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     px_check *k = h->data;
     (void)suggested;
-    *buf = uv_buf_init(k->resp + k->rlen, (unsigned)(sizeof k->resp - k->rlen));
+    if (k->scrape) /* copied out at once in on_check_read */
+        *buf = uv_buf_init(k->rs->w->rbuf, sizeof k->rs->w->rbuf);
+    else
+        *buf = uv_buf_init(k->resp + k->rlen, (unsigned)(sizeof k->resp - k->rlen));
 }
 
 static void on_check_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     px_check *k = st->data;
-    (void)buf;
     if (k->done || nread == 0)
         return;
+    if (k->scrape) {
+        if (nread < 0)
+            check_done(k, nread == UV_EOF);
+        else if (td__buf_append(&k->body, buf->base, (size_t)nread) != TD_OK)
+            check_done(k, 0); /* over PX_SCRAPE_MAX */
+        return;
+    }
     if (nread < 0) {
         check_done(k, check_status(k) == 1);
         return;
@@ -372,32 +437,41 @@ static void on_check_connect(uv_connect_t *req, int status)
         check_done(k, 0);
 }
 
-static void check_start(px_route *rs, size_t i, uint64_t now_ns)
+/* Starts a health check (scrape 0) or a metrics scrape (1) of endpoint i. */
+static void check_start(px_route *rs, size_t i, int scrape, uint64_t now_ns)
 {
     px_ep *e = &rs->eps[i];
     if (!e->addr_ok) {
-        td_ep_check(&rs->pool, i, false, now_ns);
+        if (!scrape)
+            td_ep_check(&rs->pool, i, false, now_ns);
         return;
     }
     px_check *k = calloc(1, sizeof *k);
     if (!k)
         return;
     int n = snprintf(k->req, sizeof k->req,
-                     "GET %s HTTP/1.1\r\nHost: %s:%u\r\nUser-Agent: tenantd-health\r\n"
+                     "GET %s HTTP/1.1\r\nHost: %s:%u\r\nUser-Agent: tenantd-%s\r\n"
                      "Connection: close\r\n\r\n",
-                     rs->hc_path, e->host, e->port);
+                     scrape ? rs->metrics_path : rs->hc_path, e->host, e->port,
+                     scrape ? "scrape" : "health");
     if (n < 0 || (size_t)n >= sizeof k->req || uv_tcp_init(&rs->w->loop, &k->tcp) < 0) {
         free(k);
         return;
     }
+    td__buf_init(&k->body, PX_SCRAPE_MAX);
+    k->scrape = scrape;
     k->rs = rs;
     k->ep = (int)i;
-    k->deadline_ns = now_ns + rs->hc_timeout_ns;
+    /* a scrape may take until the next is due */
+    k->deadline_ns = now_ns + (scrape ? rs->scrape_every_ns : rs->hc_timeout_ns);
     k->tcp.data = k;
     k->connect_req.data = k;
     k->write_req.data = k;
     rs->n_checks++;
-    e->hc = k;
+    if (scrape)
+        e->sc = k;
+    else
+        e->hc = k;
     if (uv_tcp_connect(&k->connect_req, &k->tcp, (const struct sockaddr *)&e->addr,
                        on_check_connect) < 0)
         check_done(k, 0);
@@ -407,15 +481,25 @@ void px_routes_check(px_worker *w, uint64_t now_ns)
 {
     for (size_t r = 0; r < TD_GW_MAX_ROUTES; r++) {
         px_route *rs = w->routes[r];
-        if (!rs || !rs->hc_path)
+        if (!rs || (!rs->hc_path && !rs->metrics_path))
             continue;
         for (size_t i = 0; i < rs->neps; i++) {
             px_ep *e = &rs->eps[i];
-            if (e->hc && now_ns >= e->hc->deadline_ns)
-                check_done(e->hc, 0);
-            if (!e->hc && now_ns >= e->hc_next_ns) {
-                e->hc_next_ns = now_ns + rs->hc_interval_ns;
-                check_start(rs, i, now_ns);
+            if (rs->hc_path) {
+                if (e->hc && now_ns >= e->hc->deadline_ns)
+                    check_done(e->hc, 0);
+                if (!e->hc && now_ns >= e->hc_next_ns) {
+                    e->hc_next_ns = now_ns + rs->hc_interval_ns;
+                    check_start(rs, i, 0, now_ns);
+                }
+            }
+            if (rs->metrics_path) {
+                if (e->sc && now_ns >= e->sc->deadline_ns)
+                    check_done(e->sc, 0);
+                if (!e->sc && now_ns >= e->sc_next_ns) {
+                    e->sc_next_ns = now_ns + rs->scrape_every_ns;
+                    check_start(rs, i, 1, now_ns);
+                }
             }
         }
     }

@@ -10,6 +10,14 @@ command -v curl >/dev/null || { echo "curl is required"; echo "0 passed, 1 faile
 command -v python3 >/dev/null || { echo "python3 is required"; echo "0 passed, 1 failed"; exit 1; }
 LOAD="$(dirname "$0")/pools_load.py"
 
+# simmodel's /metrics has the two vLLM series queueDepth reads
+start_simmodel --slots 2 || { finish; exit 1; }
+m=$(curl -sS --max-time 5 "http://$SIM/metrics")
+case "$m" in *'vllm:num_requests_waiting{model_name="simmodel"} 0'*'vllm:gpu_cache_usage_perc{model_name="simmodel"} 0.000000'*)
+    ok "simmodel /metrics: vllm:num_requests_waiting, vllm:gpu_cache_usage_perc" ;;
+    *) not_ok "simmodel /metrics: $m" ;; esac
+kill "$SIM_PID"; wait "$SIM_PID" 2>/dev/null
+
 # A and B: 1 ms a token; C: 15 ms a token, so a 20-token answer takes
 # 20 ms on A or B and 300 ms on C.
 SIMARGS=(--slots 32 --default-max-tokens 20)
@@ -80,6 +88,57 @@ spread_ok=1
 for n in "$a" "$b" "$c"; do [ "$n" -ge 28 ] && [ "$n" -le 32 ] || spread_ok=0; done
 [ "$spread_ok" = 1 ] && [ $((a + b + c)) = 90 ] \
     && ok "roundRobin: even spread (A=$a B=$b C=$c)" || not_ok "roundRobin spread A=$a B=$b C=$c ($out)"
+
+# 2b. queueDepth (a second tenantd, same endpoints): the gateway scrapes
+# each simmodel's /metrics every 250 ms for vllm:num_requests_waiting and
+# vllm:gpu_cache_usage_perc and sends to the least waiting work. C is
+# kept busy by 48 clients of its own, straight to it (its 32 slots full,
+# requests waiting): the gateway cannot see that load in its own counts,
+# only in C's metrics, and sends C almost nothing (leastRequests, with
+# only its own requests in flight to go by, sent C 1 in 8 in step 1).
+cat > "$TMP/qd.yaml" <<Y
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: alpha}
+spec:
+  namespaces: [alpha-prod]
+  apiKeys: [{sha256: "$(sha key-alpha)"}]
+  gateway: {rate: {cost: 100000000, per: 1s, burst: 100000000}, concurrency: 1000}
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: chat}
+spec:
+  match: {pathPrefix: /v1/}
+  upstream:
+    endpoints: [{address: "$A"}, {address: "$B"}, {address: "$C"}]
+    balance: queueDepth
+    scrapeEvery: 250ms
+    capacity: 32
+  cost: {model: tokens}
+  timeout: 10s
+Y
+MAIN_PID=$TD_PID
+start_tenantd "$TMP/data-qd" --config "$TMP/qd.yaml" || { finish; exit 1; }
+QD_GW="127.0.0.1:$TD_DATA_PORT"
+sleep 0.6 # the first scrapes (a worker scrapes once it has served the route)
+python3 "$LOAD" "$C" /v1/chat/completions none 48 4.5 0 20 >/dev/null 2>&1 &
+DIRECT_PID=$!
+sleep 0.7
+snap
+out=$(python3 "$LOAD" "$QD_GW" /v1/chat/completions key-alpha 12 3 0 20 2>"$TMP/loadqd.err")
+a=$(($(served "$A") - SA)); b=$(($(served "$B") - SB))
+# C's own count holds the direct load: the gateway's share of it is what
+# A and B did not serve (every answer was a 200 from one of the three)
+n=$(echo "$out" | sed 's/^ok=\([0-9]*\).*/\1/'); c=$((n - a - b))
+wait "$DIRECT_PID"
+echo "# queueDepth: $out; served A=$a B=$b C=$c"
+case "$out" in *" errors=0 "*) ok "queueDepth: no errors" ;; *) not_ok "queueDepth: $out"; cat "$TMP/loadqd.err" ;; esac
+[ "$a" -gt 0 ] && [ "$b" -gt 0 ] && [ $((c * 20)) -lt "$a" ] && [ $((c * 20)) -lt "$b" ] \
+    && ok "queueDepth: the endpoint with requests waiting gets under 1/20 of a free one's (A=$a B=$b C=$c)" \
+    || not_ok "queueDepth spread A=$a B=$b C=$c"
+stop_tenantd
+TD_PID=$MAIN_PID
 
 # 3. SIGKILL of B in the middle of a 4 s run of 12 clients: no client
 # sees an error (answers are not streamed, so no request had started

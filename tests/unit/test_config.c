@@ -171,7 +171,7 @@ static const struct {
     {"route balance unknown",
      "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
      "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', balance: random}}\n",
-     TD_EINVAL, "spec.upstream.balance: must be leastRequests (the default) or roundRobin"},
+     TD_EINVAL, "spec.upstream.balance: must be leastRequests (the default), roundRobin or queueDepth"},
     {"route healthCheck accepted",
      "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
      "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', healthCheck: {path: /health, "
@@ -190,6 +190,21 @@ static const struct {
      "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', healthCheck: "
      "{unhealthyThreshold: 0}}}\n",
      TD_EINVAL, "spec.upstream.healthCheck.unhealthyThreshold: must be an integer in [1,"},
+    {"route queueDepth accepted",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'h:1'}], balance: "
+     "queueDepth, scrapeEvery: 500ms, metrics: {path: /m, waiting: 'sglang:num_queue_reqs', "
+     "kvCache: kv_usage}}}\n",
+     TD_OK, NULL},
+    {"route metrics bad name",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', balance: queueDepth, "
+     "metrics: {waiting: 'a b'}}}\n",
+     TD_EINVAL, "spec.upstream.metrics.waiting: must be a Prometheus metric name"},
+    {"route scrapeEvery bad",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', scrapeEvery: soon}}\n",
+     TD_EINVAL, "spec.upstream.scrapeEvery: must be a duration"},
     {"kueue v1beta2 accepted",
      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec: {}\n",
      TD_OK, NULL},

@@ -266,6 +266,67 @@ static void test_health_thresholds(void **st)
     assert_true(td_ep_available(&q, 0, T0));
 }
 
+/* queueDepth: the least waiting work (scraped waiting + sent since, per
+ * weight), then the least KV cache, then at random. */
+static void test_queue_depth(void **st)
+{
+    (void)st;
+    td_balance b;
+    assert_int_equal(td_balance_parse("queueDepth", &b), TD_OK);
+    assert_int_equal(b, TD_BALANCE_QUEUE_DEPTH);
+    td_ep_pool p = pool(3, NULL, TD_BALANCE_QUEUE_DEPTH);
+    td_ep_scraped(&p, 0, 5, 0.1);
+    td_ep_scraped(&p, 1, 2, 0.9);
+    td_ep_scraped(&p, 2, 9, 0.0);
+    assert_int_equal(td_ep_pick(&p, T0, -1, false, 0), 1);
+    /* three sent to 1 since its scrape: 2+3 = 5 ties 0's 5, 0 has less KV */
+    for (int k = 0; k < 3; k++)
+        td_ep_start(&p, 1);
+    assert_int_equal(td_ep_pick(&p, T0, -1, false, 0), 0);
+    /* a new scrape of 1 counts its in flight from now */
+    td_ep_scraped(&p, 1, 1, 0.9);
+    assert_int_equal(td_ep_pick(&p, T0, -1, false, 0), 1);
+    /* retry: not the one left */
+    assert_int_equal(td_ep_pick(&p, T0, 1, false, 0), 0);
+    /* weight: 4 waiting at weight 4 is less than 2 at weight 1 */
+    uint32_t w[2] = {1, 4};
+    td_ep_pool q = pool(2, w, TD_BALANCE_QUEUE_DEPTH);
+    td_ep_scraped(&q, 0, 2, 0);
+    td_ep_scraped(&q, 1, 4, 0);
+    assert_int_equal(td_ep_pick(&q, T0, -1, false, 0), 1);
+    /* all equal: spread at random over all */
+    td_ep_pool r = pool(3, NULL, TD_BALANCE_QUEUE_DEPTH);
+    int count[3] = {0};
+    for (int k = 0; k < 3000; k++)
+        count[td_ep_pick(&r, T0, -1, false, 0)]++;
+    for (int i = 0; i < 3; i++)
+        assert_in_range(count[i], 850, 1150);
+}
+
+static void test_parse_metrics(void **st)
+{
+    (void)st;
+    static const char text[] = "# HELP vllm:num_requests_waiting Requests waiting.\n"
+                               "# TYPE vllm:num_requests_waiting gauge\n"
+                               "vllm:num_requests_waiting{model_name=\"a}b\",x=\"q\\\"\"} 3\n"
+                               "vllm:num_requests_waiting{model_name=\"c\"} 4.5\r\n"
+                               "vllm:num_requests_waiting_total 100\n"
+                               "vllm:gpu_cache_usage_perc 0.25 1700000000000\n"
+                               "vllm:num_requests_waiting{broken 7\n"
+                               "vllm:num_requests_waiting nan\n"
+                               "vllm:num_requests_waiting";
+    double w = -1, kv = -1;
+    assert_int_equal(td_ep_parse_metrics(text, sizeof text - 1, "vllm:num_requests_waiting",
+                                         "vllm:gpu_cache_usage_perc", &w, &kv),
+                     TD_OK);
+    assert_true(w == 7.5);
+    assert_true(kv == 0.25);
+    assert_int_equal(td_ep_parse_metrics(text, sizeof text - 1, "other_waiting",
+                                         "vllm:gpu_cache_usage_perc", &w, &kv),
+                     TD_ENOTFOUND);
+    assert_int_equal(td_ep_parse_metrics("", 0, "a", "b", &w, &kv), TD_ENOTFOUND);
+}
+
 static void test_wait(void **st)
 {
     (void)st;
@@ -292,6 +353,8 @@ int main(void)
         cmocka_unit_test(test_ejection_backoff_doubles),
         cmocka_unit_test(test_at_most_half_ejected),
         cmocka_unit_test(test_health_thresholds),
+        cmocka_unit_test(test_queue_depth),
+        cmocka_unit_test(test_parse_metrics),
         cmocka_unit_test(test_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

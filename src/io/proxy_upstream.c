@@ -1196,7 +1196,7 @@ static void on_up_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     if (nread < 0) {
-        if (nread == UV_EOF && u->got_bytes) {
+        if (nread == UV_EOF && u->got_bytes && !u->retry_5xx) {
             u->bad = 1;
             http_parser_execute(&u->parser, &response_settings, NULL, 0);
             if (u->msg_done) {

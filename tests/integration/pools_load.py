@@ -15,7 +15,8 @@ host, port = sys.argv[1].rsplit(":", 1)
 path, key = sys.argv[2], sys.argv[3]
 conc, seconds, total = int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
 max_tokens = int(sys.argv[7])
-body = json.dumps({"messages": [{"role": "user", "content": "hi"}],
+body = json.dumps({"input": "hi"} if "embeddings" in path else
+                  {"messages": [{"role": "user", "content": "hi"}],
                    "max_tokens": max_tokens}).encode()
 lock = threading.Lock()
 codes, errors, left = {}, [], [total]

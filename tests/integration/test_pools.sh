@@ -27,6 +27,12 @@ start_simmodel "${SIMARGS[@]}" --ms-per-token 1 || { finish; exit 1; }
 B=$SIM; B_PID=$SIM_PID; B_PORT=$SIM_PORT
 start_simmodel "${SIMARGS[@]}" --ms-per-token 15 || { finish; exit 1; }
 C=$SIM; C_PID=$SIM_PID
+# BAD: answers everything with 503
+python3 "$(dirname "$0")/pools_bad.py" "$TMP/badport" &
+BAD_PID=$!
+PIDS+=("$BAD_PID")
+wait_file "$TMP/badport" 50 "$BAD_PID" || not_ok "the 503 endpoint did not start"
+BAD="127.0.0.1:$(cat "$TMP/badport")"
 
 cat > "$TMP/platform.yaml" <<Y
 apiVersion: tenantd.dev/v1alpha1
@@ -59,6 +65,17 @@ spec:
     endpoints: [{address: "$A"}, {address: "$B"}, {address: "$C"}]
     balance: roundRobin
   cost: {model: tokens}
+  timeout: 10s
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: embeddings}
+spec:
+  match: {pathPrefix: /v1/embeddings}
+  upstream:
+    endpoints: [{address: "$BAD"}, {address: "$A"}]
+    balance: roundRobin
+  cost: {model: requests}
   timeout: 10s
 Y
 start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
@@ -139,6 +156,17 @@ case "$out" in *" errors=0 "*) ok "queueDepth: no errors" ;; *) not_ok "queueDep
     || not_ok "queueDepth spread A=$a B=$b C=$c"
 stop_tenantd
 TD_PID=$MAIN_PID
+
+# 2c. An endpoint that answers 503 (BAD, first in a round-robin pair):
+# each request it gets is sent once more to the other endpoint, so every
+# client gets a 200; after 3 in a row it is ejected.
+out=$(python3 "$LOAD" "$GW" /v1/embeddings key-alpha 1 60 20 1 2>"$TMP/loadbad.err")
+hits=$(wc -l <"$TMP/badport.hits" 2>/dev/null || echo 0)
+echo "# 503 endpoint: $out; it answered $hits"
+case "$out" in *" errors=0 "*) ok "503 from an endpoint: retried on the other, no client saw it" ;;
+    *) not_ok "503 endpoint: $out"; cat "$TMP/loadbad.err" ;; esac
+[ "$hits" -ge 1 ] && [ "$hits" -le 6 ] && ok "503 endpoint: asked $hits times, then ejected" \
+    || not_ok "503 endpoint answered $hits of 20"
 
 # 3. SIGKILL of B in the middle of a 4 s run of 12 clients: no client
 # sees an error (answers are not streamed, so no request had started

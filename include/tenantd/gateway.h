@@ -16,6 +16,7 @@
 #include "tenantd/chargeback.h"
 #include "tenantd/config.h"
 #include "tenantd/critqueue.h"
+#include "tenantd/endpoints.h"
 #include "tenantd/limiter.h"
 #include "tenantd/metrics.h"
 #include "tenantd/recent.h"
@@ -71,14 +72,39 @@ typedef struct {
     char *team, *project, *environment; /* spec.labels (cost labels), "" if absent */
 } td_gw_tenant;
 
+/* One endpoint of a Route's pool (spec.upstream.endpoints[], or
+ * spec.upstream.address as the only one). */
+typedef struct {
+    char *address; /* "host:port" as configured */
+    char *host;
+    uint16_t port;
+    uint32_t weight; /* 1..1000 (default 1) */
+} td_gw_endpoint;
+
 typedef struct {
     char *name;
     uint32_t slot;       /* stable across reloads */
     char *path_prefix;
-    char *upstream;      /* "host:port" as configured */
+    char *upstream;      /* "host:port" of the first endpoint */
     char *upstream_host;
     uint16_t upstream_port;
-    uint32_t capacity;   /* in flight to the upstream (default 64) */
+    /* the pool: at least one, at most TD_EP_MAX; a route with
+     * spec.upstream.address has that one (pool false) */
+    td_gw_endpoint *endpoints;
+    size_t nendpoints;
+    bool pool;          /* configured with spec.upstream.endpoints */
+    td_balance balance; /* spec.upstream.balance (default leastRequests) */
+    uint32_t capacity;   /* in flight to each endpoint (default 64) */
+    /* spec.upstream.healthCheck: present -> every endpoint is checked */
+    bool health_check;
+    char *hc_path;               /* default "/health" */
+    uint64_t hc_interval_ns;     /* default 5 s */
+    uint64_t hc_timeout_ns;      /* default 1 s */
+    uint32_t hc_unhealthy, hc_healthy; /* thresholds (default 2, 1) */
+    /* balance queueDepth: spec.upstream.scrapeEvery (default 1 s) and
+     * spec.upstream.metrics {path, waiting, kvCache} (vLLM's by default) */
+    uint64_t scrape_every_ns;
+    char *metrics_path, *waiting_metric, *kv_metric;
     uint32_t queue;      /* waiting behind them (default 256) */
     td_cost_model cost_model;
     uint64_t timeout_ns; /* default 30 s */

@@ -904,11 +904,22 @@ static td_status validate_tenant(vctx *v)
     return TD_OK;
 }
 
+/* "host:port" with a port 1..65535 and a host before it. */
+static int hostport_ok(const char *addr)
+{
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : 0;
+    return colon && colon != addr && end && !*end && port >= 1 && port <= 65535;
+}
+
 static td_status validate_route(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"match", "upstream", "cost", "timeout", "methods", NULL};
-    static const char *const up[] = {"address", "capacity", "queue", "authorization", NULL};
+    static const char *const up[] = {"address",     "endpoints",   "balance", "capacity",
+                                     "queue",       "authorization", "healthCheck",
+                                     "scrapeEvery", "metrics",     NULL};
     TRY(check_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
     if (!json_is_object(s))
@@ -964,13 +975,100 @@ static td_status validate_route(vctx *v)
     }
     json_t *u = json_object_get(s, "upstream");
     TRY(check_fields(v, u, "spec.upstream", up));
-    const char *addr = td_json_str(s, "upstream.address");
-    const char *colon = addr ? strrchr(addr, ':') : NULL;
-    char *end = NULL;
-    long port = colon ? strtol(colon + 1, &end, 10) : 0;
-    if (!colon || colon == addr || !end || *end || port < 1 || port > 65535)
+    json_t *eps = u ? json_object_get(u, "endpoints") : NULL;
+    if (eps && json_object_get(u, "address"))
+        return vfail(v, eps, "spec.upstream.endpoints",
+                     "give either spec.upstream.address (one endpoint) or "
+                     "spec.upstream.endpoints, not both");
+    if (eps) {
+        /* the pool: 1..64 endpoints (TD_EP_MAX), each HOST:PORT once */
+        static const char *const epf[] = {"address", "weight", NULL};
+        if (!json_is_array(eps) || json_array_size(eps) == 0 || json_array_size(eps) > 64)
+            return vfail(v, eps, "spec.upstream.endpoints",
+                         "must be a list of 1 to 64 endpoints ({address: HOST:PORT, weight: N})");
+        size_t i;
+        json_t *e;
+        json_array_foreach(eps, i, e)
+        {
+            char field[64];
+            snprintf(field, sizeof field, "spec.upstream.endpoints[%zu]", i);
+            if (!json_is_object(e))
+                return vfail(v, e, field, "must be a mapping {address: HOST:PORT, weight: N}");
+            TRY(check_fields(v, e, field, epf));
+            if (!hostport_ok(td_json_str(e, "address")))
+                return vfail(v, json_object_get(e, "address") ? json_object_get(e, "address") : e,
+                             field,
+                             "address: required: HOST:PORT (e.g. \"10.0.0.7:8000\", "
+                             "\"[::1]:8000\")");
+            json_t *w = json_object_get(e, "weight");
+            TRY(check_integer(v, w, field, 1));
+            if (w && json_integer_value(w) > 1000)
+                return vfail(v, w, field, "weight: at most 1000");
+            for (size_t j = 0; j < i; j++)
+                if (strcmp(td_json_str(json_array_get(eps, j), "address"),
+                           td_json_str(e, "address")) == 0)
+                    return vfail(v, e, field, "address \"%s\" is listed twice",
+                                 td_json_str(e, "address"));
+        }
+    } else if (!hostport_ok(td_json_str(s, "upstream.address"))) {
         return vfail(v, u ? json_object_get(u, "address") : NULL, "spec.upstream.address",
-                     "required: HOST:PORT (e.g. \"127.0.0.1:8000\", \"[::1]:8000\")");
+                     "required: HOST:PORT (e.g. \"127.0.0.1:8000\", \"[::1]:8000\"), or "
+                     "spec.upstream.endpoints");
+    }
+    json_t *hc = u ? json_object_get(u, "healthCheck") : NULL;
+    if (hc) {
+        static const char *const hcf[] = {"path",    "interval",           "timeout",
+                                          "unhealthyThreshold", "healthyThreshold", NULL};
+        TRY(check_fields(v, hc, "spec.upstream.healthCheck", hcf));
+        json_t *hp = json_object_get(hc, "path");
+        const char *hps = json_string_value(hp);
+        int path_ok = hps && hps[0] == '/' && strlen(hps) < 256;
+        for (const char *q = hps; path_ok && *q; q++)
+            path_ok = (unsigned char)*q > 0x20 && *q != 0x7f;
+        if (hp && !path_ok)
+            return vfail(v, hp, "spec.upstream.healthCheck.path",
+                         "must be a path starting with '/' (under 256 bytes, no spaces or "
+                         "control bytes)");
+        TRY(check_duration(v, json_object_get(hc, "interval"), "spec.upstream.healthCheck.interval"));
+        TRY(check_duration(v, json_object_get(hc, "timeout"), "spec.upstream.healthCheck.timeout"));
+        TRY(check_integer(v, json_object_get(hc, "unhealthyThreshold"),
+                          "spec.upstream.healthCheck.unhealthyThreshold", 1));
+        TRY(check_integer(v, json_object_get(hc, "healthyThreshold"),
+                          "spec.upstream.healthCheck.healthyThreshold", 1));
+    }
+    json_t *bal = u ? json_object_get(u, "balance") : NULL;
+    if (bal && !in_list(json_string_value(bal), (const char *const[]){
+                                                    "leastRequests", "roundRobin", "queueDepth",
+                                                    NULL}))
+        return vfail(v, bal, "spec.upstream.balance",
+                     "must be leastRequests (the default), roundRobin or queueDepth");
+    TRY(check_duration(v, u ? json_object_get(u, "scrapeEvery") : NULL,
+                       "spec.upstream.scrapeEvery"));
+    json_t *mt = u ? json_object_get(u, "metrics") : NULL;
+    if (mt) {
+        static const char *const mf[] = {"path", "waiting", "kvCache", NULL};
+        TRY(check_fields(v, mt, "spec.upstream.metrics", mf));
+        const char *mp = td_json_str(mt, "path");
+        int mp_ok = !json_object_get(mt, "path") || (mp && mp[0] == '/' && strlen(mp) < 256);
+        for (const char *q = mp; mp_ok && q && *q; q++)
+            mp_ok = (unsigned char)*q > 0x20 && *q != 0x7f;
+        if (!mp_ok)
+            return vfail(v, json_object_get(mt, "path"), "spec.upstream.metrics.path",
+                         "must be a path starting with '/' (under 256 bytes, no spaces or "
+                         "control bytes)");
+        static const char *const names[] = {"waiting", "kvCache"};
+        for (int k = 0; k < 2; k++) {
+            json_t *nv = json_object_get(mt, names[k]);
+            const char *ns = json_string_value(nv);
+            int name_ok = !nv || (ns && *ns && strlen(ns) < 128);
+            for (const char *q = ns; name_ok && q && *q; q++)
+                name_ok = isalnum((unsigned char)*q) || *q == '_' || *q == ':';
+            if (!name_ok)
+                return vfail(v, nv, names[k][0] == 'w' ? "spec.upstream.metrics.waiting"
+                                                       : "spec.upstream.metrics.kvCache",
+                             "must be a Prometheus metric name ([a-zA-Z0-9_:], under 128 bytes)");
+        }
+    }
     json_t *ua = td_json_path(s, "upstream.authorization");
     if (ua) {
         static const char *const auth[] = {"fromEnv", NULL};

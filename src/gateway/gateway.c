@@ -140,6 +140,15 @@ static void view_free(view *v)
         free(r->path_prefix);
         free(r->upstream);
         free(r->upstream_host);
+        for (size_t e = 0; r->endpoints && e < r->nendpoints; e++) {
+            free(r->endpoints[e].address);
+            free(r->endpoints[e].host);
+        }
+        free(r->endpoints);
+        free(r->hc_path);
+        free(r->metrics_path);
+        free(r->waiting_metric);
+        free(r->kv_metric);
         for (size_t m = 0; m < r->nmethods; m++)
             free(r->methods[m]);
         free(r->methods);
@@ -359,16 +368,89 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
     json_t *s = json_object_get(obj, "spec");
     r->name = strdup(name);
     r->path_prefix = strdup(td_json_str(s, "match.pathPrefix"));
-    r->upstream = strdup(td_json_str(s, "upstream.address"));
-    if (!r->name || !r->path_prefix || !r->upstream)
+    json_t *eps = td_json_path(s, "upstream.endpoints");
+    r->pool = json_is_array(eps);
+    const char *first = r->pool ? td_json_str(json_array_get(eps, 0), "address")
+                                : td_json_str(s, "upstream.address");
+    r->upstream = first ? strdup(first) : NULL;
+    if (!r->name || !r->path_prefix || (first && !r->upstream))
         return td_err_set(err, TD_ENOMEM, "out of memory");
     td_status st = slot_of(&g->routes, name, &r->slot);
     if (st != TD_OK)
         return td_err_set(err, st, "Route %s: more than %d routes", name, TD_GW_MAX_ROUTES);
+    size_t ne = r->pool ? json_array_size(eps) : 1;
+    if (ne == 0 || ne > TD_EP_MAX)
+        return td_err_set(err, TD_EINVAL, "Route %s: spec.upstream.endpoints: 1 to %d endpoints",
+                          name, TD_EP_MAX);
+    r->endpoints = calloc(ne, sizeof *r->endpoints);
+    if (!r->endpoints)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    for (size_t i = 0; i < ne; i++) {
+        td_gw_endpoint *e = &r->endpoints[i];
+        json_t *eo = r->pool ? json_array_get(eps, i) : NULL;
+        const char *a = eo ? td_json_str(eo, "address") : first;
+        if (!a)
+            return td_err_set(err, TD_EINVAL, "Route %s: spec.upstream.address is required", name);
+        e->address = strdup(a);
+        if (!e->address)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        r->nendpoints = i + 1;
+        st = split_hostport(a, &e->host, &e->port);
+        if (st != TD_OK)
+            return td_err_set(err, st, "Route %s: %s \"%s\" is not HOST:PORT", name,
+                              r->pool ? "spec.upstream.endpoints[].address"
+                                      : "spec.upstream.address",
+                              a);
+        e->weight = eo ? (uint32_t)num_or(json_object_get(eo, "weight"), 1) : 1;
+        if (e->weight < 1)
+            e->weight = 1;
+    }
     st = split_hostport(r->upstream, &r->upstream_host, &r->upstream_port);
     if (st != TD_OK)
         return td_err_set(err, st, "Route %s: spec.upstream.address \"%s\" is not HOST:PORT", name,
                           r->upstream);
+    json_t *hc = td_json_path(s, "upstream.healthCheck");
+    if (json_is_object(hc)) {
+        r->health_check = true;
+        const char *hp = td_json_str(hc, "path");
+        r->hc_path = strdup(hp ? hp : "/health");
+        if (!r->hc_path)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        int64_t iv = 5000000000LL, to = 1000000000LL;
+        const char *ivs = td_json_str(hc, "interval"), *tos = td_json_str(hc, "timeout");
+        if (ivs && td_duration_parse(ivs, &iv, err) != TD_OK)
+            return td_err_prefix(err, TD_EINVAL, "Route %s: spec.upstream.healthCheck.interval",
+                                 name);
+        if (tos && td_duration_parse(tos, &to, err) != TD_OK)
+            return td_err_prefix(err, TD_EINVAL, "Route %s: spec.upstream.healthCheck.timeout",
+                                 name);
+        r->hc_interval_ns = iv > 0 ? (uint64_t)iv : 5000000000ULL;
+        r->hc_timeout_ns = to > 0 ? (uint64_t)to : 1000000000ULL;
+        r->hc_unhealthy = (uint32_t)num_or(json_object_get(hc, "unhealthyThreshold"), 2);
+        r->hc_healthy = (uint32_t)num_or(json_object_get(hc, "healthyThreshold"), 1);
+    }
+    r->balance = TD_BALANCE_LEAST_REQUESTS;
+    const char *bal = td_json_str(s, "upstream.balance");
+    if (bal && td_balance_parse(bal, &r->balance) != TD_OK)
+        return td_err_set(err, TD_EINVAL,
+                          "Route %s: spec.upstream.balance \"%s\" is not leastRequests, "
+                          "roundRobin or queueDepth",
+                          name, bal);
+    if (r->balance == TD_BALANCE_QUEUE_DEPTH) {
+        int64_t se = 1000000000LL;
+        const char *ses = td_json_str(s, "upstream.scrapeEvery");
+        if (ses && td_duration_parse(ses, &se, err) != TD_OK)
+            return td_err_prefix(err, TD_EINVAL, "Route %s: spec.upstream.scrapeEvery", name);
+        r->scrape_every_ns = se > 0 ? (uint64_t)se : 1000000000ULL;
+        const char *mp = td_json_str(s, "upstream.metrics.path");
+        const char *wm = td_json_str(s, "upstream.metrics.waiting");
+        const char *km = td_json_str(s, "upstream.metrics.kvCache");
+        r->metrics_path = strdup(mp ? mp : "/metrics");
+        r->waiting_metric = strdup(wm ? wm : "vllm:num_requests_waiting");
+        r->kv_metric = strdup(km ? km : "vllm:gpu_cache_usage_perc");
+        if (!r->metrics_path || !r->waiting_metric || !r->kv_metric)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
     r->capacity = (uint32_t)num_or(td_json_path(s, "upstream.capacity"), 64);
     r->queue = (uint32_t)num_or(td_json_path(s, "upstream.queue"), 256);
     const char *model = td_json_str(s, "cost.model");

@@ -881,6 +881,8 @@ static void on_tick(uv_timer_t *t)
         px_conn_close(c);
     if (++w->ticks % (1000 / PX_METER_FLUSH_MS) == 0)
         px_routes_sweep(w, px_now());
+    if (!w->stopping)
+        px_routes_check(w, px_now());
     if (w->p->ledger)
         px_meter_flush(w);
 }

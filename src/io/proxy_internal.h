@@ -17,6 +17,7 @@
 
 #include "io/http_internal.h"
 #include "tenantd/cost.h"
+#include "tenantd/endpoints.h"
 #include "tenantd/gateway.h"
 #include "tenantd/http.h"
 #include "tenantd/proxy.h"
@@ -84,20 +85,45 @@ struct px_cfg {
  * queue (see proxy.c's header for why the split), and its idle upstream
  * connections. Replaced when a reload changes the upstream or the sizes;
  * the old one lives on (retired) until its requests and connections end. */
+typedef struct px_check px_check;
+
+/* One endpoint of a route's pool as a worker serves it: its address
+ * (resolved once, when the route state is made), its idle connections and
+ * its active health check. */
+typedef struct {
+    char *host;
+    uint16_t port;
+    uint32_t weight;
+    struct sockaddr_storage addr;
+    int addr_ok;
+    px_up *idle; /* most recently used first */
+    size_t n_idle;
+    px_check *hc;       /* the check in flight, or NULL */
+    uint64_t hc_next_ns; /* when the next check starts */
+    px_check *sc;       /* the metrics scrape in flight (queueDepth), or NULL */
+    uint64_t sc_next_ns;
+} px_ep;
+
 struct px_route {
     px_worker *w;
     uint32_t slot;
     uint64_t generation; /* the config generation it was last matched against */
-    char *host;
-    uint16_t port;
     uint32_t route_capacity, route_queue; /* as configured, to notice changes */
-    uint32_t cap;                         /* this worker's share of the capacity */
-    struct sockaddr_storage addr;
-    int addr_ok;
-    td_critqueue *q;
-    px_up *idle; /* most recently used first */
-    size_t n_idle;
+    uint32_t cap;                         /* this worker's share of an endpoint's capacity */
+    px_ep *eps;    /* neps, as the route's endpoints */
+    size_t neps;
+    int is_pool;   /* spec.upstream.endpoints (else the one address) */
+    td_ep_pool pool; /* choice, ejection: this worker's view */
+    td_critqueue *q; /* capacity cap * neps */
+    size_t n_idle;  /* over all endpoints */
     size_t n_conns; /* upstream connections open, idle or busy */
+    size_t n_checks; /* health-check connections open */
+    /* spec.upstream.healthCheck (hc_path NULL: none) */
+    char *hc_path;
+    uint64_t hc_interval_ns, hc_timeout_ns;
+    /* balance queueDepth: what is scraped (metrics_path NULL: nothing) */
+    char *metrics_path, *waiting_metric, *kv_metric;
+    uint64_t scrape_every_ns;
     unsigned refs;  /* requests holding it */
     int retired;
     int pumping, pump_again;
@@ -189,6 +215,8 @@ typedef struct {
     /* upstream */
     px_up *up;
     int retried;
+    int ep;        /* the endpoint it is sent to (counted in flight there), or -1 */
+    int ep_failed; /* the endpoint a retry leaves, or -1 */
     int resp_started; /* response head handed to the client */
     int resp_chunked; /* we chunk the body for the client */
     int resp_close;   /* the client connection closes after this response */
@@ -257,6 +285,7 @@ struct px_up {
     uv_tcp_t tcp;
     uv_connect_t connect_req;
     px_route *rs;
+    int ep; /* its endpoint in rs->eps */
     px_up *prev, *next; /* idle list */
     px_conn *c;         /* the client whose request it carries; NULL when idle */
     http_parser parser;
@@ -276,6 +305,7 @@ struct px_up {
     unsigned keep : 1;      /* the response allows reuse */
     unsigned idle : 1;      /* in rs->idle */
     unsigned reading : 1;   /* uv_read_start is in effect */
+    unsigned retry_5xx : 1; /* the endpoint answered 502/503: the request goes to another */
 };
 
 /* The requests of one tenant, route, API key and outcome since the last
@@ -398,10 +428,15 @@ void px_routes_shutdown(px_worker *w);
 void px_routes_free(px_worker *w);
 /* Closes pooled connections idle too long. */
 void px_routes_sweep(px_worker *w, uint64_t now_ns);
+/* Starts the health checks that are due and fails those past their
+ * timeout (the worker's tick: both to its resolution). */
+void px_routes_check(px_worker *w, uint64_t now_ns);
 /* Sends c's request upstream (step g). Failures are answered (502) here. */
 void px_forward(px_conn *c);
 /* Detaches and closes the request's upstream connection, if any. */
 void px_up_abandon(px_conn *c);
+/* The request no longer counts in flight at its endpoint (its end). */
+void px_ep_release(px_conn *c);
 /* The client's backlog drained: read the upstream again. */
 void px_up_resume(px_conn *c);
 

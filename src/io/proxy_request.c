@@ -705,6 +705,7 @@ void px_req_end(px_conn *c, int outcome)
         settle_early(c, (td_outcome)outcome);
     if (r->up)
         px_up_abandon(c);
+    px_ep_release(c);
     if (r->queued && rs) {
         td_critqueue_cancel(rs->q, c);
         td_metrics_queue_add(p->metrics, r->route->slot, r->crit, -1);
@@ -1033,6 +1034,7 @@ void px_req_headers(px_conn *c)
     r->shadow = NULL;
     r->up = NULL;
     r->retried = 0;
+    r->ep = r->ep_failed = -1;
     r->resp_started = r->resp_chunked = r->resp_close = r->resp_status = 0;
     r->scan_on = 0;
     r->have_gpu_hdr = 0;

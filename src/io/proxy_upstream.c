@@ -6,7 +6,18 @@
  * and streamed to the client (re-chunked when the upstream's body has no
  * length and the client speaks HTTP/1.1), its body fed to the cost scanner.
  * A request that fails on a reused connection before any response byte
- * (the upstream closed it meanwhile) is sent once more on a new one. */
+ * (the upstream closed it meanwhile) is sent once more on a new one.
+ *
+ * A route's endpoints (spec.upstream.endpoints, or the one address) each
+ * have their own idle connections; gateway/endpoints.c picks the endpoint
+ * of each request and decides ejections from the outcomes reported here
+ * (connect failures, resets, 5xx: failures; other answers: successes).
+ * On a pool route, a request that failed before any byte of the response
+ * reached the client (connect refused, reset before the headers, 502 or
+ * 503 from the endpoint) is sent once more to another endpoint within its
+ * deadline; after the response has started, never. When no endpoint can
+ * be picked, or every one tried refused the connection, the client gets
+ * 503 with Retry-After at once. */
 #include <math.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -34,13 +45,21 @@ static void up_close(px_up *u);
 static void route_free(px_route *rs)
 {
     td_critqueue_destroy(rs->q);
-    free(rs->host);
+    for (size_t i = 0; rs->eps && i < rs->neps; i++)
+        free(rs->eps[i].host);
+    free(rs->eps);
+    free(rs->hc_path);
+    free(rs->metrics_path);
+    free(rs->waiting_metric);
+    free(rs->kv_metric);
     free(rs);
 }
 
+static void check_done(px_check *k, int ok);
+
 static void maybe_free(px_route *rs)
 {
-    if (!rs->retired || rs->refs || rs->n_conns || rs->pumping)
+    if (!rs->retired || rs->refs || rs->n_conns || rs->n_checks || rs->pumping)
         return;
     px_worker *w = rs->w;
     for (px_route **pp = &w->retired; *pp; pp = &(*pp)->next_retired)
@@ -51,10 +70,18 @@ static void maybe_free(px_route *rs)
     route_free(rs);
 }
 
+/* Closes the idle connections, and the health checks in flight (their
+ * results no longer matter: the state is retired or the worker stops). */
 static void close_idle(px_route *rs)
 {
-    while (rs->idle)
-        up_close(rs->idle);
+    for (size_t i = 0; i < rs->neps; i++) {
+        while (rs->eps[i].idle)
+            up_close(rs->eps[i].idle);
+        if (rs->eps[i].hc)
+            check_done(rs->eps[i].hc, 0);
+        if (rs->eps[i].sc)
+            check_done(rs->eps[i].sc, 0);
+    }
 }
 
 static void retire(px_route *rs)
@@ -103,29 +130,97 @@ static px_route *route_new(px_worker *w, const td_gw_route *r)
     if (!rs)
         return NULL;
     unsigned n = w->p->nworkers;
+    size_t ne = r->nendpoints ? r->nendpoints : 1;
+    if (ne > TD_EP_MAX)
+        ne = TD_EP_MAX;
     uint32_t cap = share(r->capacity ? r->capacity : 1, n);
     uint32_t queue = share(r->queue, n);
     rs->w = w;
     rs->slot = r->slot;
-    rs->port = r->upstream_port;
     rs->route_capacity = r->capacity;
     rs->route_queue = r->queue;
     rs->cap = cap ? cap : 1;
-    rs->host = strdup(r->upstream_host ? r->upstream_host : "");
-    if (!rs->host || td_critqueue_create(cap ? cap : 1, queue, &rs->q) != TD_OK) {
-        free(rs->host);
+    rs->is_pool = r->pool;
+    rs->eps = calloc(ne, sizeof *rs->eps);
+    if (!rs->eps) {
         free(rs);
         return NULL;
     }
-    rs->addr_ok = resolve(rs->host, rs->port, &rs->addr) == 0;
+    rs->neps = ne;
+    uint32_t weights[TD_EP_MAX];
+    int ok = 1;
+    for (size_t i = 0; i < ne; i++) {
+        px_ep *e = &rs->eps[i];
+        const td_gw_endpoint *ge = r->nendpoints ? &r->endpoints[i] : NULL;
+        e->host = strdup(ge ? ge->host : r->upstream_host ? r->upstream_host : "");
+        e->port = ge ? ge->port : r->upstream_port;
+        e->weight = ge ? ge->weight : 1;
+        weights[i] = e->weight;
+        if (!e->host)
+            ok = 0;
+    }
+    /* the route's queue admits up to each endpoint's share times the
+     * endpoints: capacity is per endpoint (issue 19 item 3) */
+    uint64_t qcap = (uint64_t)rs->cap * ne;
+    td_ep_policy pol = {0};
+    if (r->health_check) {
+        rs->hc_path = strdup(r->hc_path ? r->hc_path : "/health");
+        rs->hc_interval_ns = r->hc_interval_ns;
+        rs->hc_timeout_ns = r->hc_timeout_ns;
+        pol.unhealthy_threshold = r->hc_unhealthy;
+        pol.healthy_threshold = r->hc_healthy;
+        if (!rs->hc_path)
+            ok = 0;
+    }
+    if (r->balance == TD_BALANCE_QUEUE_DEPTH) {
+        rs->metrics_path = strdup(r->metrics_path ? r->metrics_path : "/metrics");
+        rs->waiting_metric =
+            strdup(r->waiting_metric ? r->waiting_metric : "vllm:num_requests_waiting");
+        rs->kv_metric = strdup(r->kv_metric ? r->kv_metric : "vllm:gpu_cache_usage_perc");
+        rs->scrape_every_ns = r->scrape_every_ns ? r->scrape_every_ns : 1000000000ULL;
+        if (!rs->metrics_path || !rs->waiting_metric || !rs->kv_metric)
+            ok = 0;
+    }
+    if (!ok || qcap > UINT32_MAX ||
+        td_ep_pool_init(&rs->pool, ne, weights, r->balance, &pol,
+                        px_now() ^ ((uint64_t)w->index << 32) ^ r->slot) != TD_OK ||
+        td_critqueue_create((uint32_t)qcap, queue, &rs->q) != TD_OK) {
+        route_free(rs);
+        return NULL;
+    }
+    for (size_t i = 0; i < ne; i++)
+        rs->eps[i].addr_ok = resolve(rs->eps[i].host, rs->eps[i].port, &rs->eps[i].addr) == 0;
     return rs;
 }
 
 static int same_route(const px_route *rs, const td_gw_route *r)
 {
-    return rs->port == r->upstream_port && rs->route_capacity == r->capacity &&
-           rs->route_queue == r->queue &&
-           strcmp(rs->host, r->upstream_host ? r->upstream_host : "") == 0;
+    size_t ne = r->nendpoints ? r->nendpoints : 1;
+    if (rs->route_capacity != r->capacity || rs->route_queue != r->queue || rs->neps != ne ||
+        rs->is_pool != (int)r->pool || rs->pool.balance != r->balance ||
+        (rs->hc_path != NULL) != r->health_check)
+        return 0;
+    if (rs->hc_path &&
+        (strcmp(rs->hc_path, r->hc_path ? r->hc_path : "/health") != 0 ||
+         rs->hc_interval_ns != r->hc_interval_ns || rs->hc_timeout_ns != r->hc_timeout_ns ||
+         rs->pool.policy.unhealthy_threshold != (r->hc_unhealthy ? r->hc_unhealthy : 2) ||
+         rs->pool.policy.healthy_threshold != (r->hc_healthy ? r->hc_healthy : 1)))
+        return 0;
+    if (rs->metrics_path &&
+        (strcmp(rs->metrics_path, r->metrics_path ? r->metrics_path : "/metrics") != 0 ||
+         strcmp(rs->waiting_metric,
+                r->waiting_metric ? r->waiting_metric : "vllm:num_requests_waiting") != 0 ||
+         strcmp(rs->kv_metric, r->kv_metric ? r->kv_metric : "vllm:gpu_cache_usage_perc") != 0 ||
+         rs->scrape_every_ns != (r->scrape_every_ns ? r->scrape_every_ns : 1000000000ULL)))
+        return 0;
+    for (size_t i = 0; i < ne; i++) {
+        const td_gw_endpoint *ge = r->nendpoints ? &r->endpoints[i] : NULL;
+        const char *host = ge ? ge->host : r->upstream_host ? r->upstream_host : "";
+        if (rs->eps[i].port != (ge ? ge->port : r->upstream_port) ||
+            rs->eps[i].weight != (ge ? ge->weight : 1) || strcmp(rs->eps[i].host, host) != 0)
+            return 0;
+    }
+    return 1;
 }
 
 px_route *px_route_get(px_worker *w, const td_gw_config *cfg, const td_gw_route *r)
@@ -184,20 +279,230 @@ void px_routes_free(px_worker *w)
 
 static void sweep(px_route *rs, uint64_t now_ns)
 {
-    px_up *u = rs->idle;
-    while (u) {
-        px_up *next = u->next;
-        if (now_ns - u->idle_since > (uint64_t)PX_UP_IDLE_MS * 1000000)
-            up_close(u);
-        u = next;
+    for (size_t i = 0; i < rs->neps; i++) {
+        px_up *u = rs->eps[i].idle;
+        while (u) {
+            px_up *next = u->next;
+            if (now_ns - u->idle_since > (uint64_t)PX_UP_IDLE_MS * 1000000)
+                up_close(u);
+            u = next;
+        }
     }
 }
 
 void px_routes_sweep(px_worker *w, uint64_t now_ns)
 {
     for (size_t i = 0; i < TD_GW_MAX_ROUTES; i++)
-        if (w->routes[i] && w->routes[i]->idle)
+        if (w->routes[i] && w->routes[i]->n_idle)
             sweep(w->routes[i], now_ns);
+}
+
+/* ---- active health checks ----
+ * Each worker checks the endpoints of the routes it has served (its route
+ * states), on its own: a GET of the path on a new connection, healthy when
+ * the status line says 2xx within the timeout. Only the status line is
+ * read; the connection is closed after it. */
+
+#define PX_SCRAPE_MAX (256u * 1024u) /* a metrics answer larger than this fails */
+
+struct px_check {
+    uv_tcp_t tcp;
+    uv_connect_t connect_req;
+    uv_write_t write_req;
+    px_route *rs;
+    int ep;
+    int done;
+    int scrape;   /* a metrics scrape (queueDepth), not a health check */
+    td__buf body; /* a scrape's whole answer */
+    uint64_t deadline_ns;
+    size_t rlen;
+    char resp[16]; /* "HTTP/1.1 200" is all we read */
+    char req[400];
+};
+
+static void on_check_closed(uv_handle_t *h)
+{
+    px_check *k = h->data;
+    px_route *rs = k->rs;
+    td__buf_fini(&k->body);
+    free(k);
+    rs->n_checks--;
+    maybe_free(rs);
+}
+
+/* A scrape's whole answer (ok: it ended at the endpoint's close): a 2xx
+ * with the waiting series gives the pool the endpoint's figures; anything
+ * else leaves the last ones (health is the checks' and ejection's job). */
+static void scrape_result(px_check *k, int ok)
+{
+    px_route *rs = k->rs;
+    if (!ok || rs->retired || rs->w->stopping || k->body.len < 12)
+        return;
+    const char *p = k->body.p;
+    if (memcmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ' || p[9] != '2')
+        return;
+    const char *end = NULL;
+    for (size_t i = 0; i + 3 < k->body.len; i++)
+        if (memcmp(p + i, "\r\n\r\n", 4) == 0) {
+            end = p + i + 4;
+            break;
+        }
+    if (!end)
+        return;
+    double waiting, kv;
+    if (td_ep_parse_metrics(end, k->body.len - (size_t)(end - p), rs->waiting_metric, rs->kv_metric,
+                            &waiting, &kv) == TD_OK)
+        td_ep_scraped(&rs->pool, (size_t)k->ep, waiting, kv);
+}
+
+/* The check's result (once): counted unless the state is retired. */
+static void check_done(px_check *k, int ok)
+{
+    if (k->done)
+        return;
+    k->done = 1;
+    px_route *rs = k->rs;
+    if (k->scrape) {
+        rs->eps[k->ep].sc = NULL;
+        scrape_result(k, ok);
+    } else {
+        rs->eps[k->ep].hc = NULL;
+        if (!rs->retired && !rs->w->stopping)
+            td_ep_check(&rs->pool, (size_t)k->ep, ok != 0, px_now());
+    }
+    uv_close((uv_handle_t *)&k->tcp, on_check_closed);
+}
+
+/* 1 if the status line read so far says 2xx, 0 if it says something
+ * else, -1 if it is not complete yet. */
+static int check_status(const px_check *k)
+{
+    if (k->rlen < 12)
+        return -1;
+    if (memcmp(k->resp, "HTTP/1.", 7) != 0 || k->resp[8] != ' ')
+        return 0;
+    return k->resp[9] == '2';
+}
+
+static void on_check_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    px_check *k = h->data;
+    (void)suggested;
+    if (k->scrape) /* copied out at once in on_check_read */
+        *buf = uv_buf_init(k->rs->w->rbuf, sizeof k->rs->w->rbuf);
+    else
+        *buf = uv_buf_init(k->resp + k->rlen, (unsigned)(sizeof k->resp - k->rlen));
+}
+
+static void on_check_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+    px_check *k = st->data;
+    if (k->done || nread == 0)
+        return;
+    if (k->scrape) {
+        if (nread < 0)
+            check_done(k, nread == UV_EOF);
+        else if (td__buf_append(&k->body, buf->base, (size_t)nread) != TD_OK)
+            check_done(k, 0); /* over PX_SCRAPE_MAX */
+        return;
+    }
+    if (nread < 0) {
+        check_done(k, check_status(k) == 1);
+        return;
+    }
+    k->rlen += (size_t)nread;
+    int s = check_status(k);
+    if (s >= 0 || k->rlen == sizeof k->resp)
+        check_done(k, s == 1);
+}
+
+static void on_check_write(uv_write_t *req, int status)
+{
+    px_check *k = req->data;
+    if (status < 0)
+        check_done(k, 0);
+}
+
+static void on_check_connect(uv_connect_t *req, int status)
+{
+    px_check *k = req->data;
+    if (k->done)
+        return;
+    if (status < 0 || uv_read_start((uv_stream_t *)&k->tcp, on_check_alloc, on_check_read) < 0) {
+        check_done(k, 0);
+        return;
+    }
+    uv_buf_t b = uv_buf_init(k->req, (unsigned)strlen(k->req));
+    if (uv_write(&k->write_req, (uv_stream_t *)&k->tcp, &b, 1, on_check_write) < 0)
+        check_done(k, 0);
+}
+
+/* Starts a health check (scrape 0) or a metrics scrape (1) of endpoint i. */
+static void check_start(px_route *rs, size_t i, int scrape, uint64_t now_ns)
+{
+    px_ep *e = &rs->eps[i];
+    if (!e->addr_ok) {
+        if (!scrape)
+            td_ep_check(&rs->pool, i, false, now_ns);
+        return;
+    }
+    px_check *k = calloc(1, sizeof *k);
+    if (!k)
+        return;
+    int n = snprintf(k->req, sizeof k->req,
+                     "GET %s HTTP/1.1\r\nHost: %s:%u\r\nUser-Agent: tenantd-%s\r\n"
+                     "Connection: close\r\n\r\n",
+                     scrape ? rs->metrics_path : rs->hc_path, e->host, e->port,
+                     scrape ? "scrape" : "health");
+    if (n < 0 || (size_t)n >= sizeof k->req || uv_tcp_init(&rs->w->loop, &k->tcp) < 0) {
+        free(k);
+        return;
+    }
+    td__buf_init(&k->body, PX_SCRAPE_MAX);
+    k->scrape = scrape;
+    k->rs = rs;
+    k->ep = (int)i;
+    /* a scrape may take until the next is due */
+    k->deadline_ns = now_ns + (scrape ? rs->scrape_every_ns : rs->hc_timeout_ns);
+    k->tcp.data = k;
+    k->connect_req.data = k;
+    k->write_req.data = k;
+    rs->n_checks++;
+    if (scrape)
+        e->sc = k;
+    else
+        e->hc = k;
+    if (uv_tcp_connect(&k->connect_req, &k->tcp, (const struct sockaddr *)&e->addr,
+                       on_check_connect) < 0)
+        check_done(k, 0);
+}
+
+void px_routes_check(px_worker *w, uint64_t now_ns)
+{
+    for (size_t r = 0; r < TD_GW_MAX_ROUTES; r++) {
+        px_route *rs = w->routes[r];
+        if (!rs || (!rs->hc_path && !rs->metrics_path))
+            continue;
+        for (size_t i = 0; i < rs->neps; i++) {
+            px_ep *e = &rs->eps[i];
+            if (rs->hc_path) {
+                if (e->hc && now_ns >= e->hc->deadline_ns)
+                    check_done(e->hc, 0);
+                if (!e->hc && now_ns >= e->hc_next_ns) {
+                    e->hc_next_ns = now_ns + rs->hc_interval_ns;
+                    check_start(rs, i, 0, now_ns);
+                }
+            }
+            if (rs->metrics_path) {
+                if (e->sc && now_ns >= e->sc->deadline_ns)
+                    check_done(e->sc, 0);
+                if (!e->sc && now_ns >= e->sc_next_ns) {
+                    e->sc_next_ns = now_ns + rs->scrape_every_ns;
+                    check_start(rs, i, 1, now_ns);
+                }
+            }
+        }
+    }
 }
 
 /* ---- upstream connections ---- */
@@ -207,14 +512,16 @@ static void idle_unlink(px_up *u)
     if (!u->idle)
         return;
     px_route *rs = u->rs;
+    px_ep *e = &rs->eps[u->ep];
     if (u->prev)
         u->prev->next = u->next;
     else
-        rs->idle = u->next;
+        e->idle = u->next;
     if (u->next)
         u->next->prev = u->prev;
     u->prev = u->next = NULL;
     u->idle = 0;
+    e->n_idle--;
     rs->n_idle--;
 }
 
@@ -242,12 +549,13 @@ static void up_close(px_up *u)
     uv_close((uv_handle_t *)&u->tcp, on_up_closed);
 }
 
-static px_up *up_new(px_route *rs)
+static px_up *up_new(px_route *rs, int ep)
 {
     px_up *u = calloc(1, sizeof *u);
     if (!u)
         return NULL;
     u->rs = rs;
+    u->ep = ep;
     td__buf_init(&u->hdr, PX_HEADER_MAX + 2 * PX_MAX_HEADERS);
     if (uv_tcp_init(&rs->w->loop, &u->tcp) < 0) {
         free(u);
@@ -296,6 +604,41 @@ void px_up_resume(px_conn *c)
         up_close(u);
 }
 
+void px_ep_release(px_conn *c)
+{
+    px_req *r = &c->rq;
+    if (r->rs && r->ep >= 0)
+        td_ep_finish(&r->rs->pool, (size_t)r->ep);
+    r->ep = -1;
+}
+
+/* A passive outcome of endpoint ep of rs (see endpoints.h). */
+static void ep_report(px_route *rs, int ep, int ok)
+{
+    if (ep >= 0 && (size_t)ep < rs->neps)
+        td_ep_report(&rs->pool, (size_t)ep, ok != 0, px_now());
+}
+
+/* No endpoint of a pool can take the request (all ejected, or every one
+ * tried refused the connection): 503 with Retry-After, at once, rather
+ * than a wait for an endpoint that is not there. wait_ns: until one is
+ * back, as far as the pool knows (0 or unknown: 1 s). */
+static void respond_unavailable(px_conn *c, uint64_t wait_ns)
+{
+    px_req *r = &c->rq;
+    uint64_t s = wait_ns && wait_ns != UINT64_MAX ? (wait_ns + 999999999ULL) / 1000000000ULL : 1;
+    if (s > 3600)
+        s = 3600;
+    char extra[64];
+    snprintf(extra, sizeof extra, "Retry-After: %llu\r\n", (unsigned long long)s);
+    r->actual = 0; /* no endpoint worked on it */
+    px_timer_set(c, TM_NONE, 0);
+    px_respond(c, 503, extra, "{\"error\":\"upstream_unavailable\"}");
+    px_req_end(c, TD_OUT_UPSTREAM_ERROR);
+    if (px_flush(c) == 0)
+        px_conn_request_done(c);
+}
+
 /* The request failed upstream: 502 if the client has heard nothing yet,
  * else the client connection is cut (the response is incomplete). */
 static void fail_request(px_conn *c, int got_bytes)
@@ -316,18 +659,39 @@ static void fail_request(px_conn *c, int got_bytes)
     }
 }
 
+/* u failed (connect refused, reset, a response that does not parse, or
+ * a 502/503 of a pool endpoint with retry_5xx). A connection reused from
+ * the pool that failed before any byte was most likely closed by the
+ * endpoint while idle: that is no mark against the endpoint. */
 static void up_fail(px_up *u)
 {
     px_conn *c = u->c;
-    int retry = u->reused && !u->got_bytes;
-    int got = u->got_bytes;
+    px_route *rs = u->rs;
+    int stale = u->reused && !u->got_bytes;
+    int got = u->got_bytes && !u->retry_5xx;
+    int refused = !u->connected;
+    int ep = u->ep;
     u->bad = 1;
     up_close(u);
+    if (!stale)
+        ep_report(rs, ep, 0);
     if (!c)
         return;
-    if (retry && !c->rq.retried && !c->w->stopping) {
-        c->rq.retried = 1;
+    px_req *r = &c->rq;
+    /* a pool retries any failure the client has not heard of yet; the one
+     * address, as before pools, a stale pooled connection only */
+    int retry = rs->is_pool ? !r->resp_started : stale;
+    if (retry && !r->retried && !c->w->stopping && px_now() < r->deadline_ns) {
+        r->retried = 1;
+        /* another endpoint when there is one: a stale connection may as
+         * well be a dead endpoint (SIGKILL resets every connection, the
+         * pooled ones included) */
+        r->ep_failed = ep;
         px_forward(c);
+        return;
+    }
+    if (rs->is_pool && refused && !r->resp_started) {
+        respond_unavailable(c, td_ep_wait_ns(&rs->pool, px_now()));
         return;
     }
     fail_request(c, got);
@@ -343,17 +707,19 @@ static void up_complete(px_up *u)
     u->c = NULL;
     r->up = NULL;
     c->up_paused = 0;
+    px_ep *e = &rs->eps[u->ep];
     int reuse =
-        u->keep && !u->bad && !rs->retired && !rs->w->stopping && rs->n_idle < (size_t)rs->cap + 4;
+        u->keep && !u->bad && !rs->retired && !rs->w->stopping && e->n_idle < (size_t)rs->cap + 4;
     if (reuse) {
         u->reused = 1;
         u->idle = 1;
         u->idle_since = px_now();
         u->prev = NULL;
-        u->next = rs->idle;
-        if (rs->idle)
-            rs->idle->prev = u;
-        rs->idle = u;
+        u->next = e->idle;
+        if (e->idle)
+            e->idle->prev = u;
+        e->idle = u;
+        e->n_idle++;
         rs->n_idle++;
         if (up_read(u) < 0)
             up_close(u);
@@ -594,6 +960,16 @@ static int r_headers_complete(http_parser *p)
         u->interim = 1;
         return 0;
     }
+    /* a pool endpoint that answers 502 or 503 (overloaded, or a gateway of
+     * its own that failed) before the client heard anything: the request
+     * goes to another endpoint if it has not been retried (on_up_read) */
+    if ((status == 502 || status == 503) && u->rs->is_pool && !r->retried && u->rs->neps > 1 &&
+        px_now() < r->deadline_ns) {
+        u->retry_5xx = 1;
+        http_parser_pause(p, 1);
+        return 0;
+    }
+    ep_report(u->rs, u->ep, status < 500);
     r->resp_status = status;
     const char *connection = NULL, *ctype = NULL, *encoding = NULL;
     for (size_t i = 0; i < u->n_ix; i++) {
@@ -820,7 +1196,7 @@ static void on_up_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     if (nread < 0) {
-        if (nread == UV_EOF && u->got_bytes) {
+        if (nread == UV_EOF && u->got_bytes && !u->retry_5xx) {
             u->bad = 1;
             http_parser_execute(&u->parser, &response_settings, NULL, 0);
             if (u->msg_done) {
@@ -835,6 +1211,10 @@ static void on_up_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (!c->rq.t_first_byte)
         c->rq.t_first_byte = px_now();
     size_t k = http_parser_execute(&u->parser, &response_settings, buf->base, (size_t)nread);
+    if (u->retry_5xx) {
+        up_fail(u);
+        return;
+    }
     if (c->rq.budget_cut) {
         cut_stream(u);
         return;
@@ -924,8 +1304,9 @@ static td_status build_head(px_conn *c, td__buf *h)
         st = append_field(h, name, nlen, value, strlen(value));
     }
     px_route *rs = r->rs;
+    const px_ep *ep = &rs->eps[r->ep >= 0 ? r->ep : 0];
     if (st == TD_OK && !r->h_host)
-        st = td__buf_printf(h, "Host: %s:%u\r\n", rs->host, rs->port);
+        st = td__buf_printf(h, "Host: %s:%u\r\n", ep->host, ep->port);
     /* the class the request was served at, not the one it claimed: an
      * upstream that acts on X-Criticality must not be told more */
     if (st == TD_OK && r->h_crit) {
@@ -1039,7 +1420,7 @@ static void attach(px_up *u, px_conn *c)
     c->rq.up = u;
     http_parser_init(&u->parser, HTTP_RESPONSE);
     u->parser.data = u;
-    u->got_bytes = u->msg_done = u->interim = u->keep = 0;
+    u->got_bytes = u->msg_done = u->interim = u->keep = u->retry_5xx = 0;
     u->n_ix = 0;
     u->header_bytes = 0;
     u->in_value = 0;
@@ -1054,24 +1435,48 @@ void px_forward(px_conn *c)
     uint64_t now = px_now();
     uint64_t left_ms = r->deadline_ns > now ? (r->deadline_ns - now + 999999) / 1000000 : 1;
     px_timer_set(c, TM_UPSTREAM, left_ms);
-    if (!rs->addr_ok || rs->w->stopping) {
+    px_ep_release(c); /* a retry: the failed endpoint's count ends */
+    if (rs->w->stopping) {
         fail_request(c, 0);
         return;
     }
-    px_up *u = rs->idle;
+    /* a retry leaves the endpoint that failed, unless it is the only one
+     * (a stale pooled connection is retried on the same endpoint) */
+    uint32_t cap = rs->neps > 1 ? rs->cap : 0;
+    int ep = td_ep_pick(&rs->pool, now, r->ep_failed, true, cap);
+    if (ep < 0) {
+        respond_unavailable(c, td_ep_wait_ns(&rs->pool, now));
+        return;
+    }
+    px_ep *e = &rs->eps[ep];
+    if (!e->addr_ok) {
+        /* a name that did not resolve: a failure of that endpoint */
+        ep_report(rs, ep, 0);
+        if (rs->is_pool && !r->retried && now < r->deadline_ns) {
+            r->retried = 1;
+            r->ep_failed = ep;
+            px_forward(c);
+            return;
+        }
+        fail_request(c, 0);
+        return;
+    }
+    td_ep_start(&rs->pool, (size_t)ep);
+    r->ep = ep;
+    px_up *u = e->idle;
     if (u) {
         idle_unlink(u);
         attach(u, c);
         send_request(u);
         return;
     }
-    u = up_new(rs);
+    u = up_new(rs, ep);
     if (!u) {
         fail_request(c, 0);
         return;
     }
     attach(u, c);
-    if (uv_tcp_connect(&u->connect_req, &u->tcp, (const struct sockaddr *)&rs->addr,
-                       on_up_connect) < 0)
+    if (uv_tcp_connect(&u->connect_req, &u->tcp, (const struct sockaddr *)&e->addr, on_up_connect) <
+        0)
         up_fail(u);
 }

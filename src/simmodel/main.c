@@ -21,8 +21,8 @@ static void usage(FILE *f)
         f,
         "usage: simmodel [flags]\n\n"
         "Serves POST /v1/chat/completions, /v1/completions and /v1/embeddings like an\n"
-        "OpenAI-compatible GPU server, plus GET /healthz, /stats and /v1/models. Each\n"
-        "request holds one of --slots for prompt_tokens * prefill + max_tokens *\n"
+        "OpenAI-compatible GPU server, plus GET /healthz (also /health), /stats,\n"
+        "/metrics (vLLM's num_requests_waiting, gpu_cache_usage_perc) and /v1/models. Each request holds one of --slots for prompt_tokens * prefill + max_tokens *\n"
         "decode milliseconds (prompt tokens = characters / 4); when every slot is busy\n"
         "requests wait in a FIFO queue. X-Simmodel-Fault: reset|hang|close|slow|\n"
         "status:NNN on a request injects a failure.\n\n"

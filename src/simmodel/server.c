@@ -520,6 +520,29 @@ static void serve_stats(conn *c)
     respond(c, 200, "application/json", body, (size_t)n, "");
 }
 
+/* GET /metrics: the two series of vLLM's Prometheus endpoint that an
+ * endpoint picker reads (the Gateway API Inference Extension's): requests
+ * waiting for a slot, and the share of the KV cache in use, here the share
+ * of slots busy (a slot holds one request's cache). */
+static void serve_metrics(conn *c)
+{
+    td_sim_server *s = c->srv;
+    char body[512];
+    double usage = s->gpu.slots ? (double)s->gpu.busy / s->gpu.slots : 0;
+    int n = snprintf(body, sizeof body,
+                     "# HELP vllm:num_requests_waiting Requests waiting to be processed.\n"
+                     "# TYPE vllm:num_requests_waiting gauge\n"
+                     "vllm:num_requests_waiting{model_name=\"simmodel\"} %zu\n"
+                     "# HELP vllm:num_requests_running Requests being processed.\n"
+                     "# TYPE vllm:num_requests_running gauge\n"
+                     "vllm:num_requests_running{model_name=\"simmodel\"} %u\n"
+                     "# HELP vllm:gpu_cache_usage_perc GPU KV-cache usage. 1 means 100 percent.\n"
+                     "# TYPE vllm:gpu_cache_usage_perc gauge\n"
+                     "vllm:gpu_cache_usage_perc{model_name=\"simmodel\"} %.6f\n",
+                     s->gpu.queued, s->gpu.busy, usage);
+    respond(c, 200, "text/plain; version=0.0.4", body, (size_t)n, "");
+}
+
 /* The fault named by header value v (trailing blanks trimmed in place). */
 static fault parse_fault(char *v, int *status)
 {
@@ -617,15 +640,18 @@ static void dispatch(conn *c)
         serve_inference(c, routes[i].kind, f == FAULT_SLOW);
         return;
     }
-    if (!strcmp(path, "/healthz") && get) {
+    if ((!strcmp(path, "/healthz") || !strcmp(path, "/health")) && get) {
         respond(c, 200, "text/plain", "ok\n", 3, "");
     } else if (!strcmp(path, "/stats") && get) {
         serve_stats(c);
+    } else if (!strcmp(path, "/metrics") && get) {
+        serve_metrics(c);
     } else if (!strcmp(path, "/v1/models") && get) {
         static const char models[] = "{\"object\":\"list\",\"data\":[{\"id\":\"simmodel\","
                                      "\"object\":\"model\",\"owned_by\":\"simmodel\"}]}\n";
         respond(c, 200, "application/json", models, sizeof models - 1, "");
-    } else if (!strcmp(path, "/healthz") || !strcmp(path, "/stats") ||
+    } else if (!strcmp(path, "/healthz") || !strcmp(path, "/health") || !strcmp(path, "/stats") ||
+               !strcmp(path, "/metrics") ||
                !strcmp(path, "/v1/models")) {
         respond_error(c, 405, "invalid_request_error", "%s takes GET", path);
     } else {

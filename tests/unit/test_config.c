@@ -139,6 +139,72 @@ static const struct {
      "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
      "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1'}, cost: {maxOutputTokens: 10000001}}\n",
      TD_EINVAL, "spec.cost.maxOutputTokens: must be an integer in [1, 10000000], not 10000001"},
+    {"route endpoints accepted",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'h:1'}, "
+     "{address: 'h:2', weight: 3}], balance: roundRobin}}\n",
+     TD_OK, NULL},
+    {"route address and endpoints",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', endpoints: [{address: 'h:2'}]}}\n",
+     TD_EINVAL, "spec.upstream.endpoints: give either spec.upstream.address"},
+    {"route endpoints empty",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: []}}\n",
+     TD_EINVAL, "spec.upstream.endpoints: must be a list of 1 to 64 endpoints"},
+    {"route endpoint without port",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'h:1'}, {address: h}]}}\n",
+     TD_EINVAL, "spec.upstream.endpoints[1]: address: required: HOST:PORT"},
+    {"route endpoint twice",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'h:1'}, {address: 'h:1'}]}}\n",
+     TD_EINVAL, "spec.upstream.endpoints[1]: address \"h:1\" is listed twice"},
+    {"route endpoint weight zero",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'h:1', weight: 0}]}}\n",
+     TD_EINVAL, "spec.upstream.endpoints[0]: must be"},
+    {"route endpoint unknown field",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'h:1', wieght: 2}]}}\n",
+     TD_EINVAL, "spec.upstream.endpoints[0]: unknown field \"wieght\""},
+    {"route balance unknown",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', balance: random}}\n",
+     TD_EINVAL, "spec.upstream.balance: must be leastRequests (the default), roundRobin or queueDepth"},
+    {"route healthCheck accepted",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', healthCheck: {path: /health, "
+     "interval: 2s, timeout: 500ms, unhealthyThreshold: 3, healthyThreshold: 2}}}\n",
+     TD_OK, NULL},
+    {"route healthCheck bad path",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', healthCheck: {path: health}}}\n",
+     TD_EINVAL, "spec.upstream.healthCheck.path: must be a path starting with '/'"},
+    {"route healthCheck bad interval",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', healthCheck: {interval: often}}}\n",
+     TD_EINVAL, "spec.upstream.healthCheck.interval: must be a duration"},
+    {"route healthCheck zero threshold",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', healthCheck: "
+     "{unhealthyThreshold: 0}}}\n",
+     TD_EINVAL, "spec.upstream.healthCheck.unhealthyThreshold: must be an integer in [1,"},
+    {"route queueDepth accepted",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'h:1'}], balance: "
+     "queueDepth, scrapeEvery: 500ms, metrics: {path: /m, waiting: 'sglang:num_queue_reqs', "
+     "kvCache: kv_usage}}}\n",
+     TD_OK, NULL},
+    {"route metrics bad name",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', balance: queueDepth, "
+     "metrics: {waiting: 'a b'}}}\n",
+     TD_EINVAL, "spec.upstream.metrics.waiting: must be a Prometheus metric name"},
+    {"route scrapeEvery bad",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', scrapeEvery: soon}}\n",
+     TD_EINVAL, "spec.upstream.scrapeEvery: must be a duration"},
     {"kueue v1beta2 accepted",
      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec: {}\n",
      TD_OK, NULL},

@@ -489,6 +489,60 @@ static void test_route_fields_key_criticality(void **state)
     }
 }
 
+/* spec.upstream pools: endpoints with weights, balance, health check and
+ * scrape settings with their defaults; address stays one endpoint. */
+static void test_route_pools(void **state)
+{
+    (void)state;
+    static const char y[] =
+        "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: fleet}\n"
+        "spec:\n  match: {pathPrefix: /v1/}\n  upstream:\n"
+        "    endpoints: [{address: '10.0.0.7:8000'}, {address: '[::1]:8001', weight: 3}]\n"
+        "    balance: queueDepth\n    scrapeEvery: 250ms\n    metrics: {waiting: w_total}\n"
+        "    healthCheck: {interval: 2s, unhealthyThreshold: 4}\n    capacity: 8\n---\n"
+        "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: one}\n"
+        "spec: {match: {pathPrefix: /x/}, upstream: {address: 'h:9', balance: roundRobin}}\n";
+    td_config *c = load(y);
+    td_gateway *g = NULL;
+    td_err err;
+    assert_int_equal(td_gateway_create(c, NULL, &g, &err), TD_OK);
+    td_gw_config *held = NULL;
+    const td_gw_config *v = td_gateway_config(g, &held);
+    const td_gw_route *r = td_gw_route_match(v, "/v1/chat/completions");
+    assert_true(r->pool);
+    assert_int_equal(r->nendpoints, 2);
+    assert_string_equal(r->endpoints[0].host, "10.0.0.7");
+    assert_int_equal(r->endpoints[0].port, 8000);
+    assert_int_equal(r->endpoints[0].weight, 1);
+    assert_string_equal(r->endpoints[1].host, "::1");
+    assert_int_equal(r->endpoints[1].port, 8001);
+    assert_int_equal(r->endpoints[1].weight, 3);
+    assert_string_equal(r->upstream, "10.0.0.7:8000"); /* the first, for what shows one */
+    assert_int_equal(r->balance, TD_BALANCE_QUEUE_DEPTH);
+    assert_int_equal(r->capacity, 8);
+    assert_int_equal(r->scrape_every_ns, 250000000ULL);
+    assert_string_equal(r->metrics_path, "/metrics");
+    assert_string_equal(r->waiting_metric, "w_total");
+    assert_string_equal(r->kv_metric, "vllm:gpu_cache_usage_perc");
+    assert_true(r->health_check);
+    assert_string_equal(r->hc_path, "/health");
+    assert_int_equal(r->hc_interval_ns, 2000000000ULL);
+    assert_int_equal(r->hc_timeout_ns, 1000000000ULL);
+    assert_int_equal(r->hc_unhealthy, 4);
+    assert_int_equal(r->hc_healthy, 1);
+    r = td_gw_route_match(v, "/x/y");
+    assert_false(r->pool);
+    assert_int_equal(r->nendpoints, 1);
+    assert_string_equal(r->endpoints[0].host, "h");
+    assert_int_equal(r->endpoints[0].port, 9);
+    assert_int_equal(r->balance, TD_BALANCE_ROUND_ROBIN);
+    assert_false(r->health_check);
+    assert_null(r->metrics_path);
+    td_gw_config_unref(held);
+    td_config_unref(c);
+    td_gateway_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -496,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_keys_budgets_prices),
         cmocka_unit_test(test_budget_added_catch_up),
         cmocka_unit_test(test_route_fields_key_criticality),
+        cmocka_unit_test(test_route_pools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,125 @@
+/* endpoints.h - which endpoint of a Route's pool a request goes to, and
+ * when an endpoint is out of it (issue 19 items 3-5): weighted power of two
+ * choices over requests in flight (leastRequests) or smooth weighted round
+ * robin (roundRobin), among the endpoints neither ejected nor marked
+ * unhealthy; passive outlier ejection (consecutive connect failures or
+ * 5xx eject an endpoint for a back-off that doubles with each ejection in
+ * a row, never more than half the pool at once); the thresholds of active
+ * health checks. Pure: time comes in as now_ns, randomness from a seed the
+ * caller gives. Single-owner: each gateway worker has its own pool state
+ * (as it has its own share of the route's queue). */
+#ifndef TENANTD_ENDPOINTS_H
+#define TENANTD_ENDPOINTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tenantd/status.h"
+
+#define TD_EP_MAX 64 /* endpoints in one pool */
+
+typedef enum {
+    TD_BALANCE_LEAST_REQUESTS = 0,
+    TD_BALANCE_ROUND_ROBIN = 1,
+    TD_BALANCE_QUEUE_DEPTH = 2
+} td_balance;
+
+/* "leastRequests", "roundRobin" or "queueDepth"; TD_EINVAL otherwise. */
+td_status td_balance_parse(const char *s, td_balance *out);
+const char *td_balance_name(td_balance b);
+
+/* Outlier ejection and health-check thresholds. Zeros take the defaults
+ * (td_ep_pool_init says which). */
+typedef struct {
+    uint32_t consecutive_failures; /* failures in a row that eject (3) */
+    uint64_t base_ejection_ns;     /* first ejection (1 s); doubles for each in a row */
+    uint64_t max_ejection_ns;      /* the longest (30 s) */
+    uint32_t unhealthy_threshold;  /* failed checks in a row that mark it unhealthy (2) */
+    uint32_t healthy_threshold;    /* passed checks in a row that mark it healthy again (1) */
+} td_ep_policy;
+
+typedef struct {
+    uint32_t weight;           /* > 0 */
+    uint32_t inflight;         /* requests sent to it and not yet ended */
+    uint32_t failures;         /* consecutive failures (passive) */
+    uint32_t ejections;        /* ejections in a row: the back-off is base << (ejections - 1) */
+    uint64_t ejected_until_ns; /* 0: not ejected */
+    bool probation;            /* its ejection ran out and no request has succeeded since:
+                                * one more failure ejects it again */
+    bool unhealthy;            /* marked by active health checks */
+    uint32_t checks_ok, checks_failed; /* consecutive check results */
+    int64_t rr_current;                /* smooth weighted round robin */
+    /* queueDepth: the endpoint's own figures as last scraped, and our
+     * requests in flight there at that moment */
+    double waiting, kv_usage;
+    uint32_t inflight_at_scrape;
+} td_ep;
+
+typedef struct {
+    td_ep ep[TD_EP_MAX];
+    size_t n;
+    td_balance balance;
+    td_ep_policy policy;
+    uint64_t rng; /* xorshift64* state, never 0 */
+} td_ep_pool;
+
+/* Sets up p for n endpoints (1..TD_EP_MAX) with weights w (NULL: all 1;
+ * a weight of 0 counts as 1), balance b, policy pol (NULL: defaults; zero
+ * fields take their defaults) and the RNG seed (0 is replaced). TD_EINVAL
+ * when n is out of range. */
+td_status td_ep_pool_init(td_ep_pool *p, size_t n, const uint32_t *w, td_balance b,
+                          const td_ep_policy *pol, uint64_t seed);
+
+/* true if endpoint i may be picked at now_ns: not ejected (or its ejection
+ * has run out) and not marked unhealthy. */
+bool td_ep_available(const td_ep_pool *p, size_t i, uint64_t now_ns);
+
+/* The endpoint for the next request, or -1 when none is available.
+ * exclude (-1: none) is not picked unless it is the only one available
+ * and allow_same; cap (0: none) is the in-flight count an endpoint should
+ * stay under: endpoints under it are preferred, and when every available
+ * one is at it the least loaded is still picked (the caller's queue
+ * already admitted the request). Does not count the request: call
+ * td_ep_start. queueDepth picks the available endpoint with the least
+ * waiting work per unit of weight (see td_ep_scraped), then the least KV
+ * cache in use, then at random. */
+int td_ep_pick(td_ep_pool *p, uint64_t now_ns, int exclude, bool allow_same, uint32_t cap);
+
+void td_ep_start(td_ep_pool *p, size_t i);
+void td_ep_finish(td_ep_pool *p, size_t i);
+
+/* Passive outcome of a request at endpoint i: ok resets its failures and
+ * its back-off; a failure (connect refused or reset, a 5xx) counts, and
+ * the consecutive_failures-th in a row (or the first on probation) ejects
+ * it for base << (ejections in a row), at most max, unless that would
+ * leave more than half the pool (n / 2, rounded down) ejected: then it
+ * stays in and its failures keep counting. true if it was ejected now. */
+bool td_ep_report(td_ep_pool *p, size_t i, bool ok, uint64_t now_ns);
+
+/* Active health check result of endpoint i: unhealthy after
+ * unhealthy_threshold failures in a row, healthy again after
+ * healthy_threshold passes in a row (which also end an ejection).
+ * true if its state changed. */
+bool td_ep_check(td_ep_pool *p, size_t i, bool ok, uint64_t now_ns);
+
+/* A scrape of endpoint i's metrics (queueDepth): waiting requests and KV
+ * cache in use (0..1). Until the next, its waiting work counts as
+ * waiting plus the requests this pool sent there since. */
+void td_ep_scraped(td_ep_pool *p, size_t i, double waiting, double kv_usage);
+
+/* Prometheus text exposition text[0..len): the sums of the samples of
+ * the metric named waiting_name and of kv_name (any labels) into
+ * *waiting and *kv. TD_ENOTFOUND when waiting_name has no sample (*kv
+ * is 0 when kv_name has none). Lines that do not parse are skipped. */
+td_status td_ep_parse_metrics(const char *text, size_t len, const char *waiting_name,
+                              const char *kv_name, double *waiting, double *kv);
+
+/* Endpoints ejected at now_ns. */
+size_t td_ep_ejected(const td_ep_pool *p, uint64_t now_ns);
+
+/* How long until some endpoint becomes available again, in ns (0: one is
+ * available now; UINT64_MAX: only a health check can bring one back). */
+uint64_t td_ep_wait_ns(const td_ep_pool *p, uint64_t now_ns);
+
+#endif

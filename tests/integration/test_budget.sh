@@ -323,7 +323,7 @@ hung=$!
 sleep 0.5
 code=$(curl -s -o "$TMP/b2" -w '%{http_code}' --max-time 5 -H "Authorization: Bearer key-batch" \
     -d '{"prompt":"hi","max_tokens":1}' "$GW/v1/completions")
-[ "$code" = 429 ] && grep -q '"error":"concurrency_limited".*"level":"key","key":"batch"' "$TMP/b2" &&
+[ "$code" = 429 ] && grep -q '"code":"concurrency_limited".*"level":"key","key":"batch"' "$TMP/b2" &&
     ok "key batch's second request in flight: 429 concurrency_limited at level key" ||
     not_ok "key concurrency: $code $(cat "$TMP/b2")"
 code=$(curl -s -o "$TMP/b3" -w '%{http_code}' --max-time 5 -H "Authorization: Bearer key-other" \
@@ -441,7 +441,7 @@ client key-kb-web 1 1 fixed > "$TMP/kbweb2.json"
 python3 - "$TMP/kbci2.json" "$TMP/kbweb2.json" <<'P' && ok "after a restart key ci is still refused at level key, web still served" || not_ok "key after restart: $(cat "$TMP/kbci2.json") $(head -c 200 "$TMP/kbweb2.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))[0]
-b = json.loads(r["body"])
+b = json.loads(r["body"])["error"]
 assert r["status"] == 429 and b["level"] == "key" and b["key"] == "ci", r
 assert abs(b["spent"] - 0.092) < 1e-9, b
 assert json.load(open(sys.argv[2]))[0]["status"] == 200
@@ -450,7 +450,7 @@ client key-capped 1 1 fixed > "$TMP/capped2.json"
 python3 - "$TMP/capped2.json" <<'P' && ok "after a restart capped is still refused" || not_ok "capped after restart: $(cat "$TMP/capped2.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))[0]
-assert r["status"] == 429 and abs(json.loads(r["body"])["spent"] - 0.184) < 1e-9, r
+assert r["status"] == 429 and abs(json.loads(r["body"])["error"]["spent"] - 0.184) < 1e-9, r
 P
 stop_tenantd
 finish

@@ -150,7 +150,7 @@ def one(i):
             res["complete"] = False
     else:
         b = r.read()
-        res["last"] = b[:300].decode()
+        res["last"] = b[:1000].decode()
         if r.status == 200:
             res["chars"] = len(json.loads(b)["choices"][0]["message"]["content"])
     out[i] = res
@@ -236,7 +236,7 @@ python3 - "$TMP/cap1.json" "$TMP/cap2.json" "$v" <<'P' >"$TMP/cap.out" && ok "ma
 import json, sys
 a, b = json.load(open(sys.argv[1]))[0], json.load(open(sys.argv[2]))[0]
 spent = float(sys.argv[3])
-assert a["status"] == 429 and abs(json.loads(a["last"])["estimate"] - 0.0069683) < 1e-12, a
+assert a["status"] == 429 and abs(json.loads(a["last"])["error"]["estimate"] - 0.0069683) < 1e-12, a
 assert b["status"] == 200 and b["complete"], b
 assert json.loads(b["last"])["error"]["code"] == "budget_exceeded", b
 print("the chat route (4096) refuses, the completions route (1000) serves and cuts at %.7f of 0.002" % spent)

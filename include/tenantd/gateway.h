@@ -56,6 +56,16 @@ typedef struct {
     size_t nmodels;
 } td_gw_key;
 
+/* spec.gateway.models[]: a limit of the tenant's own for the requests
+ * naming a model, held beside the tenant's (an expensive model tighter
+ * than a small one). State by key slot, as a named key's. */
+typedef struct {
+    char *model;          /* exact name, or a prefix ending in '*' */
+    uint32_t slot;        /* key slot of "tenant/model:MODEL" (stable across reloads) */
+    td_rate rate;         /* rate.cost <= 0: none */
+    uint32_t concurrency; /* 0: none */
+} td_gw_model_limit;
+
 typedef struct {
     char *name;
     uint32_t slot;              /* stable across reloads */
@@ -78,6 +88,8 @@ typedef struct {
     char **models;
     size_t nmodels;
     bool customer; /* spec.tenancy customer: a model it may not use reads as unknown */
+    td_gw_model_limit *model_limits; /* spec.gateway.models[], in order */
+    size_t nmodel_limits;
 } td_gw_tenant;
 
 typedef struct {
@@ -204,6 +216,10 @@ typedef enum {
  * must not reach an upstream's default model unnamed. */
 td_gw_model_access td_gw_model_access_check(const td_gw_tenant *t, const td_gw_key *k,
                                             const char *model);
+
+/* The first of t's spec.gateway.models[] whose model matches model, or
+ * NULL (model NULL: none). */
+const td_gw_model_limit *td_gw_model_limit_for(const td_gw_tenant *t, const char *model);
 
 /* The body's "model" string into out (cap bytes, NUL-terminated); "" when
  * the body is empty or names none. TD_EINVAL with a message when the body

@@ -896,13 +896,81 @@ static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *key
     return TD_OK;
 }
 
+/* spec.gateway.models[]: {model, rate: {cost, per, burst}, concurrency},
+ * each model (a name or prefix) listed once, each with a rate or a
+ * concurrency. */
+static td_status validate_model_limits(vctx *v, const json_t *ml)
+{
+    static const char *const fields[] = {"model", "rate", "concurrency", NULL};
+    static const char *const rate[] = {"cost", "per", "burst", NULL};
+    if (!ml)
+        return TD_OK;
+    if (!json_is_array(ml))
+        return vfail(v, ml, "spec.gateway.models",
+                     "must be a list of {model, rate: {cost, per, burst}, concurrency}");
+    json_t *names = json_array();
+    if (!names)
+        return vfail(v, ml, "spec.gateway.models", "out of memory");
+    td_status st = TD_OK;
+    char f[96], ff[128];
+    size_t i;
+    json_t *x;
+    json_array_foreach((json_t *)ml, i, x)
+    {
+        snprintf(f, sizeof f, "spec.gateway.models[%zu]", i);
+        if (!json_is_object(x)) {
+            st = vfail(v, x, f, "must be a mapping {model, rate, concurrency}");
+            break;
+        }
+        if ((st = check_fields(v, x, f, fields)) != TD_OK)
+            break;
+        json_t *m = json_object_get(x, "model");
+        json_array_append(names, m ? m : json_null());
+        snprintf(ff, sizeof ff, "%s.model", f);
+        if (!m) {
+            st = vfail(v, x, ff, "required: the model name (or prefix ending in '*') it limits");
+            break;
+        }
+        if ((st = check_models(v, names, ff)) != TD_OK)
+            break;
+        json_t *r = json_object_get(x, "rate"), *c = json_object_get(x, "concurrency");
+        if (!r && !c) {
+            st = vfail(v, x, f, "needs a rate or a concurrency");
+            break;
+        }
+        if (r) {
+            snprintf(ff, sizeof ff, "%s.rate", f);
+            if ((st = check_fields(v, r, ff, rate)) != TD_OK)
+                break;
+            snprintf(ff, sizeof ff, "%s.rate.cost", f);
+            if (!json_object_get(r, "cost")) {
+                st = vfail(v, r, ff, "required: cost units per `per`");
+                break;
+            }
+            if ((st = check_number(v, json_object_get(r, "cost"), ff, 0)) != TD_OK)
+                break;
+            snprintf(ff, sizeof ff, "%s.rate.per", f);
+            if ((st = check_duration(v, json_object_get(r, "per"), ff)) != TD_OK)
+                break;
+            snprintf(ff, sizeof ff, "%s.rate.burst", f);
+            if ((st = check_number(v, json_object_get(r, "burst"), ff, 0)) != TD_OK)
+                break;
+        }
+        snprintf(ff, sizeof ff, "%s.concurrency", f);
+        if (c && (st = check_integer(v, c, ff, 1)) != TD_OK)
+            break;
+    }
+    json_decref(names);
+    return st;
+}
+
 static td_status validate_tenant(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"namespaces", "labels",  "apiKeys", "gateway",
                                        "tenancy",    "storage", "budgets", "models", NULL};
-    static const char *const gw[] = {"rate", "concurrency", "maxConnections", "criticality", "weight",
-                                     "enforcement", NULL};
+    static const char *const gw[] = {"rate",   "concurrency", "maxConnections", "criticality",
+                                     "weight", "enforcement", "models",         NULL};
     static const char *const rate[] = {"cost", "per", "burst", NULL};
     TRY(check_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
@@ -960,6 +1028,7 @@ static td_status validate_tenant(vctx *v)
                           0));
         TRY(check_number(v, json_object_get(g, "weight"), "spec.gateway.weight", 0));
         TRY(check_enforcement(v, json_object_get(g, "enforcement"), "spec.gateway.enforcement"));
+        TRY(validate_model_limits(v, json_object_get(g, "models")));
         static const char *const crit[] = {"critical_plus", "critical", "sheddable_plus",
                                            "sheddable", NULL};
         json_t *c = json_object_get(g, "criticality");

@@ -149,6 +149,9 @@ static void view_free(view *v)
             models_free(v->pub.tenants[i].keys[k].models, v->pub.tenants[i].keys[k].nmodels);
         }
         models_free(v->pub.tenants[i].models, v->pub.tenants[i].nmodels);
+        for (size_t k = 0; k < v->pub.tenants[i].nmodel_limits; k++)
+            free(v->pub.tenants[i].model_limits[k].model);
+        free(v->pub.tenants[i].model_limits);
         free(v->pub.tenants[i].keys);
         free(v->pub.tenants[i].team);
         free(v->pub.tenants[i].project);
@@ -299,6 +302,32 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
     t->customer = tier && strcmp(tier, "customer") == 0;
     if (parse_models(td_json_path(obj, "spec.models"), &t->models, &t->nmodels) != TD_OK)
         return td_err_set(err, TD_ENOMEM, "out of memory");
+    json_t *ml = json_object_get(gw, "models");
+    size_t nml = json_array_size(ml);
+    if (nml) {
+        t->model_limits = calloc(nml, sizeof *t->model_limits);
+        if (!t->model_limits)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < nml; i++) {
+        json_t *mo = json_array_get(ml, i);
+        td_gw_model_limit *l = &t->model_limits[i];
+        const char *mn = json_string_value(json_object_get(mo, "model"));
+        char full[600];
+        snprintf(full, sizeof full, "%s/model:%s", name, mn ? mn : "");
+        l->model = strdup(mn ? mn : "");
+        if (!l->model)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        t->nmodel_limits = i + 1;
+        st = slot_of(&g->keys, full, &l->slot);
+        if (st != TD_OK)
+            return td_err_set(err, st, "Tenant %s: more than %d named keys and model limits", name,
+                              TD_GW_MAX_KEYS);
+        if (parse_rate(json_object_get(mo, "rate"), &l->rate, err) != TD_OK)
+            return td_err_prefix(err, TD_EINVAL, "Tenant %s: spec.gateway.models[%zu].rate.per",
+                                 name, i);
+        l->concurrency = (uint32_t)num_or(json_object_get(mo, "concurrency"), 0);
+    }
     json_t *keys = td_json_path(obj, "spec.apiKeys");
     t->nkeys = json_array_size(keys);
     if (t->nkeys) {
@@ -637,6 +666,11 @@ static void publish(td_gateway *g, view *v)
                     !same_rate(&was->keys[j].rate, &t->keys[k].rate))
                     td_limiter_reset(g->key_limiter, t->keys[k].slot);
         }
+        for (size_t k = 0; was && k < t->nmodel_limits; k++)
+            for (size_t j = 0; j < was->nmodel_limits; j++)
+                if (was->model_limits[j].slot == t->model_limits[k].slot &&
+                    !same_rate(&was->model_limits[j].rate, &t->model_limits[k].rate))
+                    td_limiter_reset(g->key_limiter, t->model_limits[k].slot);
     }
     v->pub.generation = atomic_load(&g->generation) + 1;
     g->current = &v->pub;

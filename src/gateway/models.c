@@ -77,6 +77,14 @@ td_gw_model_access td_gw_model_access_check(const td_gw_tenant *t, const td_gw_k
     return t && t->customer ? TD_GW_MODEL_HIDDEN : TD_GW_MODEL_FORBIDDEN;
 }
 
+const td_gw_model_limit *td_gw_model_limit_for(const td_gw_tenant *t, const char *model)
+{
+    for (size_t i = 0; t && model && i < t->nmodel_limits; i++)
+        if (td_gw_model_match(t->model_limits[i].model, model))
+            return &t->model_limits[i];
+    return NULL;
+}
+
 td_status td_gw_body_model(const char *body, size_t len, char *out, size_t cap, td_err *err)
 {
     out[0] = '\0';

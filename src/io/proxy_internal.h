@@ -182,6 +182,10 @@ typedef struct {
     /* key level: the key's own entry (NULL or unnamed: none), its holds */
     const td_gw_key *key;
     int key_conc_held, key_rate_charged;
+    /* the tenant's spec.gateway.models[] limit for the body's model (NULL:
+     * none), its holds */
+    const td_gw_model_limit *mlim;
+    int model_conc_held, model_rate_charged;
     /* budgets reserved (the tenant's and the key's own), settled at the end */
     td_gw_budget_hold bud;
     double prompt_est; /* the estimate's prompt tokens (tokens routes) */

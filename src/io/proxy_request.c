@@ -262,6 +262,9 @@ static void level_tail(char *dst, size_t cap, const td_gw_key *k)
     snprintf(dst, cap, ",\"level\":\"key\",\"key\":\"%s\"}}", esc);
 }
 
+static void respond_limited_body(px_conn *c, const char *error, uint64_t retry_ns,
+                                 const td_rate *rate, const char *tail);
+
 /* A 429 of a rate or concurrency limit at the tenant level (k NULL) or of
  * the key k's own limit. */
 static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns, const td_gw_key *k)
@@ -270,6 +273,32 @@ static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns, co
     char tail[150];
     level_tail(tail, sizeof tail, k);
     const td_rate *rate = k ? &k->rate : &c->rq.tenant->rate;
+    respond_limited_body(c, error, retry_ns, rate, tail);
+}
+
+/* The same for the tenant's spec.gateway.models[] limit ml. */
+static void respond_model_limited(px_conn *c, const char *error, uint64_t retry_ns,
+                                  const td_gw_model_limit *ml)
+{
+    char detail[300], esc[300], tail[360];
+    if (strcmp(error, "rate_limited") == 0)
+        snprintf(detail, sizeof detail,
+                 "model %.100s: cost %.6g over its limit (rate %.6g per %.6gs, burst %.6g)",
+                 ml->model, c->rq.estimate, ml->rate.cost, (double)ml->rate.per_ns / 1e9,
+                 ml->rate.burst);
+    else
+        snprintf(detail, sizeof detail, "model %.100s: in flight at its limit %u", ml->model,
+                 ml->concurrency);
+    note_refusal(c, 429, error, false, NULL, detail);
+    json_escape(esc, sizeof esc, ml->model);
+    snprintf(tail, sizeof tail, ",\"level\":\"model\",\"model\":\"%s\"}}", esc);
+    respond_limited_body(c, error, retry_ns, &ml->rate, tail);
+}
+
+static void respond_limited_body(px_conn *c, const char *error, uint64_t retry_ns,
+                                 const td_rate *rate, const char *tail)
+{
+    const td_gw_key *k = c->rq.key;
     char esc[200];
     json_escape(esc, sizeof esc, c->rq.tenant->name);
     if (retry_ns == TD_LIMITER_NEVER) {
@@ -282,7 +311,8 @@ static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns, co
                  "tenant %s: waiting will not help; ask for fewer tokens\",\"type\":"
                  "\"rate_limit_error\",\"code\":\"cost_exceeds_burst\",\"param\":null,"
                  "\"limit\":\"%s\",\"tenant\":\"%s\",\"cost\":%.0f,\"burst\":%.0f%s",
-                 c->rq.estimate, k ? "key's" : "rate", rate->burst, esc, error, esc, c->rq.estimate,
+                 c->rq.estimate, k && rate == &k->rate ? "key's" : "rate", rate->burst, esc, error,
+                 esc, c->rq.estimate,
                  rate->burst, tail);
         px_respond(c, 429, "x-should-retry: false\r\n", body);
         return;
@@ -792,6 +822,22 @@ void px_req_end(px_conn *c, int outcome)
         td_limiter_release(td_gateway_key_limiter(p->g), r->key->slot);
         r->key_conc_held = 0;
     }
+    if (r->model_rate_charged) {
+        double delta = r->actual - r->estimate;
+        td_shared *ks = td_gateway_key_shared(p->g);
+        if (delta != 0) {
+            if (ks)
+                td_shared_adjust(ks, r->mlim->slot, delta);
+            else
+                td_limiter_adjust(td_gateway_key_limiter(p->g), r->mlim->slot, &r->mlim->rate,
+                                  delta, now);
+        }
+        r->model_rate_charged = 0;
+    }
+    if (r->model_conc_held) {
+        td_limiter_release(td_gateway_key_limiter(p->g), r->mlim->slot);
+        r->model_conc_held = 0;
+    }
     if (outcome >= 0)
         td_metrics_request(p->metrics, t ? t->slot : TD_METRICS_NONE,
                            r->route ? r->route->slot : TD_METRICS_NONE, (td_outcome)outcome,
@@ -1077,6 +1123,8 @@ void px_req_headers(px_conn *c)
     r->conc_held = r->rate_charged = r->cq_started = r->queued = 0;
     r->key = NULL;
     r->key_conc_held = r->key_rate_charged = 0;
+    r->mlim = NULL;
+    r->model_conc_held = r->model_rate_charged = 0;
     r->bud.n = r->bud.nkey = 0;
     r->bud.reserved_nano = 0;
     r->prompt_est = 0;
@@ -1241,11 +1289,16 @@ void px_req_message(px_conn *c)
     /* (b') the model the body names, when a route or the tenant's
      * spec.models depend on it */
     int listed = t->models || (r->key && r->key->models);
-    if ((r->route_by_model || listed) && r->body.len &&
+    if ((r->route_by_model || listed || t->nmodel_limits) && r->body.len &&
         td_gw_body_model(r->body.p, r->body.len, r->model, sizeof r->model, &err) != TD_OK) {
-        respond_bad_request(c, err.msg);
-        px_req_end(c, TD_OUT_BAD_REQUEST);
-        return;
+        /* for a model limit alone, a body that names no model (or is not
+         * JSON: a requests route's upload) is held to the tenant's limits */
+        if (r->route_by_model || listed) {
+            respond_bad_request(c, err.msg);
+            px_req_end(c, TD_OUT_BAD_REQUEST);
+            return;
+        }
+        r->model[0] = '\0';
     }
     const char *model = r->model[0] ? r->model : NULL;
     char mmsg[400];
@@ -1433,6 +1486,49 @@ void px_req_message(px_conn *c)
             r->shadow = "rate_limited";
     } else {
         r->rate_charged = 1;
+    }
+
+    /* (e') the tenant's own limit for the body's model
+     * (spec.gateway.models[]), concurrency then rate, in the tenant's
+     * enforcement mode; a refusal gives back what was charged above */
+    const td_gw_model_limit *ml = td_gw_model_limit_for(t, model);
+    if (ml && ml->concurrency) {
+        if (td_limiter_acquire(kl, ml->slot, ml->concurrency) != TD_OK) {
+            td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_CONCURRENCY,
+                                       t->shadow_concurrency);
+            if (!t->shadow_concurrency) {
+                r->actual = 0;
+                respond_model_limited(c, "concurrency_limited", 1000000000ULL, ml);
+                px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
+                return;
+            }
+            if (!r->shadow)
+                r->shadow = "concurrency_limited";
+        } else {
+            r->mlim = ml;
+            r->model_conc_held = 1;
+        }
+    }
+    if (ml && ml->rate.cost > 0) {
+        td_shared *ks = td_gateway_key_shared(p->g);
+        st = ks ? td_shared_take(ks, ml->slot, td_gateway_slot_name(p->g, 'k', ml->slot),
+                                 &ml->rate, est, now, &retry)
+                : td_limiter_take(kl, ml->slot, &ml->rate, est, now, &retry);
+        if (st != TD_OK) {
+            td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_RATE, t->shadow_rate);
+            if (!t->shadow_rate) {
+                r->actual = 0;
+                respond_model_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL,
+                                      ml);
+                px_req_end(c, TD_OUT_RATE_LIMITED);
+                return;
+            }
+            if (!r->shadow)
+                r->shadow = "rate_limited";
+        } else {
+            r->mlim = ml;
+            r->model_rate_charged = 1;
+        }
     }
 
     /* (g) budgets: the reservation's price (the estimate; with no

@@ -29,6 +29,17 @@ spec:
   models: [llama-3-8b]
   apiKeys: [{sha256: "$(sha key-acme)"}]
 ---
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: pricey}
+spec:
+  namespaces: [pricey]
+  labels: {team: pricey, project: p, environment: prod}
+  apiKeys: [{sha256: "$(sha key-pricey)"}]
+  gateway:
+    rate: {cost: 100000, per: 1s}
+    models: [{model: llama-3-70b, rate: {cost: 8, per: 10s, burst: 8}}]
+---
 apiVersion: node.k8s.io/v1
 kind: RuntimeClass
 metadata: {name: gvisor}
@@ -105,6 +116,23 @@ sed 's/llama-3-70b/mistral-7b/' "$TMP/b" > "$TMP/acme70.json"
 [ "$(code)" = 404 ] && cmp -s "$TMP/acme70.json" "$TMP/unserved.json" &&
     ok "customer acme asking for llama-3-70b gets the very 404 an unserved model gets" ||
     not_ok "acme 70b: $(code) $(cat "$TMP/b") vs $(cat "$TMP/unserved.json")"
+
+# ---- a tighter limit for one model (spec.gateway.models[]) ----
+# each request costs 1 + 3 tokens; llama-3-70b's own rate is 8 per 10 s
+for i in 1 2 3; do ask key-pricey llama-3-70b; echo "$(code)" >> "$TMP/pricey70"; done
+for i in 1 2 3 4 5 6; do ask key-pricey llama-3-8b; echo "$(code)" >> "$TMP/pricey8"; done
+[ "$(tr '\n' ' ' < "$TMP/pricey70")" = "200 200 429 " ] && ok "pricey: llama-3-70b's own rate refuses its third request" ||
+    not_ok "pricey 70b: $(tr '\n' ' ' < "$TMP/pricey70")"
+ask key-pricey llama-3-70b
+python3 - "$TMP/b" <<'P' && ok "... 429 rate_limited at level model, naming the model" || not_ok "pricey body: $(cat "$TMP/b")"
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+assert e["code"] == "rate_limited" and e["type"] == "rate_limit_error", e
+assert e["level"] == "model" and e["model"] == "llama-3-70b" and e["tenant"] == "pricey", e
+assert 0 < e["retry_after_ms"] <= 10000, e
+P
+[ "$(tr '\n' ' ' < "$TMP/pricey8")" = "200 200 200 200 200 200 " ] && ok "... while llama-3-8b, under the tenant's limit alone, is served" ||
+    not_ok "pricey 8b: $(tr '\n' ' ' < "$TMP/pricey8")"
 
 # ---- GET /v1/models, per tenant, upstream untouched ----
 b0=$(served "$BIG"); s0=$(served "$SMALL")

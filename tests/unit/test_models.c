@@ -56,7 +56,9 @@ static const char fleet[] =
     "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: cust}\n"
     "spec: {tenancy: customer, models: [llama-3-8b], namespaces: [cust]}\n---\n"
     "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: all}\n"
-    "spec: {apiKeys: [{sha256: " KEY_ONE "}]}\n---\n"
+    "spec: {apiKeys: [{sha256: " KEY_ONE "}], gateway: {rate: {cost: 1000, per: 1s},"
+    " models: [{model: llama-3-70b, rate: {cost: 10, per: 1s, burst: 20}, concurrency: 2},"
+    " {model: 'llama-*', concurrency: 8}]}}\n---\n"
     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: big}\n"
     "spec: {match: {pathPrefix: /v1/chat/completions, models: [llama-3-70b]},"
     " upstream: {address: '127.0.0.1:9'}}\n---\n"
@@ -141,6 +143,28 @@ static void test_select_and_access(void **state)
         if (td_gw_model_access_check(t, k, acc[i].model) != acc[i].want)
             fail_msg("access %zu: %s %s", i, t->name, acc[i].model ? acc[i].model : "(none)");
     }
+
+    /* spec.gateway.models[]: the first entry matching, in order */
+    static const struct {
+        const char *model;
+        int entry; /* -1: none */
+    } lim[] = {
+        {"llama-3-70b", 0}, {"llama-3-8b", 1}, {"llama-", 1}, {"qwen-2-7b", -1}, {NULL, -1},
+    };
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
+        const td_gw_model_limit *l = td_gw_model_limit_for(all, lim[i].model);
+        if (lim[i].entry < 0 ? l != NULL : l != &all->model_limits[lim[i].entry])
+            fail_msg("limit %zu: %s", i, lim[i].model ? lim[i].model : "(none)");
+    }
+    assert_int_equal(all->nmodel_limits, 2);
+    assert_true(all->model_limits[0].rate.cost == 10 && all->model_limits[0].rate.burst == 20);
+    assert_int_equal(all->model_limits[0].rate.per_ns, 1000000000ULL);
+    assert_int_equal(all->model_limits[0].concurrency, 2);
+    assert_true(all->model_limits[1].rate.cost == 0 && all->model_limits[1].concurrency == 8);
+    assert_int_not_equal(all->model_limits[0].slot, all->model_limits[1].slot);
+    assert_string_equal(td_gateway_slot_name(g, 'k', all->model_limits[0].slot),
+                        "all/model:llama-3-70b");
+    assert_null(td_gw_model_limit_for(small, "llama-3-70b"));
 
     /* /v1/models: exact names served and allowed, each once, in route
      * order; a tenant's exact name under a route's prefix is listed too */
@@ -274,6 +298,22 @@ static void test_config_checks(void **state)
         {"kind: Tenant\nmetadata: {name: t}\nspec: {apiKeys: [{sha256: " KEY_ZERO
          ", models: [b]}]}\n",
          "a key with its own models needs a name"},
+        {"kind: Tenant\nmetadata: {name: t}\nspec: {gateway: {models: [{model: a, concurrency: 2},"
+         " {model: 'b-*', rate: {cost: 5, per: 1m}}]}}\n",
+         NULL},
+        {"kind: Tenant\nmetadata: {name: t}\nspec: {gateway: {models: [{model: a}]}}\n",
+         "spec.gateway.models[0]: needs a rate or a concurrency"},
+        {"kind: Tenant\nmetadata: {name: t}\nspec: {gateway: {models: [{concurrency: 1}]}}\n",
+         "spec.gateway.models[0].model: required"},
+        {"kind: Tenant\nmetadata: {name: t}\nspec: {gateway: {models: [{model: a, concurrency: 1},"
+         " {model: a, concurrency: 2}]}}\n",
+         "\"a\" is listed twice"},
+        {"kind: Tenant\nmetadata: {name: t}\nspec: {gateway: {models: [{model: a, concurrency: 0}]}}\n",
+         "spec.gateway.models[0].concurrency"},
+        {"kind: Tenant\nmetadata: {name: t}\nspec: {gateway: {models: [{model: a, budget: 1}]}}\n",
+         "budget"},
+        {"kind: Tenant\nmetadata: {name: t}\nspec: {gateway: {models: [{model: a, rate: {per: 1s}}]}}\n",
+         "spec.gateway.models[0].rate.cost: required"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char y[1024];

@@ -263,7 +263,7 @@ static void level_tail(char *dst, size_t cap, const td_gw_key *k)
 }
 
 static void respond_limited_body(px_conn *c, const char *error, uint64_t retry_ns,
-                                 const td_rate *rate, const char *tail);
+                                 const td_rate *rate, const char *who, const char *tail);
 
 /* A 429 of a rate or concurrency limit at the tenant level (k NULL) or of
  * the key k's own limit. */
@@ -273,14 +273,19 @@ static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns, co
     char tail[150];
     level_tail(tail, sizeof tail, k);
     const td_rate *rate = k ? &k->rate : &c->rq.tenant->rate;
-    respond_limited_body(c, error, retry_ns, rate, tail);
+    char who[120] = "", esc[100];
+    if (k) {
+        json_escape(esc, sizeof esc, k->name);
+        snprintf(who, sizeof who, "key %s of ", esc);
+    }
+    respond_limited_body(c, error, retry_ns, rate, who, tail);
 }
 
 /* The same for the tenant's spec.gateway.models[] limit ml. */
 static void respond_model_limited(px_conn *c, const char *error, uint64_t retry_ns,
                                   const td_gw_model_limit *ml)
 {
-    char detail[300], esc[300], tail[360];
+    char detail[300], esc[300], tail[360], who[320];
     if (strcmp(error, "rate_limited") == 0)
         snprintf(detail, sizeof detail,
                  "model %.100s: cost %.6g over its limit (rate %.6g per %.6gs, burst %.6g)",
@@ -292,28 +297,30 @@ static void respond_model_limited(px_conn *c, const char *error, uint64_t retry_
     note_refusal(c, 429, error, false, NULL, detail);
     json_escape(esc, sizeof esc, ml->model);
     snprintf(tail, sizeof tail, ",\"level\":\"model\",\"model\":\"%s\"}}", esc);
-    respond_limited_body(c, error, retry_ns, &ml->rate, tail);
+    snprintf(who, sizeof who, "model %s of ", esc);
+    respond_limited_body(c, error, retry_ns, &ml->rate, who, tail);
 }
 
+/* The 429 itself: who ("key K of ", "model M of " or "", JSON-escaped)
+ * names the limit in the message, tail (at most 360 bytes) closes the
+ * body with its level. */
 static void respond_limited_body(px_conn *c, const char *error, uint64_t retry_ns,
-                                 const td_rate *rate, const char *tail)
+                                 const td_rate *rate, const char *who, const char *tail)
 {
-    const td_gw_key *k = c->rq.key;
     char esc[200];
     json_escape(esc, sizeof esc, c->rq.tenant->name);
     if (retry_ns == TD_LIMITER_NEVER) {
         /* The estimate alone is over the tenant's burst: waiting will not
          * help, so no Retry-After, and x-should-retry: false keeps the
          * OpenAI SDKs from retrying; the client must ask for less. */
-        char body[900];
+        char body[1600];
         snprintf(body, sizeof body,
-                 "{\"error\":{\"message\":\"this request's cost %.0f exceeds the %s burst %.0f of "
-                 "tenant %s: waiting will not help; ask for fewer tokens\",\"type\":"
+                 "{\"error\":{\"message\":\"this request's cost %.0f exceeds the burst %.0f of "
+                 "%stenant %s: waiting will not help; ask for fewer tokens\",\"type\":"
                  "\"rate_limit_error\",\"code\":\"cost_exceeds_burst\",\"param\":null,"
                  "\"limit\":\"%s\",\"tenant\":\"%s\",\"cost\":%.0f,\"burst\":%.0f%s",
-                 c->rq.estimate, k && rate == &k->rate ? "key's" : "rate", rate->burst, esc, error,
-                 esc, c->rq.estimate,
-                 rate->burst, tail);
+                 c->rq.estimate, rate->burst, who, esc, error, esc, c->rq.estimate, rate->burst,
+                 tail);
         px_respond(c, 429, "x-should-retry: false\r\n", body);
         return;
     }
@@ -325,16 +332,20 @@ static void respond_limited_body(px_conn *c, const char *error, uint64_t retry_n
      * "tenant":T,"retry_after_ms":N,"level":...}} and Retry-After: S,
      * retry-after-ms: N, without snprintf (see px_respond). error is one of
      * our short names. */
-    char body[900], extra[96];
+    /* at most 120 bytes of fixed text, 40 of error, 2 x 199 of tenant,
+     * 319 of who, 2 x 20 digits, 360 of tail */
+    char body[1400], extra[96];
     size_t elen = strlen(error), tlen = strlen(esc);
     if (elen > 40)
         elen = 40;
     int rate_kind = error[0] == 'r';
     char *d = PUT_LIT(body, "{\"error\":{\"message\":\"");
     if (rate_kind)
-        d = PUT_LIT(d, "rate limit reached for tenant ");
+        d = PUT_LIT(d, "rate limit reached for ");
     else
-        d = PUT_LIT(d, "too many requests in flight for tenant ");
+        d = PUT_LIT(d, "too many requests in flight for ");
+    d = put(d, who, strlen(who));
+    d = PUT_LIT(d, "tenant ");
     d = put(d, esc, tlen);
     d = PUT_LIT(d, "; retry after ");
     d += fmt_u64(d, ms);

@@ -129,6 +129,7 @@ import json, sys
 e = json.load(open(sys.argv[1]))["error"]
 assert e["code"] == "rate_limited" and e["type"] == "rate_limit_error", e
 assert e["level"] == "model" and e["model"] == "llama-3-70b" and e["tenant"] == "pricey", e
+assert e["message"].startswith("rate limit reached for model llama-3-70b of tenant pricey; retry after "), e
 assert 0 < e["retry_after_ms"] <= 10000, e
 P
 [ "$(tr '\n' ' ' < "$TMP/pricey8")" = "200 200 200 200 200 200 " ] && ok "... while llama-3-8b, under the tenant's limit alone, is served" ||

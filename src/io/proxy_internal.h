@@ -155,7 +155,7 @@ typedef struct {
     int reject_status; /* decided at the headers: answer at the end, body discarded */
     const char *reject_error;
     const char *reject_extra; /* header lines of the refusal (Allow), or NULL */
-    char reject_body[400];    /* a refusal's body when it names what was wrong */
+    char reject_body[512];    /* a refusal's body when it names what was wrong */
     char allow_hdr[200];      /* "Allow: ...\r\n" of a 405 */
     int route_by_model;       /* the path's route depends on the body's "model" */
     int models_list;          /* GET /v1/models, answered by tenantd */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tenantd/gateway.h"
+#include "tenantd/jsonfast.h"
 #include "tenantd/reqpath.h"
 
 bool td_gw_model_match(const char *pattern, const char *model)
@@ -91,7 +92,9 @@ td_status td_gw_body_model(const char *body, size_t len, char *out, size_t cap, 
     if (!body || len == 0)
         return TD_OK;
     json_error_t je;
-    json_t *root = json_loadb(body, len, 0, &je);
+    /* jansson's values and errors, without its per-byte reader: this is a
+     * second parse of the body beside the cost estimate's */
+    json_t *root = td_json_loadb(body, len, &je);
     if (!root)
         return td_err_set(err, TD_EINVAL, "request body is not JSON: %s (line %d, column %d)",
                           je.text, je.line, je.column);

@@ -37,14 +37,17 @@
 /* tenantd's rate-limit 429 for the benchmark's abuser, byte for byte but
  * for a fixed Date (a real server formats it once a second). */
 #define REPLY_BODY                                                                                 \
-    "{\"error\":\"rate_limited\",\"tenant\":\"abuser\",\"retry_after_ms\":3,\"level\":\"tenant\"}"
+    "{\"error\":{\"message\":\"rate limit reached for tenant abuser; retry after 3 ms\",\"type\":" \
+    "\"rate_limit_error\",\"code\":\"rate_limited\",\"param\":null,\"tenant\":\"abuser\","          \
+    "\"retry_after_ms\":3,\"level\":\"tenant\"}}"
 static const char REPLY[] = "HTTP/1.1 429 Too Many Requests\r\n"
                             "Date: Wed, 02 Dec 2026 21:30:01 GMT\r\n"
                             "Content-Type: application/json\r\n"
-                            "Content-Length: 78\r\n"
+                            "Content-Length: 193\r\n"
                             "Retry-After: 1\r\n"
+                            "retry-after-ms: 3\r\n"
                             "\r\n" REPLY_BODY;
-_Static_assert(sizeof REPLY_BODY - 1 == 78, "Content-Length must match the body");
+_Static_assert(sizeof REPLY_BODY - 1 == 193, "Content-Length must match the body");
 
 /* One socket of a pair. pend holds bytes waiting to be written to fd (the
  * peer's data a short write left, or the first request before the upstream

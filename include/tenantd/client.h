@@ -198,7 +198,9 @@ td_status td_client_do(td_client *c, const char *url, const char *method, const 
 /* Parses the wait a gateway response asks for: the JSON body's
  * "retry_after_ms" if present, else the Retry-After header value
  * retry_after_hdr (delta-seconds; may be NULL); for a 429 whose body says
- * "cost_exceeds_burst" (waiting cannot help), TD_CLIENT_NEVER; else 0. */
+ * "cost_exceeds_burst", or "budget_exceeded" with more than a minute to
+ * wait (waiting cannot help), TD_CLIENT_NEVER; else 0. The body's
+ * retry_after_ms is found inside tenantd's OpenAI-shaped error too. */
 uint64_t td_client_parse_retry_after(int status, const char *retry_after_hdr, const char *body,
                                      size_t body_len);
 

@@ -51,7 +51,21 @@ typedef struct {
      * tenant's budgets hold for it too. Spend by key slot. */
     td_gw_budget budgets[TD_PERIOD_COUNT];
     size_t nbudgets;
+    /* spec.apiKeys[].models: the models it may use, each within the
+     * tenant's (exact names, a trailing '*' a prefix); NULL: the tenant's */
+    char **models;
+    size_t nmodels;
 } td_gw_key;
+
+/* spec.gateway.models[]: a limit of the tenant's own for the requests
+ * naming a model, held beside the tenant's (an expensive model tighter
+ * than a small one). State by key slot, as a named key's. */
+typedef struct {
+    char *model;          /* exact name, or a prefix ending in '*' */
+    uint32_t slot;        /* key slot of "tenant/model:MODEL" (stable across reloads) */
+    td_rate rate;         /* rate.cost <= 0: none */
+    uint32_t concurrency; /* 0: none */
+} td_gw_model_limit;
 
 typedef struct {
     char *name;
@@ -70,6 +84,13 @@ typedef struct {
     td_gw_budget budgets[TD_PERIOD_COUNT];
     size_t nbudgets;
     char *team, *project, *environment; /* spec.labels (cost labels), "" if absent */
+    /* spec.models: the models it may use (exact names, a trailing '*' a
+     * prefix); NULL: every model */
+    char **models;
+    size_t nmodels;
+    bool customer; /* spec.tenancy customer: a model it may not use reads as unknown */
+    td_gw_model_limit *model_limits; /* spec.gateway.models[], in order */
+    size_t nmodel_limits;
 } td_gw_tenant;
 
 /* One endpoint of a Route's pool (spec.upstream.endpoints[], or
@@ -121,6 +142,10 @@ typedef struct {
     /* spec.cost.maxOutputTokens: output tokens a request naming no
      * max_tokens reserves of its budgets (0: TD_COST_DEFAULT_MAX_OUTPUT_TOKENS) */
     uint32_t max_output_tokens;
+    /* spec.match.models: the body's "model" values it serves (exact names,
+     * a trailing '*' a prefix); NULL (nmodels 0): any request on its path */
+    char **models;
+    size_t nmodels;
 } td_gw_route;
 
 typedef struct td_gw_config td_gw_config;
@@ -129,8 +154,9 @@ struct td_gw_config {
     uint64_t generation;
     td_gw_tenant *tenants;
     size_t ntenants;
-    td_gw_route *routes; /* longest prefix first */
+    td_gw_route *routes; /* longest prefix first; at a tie, those matching models first */
     size_t nroutes;
+    size_t nmodel_routes; /* routes with spec.match.models */
     td_costpolicy *cost_policy; /* NULL when the config has none */
 };
 
@@ -178,6 +204,69 @@ const td_gw_tenant *td_gw_tenant_by_name(const td_gw_config *c, const char *name
 /* The route with the longest path prefix matching path (normalized, see
  * reqpath.h) on a segment boundary, or NULL. */
 const td_gw_route *td_gw_route_match(const td_gw_config *c, const char *path);
+
+/* ---- models (models.c): which route serves a model, who may use it ---- */
+
+/* true if model (NUL-terminated) matches pattern: equal, or pattern ends in
+ * '*' and model starts with what precedes it ("llama-*" matches
+ * "llama-3-70b"; "*" matches every model). */
+bool td_gw_model_match(const char *pattern, const char *model);
+/* true if model matches one of the n patterns. */
+bool td_gw_model_listed(char *const *patterns, size_t n, const char *model);
+
+typedef enum {
+    TD_GW_ROUTE_FOUND,     /* the route is known from the path */
+    TD_GW_ROUTE_BY_MODEL,  /* it depends on the body's "model" */
+    TD_GW_ROUTE_NONE       /* no route has a prefix matching the path */
+} td_gw_route_need;
+/* Before the body: what the path alone says (path normalized, see
+ * reqpath.h). *out is the route with TD_GW_ROUTE_FOUND, NULL otherwise.
+ * The path decides when the first route in order (longest prefix first,
+ * at a tie those with spec.match.models first) whose prefix matches has
+ * no spec.match.models. */
+td_gw_route_need td_gw_route_by_path(const td_gw_config *c, const char *path,
+                                     const td_gw_route **out);
+/* The first route in order whose prefix matches path and whose
+ * spec.match.models (when it has any) match model; model NULL (the body
+ * names none) matches only routes without spec.match.models. NULL: none. */
+const td_gw_route *td_gw_route_select(const td_gw_config *c, const char *path, const char *model);
+
+typedef enum {
+    TD_GW_MODEL_ALLOWED,
+    TD_GW_MODEL_FORBIDDEN, /* 403 model_not_allowed */
+    TD_GW_MODEL_HIDDEN     /* customer tier: 404 model_not_found, as if unknown */
+} td_gw_model_access;
+/* May tenant t (with its named key k, may be NULL) use model? Within t's
+ * spec.models (absent: all) and k's (absent: t's). model NULL (a body that
+ * names none) is allowed only when neither lists models: a listed tenant
+ * must not reach an upstream's default model unnamed. */
+td_gw_model_access td_gw_model_access_check(const td_gw_tenant *t, const td_gw_key *k,
+                                            const char *model);
+
+/* The first of t's spec.gateway.models[] whose model matches model, or
+ * NULL (model NULL: none). */
+const td_gw_model_limit *td_gw_model_limit_for(const td_gw_tenant *t, const char *model);
+
+/* The body's "model" string into out (cap bytes, NUL-terminated); "" when
+ * the body is empty or names none. TD_EINVAL with a message when the body
+ * is not a JSON object, "model" is not a string, or it is longer than
+ * cap - 1 bytes. body is borrowed, need not be NUL-terminated. */
+td_status td_gw_body_model(const char *body, size_t len, char *out, size_t cap, td_err *err);
+
+/* GET /v1/models for tenant t (key k may be NULL): the OpenAI list
+ * {"object":"list","data":[{"id","object":"model","owned_by"}]} of every
+ * model a route serves by its exact name, or the tenant or key lists by
+ * exact name and a route serves, that t and k may use, each once, in
+ * route order. *out (malloc'd, the caller frees) and *len; TD_ENOMEM. */
+td_status td_gw_models_list(const td_gw_config *c, const td_gw_tenant *t, const td_gw_key *k,
+                            char **out, size_t *len);
+
+/* The OpenAI error "type" of a refusal with HTTP status and tenantd code:
+ * invalid_request_error (400, 404, 405, 408, 413, 414, 431, 505),
+ * authentication_error (401), permission_error (403), insufficient_quota
+ * (budget_exceeded), rate_limit_error (other 429s), server_error (5xx). */
+const char *td_gw_error_type(int status, const char *code);
+
 /* true if route r forwards the method named m ("GET"). */
 bool td_gw_route_allows(const td_gw_route *r, const char *m);
 

@@ -59,6 +59,10 @@ uint64_t td_client_parse_retry_after(int status, const char *retry_after_hdr, co
 {
     if (body) {
         long long ms = json_number(body, body_len, "retry_after_ms");
+        /* a budget that resets more than a minute away: tenantd says
+         * x-should-retry: false, and so does the body's code */
+        if (status == 429 && ms > 60000 && contains(body, body_len, "\"budget_exceeded\""))
+            return TD_CLIENT_NEVER;
         if (ms >= 0)
             return (uint64_t)ms * 1000000ull;
     }

@@ -730,6 +730,69 @@ static int crit_rank(const char *s)
     return -1;
 }
 
+/* A list of model names (spec.match.models, spec.models): non-empty
+ * strings of at most 255 bytes without control bytes, each listed once,
+ * a '*' only as the last byte (a prefix); at least one entry. */
+static td_status check_models(vctx *v, const json_t *a, const char *field)
+{
+    if (!a)
+        return TD_OK;
+    if (!json_is_array(a) || json_array_size(a) == 0)
+        return vfail(v, a, field,
+                     "must be a non-empty list of model names (a trailing '*' matches a prefix)");
+    size_t i;
+    json_t *x;
+    json_array_foreach((json_t *)a, i, x)
+    {
+        const char *m = json_string_value(x);
+        size_t n = m ? strlen(m) : 0;
+        if (!m || n == 0 || n > 255 || n != json_string_length(x))
+            return vfail(v, x, field, "item %zu must be a model name of 1 to 255 bytes", i);
+        for (size_t k = 0; k < n; k++)
+            if ((unsigned char)m[k] < 0x20 || m[k] == 0x7f || (m[k] == '*' && k + 1 < n))
+                return vfail(v, x, field,
+                             "item %zu \"%s\": a '*' may only end a name (a prefix), and "
+                             "control bytes have no place in one",
+                             i, m);
+        for (size_t j = 0; j < i; j++)
+            if (json_equal(json_array_get(a, j), x))
+                return vfail(v, x, field, "\"%s\" is listed twice", m);
+    }
+    return TD_OK;
+}
+
+/* true if every entry of inner is covered by an entry of outer: an exact
+ * name by an equal name or a prefix of it; a prefix by a shorter or equal
+ * prefix. */
+static bool models_within(const json_t *inner, const json_t *outer, const char **bad)
+{
+    size_t i, j;
+    json_t *x, *y;
+    json_array_foreach((json_t *)inner, i, x)
+    {
+        const char *m = json_string_value(x);
+        size_t mn = strlen(m);
+        bool mp = mn && m[mn - 1] == '*';
+        bool ok = false;
+        json_array_foreach((json_t *)outer, j, y)
+        {
+            const char *o = json_string_value(y);
+            size_t on = strlen(o);
+            if (on && o[on - 1] == '*')
+                ok = strncmp(o, m, on - 1) == 0 && (!mp || mn >= on);
+            else
+                ok = !mp && strcmp(o, m) == 0;
+            if (ok)
+                break;
+        }
+        if (!ok) {
+            *bad = m;
+            return false;
+        }
+    }
+    return true;
+}
+
 /* spec.apiKeys[i]: {sha256, name, rate, concurrency, budgets, criticality}.
  * A key's own limits may only be tighter than its tenant's (spec.gateway,
  * spec.budgets), its criticality no higher; limits need a name (their
@@ -737,8 +800,8 @@ static int crit_rank(const char *s)
 static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *keys, size_t i,
                                   const json_t *k)
 {
-    static const char *const fields[] = {"sha256",  "name",        "rate", "concurrency",
-                                         "budgets", "criticality", NULL};
+    static const char *const fields[] = {"sha256",  "name",        "rate",   "concurrency",
+                                         "budgets", "criticality", "models", NULL};
     static const char *const rate[] = {"cost", "per", "burst", NULL};
     char f[96], ff0[128];
     snprintf(f, sizeof f, "spec.apiKeys[%zu]", i);
@@ -758,6 +821,20 @@ static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *key
         return vfail(v, r ? r : c, f, "a key with its own rate or concurrency needs a name");
     if (kb && !ns)
         return vfail(v, kb, f, "a key with its own budgets needs a name");
+    json_t *km = json_object_get(k, "models");
+    if (km) {
+        snprintf(ff0, sizeof ff0, "%s.models", f);
+        if (!ns)
+            return vfail(v, km, ff0, "a key with its own models needs a name");
+        TRY(check_models(v, km, ff0));
+        const json_t *tm = json_object_get(spec, "models");
+        const char *bad = NULL;
+        if (json_is_array(tm) && !models_within(km, tm, &bad))
+            return vfail(v, km, ff0,
+                         "key %s: \"%s\" is not within the tenant's spec.models; a key's models "
+                         "may only be narrower",
+                         ns, bad);
+    }
     json_t *kc = json_object_get(k, "criticality");
     if (kc) {
         snprintf(ff0, sizeof ff0, "%s.criticality", f);
@@ -825,13 +902,81 @@ static td_status validate_api_key(vctx *v, const json_t *spec, const json_t *key
     return TD_OK;
 }
 
+/* spec.gateway.models[]: {model, rate: {cost, per, burst}, concurrency},
+ * each model (a name or prefix) listed once, each with a rate or a
+ * concurrency. */
+static td_status validate_model_limits(vctx *v, const json_t *ml)
+{
+    static const char *const fields[] = {"model", "rate", "concurrency", NULL};
+    static const char *const rate[] = {"cost", "per", "burst", NULL};
+    if (!ml)
+        return TD_OK;
+    if (!json_is_array(ml))
+        return vfail(v, ml, "spec.gateway.models",
+                     "must be a list of {model, rate: {cost, per, burst}, concurrency}");
+    json_t *names = json_array();
+    if (!names)
+        return vfail(v, ml, "spec.gateway.models", "out of memory");
+    td_status st = TD_OK;
+    char f[96], ff[128];
+    size_t i;
+    json_t *x;
+    json_array_foreach((json_t *)ml, i, x)
+    {
+        snprintf(f, sizeof f, "spec.gateway.models[%zu]", i);
+        if (!json_is_object(x)) {
+            st = vfail(v, x, f, "must be a mapping {model, rate, concurrency}");
+            break;
+        }
+        if ((st = check_fields(v, x, f, fields)) != TD_OK)
+            break;
+        json_t *m = json_object_get(x, "model");
+        json_array_append(names, m ? m : json_null());
+        snprintf(ff, sizeof ff, "%s.model", f);
+        if (!m) {
+            st = vfail(v, x, ff, "required: the model name (or prefix ending in '*') it limits");
+            break;
+        }
+        if ((st = check_models(v, names, ff)) != TD_OK)
+            break;
+        json_t *r = json_object_get(x, "rate"), *c = json_object_get(x, "concurrency");
+        if (!r && !c) {
+            st = vfail(v, x, f, "needs a rate or a concurrency");
+            break;
+        }
+        if (r) {
+            snprintf(ff, sizeof ff, "%s.rate", f);
+            if ((st = check_fields(v, r, ff, rate)) != TD_OK)
+                break;
+            snprintf(ff, sizeof ff, "%s.rate.cost", f);
+            if (!json_object_get(r, "cost")) {
+                st = vfail(v, r, ff, "required: cost units per `per`");
+                break;
+            }
+            if ((st = check_number(v, json_object_get(r, "cost"), ff, 0)) != TD_OK)
+                break;
+            snprintf(ff, sizeof ff, "%s.rate.per", f);
+            if ((st = check_duration(v, json_object_get(r, "per"), ff)) != TD_OK)
+                break;
+            snprintf(ff, sizeof ff, "%s.rate.burst", f);
+            if ((st = check_number(v, json_object_get(r, "burst"), ff, 0)) != TD_OK)
+                break;
+        }
+        snprintf(ff, sizeof ff, "%s.concurrency", f);
+        if (c && (st = check_integer(v, c, ff, 1)) != TD_OK)
+            break;
+    }
+    json_decref(names);
+    return st;
+}
+
 static td_status validate_tenant(vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"namespaces", "labels",  "apiKeys", "gateway",
-                                       "tenancy",    "storage", "budgets", NULL};
-    static const char *const gw[] = {"rate", "concurrency", "maxConnections", "criticality", "weight",
-                                     "enforcement", NULL};
+                                       "tenancy",    "storage", "budgets", "models", NULL};
+    static const char *const gw[] = {"rate",   "concurrency", "maxConnections", "criticality",
+                                     "weight", "enforcement", "models",         NULL};
     static const char *const rate[] = {"cost", "per", "burst", NULL};
     TRY(check_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
@@ -849,6 +994,7 @@ static td_status validate_tenant(vctx *v)
                          json_string_value(x));
     }
     TRY(check_string_map(v, json_object_get(s, "labels"), "spec.labels"));
+    TRY(check_models(v, json_object_get(s, "models"), "spec.models"));
     json_t *keys = json_object_get(s, "apiKeys");
     if (keys && !json_is_array(keys))
         return vfail(v, keys, "spec.apiKeys", "must be a list of {sha256: HEX}");
@@ -888,6 +1034,7 @@ static td_status validate_tenant(vctx *v)
                           0));
         TRY(check_number(v, json_object_get(g, "weight"), "spec.gateway.weight", 0));
         TRY(check_enforcement(v, json_object_get(g, "enforcement"), "spec.gateway.enforcement"));
+        TRY(validate_model_limits(v, json_object_get(g, "models")));
         static const char *const crit[] = {"critical_plus", "critical", "sheddable_plus",
                                            "sheddable", NULL};
         json_t *c = json_object_get(g, "criticality");
@@ -925,10 +1072,16 @@ static td_status validate_route(vctx *v)
     if (!json_is_object(s))
         return vfail(v, s, "spec", "required: a mapping");
     TRY(check_fields(v, s, "spec", spec));
+    static const char *const match[] = {"pathPrefix", "models", NULL};
+    TRY(check_fields(v, json_object_get(s, "match"), "spec.match", match));
+    json_t *mm = td_json_path(s, "match.models");
+    TRY(check_models(v, mm, "spec.match.models"));
     const char *prefix = td_json_str(s, "match.pathPrefix");
+    if (mm && !td_json_path(s, "match.pathPrefix"))
+        prefix = "/"; /* models alone: on every path */
     if (!prefix || prefix[0] != '/')
         return vfail(v, td_json_path(s, "match"), "spec.match.pathPrefix",
-                     "required: a path starting with '/'");
+                     "required: a path starting with '/' (or spec.match.models)");
     /* Requests are matched after normalization (reqpath.h): a prefix that
      * normalization would change could never match. */
     char norm[512];

@@ -120,6 +120,38 @@ const char *td_gateway_slot_name(void *arg, char kind, uint32_t slot)
 
 /* ---- views ------------------------------------------------------------- */
 
+static void models_free(char **m, size_t n)
+{
+    for (size_t i = 0; m && i < n; i++)
+        free(m[i]);
+    free(m);
+}
+
+/* A list of model names or prefixes (validated by the config) into *out,
+ * *n; a missing list leaves *out NULL (no restriction). */
+static td_status parse_models(const json_t *list, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!json_is_array(list))
+        return TD_OK;
+    size_t cnt = json_array_size(list);
+    char **m = calloc(cnt ? cnt : 1, sizeof *m);
+    if (!m)
+        return TD_ENOMEM;
+    for (size_t i = 0; i < cnt; i++) {
+        const char *s = json_string_value(json_array_get(list, i));
+        m[i] = strdup(s ? s : "");
+        if (!m[i]) {
+            models_free(m, i);
+            return TD_ENOMEM;
+        }
+    }
+    *out = m;
+    *n = cnt;
+    return TD_OK;
+}
+
 static void view_free(view *v)
 {
     if (!v)
@@ -127,8 +159,14 @@ static void view_free(view *v)
     for (size_t i = 0; i < v->pub.ntenants; i++) {
         free(v->pub.tenants[i].name);
         free(v->pub.tenants[i].key_sha256);
-        for (size_t k = 0; v->pub.tenants[i].keys && k < v->pub.tenants[i].nkeys; k++)
+        for (size_t k = 0; v->pub.tenants[i].keys && k < v->pub.tenants[i].nkeys; k++) {
             free(v->pub.tenants[i].keys[k].name);
+            models_free(v->pub.tenants[i].keys[k].models, v->pub.tenants[i].keys[k].nmodels);
+        }
+        models_free(v->pub.tenants[i].models, v->pub.tenants[i].nmodels);
+        for (size_t k = 0; k < v->pub.tenants[i].nmodel_limits; k++)
+            free(v->pub.tenants[i].model_limits[k].model);
+        free(v->pub.tenants[i].model_limits);
         free(v->pub.tenants[i].keys);
         free(v->pub.tenants[i].team);
         free(v->pub.tenants[i].project);
@@ -153,6 +191,7 @@ static void view_free(view *v)
             free(r->methods[m]);
         free(r->methods);
         free(r->allow);
+        models_free(r->models, r->nmodels);
         if (r->upstream_authorization)
             OPENSSL_cleanse(r->upstream_authorization, strlen(r->upstream_authorization));
         free(r->upstream_authorization);
@@ -283,6 +322,36 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
     if (crit && td_criticality_parse(crit, &t->criticality) != TD_OK)
         return td_err_set(err, TD_EINVAL, "Tenant %s: spec.gateway.criticality \"%s\" is unknown",
                           name, crit);
+    const char *tier = td_json_str(obj, "spec.tenancy");
+    t->customer = tier && strcmp(tier, "customer") == 0;
+    if (parse_models(td_json_path(obj, "spec.models"), &t->models, &t->nmodels) != TD_OK)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    json_t *ml = json_object_get(gw, "models");
+    size_t nml = json_array_size(ml);
+    if (nml) {
+        t->model_limits = calloc(nml, sizeof *t->model_limits);
+        if (!t->model_limits)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < nml; i++) {
+        json_t *mo = json_array_get(ml, i);
+        td_gw_model_limit *l = &t->model_limits[i];
+        const char *mn = json_string_value(json_object_get(mo, "model"));
+        char full[600];
+        snprintf(full, sizeof full, "%s/model:%s", name, mn ? mn : "");
+        l->model = strdup(mn ? mn : "");
+        if (!l->model)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        t->nmodel_limits = i + 1;
+        st = slot_of(&g->keys, full, &l->slot);
+        if (st != TD_OK)
+            return td_err_set(err, st, "Tenant %s: more than %d named keys and model limits", name,
+                              TD_GW_MAX_KEYS);
+        if (parse_rate(json_object_get(mo, "rate"), &l->rate, err) != TD_OK)
+            return td_err_prefix(err, TD_EINVAL, "Tenant %s: spec.gateway.models[%zu].rate.per",
+                                 name, i);
+        l->concurrency = (uint32_t)num_or(json_object_get(mo, "concurrency"), 0);
+    }
     json_t *keys = td_json_path(obj, "spec.apiKeys");
     t->nkeys = json_array_size(keys);
     if (t->nkeys) {
@@ -324,6 +393,8 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
             if (parse_budgets(json_object_get(ko, "budgets"), gk->budgets, &gk->nbudgets, name,
                               kname, err) != TD_OK)
                 return TD_EINVAL;
+            if (parse_models(json_object_get(ko, "models"), &gk->models, &gk->nmodels) != TD_OK)
+                return td_err_set(err, TD_ENOMEM, "out of memory");
         }
         const char *hex = td_json_str(ko, "sha256");
         for (size_t i = 0; hex && i < 32; i++) {
@@ -367,7 +438,12 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
     const char *name = td_json_str(obj, "metadata.name");
     json_t *s = json_object_get(obj, "spec");
     r->name = strdup(name);
-    r->path_prefix = strdup(td_json_str(s, "match.pathPrefix"));
+    /* spec.match.pathPrefix may be left out when spec.match.models says
+     * which requests the route serves: every path then */
+    const char *prefix = td_json_str(s, "match.pathPrefix");
+    r->path_prefix = strdup(prefix ? prefix : "/");
+    if (parse_models(td_json_path(s, "match.models"), &r->models, &r->nmodels) != TD_OK)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
     json_t *eps = td_json_path(s, "upstream.endpoints");
     r->pool = json_is_array(eps);
     const char *first = r->pool ? td_json_str(json_array_get(eps, 0), "address")
@@ -518,11 +594,19 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
     return TD_OK;
 }
 
+/* Longest prefix first; at the same prefix length, a route that matches
+ * models before one that takes any request on its path (the more
+ * specific match wins, as in Envoy's header matchers), then by name so
+ * the order does not depend on qsort. */
 static int route_cmp(const void *a, const void *b)
 {
-    size_t la = strlen(((const td_gw_route *)a)->path_prefix);
-    size_t lb = strlen(((const td_gw_route *)b)->path_prefix);
-    return la < lb ? 1 : la > lb ? -1 : 0;
+    const td_gw_route *ra = a, *rb = b;
+    size_t la = strlen(ra->path_prefix), lb = strlen(rb->path_prefix);
+    if (la != lb)
+        return la < lb ? 1 : -1;
+    if ((ra->nmodels > 0) != (rb->nmodels > 0))
+        return ra->nmodels ? -1 : 1;
+    return strcmp(ra->name, rb->name);
 }
 
 static int key_cmp(const void *a, const void *b)
@@ -555,6 +639,8 @@ static td_status build_view(td_gateway *g, const td_config *cfg, view **out, td_
     for (size_t i = 0; st == TD_OK && i < nr; i++) {
         v->pub.nroutes = i + 1;
         st = build_route(g, routes[i], &v->pub.routes[i], err);
+        if (st == TD_OK && v->pub.routes[i].nmodels)
+            v->pub.nmodel_routes++;
     }
     if (st == TD_OK && nkeys) {
         v->keys = calloc(nkeys, sizeof *v->keys);
@@ -751,6 +837,11 @@ static void publish(td_gateway *g, view *v)
                     !same_rate(&was->keys[j].rate, &t->keys[k].rate))
                     td_limiter_reset(g->key_limiter, t->keys[k].slot);
         }
+        for (size_t k = 0; was && k < t->nmodel_limits; k++)
+            for (size_t j = 0; j < was->nmodel_limits; j++)
+                if (was->model_limits[j].slot == t->model_limits[k].slot &&
+                    !same_rate(&was->model_limits[j].rate, &t->model_limits[k].rate))
+                    td_limiter_reset(g->key_limiter, t->model_limits[k].slot);
     }
     note_added_budgets(g, old, &v->pub);
     v->pub.generation = atomic_load(&g->generation) + 1;

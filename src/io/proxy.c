@@ -216,7 +216,9 @@ static void on_timer(uv_timer_t *t)
              * byte is owed nothing and is just closed. */
             c->stop = 1;
             c->rq.keep_alive = 0;
-            px_respond(c, 408, NULL, "{\"error\":\"request_timeout\"}");
+            px_respond(c, 408, NULL,
+                       PX_ERROR_BODY("the request did not arrive in time", "invalid_request_error",
+                                     "request_timeout"));
             px_req_end(c, TD_OUT_BAD_REQUEST);
             if (px_flush(c) == 0)
                 conn_finish(c);
@@ -590,12 +592,18 @@ static void parse_error(px_conn *c, enum http_errno e)
     int status = c->rq.err_status;
     if (!status)
         status = e == HPE_HEADER_OVERFLOW ? 431 : 400;
-    const char *body = status == 413   ? "{\"error\":\"body_too_large\"}"
-                       : status == 431 ? "{\"error\":\"headers_too_large\"}"
-                       : status == 414 ? "{\"error\":\"uri_too_long\"}"
-                       : status == 503 ? "{\"error\":\"overloaded\"}"
-                       : status == 505 ? "{\"error\":\"http_version_not_supported\"}"
-                                       : "{\"error\":\"bad_request\"}";
+#define IRE "invalid_request_error"
+    const char *body =
+        status == 413   ? PX_BODY_TOO_LARGE
+        : status == 431 ? PX_ERROR_BODY("the request headers are too large", IRE,
+                                        "headers_too_large")
+        : status == 414 ? PX_ERROR_BODY("the request target is too long", IRE, "uri_too_long")
+        : status == 503 ? PX_ERROR_BODY("tenantd is overloaded; retry later", "server_error",
+                                        "overloaded")
+        : status == 505 ? PX_ERROR_BODY("HTTP/1.0 or HTTP/1.1 only", IRE,
+                                        "http_version_not_supported")
+                        : PX_ERROR_BODY("the request is not valid HTTP", IRE, "bad_request");
+#undef IRE
     c->stop = 1;
     c->rq.keep_alive = 0;
     px_respond(c, status, NULL, body);

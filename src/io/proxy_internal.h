@@ -22,6 +22,17 @@
 #include "tenantd/http.h"
 #include "tenantd/proxy.h"
 
+/* An OpenAI-shaped error body as a literal: {"error":{"message","type",
+ * "code","param":null}} (docs/gateway.md "Errors"); type is the one
+ * td_gw_error_type gives the status and code. */
+#define PX_ERROR_BODY(message, type, code)                                                        \
+    "{\"error\":{\"message\":\"" message "\",\"type\":\"" type "\",\"code\":\"" code           \
+    "\",\"param\":null}}"
+
+#define PX_BODY_TOO_LARGE                                                                          \
+    PX_ERROR_BODY("the request body is larger than the gateway accepts",            \
+                  "invalid_request_error", "body_too_large")
+
 #define PX_HEADER_MAX        TD_HTTP_MAX_HEADER_BYTES /* request line + headers; more -> 431 */
 #define PX_MAX_HEADERS       TD_HTTP_MAX_HEADERS      /* fields; more -> 431 */
 #define PX_HEADER_TIMEOUT_MS 10000u  /* a request's headers must arrive within this */
@@ -170,8 +181,11 @@ typedef struct {
     int reject_status; /* decided at the headers: answer at the end, body discarded */
     const char *reject_error;
     const char *reject_extra; /* header lines of the refusal (Allow), or NULL */
-    char reject_body[400];    /* a refusal's body when it names what was wrong */
+    char reject_body[512];    /* a refusal's body when it names what was wrong */
     char allow_hdr[200];      /* "Allow: ...\r\n" of a 405 */
+    int route_by_model;       /* the path's route depends on the body's "model" */
+    int models_list;          /* GET /v1/models, answered by tenantd */
+    char model[256];          /* the body's "model", "" if it names none or was not read */
     td_outcome reject_outcome;
     int expect_continue;
     /* headers we act on (into hdr; valid from headers complete) */
@@ -194,6 +208,10 @@ typedef struct {
     /* key level: the key's own entry (NULL or unnamed: none), its holds */
     const td_gw_key *key;
     int key_conc_held, key_rate_charged;
+    /* the tenant's spec.gateway.models[] limit for the body's model (NULL:
+     * none), its holds */
+    const td_gw_model_limit *mlim;
+    int model_conc_held, model_rate_charged;
     /* budgets reserved (the tenant's and the key's own), settled at the end */
     td_gw_budget_hold bud;
     double prompt_est; /* the estimate's prompt tokens (tokens routes) */

@@ -155,12 +155,26 @@ static void json_escape(char *dst, size_t cap, const char *s)
     dst[k] = '\0';
 }
 
+/* An OpenAI-shaped error (docs/gateway.md "Errors"): message escaped here;
+ * fields (may be NULL) is tenantd's own members, rendered JSON without
+ * braces (",\"tenant\":\"x\""), kept beside message; param NULL or the
+ * request field at fault. */
+static void respond_error(px_conn *c, int status, const char *code, const char *msg,
+                          const char *param, const char *fields, const char *extra)
+{
+    char esc[600], body[1200], pq[80];
+    json_escape(esc, sizeof esc, msg);
+    if (param)
+        snprintf(pq, sizeof pq, "\"%s\"", param);
+    snprintf(body, sizeof body,
+             "{\"error\":{\"message\":\"%s\",\"type\":\"%s\",\"code\":\"%s\",\"param\":%s%s}}", esc,
+             td_gw_error_type(status, code), code, param ? pq : "null", fields ? fields : "");
+    px_respond(c, status, extra, body);
+}
+
 static void respond_bad_request(px_conn *c, const char *msg)
 {
-    char esc[600], body[700];
-    json_escape(esc, sizeof esc, msg);
-    snprintf(body, sizeof body, "{\"error\":\"bad_request\",\"message\":\"%s\"}", esc);
-    px_respond(c, 400, NULL, body);
+    respond_error(c, 400, "bad_request", msg, NULL, NULL, NULL);
 }
 
 /* Keeps a sampled record of a refusal for `tenantctl explain request`:
@@ -222,61 +236,122 @@ static void note_refusal(px_conn *c, uint16_t status, const char *reason, bool s
 static void respond_shed(px_conn *c, const char *why)
 {
     note_refusal(c, 503, why, false, NULL, NULL);
-    char body[300], esc[200];
+    char fields[300], esc[200], msg[160];
     json_escape(esc, sizeof esc, c->rq.tenant ? c->rq.tenant->name : "");
-    snprintf(body, sizeof body, "{\"error\":\"overloaded\",\"reason\":\"%s\",\"tenant\":\"%s\"}",
-             why, esc);
-    char extra[80];
-    snprintf(extra, sizeof extra, "Retry-After: 1\r\nX-Tenantd-Shed: %s\r\n", why);
-    px_respond(c, 503, extra, body);
+    snprintf(fields, sizeof fields, ",\"reason\":\"%s\",\"tenant\":\"%s\"", why, esc);
+    snprintf(msg, sizeof msg, "%s",
+             strcmp(why, "deadline") == 0
+                 ? "the route could not start the request before its deadline; retry later"
+                 : "the route is overloaded: the lowest criticality is shed; retry later");
+    char extra[120];
+    snprintf(extra, sizeof extra, "Retry-After: 1\r\nretry-after-ms: 1000\r\nX-Tenantd-Shed: %s\r\n",
+             why);
+    respond_error(c, 503, "overloaded", msg, NULL, fields, extra);
 }
 
-/* ,"level":"tenant"} or ,"level":"key","key":"NAME"} closing a 429 body. */
+/* ,"level":"tenant"}} or ,"level":"key","key":"NAME"}} closing a 429
+ * body (its error object and the body). */
 static void level_tail(char *dst, size_t cap, const td_gw_key *k)
 {
     if (!k) {
-        snprintf(dst, cap, ",\"level\":\"tenant\"}");
+        snprintf(dst, cap, ",\"level\":\"tenant\"}}");
         return;
     }
     char esc[100];
     json_escape(esc, sizeof esc, k->name);
-    snprintf(dst, cap, ",\"level\":\"key\",\"key\":\"%s\"}", esc);
+    snprintf(dst, cap, ",\"level\":\"key\",\"key\":\"%s\"}}", esc);
 }
+
+static void respond_limited_body(px_conn *c, const char *error, uint64_t retry_ns,
+                                 const td_rate *rate, const char *who, const char *tail);
 
 /* A 429 of a rate or concurrency limit at the tenant level (k NULL) or of
  * the key k's own limit. */
 static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns, const td_gw_key *k)
 {
     note_refusal(c, 429, error, false, k, NULL);
-    char tail[140];
+    char tail[150];
     level_tail(tail, sizeof tail, k);
     const td_rate *rate = k ? &k->rate : &c->rq.tenant->rate;
+    char who[120] = "", esc[100];
+    if (k) {
+        json_escape(esc, sizeof esc, k->name);
+        snprintf(who, sizeof who, "key %s of ", esc);
+    }
+    respond_limited_body(c, error, retry_ns, rate, who, tail);
+}
+
+/* The same for the tenant's spec.gateway.models[] limit ml. */
+static void respond_model_limited(px_conn *c, const char *error, uint64_t retry_ns,
+                                  const td_gw_model_limit *ml)
+{
+    char detail[300], esc[300], tail[360], who[320];
+    if (strcmp(error, "rate_limited") == 0)
+        snprintf(detail, sizeof detail,
+                 "model %.100s: cost %.6g over its limit (rate %.6g per %.6gs, burst %.6g)",
+                 ml->model, c->rq.estimate, ml->rate.cost, (double)ml->rate.per_ns / 1e9,
+                 ml->rate.burst);
+    else
+        snprintf(detail, sizeof detail, "model %.100s: in flight at its limit %u", ml->model,
+                 ml->concurrency);
+    note_refusal(c, 429, error, false, NULL, detail);
+    json_escape(esc, sizeof esc, ml->model);
+    snprintf(tail, sizeof tail, ",\"level\":\"model\",\"model\":\"%s\"}}", esc);
+    snprintf(who, sizeof who, "model %s of ", esc);
+    respond_limited_body(c, error, retry_ns, &ml->rate, who, tail);
+}
+
+/* The 429 itself: who ("key K of ", "model M of " or "", JSON-escaped)
+ * names the limit in the message, tail (at most 360 bytes) closes the
+ * body with its level. */
+static void respond_limited_body(px_conn *c, const char *error, uint64_t retry_ns,
+                                 const td_rate *rate, const char *who, const char *tail)
+{
+    char esc[200];
+    json_escape(esc, sizeof esc, c->rq.tenant->name);
     if (retry_ns == TD_LIMITER_NEVER) {
         /* The estimate alone is over the tenant's burst: waiting will not
-         * help, so no Retry-After; the client must ask for less. */
-        char body[540], esc[200];
-        json_escape(esc, sizeof esc, c->rq.tenant->name);
+         * help, so no Retry-After, and x-should-retry: false keeps the
+         * OpenAI SDKs from retrying; the client must ask for less. */
+        char body[1600];
         snprintf(body, sizeof body,
-                 "{\"error\":\"%s\",\"reason\":\"cost_exceeds_burst\",\"tenant\":\"%s\","
-                 "\"cost\":%.0f,\"burst\":%.0f%s",
-                 error, esc, c->rq.estimate, rate->burst, tail);
-        px_respond(c, 429, NULL, body);
+                 "{\"error\":{\"message\":\"this request's cost %.0f exceeds the burst %.0f of "
+                 "%stenant %s: waiting will not help; ask for fewer tokens\",\"type\":"
+                 "\"rate_limit_error\",\"code\":\"cost_exceeds_burst\",\"param\":null,"
+                 "\"limit\":\"%s\",\"tenant\":\"%s\",\"cost\":%.0f,\"burst\":%.0f%s",
+                 c->rq.estimate, rate->burst, who, esc, error, esc, c->rq.estimate, rate->burst,
+                 tail);
+        px_respond(c, 429, "x-should-retry: false\r\n", body);
         return;
     }
     uint64_t ms = (retry_ns + 999999) / 1000000;
     uint64_t secs = (retry_ns + 999999999) / 1000000000;
     if (secs < 1)
         secs = 1;
-    /* {"error":"E","tenant":"T","retry_after_ms":N} and Retry-After: S,
-     * without snprintf (see px_respond). error is one of our short names. */
-    char body[480], esc[200], extra[64]; /* 11 + 40 + 12 + 199 + 19 + 20 + 140 */
-    json_escape(esc, sizeof esc, c->rq.tenant->name);
+    /* {"error":{"message":M,"type":"rate_limit_error","code":E,"param":null,
+     * "tenant":T,"retry_after_ms":N,"level":...}} and Retry-After: S,
+     * retry-after-ms: N, without snprintf (see px_respond). error is one of
+     * our short names. */
+    /* at most 120 bytes of fixed text, 40 of error, 2 x 199 of tenant,
+     * 319 of who, 2 x 20 digits, 360 of tail */
+    char body[1400], extra[96];
     size_t elen = strlen(error), tlen = strlen(esc);
     if (elen > 40)
         elen = 40;
-    char *d = PUT_LIT(body, "{\"error\":\"");
+    int rate_kind = error[0] == 'r';
+    char *d = PUT_LIT(body, "{\"error\":{\"message\":\"");
+    if (rate_kind)
+        d = PUT_LIT(d, "rate limit reached for ");
+    else
+        d = PUT_LIT(d, "too many requests in flight for ");
+    d = put(d, who, strlen(who));
+    d = PUT_LIT(d, "tenant ");
+    d = put(d, esc, tlen);
+    d = PUT_LIT(d, "; retry after ");
+    d += fmt_u64(d, ms);
+    d = PUT_LIT(d, " ms\",\"type\":\"rate_limit_error\",\"code\":\"");
     d = put(d, error, elen);
-    d = PUT_LIT(d, "\",\"tenant\":\"");
+    d = PUT_LIT(d, "\",\"param\":null,\"tenant\":\"");
     d = put(d, esc, tlen);
     d = PUT_LIT(d, "\",\"retry_after_ms\":");
     d += fmt_u64(d, ms);
@@ -284,6 +359,8 @@ static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns, co
     *d = '\0';
     d = PUT_LIT(extra, "Retry-After: ");
     d += fmt_u64(d, secs);
+    d = PUT_LIT(d, "\r\nretry-after-ms: ");
+    d += fmt_u64(d, ms);
     d = PUT_LIT(d, "\r\n");
     *d = '\0';
     px_respond(c, 429, extra, body);
@@ -326,15 +403,22 @@ static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k
     note_refusal(c, 429, "budget_exceeded", false, k, detail);
     json_escape(esc, sizeof esc, r->tenant->name);
     level_tail(tail, sizeof tail, k);
-    tail[strlen(tail) - 1] = '\0'; /* without its closing brace */
-    char body[700], extra[64];
+    tail[strlen(tail) - 2] = '\0'; /* without its closing braces */
+    char body[1400], extra[120], msg[500];
+    int64_t wait_s = end - now_s > 0 ? end - now_s : 1;
+    json_escape(msg, sizeof msg, detail);
     snprintf(body, sizeof body,
-             "{\"error\":\"budget_exceeded\",\"tenant\":\"%s\"%s,"
+             "{\"error\":{\"message\":\"budget exceeded: %s\",\"type\":\"insufficient_quota\","
+             "\"code\":\"budget_exceeded\",\"param\":null,\"tenant\":\"%s\"%s,"
              "\"period\":\"%s\",\"budget\":%s,\"spent\":%s,\"estimate\":%s,"
-             "\"currency\":\"%s\",\"resetsAt\":\"%s\"}",
-             esc, tail, td_period_name(b->period), amount, sp, est, cur, resets);
-    snprintf(extra, sizeof extra, "Retry-After: %lld\r\n",
-             (long long)(end - now_s > 0 ? end - now_s : 1));
+             "\"currency\":\"%s\",\"resetsAt\":\"%s\",\"retry_after_ms\":%lld}}",
+             msg, esc, tail, td_period_name(b->period), amount, sp, est, cur, resets,
+             (long long)wait_s * 1000);
+    /* A reset more than a minute away is not worth a client's wait (the
+     * OpenAI SDKs would sleep it): x-should-retry: false says so. */
+    snprintf(extra, sizeof extra, "Retry-After: %lld\r\nretry-after-ms: %lld\r\n%s",
+             (long long)wait_s, (long long)wait_s * 1000,
+             wait_s > 60 ? "x-should-retry: false\r\n" : "");
     px_respond(c, 429, extra, body);
 }
 
@@ -751,6 +835,22 @@ void px_req_end(px_conn *c, int outcome)
         td_limiter_release(td_gateway_key_limiter(p->g), r->key->slot);
         r->key_conc_held = 0;
     }
+    if (r->model_rate_charged) {
+        double delta = r->actual - r->estimate;
+        td_shared *ks = td_gateway_key_shared(p->g);
+        if (delta != 0) {
+            if (ks)
+                td_shared_adjust(ks, r->mlim->slot, delta);
+            else
+                td_limiter_adjust(td_gateway_key_limiter(p->g), r->mlim->slot, &r->mlim->rate,
+                                  delta, now);
+        }
+        r->model_rate_charged = 0;
+    }
+    if (r->model_conc_held) {
+        td_limiter_release(td_gateway_key_limiter(p->g), r->mlim->slot);
+        r->model_conc_held = 0;
+    }
     if (outcome >= 0)
         td_metrics_request(p->metrics, t ? t->slot : TD_METRICS_NONE,
                            r->route ? r->route->slot : TD_METRICS_NONE, (td_outcome)outcome,
@@ -794,6 +894,10 @@ void px_req_end(px_conn *c, int outcome)
     }
 }
 
+#define PX_TIMEOUT_BODY(where)                                                                     \
+    "{\"error\":{\"message\":\"the request timed out in the " where                                  \
+    "\",\"type\":\"server_error\",\"code\":\"timeout\",\"param\":null,\"where\":\"" where "\"}}"
+
 /* An answer given outside the client's own parse loop. */
 static void end_async(px_conn *c, int outcome)
 {
@@ -816,11 +920,11 @@ void px_req_timeout(px_conn *c)
     px_req *r = &c->rq;
     if (r->state == RQ_QUEUED) {
         r->actual = 0;
-        px_respond(c, 504, NULL, "{\"error\":\"timeout\",\"where\":\"queue\"}");
+        px_respond(c, 504, NULL, PX_TIMEOUT_BODY("queue"));
         end_async(c, TD_OUT_TIMEOUT);
     } else if (r->state == RQ_UPSTREAM && !r->resp_started) {
         px_up_abandon(c);
-        px_respond(c, 504, NULL, "{\"error\":\"timeout\",\"where\":\"upstream\"}");
+        px_respond(c, 504, NULL, PX_TIMEOUT_BODY("upstream"));
         end_async(c, TD_OUT_TIMEOUT);
     } else if (r->state == RQ_UPSTREAM) {
         /* mid-body: the status is out; only closing tells the client */
@@ -862,7 +966,7 @@ void px_route_pump(px_route *rs)
             px_timer_set(v, TM_NONE, 0);
             if (k == 2) {
                 r->actual = 0;
-                px_respond(v, 504, NULL, "{\"error\":\"timeout\",\"where\":\"queue\"}");
+                px_respond(v, 504, NULL, PX_TIMEOUT_BODY("queue"));
                 end_async(v, TD_OUT_TIMEOUT);
             } else {
                 r->cq_started = 1;
@@ -876,6 +980,12 @@ void px_route_pump(px_route *rs)
 }
 
 /* ---- the decision ---- */
+
+#define METHOD_BODY                                                                                \
+    PX_ERROR_BODY("the route does not forward this method", "invalid_request_error",              \
+                  "method_not_allowed")
+#define NO_ROUTE_BODY                                                                              \
+    PX_ERROR_BODY("no route serves this path", "invalid_request_error", "no_route")
 
 static void set_reject(px_req *r, int status, const char *body, td_outcome o)
 {
@@ -937,7 +1047,9 @@ static int connection_check(px_req *r)
         snprintf(msg, sizeof msg, "Connection names %zu fields (at most 9)", ntok);
     json_escape(esc, sizeof esc, msg);
     snprintf(r->reject_body, sizeof r->reject_body,
-             "{\"error\":\"bad_request\",\"reason\":\"bad_connection\",\"message\":\"%s\"}", esc);
+             "{\"error\":{\"message\":\"%s\",\"type\":\"invalid_request_error\",\"code\":"
+             "\"bad_request\",\"param\":null,\"reason\":\"bad_connection\"}}",
+             esc);
     set_reject(r, 400, r->reject_body, TD_OUT_BAD_REQUEST);
     return -1;
 }
@@ -979,7 +1091,9 @@ static int normalize_target(px_req *r)
     char esc[300];
     json_escape(esc, sizeof esc, err.msg);
     snprintf(r->reject_body, sizeof r->reject_body,
-             "{\"error\":\"bad_request\",\"reason\":\"bad_path\",\"message\":\"%s\"}", esc);
+             "{\"error\":{\"message\":\"%s\",\"type\":\"invalid_request_error\",\"code\":"
+             "\"bad_request\",\"param\":null,\"reason\":\"bad_path\"}}",
+             esc);
     set_reject(r, 400, r->reject_body, TD_OUT_BAD_REQUEST);
     return -1;
 }
@@ -1019,10 +1133,14 @@ void px_req_headers(px_conn *c)
     r->reject_status = 0;
     r->reject_error = NULL;
     r->reject_extra = NULL;
+    r->route_by_model = r->models_list = 0;
+    r->model[0] = '\0';
     r->estimate = r->actual = 0;
     r->conc_held = r->rate_charged = r->cq_started = r->queued = 0;
     r->key = NULL;
     r->key_conc_held = r->key_rate_charged = 0;
+    r->mlim = NULL;
+    r->model_conc_held = r->model_rate_charged = 0;
     r->bud.n = r->bud.nkey = 0;
     r->bud.reserved_nano = 0;
     r->prompt_est = 0;
@@ -1045,7 +1163,10 @@ void px_req_headers(px_conn *c)
     r->t_decided = r->t_started = r->t_first_byte = r->t_end = 0;
     r->cfg = cfg_acquire(w);
     if (!r->cfg) {
-        set_reject(r, 503, "{\"error\":\"overloaded\"}", TD_OUT_SHED);
+        set_reject(r, 503,
+                   PX_ERROR_BODY("tenantd is out of memory; retry later", "server_error",
+                                 "overloaded"),
+                   TD_OUT_SHED);
     } else {
         const td_gw_config *cfg = r->cfg->c;
         /* (a) who: a Bearer key, or in demo mode only, a trusted name */
@@ -1063,7 +1184,10 @@ void px_req_headers(px_conn *c)
             r->tenant = td_gw_tenant_by_name(cfg, r->h_xtenant);
         }
         if (!r->tenant) {
-            set_reject(r, 401, "{\"error\":\"unauthorized\"}", TD_OUT_UNAUTHORIZED);
+            set_reject(r, 401,
+                       PX_ERROR_BODY("no valid API key: send Authorization: Bearer KEY",
+                                     "authentication_error", "unauthorized"),
+                       TD_OUT_UNAUTHORIZED);
         } else if (!c->conn_counted) {
             /* a connection counts for the tenant of its first request */
             if (td_gateway_conn_acquire(p->g, r->tenant->slot, r->tenant->max_connections)) {
@@ -1071,31 +1195,49 @@ void px_req_headers(px_conn *c)
                 c->conn_tenant = r->tenant->slot;
             } else {
                 r->keep_alive = 0;
-                set_reject(r, 429, "{\"error\":\"too_many_connections\"}",
-                           TD_OUT_CONCURRENCY_LIMITED);
+                char esc[200];
+                json_escape(esc, sizeof esc, r->tenant->name);
+                snprintf(r->reject_body, sizeof r->reject_body,
+                         "{\"error\":{\"message\":\"tenant %s has its maxConnections open; reuse "
+                         "one\",\"type\":\"rate_limit_error\",\"code\":\"too_many_connections\","
+                         "\"param\":null,\"tenant\":\"%s\"}}",
+                         esc, esc);
+                set_reject(r, 429, r->reject_body, TD_OUT_CONCURRENCY_LIMITED);
             }
         }
         /* CONNECT would open a tunnel past every limit and TRACE echoes
          * the request (credentials included) back: never, on any route */
         if (r->tenant && !r->reject_status &&
             (r->method == HTTP_CONNECT || r->method == HTTP_TRACE))
-            set_reject(r, 405, "{\"error\":\"method_not_allowed\"}", TD_OUT_BAD_REQUEST);
+            set_reject(r, 405, METHOD_BODY, TD_OUT_BAD_REQUEST);
         if (r->tenant && !r->reject_status && connection_check(r) == 0 &&
             normalize_target(r) == 0) {
             /* (b) where: the normalized path alone, NUL-terminated for the
-             * lookup */
+             * lookup; when the route depends on the body's "model", after
+             * the body (px_req_message) */
             char *end = r->url.p + r->path_off + r->path_len;
             char saved = *end;
             *end = '\0';
-            r->route = td_gw_route_match(cfg, r->url.p + r->path_off);
+            const char *path = r->url.p + r->path_off;
+            const td_gw_route *found = NULL;
+            td_gw_route_need need = td_gw_route_by_path(cfg, path, &found);
+            int list = r->method == HTTP_GET && strcmp(path, "/v1/models") == 0 &&
+                       (cfg->nmodel_routes || r->tenant->models || (r->key && r->key->models));
             *end = saved;
-            if (!r->route) {
-                set_reject(r, 404, "{\"error\":\"no_route\"}", TD_OUT_NO_ROUTE);
-            } else if (!td_gw_route_allows(r->route,
-                                           http_method_str((enum http_method)r->method))) {
-                snprintf(r->allow_hdr, sizeof r->allow_hdr, "Allow: %s\r\n", r->route->allow);
-                r->reject_extra = r->allow_hdr;
-                set_reject(r, 405, "{\"error\":\"method_not_allowed\"}", TD_OUT_BAD_REQUEST);
+            if (list) {
+                r->models_list = 1; /* answered here, never forwarded */
+            } else if (need == TD_GW_ROUTE_NONE) {
+                set_reject(r, 404, NO_ROUTE_BODY, TD_OUT_NO_ROUTE);
+            } else if (need == TD_GW_ROUTE_BY_MODEL) {
+                r->route_by_model = 1;
+            } else {
+                r->route = found;
+                if (!td_gw_route_allows(r->route, http_method_str((enum http_method)r->method))) {
+                    snprintf(r->allow_hdr, sizeof r->allow_hdr, "Allow: %s\r\n",
+                             r->route->allow);
+                    r->reject_extra = r->allow_hdr;
+                    set_reject(r, 405, METHOD_BODY, TD_OUT_BAD_REQUEST);
+                }
             }
         }
     }
@@ -1103,7 +1245,7 @@ void px_req_headers(px_conn *c)
     int has_body = (hp->flags & F_CHUNKED) || ((hp->flags & F_CONTENTLENGTH) && hp->content_length);
     int too_big = (hp->flags & F_CONTENTLENGTH) && hp->content_length > p->max_body;
     if (too_big)
-        set_reject(r, 413, "{\"error\":\"body_too_large\"}", TD_OUT_BAD_REQUEST);
+        set_reject(r, 413, PX_BODY_TOO_LARGE, TD_OUT_BAD_REQUEST);
     /* Answer now and close rather than read a body we will not use when
      * it is too big, or when the client waits for 100 Continue. */
     if (r->reject_status && has_body && (too_big || r->expect_continue)) {
@@ -1145,15 +1287,104 @@ void px_req_message(px_conn *c)
         return;
     }
     const td_gw_tenant *t = r->tenant;
+    td_err err;
+    if (r->models_list) {
+        char *list = NULL;
+        size_t n = 0;
+        if (td_gw_models_list(r->cfg->c, t, r->key, &list, &n) != TD_OK) {
+            respond_shed(c, "overload");
+            px_req_end(c, TD_OUT_SHED);
+            return;
+        }
+        px_respond(c, 200, NULL, list);
+        free(list);
+        px_req_end(c, TD_OUT_ACCEPTED);
+        return;
+    }
+    int bodyless = r->body.len == 0 && r->method != HTTP_POST && r->method != HTTP_PUT &&
+                   r->method != HTTP_PATCH;
+    /* (b') the model the body names, when a route or the tenant's
+     * spec.models depend on it */
+    int listed = t->models || (r->key && r->key->models);
+    if ((r->route_by_model || listed || t->nmodel_limits) && r->body.len &&
+        td_gw_body_model(r->body.p, r->body.len, r->model, sizeof r->model, &err) != TD_OK) {
+        /* for a model limit alone, a body that names no model (or is not
+         * JSON: a requests route's upload) is held to the tenant's limits */
+        if (r->route_by_model || listed) {
+            respond_bad_request(c, err.msg);
+            px_req_end(c, TD_OUT_BAD_REQUEST);
+            return;
+        }
+        r->model[0] = '\0';
+    }
+    const char *model = r->model[0] ? r->model : NULL;
+    char mmsg[400];
+    snprintf(mmsg, sizeof mmsg, "The model `%s` does not exist or you do not have access to it.",
+             model ? model : "");
+    if (r->route_by_model) {
+        char *end = r->url.p + r->path_off + r->path_len;
+        char saved = *end;
+        *end = '\0';
+        r->route = td_gw_route_select(r->cfg->c, r->url.p + r->path_off, model);
+        *end = saved;
+        if (!r->route && !model) {
+            respond_error(c, 400, "model_required",
+                          "the request body names no model, and every route of this path "
+                          "serves named models",
+                          "model", NULL, NULL);
+            px_req_end(c, TD_OUT_BAD_REQUEST);
+            return;
+        }
+        if (!r->route) {
+            respond_error(c, 404, "model_not_found", mmsg, "model", NULL, NULL);
+            px_req_end(c, TD_OUT_BAD_REQUEST);
+            return;
+        }
+        if (!td_gw_route_allows(r->route, http_method_str((enum http_method)r->method))) {
+            snprintf(r->allow_hdr, sizeof r->allow_hdr, "Allow: %s\r\n", r->route->allow);
+            px_respond(c, 405, r->allow_hdr, METHOD_BODY);
+            px_req_end(c, TD_OUT_BAD_REQUEST);
+            return;
+        }
+    }
+    /* a bodyless request (GET /v1/files) names no model and needs none; a
+     * listed tenant's body that names none is refused, so that it cannot
+     * reach an upstream's default model unnamed */
+    if (listed && (model || !bodyless)) {
+        td_gw_model_access a = td_gw_model_access_check(t, r->key, model);
+        if (a != TD_GW_MODEL_ALLOWED) {
+            char fields[300], esc[200], msg[400];
+            json_escape(esc, sizeof esc, t->name);
+            snprintf(fields, sizeof fields, ",\"tenant\":\"%s\"", esc);
+            snprintf(msg, sizeof msg, "model %.200s is not in spec.models%s",
+                     model ? model : "(none named)", r->key ? " of the tenant or its key" : "");
+            note_refusal(c, a == TD_GW_MODEL_HIDDEN ? 404 : 403, "model_not_allowed", false,
+                         r->key, msg);
+            if (a == TD_GW_MODEL_HIDDEN) {
+                /* the same answer as a model no route serves */
+                respond_error(c, 404, "model_not_found", mmsg, "model", NULL, NULL);
+            } else {
+                if (model)
+                    snprintf(msg, sizeof msg, "%s %s may not use the model `%s`",
+                             r->key ? "this key of tenant" : "tenant", t->name, model);
+                else
+                    snprintf(msg, sizeof msg,
+                             "tenant %s may use only the models it lists: name one in the "
+                             "body's \"model\"",
+                             t->name);
+                respond_error(c, 403, "model_not_allowed", msg, "model", fields,
+                              "x-should-retry: false\r\n");
+            }
+            px_req_end(c, TD_OUT_BAD_REQUEST);
+            return;
+        }
+    }
     const td_gw_route *route = r->route;
 
     /* (c) the whole body is here: estimate, and check the other inputs
      * before anything is charged */
-    td_err err;
     double est;
     td_cost_request q = {1, 0, 1, true};
-    int bodyless = r->body.len == 0 && r->method != HTTP_POST && r->method != HTTP_PUT &&
-                   r->method != HTTP_PATCH;
     if (route->cost_model == TD_COST_TOKENS && bodyless) {
         /* GET /v1/models and the like: 1, and no output to reserve */
     } else if (td_cost_inspect(route->cost_model, r->body.p, r->body.len, r->h_gpu,
@@ -1272,6 +1503,49 @@ void px_req_message(px_conn *c)
             r->shadow = "rate_limited";
     } else {
         r->rate_charged = 1;
+    }
+
+    /* (e') the tenant's own limit for the body's model
+     * (spec.gateway.models[]), concurrency then rate, in the tenant's
+     * enforcement mode; a refusal gives back what was charged above */
+    const td_gw_model_limit *ml = td_gw_model_limit_for(t, model);
+    if (ml && ml->concurrency) {
+        if (td_limiter_acquire(kl, ml->slot, ml->concurrency) != TD_OK) {
+            td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_CONCURRENCY,
+                                       t->shadow_concurrency);
+            if (!t->shadow_concurrency) {
+                r->actual = 0;
+                respond_model_limited(c, "concurrency_limited", 1000000000ULL, ml);
+                px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
+                return;
+            }
+            if (!r->shadow)
+                r->shadow = "concurrency_limited";
+        } else {
+            r->mlim = ml;
+            r->model_conc_held = 1;
+        }
+    }
+    if (ml && ml->rate.cost > 0) {
+        td_shared *ks = td_gateway_key_shared(p->g);
+        st = ks ? td_shared_take(ks, ml->slot, td_gateway_slot_name(p->g, 'k', ml->slot),
+                                 &ml->rate, est, now, &retry)
+                : td_limiter_take(kl, ml->slot, &ml->rate, est, now, &retry);
+        if (st != TD_OK) {
+            td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_RATE, t->shadow_rate);
+            if (!t->shadow_rate) {
+                r->actual = 0;
+                respond_model_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL,
+                                      ml);
+                px_req_end(c, TD_OUT_RATE_LIMITED);
+                return;
+            }
+            if (!r->shadow)
+                r->shadow = "rate_limited";
+        } else {
+            r->mlim = ml;
+            r->model_rate_charged = 1;
+        }
     }
 
     /* (g) budgets: the reservation's price (the estimate; with no

@@ -648,7 +648,9 @@ static void fail_request(px_conn *c, int got_bytes)
         if (!got_bytes)
             r->actual = 0; /* nothing came back: the upstream is not billed for */
         px_timer_set(c, TM_NONE, 0);
-        px_respond(c, 502, NULL, "{\"error\":\"upstream_error\"}");
+        px_respond(c, 502, NULL,
+                   PX_ERROR_BODY("the upstream failed before answering", "server_error",
+                                 "upstream_error"));
         px_req_end(c, TD_OUT_UPSTREAM_ERROR);
         if (px_flush(c) == 0)
             px_conn_request_done(c);

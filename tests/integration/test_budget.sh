@@ -175,8 +175,8 @@ rs = json.load(open(sys.argv[1]))
 codes = [r["status"] for r in rs]
 assert codes == [200] * 8 + [429] * 2, codes
 spent = sum(r["usage"]["total_tokens"] for r in rs if r["status"] == 200) * 0.001
-b = json.loads(rs[8]["body"])
-assert b["error"] == "budget_exceeded" and b["level"] == "tenant" and b["tenant"] == "capped", b
+b = json.loads(rs[8]["body"])["error"]
+assert b["code"] == "budget_exceeded" and b["level"] == "tenant" and b["tenant"] == "capped", b
 assert b["budget"] == 0.2 and b["period"] == "day" and b["currency"] == "USD", b
 assert abs(b["spent"] - spent) < 1e-9 and abs(b["spent"] - 0.184) < 1e-9, (b, spent)
 tomorrow = datetime.datetime.now(datetime.timezone.utc).date() + datetime.timedelta(days=1)
@@ -200,7 +200,7 @@ rs = json.load(open(sys.argv[1]))
 ok = [r for r in rs if r["status"] == 200]
 no = [r for r in rs if r["status"] == 429]
 assert len(ok) + len(no) == 120, [r["status"] for r in rs]
-assert all(json.loads(r["body"])["error"] == "budget_exceeded" for r in no)
+assert all(json.loads(r["body"])["error"]["code"] == "budget_exceeded" for r in no)
 spent = sum(r["usage"]["total_tokens"] for r in ok) * 0.001
 assert len(ok) == 43 and spent <= 1.0 + 1e-9, (len(ok), spent)
 print("120 requests 40 at a time: %d served, spend %.3f of 1, %d refused" % (len(ok), spent, len(no)))
@@ -260,11 +260,11 @@ python3 - "$TMP/ci.json" "$TMP/web.json" <<'P' && ok "key ci-bot refused at leve
 import json, sys
 ci, web = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert [r["status"] for r in ci] == [200, 429], ci
-b = json.loads(ci[1]["body"])
-assert b["error"] == "rate_limited" and b["level"] == "key" and b["key"] == "ci-bot" and b["tenant"] == "keyed", b
+b = json.loads(ci[1]["body"])["error"]
+assert b["code"] == "rate_limited" and b["level"] == "key" and b["key"] == "ci-bot" and b["tenant"] == "keyed", b
 assert [r["status"] for r in web] == [200, 200, 200, 429], web
-b = json.loads(web[3]["body"])
-assert b["error"] == "rate_limited" and b["level"] == "tenant" and "key" not in b, b
+b = json.loads(web[3]["body"])["error"]
+assert b["code"] == "rate_limited" and b["level"] == "tenant" and "key" not in b, b
 P
 v=$(metric 'tenantd_limit_rejections_total{tenant="keyed",limit="key_rate",mode="enforce"}')
 [ "$v" = 1 ] && ok "key-level refusal counted as limit=key_rate" || not_ok "key_rate metric: '$v'"
@@ -280,8 +280,8 @@ python3 - "$TMP/kbci.json" "$TMP/kbweb.json" "$TMP/kbsh.json" <<'P' && ok "key c
 import json, sys
 ci, web, sh = (json.load(open(f)) for f in sys.argv[1:4])
 assert [r["status"] for r in ci] == [200] * 4 + [429] * 2, [r["status"] for r in ci]
-b = json.loads(ci[4]["body"])
-assert b["error"] == "budget_exceeded" and b["level"] == "key" and b["key"] == "ci", b
+b = json.loads(ci[4]["body"])["error"]
+assert b["code"] == "budget_exceeded" and b["level"] == "key" and b["key"] == "ci", b
 assert b["tenant"] == "keybud" and b["period"] == "day" and b["budget"] == 0.1, b
 assert abs(b["spent"] - 0.092) < 1e-9 and b["estimate"] == 0.023, b
 assert b["resetsAt"].endswith("T00:00:00Z") and ci[4]["retry_after"], (b, ci[4])
@@ -308,9 +308,9 @@ python3 - "$TMP/bulk.json" <<'P' > "$TMP/bulk.out" && ok "key bulk: $(cat "$TMP/
 import json, sys
 rs = json.load(open(sys.argv[1]))
 ok = [r for r in rs if r["status"] == 200]
-no = [json.loads(r["body"]) for r in rs if r["status"] == 429]
+no = [json.loads(r["body"])["error"] for r in rs if r["status"] == 429]
 assert len(ok) + len(no) == 90, [r["status"] for r in rs]
-assert all(b["error"] == "budget_exceeded" and b["level"] == "key" and b["key"] == "bulk" for b in no), no[:2]
+assert all(b["code"] == "budget_exceeded" and b["level"] == "key" and b["key"] == "bulk" for b in no), no[:2]
 spent = sum(r["usage"]["total_tokens"] for r in ok) * 0.001
 assert len(ok) == 21 and spent <= 0.5 + 1e-9, (len(ok), spent)
 print("90 requests 30 at a time against a key budget of 0.5: %d served, spend %.3f, %d refused at level key" % (len(ok), spent, len(no)))
@@ -327,7 +327,7 @@ hung=$!
 sleep 0.5
 code=$(curl -s -o "$TMP/b2" -w '%{http_code}' --max-time 5 -H "Authorization: Bearer key-batch" \
     -d '{"prompt":"hi","max_tokens":1}' "$GW/v1/completions")
-[ "$code" = 429 ] && grep -q '"error":"concurrency_limited".*"level":"key","key":"batch"' "$TMP/b2" &&
+[ "$code" = 429 ] && grep -q '"code":"concurrency_limited".*"level":"key","key":"batch"' "$TMP/b2" &&
     ok "key batch's second request in flight: 429 concurrency_limited at level key" ||
     not_ok "key concurrency: $code $(cat "$TMP/b2")"
 code=$(curl -s -o "$TMP/b3" -w '%{http_code}' --max-time 5 -H "Authorization: Bearer key-other" \
@@ -445,7 +445,7 @@ client key-kb-web 1 1 fixed > "$TMP/kbweb2.json"
 python3 - "$TMP/kbci2.json" "$TMP/kbweb2.json" <<'P' && ok "after a restart key ci is still refused at level key, web still served" || not_ok "key after restart: $(cat "$TMP/kbci2.json") $(head -c 200 "$TMP/kbweb2.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))[0]
-b = json.loads(r["body"])
+b = json.loads(r["body"])["error"]
 assert r["status"] == 429 and b["level"] == "key" and b["key"] == "ci", r
 assert abs(b["spent"] - 0.092) < 1e-9, b
 assert json.load(open(sys.argv[2]))[0]["status"] == 200
@@ -454,7 +454,7 @@ client key-capped 1 1 fixed > "$TMP/capped2.json"
 python3 - "$TMP/capped2.json" <<'P' && ok "after a restart capped is still refused" || not_ok "capped after restart: $(cat "$TMP/capped2.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))[0]
-assert r["status"] == 429 and abs(json.loads(r["body"])["spent"] - 0.184) < 1e-9, r
+assert r["status"] == 429 and abs(json.loads(r["body"])["error"]["spent"] - 0.184) < 1e-9, r
 P
 
 # 9. A budget added later by apply counts the ledger's spend of its period:

@@ -169,7 +169,7 @@ rs = json.load(open(sys.argv[1]))
 ok = [r for r in rs if r["status"] == 200]
 no = [r for r in rs if r["status"] == 429]
 assert len(ok) + len(no) == 120, [r["status"] for r in rs]
-assert all(json.loads(r["body"])["error"] == "budget_exceeded" for r in no)
+assert all(json.loads(r["body"])["error"]["code"] == "budget_exceeded" for r in no)
 spent = sum(r["tokens"] for r in ok) * 0.001
 per = [sum(1 for r in ok if r["gw"] == g) for g in (0, 1)]
 assert 41 <= len(ok) <= 43 and spent <= 1.0 + 1e-9, (len(ok), spent)
@@ -272,8 +272,8 @@ ok = [r for r in rs if r["status"] == 200]
 no = [r for r in rs if r["status"] == 429]
 assert len(ok) + len(no) == 120
 for r in no:
-    b = json.loads(r["body"])
-    assert b["error"] == "budget_exceeded" and b["level"] == "key" and b["key"] == "bulk", b
+    b = json.loads(r["body"])["error"]
+    assert b["code"] == "budget_exceeded" and b["level"] == "key" and b["key"] == "bulk", b
 spent = sum(r["tokens"] for r in ok) * 0.001
 assert 41 <= len(ok) <= 43 and spent <= 1.0 + 1e-9, (len(ok), spent)
 print("120 requests over 2 replicas against the key's 1.00: %d served, spend %.3f, refusals name the key" % (len(ok), spent))

@@ -92,7 +92,7 @@ print("no key closed by the deadline", closed_by(none, t0 + 11.5))
 print("kept still served", ask(kept, "key-other")[0])
 P
 expect_grep "two connections of the capped tenant are served" "$TMP/out" "b 200"
-expect_grep "the third gets 429 too_many_connections" "$TMP/out" 'c 429 {"error":"too_many_connections"}'
+expect_grep "the third gets 429 too_many_connections" "$TMP/out" 'c 429 {"error":{"message":"tenant capped has its maxConnections open; reuse one","type":"rate_limit_error","code":"too_many_connections","param":null,"tenant":"capped"}}'
 expect_grep "... and is closed" "$TMP/out" "c closed True"
 expect_grep "another tenant is not affected" "$TMP/out" "other 200"
 expect_grep "a counted connection keeps serving" "$TMP/out" "a again 200"

@@ -100,7 +100,7 @@ conns=$(curl -sS --max-time 5 "http://$SIM/stats" | sed 's/.*"connections":\([0-
 # ---- identity and routing ----
 "${C[@]}" -D "$TMP/h" -o "$TMP/b" -H "Authorization: Bearer wrong" -d '{}' "$CHAT"
 [ "$(code_of "$TMP/h")" = 401 ] && ok "unknown key: 401" || not_ok "unknown key: $(head -1 "$TMP/h")"
-expect_grep "401 body" "$TMP/b" '{"error":"unauthorized"}'
+expect_grep "401 body: OpenAI's shape" "$TMP/b" '{"error":{"message":"no valid API key: send Authorization: Bearer KEY","type":"authentication_error","code":"unauthorized","param":null}}'
 "${C[@]}" -D "$TMP/h" -o "$TMP/b" -H "X-Tenant: alpha" -d '{}' "$CHAT"
 [ "$(code_of "$TMP/h")" = 401 ] && ok "X-Tenant not trusted by default: 401" || not_ok "X-Tenant: $(head -1 "$TMP/h")"
 "${C[@]}" -D "$TMP/h" -o "$TMP/b" "${KA[@]}" -d '{}' "$GW/v2/unknown"
@@ -115,11 +115,22 @@ before=$(served)
 after=$(served)
 [ "$(code_of "$TMP/h")" = 429 ] && ok "beta over its rate: 429" || not_ok "beta over rate: $(head -1 "$TMP/h")"
 grep -qiE '^Retry-After: [1-9][0-9]*' "$TMP/h" && ok "429 has Retry-After in seconds" || not_ok "no Retry-After: $(cat "$TMP/h")"
-expect_grep "429 body names the error" "$TMP/b" '"error":"rate_limited","tenant":"beta","retry_after_ms":'
+expect_grep "429 body names the error" "$TMP/b" '"type":"rate_limit_error","code":"rate_limited","param":null,"tenant":"beta","retry_after_ms":'
+grep -qiE '^retry-after-ms: [1-9][0-9]*' "$TMP/h" && ok "429 has retry-after-ms" || not_ok "no retry-after-ms: $(cat "$TMP/h")"
+python3 - "$TMP/b" "$TMP/h" <<'P' && ok "retry-after-ms equals the body's retry_after_ms, Retry-After is it rounded up to seconds" || not_ok "retry headers: $(cat "$TMP/h") $(cat "$TMP/b")"
+import json, math, sys
+e = json.load(open(sys.argv[1]))["error"]
+h = {k.lower(): v.strip() for k, v in (l.split(":", 1) for l in open(sys.argv[2]).read().splitlines()[1:] if ":" in l)}
+assert e["message"].startswith("rate limit reached for tenant beta; retry after "), e
+assert int(h["retry-after-ms"]) == e["retry_after_ms"], (h, e)
+assert int(h["retry-after"]) == max(1, math.ceil(e["retry_after_ms"] / 1000)), (h, e)
+assert "x-should-retry" not in h, h
+P
 [ "$before" = "$after" ] && ok "the rejected request never reached simmodel ($before served)" || not_ok "simmodel served $before -> $after"
 "${C[@]}" -D "$TMP/h" -o "$TMP/b" -H "Authorization: Bearer key-beta" "${JSON[@]}" -d "$(msg abcd 100)" "$CHAT"
 [ "$(code_of "$TMP/h")" = 429 ] && ok "a request costing more than the burst: 429" || not_ok "over burst: $(head -1 "$TMP/h")"
-expect_grep "it says the cost exceeds the burst" "$TMP/b" '"reason":"cost_exceeds_burst","tenant":"beta","cost":101,"burst":20'
+expect_grep "it says the cost exceeds the burst" "$TMP/b" '"code":"cost_exceeds_burst","param":null,"limit":"rate_limited","tenant":"beta","cost":101,"burst":20'
+grep -qi '^x-should-retry: false' "$TMP/h" && ok "cost_exceeds_burst: x-should-retry: false" || not_ok "no x-should-retry: $(cat "$TMP/h")"
 grep -qi '^Retry-After:' "$TMP/h" && not_ok "no Retry-After when waiting cannot help" || ok "no Retry-After when waiting cannot help"
 
 # ---- concurrency limit ----
@@ -130,7 +141,7 @@ sleep 0.3
 "${C[@]}" -D "$TMP/h" -o "$TMP/b" -H "Authorization: Bearer key-gamma" "${JSON[@]}" \
     -d "$(msg x 1)" "$CHAT"
 [ "$(code_of "$TMP/h")" = 429 ] && ok "gamma's second concurrent request: 429" || not_ok "concurrency: $(head -1 "$TMP/h")"
-expect_grep "concurrency 429 body" "$TMP/b" '"error":"concurrency_limited","tenant":"gamma"'
+expect_grep "concurrency 429 body" "$TMP/b" '"code":"concurrency_limited","param":null,"tenant":"gamma"'
 grep -qi '^Retry-After: ' "$TMP/h" && ok "concurrency 429 has Retry-After" || not_ok "no Retry-After"
 wait "$SLOWPID"
 expect_grep "the first one completes" "$TMP/slow" '"completion_tokens":800'

@@ -68,7 +68,7 @@ ok = [r for r in rs if r["status"] == 200]
 no = [r for r in rs if r["status"] == 429]
 assert len(ok) + len(no) == 40, [r["status"] for r in rs]
 for r in no:
-    b = json.loads(r["body"])
+    b = json.loads(r["body"])["error"]
     assert b["level"] == "key" and b["key"] == "ci-bot", b
 # global: 10 + lease bound (2 replicas x chunk of 5% of 10, at least 1 each);
 # unshared, each replica would have admitted 10

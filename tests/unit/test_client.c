@@ -314,6 +314,24 @@ static void test_retry_after_honoured(void **state)
         {"cost exceeds burst", 429, NULL,
          "{\"error\":\"rate_limited\",\"reason\":\"cost_exceeds_burst\"}", TD_CLIENT_NEVER},
         {"bad header", 429, "soon", "", 0},
+        /* the OpenAI shape tenantd answers in (docs/gateway.md "Errors") */
+        {"openai shape ms", 429, "1",
+         "{\"error\":{\"message\":\"rate limit reached for tenant t; retry after 250 ms\","
+         "\"type\":\"rate_limit_error\",\"code\":\"rate_limited\",\"param\":null,"
+         "\"tenant\":\"t\",\"retry_after_ms\":250,\"level\":\"tenant\"}}",
+         250 * MS},
+        {"openai shape burst", 429, NULL,
+         "{\"error\":{\"message\":\"m\",\"type\":\"rate_limit_error\",\"code\":"
+         "\"cost_exceeds_burst\",\"param\":null}}",
+         TD_CLIENT_NEVER},
+        {"budget hours away", 429, "36000",
+         "{\"error\":{\"message\":\"m\",\"type\":\"insufficient_quota\",\"code\":"
+         "\"budget_exceeded\",\"param\":null,\"retry_after_ms\":36000000}}",
+         TD_CLIENT_NEVER},
+        {"budget a minute away", 429, "30",
+         "{\"error\":{\"message\":\"m\",\"type\":\"insufficient_quota\",\"code\":"
+         "\"budget_exceeded\",\"param\":null,\"retry_after_ms\":30000}}",
+         30 * SEC},
         {"no body", 429, "2", NULL, 2 * SEC},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

@@ -368,6 +368,9 @@ typedef td_status (*td_gw_ledger_scan)(void *ud, int64_t from_ns, int64_t until_
                                        void *cb_ud, td_err *err);
 td_status td_gateway_budget_catch_up(td_gateway *g, td_gw_ledger_scan scan, void *ud, size_t *n,
                                      td_err *err);
+/* Whether a reload noted budgets that td_gateway_budget_catch_up has not
+ * caught up yet. Any thread. */
+bool td_gateway_budgets_added(td_gateway *g);
 bool td_gateway_allow_x_tenant(const td_gateway *g);
 
 /* Name of a tenant ('t'), route ('r') or key ('k': "tenant/key") slot, or NULL. */

@@ -49,14 +49,24 @@ static td_status scan_ledger(void *ud, int64_t from_ns, int64_t until_ns,
  * seed_budgets does at start): the ledger is flushed first, so that the
  * requests finished before the reload are in it. On the admin thread; a
  * failure is logged, the budget then counts from the reload. */
+/* The gateway's workers append their per-tenant sums to the ledger every
+ * 250 ms (PX_METER_FLUSH_MS): a request that ended just before the reload
+ * may still be in a worker's sums. Waiting two of those periods puts it in
+ * the ledger before it is read; only a reload that added a budget waits. */
+#define CATCH_UP_SETTLE_MS 500
+
 static void catch_up_budgets(td_control *c)
 {
     td_err e;
     size_t n = 0;
+    if (!td_gateway_budgets_added(c->gateway))
+        return;
     if (!c->ledger || !c->data_dir) {
         td_gateway_budget_catch_up(c->gateway, NULL, NULL, &n, &e);
         return;
     }
+    struct timespec settle = {0, CATCH_UP_SETTLE_MS * 1000000L};
+    nanosleep(&settle, NULL);
     if (td_ledger_flush(c->ledger, &e) != TD_OK)
         fprintf(stderr, "tenantd: budgets: ledger flush: %s\n", e.msg);
     if (td_gateway_budget_catch_up(c->gateway, scan_ledger, (void *)c->data_dir, &n, &e) != TD_OK)

@@ -1126,6 +1126,14 @@ static int catch_up_one(const td_ledger_rec *r, void *ud)
     return 0;
 }
 
+bool td_gateway_budgets_added(td_gateway *g)
+{
+    pthread_mutex_lock(&g->lock);
+    bool any = g->nadded > 0;
+    pthread_mutex_unlock(&g->lock);
+    return any;
+}
+
 td_status td_gateway_budget_catch_up(td_gateway *g, td_gw_ledger_scan scan, void *ud, size_t *n,
                                      td_err *err)
 {

@@ -486,10 +486,10 @@ client key-lk 1 1 fixed > "$TMP/lk2.json"
 python3 - "$TMP/late2.json" "$TMP/lk2.json" <<'P' && ok "the added budgets refuse with the ledger's spend (0.092 + 0.023 > 0.1; 0.046 + 0.023 > 0.05 at level key)" || not_ok "after the added budgets: $(cat "$TMP/late2.json" "$TMP/lk2.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))[0]
-b = json.loads(r["body"])
-assert r["status"] == 429 and b["error"] == "budget_exceeded" and abs(b["spent"] - 0.092) < 1e-9, r
+b = json.loads(r["body"])["error"]
+assert r["status"] == 429 and b["code"] == "budget_exceeded" and abs(b["spent"] - 0.092) < 1e-9, r
 r = json.load(open(sys.argv[2]))[0]
-b = json.loads(r["body"])
+b = json.loads(r["body"])["error"]
 assert r["status"] == 429 and b["level"] == "key" and abs(b["spent"] - 0.046) < 1e-9, r
 P
 # Applied again, nothing is added: the spend is not counted twice.

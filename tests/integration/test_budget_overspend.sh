@@ -76,7 +76,10 @@ spec:
   match: {pathPrefix: /v1/chat/}
   upstream: {address: "$SIM", capacity: 64}
   cost: {model: tokens}
-  timeout: 120s
+  # long enough that 50 concurrent 100,001-token streams through a
+  # sanitized tenantd on a busy machine end by the budget, never by the
+  # deadline (a CI run took 186 s and ended 11 streams at 120 s)
+  timeout: 290s
 ---
 apiVersion: tenantd.dev/v1alpha1
 kind: Route

@@ -233,6 +233,29 @@ typedef struct {
 
 static void append(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Reasons of one pod set are gathered apart (a reason may hold ", ") and
+ * given sorted, joined by ", ", as Kueue's Status.Message gives them. */
+#define RSEP "\x1f"
+
+static int cmp_reason(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts the RSEP-separated reasons of why in place and joins them. */
+static void finish_reasons(char *why, size_t n)
+{
+    char *parts[64], copy[1024];
+    size_t np = 0;
+    snprintf(copy, sizeof copy, "%s", why);
+    for (char *sv = NULL, *p = strtok_r(copy, RSEP, &sv); p && np < 64; p = strtok_r(NULL, RSEP, &sv))
+        parts[np++] = p;
+    qsort(parts, np, sizeof parts[0], cmp_reason);
+    why[0] = '\0';
+    for (size_t k = 0; k < np; k++)
+        snprintf(why + strlen(why), n - strlen(why), "%s%s", k ? ", " : "", parts[k]);
+}
+
 static void append(char *buf, size_t n, const char *fmt, ...)
 {
     size_t len = strlen(buf);
@@ -303,7 +326,7 @@ static bool never_fits(td_queue *q, const workload *w, size_t ps, const resource
             append(why, whyn,
                    "%sa pod of pod set %s needs %s %s and the largest node of flavor %s has %s: "
                    "can never fit",
-                   *why ? ", " : "", w->podset_names[ps], a, q->resource_names[r],
+                   *why ? RSEP : "", w->podset_names[ps], a, q->resource_names[r],
                    q->flavor_names[f], b);
             return true;
         }
@@ -323,7 +346,7 @@ static bool never_fits(td_queue *q, const workload *w, size_t ps, const resource
     append(why, whyn,
            "%s%lld pods of %s (pod set %s) need more than the %zu nodes of flavor %s hold even "
            "when empty (%lld pods): can never fit",
-           *why ? ", " : "", (long long)w->counts[ps], d, w->podset_names[ps], nn,
+           *why ? RSEP : "", (long long)w->counts[ps], d, w->podset_names[ps], nn,
            q->flavor_names[f], (long long)total);
     return true;
 }
@@ -351,13 +374,13 @@ static bool room_now(const td_queue *q, const workload *w, size_t ps, const int1
     pod_desc(q, w, ps, pas, f, d, sizeof d);
     if (one_per_node)
         append(why, whyn, "%s%s%s%s%lld pods of %s need %lld nodes of flavor %s with %s free; %zu have",
-               *why ? ", " : "", name_set ? "pod set " : "", name_set ? w->podset_names[ps] : "",
+               *why ? RSEP : "", name_set ? "pod set " : "", name_set ? w->podset_names[ps] : "",
                name_set ? ": " : "", (long long)w->counts[ps], d,
                (long long)w->counts[ps], q->flavor_names[f], d, have);
     else
         append(why, whyn,
                "%s%s%s%s%lld pods of %s need room on nodes of flavor %s; %lld fit now, on %zu nodes",
-               *why ? ", " : "", name_set ? "pod set " : "", name_set ? w->podset_names[ps] : "",
+               *why ? RSEP : "", name_set ? "pod set " : "", name_set ? w->podset_names[ps] : "",
                name_set ? ": " : "", (long long)w->counts[ps], d,
                q->flavor_names[f], (long long)can, have);
     return false;
@@ -488,8 +511,139 @@ static int place(td_queue *q, const workload *w, const int16_t *as, char *why, s
     return 1;
 }
 
+/* ---- taints: Kubernetes' ToleratesTaint, Kueue's checkFlavorForPodSets ---- */
+
+static bool tolerates(const toleration *t, const taint *x)
+{
+    if (t->effect && strcmp(t->effect, x->effect) != 0)
+        return false;
+    if (t->key && strcmp(t->key, x->key) != 0)
+        return false;
+    if (t->exists)
+        return true;
+    return strcmp(t->value ? t->value : "", x->value ? x->value : "") == 0;
+}
+
+/* The first NoSchedule or NoExecute taint of flavor f that neither pod set
+ * ps's tolerations nor the flavor's own tolerate; NULL if none. */
+static const taint *untolerated(const td_queue *q, const workload *w, size_t ps, int f)
+{
+    const flavor_spec *fs = &q->flavor_specs[f];
+    for (size_t i = 0; i < fs->ntaints; i++) {
+        const taint *x = &fs->taints[i];
+        if (strcmp(x->effect, "NoSchedule") != 0 && strcmp(x->effect, "NoExecute") != 0)
+            continue;
+        bool ok = false;
+        for (size_t k = 0; !ok && k < w->ntols[ps]; k++)
+            ok = tolerates(&w->tols[ps][k], x);
+        for (size_t k = 0; !ok && k < fs->ntols; k++)
+            ok = tolerates(&fs->tols[k], x);
+        if (!ok)
+            return x;
+    }
+    return NULL;
+}
+
+/* ---- Kueue's granular flavor modes and fungibility ------------------------ */
+
+/* Kueue's preemptionMode, worst to best: no fit; preemption possible by
+ * quota but no targets; targets in the own ClusterQueue; targets only in
+ * other ClusterQueues of the cohort (reclamation); fit. */
+typedef enum { PM_NOFIT = 0, PM_NOCAND, PM_PREEMPT, PM_RECLAIM, PM_FIT } pmode;
+
+/* a mode and its borrowing level: 0 within the ClusterQueue, else the
+ * height of the lowest cohort subtree whose quota holds the request */
+typedef struct {
+    pmode pm;
+    int borrow;
+} gmode;
+
+/* Kueue's isPreferred: a better than b under the ClusterQueue's preference. */
+static bool preferred(gmode a, gmode b, ff_preference pref)
+{
+    if (a.pm == PM_NOFIT)
+        return false;
+    if (b.pm == PM_NOFIT)
+        return true;
+    if ((a.pm == PM_NOCAND) != (b.pm == PM_NOCAND))
+        return a.pm != PM_NOCAND;
+    if (pref == PREF_PREEMPTION_OVER_BORROWING) {
+        if (a.borrow != b.borrow)
+            return a.borrow < b.borrow;
+        return a.pm > b.pm;
+    }
+    if (a.pm != b.pm)
+        return a.pm > b.pm;
+    return a.borrow < b.borrow;
+}
+
+/* Kueue's shouldTryNextFlavor under whenCanPreempt and whenCanBorrow. */
+static bool try_next_flavor(gmode m, const cluster_queue *c)
+{
+    if (m.pm == PM_NOFIT || m.pm == PM_NOCAND)
+        return true;
+    if ((m.pm == PM_PREEMPT || m.pm == PM_RECLAIM) && c->try_next_when_preempt)
+        return true;
+    return m.borrow > 0 && c->try_next_when_borrow;
+}
+
+/* Kueue's getNodeHeight: the distance from cohort at to its furthest leaf. */
+static int cohort_height(const td_queue *q, size_t at)
+{
+    int h = q->cohorts[at].nmembers ? 1 : 0;
+    for (size_t ch = 0; ch < q->ncohorts; ch++)
+        if (q->cohorts[ch].parent == at) {
+            int k = cohort_height(q, ch) + 1;
+            h = k > h ? k : h;
+        }
+    return h;
+}
+
+/* Kueue's FindHeightOfLowestSubtreeThatFits: the borrowing level of val
+ * more of fr in c; *may_reclaim (may be NULL): whether that subtree is
+ * smaller than the whole tree (reclamation in it is possible). */
+static int borrow_height(const td_queue *q, const cluster_queue *c, int fr, int64_t val,
+                         bool *may_reclaim)
+{
+    bool dummy;
+    if (!may_reclaim)
+        may_reclaim = &dummy;
+    if (c->cohort == QNONE || sat_add(c->usage[fr], val) <= c->nominal[fr]) {
+        *may_reclaim = c->cohort != QNONE;
+        return 0;
+    }
+    int64_t remaining = val - max0(c->guaranteed[fr] - c->usage[fr]);
+    for (size_t at = c->cohort; at != QNONE; at = q->cohorts[at].parent) {
+        const cohort *co = &q->cohorts[at];
+        if (sat_add(co->used[fr], remaining) <= co->lendable[fr]) {
+            *may_reclaim = co->parent != QNONE;
+            return cohort_height(q, at);
+        }
+        remaining -= max0(co->guaranteed[fr] - co->used[fr]);
+    }
+    *may_reclaim = false;
+    return cohort_height(q, c->root);
+}
+
+/* Kueue's canPreemptWhileBorrowing. */
+static bool can_preempt_while_borrowing(const td_queue *q, const cluster_queue *c)
+{
+    return c->bwc || (q->fair_sharing && c->reclaim != RECLAIM_NEVER);
+}
+
+static int oracle(td_queue *q, const workload *w, int fr, int64_t val, gmode *out);
+
 /* Assigns a flavor to every requested resource of every pod set of w in c,
- * as Kueue's flavor assigner does, into q->scratch_assign and o->use. */
+ * as Kueue's flavor assigner does, into q->scratch_assign and o->use:
+ * flavors in the listed order; one with a taint the pod set does not
+ * tolerate is skipped; each resource's mode (fit, preemption in the own
+ * queue, reclamation in the cohort, preemption without targets, no fit)
+ * and borrowing level, the worst of the group's resources for the flavor;
+ * the search stops at a flavor unless flavorFungibility says to try the
+ * next, and then takes the preferred one seen. Exceeding the nominal quota
+ * leaves room to preempt only with borrowWithinCohort (or fair sharing
+ * with reclaimWithinCohort), or when a cohort below the root holds it.
+ * -1 out of memory. */
 static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out *o)
 {
     size_t nres = q->nres;
@@ -513,6 +667,16 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
         q->scratch_use_cap = q->nfr;
     }
     o->use = q->scratch_use;
+    if (c->inactive) {
+        o->mode = MODE_NOFIT;
+        snprintf(o->reason, sizeof o->reason, "ClusterQueue %s is inactive", c->name);
+        return 0;
+    }
+    if (w->misconfigured) {
+        o->mode = MODE_NOFIT;
+        snprintf(o->reason, sizeof o->reason, "%s", w->misconfigured);
+        return 0;
+    }
     if (w->unknown_resource) {
         o->mode = MODE_NOFIT;
         snprintf(o->reason, sizeof o->reason,
@@ -542,70 +706,96 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
             if (!any)
                 continue;
             int best = -1;
-            fit_mode best_mode = MODE_NOFIT;
-            bool best_borrow = false;
-            char why[600] = "";
+            gmode best_mode = {PM_NOFIT, INT32_MAX};
+            char why[1024] = "";
             for (size_t fi = 0; fi < grp->nflavors; fi++) {
                 int f = grp->flavors[fi];
-                fit_mode fm = MODE_FIT;
-                bool fb = false;
+                const taint *tn = untolerated(q, w, i, f);
+                if (tn) {
+                    append(why, sizeof why, "%suntolerated taint {%s %s %s <nil>} in flavor %s",
+                           *why ? RSEP : "", tn->key, tn->value ? tn->value : "", tn->effect,
+                           q->flavor_names[f]);
+                    continue;
+                }
                 if (q->flavor_node_n[f] && never_fits(q, w, i, grp, f, why, sizeof why))
                     continue;
-                for (size_t k = 0; k < grp->nresources && fm != MODE_NOFIT; k++) {
+                gmode rep = {PM_FIT, 0};
+                for (size_t k = 0; k < grp->nresources && rep.pm != PM_NOFIT; k++) {
                     int r = grp->resources[k];
                     if (req[r] == 0)
                         continue;
                     int fr = f * (int)nres + r;
                     int64_t val = sat_add(q->acc[fr], req[r]);
                     int64_t pot = potential(q, c, fr), avail = available(q, c, fr);
-                    char a[TD_QUANTITY_STR_MAX], b[TD_QUANTITY_STR_MAX];
+                    char a[TD_QUANTITY_STR_MAX], b[TD_QUANTITY_STR_MAX], d[TD_QUANTITY_STR_MAX];
+                    gmode m;
+                    bool may_reclaim;
                     if (val > pot) {
-                        fm = MODE_NOFIT;
-                        td__queue_fmt(q, r, val, a, sizeof a);
-                        td__queue_fmt(q, r, pot, b, sizeof b);
+                        m = (gmode){PM_NOFIT, 0};
+                        td__queue_fmt(q, r, q->acc[fr], a, sizeof a);
+                        td__queue_fmt(q, r, req[r], b, sizeof b);
+                        td__queue_fmt(q, r, pot, d, sizeof d);
                         append(why, sizeof why,
-                               "%sinsufficient quota for %s in flavor %s, request > maximum "
-                               "capacity (%s > %s)",
-                               *why ? ", " : "", q->resource_names[r], q->flavor_names[f], a, b);
-                    } else if (val > avail) {
-                        fm = MODE_PREEMPT;
-                        td__queue_fmt(q, r, val - avail, a, sizeof a);
-                        append(why, sizeof why, "%sinsufficient unused quota %sfor %s in flavor %s, %s more needed",
-                               *why ? ", " : "", c->cohort != QNONE ? "in cohort " : "",
-                               q->resource_names[r], q->flavor_names[f], a);
-                        break;
-                    } else if (c->usage[fr] + val > c->nominal[fr]) {
-                        fb = true;
+                               "%sinsufficient quota for %s in flavor %s, previously considered "
+                               "podsets requests (%s) + current podset request (%s) > maximum "
+                               "capacity (%s)",
+                               *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a, b,
+                               d);
+                    } else {
+                        m.pm = PM_FIT;
+                        m.borrow = borrow_height(q, c, fr, val, &may_reclaim);
+                        if (val > avail) {
+                            td__queue_fmt(q, r, val - avail, a, sizeof a);
+                            append(why, sizeof why,
+                                   "%sinsufficient unused quota %sfor %s in flavor %s, %s more "
+                                   "needed",
+                                   *why ? RSEP : "", c->cohort != QNONE ? "in cohort " : "",
+                                   q->resource_names[r], q->flavor_names[f], a);
+                            if (c->nominal[fr] >= val || may_reclaim ||
+                                can_preempt_while_borrowing(q, c)) {
+                                if (oracle(q, w, fr, val, &m) != 0)
+                                    return -1;
+                            } else {
+                                m.pm = PM_NOFIT;
+                            }
+                        }
                     }
+                    if (preferred(rep, m, c->preference))
+                        rep = m;
                 }
                 /* With NodePools a flavor fits only if the pods have room
                  * now, as Kueue's topology-aware assignment decides: else
                  * preemption may make room, or the next flavor has it. */
-                if (fm == MODE_FIT && q->flavor_node_n[f] &&
+                if (rep.pm == PM_FIT && q->flavor_node_n[f] &&
                     !group_room_now(q, w, i, grp, f, why, sizeof why))
-                    fm = MODE_PREEMPT;
-                if (fm == MODE_FIT) {
+                    rep.pm = PM_PREEMPT;
+                if (!try_next_flavor(rep, c)) {
                     best = (int)fi;
-                    best_mode = MODE_FIT;
-                    best_borrow = fb;
+                    best_mode = rep;
                     break;
                 }
-                if (fm > best_mode || best < 0) {
-                    if (fm != MODE_NOFIT) {
-                        best = (int)fi;
-                        best_mode = fm;
-                    }
+                if (preferred(rep, best_mode, c->preference)) {
+                    best = (int)fi;
+                    best_mode = rep;
                 }
             }
-            if (best_mode != MODE_FIT) {
-                if (o->mode == MODE_FIT)
+            fit_mode gm = best_mode.pm == PM_FIT     ? MODE_FIT
+                          : best_mode.pm == PM_NOFIT ? MODE_NOFIT
+                                                     : MODE_PREEMPT;
+            if (best < 0)
+                gm = MODE_NOFIT;
+            if (gm != MODE_FIT) {
+                if (o->mode == MODE_FIT) {
+                    finish_reasons(why, sizeof why);
                     snprintf(o->reason, sizeof o->reason, "couldn't assign flavors to pod set %s: %s",
                              w->podset_names[i], why);
-                if (best_mode < o->mode)
-                    o->mode = best_mode;
+                }
+                if (gm < o->mode)
+                    o->mode = gm;
                 if (best < 0)
                     break;
             }
+            bool best_borrow = gm == MODE_FIT && best_mode.borrow > 0;
             o->borrowing |= best_borrow;
             int f = grp->flavors[best];
             for (size_t k = 0; k < grp->nresources; k++) {
@@ -1509,41 +1699,20 @@ out:
  *    only own candidates or those below the threshold; borrowing allowed;
  *  - under nominal: the minimal set without borrowing, else
  *  - own candidates only, borrowing allowed.
- * Placement counts as a need: when w's pods have no nodes, the flavors
- * with NodePools it uses need preemption too. Evicts the set found and
- * returns 1; 0 if none (nothing changed); -1 out of memory. */
-static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use, size_t nuse,
-                   uint64_t now_ns)
+ * need marks the flavor-resources that need preemption. The set in t
+ * (t->v, t->lv allocated here, the caller frees them; n = 0: none); books
+ * untouched; -1 out of memory. */
+static int find_targets(td_queue *q, const workload *w, const int16_t *as, const fr_use *use,
+                        size_t nuse, const bool *need, target_set *t)
 {
-    workload *w = &q->wls[id];
     cluster_queue *c = &q->cqs[w->cq];
-    bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
     size_t *cand = NULL, ncand = 0, cap = 0, *same = NULL;
-    target_set t = {NULL, NULL, 0};
     int rc = 0;
-    if (!need)
-        return -1;
-    int nodes_ok = needs_nodes(q, w, as) ? place(q, w, as, NULL, 0) : 1;
-    if (nodes_ok < 0) {
-        free(need);
-        return -1;
-    }
-    if (nodes_ok == 1)
-        unplace_scratch(q, w, as, 0);
-    bool any_need = false;
-    for (size_t k = 0; k < nuse; k++) {
-        int f = use[k].fr / (int)q->nres;
-        if (use[k].v > available(q, c, use[k].fr) || (!nodes_ok && q->flavor_node_n[f]))
-            need[use[k].fr] = any_need = true;
-    }
-    if (!any_need)
-        goto out;
-    if (!q->fair_sharing) {
-        rc = classical_set(q, w, as, use, nuse, need, &t);
-        if (rc != 0 || t.n == 0)
-            goto out;
-        goto evict_targets;
-    }
+    t->v = NULL;
+    t->lv = NULL;
+    t->n = 0;
+    if (!q->fair_sharing)
+        return classical_set(q, w, as, use, nuse, need, t);
     for (int pass = 0; pass < 2; pass++) {
         /* the whole cohort tree is one pool of candidates */
         const cohort *co = c->cohort != QNONE ? &q->cohorts[c->root] : NULL;
@@ -1587,9 +1756,9 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     sort_cq = w->cq;
     qsort(cand, ncand, sizeof *cand, cmp_candidates);
     same = malloc(ncand * sizeof *same);
-    t.v = malloc(ncand * sizeof *t.v);
-    t.lv = malloc(ncand * sizeof *t.lv);
-    if (!same || !t.v || !t.lv) {
+    t->v = malloc(ncand * sizeof *t->v);
+    t->lv = malloc(ncand * sizeof *t->lv);
+    if (!same || !t->v || !t->lv) {
         rc = -1;
         goto out;
     }
@@ -1605,9 +1774,9 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     if (c->bwc_has_max && c->bwc_max_priority < threshold)
         threshold = c->bwc_max_priority + 1;
     if (nsame == ncand) {
-        rc = minimal_set(q, w, as, use, nuse, need, cand, ncand, true, NULL, &t);
+        rc = minimal_set(q, w, as, use, nuse, need, cand, ncand, true, NULL, t);
     } else if (q->fair_sharing) {
-        rc = fair_set(q, w, as, use, nuse, need, cand, ncand, c->bwc ? &threshold : NULL, &t);
+        rc = fair_set(q, w, as, use, nuse, need, cand, ncand, c->bwc ? &threshold : NULL, t);
     } else if (c->bwc) {
         size_t n = ncand;
         if (!under_nominal) {
@@ -1616,16 +1785,88 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
                 if (q->wls[cand[k]].cq == w->cq || q->wls[cand[k]].priority < threshold)
                     cand[n++] = cand[k];
         }
-        rc = minimal_set(q, w, as, use, nuse, need, cand, n, true, &threshold, &t);
+        rc = minimal_set(q, w, as, use, nuse, need, cand, n, true, &threshold, t);
     } else {
         if (under_nominal)
-            rc = minimal_set(q, w, as, use, nuse, need, cand, ncand, false, NULL, &t);
-        if (rc == 0 && t.n == 0)
-            rc = minimal_set(q, w, as, use, nuse, need, same, nsame, true, NULL, &t);
+            rc = minimal_set(q, w, as, use, nuse, need, cand, ncand, false, NULL, t);
+        if (rc == 0 && t->n == 0)
+            rc = minimal_set(q, w, as, use, nuse, need, same, nsame, true, NULL, t);
     }
+out:
+    free(cand);
+    free(same);
+    return rc;
+}
+
+/* Kueue's SimulatePreemption for val of fr alone: PM_NOCAND without
+ * targets, PM_PREEMPT when a target is in w's own ClusterQueue, else
+ * PM_RECLAIM; out->borrow is the borrowing level once the targets are
+ * gone. Books untouched; -1 out of memory. */
+static int oracle(td_queue *q, const workload *w, int fr, int64_t val, gmode *out)
+{
+    cluster_queue *c = &q->cqs[w->cq];
+    size_t na = w->npodsets * (q->nres ? q->nres : 1);
+    bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
+    int16_t *as = malloc(na * sizeof *as);
+    target_set t = {NULL, NULL, 0};
+    fr_use use = {fr, val};
+    int rc = -1;
+    if (need && as) {
+        for (size_t k = 0; k < na; k++)
+            as[k] = -1; /* quota only, as Kueue's oracle: no placement */
+        need[fr] = true;
+        rc = find_targets(q, w, as, &use, 1, need, &t);
+    }
+    if (rc == 0) {
+        bool own = false;
+        for (size_t k = 0; k < t.n; k++) {
+            own |= q->wls[t.v[k]].cq == w->cq;
+            books(q, &q->wls[t.v[k]], -1);
+        }
+        out->borrow = borrow_height(q, c, fr, val, NULL);
+        for (size_t k = 0; k < t.n; k++)
+            books(q, &q->wls[t.v[k]], 1);
+        out->pm = t.n == 0 ? PM_NOCAND : own ? PM_PREEMPT : PM_RECLAIM;
+    }
+    free(need);
+    free(as);
+    free(t.v);
+    free(t.lv);
+    return rc;
+}
+
+/* Evicts the targets Kueue's GetTargets finds for w under assignment as
+ * (placement counts as a need: when w's pods have no nodes, the flavors
+ * with NodePools it uses need preemption too) and returns 1; 0 if none
+ * (nothing changed); -1 out of memory. */
+static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use, size_t nuse,
+                   uint64_t now_ns)
+{
+    workload *w = &q->wls[id];
+    cluster_queue *c = &q->cqs[w->cq];
+    bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
+    target_set t = {NULL, NULL, 0};
+    int rc = 0;
+    if (!need)
+        return -1;
+    int nodes_ok = needs_nodes(q, w, as) ? place(q, w, as, NULL, 0) : 1;
+    if (nodes_ok < 0) {
+        free(need);
+        return -1;
+    }
+    if (nodes_ok == 1)
+        unplace_scratch(q, w, as, 0);
+    bool any_need = false;
+    for (size_t k = 0; k < nuse; k++) {
+        int f = use[k].fr / (int)q->nres;
+        if (use[k].v > available(q, c, use[k].fr) || (!nodes_ok && q->flavor_node_n[f]))
+            need[use[k].fr] = any_need = true;
+    }
+    if (!any_need)
+        goto out;
+    rc = find_targets(q, w, as, use, nuse, need, &t);
     if (rc != 0 || t.n == 0)
         goto out;
-evict_targets:
     if (q->cqs[q->wls[id].cq].shadow_preemption) {
         /* Shadow: decide, record once, change nothing; the workload waits. */
         workload *pw = &q->wls[id];
@@ -1664,8 +1905,6 @@ evict_targets:
     rc = 1;
 out:
     free(need);
-    free(cand);
-    free(same);
     free(t.v);
     free(t.lv);
     return rc;

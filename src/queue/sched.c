@@ -747,10 +747,9 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
                         if (val > avail) {
                             td__queue_fmt(q, r, val - avail, a, sizeof a);
                             append(why, sizeof why,
-                                   "%sinsufficient unused quota %sfor %s in flavor %s, %s more "
+                                   "%sinsufficient unused quota for %s in flavor %s, %s more "
                                    "needed",
-                                   *why ? RSEP : "", c->cohort != QNONE ? "in cohort " : "",
-                                   q->resource_names[r], q->flavor_names[f], a);
+                                   *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a);
                             if (c->nominal[fr] >= val || may_reclaim ||
                                 can_preempt_while_borrowing(q, c)) {
                                 if (oracle(q, w, fr, val, &m) != 0)

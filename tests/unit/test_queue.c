@@ -168,7 +168,7 @@ static const row rows[] = {
      "c1-high:A c2-low-1:A in:P",
      "",
      NULL,
-     "insufficient unused quota in cohort for cpu in flavor default, 2 more needed"},
+     "insufficient unused quota for cpu in flavor default, 2 more needed"},
     {"reclaim needs the preemptor within nominal quota",
      {"c1-high c1 1 1*cpu=4", "c2-low-1 c2 -1 1*cpu=4", "c2-low-2 c2 -1 1*cpu=4"},
      {"in c1 1 1*cpu=3"},

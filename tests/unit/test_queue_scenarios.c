@@ -396,7 +396,7 @@ static const scenario scenarios[] = {
      pool_platform,
      {"@0 sub a m1 0 1*cpu=6", "want a:A", "reason a borrowing in cohort pool",
       "@1 sub b m2 0 1*cpu=6", "want a:A b:P",
-      "reason b insufficient unused quota in cohort for cpu in flavor default, 2 more needed",
+      "reason b insufficient unused quota for cpu in flavor default, 2 more needed",
       "@2 fin a", "want b:A"}},
     {"nested cohorts: t1 reaches its own 2, team's 3 and team's borrowingLimit 3, no more",
      tree_platform,
@@ -570,7 +570,7 @@ static const scenario scenarios[] = {
       "@1 sub a1 a_standard 0 1*cpu=10", "want b1:P a1:A",
       "pre b1/InCohortReclaimWhileBorrowing",
       "reason b1 Evicted by ns/a1 (InCohortReclaimWhileBorrowing) at 1s; requeued: couldn't "
-      "assign flavors to pod set main: insufficient unused quota in cohort for cpu in flavor "
+      "assign flavors to pod set main: insufficient unused quota for cpu in flavor "
       "default, 7 more needed"}},
     {"kueue: without borrowWithinCohort a borrower is not preempted to borrow",
      bwc_platform,

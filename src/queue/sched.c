@@ -2344,6 +2344,11 @@ const char *td_queue_cq_name(const td_queue *q, size_t cq)
     return q->cqs[cq].name;
 }
 
+const char *td_queue_cq_inactive(const td_queue *q, size_t cq)
+{
+    return cq < q->ncqs ? q->cqs[cq].inactive : NULL;
+}
+
 static int64_t cq_sum(const td_queue *q, size_t cq, const char *resource, int which)
 {
     size_t r = td__smap_get(&q->resource_ids, resource);

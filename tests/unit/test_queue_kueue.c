@@ -569,6 +569,118 @@ static void run_row(const row *s)
     td_queue_destroy(q);
 }
 
+/* Item 7 (not a Kueue table row: Kueue's cache tests check the condition):
+ * a ClusterQueue naming a ResourceFlavor that does not exist is inactive,
+ * its workloads wait with Kueue's reason, it lends nothing to its cohort,
+ * and the same objects with the flavor added activate it. */
+static void test_inactive_cluster_queue(void **state)
+{
+    (void)state;
+    /* d names the missing flavor in a group of its own; its lending would
+     * otherwise let c borrow memory */
+    const char *yaml = RF("default")
+        CQ("a", "  cohort: all\n", "cpu", FQ1("default", "cpu", "4"))
+            CQ("b", "  cohort: all\n", "cpu, gpu",
+               FQ2("default", "cpu", "10", "gpu", "0") FQ2("missing", "cpu", "0", "gpu", "8"))
+                CQ("c", "  cohort: all\n", "cpu", FQ1("default", "cpu", "0"));
+    td_queue *q = load_platform(yaml);
+    assert_null(td_queue_cq_inactive(q, 0));
+    assert_string_equal(td_queue_cq_inactive(q, 1),
+                        "Can't admit new workloads: references missing ResourceFlavor(s): missing.");
+    assert_null(td_queue_cq_inactive(q, 2));
+    td_err err;
+    json_t *w1 = compact_workload("in-b", "b", 0, "1*cpu=1");
+    json_t *w2 = compact_workload("in-c", "c", 0, "1*cpu=6");
+    json_t *w3 = compact_workload("in-c-small", "c", 0, "1*cpu=4");
+    assert_int_equal(td_queue_submit(q, w1, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_submit(q, w2, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_schedule(q, 0, NULL), TD_OK);
+    assert_int_equal(td_queue_workload_state(q, find(q, "in-b")), TD_WL_PENDING);
+    assert_string_equal(td_queue_workload_reason(q, find(q, "in-b")), "ClusterQueue b is inactive");
+    /* b's 10 CPUs are not lent: c can borrow only a's 4 */
+    assert_int_equal(td_queue_workload_state(q, find(q, "in-c")), TD_WL_PENDING);
+    assert_int_equal(td_queue_submit(q, w3, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_schedule(q, 0, NULL), TD_OK);
+    assert_int_equal(td_queue_workload_state(q, find(q, "in-c-small")), TD_WL_ADMITTED);
+    td_queue_destroy(q);
+
+    /* the flavor applied: active, admits */
+    char *with = malloc(strlen(yaml) + 64);
+    sprintf(with, "%s%s", RF("missing"), yaml);
+    q = load_platform(with);
+    free(with);
+    assert_null(td_queue_cq_inactive(q, 1));
+    assert_int_equal(td_queue_submit(q, w1, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_submit(q, w2, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_schedule(q, 0, NULL), TD_OK);
+    assert_int_equal(td_queue_workload_state(q, find(q, "in-b")), TD_WL_ADMITTED);
+    assert_int_equal(td_queue_workload_state(q, find(q, "in-c")), TD_WL_ADMITTED);
+    td_queue_destroy(q);
+    json_decref(w1);
+    json_decref(w2);
+    json_decref(w3);
+}
+
+/* Kueue's API validation of the new fields, refused by name. */
+static void test_bad_fields(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *yaml, *want;
+    } bad[] = {
+        {CQ("a", "  flavorFungibility: {whenCanBorrow: MayStopSearch, preference: "
+                 "PreemptionOverBorrowing}\n",
+            "cpu", FQ1("default", "cpu", "1")),
+         "x.yaml:4: ClusterQueue a: spec.flavorFungibility.preference: preference can only be "
+         "set when both whenCanBorrow and whenCanPreempt are TryNextFlavor"},
+        {CQ("a", "  flavorFungibility: {whenCanBorrow: Sometimes}\n", "cpu",
+            FQ1("default", "cpu", "1")),
+         "spec.flavorFungibility.whenCanBorrow: must be one of MayStopSearch, TryNextFlavor, "
+         "Borrow"},
+        {CQ("a", "  flavorFungibility: {whenCanPreempt: Borrow}\n", "cpu",
+            FQ1("default", "cpu", "1")),
+         "spec.flavorFungibility.whenCanPreempt: must be one of MayStopSearch, TryNextFlavor, "
+         "Preempt"},
+        {"kind: ResourceFlavor\nmetadata: {name: f}\nspec: {nodeTaints: [{key: k}]}\n",
+         "ResourceFlavor f: spec.nodeTaints[0]: effect: required"},
+        {"kind: ResourceFlavor\nmetadata: {name: f}\nspec: {tolerations: [{key: k, operator: "
+         "Gt}]}\n",
+         "ResourceFlavor f: spec.tolerations[0].operator: must be Exists or Equal"},
+        {"kind: ResourceFlavor\nmetadata: {name: f}\nspec: {tolerations: [{key: k, effect: "
+         "Never}]}\n",
+         "ResourceFlavor f: spec.tolerations[0]: effect must be NoSchedule, PreferNoSchedule or "
+         "NoExecute"},
+    };
+    for (size_t r = 0; r < sizeof bad / sizeof bad[0]; r++) {
+        td_manifest *m;
+        td_err err;
+        td_queue *q;
+        assert_int_equal(td_manifest_parse("x.yaml", bad[r].yaml, strlen(bad[r].yaml), &m, &err),
+                         TD_OK);
+        assert_int_equal(td_queue_create(&q, &err), TD_OK);
+        td_status s = TD_OK;
+        for (size_t i = 0; i < td_manifest_count(m) && s == TD_OK; i++)
+            s = td_queue_add_object(q, td_manifest_doc(m, i), m, &err);
+        if (s != TD_EINVAL || !strstr(err.msg, bad[r].want))
+            fail_msg("row %zu: status %d, message \"%s\", want \"%s\"", r, s, s ? err.msg : "",
+                     bad[r].want);
+        td_queue_destroy(q);
+        td_manifest_destroy(m);
+    }
+    /* a Workload whose toleration has an unknown operator is refused whole */
+    td_queue *q = load_platform(RF("default") CQ("a", "", "cpu", FQ1("default", "cpu", "1")));
+    const char *wl = WL("w", "a", "0", "{containers: [{name: c}], tolerations: [{operator: Lt}]}");
+    td_manifest *m;
+    td_err err;
+    assert_int_equal(td_manifest_parse("w.yaml", wl, strlen(wl), &m, &err), TD_OK);
+    assert_int_equal(td_queue_submit(q, td_manifest_doc(m, 0), m, 0, NULL, &err), TD_EINVAL);
+    assert_non_null(strstr(err.msg, "spec.podSets[0].template.spec.tolerations[0].operator: must "
+                                    "be Exists or Equal"));
+    assert_int_equal(td_queue_workload_count(q), 0);
+    td_manifest_destroy(m);
+    td_queue_destroy(q);
+}
+
 static void test_kueue_row(void **state)
 {
     run_row(*state);
@@ -578,9 +690,11 @@ static void test_kueue_row(void **state)
 int main(void)
 {
     enum { N = sizeof rows / sizeof rows[0] };
-    struct CMUnitTest tests[N];
+    struct CMUnitTest tests[N + 2];
     for (size_t i = 0; i < N; i++)
         tests[i] = (struct CMUnitTest){rows[i].name, test_kueue_row, NULL, NULL,
                                        (void *)&rows[i]};
-    return _cmocka_run_group_tests("test_queue_kueue", tests, N, NULL, NULL);
+    tests[N] = (struct CMUnitTest)cmocka_unit_test(test_inactive_cluster_queue);
+    tests[N + 1] = (struct CMUnitTest)cmocka_unit_test(test_bad_fields);
+    return _cmocka_run_group_tests("test_queue_kueue", tests, N + 2, NULL, NULL);
 }

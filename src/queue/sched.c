@@ -229,6 +229,9 @@ typedef struct {
     char reason[600];
     fr_use *use; /* q-owned scratch */
     size_t nuse;
+    /* in: only whether it fits and borrows matters (the order of heads):
+     * the preemption oracle may be skipped where it cannot change that */
+    bool order_only;
 } assign_out;
 
 static void append(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -643,9 +646,15 @@ static int oracle(td_queue *q, const workload *w, int fr, int64_t val, gmode *ou
  * next, and then takes the preferred one seen. Exceeding the nominal quota
  * leaves room to preempt only with borrowWithinCohort (or fair sharing
  * with reclaimWithinCohort), or when a cohort below the root holds it.
- * -1 out of memory. */
+ * With o->order_only (set by the caller), under whenCanPreempt
+ * TryNextFlavor and BorrowingOverPreemption without fair sharing, a fit
+ * always beats every preemption mode and the search never stops at one,
+ * so whether w fits, and borrows, does not depend on the oracle: it is not
+ * run. -1 out of memory. */
 static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out *o)
 {
+    bool skip_oracle = o->order_only && !q->fair_sharing && c->try_next_when_preempt &&
+                       c->preference == PREF_BORROWING_OVER_PREEMPTION;
     size_t nres = q->nres;
     o->mode = MODE_FIT;
     o->borrowing = false;
@@ -752,7 +761,9 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
                                    *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a);
                             if (c->nominal[fr] >= val || may_reclaim ||
                                 can_preempt_while_borrowing(q, c)) {
-                                if (oracle(q, w, fr, val, &m) != 0)
+                                if (skip_oracle)
+                                    m.pm = PM_PREEMPT;
+                                else if (oracle(q, w, fr, val, &m) != 0)
                                     return -1;
                             } else {
                                 m.pm = PM_NOFIT;
@@ -1801,9 +1812,56 @@ out:
  * targets, PM_PREEMPT when a target is in w's own ClusterQueue, else
  * PM_RECLAIM; out->borrow is the borrowing level once the targets are
  * gone. Books untouched; -1 out of memory. */
+/* Whether admitted v of queue cqi uses fr. */
+static bool uses_fr(const workload *v, int fr)
+{
+    for (size_t k = 0; k < v->nuse; k++)
+        if (v->use[k].fr == fr)
+            return true;
+    return false;
+}
+
+/* Whether any workload could be a target for fr: one of w's queue that
+ * withinClusterQueue allows, or one of a queue of w's cohort tree that
+ * borrows fr and reclaimWithinCohort allows. find_targets takes its
+ * candidates among these, so without any there are no targets; this is
+ * the cheap answer for the common case, without sorting or simulating. */
+static bool any_candidate(const td_queue *q, const workload *w, int fr)
+{
+    const cluster_queue *c = &q->cqs[w->cq];
+    if (c->within != WITHIN_NEVER)
+        for (size_t k = 0; k < c->admitted.n; k++) {
+            const workload *v = &q->wls[c->admitted.v[k]];
+            if (uses_fr(v, fr) &&
+                (v->priority < w->priority ||
+                 (c->within == WITHIN_LOWER_OR_NEWER && v->priority == w->priority &&
+                  w->queue_ns < v->queue_ns)))
+                return true;
+        }
+    if (c->cohort == QNONE || c->reclaim == RECLAIM_NEVER)
+        return false;
+    const cohort *root = &q->cohorts[c->root];
+    for (size_t i = 0; i < root->nall; i++) {
+        const cluster_queue *m = &q->cqs[root->all_members[i]];
+        if (m == c || m->usage[fr] <= m->nominal[fr])
+            continue;
+        for (size_t k = 0; k < m->admitted.n; k++) {
+            const workload *v = &q->wls[m->admitted.v[k]];
+            if (uses_fr(v, fr) && (c->reclaim == RECLAIM_ANY || v->priority < w->priority))
+                return true;
+        }
+    }
+    return false;
+}
+
 static int oracle(td_queue *q, const workload *w, int fr, int64_t val, gmode *out)
 {
     cluster_queue *c = &q->cqs[w->cq];
+    if (!any_candidate(q, w, fr)) {
+        out->pm = PM_NOCAND;
+        out->borrow = borrow_height(q, c, fr, val, NULL);
+        return 0;
+    }
     size_t na = w->npodsets * (q->nres ? q->nres : 1);
     bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
     int16_t *as = malloc(na * sizeof *as);
@@ -2049,6 +2107,7 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted)
     workload *w = &q->wls[id];
     cluster_queue *c = &q->cqs[w->cq];
     assign_out o;
+    o.order_only = false;
     if (assign_flavors(q, w, c, &o) != 0)
         return -1;
     if (o.mode == MODE_NOFIT)
@@ -2170,6 +2229,7 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                 break;
             for (size_t k = 0; k < n; k++) {
                 assign_out o;
+                o.order_only = true;
                 workload *w = &q->wls[heads[k].id];
                 if (assign_flavors(q, w, &q->cqs[w->cq], &o) != 0) {
                     free(heads);

@@ -281,6 +281,7 @@ void td_queue_destroy(td_queue *q)
     free(q->flavor_node_n);
     free(q->flavor_max_cap);
     free(q->scratch_place);
+    free(q->tree_version);
     free(q->events);
     free(q->acc);
     free(q->scratch_assign);

@@ -179,6 +179,15 @@ typedef struct {
     char *flavors;
     char *evicted; /* "Evicted by ns/x (Level) at Ts; requeued" until admitted again */
     bool shadow_noted; /* its shadow preemption is recorded (until admitted) */
+    /* the preemption oracle's last answers for it (sched.c): valid while
+     * its cohort tree's version is the one recorded */
+    struct {
+        uint64_t tree_v;
+        int fr;
+        int64_t val;
+        int pm, borrow;
+    } memo[4];
+    unsigned nmemo;
 } workload;
 
 /* Kueue Configuration fairSharing.preemptionStrategies */
@@ -221,6 +230,10 @@ struct td_queue {
     int64_t *flavor_max_cap;                   /* per flavor-resource: largest node */
     placed *scratch_place;
     size_t scratch_place_n, scratch_place_cap;
+    /* bumped by every admission and eviction: per cohort tree (root index,
+     * or ncohorts + ClusterQueue index without a cohort), and for nodes */
+    uint64_t *tree_version;
+    uint64_t node_version;
     td_queue_event *events;
     size_t nevents, capevents;
     /* scratch of the flavor assigner */

@@ -226,12 +226,14 @@ static int64_t drs_with(td_queue *q, cluster_queue *c, const fr_use *use, size_t
 typedef struct {
     fit_mode mode;
     bool borrowing;
+    int borrow_level; /* Kueue's Assignment.Borrowing: the largest of its flavors' levels */
     char reason[600];
     fr_use *use; /* q-owned scratch */
     size_t nuse;
     /* in: only whether it fits and borrows matters (the order of heads):
      * the preemption oracle may be skipped where it cannot change that */
     bool order_only;
+    bool oracle_skipped; /* out: order_only skipped the oracle for some resource */
 } assign_out;
 
 static void append(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -649,8 +651,10 @@ static int oracle(td_queue *q, const workload *w, int fr, int64_t val, gmode *ou
  * With o->order_only (set by the caller), under whenCanPreempt
  * TryNextFlavor and BorrowingOverPreemption without fair sharing, a fit
  * always beats every preemption mode and the search never stops at one,
- * so whether w fits, and borrows, does not depend on the oracle: it is not
- * run. -1 out of memory. */
+ * so when w fits, the flavors and borrowing level do not depend on the
+ * oracle: it is not run (o->oracle_skipped says so; a caller that needs
+ * the level of a w that does not fit runs it again without order_only).
+ * -1 out of memory. */
 static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out *o)
 {
     bool skip_oracle = o->order_only && !q->fair_sharing && c->try_next_when_preempt &&
@@ -658,6 +662,8 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
     size_t nres = q->nres;
     o->mode = MODE_FIT;
     o->borrowing = false;
+    o->borrow_level = 0;
+    o->oracle_skipped = false;
     o->reason[0] = '\0';
     o->nuse = 0;
     size_t need = w->npodsets * (nres ? nres : 1);
@@ -761,8 +767,10 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
                                    *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a);
                             if (c->nominal[fr] >= val || may_reclaim ||
                                 can_preempt_while_borrowing(q, c)) {
-                                if (skip_oracle)
+                                if (skip_oracle) {
                                     m.pm = PM_PREEMPT;
+                                    o->oracle_skipped = true;
+                                }
                                 else if (oracle(q, w, fr, val, &m) != 0)
                                     return -1;
                             } else {
@@ -807,6 +815,8 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
             }
             bool best_borrow = gm == MODE_FIT && best_mode.borrow > 0;
             o->borrowing |= best_borrow;
+            if (best_mode.borrow > o->borrow_level)
+                o->borrow_level = best_mode.borrow;
             int f = grp->flavors[best];
             for (size_t k = 0; k < grp->nresources; k++) {
                 int r = grp->resources[k];
@@ -868,9 +878,29 @@ static void books(td_queue *q, const workload *w, int64_t sign)
         node_adjust(q, w, w->assignment, &w->placement[k], -sign);
 }
 
+/* What a flavor assignment of a workload of c depends on changed: its
+ * cohort tree's books (or c's alone), and the nodes when pods move. */
+static void bump_version(td_queue *q, const cluster_queue *c, bool nodes)
+{
+    if (q->tree_version) {
+        size_t t = c->cohort != QNONE ? c->root : q->ncohorts + (size_t)(c - q->cqs);
+        q->tree_version[t]++;
+    }
+    if (nodes)
+        q->node_version++;
+}
+
+static uint64_t tree_version_of(const td_queue *q, const cluster_queue *c)
+{
+    if (!q->tree_version)
+        return 0;
+    return q->tree_version[c->cohort != QNONE ? c->root : q->ncohorts + (size_t)(c - q->cqs)];
+}
+
 static void remove_admitted(td_queue *q, workload *w)
 {
     cluster_queue *c = &q->cqs[w->cq];
+    bump_version(q, c, w->nplacement > 0);
     books(q, w, -1);
     w->nplacement = 0;
     size_t pos = w->admitted_pos;
@@ -931,6 +961,7 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     memcpy(w->assignment, assignment, w->npodsets * nres * sizeof *assignment);
     for (size_t k = 0; k < nuse; k++)
         add_usage(q, c, use[k].fr, use[k].v);
+    bump_version(q, c, np > 0);
     w->admitted_pos = c->admitted.n - 1;
     w->state = TD_WL_ADMITTED;
     w->admitted_ns = now_ns;
@@ -1854,7 +1885,34 @@ static bool any_candidate(const td_queue *q, const workload *w, int fr)
     return false;
 }
 
+static int oracle_run(td_queue *q, const workload *w, int fr, int64_t val, gmode *out);
+
 static int oracle(td_queue *q, const workload *w, int fr, int64_t val, gmode *out)
+{
+    cluster_queue *c = &q->cqs[w->cq];
+    /* the tree version starts at 1 once scheduling runs: 0 never matches */
+    uint64_t tv = tree_version_of(q, c) + 1;
+    workload *mw = &q->wls[(size_t)(w - q->wls)];
+    for (unsigned k = 0; k < mw->nmemo && k < 4; k++)
+        if (mw->memo[k].tree_v == tv && mw->memo[k].fr == fr && mw->memo[k].val == val) {
+            out->pm = (pmode)mw->memo[k].pm;
+            out->borrow = mw->memo[k].borrow;
+            return 0;
+        }
+    int rc = oracle_run(q, w, fr, val, out);
+    if (rc == 0) {
+        unsigned k = mw->nmemo++ % 4;
+        mw->memo[k].tree_v = tv;
+        mw->memo[k].fr = fr;
+        mw->memo[k].val = val;
+        mw->memo[k].pm = out->pm;
+        mw->memo[k].borrow = out->borrow;
+    }
+    return rc;
+}
+
+/* oracle without the memo */
+static int oracle_run(td_queue *q, const workload *w, int fr, int64_t val, gmode *out)
 {
     cluster_queue *c = &q->cqs[w->cq];
     if (!any_candidate(q, w, fr)) {
@@ -1971,15 +2029,33 @@ out:
 
 typedef struct {
     size_t id;
-    bool borrowing;
+    int borrowing; /* Kueue's borrowing level of its assignment; 0: within nominal */
     int64_t share; /* fair sharing: its queue's DRS were it admitted */
     fr_use *use;   /* fair sharing: its flavor assignment's usage */
     size_t nuse;
+    /* the exact assignment computed to order the heads, and the versions of
+     * the books it was computed on: try_head takes it while they hold */
+    bool cached;
+    uint64_t tree_v, node_v;
+    assign_out a;
+    int16_t *as;
+    fr_use *ause;
 } head;
 
 /* ---- fair sharing over cohort trees (Kueue's fairSharingIterator) --------- */
 
-static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted);
+static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, const head *h);
+
+static void free_head_cache(head *heads, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        free(heads[k].as);
+        free(heads[k].ause);
+        heads[k].as = NULL;
+        heads[k].ause = NULL;
+        heads[k].cached = false;
+    }
+}
 
 /* h's share at the level of cohort at: the DRS of the child of at on the
  * path of h's queue, with h's usage added, and whether that child then
@@ -2057,7 +2133,7 @@ static int try_fair(td_queue *q, head *heads, size_t n, uint64_t now_ns, size_t 
         if (k == QNONE)
             k = k0;
         alive[k] = false;
-        if (try_head(q, heads[k].id, now_ns, admitted) != 0) {
+        if (try_head(q, heads[k].id, now_ns, admitted, &heads[k]) != 0) {
             free(alive);
             return -1;
         }
@@ -2066,14 +2142,15 @@ static int try_fair(td_queue *q, head *heads, size_t n, uint64_t now_ns, size_t 
     return 0;
 }
 
-/* Kueue's entryOrdering: not borrowing first; with fair sharing, the lower
- * dominant resource share (with the workload) first; then priority and
- * queue time. */
+/* Kueue's entryOrdering: the lower borrowing level first (within nominal,
+ * then borrowing from the nearest cohort before the root); with fair
+ * sharing, the lower dominant resource share (with the workload) first;
+ * then priority and queue time. */
 static int cmp_heads(const void *pa, const void *pb)
 {
     const head *a = pa, *b = pb;
     if (a->borrowing != b->borrowing)
-        return a->borrowing ? 1 : -1;
+        return a->borrowing > b->borrowing ? 1 : -1;
     if (a->share != b->share)
         return a->share < b->share ? -1 : 1;
     return before(sort_q, a->id, b->id) ? -1 : (before(sort_q, b->id, a->id) ? 1 : 0);
@@ -2102,14 +2179,23 @@ static int park(td_queue *q, size_t id, const char *reason)
     return td__idvec_push(&c->inadmissible, id);
 }
 
-static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted)
+/* Tries head id: h (may be NULL) holds its assignment from the ordering
+ * of the cycle, taken if nothing it depends on changed since. */
+static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, const head *h)
 {
     workload *w = &q->wls[id];
     cluster_queue *c = &q->cqs[w->cq];
     assign_out o;
-    o.order_only = false;
-    if (assign_flavors(q, w, c, &o) != 0)
-        return -1;
+    if (h && h->cached && h->tree_v == tree_version_of(q, c) && h->node_v == q->node_version) {
+        o = h->a;
+        memcpy(q->scratch_assign, h->as, w->npodsets * (q->nres ? q->nres : 1) * sizeof *h->as);
+        memcpy(q->scratch_use, h->ause, o.nuse * sizeof *o.use);
+        o.use = q->scratch_use;
+    } else {
+        o.order_only = false;
+        if (assign_flavors(q, w, c, &o) != 0)
+            return -1;
+    }
     if (o.mode == MODE_NOFIT)
         return park(q, id, o.reason);
     char why[600];
@@ -2181,11 +2267,15 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
     fr_use *usebuf = q->fair_sharing && q->ncohorts
                          ? malloc((q->ncqs ? q->ncqs : 1) * (q->nfr ? q->nfr : 1) * sizeof *usebuf)
                          : NULL;
-    if (!heads || (q->fair_sharing && q->ncohorts && !usebuf)) {
+    if (!q->tree_version)
+        q->tree_version = calloc(q->ncohorts + q->ncqs + 1, sizeof *q->tree_version);
+    if (!heads || (q->fair_sharing && q->ncohorts && !usebuf) || !q->tree_version) {
         free(heads);
         free(usebuf);
         return TD_ENOMEM;
     }
+    td_status st = TD_OK;
+    size_t ncache = 0; /* heads[0, ncache) hold cache fields to free */
     /* Each round ends when no head can move; a round is repeated only when
      * quota was released (a preemption freed more than it needed). The
      * bound guards against policies that could evict one another forever. */
@@ -2201,9 +2291,8 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                     if (q->wls[id].inadmissible) {
                         q->wls[id].inadmissible = false;
                         if (td__queue_push_pending(q, id) != 0) {
-                            free(heads);
-                            free(usebuf);
-                            return TD_ENOMEM;
+                            st = TD_ENOMEM;
+                            goto done;
                         }
                     }
                 }
@@ -2231,12 +2320,45 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                 assign_out o;
                 o.order_only = true;
                 workload *w = &q->wls[heads[k].id];
+                heads[k].cached = false;
+                heads[k].as = NULL;
+                heads[k].ause = NULL;
+                ncache = k + 1;
                 if (assign_flavors(q, w, &q->cqs[w->cq], &o) != 0) {
-                    free(heads);
-                    free(usebuf);
-                    return TD_ENOMEM;
+                    st = TD_ENOMEM;
+                    goto done;
                 }
-                heads[k].borrowing = o.mode != MODE_FIT || o.borrowing;
+                /* the oracle was skipped: exact when w fits (see
+                 * assign_flavors); else its level needs the oracle */
+                if (o.oracle_skipped && o.mode != MODE_FIT && q->cqs[w->cq].cohort != QNONE) {
+                    o.order_only = false;
+                    if (assign_flavors(q, w, &q->cqs[w->cq], &o) != 0) {
+                        st = TD_ENOMEM;
+                        goto done;
+                    }
+                }
+                heads[k].borrowing = o.mode == MODE_NOFIT ? 0 : o.borrow_level;
+                /* exact unless the oracle was skipped for a workload that
+                 * does not fit (then its level, not its mode, was redone) */
+                size_t na = w->npodsets * (q->nres ? q->nres : 1);
+                heads[k].cached = !(o.oracle_skipped && o.mode != MODE_FIT);
+                heads[k].as = heads[k].cached ? malloc(na * sizeof *heads[k].as) : NULL;
+                heads[k].ause = heads[k].cached ? malloc((o.nuse ? o.nuse : 1) * sizeof *o.use)
+                                                : NULL;
+                if (heads[k].cached && (!heads[k].as || !heads[k].ause)) {
+                    free(heads[k].as);
+                    free(heads[k].ause);
+                    heads[k].as = NULL;
+                    heads[k].ause = NULL;
+                    heads[k].cached = false; /* recomputed by try_head */
+                }
+                if (heads[k].cached) {
+                    memcpy(heads[k].as, q->scratch_assign, na * sizeof *heads[k].as);
+                    memcpy(heads[k].ause, o.use, o.nuse * sizeof *o.use);
+                    heads[k].a = o;
+                    heads[k].tree_v = tree_version_of(q, &q->cqs[w->cq]);
+                    heads[k].node_v = q->node_version;
+                }
                 heads[k].share =
                     q->fair_sharing ? drs_with(q, &q->cqs[w->cq], o.use, o.nuse) : 0;
                 heads[k].use = usebuf ? usebuf + k * q->nfr : NULL;
@@ -2248,28 +2370,30 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
             qsort(heads, n, sizeof *heads, cmp_heads);
             if (usebuf) {
                 if (try_fair(q, heads, n, now_ns, &admitted) != 0) {
-                    free(heads);
-                    free(usebuf);
-                    return TD_ENOMEM;
+                    st = TD_ENOMEM;
+                    goto done;
                 }
             } else {
                 for (size_t k = 0; k < n; k++)
-                    if (try_head(q, heads[k].id, now_ns, &admitted) != 0) {
-                        free(heads);
-                        return TD_ENOMEM;
+                    if (try_head(q, heads[k].id, now_ns, &admitted, &heads[k]) != 0) {
+                        st = TD_ENOMEM;
+                        goto done;
                     }
             }
+            free_head_cache(heads, ncache);
+            ncache = 0;
             if (budget < n)
                 goto done;
             budget -= n;
         }
     }
 done:
+    free_head_cache(heads, ncache);
     free(heads);
     free(usebuf);
     if (nadmitted)
         *nadmitted = admitted;
-    return TD_OK;
+    return st;
 }
 
 td_status td_queue_finish(td_queue *q, size_t id, uint64_t now_ns, td_err *err)

@@ -35,6 +35,7 @@
  *   "@T sub NAME CQ PRIO SETS"  submit at T seconds, then schedule
  *   "@T adm NAME CQ PRIO SETS FLAVOR"  submit and restore admitted on FLAVOR
  *   "@T wl YAML"                submit the Workload YAML (one line), schedule
+ *   "@T add NAME CQ PRIO SETS"  submit without scheduling
  *   "@T sched"                  schedule
  *   "want NAME:A NAME:P ..."    states (A admitted, P pending, F finished)
  *   "reason NAME TEXT"          NAME's reason is exactly TEXT
@@ -350,6 +351,19 @@ static const row rows[] = {
       "one, previously considered podsets requests (0) + current podset request (12) > maximum "
       "capacity (11)"}},
 
+    /* ---- item 5: entry order in hierarchical cohorts ---- */
+    {"sched: in a hierarchical cohort, workload borrowing less is scheduled first",
+     RF("default")
+     "kind: Cohort\nmetadata: {name: root}\n---\n"
+     "kind: Cohort\nmetadata: {name: guaranteed}\nspec:\n  parentName: root\n"
+     "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n" FQ1("default", "cpu", "4")
+     "---\n" CQ("guaranteed", "  cohort: guaranteed\n", "cpu", FQ1("default", "cpu", "0"))
+         CQ("best-effort", "  cohort: root\n", "cpu", FQ1("default", "cpu", "0")),
+     /* both borrow; guaranteed from its own cohort (level 1), best-effort
+      * from the root (level 2): guaranteed goes first despite priority */
+     {"@0 add guaranteed guaranteed 0 1*cpu=4", "@0 add best-effort best-effort 3 1*cpu=4",
+      "@0 sched", "want guaranteed:A best-effort:P"}},
+
     /* ---- item 6: requests above limits ---- */
     {"sched: container resource requests exceed limits",
      RF("default") CQ("sales", "  queueingStrategy: StrictFIFO\n", "cpu",
@@ -511,6 +525,14 @@ static void run_row(const row *s)
                 if (td_queue_submit(q, w, NULL, t * NS, NULL, &err) != TD_OK)
                     fail_msg("%s: %s", s->name, err.msg);
                 json_decref(w);
+            } else if (strcmp(a, "add") == 0) {
+                char name[64];
+                assert_int_equal(sscanf(rest, "%63s %63s %d %255s", name, b, &prio, sets), 4);
+                json_t *w = compact_workload(name, b, prio, sets);
+                if (td_queue_submit(q, w, NULL, t * NS, NULL, &err) != TD_OK)
+                    fail_msg("%s: %s", s->name, err.msg);
+                json_decref(w);
+                continue;
             } else if (strcmp(a, "wl") == 0) {
                 td_manifest *m;
                 if (td_manifest_parse("wl.yaml", rest, strlen(rest), &m, &err) != TD_OK)

@@ -91,8 +91,8 @@ td_status td_queue_submit(td_queue *q, const json_t *wl, const td_manifest *src,
 td_status td_queue_workload_update_check(const json_t *old, const json_t *upd, td_err *err);
 
 /* One full admission pass at now_ns: Kueue's cycles (the head of each
- * ClusterQueue, ordered non-borrowing first, then priority, then queue
- * time), repeated until no head can move. Admits, preempts (the minimal
+ * ClusterQueue, ordered by the borrowing level of its flavor assignment,
+ * then priority, then queue time), repeated until no head can move. Admits, preempts (the minimal
  * set) and records events. *nadmitted (may be NULL) counts admissions. */
 td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted);
 

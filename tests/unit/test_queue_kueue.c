@@ -271,6 +271,26 @@ static const row rows[] = {
             "cpu", FQ1("on-demand", "cpu", "50") FQ1("spot", "cpu", "100")),
      {"@0 adm admitted other-alpha 0 1*cpu=50 on-demand", "@0 sub new other-alpha 0 1*cpu=20",
       "want admitted:A new:A", "pre ", "flavors new main: cpu=spot"}},
+    {"sched: don't assign flavor if there are no candidates for preemption",
+     RF("on-demand") RF("spot")
+         CQ("cq1",
+            "  cohort: cohort\n  preemption: {withinClusterQueue: LowerPriority, "
+            "reclaimWithinCohort: Any}\n"
+            "  flavorFungibility: {whenCanPreempt: MayStopSearch, whenCanBorrow: MayStopSearch}\n",
+            "cpu", FQB("on-demand", "cpu", "0", "1") FQB("spot", "cpu", "0", "1"))
+             CQ("cq2", "  cohort: cohort\n", "cpu",
+                FQ1("on-demand", "cpu", "1") FQ1("spot", "cpu", "1")),
+     {"@0 adm admitted cq2 0 1*cpu=1 on-demand", "@1 sub new cq1 100 1*cpu=1", "pre ",
+      "want admitted:A new:A", "flavors new main: cpu=spot"}},
+    {"sched: admit to second flavor when first needs preemption; WhenCanPreempt: TryNextFlavor",
+     RF("on-demand") RF("spot")
+         CQ("preempt-attempts-cq",
+            "  preemption: {withinClusterQueue: LowerPriority}\n"
+            "  flavorFungibility: {whenCanPreempt: TryNextFlavor}\n",
+            "cpu", FQ1("on-demand", "cpu", "1") FQ1("spot", "cpu", "1")),
+     {"@0 adm blocker preempt-attempts-cq 50 1*cpu=1 on-demand",
+      "@1 sub test-wl preempt-attempts-cq 100 1*cpu=1", "pre ", "want blocker:A test-wl:A",
+      "flavors test-wl main: cpu=spot"}},
     {"sched: PreemptionOverBorrowing preference: preempt in first flavor instead of borrowing in "
      "second",
      RF("on-demand") RF("spot")

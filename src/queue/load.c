@@ -179,6 +179,7 @@ static void free_cq(cluster_queue *c)
     free(c->heap.v);
     free(c->inadmissible.v);
     free(c->admitted.v);
+    free(c->sorted.v);
 }
 
 static void free_wl(workload *w)

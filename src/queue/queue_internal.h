@@ -119,6 +119,10 @@ typedef struct {
     idvec heap;       /* pending, ordered by priority then queue time */
     idvec inadmissible;
     idvec admitted;
+    /* admitted in candidatesOrdering (cand_before), rebuilt when stale:
+     * preemption merges these runs instead of sorting every candidate */
+    idvec sorted;
+    bool sorted_ok;
     bool blocked; /* StrictFIFO head did not fit in this round */
 } cluster_queue;
 

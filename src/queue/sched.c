@@ -908,6 +908,7 @@ static void remove_admitted(td_queue *q, workload *w)
     c->admitted.v[pos] = last;
     q->wls[last].admitted_pos = pos;
     w->admitted_pos = QNONE;
+    c->sorted_ok = false;
 }
 
 static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use *use, size_t nuse,
@@ -965,6 +966,7 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     w->admitted_pos = c->admitted.n - 1;
     w->state = TD_WL_ADMITTED;
     w->admitted_ns = now_ns;
+    c->sorted_ok = false;
     w->borrowing = borrowing;
     free(w->evicted);
     w->evicted = NULL;
@@ -1490,17 +1492,36 @@ typedef struct {
     variant pv;
 } hcand;
 
+/* A run of candidates: one ClusterQueue's admitted workloads in
+ * candidatesOrdering (its sorted list), those classify admits, all with one
+ * lca and hierarchical advantage. */
 typedef struct {
-    hcand *v;
-    size_t n, cap;
-} hcand_vec;
+    const size_t *v;
+    size_t n, pos;
+    size_t lca;
+    bool adv;
+    variant pv; /* of v[pos] */
+} hrun;
+
+/* One of classical_set's candidate lists as the lazy merge of its runs: a
+ * binary min-heap of runs keyed by each run's next candidate. The list's
+ * order is candidatesOrdering, a total order, so the merge yields exactly
+ * the sequence sorting every candidate would; only the prefix that the
+ * preemption consumes is ever produced. */
+typedef struct {
+    hrun *runs;
+    size_t nruns, cap;
+    size_t *heap; /* indices in runs */
+    size_t nheap;
+    bool started; /* heap built */
+} hlist;
 
 typedef struct {
     td_queue *q;
     const workload *w;
     const bool *need;
     bool adv;
-    hcand_vec *out[2]; /* [0] priority candidates, [1] hierarchy candidates */
+    hlist *out[2]; /* [0] priority candidates, [1] hierarchy candidates */
     int oom;
 } hctx;
 
@@ -1544,29 +1565,158 @@ static int classify(const td_queue *q, const workload *w, const workload *v, con
     return PV_RECLAIM_WHILE_BORROW;
 }
 
-static void hpush(hctx *x, hcand_vec *vec, size_t id, size_t lca, variant pv)
+/* candidatesOrdering between two candidates of the same side (both of the
+ * preemptor's ClusterQueue or neither): lower priority first, most
+ * recently admitted first, then the key, then submission order. */
+static bool cand_before(const workload *a, const workload *b)
 {
-    if (vec->n == vec->cap) {
-        size_t cap = vec->cap ? vec->cap * 2 : 16;
-        hcand *p = realloc(vec->v, cap * sizeof *p);
+    if (a->priority != b->priority)
+        return a->priority < b->priority;
+    if (a->admitted_ns != b->admitted_ns)
+        return a->admitted_ns > b->admitted_ns;
+    int k = strcmp(a->key, b->key);
+    return k ? k < 0 : a->seq < b->seq;
+}
+
+static _Thread_local const td_queue *csort_q;
+
+static int cmp_cand_ids(const void *pa, const void *pb)
+{
+    const workload *a = &csort_q->wls[*(const size_t *)pa];
+    const workload *b = &csort_q->wls[*(const size_t *)pb];
+    return cand_before(a, b) ? -1 : cand_before(b, a) ? 1 : 0;
+}
+
+/* m's admitted workloads in candidatesOrdering; NULL out of memory. The
+ * list only changes when m admits or releases a workload (admit,
+ * remove_admitted mark it stale); priority, admission time and key of an
+ * admitted workload do not change. */
+static const size_t *cq_sorted(td_queue *q, cluster_queue *m)
+{
+    if (m->sorted_ok)
+        return m->sorted.v;
+    if (m->sorted.cap < m->admitted.n) {
+        size_t cap = m->admitted.n < 16 ? 16 : m->admitted.n * 2;
+        size_t *p = realloc(m->sorted.v, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        m->sorted.v = p;
+        m->sorted.cap = cap;
+    }
+    if (m->admitted.n)
+        memcpy(m->sorted.v, m->admitted.v, m->admitted.n * sizeof *m->sorted.v);
+    m->sorted.n = m->admitted.n;
+    csort_q = q;
+    if (m->sorted.n > 1)
+        qsort(m->sorted.v, m->sorted.n, sizeof *m->sorted.v, cmp_cand_ids);
+    m->sorted_ok = true;
+    return m->sorted.v; /* callers ask only when m has admitted workloads */
+}
+
+static void hrun_skip(hctx *x, hrun *r)
+{
+    for (; r->pos < r->n; r->pos++) {
+        int pv = classify(x->q, x->w, &x->q->wls[r->v[r->pos]], x->need, r->adv);
+        if (pv >= 0) {
+            r->pv = (variant)pv;
+            return;
+        }
+    }
+}
+
+static bool hrun_less(const td_queue *q, const hrun *a, const hrun *b)
+{
+    return cand_before(&q->wls[a->v[a->pos]], &q->wls[b->v[b->pos]]);
+}
+
+static void hlist_down(const td_queue *q, hlist *l, size_t i)
+{
+    for (;;) {
+        size_t c = 2 * i + 1, best = i;
+        if (c < l->nheap && hrun_less(q, &l->runs[l->heap[c]], &l->runs[l->heap[best]]))
+            best = c;
+        if (c + 1 < l->nheap && hrun_less(q, &l->runs[l->heap[c + 1]], &l->runs[l->heap[best]]))
+            best = c + 1;
+        if (best == i)
+            return;
+        size_t t = l->heap[i];
+        l->heap[i] = l->heap[best];
+        l->heap[best] = t;
+        i = best;
+    }
+}
+
+/* Whether the list has a candidate, looking no further than the first
+ * run that has one. */
+static bool hlist_any(hctx *x, hlist *l)
+{
+    for (size_t k = 0; k < l->nruns; k++) {
+        hrun_skip(x, &l->runs[k]);
+        if (l->runs[k].pos < l->runs[k].n)
+            return true;
+    }
+    return false;
+}
+
+/* Builds the heap over the runs that have a candidate, on first use;
+ * -1 out of memory. */
+static int hlist_start(hctx *x, hlist *l)
+{
+    if (l->started)
+        return 0;
+    l->started = true;
+    l->nheap = 0;
+    if (!l->nruns)
+        return 0;
+    l->heap = malloc(l->nruns * sizeof *l->heap);
+    if (!l->heap)
+        return -1;
+    for (size_t k = 0; k < l->nruns; k++) {
+        hrun_skip(x, &l->runs[k]);
+        if (l->runs[k].pos < l->runs[k].n)
+            l->heap[l->nheap++] = k;
+    }
+    for (size_t i = l->nheap / 2; i-- > 0;)
+        hlist_down(x->q, l, i);
+    return 0;
+}
+
+/* The list's next candidate into *out; false when it has none left. */
+static bool hlist_pop(hctx *x, hlist *l, hcand *out)
+{
+    if (!l->nheap)
+        return false;
+    hrun *r = &l->runs[l->heap[0]];
+    *out = (hcand){r->v[r->pos], r->lca, r->pv};
+    r->pos++;
+    hrun_skip(x, r);
+    if (r->pos >= r->n)
+        l->heap[0] = l->heap[--l->nheap];
+    hlist_down(x->q, l, 0);
+    return true;
+}
+
+static void from_cq(hctx *x, size_t cqi, size_t lca, hlist *l)
+{
+    cluster_queue *m = &x->q->cqs[cqi];
+    if (!m->admitted.n)
+        return;
+    const size_t *v = cq_sorted(x->q, m);
+    if (!v) {
+        x->oom = 1;
+        return;
+    }
+    if (l->nruns == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        hrun *p = realloc(l->runs, cap * sizeof *p);
         if (!p) {
             x->oom = 1;
             return;
         }
-        vec->v = p;
-        vec->cap = cap;
+        l->runs = p;
+        l->cap = cap;
     }
-    vec->v[vec->n++] = (hcand){id, lca, pv};
-}
-
-static void from_cq(hctx *x, size_t cqi, size_t lca, hcand_vec *vec)
-{
-    const cluster_queue *m = &x->q->cqs[cqi];
-    for (size_t k = 0; k < m->admitted.n; k++) {
-        int pv = classify(x->q, x->w, &x->q->wls[m->admitted.v[k]], x->need, x->adv);
-        if (pv >= 0)
-            hpush(x, vec, m->admitted.v[k], lca, (variant)pv);
-    }
+    l->runs[l->nruns++] = (hrun){v, m->admitted.n, 0, lca, x->adv, PV_WITHIN_CQ};
 }
 
 /* Kueue's collectCandidatesInSubtree: below cur, skipping the subtree
@@ -1599,16 +1749,6 @@ static bool fit_in_node(const int64_t *sub, const int64_t *g, const int64_t *u, 
         rem[k].v = max0(rem[k].v - max0(g[fr] - u[fr]));
     }
     return fits;
-}
-
-static _Thread_local const td_queue *hsort_q;
-static _Thread_local size_t hsort_cq;
-
-static int cmp_hcand(const void *pa, const void *pb)
-{
-    sort_q = hsort_q;
-    sort_cq = hsort_cq;
-    return cmp_candidates(&((const hcand *)pa)->id, &((const hcand *)pb)->id);
 }
 
 /* Kueue's candidateIsValid: a candidate of another queue only while its
@@ -1648,11 +1788,15 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
                          size_t nuse, const bool *need, target_set *t)
 {
     cluster_queue *c = &q->cqs[w->cq];
-    hcand_vec lists[3] = {{NULL, 0, 0}, {NULL, 0, 0}, {NULL, 0, 0}}; /* prio, hier, same */
+    hlist lists[3]; /* prio, hier, same */
+    memset(lists, 0, sizeof lists);
     hctx x = {q, w, need, false, {&lists[0], &lists[1]}, 0};
     fr_use *rem = malloc((nuse ? nuse : 1) * sizeof *rem);
+    hcand *all = NULL;
     int rc = 0;
     t->n = 0;
+    t->v = NULL;
+    t->lv = NULL;
     if (!rem)
         return -1;
     if (c->within != WITHIN_NEVER)
@@ -1668,36 +1812,34 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
             prev = at;
         }
     }
-    size_t total = lists[0].n + lists[1].n + lists[2].n;
-    hcand *all = x.oom ? NULL : malloc((total ? total : 1) * sizeof *all);
+    /* at most every candidate of every run */
+    size_t total = 0;
+    for (int k = 0; k < 3; k++)
+        for (size_t r = 0; r < lists[k].nruns; r++)
+            total += lists[k].runs[r].n;
+    static const int order[] = {1, 0, 2};
+    if (x.oom) {
+        rc = -1;
+        goto out;
+    }
+    all = malloc((total ? total : 1) * sizeof *all);
     t->v = malloc((total ? total : 1) * sizeof *t->v);
     t->lv = malloc((total ? total : 1) * sizeof *t->lv);
     if (!all || !t->v || !t->lv) {
         rc = -1;
         goto out;
     }
-    hsort_q = q;
-    hsort_cq = w->cq;
-    size_t n = 0;
-    static const int order[] = {1, 0, 2};
-    for (int k = 0; k < 3; k++) {
-        hcand_vec *l = &lists[order[k]];
-        if (l->n)
-            qsort(l->v, l->n, sizeof *l->v, cmp_hcand);
-        if (l->n)
-            memcpy(all + n, l->v, l->n * sizeof *all);
-        n += l->n;
-    }
     bool forbidden = !c->bwc, under_nominal = true;
     for (size_t fr = 0; fr < q->nfr; fr++)
         if (need[fr] && c->usage[fr] >= c->nominal[fr])
             under_nominal = false;
+    bool empty0 = !hlist_any(&x, &lists[0]), empty1 = !hlist_any(&x, &lists[1]);
     bool attempts[2];
     size_t na;
-    if ((lists[0].n == 0 && lists[1].n == 0) || (forbidden && !under_nominal)) {
+    if ((empty0 && empty1) || (forbidden && !under_nominal)) {
         attempts[0] = true;
         na = 1;
-    } else if (forbidden && lists[1].n == 0) {
+    } else if (forbidden && empty1) {
         attempts[0] = false;
         attempts[1] = true;
         na = 2;
@@ -1706,17 +1848,45 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
         attempts[1] = false;
         na = 2;
     }
+    /* buf[l][0, nb[l]): list l's candidates merged so far, kept for the
+     * second attempt. Without borrowWithinCohort every candidate of the
+     * priority list (0) is PV_RECLAIM_NO_BORROW, which hvalid rejects
+     * while borrowing: that attempt skips the list without merging it. */
+    hcand *buf[3];
+    size_t nb[3] = {0, 0, 0}, base = 0;
+    for (int k = 0; k < 3; k++) {
+        size_t cap = 0;
+        for (size_t r = 0; r < lists[k].nruns; r++)
+            cap += lists[k].runs[r].n;
+        buf[k] = all + base;
+        base += cap;
+    }
     for (size_t a = 0; a < na && t->n == 0; a++) {
         bool borrow = attempts[a];
         size_t m = 0;
         int fit = 0;
-        for (size_t k = 0; k < n && fit == 0; k++) {
-            if (!hvalid(q, w, &all[k], need, borrow))
+        for (int st = 0; st < 3 && fit == 0; st++) {
+            int l = order[st];
+            if (l == 0 && borrow && !c->bwc)
                 continue;
-            books(q, &q->wls[all[k].id], -1);
-            t->v[m] = all[k].id;
-            t->lv[m++] = variant_level[all[k].pv];
-            fit = fits_with(q, w, c, as, use, nuse, borrow);
+            for (size_t k = 0; fit == 0; k++) {
+                if (k == nb[l]) {
+                    if (hlist_start(&x, &lists[l]) < 0) {
+                        fit = -1;
+                        break;
+                    }
+                    if (!hlist_pop(&x, &lists[l], &buf[l][nb[l]]))
+                        break;
+                    nb[l]++;
+                }
+                const hcand *h = &buf[l][k];
+                if (!hvalid(q, w, h, need, borrow))
+                    continue;
+                books(q, &q->wls[h->id], -1);
+                t->v[m] = h->id;
+                t->lv[m++] = variant_level[h->pv];
+                fit = fits_with(q, w, c, as, use, nuse, borrow);
+            }
         }
         t->n = m;
         if (keep_needed(q, w, c, as, use, nuse, borrow, t, fit) < 0) {
@@ -1727,8 +1897,10 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
 out:
     free(rem);
     free(all);
-    for (int k = 0; k < 3; k++)
-        free(lists[k].v);
+    for (int k = 0; k < 3; k++) {
+        free(lists[k].runs);
+        free(lists[k].heap);
+    }
     return rc;
 }
 

@@ -929,8 +929,11 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     w->placement = pl;
     char *ptext = NULL;
     size_t plen = 0;
-    FILE *pf = open_memstream(&ptext, &plen);
-    if (!pf)
+    /* without pods on nodes the text is "": no stream to open */
+    FILE *pf = np ? open_memstream(&ptext, &plen) : NULL;
+    if (np && !pf)
+        return -1;
+    if (!np && !(ptext = td__qstrdup("")))
         return -1;
     for (size_t k = 0; k < np; k++) {
         const placed *p = &q->scratch_place[k];
@@ -939,7 +942,7 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
                 new_set ? w->podset_names[p->podset] : "", new_set ? ": " : "",
                 q->nodes[p->node].name, (long long)p->pods);
     }
-    if (fclose(pf) != 0 || !ptext) {
+    if (pf && (fclose(pf) != 0 || !ptext)) {
         free(ptext);
         return -1;
     }
@@ -1523,6 +1526,8 @@ typedef struct {
     bool adv;
     hlist *out[2]; /* [0] priority candidates, [1] hierarchy candidates */
     int oom;
+    const int *nf; /* the flavor-resources need marks, nn of them */
+    size_t nn;
 } hctx;
 
 static bool cq_within_nominal(const td_queue *q, const cluster_queue *m, const bool *need)
@@ -1568,14 +1573,47 @@ static int classify(const td_queue *q, const workload *w, const workload *v, con
 /* candidatesOrdering between two candidates of the same side (both of the
  * preemptor's ClusterQueue or neither): lower priority first, most
  * recently admitted first, then the key, then submission order. */
-static bool cand_before(const workload *a, const workload *b)
+static bool cand_before(const td_queue *q, const workload *a, const workload *b)
 {
     if (a->priority != b->priority)
         return a->priority < b->priority;
     if (a->admitted_ns != b->admitted_ns)
         return a->admitted_ns > b->admitted_ns;
+    if (a->seq < q->nranked && b->seq < q->nranked)
+        return a->key_rank < b->key_rank;
     int k = strcmp(a->key, b->key);
     return k ? k < 0 : a->seq < b->seq;
+}
+
+static _Thread_local const td_queue *rank_q;
+
+static int cmp_key_seq(const void *pa, const void *pb)
+{
+    const workload *a = &rank_q->wls[*(const size_t *)pa];
+    const workload *b = &rank_q->wls[*(const size_t *)pb];
+    int k = strcmp(a->key, b->key);
+    return k ? k : (a->seq < b->seq ? -1 : (a->seq > b->seq));
+}
+
+/* Ranks every workload by (key, seq), once per new workload count: the
+ * order cand_before falls back to, as one integer. 0, or -1 out of memory
+ * (then cand_before keeps comparing keys). */
+static int rank_keys(td_queue *q)
+{
+    if (q->nranked == q->nwls || q->nwls > UINT32_MAX)
+        return 0;
+    size_t *ids = malloc((q->nwls ? q->nwls : 1) * sizeof *ids);
+    if (!ids)
+        return -1;
+    for (size_t i = 0; i < q->nwls; i++)
+        ids[i] = i;
+    rank_q = q;
+    qsort(ids, q->nwls, sizeof *ids, cmp_key_seq);
+    for (size_t i = 0; i < q->nwls; i++)
+        q->wls[ids[i]].key_rank = (uint32_t)i;
+    q->nranked = q->nwls;
+    free(ids);
+    return 0;
 }
 
 static _Thread_local const td_queue *csort_q;
@@ -1584,7 +1622,7 @@ static int cmp_cand_ids(const void *pa, const void *pb)
 {
     const workload *a = &csort_q->wls[*(const size_t *)pa];
     const workload *b = &csort_q->wls[*(const size_t *)pb];
-    return cand_before(a, b) ? -1 : cand_before(b, a) ? 1 : 0;
+    return cand_before(csort_q, a, b) ? -1 : cand_before(csort_q, b, a) ? 1 : 0;
 }
 
 /* m's admitted workloads in candidatesOrdering; NULL out of memory. The
@@ -1626,7 +1664,7 @@ static void hrun_skip(hctx *x, hrun *r)
 
 static bool hrun_less(const td_queue *q, const hrun *a, const hrun *b)
 {
-    return cand_before(&q->wls[a->v[a->pos]], &q->wls[b->v[b->pos]]);
+    return cand_before(q, &q->wls[a->v[a->pos]], &q->wls[b->v[b->pos]]);
 }
 
 static void hlist_down(const td_queue *q, hlist *l, size_t i)
@@ -1731,7 +1769,14 @@ static void collect_subtree(hctx *x, size_t cur, size_t lca, size_t skip)
     const cohort *co = &q->cohorts[cur];
     for (size_t k = 0; k < co->nmembers && !x->oom; k++) {
         size_t m = co->members[k];
-        if (m != x->w->cq && !cq_within_nominal(q, &q->cqs[m], x->need))
+        const cluster_queue *mc = &q->cqs[m];
+        if (m == x->w->cq || !mc->admitted.n)
+            continue; /* from_cq would add nothing */
+        /* cq_within_nominal over the needed flavor-resources only */
+        bool within = true;
+        for (size_t i = 0; i < x->nn && within; i++)
+            within = mc->usage[x->nf[i]] <= mc->nominal[x->nf[i]];
+        if (!within)
             from_cq(x, m, lca, x->out[x->adv]);
     }
 }
@@ -1790,15 +1835,22 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
     cluster_queue *c = &q->cqs[w->cq];
     hlist lists[3]; /* prio, hier, same */
     memset(lists, 0, sizeof lists);
-    hctx x = {q, w, need, false, {&lists[0], &lists[1]}, 0};
-    fr_use *rem = malloc((nuse ? nuse : 1) * sizeof *rem);
+    int *nf = malloc((q->nfr ? q->nfr : 1) * sizeof *nf);
+    size_t nn = 0;
+    for (size_t fr = 0; nf && fr < q->nfr; fr++)
+        if (need[fr])
+            nf[nn++] = (int)fr;
+    hctx x = {q, w, need, false, {&lists[0], &lists[1]}, 0, nf, nn};
+    fr_use *rem = nf ? malloc((nuse ? nuse : 1) * sizeof *rem) : NULL;
     hcand *all = NULL;
     int rc = 0;
     t->n = 0;
     t->v = NULL;
     t->lv = NULL;
-    if (!rem)
+    if (!rem) {
+        free(nf);
         return -1;
+    }
     if (c->within != WITHIN_NEVER)
         from_cq(&x, w->cq, QNONE, &lists[2]);
     if (c->cohort != QNONE && c->reclaim != RECLAIM_NEVER) {
@@ -1895,6 +1947,7 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
         }
     }
 out:
+    free(nf);
     free(rem);
     free(all);
     for (int k = 0; k < 3; k++) {
@@ -2441,7 +2494,9 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                          : NULL;
     if (!q->tree_version)
         q->tree_version = calloc(q->ncohorts + q->ncqs + 1, sizeof *q->tree_version);
-    if (!heads || (q->fair_sharing && q->ncohorts && !usebuf) || !q->tree_version) {
+    /* the ranks change the order's tie-break, not the order: drop the
+     * per-queue sorted lists only to rebuild them with cheaper compares */
+    if (rank_keys(q) != 0 || !heads || (q->fair_sharing && q->ncohorts && !usebuf) || !q->tree_version) {
         free(heads);
         free(usebuf);
         return TD_ENOMEM;

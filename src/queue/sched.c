@@ -1503,7 +1503,8 @@ typedef struct {
     size_t n, pos;
     size_t lca;
     bool adv;
-    variant pv; /* of v[pos] */
+    variant pv;           /* of v[pos] */
+    const workload *head; /* v[pos]'s workload, the heap's key */
 } hrun;
 
 /* One of classical_set's candidate lists as the lazy merge of its runs: a
@@ -1573,7 +1574,7 @@ static int classify(const td_queue *q, const workload *w, const workload *v, con
 /* candidatesOrdering between two candidates of the same side (both of the
  * preemptor's ClusterQueue or neither): lower priority first, most
  * recently admitted first, then the key, then submission order. */
-static bool cand_before(const td_queue *q, const workload *a, const workload *b)
+static inline bool cand_before(const td_queue *q, const workload *a, const workload *b)
 {
     if (a->priority != b->priority)
         return a->priority < b->priority;
@@ -1654,9 +1655,11 @@ static const size_t *cq_sorted(td_queue *q, cluster_queue *m)
 static void hrun_skip(hctx *x, hrun *r)
 {
     for (; r->pos < r->n; r->pos++) {
-        int pv = classify(x->q, x->w, &x->q->wls[r->v[r->pos]], x->need, r->adv);
+        const workload *v = &x->q->wls[r->v[r->pos]];
+        int pv = classify(x->q, x->w, v, x->need, r->adv);
         if (pv >= 0) {
             r->pv = (variant)pv;
+            r->head = v;
             return;
         }
     }
@@ -1664,7 +1667,7 @@ static void hrun_skip(hctx *x, hrun *r)
 
 static bool hrun_less(const td_queue *q, const hrun *a, const hrun *b)
 {
-    return cand_before(q, &q->wls[a->v[a->pos]], &q->wls[b->v[b->pos]]);
+    return cand_before(q, a->head, b->head);
 }
 
 static void hlist_down(const td_queue *q, hlist *l, size_t i)
@@ -1754,7 +1757,7 @@ static void from_cq(hctx *x, size_t cqi, size_t lca, hlist *l)
         l->runs = p;
         l->cap = cap;
     }
-    l->runs[l->nruns++] = (hrun){v, m->admitted.n, 0, lca, x->adv, PV_WITHIN_CQ};
+    l->runs[l->nruns++] = (hrun){v, m->admitted.n, 0, lca, x->adv, PV_WITHIN_CQ, NULL};
 }
 
 /* Kueue's collectCandidatesInSubtree: below cur, skipping the subtree

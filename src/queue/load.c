@@ -1705,6 +1705,25 @@ static td_status parse_workload(lctx *l, workload *w)
             per[r] = count && v > QUNLIMITED / count ? QUNLIMITED : v * count;
         }
     }
+    /* check_limits reports only containers with both requests and limits:
+     * without any, there is nothing to report and no stream to open */
+    bool any_limits = false;
+    for (size_t i = 0; i < n && !any_limits; i++) {
+        json_t *pod = td_json_path(json_array_get(pss, i), "template.spec");
+        const char *keys[] = {"initContainers", "containers"};
+        for (int k = 0; k < 2 && !any_limits; k++) {
+            size_t j;
+            json_t *ct;
+            json_array_foreach(json_object_get(pod, keys[k]), j, ct)
+            {
+                if (json_is_object(td_json_path(ct, "resources.requests")) &&
+                    json_is_object(td_json_path(ct, "resources.limits")))
+                    any_limits = true;
+            }
+        }
+    }
+    if (!any_limits)
+        return TD_OK;
     /* Kueue's order: pod set by pod set, init containers, then containers */
     char *msg = NULL;
     size_t len = 0, nerr = 0;

@@ -160,7 +160,6 @@ typedef struct {
     int32_t priority;
     uint64_t created_ns, queue_ns, admitted_ns;
     size_t seq;
-    uint32_t key_rank; /* order of (key, seq) among wls[0, q->nranked) */
     td_wl_state state;
     bool inadmissible;
     bool borrowing; /* admitted above nominal quota */
@@ -239,9 +238,6 @@ struct td_queue {
      * or ncohorts + ClusterQueue index without a cohort), and for nodes */
     uint64_t *tree_version;
     uint64_t node_version;
-    /* wls[0, nranked) carry key_rank (set by td_queue_schedule), so
-     * candidatesOrdering's last tie-break needs no strcmp */
-    size_t nranked;
     td_queue_event *events;
     size_t nevents, capevents;
     /* scratch of the flavor assigner */

@@ -1576,46 +1576,15 @@ static int classify(const td_queue *q, const workload *w, const workload *v, con
  * recently admitted first, then the key, then submission order. */
 static inline bool cand_before(const td_queue *q, const workload *a, const workload *b)
 {
+    (void)q;
     if (a->priority != b->priority)
         return a->priority < b->priority;
     if (a->admitted_ns != b->admitted_ns)
         return a->admitted_ns > b->admitted_ns;
-    if (a->seq < q->nranked && b->seq < q->nranked)
-        return a->key_rank < b->key_rank;
     int k = strcmp(a->key, b->key);
     return k ? k < 0 : a->seq < b->seq;
 }
 
-static _Thread_local const td_queue *rank_q;
-
-static int cmp_key_seq(const void *pa, const void *pb)
-{
-    const workload *a = &rank_q->wls[*(const size_t *)pa];
-    const workload *b = &rank_q->wls[*(const size_t *)pb];
-    int k = strcmp(a->key, b->key);
-    return k ? k : (a->seq < b->seq ? -1 : (a->seq > b->seq));
-}
-
-/* Ranks every workload by (key, seq), once per new workload count: the
- * order cand_before falls back to, as one integer. 0, or -1 out of memory
- * (then cand_before keeps comparing keys). */
-static int rank_keys(td_queue *q)
-{
-    if (q->nranked == q->nwls || q->nwls > UINT32_MAX)
-        return 0;
-    size_t *ids = malloc((q->nwls ? q->nwls : 1) * sizeof *ids);
-    if (!ids)
-        return -1;
-    for (size_t i = 0; i < q->nwls; i++)
-        ids[i] = i;
-    rank_q = q;
-    qsort(ids, q->nwls, sizeof *ids, cmp_key_seq);
-    for (size_t i = 0; i < q->nwls; i++)
-        q->wls[ids[i]].key_rank = (uint32_t)i;
-    q->nranked = q->nwls;
-    free(ids);
-    return 0;
-}
 
 static _Thread_local const td_queue *csort_q;
 
@@ -2497,9 +2466,7 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                          : NULL;
     if (!q->tree_version)
         q->tree_version = calloc(q->ncohorts + q->ncqs + 1, sizeof *q->tree_version);
-    /* the ranks change the order's tie-break, not the order: drop the
-     * per-queue sorted lists only to rebuild them with cheaper compares */
-    if (rank_keys(q) != 0 || !heads || (q->fair_sharing && q->ncohorts && !usebuf) || !q->tree_version) {
+    if (!heads || (q->fair_sharing && q->ncohorts && !usebuf) || !q->tree_version) {
         free(heads);
         free(usebuf);
         return TD_ENOMEM;

@@ -3,7 +3,9 @@
  * nvidia.com/gpu, borrowing allowed), timed with the monotonic clock.
  * Usage: bench_queue [N [C]]  (default 100000 1000; without arguments also
  * 1k and 10k). With --json, one JSON line per run; run one size per process
- * to read that size's peak RSS (VmHWM). */
+ * to read that size's peak RSS (VmHWM). With --fingerprint (after --json if
+ * both), a hash of every decision and final state on stderr. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,7 @@ static long peak_rss_kb(void)
 }
 
 static int json_out;
+static int fingerprint;
 
 static double one(size_t n, int ncq)
 {
@@ -108,8 +111,40 @@ static double one(size_t n, int ncq)
     double dt = now_s() - t0;
     const td_queue_event *ev;
     size_t ne = td_queue_events(q, &ev), pre = 0;
-    for (size_t i = 0; i < ne; i++)
+    /* Decision fingerprint: FNV-1a over every event in order (type,
+     * workload, queue, preemptor, borrowing, level, flavors, reason), so a
+     * change that must not alter a decision can be checked run to run. */
+    uint64_t fp = 1469598103934665603ull;
+#define FP_BYTES(p, len)                                                                           \
+    do {                                                                                           \
+        const unsigned char *b_ = (const unsigned char *)(p);                                      \
+        for (size_t k_ = 0; k_ < (len); k_++)                                                      \
+            fp = (fp ^ b_[k_]) * 1099511628211ull;                                                 \
+    } while (0)
+    for (size_t i = 0; i < ne; i++) {
         pre += ev[i].type == TD_QEV_PREEMPTED;
+        uint64_t v[5] = {(uint64_t)ev[i].type, ev[i].workload, ev[i].cluster_queue, ev[i].by,
+                         ev[i].borrowing};
+        FP_BYTES(v, sizeof v);
+        FP_BYTES(ev[i].level, strlen(ev[i].level) + 1);
+        FP_BYTES(ev[i].flavors, strlen(ev[i].flavors) + 1);
+        FP_BYTES(ev[i].placement, strlen(ev[i].placement) + 1);
+        FP_BYTES(ev[i].reason, strlen(ev[i].reason) + 1);
+    }
+    /* and the final state and reason of every workload */
+    size_t nw = td_queue_workload_count(q);
+    for (size_t i = 0; i < nw; i++) {
+        uint64_t st = (uint64_t)td_queue_workload_state(q, i);
+        FP_BYTES(&st, sizeof st);
+        const char *r = td_queue_workload_reason(q, i);
+        FP_BYTES(r, strlen(r) + 1);
+        const char *f = td_queue_workload_flavors(q, i);
+        FP_BYTES(f, strlen(f) + 1);
+    }
+#undef FP_BYTES
+    if (fingerprint)
+        fprintf(stderr, "fingerprint n=%zu events=%zu admitted=%zu preempted=%zu %016llx\n", n,
+                ne, admitted, pre, (unsigned long long)fp);
     if (json_out)
         printf("{\"workloads\":%zu,\"clusterQueues\":%d,\"cohorts\":10,\"pass_s\":%.6f,"
                "\"setup_s\":%.3f,\"admitted\":%zu,\"preempted\":%zu,\"pending\":%zu,"
@@ -130,10 +165,15 @@ int main(int argc, char **argv)
         argc--;
         argv++;
     }
+    if (argc > 1 && strcmp(argv[1], "--fingerprint") == 0) {
+        fingerprint = 1;
+        argc--;
+        argv++;
+    }
     size_t n = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : 100000;
     int ncq = argc > 2 ? atoi(argv[2]) : 1000;
     if (n == 0 || ncq < 10) {
-        fprintf(stderr, "usage: bench_queue [--json] [WORKLOADS [CLUSTERQUEUES>=10]]\n");
+        fprintf(stderr, "usage: bench_queue [--json] [--fingerprint] [WORKLOADS [CLUSTERQUEUES>=10]]\n");
         return 2;
     }
     if (argc <= 1) {

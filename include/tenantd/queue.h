@@ -91,8 +91,8 @@ td_status td_queue_submit(td_queue *q, const json_t *wl, const td_manifest *src,
 td_status td_queue_workload_update_check(const json_t *old, const json_t *upd, td_err *err);
 
 /* One full admission pass at now_ns: Kueue's cycles (the head of each
- * ClusterQueue, ordered non-borrowing first, then priority, then queue
- * time), repeated until no head can move. Admits, preempts (the minimal
+ * ClusterQueue, ordered by the borrowing level of its flavor assignment,
+ * then priority, then queue time), repeated until no head can move. Admits, preempts (the minimal
  * set) and records events. *nadmitted (may be NULL) counts admissions. */
 td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted);
 
@@ -142,6 +142,11 @@ int64_t td_queue_node_used_milli(const td_queue *q, size_t node, const char *res
 /* ClusterQueues, in the order they were added. */
 size_t td_queue_cq_count(const td_queue *q);
 const char *td_queue_cq_name(const td_queue *q, size_t cq);
+/* Why ClusterQueue cq is inactive, Kueue's condition message ("Can't admit
+ * new workloads: references missing ResourceFlavor(s): f."), or NULL when
+ * active. An inactive ClusterQueue admits nothing (its workloads wait with
+ * "ClusterQueue NAME is inactive") and lends nothing to its cohort. */
+const char *td_queue_cq_inactive(const td_queue *q, size_t cq);
 /* Sums over all flavors of resource, in milli-units: nominal quota, usage,
  * and usage above nominal (borrowed), flavor by flavor. */
 int64_t td_queue_cq_nominal_milli(const td_queue *q, size_t cq, const char *resource);

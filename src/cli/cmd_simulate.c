@@ -183,6 +183,35 @@ static json_t *flavors_json(const char *s)
     return o;
 }
 
+/* "main: cpu=a, gpu=b; w1: gpu=c" -> Kueue's status.admission shape,
+ * [{"name":"main","flavors":{"cpu":"a","gpu":"b"}},{"name":"w1",...}]: one
+ * entry per pod set, since pod sets may take different flavors. */
+static json_t *pod_set_assignments_json(const char *s)
+{
+    json_t *a = json_array();
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *s1 = NULL, *ps = strtok_r(buf, ";", &s1); ps; ps = strtok_r(NULL, ";", &s1)) {
+        char *colon = strchr(ps, ':');
+        if (!colon)
+            continue;
+        *colon = '\0';
+        while (*ps == ' ')
+            ps++;
+        json_t *fl = json_object();
+        for (char *s2 = NULL, *it = strtok_r(colon + 1, ", ", &s2); it;
+             it = strtok_r(NULL, ", ", &s2)) {
+            char *eq = strchr(it, '=');
+            if (eq) {
+                *eq = '\0';
+                json_object_set_new(fl, it, json_string(eq + 1));
+            }
+        }
+        json_array_append_new(a, json_pack("{s:s,s:o}", "name", ps, "flavors", fl));
+    }
+    return a;
+}
+
 /* "workers: a100-0=1, a100-1=1; launcher: x-0=1" ->
  * {"workers":{"a100-0":1,"a100-1":1},"launcher":{"x-0":1}}. */
 static json_t *placement_json(const char *s)
@@ -407,6 +436,7 @@ static int run(td_queue *q, arrival *arr, size_t narr, uint64_t until_ns, bool j
             json_object_set_new(o, "clusterQueue",
                                 json_string(td_queue_cq_name(q, e->cluster_queue)));
             json_object_set_new(o, "flavors", flavors_json(e->flavors));
+            json_object_set_new(o, "podSetAssignments", pod_set_assignments_json(e->flavors));
             json_object_set_new(o, "borrowing", json_boolean(e->borrowing));
             if (e->type == TD_QEV_ADMITTED)
                 json_object_set_new(o, "placement", placement_json(e->placement));

@@ -133,9 +133,32 @@ td_status td_queue_create(td_queue **out, td_err *err)
     return TD_OK;
 }
 
+static void free_tols(toleration *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(t[i].key);
+        free(t[i].value);
+        free(t[i].effect);
+    }
+    free(t);
+}
+
+static void free_flavor_spec(flavor_spec *f)
+{
+    for (size_t i = 0; i < f->ntaints; i++) {
+        free(f->taints[i].key);
+        free(f->taints[i].value);
+        free(f->taints[i].effect);
+    }
+    free(f->taints);
+    free_tols(f->tols, f->ntols);
+    memset(f, 0, sizeof *f);
+}
+
 static void free_cq(cluster_queue *c)
 {
     free(c->name);
+    free(c->inactive);
     free(c->where);
     free(c->cohort_name);
     for (size_t g = 0; g < c->ngroups; g++) {
@@ -156,6 +179,7 @@ static void free_cq(cluster_queue *c)
     free(c->heap.v);
     free(c->inadmissible.v);
     free(c->admitted.v);
+    free(c->sorted.v);
 }
 
 static void free_wl(workload *w)
@@ -171,6 +195,11 @@ static void free_wl(workload *w)
     free(w->placement);
     free(w->placement_text);
     free(w->unknown_resource);
+    free(w->misconfigured);
+    for (size_t i = 0; w->tols && i < w->npodsets; i++)
+        free_tols(w->tols[i], w->ntols[i]);
+    free(w->tols);
+    free(w->ntols);
     free(w->assignment);
     free(w->use);
     free(w->reason);
@@ -197,6 +226,9 @@ void td_queue_destroy(td_queue *q)
         free(q->flavor_names[i]);
     free(q->flavor_names);
     free(q->flavor_defined);
+    for (size_t i = 0; i < q->nflavor_specs; i++)
+        free_flavor_spec(&q->flavor_specs[i]);
+    free(q->flavor_specs);
     for (size_t i = 0; i < q->ncqs; i++)
         free_cq(&q->cqs[i]);
     free(q->cqs);
@@ -250,6 +282,7 @@ void td_queue_destroy(td_queue *q)
     free(q->flavor_node_n);
     free(q->flavor_max_cap);
     free(q->scratch_place);
+    free(q->tree_version);
     free(q->events);
     free(q->acc);
     free(q->scratch_assign);
@@ -391,6 +424,12 @@ static int intern_flavor(td_queue *q, const char *name, int *out)
             return -1;
         q->flavor_defined = d;
         d[id] = false;
+        flavor_spec *fs = realloc(q->flavor_specs, q->nflavors * sizeof *fs);
+        if (!fs)
+            return -1;
+        q->flavor_specs = fs;
+        memset(&fs[id], 0, sizeof fs[id]);
+        q->nflavor_specs = q->nflavors;
     }
     *out = (int)id;
     return 0;
@@ -402,6 +441,149 @@ static int intern_flavor(td_queue *q, const char *name, int *out)
         if (s__ != TD_OK)                                                                          \
             return s__;                                                                            \
     } while (0)
+
+/* ---- taints and tolerations ---------------------------------------------- */
+
+static const char *const taint_effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute", NULL};
+
+static bool is_effect(const char *e)
+{
+    for (size_t i = 0; taint_effects[i]; i++)
+        if (strcmp(taint_effects[i], e) == 0)
+            return true;
+    return false;
+}
+
+/* A string member of o, copied (*out NULL when absent). */
+static td_status opt_str(lctx *l, const json_t *o, const char *key, const char *field,
+                         char **out)
+{
+    json_t *v = json_object_get(o, key);
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return TD_OK;
+    if (!json_is_string(v))
+        return lfail(l, v, field, "must be a string");
+    if (!(*out = td__qstrdup(json_string_value(v))))
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    return TD_OK;
+}
+
+/* A list of Kubernetes tolerations (key, operator Equal or Exists, value,
+ * effect, tolerationSeconds) at field into *out, *n; nothing set on error. */
+static td_status parse_tolerations(lctx *l, const json_t *list, const char *field,
+                                   toleration **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!list || json_is_null(list))
+        return TD_OK;
+    if (!json_is_array(list))
+        return lfail(l, list, field, "must be a list of tolerations");
+    size_t cnt = json_array_size(list);
+    toleration *t = calloc(cnt ? cnt : 1, sizeof *t);
+    if (!t)
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    td_status st = TD_OK;
+    size_t i;
+    for (i = 0; i < cnt && st == TD_OK; i++) {
+        json_t *e = json_array_get(list, i);
+        char f[300], op_field[320];
+        snprintf(f, sizeof f, "%s[%zu]", field, i);
+        static const char *const tk[] = {"key", "operator", "value", "effect",
+                                         "tolerationSeconds", NULL};
+        if (!json_is_object(e)) {
+            st = lfail(l, e, f, "must be a mapping");
+            break;
+        }
+        if ((st = only_fields(l, e, f, tk)) != TD_OK)
+            break;
+        char *op = NULL;
+        snprintf(op_field, sizeof op_field, "%s.operator", f);
+        if ((st = opt_str(l, e, "key", f, &t[i].key)) != TD_OK ||
+            (st = opt_str(l, e, "value", f, &t[i].value)) != TD_OK ||
+            (st = opt_str(l, e, "effect", f, &t[i].effect)) != TD_OK ||
+            (st = opt_str(l, e, "operator", op_field, &op)) != TD_OK)
+            break;
+        if (op && strcmp(op, "Exists") != 0 && strcmp(op, "Equal") != 0)
+            st = lfail(l, json_object_get(e, "operator"), op_field, "must be Exists or Equal");
+        else if (t[i].effect && *t[i].effect && !is_effect(t[i].effect))
+            st = lfail(l, json_object_get(e, "effect"), f,
+                       "effect must be NoSchedule, PreferNoSchedule or NoExecute");
+        t[i].exists = op && strcmp(op, "Exists") == 0;
+        free(op);
+        if (t[i].effect && !*t[i].effect) {
+            free(t[i].effect); /* "" is every effect, as unset */
+            t[i].effect = NULL;
+        }
+        if (t[i].key && !*t[i].key) {
+            free(t[i].key);
+            t[i].key = NULL;
+        }
+    }
+    if (st != TD_OK) {
+        free_tols(t, i);
+        return st;
+    }
+    *out = t;
+    *n = cnt;
+    return TD_OK;
+}
+
+/* ResourceFlavor: spec.nodeTaints and spec.tolerations count in flavor
+ * assignment (a pod set that does not tolerate the taints is not given the
+ * flavor); nodeLabels and topologyName are accepted. */
+static td_status add_resource_flavor(lctx *l)
+{
+    td_queue *q = l->q;
+    json_t *spec = json_object_get(l->obj, "spec");
+    static const char *const rfk[] = {"nodeLabels", "nodeTaints", "tolerations", "topologyName",
+                                      NULL};
+    if (spec)
+        TRYS(only_fields(l, spec, "spec", rfk));
+    flavor_spec fs = {0};
+    json_t *nt = json_object_get(spec, "nodeTaints");
+    td_status st = TD_OK;
+    if (nt && !json_is_null(nt) && !json_is_array(nt))
+        return lfail(l, nt, "spec.nodeTaints", "must be a list of taints");
+    size_t cnt = json_array_size(nt);
+    if (cnt && !(fs.taints = calloc(cnt, sizeof *fs.taints)))
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    for (size_t i = 0; i < cnt && st == TD_OK; i++) {
+        json_t *e = json_array_get(nt, i);
+        char f[64];
+        snprintf(f, sizeof f, "spec.nodeTaints[%zu]", i);
+        static const char *const tk[] = {"key", "value", "effect", "timeAdded", NULL};
+        fs.ntaints = i + 1;
+        if (!json_is_object(e)) {
+            st = lfail(l, e, f, "must be a mapping");
+            break;
+        }
+        if ((st = only_fields(l, e, f, tk)) != TD_OK ||
+            (st = opt_str(l, e, "key", f, &fs.taints[i].key)) != TD_OK ||
+            (st = opt_str(l, e, "value", f, &fs.taints[i].value)) != TD_OK ||
+            (st = opt_str(l, e, "effect", f, &fs.taints[i].effect)) != TD_OK)
+            break;
+        if (!fs.taints[i].key || !*fs.taints[i].key)
+            st = lfail(l, e, f, "key: required");
+        else if (!fs.taints[i].effect || !is_effect(fs.taints[i].effect))
+            st = lfail(l, e, f, "effect: required, NoSchedule, PreferNoSchedule or NoExecute");
+    }
+    if (st == TD_OK)
+        st = parse_tolerations(l, json_object_get(spec, "tolerations"), "spec.tolerations",
+                               &fs.tols, &fs.ntols);
+    int id;
+    if (st == TD_OK && intern_flavor(q, l->name, &id) != 0)
+        st = td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    if (st != TD_OK) {
+        free_flavor_spec(&fs);
+        return st;
+    }
+    q->flavor_defined[id] = true;
+    free_flavor_spec(&q->flavor_specs[id]); /* defined again: the last one counts */
+    q->flavor_specs[id] = fs;
+    return TD_OK;
+}
 
 /* ---- ClusterQueue ------------------------------------------------------- */
 
@@ -468,17 +650,30 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
     if (stop && !(json_is_string(stop) && strcmp(json_string_value(stop), "None") == 0))
         return lfail(l, stop, "spec.stopPolicy", "only None is supported");
     json_t *ff = json_object_get(spec, "flavorFungibility");
+    c->try_next_when_preempt = true; /* Kueue's defaults */
     if (ff) {
-        static const char *const ffk[] = {"whenCanBorrow", "whenCanPreempt", NULL};
+        static const char *const ffk[] = {"whenCanBorrow", "whenCanPreempt", "preference", NULL};
+        if (!json_is_object(ff))
+            return lfail(l, ff, "spec.flavorFungibility", "must be a mapping");
         TRYS(only_fields(l, ff, "spec.flavorFungibility", ffk));
-        const char *b = td_json_str(ff, "whenCanBorrow"), *p = td_json_str(ff, "whenCanPreempt");
-        if (json_object_get(ff, "whenCanBorrow") && !(b && strcmp(b, "Borrow") == 0))
-            return lfail(l, json_object_get(ff, "whenCanBorrow"),
-                         "spec.flavorFungibility.whenCanBorrow", "only Borrow is supported");
-        if (json_object_get(ff, "whenCanPreempt") && !(p && strcmp(p, "TryNextFlavor") == 0))
-            return lfail(l, json_object_get(ff, "whenCanPreempt"),
-                         "spec.flavorFungibility.whenCanPreempt",
-                         "only TryNextFlavor is supported");
+        /* v1beta2 names; v1beta1's Borrow and Preempt mean MayStopSearch */
+        static const char *const wcb[] = {"MayStopSearch", "TryNextFlavor", "Borrow", NULL};
+        static const char *const wcp[] = {"MayStopSearch", "TryNextFlavor", "Preempt", NULL};
+        static const char *const pref[] = {"BorrowingOverPreemption", "PreemptionOverBorrowing",
+                                           NULL};
+        TRYS(parse_enum(l, ff, "whenCanBorrow", "spec.flavorFungibility.whenCanBorrow", wcb, 0,
+                        &v));
+        c->try_next_when_borrow = v == 1;
+        TRYS(parse_enum(l, ff, "whenCanPreempt", "spec.flavorFungibility.whenCanPreempt", wcp, 1,
+                        &v));
+        c->try_next_when_preempt = v == 1;
+        json_t *pv = json_object_get(ff, "preference");
+        TRYS(parse_enum(l, ff, "preference", "spec.flavorFungibility.preference", pref, 0, &v));
+        c->preference = (ff_preference)v;
+        if (pv && !(c->try_next_when_borrow && c->try_next_when_preempt))
+            return lfail(l, pv, "spec.flavorFungibility.preference",
+                         "preference can only be set when both whenCanBorrow and whenCanPreempt "
+                         "are TryNextFlavor");
     }
     json_t *fs = json_object_get(spec, "fairSharing");
     c->fair_weight = 1000;
@@ -946,18 +1141,8 @@ td_status td_queue_add_object(td_queue *q, const json_t *obj, const td_manifest 
         return add_priority(&l, true);
     if (strcmp(kind, "LocalQueue") == 0)
         return add_local_queue(&l);
-    if (strcmp(kind, "ResourceFlavor") == 0) {
-        json_t *spec = json_object_get(obj, "spec");
-        static const char *const rfk[] = {"nodeLabels", "nodeTaints", "tolerations",
-                                          "topologyName", NULL};
-        if (spec)
-            TRYS(only_fields(&l, spec, "spec", rfk));
-        int id;
-        if (intern_flavor(q, name, &id) != 0)
-            return td_err_set(err, TD_ENOMEM, "queue: out of memory");
-        q->flavor_defined[id] = true;
-        return TD_OK;
-    }
+    if (strcmp(kind, "ResourceFlavor") == 0)
+        return add_resource_flavor(&l);
     if (strcmp(kind, "NodePool") == 0)
         return add_node_pool(&l);
     if (strcmp(kind, "Cohort") == 0)
@@ -1049,7 +1234,8 @@ static td_status build_cohorts(td_queue *q, td_err *err)
     for (size_t i = 0; i < q->ncqs; i++) {
         cluster_queue *c = &q->cqs[i];
         c->cohort = QNONE;
-        if (!c->cohort_name)
+        /* an inactive ClusterQueue is not in Kueue's snapshot: it lends nothing */
+        if (!c->cohort_name || c->inactive)
             continue;
         size_t co = find_or_add_cohort(q, c->cohort_name);
         if (co == QNONE || push_id(&q->cohorts[co].members, &q->cohorts[co].nmembers, i) != 0)
@@ -1234,16 +1420,24 @@ td_status td_queue_seal(td_queue *q, td_err *err)
                               "%sLocalQueue %s: spec.clusterQueue: ClusterQueue \"%s\" does not "
                               "exist",
                               q->lq_where[i], q->lq_keys[i], q->lq_targets[i]);
+    /* A ClusterQueue naming a ResourceFlavor that does not exist is
+     * inactive, as in Kueue: its workloads wait until the flavor exists. */
     for (size_t i = 0; i < q->ncqs; i++) {
         cluster_queue *c = &q->cqs[i];
+        char missing[512] = "";
         for (size_t g = 0; g < c->ngroups; g++)
             for (size_t f = 0; f < c->groups[g].nflavors; f++)
                 if (!q->flavor_defined[c->groups[g].flavors[f]])
-                    return td_err_set(err, TD_EINVAL,
-                                      "%sClusterQueue %s: spec.resourceGroups[%zu].flavors[%zu]"
-                                      ".name: ResourceFlavor \"%s\" does not exist",
-                                      c->groups[g].flavor_where[f], c->name, g, f,
-                                      q->flavor_names[c->groups[g].flavors[f]]);
+                    snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
+                             *missing ? "," : "", q->flavor_names[c->groups[g].flavors[f]]);
+        if (!*missing)
+            continue;
+        char why[640];
+        snprintf(why, sizeof why,
+                 "Can't admit new workloads: references missing ResourceFlavor(s): %s.", missing);
+        free(c->inactive);
+        if (!(c->inactive = td__qstrdup(why)))
+            return td_err_set(err, TD_ENOMEM, "queue: out of memory");
     }
     for (size_t i = 0; i < q->ncohort_defs; i++) {
         cluster_queue *c = &q->cohort_defs[i];
@@ -1346,6 +1540,52 @@ static td_status container_requests(lctx *l, json_t *containers, const char *fie
     return TD_OK;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Kueue's ValidateResources: a container whose request of a resource
+ * exceeds its limit makes the workload misconfigured (never admitted).
+ * Appends "FIELD[i]: Invalid value: [\"cpu\"]: requests must not exceed its
+ * limits" per such container to errs (a memstream); counts them in *nerr. */
+static td_status check_limits(lctx *l, const json_t *containers, const char *field, FILE *errs,
+                              size_t *nerr)
+{
+    size_t i;
+    json_t *ct;
+    json_array_foreach(containers, i, ct)
+    {
+        json_t *req = td_json_path(ct, "resources.requests");
+        json_t *lim = td_json_path(ct, "resources.limits");
+        if (!json_is_object(req) || !json_is_object(lim))
+            continue;
+        const char *names[64];
+        size_t n = 0;
+        const char *rname;
+        json_t *v;
+        json_object_foreach(req, rname, v)
+        {
+            json_t *lv = json_object_get(lim, rname);
+            int64_t a, b;
+            /* malformed quantities were refused by container_requests */
+            if (!lv || parse_milli(l, v, rname, &a, NULL) != TD_OK ||
+                parse_milli(l, lv, rname, &b, NULL) != TD_OK)
+                continue;
+            if (a > b && n < sizeof names / sizeof names[0])
+                names[n++] = rname;
+        }
+        if (!n)
+            continue;
+        qsort(names, n, sizeof names[0], cmp_str);
+        fprintf(errs, "%s%s[%zu]: Invalid value: [", (*nerr)++ ? ", " : "", field, i);
+        for (size_t k = 0; k < n; k++)
+            fprintf(errs, "%s\"%s\"", k ? "," : "", names[k]);
+        fprintf(errs, "]: requests must not exceed its limits");
+    }
+    return TD_OK;
+}
+
 static td_status workload_priority(lctx *l, const json_t *spec, int32_t *out)
 {
     td_queue *q = l->q;
@@ -1423,7 +1663,10 @@ static td_status parse_workload(lctx *l, workload *w)
     w->assignment = malloc(n * nres * sizeof *w->assignment);
     w->pod_requests = calloc(n * nres, sizeof *w->pod_requests);
     w->counts = calloc(n, sizeof *w->counts);
-    if (!w->podset_names || !w->requests || !w->assignment || !w->pod_requests || !w->counts)
+    w->tols = calloc(n, sizeof *w->tols);
+    w->ntols = calloc(n, sizeof *w->ntols);
+    if (!w->podset_names || !w->requests || !w->assignment || !w->pod_requests || !w->counts ||
+        !w->tols || !w->ntols)
         return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
     for (size_t i = 0; i < n; i++) {
         json_t *ps = json_array_get(pss, i);
@@ -1452,6 +1695,9 @@ static td_status parse_workload(lctx *l, workload *w)
         snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.initContainers", i);
         TRYS(container_requests(l, json_object_get(pod, "initContainers"), field, init, true,
                                 &w->unknown_resource));
+        snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.tolerations", i);
+        TRYS(parse_tolerations(l, json_object_get(pod, "tolerations"), field, &w->tols[i],
+                               &w->ntols[i]));
         w->counts[i] = count;
         for (size_t r = 0; r < q->nres; r++) {
             int64_t v = per[r] > init[r] ? per[r] : init[r];
@@ -1459,6 +1705,54 @@ static td_status parse_workload(lctx *l, workload *w)
             per[r] = count && v > QUNLIMITED / count ? QUNLIMITED : v * count;
         }
     }
+    /* check_limits reports only containers with both requests and limits:
+     * without any, there is nothing to report and no stream to open */
+    bool any_limits = false;
+    for (size_t i = 0; i < n && !any_limits; i++) {
+        json_t *pod = td_json_path(json_array_get(pss, i), "template.spec");
+        const char *keys[] = {"initContainers", "containers"};
+        for (int k = 0; k < 2 && !any_limits; k++) {
+            size_t j;
+            json_t *ct;
+            json_array_foreach(json_object_get(pod, keys[k]), j, ct)
+            {
+                if (json_is_object(td_json_path(ct, "resources.requests")) &&
+                    json_is_object(td_json_path(ct, "resources.limits")))
+                    any_limits = true;
+            }
+        }
+    }
+    if (!any_limits)
+        return TD_OK;
+    /* Kueue's order: pod set by pod set, init containers, then containers */
+    char *msg = NULL;
+    size_t len = 0, nerr = 0;
+    FILE *errs = open_memstream(&msg, &len);
+    if (!errs)
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *pod = td_json_path(json_array_get(pss, i), "template.spec");
+        char field[128];
+        snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.initContainers", i);
+        check_limits(l, json_object_get(pod, "initContainers"), field, errs, &nerr);
+        snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.containers", i);
+        check_limits(l, json_object_get(pod, "containers"), field, errs, &nerr);
+    }
+    if (fclose(errs) != 0 || !msg) {
+        free(msg);
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    }
+    if (nerr) {
+        /* an aggregate of several errors is bracketed, as apimachinery's */
+        size_t m = strlen(msg) + 64;
+        w->misconfigured = malloc(m);
+        if (w->misconfigured)
+            snprintf(w->misconfigured, m, "resources validation failed: %s%s%s",
+                     nerr > 1 ? "[" : "", msg, nerr > 1 ? "]" : "");
+    }
+    free(msg);
+    if (nerr && !w->misconfigured)
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
     return TD_OK;
 }
 

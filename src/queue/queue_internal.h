@@ -29,6 +29,31 @@ typedef enum { MODE_NOFIT = 0, MODE_PREEMPT = 1, MODE_FIT = 2 } fit_mode;
 typedef enum { WITHIN_NEVER = 0, WITHIN_LOWER, WITHIN_LOWER_OR_NEWER } within_policy;
 typedef enum { RECLAIM_NEVER = 0, RECLAIM_LOWER, RECLAIM_ANY } reclaim_policy;
 
+/* A node taint of a ResourceFlavor (spec.nodeTaints) and a toleration
+ * (a pod template's spec.tolerations, a flavor's spec.tolerations), as
+ * Kubernetes matches them: effect NULL in a toleration matches every effect,
+ * key NULL with Exists every key. */
+typedef struct {
+    char *key, *value, *effect;
+} taint;
+
+typedef struct {
+    char *key, *value, *effect; /* NULL: unset */
+    bool exists;                /* operator Exists, else Equal */
+} toleration;
+
+typedef struct {
+    taint *taints;
+    size_t ntaints;
+    toleration *tols;
+    size_t ntols;
+} flavor_spec;
+
+/* spec.flavorFungibility: whenCanBorrow, whenCanPreempt (MayStopSearch or
+ * TryNextFlavor; Kueue's defaults MayStopSearch, TryNextFlavor) and
+ * preference. */
+typedef enum { PREF_BORROWING_OVER_PREEMPTION = 0, PREF_PREEMPTION_OVER_BORROWING } ff_preference;
+
 typedef struct {
     int flavor, resource;
     int64_t nominal, borrowing_limit, lending_limit; /* limits: QUNLIMITED if unset */
@@ -76,6 +101,10 @@ typedef struct {
     reclaim_policy reclaim;
     int64_t fair_weight; /* spec.fairSharing.weight in milli-units, default 1000 */
     bool shadow_preemption; /* annotation tenantd.dev/preemption-enforcement: shadow */
+    bool try_next_when_borrow;  /* flavorFungibility.whenCanBorrow: TryNextFlavor */
+    bool try_next_when_preempt; /* flavorFungibility.whenCanPreempt: TryNextFlavor (default) */
+    ff_preference preference;
+    char *inactive; /* why the ClusterQueue is inactive (a flavor missing), or NULL */
     bool bwc;         /* borrowWithinCohort: LowerPriority */
     bool bwc_has_max; /* maxPriorityThreshold set */
     int32_t bwc_max_priority;
@@ -90,6 +119,10 @@ typedef struct {
     idvec heap;       /* pending, ordered by priority then queue time */
     idvec inadmissible;
     idvec admitted;
+    /* admitted in candidatesOrdering (cand_before), rebuilt when stale:
+     * preemption merges these runs instead of sorting every candidate */
+    idvec sorted;
+    bool sorted_ok;
     bool blocked; /* StrictFIFO head did not fit in this round */
 } cluster_queue;
 
@@ -139,6 +172,9 @@ typedef struct {
     size_t nplacement;
     char *placement_text;
     char *unknown_resource;
+    char *misconfigured; /* Kueue's "resources validation failed: ..." or NULL */
+    toleration **tols;   /* npodsets: the pod template's tolerations */
+    size_t *ntols;
     int16_t *assignment; /* npodsets * nres: flavor index or -1 */
     fr_use *use;
     size_t nuse;
@@ -147,6 +183,15 @@ typedef struct {
     char *flavors;
     char *evicted; /* "Evicted by ns/x (Level) at Ts; requeued" until admitted again */
     bool shadow_noted; /* its shadow preemption is recorded (until admitted) */
+    /* the preemption oracle's last answers for it (sched.c): valid while
+     * its cohort tree's version is the one recorded */
+    struct {
+        uint64_t tree_v;
+        int fr;
+        int64_t val;
+        int pm, borrow;
+    } memo[4];
+    unsigned nmemo;
 } workload;
 
 /* Kueue Configuration fairSharing.preemptionStrategies */
@@ -164,6 +209,8 @@ struct td_queue {
     size_t nres;
     char **flavor_names;
     bool *flavor_defined;
+    flavor_spec *flavor_specs; /* per flavor: taints and tolerations */
+    size_t nflavor_specs;
     size_t nflavors, nfr;
     cluster_queue *cqs;
     size_t ncqs, capcqs;
@@ -187,6 +234,10 @@ struct td_queue {
     int64_t *flavor_max_cap;                   /* per flavor-resource: largest node */
     placed *scratch_place;
     size_t scratch_place_n, scratch_place_cap;
+    /* bumped by every admission and eviction: per cohort tree (root index,
+     * or ncohorts + ClusterQueue index without a cohort), and for nodes */
+    uint64_t *tree_version;
+    uint64_t node_version;
     td_queue_event *events;
     size_t nevents, capevents;
     /* scratch of the flavor assigner */

@@ -226,12 +226,40 @@ static int64_t drs_with(td_queue *q, cluster_queue *c, const fr_use *use, size_t
 typedef struct {
     fit_mode mode;
     bool borrowing;
+    int borrow_level; /* Kueue's Assignment.Borrowing: the largest of its flavors' levels */
     char reason[600];
     fr_use *use; /* q-owned scratch */
     size_t nuse;
+    /* in: only whether it fits and borrows matters (the order of heads):
+     * the preemption oracle may be skipped where it cannot change that */
+    bool order_only;
+    bool oracle_skipped; /* out: order_only skipped the oracle for some resource */
 } assign_out;
 
 static void append(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Reasons of one pod set are gathered apart (a reason may hold ", ") and
+ * given sorted, joined by ", ", as Kueue's Status.Message gives them. */
+#define RSEP "\x1f"
+
+static int cmp_reason(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts the RSEP-separated reasons of why in place and joins them. */
+static void finish_reasons(char *why, size_t n)
+{
+    char *parts[64], copy[1024];
+    size_t np = 0;
+    snprintf(copy, sizeof copy, "%s", why);
+    for (char *sv = NULL, *p = strtok_r(copy, RSEP, &sv); p && np < 64; p = strtok_r(NULL, RSEP, &sv))
+        parts[np++] = p;
+    qsort(parts, np, sizeof parts[0], cmp_reason);
+    why[0] = '\0';
+    for (size_t k = 0; k < np; k++)
+        snprintf(why + strlen(why), n - strlen(why), "%s%s", k ? ", " : "", parts[k]);
+}
 
 static void append(char *buf, size_t n, const char *fmt, ...)
 {
@@ -303,7 +331,7 @@ static bool never_fits(td_queue *q, const workload *w, size_t ps, const resource
             append(why, whyn,
                    "%sa pod of pod set %s needs %s %s and the largest node of flavor %s has %s: "
                    "can never fit",
-                   *why ? ", " : "", w->podset_names[ps], a, q->resource_names[r],
+                   *why ? RSEP : "", w->podset_names[ps], a, q->resource_names[r],
                    q->flavor_names[f], b);
             return true;
         }
@@ -323,7 +351,7 @@ static bool never_fits(td_queue *q, const workload *w, size_t ps, const resource
     append(why, whyn,
            "%s%lld pods of %s (pod set %s) need more than the %zu nodes of flavor %s hold even "
            "when empty (%lld pods): can never fit",
-           *why ? ", " : "", (long long)w->counts[ps], d, w->podset_names[ps], nn,
+           *why ? RSEP : "", (long long)w->counts[ps], d, w->podset_names[ps], nn,
            q->flavor_names[f], (long long)total);
     return true;
 }
@@ -351,13 +379,13 @@ static bool room_now(const td_queue *q, const workload *w, size_t ps, const int1
     pod_desc(q, w, ps, pas, f, d, sizeof d);
     if (one_per_node)
         append(why, whyn, "%s%s%s%s%lld pods of %s need %lld nodes of flavor %s with %s free; %zu have",
-               *why ? ", " : "", name_set ? "pod set " : "", name_set ? w->podset_names[ps] : "",
+               *why ? RSEP : "", name_set ? "pod set " : "", name_set ? w->podset_names[ps] : "",
                name_set ? ": " : "", (long long)w->counts[ps], d,
                (long long)w->counts[ps], q->flavor_names[f], d, have);
     else
         append(why, whyn,
                "%s%s%s%s%lld pods of %s need room on nodes of flavor %s; %lld fit now, on %zu nodes",
-               *why ? ", " : "", name_set ? "pod set " : "", name_set ? w->podset_names[ps] : "",
+               *why ? RSEP : "", name_set ? "pod set " : "", name_set ? w->podset_names[ps] : "",
                name_set ? ": " : "", (long long)w->counts[ps], d,
                q->flavor_names[f], (long long)can, have);
     return false;
@@ -488,13 +516,154 @@ static int place(td_queue *q, const workload *w, const int16_t *as, char *why, s
     return 1;
 }
 
+/* ---- taints: Kubernetes' ToleratesTaint, Kueue's checkFlavorForPodSets ---- */
+
+static bool tolerates(const toleration *t, const taint *x)
+{
+    if (t->effect && strcmp(t->effect, x->effect) != 0)
+        return false;
+    if (t->key && strcmp(t->key, x->key) != 0)
+        return false;
+    if (t->exists)
+        return true;
+    return strcmp(t->value ? t->value : "", x->value ? x->value : "") == 0;
+}
+
+/* The first NoSchedule or NoExecute taint of flavor f that neither pod set
+ * ps's tolerations nor the flavor's own tolerate; NULL if none. */
+static const taint *untolerated(const td_queue *q, const workload *w, size_t ps, int f)
+{
+    const flavor_spec *fs = &q->flavor_specs[f];
+    for (size_t i = 0; i < fs->ntaints; i++) {
+        const taint *x = &fs->taints[i];
+        if (strcmp(x->effect, "NoSchedule") != 0 && strcmp(x->effect, "NoExecute") != 0)
+            continue;
+        bool ok = false;
+        for (size_t k = 0; !ok && k < w->ntols[ps]; k++)
+            ok = tolerates(&w->tols[ps][k], x);
+        for (size_t k = 0; !ok && k < fs->ntols; k++)
+            ok = tolerates(&fs->tols[k], x);
+        if (!ok)
+            return x;
+    }
+    return NULL;
+}
+
+/* ---- Kueue's granular flavor modes and fungibility ------------------------ */
+
+/* Kueue's preemptionMode, worst to best: no fit; preemption possible by
+ * quota but no targets; targets in the own ClusterQueue; targets only in
+ * other ClusterQueues of the cohort (reclamation); fit. */
+typedef enum { PM_NOFIT = 0, PM_NOCAND, PM_PREEMPT, PM_RECLAIM, PM_FIT } pmode;
+
+/* a mode and its borrowing level: 0 within the ClusterQueue, else the
+ * height of the lowest cohort subtree whose quota holds the request */
+typedef struct {
+    pmode pm;
+    int borrow;
+} gmode;
+
+/* Kueue's isPreferred: a better than b under the ClusterQueue's preference. */
+static bool preferred(gmode a, gmode b, ff_preference pref)
+{
+    if (a.pm == PM_NOFIT)
+        return false;
+    if (b.pm == PM_NOFIT)
+        return true;
+    if ((a.pm == PM_NOCAND) != (b.pm == PM_NOCAND))
+        return a.pm != PM_NOCAND;
+    if (pref == PREF_PREEMPTION_OVER_BORROWING) {
+        if (a.borrow != b.borrow)
+            return a.borrow < b.borrow;
+        return a.pm > b.pm;
+    }
+    if (a.pm != b.pm)
+        return a.pm > b.pm;
+    return a.borrow < b.borrow;
+}
+
+/* Kueue's shouldTryNextFlavor under whenCanPreempt and whenCanBorrow. */
+static bool try_next_flavor(gmode m, const cluster_queue *c)
+{
+    if (m.pm == PM_NOFIT || m.pm == PM_NOCAND)
+        return true;
+    if ((m.pm == PM_PREEMPT || m.pm == PM_RECLAIM) && c->try_next_when_preempt)
+        return true;
+    return m.borrow > 0 && c->try_next_when_borrow;
+}
+
+/* Kueue's getNodeHeight: the distance from cohort at to its furthest leaf. */
+static int cohort_height(const td_queue *q, size_t at)
+{
+    int h = q->cohorts[at].nmembers ? 1 : 0;
+    for (size_t ch = 0; ch < q->ncohorts; ch++)
+        if (q->cohorts[ch].parent == at) {
+            int k = cohort_height(q, ch) + 1;
+            h = k > h ? k : h;
+        }
+    return h;
+}
+
+/* Kueue's FindHeightOfLowestSubtreeThatFits: the borrowing level of val
+ * more of fr in c; *may_reclaim (may be NULL): whether that subtree is
+ * smaller than the whole tree (reclamation in it is possible). */
+static int borrow_height(const td_queue *q, const cluster_queue *c, int fr, int64_t val,
+                         bool *may_reclaim)
+{
+    bool dummy;
+    if (!may_reclaim)
+        may_reclaim = &dummy;
+    if (c->cohort == QNONE || sat_add(c->usage[fr], val) <= c->nominal[fr]) {
+        *may_reclaim = c->cohort != QNONE;
+        return 0;
+    }
+    int64_t remaining = val - max0(c->guaranteed[fr] - c->usage[fr]);
+    for (size_t at = c->cohort; at != QNONE; at = q->cohorts[at].parent) {
+        const cohort *co = &q->cohorts[at];
+        if (sat_add(co->used[fr], remaining) <= co->lendable[fr]) {
+            *may_reclaim = co->parent != QNONE;
+            return cohort_height(q, at);
+        }
+        remaining -= max0(co->guaranteed[fr] - co->used[fr]);
+    }
+    *may_reclaim = false;
+    return cohort_height(q, c->root);
+}
+
+/* Kueue's canPreemptWhileBorrowing. */
+static bool can_preempt_while_borrowing(const td_queue *q, const cluster_queue *c)
+{
+    return c->bwc || (q->fair_sharing && c->reclaim != RECLAIM_NEVER);
+}
+
+static int oracle(td_queue *q, const workload *w, int fr, int64_t val, gmode *out);
+
 /* Assigns a flavor to every requested resource of every pod set of w in c,
- * as Kueue's flavor assigner does, into q->scratch_assign and o->use. */
+ * as Kueue's flavor assigner does, into q->scratch_assign and o->use:
+ * flavors in the listed order; one with a taint the pod set does not
+ * tolerate is skipped; each resource's mode (fit, preemption in the own
+ * queue, reclamation in the cohort, preemption without targets, no fit)
+ * and borrowing level, the worst of the group's resources for the flavor;
+ * the search stops at a flavor unless flavorFungibility says to try the
+ * next, and then takes the preferred one seen. Exceeding the nominal quota
+ * leaves room to preempt only with borrowWithinCohort (or fair sharing
+ * with reclaimWithinCohort), or when a cohort below the root holds it.
+ * With o->order_only (set by the caller), under whenCanPreempt
+ * TryNextFlavor and BorrowingOverPreemption without fair sharing, a fit
+ * always beats every preemption mode and the search never stops at one,
+ * so when w fits, the flavors and borrowing level do not depend on the
+ * oracle: it is not run (o->oracle_skipped says so; a caller that needs
+ * the level of a w that does not fit runs it again without order_only).
+ * -1 out of memory. */
 static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out *o)
 {
+    bool skip_oracle = o->order_only && !q->fair_sharing && c->try_next_when_preempt &&
+                       c->preference == PREF_BORROWING_OVER_PREEMPTION;
     size_t nres = q->nres;
     o->mode = MODE_FIT;
     o->borrowing = false;
+    o->borrow_level = 0;
+    o->oracle_skipped = false;
     o->reason[0] = '\0';
     o->nuse = 0;
     size_t need = w->npodsets * (nres ? nres : 1);
@@ -513,6 +682,16 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
         q->scratch_use_cap = q->nfr;
     }
     o->use = q->scratch_use;
+    if (c->inactive) {
+        o->mode = MODE_NOFIT;
+        snprintf(o->reason, sizeof o->reason, "ClusterQueue %s is inactive", c->name);
+        return 0;
+    }
+    if (w->misconfigured) {
+        o->mode = MODE_NOFIT;
+        snprintf(o->reason, sizeof o->reason, "%s", w->misconfigured);
+        return 0;
+    }
     if (w->unknown_resource) {
         o->mode = MODE_NOFIT;
         snprintf(o->reason, sizeof o->reason,
@@ -542,71 +721,102 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
             if (!any)
                 continue;
             int best = -1;
-            fit_mode best_mode = MODE_NOFIT;
-            bool best_borrow = false;
-            char why[600] = "";
+            gmode best_mode = {PM_NOFIT, INT32_MAX};
+            char why[1024] = "";
             for (size_t fi = 0; fi < grp->nflavors; fi++) {
                 int f = grp->flavors[fi];
-                fit_mode fm = MODE_FIT;
-                bool fb = false;
+                const taint *tn = untolerated(q, w, i, f);
+                if (tn) {
+                    append(why, sizeof why, "%suntolerated taint {%s %s %s <nil>} in flavor %s",
+                           *why ? RSEP : "", tn->key, tn->value ? tn->value : "", tn->effect,
+                           q->flavor_names[f]);
+                    continue;
+                }
                 if (q->flavor_node_n[f] && never_fits(q, w, i, grp, f, why, sizeof why))
                     continue;
-                for (size_t k = 0; k < grp->nresources && fm != MODE_NOFIT; k++) {
+                gmode rep = {PM_FIT, 0};
+                for (size_t k = 0; k < grp->nresources && rep.pm != PM_NOFIT; k++) {
                     int r = grp->resources[k];
                     if (req[r] == 0)
                         continue;
                     int fr = f * (int)nres + r;
                     int64_t val = sat_add(q->acc[fr], req[r]);
                     int64_t pot = potential(q, c, fr), avail = available(q, c, fr);
-                    char a[TD_QUANTITY_STR_MAX], b[TD_QUANTITY_STR_MAX];
+                    char a[TD_QUANTITY_STR_MAX], b[TD_QUANTITY_STR_MAX], d[TD_QUANTITY_STR_MAX];
+                    gmode m;
+                    bool may_reclaim;
                     if (val > pot) {
-                        fm = MODE_NOFIT;
-                        td__queue_fmt(q, r, val, a, sizeof a);
-                        td__queue_fmt(q, r, pot, b, sizeof b);
+                        m = (gmode){PM_NOFIT, 0};
+                        td__queue_fmt(q, r, q->acc[fr], a, sizeof a);
+                        td__queue_fmt(q, r, req[r], b, sizeof b);
+                        td__queue_fmt(q, r, pot, d, sizeof d);
                         append(why, sizeof why,
-                               "%sinsufficient quota for %s in flavor %s, request > maximum "
-                               "capacity (%s > %s)",
-                               *why ? ", " : "", q->resource_names[r], q->flavor_names[f], a, b);
-                    } else if (val > avail) {
-                        fm = MODE_PREEMPT;
-                        td__queue_fmt(q, r, val - avail, a, sizeof a);
-                        append(why, sizeof why, "%sinsufficient unused quota %sfor %s in flavor %s, %s more needed",
-                               *why ? ", " : "", c->cohort != QNONE ? "in cohort " : "",
-                               q->resource_names[r], q->flavor_names[f], a);
-                        break;
-                    } else if (c->usage[fr] + val > c->nominal[fr]) {
-                        fb = true;
+                               "%sinsufficient quota for %s in flavor %s, previously considered "
+                               "podsets requests (%s) + current podset request (%s) > maximum "
+                               "capacity (%s)",
+                               *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a, b,
+                               d);
+                    } else {
+                        m.pm = PM_FIT;
+                        m.borrow = borrow_height(q, c, fr, val, &may_reclaim);
+                        if (val > avail) {
+                            td__queue_fmt(q, r, val - avail, a, sizeof a);
+                            append(why, sizeof why,
+                                   "%sinsufficient unused quota for %s in flavor %s, %s more "
+                                   "needed",
+                                   *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a);
+                            if (c->nominal[fr] >= val || may_reclaim ||
+                                can_preempt_while_borrowing(q, c)) {
+                                if (skip_oracle) {
+                                    m.pm = PM_PREEMPT;
+                                    o->oracle_skipped = true;
+                                }
+                                else if (oracle(q, w, fr, val, &m) != 0)
+                                    return -1;
+                            } else {
+                                m.pm = PM_NOFIT;
+                            }
+                        }
                     }
+                    if (preferred(rep, m, c->preference))
+                        rep = m;
                 }
                 /* With NodePools a flavor fits only if the pods have room
                  * now, as Kueue's topology-aware assignment decides: else
                  * preemption may make room, or the next flavor has it. */
-                if (fm == MODE_FIT && q->flavor_node_n[f] &&
+                if (rep.pm == PM_FIT && q->flavor_node_n[f] &&
                     !group_room_now(q, w, i, grp, f, why, sizeof why))
-                    fm = MODE_PREEMPT;
-                if (fm == MODE_FIT) {
+                    rep.pm = PM_PREEMPT;
+                if (!try_next_flavor(rep, c)) {
                     best = (int)fi;
-                    best_mode = MODE_FIT;
-                    best_borrow = fb;
+                    best_mode = rep;
                     break;
                 }
-                if (fm > best_mode || best < 0) {
-                    if (fm != MODE_NOFIT) {
-                        best = (int)fi;
-                        best_mode = fm;
-                    }
+                if (preferred(rep, best_mode, c->preference)) {
+                    best = (int)fi;
+                    best_mode = rep;
                 }
             }
-            if (best_mode != MODE_FIT) {
-                if (o->mode == MODE_FIT)
+            fit_mode gm = best_mode.pm == PM_FIT     ? MODE_FIT
+                          : best_mode.pm == PM_NOFIT ? MODE_NOFIT
+                                                     : MODE_PREEMPT;
+            if (best < 0)
+                gm = MODE_NOFIT;
+            if (gm != MODE_FIT) {
+                if (o->mode == MODE_FIT) {
+                    finish_reasons(why, sizeof why);
                     snprintf(o->reason, sizeof o->reason, "couldn't assign flavors to pod set %s: %s",
                              w->podset_names[i], why);
-                if (best_mode < o->mode)
-                    o->mode = best_mode;
+                }
+                if (gm < o->mode)
+                    o->mode = gm;
                 if (best < 0)
                     break;
             }
+            bool best_borrow = gm == MODE_FIT && best_mode.borrow > 0;
             o->borrowing |= best_borrow;
+            if (best_mode.borrow > o->borrow_level)
+                o->borrow_level = best_mode.borrow;
             int f = grp->flavors[best];
             for (size_t k = 0; k < grp->nresources; k++) {
                 int r = grp->resources[k];
@@ -668,9 +878,29 @@ static void books(td_queue *q, const workload *w, int64_t sign)
         node_adjust(q, w, w->assignment, &w->placement[k], -sign);
 }
 
+/* What a flavor assignment of a workload of c depends on changed: its
+ * cohort tree's books (or c's alone), and the nodes when pods move. */
+static void bump_version(td_queue *q, const cluster_queue *c, bool nodes)
+{
+    if (q->tree_version) {
+        size_t t = c->cohort != QNONE ? c->root : q->ncohorts + (size_t)(c - q->cqs);
+        q->tree_version[t]++;
+    }
+    if (nodes)
+        q->node_version++;
+}
+
+static uint64_t tree_version_of(const td_queue *q, const cluster_queue *c)
+{
+    if (!q->tree_version)
+        return 0;
+    return q->tree_version[c->cohort != QNONE ? c->root : q->ncohorts + (size_t)(c - q->cqs)];
+}
+
 static void remove_admitted(td_queue *q, workload *w)
 {
     cluster_queue *c = &q->cqs[w->cq];
+    bump_version(q, c, w->nplacement > 0);
     books(q, w, -1);
     w->nplacement = 0;
     size_t pos = w->admitted_pos;
@@ -678,6 +908,7 @@ static void remove_admitted(td_queue *q, workload *w)
     c->admitted.v[pos] = last;
     q->wls[last].admitted_pos = pos;
     w->admitted_pos = QNONE;
+    c->sorted_ok = false;
 }
 
 static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use *use, size_t nuse,
@@ -698,8 +929,11 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     w->placement = pl;
     char *ptext = NULL;
     size_t plen = 0;
-    FILE *pf = open_memstream(&ptext, &plen);
-    if (!pf)
+    /* without pods on nodes the text is "": no stream to open */
+    FILE *pf = np ? open_memstream(&ptext, &plen) : NULL;
+    if (np && !pf)
+        return -1;
+    if (!np && !(ptext = td__qstrdup("")))
         return -1;
     for (size_t k = 0; k < np; k++) {
         const placed *p = &q->scratch_place[k];
@@ -708,7 +942,7 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
                 new_set ? w->podset_names[p->podset] : "", new_set ? ": " : "",
                 q->nodes[p->node].name, (long long)p->pods);
     }
-    if (fclose(pf) != 0 || !ptext) {
+    if (pf && (fclose(pf) != 0 || !ptext)) {
         free(ptext);
         return -1;
     }
@@ -731,9 +965,11 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     memcpy(w->assignment, assignment, w->npodsets * nres * sizeof *assignment);
     for (size_t k = 0; k < nuse; k++)
         add_usage(q, c, use[k].fr, use[k].v);
+    bump_version(q, c, np > 0);
     w->admitted_pos = c->admitted.n - 1;
     w->state = TD_WL_ADMITTED;
     w->admitted_ns = now_ns;
+    c->sorted_ok = false;
     w->borrowing = borrowing;
     free(w->evicted);
     w->evicted = NULL;
@@ -1259,18 +1495,40 @@ typedef struct {
     variant pv;
 } hcand;
 
+/* A run of candidates: one ClusterQueue's admitted workloads in
+ * candidatesOrdering (its sorted list), those classify admits, all with one
+ * lca and hierarchical advantage. */
 typedef struct {
-    hcand *v;
-    size_t n, cap;
-} hcand_vec;
+    const size_t *v;
+    size_t n, pos;
+    size_t lca;
+    bool adv;
+    variant pv;           /* of v[pos] */
+    const workload *head; /* v[pos]'s workload, the heap's key */
+} hrun;
+
+/* One of classical_set's candidate lists as the lazy merge of its runs: a
+ * binary min-heap of runs keyed by each run's next candidate. The list's
+ * order is candidatesOrdering, a total order, so the merge yields exactly
+ * the sequence sorting every candidate would; only the prefix that the
+ * preemption consumes is ever produced. */
+typedef struct {
+    hrun *runs;
+    size_t nruns, cap;
+    size_t *heap; /* indices in runs */
+    size_t nheap;
+    bool started; /* heap built */
+} hlist;
 
 typedef struct {
     td_queue *q;
     const workload *w;
     const bool *need;
     bool adv;
-    hcand_vec *out[2]; /* [0] priority candidates, [1] hierarchy candidates */
+    hlist *out[2]; /* [0] priority candidates, [1] hierarchy candidates */
     int oom;
+    const int *nf; /* the flavor-resources need marks, nn of them */
+    size_t nn;
 } hctx;
 
 static bool cq_within_nominal(const td_queue *q, const cluster_queue *m, const bool *need)
@@ -1313,29 +1571,162 @@ static int classify(const td_queue *q, const workload *w, const workload *v, con
     return PV_RECLAIM_WHILE_BORROW;
 }
 
-static void hpush(hctx *x, hcand_vec *vec, size_t id, size_t lca, variant pv)
+/* candidatesOrdering between two candidates of the same side (both of the
+ * preemptor's ClusterQueue or neither): lower priority first, most
+ * recently admitted first, then the key, then submission order. */
+static inline bool cand_before(const td_queue *q, const workload *a, const workload *b)
 {
-    if (vec->n == vec->cap) {
-        size_t cap = vec->cap ? vec->cap * 2 : 16;
-        hcand *p = realloc(vec->v, cap * sizeof *p);
+    (void)q;
+    if (a->priority != b->priority)
+        return a->priority < b->priority;
+    if (a->admitted_ns != b->admitted_ns)
+        return a->admitted_ns > b->admitted_ns;
+    int k = strcmp(a->key, b->key);
+    return k ? k < 0 : a->seq < b->seq;
+}
+
+
+static _Thread_local const td_queue *csort_q;
+
+static int cmp_cand_ids(const void *pa, const void *pb)
+{
+    const workload *a = &csort_q->wls[*(const size_t *)pa];
+    const workload *b = &csort_q->wls[*(const size_t *)pb];
+    return cand_before(csort_q, a, b) ? -1 : cand_before(csort_q, b, a) ? 1 : 0;
+}
+
+/* m's admitted workloads in candidatesOrdering; NULL out of memory. The
+ * list only changes when m admits or releases a workload (admit,
+ * remove_admitted mark it stale); priority, admission time and key of an
+ * admitted workload do not change. */
+static const size_t *cq_sorted(td_queue *q, cluster_queue *m)
+{
+    if (m->sorted_ok)
+        return m->sorted.v;
+    if (m->sorted.cap < m->admitted.n) {
+        size_t cap = m->admitted.n < 16 ? 16 : m->admitted.n * 2;
+        size_t *p = realloc(m->sorted.v, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        m->sorted.v = p;
+        m->sorted.cap = cap;
+    }
+    if (m->admitted.n)
+        memcpy(m->sorted.v, m->admitted.v, m->admitted.n * sizeof *m->sorted.v);
+    m->sorted.n = m->admitted.n;
+    csort_q = q;
+    if (m->sorted.n > 1)
+        qsort(m->sorted.v, m->sorted.n, sizeof *m->sorted.v, cmp_cand_ids);
+    m->sorted_ok = true;
+    return m->sorted.v; /* callers ask only when m has admitted workloads */
+}
+
+static void hrun_skip(hctx *x, hrun *r)
+{
+    for (; r->pos < r->n; r->pos++) {
+        const workload *v = &x->q->wls[r->v[r->pos]];
+        int pv = classify(x->q, x->w, v, x->need, r->adv);
+        if (pv >= 0) {
+            r->pv = (variant)pv;
+            r->head = v;
+            return;
+        }
+    }
+}
+
+static bool hrun_less(const td_queue *q, const hrun *a, const hrun *b)
+{
+    return cand_before(q, a->head, b->head);
+}
+
+static void hlist_down(const td_queue *q, hlist *l, size_t i)
+{
+    for (;;) {
+        size_t c = 2 * i + 1, best = i;
+        if (c < l->nheap && hrun_less(q, &l->runs[l->heap[c]], &l->runs[l->heap[best]]))
+            best = c;
+        if (c + 1 < l->nheap && hrun_less(q, &l->runs[l->heap[c + 1]], &l->runs[l->heap[best]]))
+            best = c + 1;
+        if (best == i)
+            return;
+        size_t t = l->heap[i];
+        l->heap[i] = l->heap[best];
+        l->heap[best] = t;
+        i = best;
+    }
+}
+
+/* Whether the list has a candidate, looking no further than the first
+ * run that has one. */
+static bool hlist_any(hctx *x, hlist *l)
+{
+    for (size_t k = 0; k < l->nruns; k++) {
+        hrun_skip(x, &l->runs[k]);
+        if (l->runs[k].pos < l->runs[k].n)
+            return true;
+    }
+    return false;
+}
+
+/* Builds the heap over the runs that have a candidate, on first use;
+ * -1 out of memory. */
+static int hlist_start(hctx *x, hlist *l)
+{
+    if (l->started)
+        return 0;
+    l->started = true;
+    l->nheap = 0;
+    if (!l->nruns)
+        return 0;
+    l->heap = malloc(l->nruns * sizeof *l->heap);
+    if (!l->heap)
+        return -1;
+    for (size_t k = 0; k < l->nruns; k++) {
+        hrun_skip(x, &l->runs[k]);
+        if (l->runs[k].pos < l->runs[k].n)
+            l->heap[l->nheap++] = k;
+    }
+    for (size_t i = l->nheap / 2; i-- > 0;)
+        hlist_down(x->q, l, i);
+    return 0;
+}
+
+/* The list's next candidate into *out; false when it has none left. */
+static bool hlist_pop(hctx *x, hlist *l, hcand *out)
+{
+    if (!l->nheap)
+        return false;
+    hrun *r = &l->runs[l->heap[0]];
+    *out = (hcand){r->v[r->pos], r->lca, r->pv};
+    r->pos++;
+    hrun_skip(x, r);
+    if (r->pos >= r->n)
+        l->heap[0] = l->heap[--l->nheap];
+    hlist_down(x->q, l, 0);
+    return true;
+}
+
+static void from_cq(hctx *x, size_t cqi, size_t lca, hlist *l)
+{
+    cluster_queue *m = &x->q->cqs[cqi];
+    if (!m->admitted.n)
+        return;
+    const size_t *v = cq_sorted(x->q, m);
+    if (!v) {
+        x->oom = 1;
+        return;
+    }
+    if (l->nruns == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        hrun *p = realloc(l->runs, cap * sizeof *p);
         if (!p) {
             x->oom = 1;
             return;
         }
-        vec->v = p;
-        vec->cap = cap;
+        l->runs = p;
+        l->cap = cap;
     }
-    vec->v[vec->n++] = (hcand){id, lca, pv};
-}
-
-static void from_cq(hctx *x, size_t cqi, size_t lca, hcand_vec *vec)
-{
-    const cluster_queue *m = &x->q->cqs[cqi];
-    for (size_t k = 0; k < m->admitted.n; k++) {
-        int pv = classify(x->q, x->w, &x->q->wls[m->admitted.v[k]], x->need, x->adv);
-        if (pv >= 0)
-            hpush(x, vec, m->admitted.v[k], lca, (variant)pv);
-    }
+    l->runs[l->nruns++] = (hrun){v, m->admitted.n, 0, lca, x->adv, PV_WITHIN_CQ, NULL};
 }
 
 /* Kueue's collectCandidatesInSubtree: below cur, skipping the subtree
@@ -1350,7 +1741,14 @@ static void collect_subtree(hctx *x, size_t cur, size_t lca, size_t skip)
     const cohort *co = &q->cohorts[cur];
     for (size_t k = 0; k < co->nmembers && !x->oom; k++) {
         size_t m = co->members[k];
-        if (m != x->w->cq && !cq_within_nominal(q, &q->cqs[m], x->need))
+        const cluster_queue *mc = &q->cqs[m];
+        if (m == x->w->cq || !mc->admitted.n)
+            continue; /* from_cq would add nothing */
+        /* cq_within_nominal over the needed flavor-resources only */
+        bool within = true;
+        for (size_t i = 0; i < x->nn && within; i++)
+            within = mc->usage[x->nf[i]] <= mc->nominal[x->nf[i]];
+        if (!within)
             from_cq(x, m, lca, x->out[x->adv]);
     }
 }
@@ -1368,16 +1766,6 @@ static bool fit_in_node(const int64_t *sub, const int64_t *g, const int64_t *u, 
         rem[k].v = max0(rem[k].v - max0(g[fr] - u[fr]));
     }
     return fits;
-}
-
-static _Thread_local const td_queue *hsort_q;
-static _Thread_local size_t hsort_cq;
-
-static int cmp_hcand(const void *pa, const void *pb)
-{
-    sort_q = hsort_q;
-    sort_cq = hsort_cq;
-    return cmp_candidates(&((const hcand *)pa)->id, &((const hcand *)pb)->id);
 }
 
 /* Kueue's candidateIsValid: a candidate of another queue only while its
@@ -1417,13 +1805,24 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
                          size_t nuse, const bool *need, target_set *t)
 {
     cluster_queue *c = &q->cqs[w->cq];
-    hcand_vec lists[3] = {{NULL, 0, 0}, {NULL, 0, 0}, {NULL, 0, 0}}; /* prio, hier, same */
-    hctx x = {q, w, need, false, {&lists[0], &lists[1]}, 0};
-    fr_use *rem = malloc((nuse ? nuse : 1) * sizeof *rem);
+    hlist lists[3]; /* prio, hier, same */
+    memset(lists, 0, sizeof lists);
+    int *nf = malloc((q->nfr ? q->nfr : 1) * sizeof *nf);
+    size_t nn = 0;
+    for (size_t fr = 0; nf && fr < q->nfr; fr++)
+        if (need[fr])
+            nf[nn++] = (int)fr;
+    hctx x = {q, w, need, false, {&lists[0], &lists[1]}, 0, nf, nn};
+    fr_use *rem = nf ? malloc((nuse ? nuse : 1) * sizeof *rem) : NULL;
+    hcand *all = NULL;
     int rc = 0;
     t->n = 0;
-    if (!rem)
+    t->v = NULL;
+    t->lv = NULL;
+    if (!rem) {
+        free(nf);
         return -1;
+    }
     if (c->within != WITHIN_NEVER)
         from_cq(&x, w->cq, QNONE, &lists[2]);
     if (c->cohort != QNONE && c->reclaim != RECLAIM_NEVER) {
@@ -1437,36 +1836,34 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
             prev = at;
         }
     }
-    size_t total = lists[0].n + lists[1].n + lists[2].n;
-    hcand *all = x.oom ? NULL : malloc((total ? total : 1) * sizeof *all);
+    /* at most every candidate of every run */
+    size_t total = 0;
+    for (int k = 0; k < 3; k++)
+        for (size_t r = 0; r < lists[k].nruns; r++)
+            total += lists[k].runs[r].n;
+    static const int order[] = {1, 0, 2};
+    if (x.oom) {
+        rc = -1;
+        goto out;
+    }
+    all = malloc((total ? total : 1) * sizeof *all);
     t->v = malloc((total ? total : 1) * sizeof *t->v);
     t->lv = malloc((total ? total : 1) * sizeof *t->lv);
     if (!all || !t->v || !t->lv) {
         rc = -1;
         goto out;
     }
-    hsort_q = q;
-    hsort_cq = w->cq;
-    size_t n = 0;
-    static const int order[] = {1, 0, 2};
-    for (int k = 0; k < 3; k++) {
-        hcand_vec *l = &lists[order[k]];
-        if (l->n)
-            qsort(l->v, l->n, sizeof *l->v, cmp_hcand);
-        if (l->n)
-            memcpy(all + n, l->v, l->n * sizeof *all);
-        n += l->n;
-    }
     bool forbidden = !c->bwc, under_nominal = true;
     for (size_t fr = 0; fr < q->nfr; fr++)
         if (need[fr] && c->usage[fr] >= c->nominal[fr])
             under_nominal = false;
+    bool empty0 = !hlist_any(&x, &lists[0]), empty1 = !hlist_any(&x, &lists[1]);
     bool attempts[2];
     size_t na;
-    if ((lists[0].n == 0 && lists[1].n == 0) || (forbidden && !under_nominal)) {
+    if ((empty0 && empty1) || (forbidden && !under_nominal)) {
         attempts[0] = true;
         na = 1;
-    } else if (forbidden && lists[1].n == 0) {
+    } else if (forbidden && empty1) {
         attempts[0] = false;
         attempts[1] = true;
         na = 2;
@@ -1475,17 +1872,45 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
         attempts[1] = false;
         na = 2;
     }
+    /* buf[l][0, nb[l]): list l's candidates merged so far, kept for the
+     * second attempt. Without borrowWithinCohort every candidate of the
+     * priority list (0) is PV_RECLAIM_NO_BORROW, which hvalid rejects
+     * while borrowing: that attempt skips the list without merging it. */
+    hcand *buf[3];
+    size_t nb[3] = {0, 0, 0}, base = 0;
+    for (int k = 0; k < 3; k++) {
+        size_t cap = 0;
+        for (size_t r = 0; r < lists[k].nruns; r++)
+            cap += lists[k].runs[r].n;
+        buf[k] = all + base;
+        base += cap;
+    }
     for (size_t a = 0; a < na && t->n == 0; a++) {
         bool borrow = attempts[a];
         size_t m = 0;
         int fit = 0;
-        for (size_t k = 0; k < n && fit == 0; k++) {
-            if (!hvalid(q, w, &all[k], need, borrow))
+        for (int st = 0; st < 3 && fit == 0; st++) {
+            int l = order[st];
+            if (l == 0 && borrow && !c->bwc)
                 continue;
-            books(q, &q->wls[all[k].id], -1);
-            t->v[m] = all[k].id;
-            t->lv[m++] = variant_level[all[k].pv];
-            fit = fits_with(q, w, c, as, use, nuse, borrow);
+            for (size_t k = 0; fit == 0; k++) {
+                if (k == nb[l]) {
+                    if (hlist_start(&x, &lists[l]) < 0) {
+                        fit = -1;
+                        break;
+                    }
+                    if (!hlist_pop(&x, &lists[l], &buf[l][nb[l]]))
+                        break;
+                    nb[l]++;
+                }
+                const hcand *h = &buf[l][k];
+                if (!hvalid(q, w, h, need, borrow))
+                    continue;
+                books(q, &q->wls[h->id], -1);
+                t->v[m] = h->id;
+                t->lv[m++] = variant_level[h->pv];
+                fit = fits_with(q, w, c, as, use, nuse, borrow);
+            }
         }
         t->n = m;
         if (keep_needed(q, w, c, as, use, nuse, borrow, t, fit) < 0) {
@@ -1494,10 +1919,13 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
         }
     }
 out:
+    free(nf);
     free(rem);
     free(all);
-    for (int k = 0; k < 3; k++)
-        free(lists[k].v);
+    for (int k = 0; k < 3; k++) {
+        free(lists[k].runs);
+        free(lists[k].heap);
+    }
     return rc;
 }
 
@@ -1509,41 +1937,20 @@ out:
  *    only own candidates or those below the threshold; borrowing allowed;
  *  - under nominal: the minimal set without borrowing, else
  *  - own candidates only, borrowing allowed.
- * Placement counts as a need: when w's pods have no nodes, the flavors
- * with NodePools it uses need preemption too. Evicts the set found and
- * returns 1; 0 if none (nothing changed); -1 out of memory. */
-static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use, size_t nuse,
-                   uint64_t now_ns)
+ * need marks the flavor-resources that need preemption. The set in t
+ * (t->v, t->lv allocated here, the caller frees them; n = 0: none); books
+ * untouched; -1 out of memory. */
+static int find_targets(td_queue *q, const workload *w, const int16_t *as, const fr_use *use,
+                        size_t nuse, const bool *need, target_set *t)
 {
-    workload *w = &q->wls[id];
     cluster_queue *c = &q->cqs[w->cq];
-    bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
     size_t *cand = NULL, ncand = 0, cap = 0, *same = NULL;
-    target_set t = {NULL, NULL, 0};
     int rc = 0;
-    if (!need)
-        return -1;
-    int nodes_ok = needs_nodes(q, w, as) ? place(q, w, as, NULL, 0) : 1;
-    if (nodes_ok < 0) {
-        free(need);
-        return -1;
-    }
-    if (nodes_ok == 1)
-        unplace_scratch(q, w, as, 0);
-    bool any_need = false;
-    for (size_t k = 0; k < nuse; k++) {
-        int f = use[k].fr / (int)q->nres;
-        if (use[k].v > available(q, c, use[k].fr) || (!nodes_ok && q->flavor_node_n[f]))
-            need[use[k].fr] = any_need = true;
-    }
-    if (!any_need)
-        goto out;
-    if (!q->fair_sharing) {
-        rc = classical_set(q, w, as, use, nuse, need, &t);
-        if (rc != 0 || t.n == 0)
-            goto out;
-        goto evict_targets;
-    }
+    t->v = NULL;
+    t->lv = NULL;
+    t->n = 0;
+    if (!q->fair_sharing)
+        return classical_set(q, w, as, use, nuse, need, t);
     for (int pass = 0; pass < 2; pass++) {
         /* the whole cohort tree is one pool of candidates */
         const cohort *co = c->cohort != QNONE ? &q->cohorts[c->root] : NULL;
@@ -1587,9 +1994,9 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     sort_cq = w->cq;
     qsort(cand, ncand, sizeof *cand, cmp_candidates);
     same = malloc(ncand * sizeof *same);
-    t.v = malloc(ncand * sizeof *t.v);
-    t.lv = malloc(ncand * sizeof *t.lv);
-    if (!same || !t.v || !t.lv) {
+    t->v = malloc(ncand * sizeof *t->v);
+    t->lv = malloc(ncand * sizeof *t->lv);
+    if (!same || !t->v || !t->lv) {
         rc = -1;
         goto out;
     }
@@ -1605,9 +2012,9 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     if (c->bwc_has_max && c->bwc_max_priority < threshold)
         threshold = c->bwc_max_priority + 1;
     if (nsame == ncand) {
-        rc = minimal_set(q, w, as, use, nuse, need, cand, ncand, true, NULL, &t);
+        rc = minimal_set(q, w, as, use, nuse, need, cand, ncand, true, NULL, t);
     } else if (q->fair_sharing) {
-        rc = fair_set(q, w, as, use, nuse, need, cand, ncand, c->bwc ? &threshold : NULL, &t);
+        rc = fair_set(q, w, as, use, nuse, need, cand, ncand, c->bwc ? &threshold : NULL, t);
     } else if (c->bwc) {
         size_t n = ncand;
         if (!under_nominal) {
@@ -1616,16 +2023,162 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
                 if (q->wls[cand[k]].cq == w->cq || q->wls[cand[k]].priority < threshold)
                     cand[n++] = cand[k];
         }
-        rc = minimal_set(q, w, as, use, nuse, need, cand, n, true, &threshold, &t);
+        rc = minimal_set(q, w, as, use, nuse, need, cand, n, true, &threshold, t);
     } else {
         if (under_nominal)
-            rc = minimal_set(q, w, as, use, nuse, need, cand, ncand, false, NULL, &t);
-        if (rc == 0 && t.n == 0)
-            rc = minimal_set(q, w, as, use, nuse, need, same, nsame, true, NULL, &t);
+            rc = minimal_set(q, w, as, use, nuse, need, cand, ncand, false, NULL, t);
+        if (rc == 0 && t->n == 0)
+            rc = minimal_set(q, w, as, use, nuse, need, same, nsame, true, NULL, t);
     }
+out:
+    free(cand);
+    free(same);
+    return rc;
+}
+
+/* Kueue's SimulatePreemption for val of fr alone: PM_NOCAND without
+ * targets, PM_PREEMPT when a target is in w's own ClusterQueue, else
+ * PM_RECLAIM; out->borrow is the borrowing level once the targets are
+ * gone. Books untouched; -1 out of memory. */
+/* Whether admitted v of queue cqi uses fr. */
+static bool uses_fr(const workload *v, int fr)
+{
+    for (size_t k = 0; k < v->nuse; k++)
+        if (v->use[k].fr == fr)
+            return true;
+    return false;
+}
+
+/* Whether any workload could be a target for fr: one of w's queue that
+ * withinClusterQueue allows, or one of a queue of w's cohort tree that
+ * borrows fr and reclaimWithinCohort allows. find_targets takes its
+ * candidates among these, so without any there are no targets; this is
+ * the cheap answer for the common case, without sorting or simulating. */
+static bool any_candidate(const td_queue *q, const workload *w, int fr)
+{
+    const cluster_queue *c = &q->cqs[w->cq];
+    if (c->within != WITHIN_NEVER)
+        for (size_t k = 0; k < c->admitted.n; k++) {
+            const workload *v = &q->wls[c->admitted.v[k]];
+            if (uses_fr(v, fr) &&
+                (v->priority < w->priority ||
+                 (c->within == WITHIN_LOWER_OR_NEWER && v->priority == w->priority &&
+                  w->queue_ns < v->queue_ns)))
+                return true;
+        }
+    if (c->cohort == QNONE || c->reclaim == RECLAIM_NEVER)
+        return false;
+    const cohort *root = &q->cohorts[c->root];
+    for (size_t i = 0; i < root->nall; i++) {
+        const cluster_queue *m = &q->cqs[root->all_members[i]];
+        if (m == c || m->usage[fr] <= m->nominal[fr])
+            continue;
+        for (size_t k = 0; k < m->admitted.n; k++) {
+            const workload *v = &q->wls[m->admitted.v[k]];
+            if (uses_fr(v, fr) && (c->reclaim == RECLAIM_ANY || v->priority < w->priority))
+                return true;
+        }
+    }
+    return false;
+}
+
+static int oracle_run(td_queue *q, const workload *w, int fr, int64_t val, gmode *out);
+
+static int oracle(td_queue *q, const workload *w, int fr, int64_t val, gmode *out)
+{
+    cluster_queue *c = &q->cqs[w->cq];
+    /* the tree version starts at 1 once scheduling runs: 0 never matches */
+    uint64_t tv = tree_version_of(q, c) + 1;
+    workload *mw = &q->wls[(size_t)(w - q->wls)];
+    for (unsigned k = 0; k < mw->nmemo && k < 4; k++)
+        if (mw->memo[k].tree_v == tv && mw->memo[k].fr == fr && mw->memo[k].val == val) {
+            out->pm = (pmode)mw->memo[k].pm;
+            out->borrow = mw->memo[k].borrow;
+            return 0;
+        }
+    int rc = oracle_run(q, w, fr, val, out);
+    if (rc == 0) {
+        unsigned k = mw->nmemo++ % 4;
+        mw->memo[k].tree_v = tv;
+        mw->memo[k].fr = fr;
+        mw->memo[k].val = val;
+        mw->memo[k].pm = out->pm;
+        mw->memo[k].borrow = out->borrow;
+    }
+    return rc;
+}
+
+/* oracle without the memo */
+static int oracle_run(td_queue *q, const workload *w, int fr, int64_t val, gmode *out)
+{
+    cluster_queue *c = &q->cqs[w->cq];
+    if (!any_candidate(q, w, fr)) {
+        out->pm = PM_NOCAND;
+        out->borrow = borrow_height(q, c, fr, val, NULL);
+        return 0;
+    }
+    size_t na = w->npodsets * (q->nres ? q->nres : 1);
+    bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
+    int16_t *as = malloc(na * sizeof *as);
+    target_set t = {NULL, NULL, 0};
+    fr_use use = {fr, val};
+    int rc = -1;
+    if (need && as) {
+        for (size_t k = 0; k < na; k++)
+            as[k] = -1; /* quota only, as Kueue's oracle: no placement */
+        need[fr] = true;
+        rc = find_targets(q, w, as, &use, 1, need, &t);
+    }
+    if (rc == 0) {
+        bool own = false;
+        for (size_t k = 0; k < t.n; k++) {
+            own |= q->wls[t.v[k]].cq == w->cq;
+            books(q, &q->wls[t.v[k]], -1);
+        }
+        out->borrow = borrow_height(q, c, fr, val, NULL);
+        for (size_t k = 0; k < t.n; k++)
+            books(q, &q->wls[t.v[k]], 1);
+        out->pm = t.n == 0 ? PM_NOCAND : own ? PM_PREEMPT : PM_RECLAIM;
+    }
+    free(need);
+    free(as);
+    free(t.v);
+    free(t.lv);
+    return rc;
+}
+
+/* Evicts the targets Kueue's GetTargets finds for w under assignment as
+ * (placement counts as a need: when w's pods have no nodes, the flavors
+ * with NodePools it uses need preemption too) and returns 1; 0 if none
+ * (nothing changed); -1 out of memory. */
+static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use, size_t nuse,
+                   uint64_t now_ns)
+{
+    workload *w = &q->wls[id];
+    cluster_queue *c = &q->cqs[w->cq];
+    bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
+    target_set t = {NULL, NULL, 0};
+    int rc = 0;
+    if (!need)
+        return -1;
+    int nodes_ok = needs_nodes(q, w, as) ? place(q, w, as, NULL, 0) : 1;
+    if (nodes_ok < 0) {
+        free(need);
+        return -1;
+    }
+    if (nodes_ok == 1)
+        unplace_scratch(q, w, as, 0);
+    bool any_need = false;
+    for (size_t k = 0; k < nuse; k++) {
+        int f = use[k].fr / (int)q->nres;
+        if (use[k].v > available(q, c, use[k].fr) || (!nodes_ok && q->flavor_node_n[f]))
+            need[use[k].fr] = any_need = true;
+    }
+    if (!any_need)
+        goto out;
+    rc = find_targets(q, w, as, use, nuse, need, &t);
     if (rc != 0 || t.n == 0)
         goto out;
-evict_targets:
     if (q->cqs[q->wls[id].cq].shadow_preemption) {
         /* Shadow: decide, record once, change nothing; the workload waits. */
         workload *pw = &q->wls[id];
@@ -1664,8 +2217,6 @@ evict_targets:
     rc = 1;
 out:
     free(need);
-    free(cand);
-    free(same);
     free(t.v);
     free(t.lv);
     return rc;
@@ -1675,15 +2226,33 @@ out:
 
 typedef struct {
     size_t id;
-    bool borrowing;
+    int borrowing; /* Kueue's borrowing level of its assignment; 0: within nominal */
     int64_t share; /* fair sharing: its queue's DRS were it admitted */
     fr_use *use;   /* fair sharing: its flavor assignment's usage */
     size_t nuse;
+    /* the exact assignment computed to order the heads, and the versions of
+     * the books it was computed on: try_head takes it while they hold */
+    bool cached;
+    uint64_t tree_v, node_v;
+    assign_out a;
+    int16_t *as;
+    fr_use *ause;
 } head;
 
 /* ---- fair sharing over cohort trees (Kueue's fairSharingIterator) --------- */
 
-static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted);
+static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, const head *h);
+
+static void free_head_cache(head *heads, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        free(heads[k].as);
+        free(heads[k].ause);
+        heads[k].as = NULL;
+        heads[k].ause = NULL;
+        heads[k].cached = false;
+    }
+}
 
 /* h's share at the level of cohort at: the DRS of the child of at on the
  * path of h's queue, with h's usage added, and whether that child then
@@ -1761,7 +2330,7 @@ static int try_fair(td_queue *q, head *heads, size_t n, uint64_t now_ns, size_t 
         if (k == QNONE)
             k = k0;
         alive[k] = false;
-        if (try_head(q, heads[k].id, now_ns, admitted) != 0) {
+        if (try_head(q, heads[k].id, now_ns, admitted, &heads[k]) != 0) {
             free(alive);
             return -1;
         }
@@ -1770,14 +2339,15 @@ static int try_fair(td_queue *q, head *heads, size_t n, uint64_t now_ns, size_t 
     return 0;
 }
 
-/* Kueue's entryOrdering: not borrowing first; with fair sharing, the lower
- * dominant resource share (with the workload) first; then priority and
- * queue time. */
+/* Kueue's entryOrdering: the lower borrowing level first (within nominal,
+ * then borrowing from the nearest cohort before the root); with fair
+ * sharing, the lower dominant resource share (with the workload) first;
+ * then priority and queue time. */
 static int cmp_heads(const void *pa, const void *pb)
 {
     const head *a = pa, *b = pb;
     if (a->borrowing != b->borrowing)
-        return a->borrowing ? 1 : -1;
+        return a->borrowing > b->borrowing ? 1 : -1;
     if (a->share != b->share)
         return a->share < b->share ? -1 : 1;
     return before(sort_q, a->id, b->id) ? -1 : (before(sort_q, b->id, a->id) ? 1 : 0);
@@ -1806,13 +2376,23 @@ static int park(td_queue *q, size_t id, const char *reason)
     return td__idvec_push(&c->inadmissible, id);
 }
 
-static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted)
+/* Tries head id: h (may be NULL) holds its assignment from the ordering
+ * of the cycle, taken if nothing it depends on changed since. */
+static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, const head *h)
 {
     workload *w = &q->wls[id];
     cluster_queue *c = &q->cqs[w->cq];
     assign_out o;
-    if (assign_flavors(q, w, c, &o) != 0)
-        return -1;
+    if (h && h->cached && h->tree_v == tree_version_of(q, c) && h->node_v == q->node_version) {
+        o = h->a;
+        memcpy(q->scratch_assign, h->as, w->npodsets * (q->nres ? q->nres : 1) * sizeof *h->as);
+        memcpy(q->scratch_use, h->ause, o.nuse * sizeof *o.use);
+        o.use = q->scratch_use;
+    } else {
+        o.order_only = false;
+        if (assign_flavors(q, w, c, &o) != 0)
+            return -1;
+    }
     if (o.mode == MODE_NOFIT)
         return park(q, id, o.reason);
     char why[600];
@@ -1884,11 +2464,15 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
     fr_use *usebuf = q->fair_sharing && q->ncohorts
                          ? malloc((q->ncqs ? q->ncqs : 1) * (q->nfr ? q->nfr : 1) * sizeof *usebuf)
                          : NULL;
-    if (!heads || (q->fair_sharing && q->ncohorts && !usebuf)) {
+    if (!q->tree_version)
+        q->tree_version = calloc(q->ncohorts + q->ncqs + 1, sizeof *q->tree_version);
+    if (!heads || (q->fair_sharing && q->ncohorts && !usebuf) || !q->tree_version) {
         free(heads);
         free(usebuf);
         return TD_ENOMEM;
     }
+    td_status st = TD_OK;
+    size_t ncache = 0; /* heads[0, ncache) hold cache fields to free */
     /* Each round ends when no head can move; a round is repeated only when
      * quota was released (a preemption freed more than it needed). The
      * bound guards against policies that could evict one another forever. */
@@ -1904,9 +2488,8 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                     if (q->wls[id].inadmissible) {
                         q->wls[id].inadmissible = false;
                         if (td__queue_push_pending(q, id) != 0) {
-                            free(heads);
-                            free(usebuf);
-                            return TD_ENOMEM;
+                            st = TD_ENOMEM;
+                            goto done;
                         }
                     }
                 }
@@ -1932,13 +2515,47 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                 break;
             for (size_t k = 0; k < n; k++) {
                 assign_out o;
+                o.order_only = true;
                 workload *w = &q->wls[heads[k].id];
+                heads[k].cached = false;
+                heads[k].as = NULL;
+                heads[k].ause = NULL;
+                ncache = k + 1;
                 if (assign_flavors(q, w, &q->cqs[w->cq], &o) != 0) {
-                    free(heads);
-                    free(usebuf);
-                    return TD_ENOMEM;
+                    st = TD_ENOMEM;
+                    goto done;
                 }
-                heads[k].borrowing = o.mode != MODE_FIT || o.borrowing;
+                /* the oracle was skipped: exact when w fits (see
+                 * assign_flavors); else its level needs the oracle */
+                if (o.oracle_skipped && o.mode != MODE_FIT && q->cqs[w->cq].cohort != QNONE) {
+                    o.order_only = false;
+                    if (assign_flavors(q, w, &q->cqs[w->cq], &o) != 0) {
+                        st = TD_ENOMEM;
+                        goto done;
+                    }
+                }
+                heads[k].borrowing = o.mode == MODE_NOFIT ? 0 : o.borrow_level;
+                /* exact unless the oracle was skipped for a workload that
+                 * does not fit (then its level, not its mode, was redone) */
+                size_t na = w->npodsets * (q->nres ? q->nres : 1);
+                heads[k].cached = !(o.oracle_skipped && o.mode != MODE_FIT);
+                heads[k].as = heads[k].cached ? malloc(na * sizeof *heads[k].as) : NULL;
+                heads[k].ause = heads[k].cached ? malloc((o.nuse ? o.nuse : 1) * sizeof *o.use)
+                                                : NULL;
+                if (heads[k].cached && (!heads[k].as || !heads[k].ause)) {
+                    free(heads[k].as);
+                    free(heads[k].ause);
+                    heads[k].as = NULL;
+                    heads[k].ause = NULL;
+                    heads[k].cached = false; /* recomputed by try_head */
+                }
+                if (heads[k].cached) {
+                    memcpy(heads[k].as, q->scratch_assign, na * sizeof *heads[k].as);
+                    memcpy(heads[k].ause, o.use, o.nuse * sizeof *o.use);
+                    heads[k].a = o;
+                    heads[k].tree_v = tree_version_of(q, &q->cqs[w->cq]);
+                    heads[k].node_v = q->node_version;
+                }
                 heads[k].share =
                     q->fair_sharing ? drs_with(q, &q->cqs[w->cq], o.use, o.nuse) : 0;
                 heads[k].use = usebuf ? usebuf + k * q->nfr : NULL;
@@ -1950,28 +2567,30 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
             qsort(heads, n, sizeof *heads, cmp_heads);
             if (usebuf) {
                 if (try_fair(q, heads, n, now_ns, &admitted) != 0) {
-                    free(heads);
-                    free(usebuf);
-                    return TD_ENOMEM;
+                    st = TD_ENOMEM;
+                    goto done;
                 }
             } else {
                 for (size_t k = 0; k < n; k++)
-                    if (try_head(q, heads[k].id, now_ns, &admitted) != 0) {
-                        free(heads);
-                        return TD_ENOMEM;
+                    if (try_head(q, heads[k].id, now_ns, &admitted, &heads[k]) != 0) {
+                        st = TD_ENOMEM;
+                        goto done;
                     }
             }
+            free_head_cache(heads, ncache);
+            ncache = 0;
             if (budget < n)
                 goto done;
             budget -= n;
         }
     }
 done:
+    free_head_cache(heads, ncache);
     free(heads);
     free(usebuf);
     if (nadmitted)
         *nadmitted = admitted;
-    return TD_OK;
+    return st;
 }
 
 td_status td_queue_finish(td_queue *q, size_t id, uint64_t now_ns, td_err *err)
@@ -2104,6 +2723,11 @@ size_t td_queue_cq_count(const td_queue *q)
 const char *td_queue_cq_name(const td_queue *q, size_t cq)
 {
     return q->cqs[cq].name;
+}
+
+const char *td_queue_cq_inactive(const td_queue *q, size_t cq)
+{
+    return cq < q->ncqs ? q->cqs[cq].inactive : NULL;
 }
 
 static int64_t cq_sum(const td_queue *q, size_t cq, const char *resource, int which)

@@ -43,6 +43,9 @@ assert len(req) == 1 and req[0]["workload"] == "team-b/b-pretrain" and req[0]["t
 assert req[0]["reason"] == "Evicted by team-a/a-finetune (InCohortReclamation) at 300s; requeued"
 assert ev.index(req[0]) == ev.index(pre[0]) + 1
 gang = [e for e in ev if e["type"] == "admitted" and e["workload"] == "team-b/b-gang"][0]
+assert gang["podSetAssignments"] == [{"name": "launcher", "flavors": {"cpu": "a100"}},
+                                     {"name": "workers", "flavors": {"cpu": "h100", "nvidia.com/gpu": "h100"}}]
+assert ev[0]["podSetAssignments"] == [{"name": "workers", "flavors": {"cpu": "a100", "nvidia.com/gpu": "a100"}}]
 assert gang["placement"] == {"launcher": {"a100-0": 1}, "workers": {"h100-0": 1, "h100-1": 1, "h100-2": 1}}
 assert ev[0]["placement"] == {"workers": {"a100-0": 1, "a100-1": 1}}
 assert 0 < d["utilization"] <= 1

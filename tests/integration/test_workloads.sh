@@ -13,7 +13,7 @@ expect_rc "get workloads" 0 "$TENANTCTL" get workloads
 cp "$TMP/out" "$TMP/all"
 row() { grep -E "^$1 +$2 " "$TMP/all"; }
 row team-a a-finetune | grep -q "Admitted.*workers: cpu=a100, nvidia.com/gpu=a100 on workers: a100-0=4" && ok "owner's workload admitted in its flavor, placed on a node" || { not_ok "a-finetune"; cat "$TMP/all"; }
-row team-b b-pretrain | grep -q "Pending.*insufficient unused quota in cohort" && ok "the borrower was reclaimed and waits, with Kueue's reason" || { not_ok "b-pretrain"; cat "$TMP/all"; }
+row team-b b-pretrain | grep -q "Pending.*insufficient unused quota for" && ok "the borrower was reclaimed and waits, with Kueue's reason" || { not_ok "b-pretrain"; cat "$TMP/all"; }
 row team-b b-gang | grep -q "Pending" && ok "the gang waits whole" || not_ok "b-gang"
 expect_rc "get workloads -n" 0 "$TENANTCTL" get workloads -n team-c
 expect_grep "namespace filter" "$TMP/out" "c-eval"

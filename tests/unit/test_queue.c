@@ -168,7 +168,7 @@ static const row rows[] = {
      "c1-high:A c2-low-1:A in:P",
      "",
      NULL,
-     "insufficient unused quota in cohort for cpu in flavor default, 2 more needed"},
+     "insufficient unused quota for cpu in flavor default, 2 more needed"},
     {"reclaim needs the preemptor within nominal quota",
      {"c1-high c1 1 1*cpu=4", "c2-low-1 c2 -1 1*cpu=4", "c2-low-2 c2 -1 1*cpu=4"},
      {"in c1 1 1*cpu=3"},
@@ -223,7 +223,8 @@ static const row rows[] = {
      "big:P",
      "",
      NULL,
-     "insufficient quota for cpu in flavor default, request > maximum capacity (9 > 8)"},
+     "insufficient quota for cpu in flavor default, previously considered podsets requests (0) + "
+     "current podset request (9) > maximum capacity (8)"},
     {"kueue schedule: workload fits in single clusterQueue",
      {NULL},
      {"foo sales 0 10*cpu=1"},
@@ -468,12 +469,8 @@ static const bad_row bad_rows[] = {
     {"LocalQueue naming a missing ClusterQueue",
      "kind: LocalQueue\nmetadata: {name: q, namespace: n}\nspec:\n  clusterQueue: nope\n",
      "x.yaml:4: LocalQueue n/q: spec.clusterQueue: ClusterQueue \"nope\" does not exist"},
-    {"flavor that is not a ResourceFlavor",
-     "kind: ClusterQueue\nmetadata: {name: a}\nspec:\n  resourceGroups:\n"
-     "  - coveredResources: [cpu]\n    flavors:\n"
-     "    - name: f\n      resources: [{name: cpu, nominalQuota: 1}]\n",
-     "x.yaml:7: ClusterQueue a: spec.resourceGroups[0].flavors[0].name: ResourceFlavor \"f\" does "
-     "not exist"},
+    /* a ClusterQueue naming a missing ResourceFlavor is inactive, not
+     * refused: test_queue_kueue.c */
 };
 
 static void test_bad_objects(void **state)

@@ -396,17 +396,17 @@ static const scenario scenarios[] = {
      pool_platform,
      {"@0 sub a m1 0 1*cpu=6", "want a:A", "reason a borrowing in cohort pool",
       "@1 sub b m2 0 1*cpu=6", "want a:A b:P",
-      "reason b insufficient unused quota in cohort for cpu in flavor default, 2 more needed",
+      "reason b insufficient unused quota for cpu in flavor default, 2 more needed",
       "@2 fin a", "want b:A"}},
     {"nested cohorts: t1 reaches its own 2, team's 3 and team's borrowingLimit 3, no more",
      tree_platform,
      {"@0 sub big t1 0 1*cpu=9", "want big:P",
-      "reason big request > maximum capacity (9 > 8)", "@1 sub ok t1 0 1*cpu=8", "want ok:A",
+      "reason big current podset request (9) > maximum capacity (8)", "@1 sub ok t1 0 1*cpu=8", "want ok:A",
       "reason ok borrowing in cohort team"}},
     {"nested cohorts: team keeps all but lendingLimit 1 of its own from the rest of org; "
      "t1 takes the lent 1 back from s1 (hierarchical advantage: team's quota holds it)",
      tree_platform,
-     {"@0 sub x s1 0 1*cpu=14", "want x:P", "reason x request > maximum capacity (14 > 13)",
+     {"@0 sub x s1 0 1*cpu=14", "want x:P", "reason x current podset request (14) > maximum capacity (13)",
       "@1 sub y s1 0 1*cpu=13", "want y:A", "@2 sub z t1 0 1*cpu=4", "want z:A",
       "@3 sub z2 t1 0 1*cpu=1", "want z2:A y:P", "pre y/InCohortReclamation",
       "reason y Evicted by ns/z2 (InCohortReclamation) at 3s; requeued"}},
@@ -570,7 +570,7 @@ static const scenario scenarios[] = {
       "@1 sub a1 a_standard 0 1*cpu=10", "want b1:P a1:A",
       "pre b1/InCohortReclaimWhileBorrowing",
       "reason b1 Evicted by ns/a1 (InCohortReclaimWhileBorrowing) at 1s; requeued: couldn't "
-      "assign flavors to pod set main: insufficient unused quota in cohort for cpu in flavor "
+      "assign flavors to pod set main: insufficient unused quota for cpu in flavor "
       "default, 7 more needed"}},
     {"kueue: without borrowWithinCohort a borrower is not preempted to borrow",
      bwc_platform,

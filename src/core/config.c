@@ -97,7 +97,7 @@ td_status td_json_int(const json_t *v, long long min, long long max, long long *
 
 td_status td_json_int32(const json_t *v, int32_t *out, td_err *err)
 {
-    long long x;
+    long long x = 0; /* set on TD_OK; gcc -O3 cannot see it */
     td_status st = td_json_int(v, INT32_MIN, INT32_MAX, &x, err);
     if (st == TD_OK)
         *out = (int32_t)x;

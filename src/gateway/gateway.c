@@ -1197,7 +1197,7 @@ static void budget_sample(td_metrics_text *b, const char *name, const td_gw_tena
     if (frac) {
         snprintf(f, sizeof f, ".%09llu", (unsigned long long)frac);
         size_t n = strlen(f);
-        while (f[n - 1] == '0')
+        while (n > 1 && f[n - 1] == '0') /* frac != 0: a digit stays */
             f[--n] = '\0';
     }
     td_metrics_text_printf(b, "} %s%llu%s\n", v < 0 ? "-" : "",

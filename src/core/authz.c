@@ -7,17 +7,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#include "core/hex.h"
 
 /* 0 and the 32 bytes of a 64-digit hex string; -1 if it is not one (config
  * validation rejects such keys, so this is a belt for hand-built configs). */
@@ -26,7 +16,7 @@ static int unhex32(const char *hex, unsigned char out[32])
     if (!hex || strlen(hex) != 64)
         return -1;
     for (size_t i = 0; i < 32; i++) {
-        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        int hi = td_hexval(hex[2 * i]), lo = td_hexval(hex[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return -1;
         out[i] = (unsigned char)(hi << 4 | lo);

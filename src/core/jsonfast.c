@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/hex.h"
 
 #define MAX_DEPTH 512
 #define MAX_REAL_TEXT 64
@@ -33,24 +34,13 @@ static inline void skip_ws(parser *ps)
         ps->p++;
 }
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static bool read_u4(parser *ps, int32_t *out)
 {
     if (ps->end - ps->p < 4)
         return false;
     int32_t v = 0;
     for (int i = 0; i < 4; i++) {
-        int h = hexval(ps->p[i]);
+        int h = td_hexval(ps->p[i]);
         if (h < 0)
             return false;
         v = v * 16 + h;

@@ -5,17 +5,7 @@
 #include "tenantd/reqpath.h"
 
 #include <string.h>
-
-static int hexval(unsigned char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
+#include "core/hex.h"
 
 /* The bytes of seg (len) are "." or "..": 1 or 2, else 0. */
 static int dots(const char *seg, size_t len)
@@ -51,8 +41,8 @@ static td_status check(const char *t, size_t n, size_t plen, td_err *err)
                               "fragment is never sent to a server",
                               i);
         if (ch == '%' && i < plen) {
-            int hi = i + 2 < n ? hexval((unsigned char)t[i + 1]) : -1;
-            int lo = hi >= 0 ? hexval((unsigned char)t[i + 2]) : -1;
+            int hi = i + 2 < n ? td_hexval((unsigned char)t[i + 1]) : -1;
+            int lo = hi >= 0 ? td_hexval((unsigned char)t[i + 2]) : -1;
             if (lo < 0)
                 return td_err_set(err, TD_EINVAL,
                                   "the path has a '%%' at offset %zu not followed by two hex "

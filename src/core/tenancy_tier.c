@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tenantd/tenancy.h"
+#include "core/hex.h"
 
 td_tenancy td_tenancy_of(const json_t *tenant)
 {
@@ -38,17 +39,6 @@ static bool bucket_name(const char *s, size_t n)
               s[i] == '.' || s[i] == '_'))
             return false;
     return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /* A "." or ".." segment anywhere in p (segments split on '/'). */
@@ -91,7 +81,7 @@ td_status td_object_uri_parse(const char *s, td_object_uri *u, td_err *err)
     for (; *p; p++) {
         char c = *p;
         if (c == '%') {
-            int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
+            int hi = td_hexval(p[1]), lo = hi < 0 ? -1 : td_hexval(p[2]);
             if (hi < 0 || lo < 0)
                 return td_err_set(err, TD_EINVAL, "\"%s\": bad percent escape", s);
             c = (char)(hi * 16 + lo);

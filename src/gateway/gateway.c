@@ -18,6 +18,7 @@
 
 #include "tenantd/duration.h"
 #include "tenantd/reqpath.h"
+#include "core/hex.h"
 
 typedef struct {
     char **names; /* slot -> name; entries are set once, before n grows past them */
@@ -210,14 +211,6 @@ void td_gw_config_unref(td_gw_config *c)
         view_free((view *)c);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = (char)tolower((unsigned char)c);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 static double num_or(const json_t *j, double def)
 {
     return json_is_number(j) ? json_number_value(j) : def;
@@ -398,7 +391,7 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
         }
         const char *hex = td_json_str(ko, "sha256");
         for (size_t i = 0; hex && i < 32; i++) {
-            int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+            int hi = td_hexval(hex[2 * i]), lo = td_hexval(hex[2 * i + 1]);
             if (hi < 0 || lo < 0)
                 return td_err_set(err, TD_EINVAL, "Tenant %s: apiKeys[%zu].sha256 is not hex",
                                   name, k);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/http_internal.h"
+#include "core/hex.h"
 
 enum {
     CK_SIZE_FIRST = 0, /* must be zero: td__chunked_init is a memset */
@@ -37,17 +38,6 @@ static int tchar(unsigned char ch)
 {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
            (ch && strchr("!#$%&'*+-.^_`|~", ch));
-}
-
-static int hexval(unsigned char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
 }
 
 static int ws(unsigned char ch)
@@ -87,22 +77,22 @@ int td__chunked_scan(td__chunked *ck, const char *data, size_t n, size_t *used)
         }
         switch (s) {
         case CK_SIZE_FIRST:
-            if (hexval(ch) < 0) {
+            if (td_hexval(ch) < 0) {
                 s = CK_BAD;
                 break;
             }
-            ck->left = (uint64_t)hexval(ch);
+            ck->left = (uint64_t)td_hexval(ch);
             s = CK_SIZE;
             break;
         case CK_SIZE:
-            if (hexval(ch) >= 0) {
+            if (td_hexval(ch) >= 0) {
                 /* 2^60 bytes is past any body limit; refusing there
                  * keeps the sum from wrapping */
                 if (ck->left >> 56) {
                     s = CK_BAD;
                     break;
                 }
-                ck->left = ck->left * 16 + (uint64_t)hexval(ch);
+                ck->left = ck->left * 16 + (uint64_t)td_hexval(ch);
             } else if (ws(ch)) {
                 s = CK_SIZE_BWS;
             } else if (ch == ';') {

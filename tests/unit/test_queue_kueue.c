@@ -58,6 +58,8 @@
 #include "tenantd/manifest.h"
 #include "tenantd/queue.h"
 
+#include "queue_scenario.h"
+
 #define NS 1000000000ULL
 
 typedef struct {
@@ -398,77 +400,6 @@ static const row rows[] = {
 
 /* ---- the interpreter ----------------------------------------------------- */
 
-static json_t *compact_workload(const char *name, const char *cq, int prio, const char *sets_in)
-{
-    char sets[256];
-    snprintf(sets, sizeof sets, "%s", sets_in);
-    json_t *pss = json_array();
-    int idx = 0;
-    for (char *s1 = NULL, *ps = strtok_r(sets, ";", &s1); ps; ps = strtok_r(NULL, ";", &s1)) {
-        char *star = strchr(ps, '*');
-        assert_non_null(star);
-        *star = '\0';
-        json_t *req = json_object();
-        for (char *s2 = NULL, *it = strtok_r(star + 1, ",", &s2); it;
-             it = strtok_r(NULL, ",", &s2)) {
-            char *eq = strchr(it, '=');
-            assert_non_null(eq);
-            *eq = '\0';
-            json_object_set_new(req, it, json_string(eq + 1));
-        }
-        char psname[16];
-        snprintf(psname, sizeof psname, idx ? "w%d" : "main", idx);
-        json_array_append_new(
-            pss, json_pack("{s:s,s:i,s:{s:{s:[{s:s,s:{s:o}}]}}}", "name", psname, "count",
-                           atoi(ps), "template", "spec", "containers", "name", "c", "resources",
-                           "requests", req));
-        idx++;
-    }
-    return json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:i,s:o}}", "apiVersion",
-                     "kueue.x-k8s.io/v1beta1", "kind", "Workload", "metadata", "name", name,
-                     "namespace", "ns", "spec", "queueName", cq, "priority", prio, "podSets",
-                     pss);
-}
-
-static td_queue *load_platform(const char *yaml)
-{
-    td_manifest *m;
-    td_err err;
-    td_queue *q;
-    if (td_manifest_parse("platform.yaml", yaml, strlen(yaml), &m, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(td_queue_create(&q, &err), TD_OK);
-    for (size_t i = 0; i < td_manifest_count(m); i++) {
-        json_t *doc = td_manifest_doc(m, i);
-        if (td_queue_add_object(q, doc, m, &err) != TD_OK)
-            fail_msg("%s", err.msg);
-        const char *kind = json_string_value(json_object_get(doc, "kind"));
-        if (!kind || strcmp(kind, "ClusterQueue") != 0)
-            continue;
-        const char *name =
-            json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
-        json_t *lq = json_pack("{s:s,s:{s:s,s:s},s:{s:s}}", "kind", "LocalQueue", "metadata",
-                               "name", name, "namespace", "ns", "spec", "clusterQueue", name);
-        if (td_queue_add_object(q, lq, NULL, &err) != TD_OK)
-            fail_msg("%s", err.msg);
-        json_decref(lq);
-    }
-    if (td_queue_seal(q, &err) != TD_OK)
-        fail_msg("%s", err.msg);
-    td_manifest_destroy(m);
-    return q;
-}
-
-static size_t find(const td_queue *q, const char *name)
-{
-    char key[128];
-    snprintf(key, sizeof key, "ns/%s", name);
-    size_t id = td_queue_workload_find(q, key);
-    if (id == TD_QUEUE_NONE)
-        fail_msg("no workload %s", name);
-    return id;
-}
-
 static void dump(const td_queue *q)
 {
     const td_queue_event *ev;
@@ -536,7 +467,7 @@ static void run_row(const row *s)
                 char name[64];
                 assert_true(sscanf(rest, "%63s %63s %d %255s %63s", name, b, &prio, sets, fl) >=
                             4);
-                json_t *w = compact_workload(name, b, prio, sets);
+                json_t *w = scenario_workload(name, b, prio, sets);
                 if (strcmp(a, "adm") == 0) {
                     admit_on(q, w, b, fl, t * NS);
                     json_decref(w);
@@ -548,7 +479,7 @@ static void run_row(const row *s)
             } else if (strcmp(a, "add") == 0) {
                 char name[64];
                 assert_int_equal(sscanf(rest, "%63s %63s %d %255s", name, b, &prio, sets), 4);
-                json_t *w = compact_workload(name, b, prio, sets);
+                json_t *w = scenario_workload(name, b, prio, sets);
                 if (td_queue_submit(q, w, NULL, t * NS, NULL, &err) != TD_OK)
                     fail_msg("%s: %s", s->name, err.msg);
                 json_decref(w);
@@ -631,9 +562,9 @@ static void test_inactive_cluster_queue(void **state)
                         "Can't admit new workloads: references missing ResourceFlavor(s): missing.");
     assert_null(td_queue_cq_inactive(q, 2));
     td_err err;
-    json_t *w1 = compact_workload("in-b", "b", 0, "1*cpu=1");
-    json_t *w2 = compact_workload("in-c", "c", 0, "1*cpu=6");
-    json_t *w3 = compact_workload("in-c-small", "c", 0, "1*cpu=4");
+    json_t *w1 = scenario_workload("in-b", "b", 0, "1*cpu=1");
+    json_t *w2 = scenario_workload("in-c", "c", 0, "1*cpu=6");
+    json_t *w3 = scenario_workload("in-c-small", "c", 0, "1*cpu=4");
     assert_int_equal(td_queue_submit(q, w1, NULL, 0, NULL, &err), TD_OK);
     assert_int_equal(td_queue_submit(q, w2, NULL, 0, NULL, &err), TD_OK);
     assert_int_equal(td_queue_schedule(q, 0, NULL), TD_OK);

@@ -26,6 +26,8 @@
 #include "tenantd/manifest.h"
 #include "tenantd/queue.h"
 
+#include "queue_scenario.h"
+
 #define NS 1000000000ULL
 
 typedef struct {
@@ -597,78 +599,6 @@ static const scenario scenarios[] = {
 
 /* ---- the interpreter ----------------------------------------------------- */
 
-static json_t *workload(const char *name, const char *cq, int prio, const char *sets_in)
-{
-    char sets[256];
-    snprintf(sets, sizeof sets, "%s", sets_in);
-    json_t *pss = json_array();
-    int idx = 0;
-    for (char *s1 = NULL, *ps = strtok_r(sets, ";", &s1); ps; ps = strtok_r(NULL, ";", &s1)) {
-        char *star = strchr(ps, '*');
-        assert_non_null(star);
-        *star = '\0';
-        json_t *req = json_object();
-        for (char *s2 = NULL, *it = strtok_r(star + 1, ",", &s2); it;
-             it = strtok_r(NULL, ",", &s2)) {
-            char *eq = strchr(it, '=');
-            assert_non_null(eq);
-            *eq = '\0';
-            json_object_set_new(req, it, json_string(eq + 1));
-        }
-        char psname[16];
-        snprintf(psname, sizeof psname, idx ? "w%d" : "main", idx);
-        json_array_append_new(
-            pss, json_pack("{s:s,s:i,s:{s:{s:[{s:s,s:{s:o}}]}}}", "name", psname, "count",
-                           atoi(ps), "template", "spec", "containers", "name", "c", "resources",
-                           "requests", req));
-        idx++;
-    }
-    return json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:i,s:o}}", "apiVersion",
-                     "kueue.x-k8s.io/v1beta1", "kind", "Workload", "metadata", "name", name,
-                     "namespace", "ns", "spec", "queueName", cq, "priority", prio, "podSets",
-                     pss);
-}
-
-static td_queue *load_platform(const char *yaml)
-{
-    td_manifest *m;
-    td_err err;
-    td_queue *q;
-    if (td_manifest_parse("platform.yaml", yaml, strlen(yaml), &m, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(td_queue_create(&q, &err), TD_OK);
-    for (size_t i = 0; i < td_manifest_count(m); i++) {
-        json_t *doc = td_manifest_doc(m, i);
-        if (td_queue_add_object(q, doc, m, &err) != TD_OK)
-            fail_msg("%s", err.msg);
-        const char *kind = json_string_value(json_object_get(doc, "kind"));
-        if (!kind || strcmp(kind, "ClusterQueue") != 0)
-            continue;
-        const char *name =
-            json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
-        json_t *lq = json_pack("{s:s,s:{s:s,s:s},s:{s:s}}", "kind", "LocalQueue", "metadata",
-                               "name", name, "namespace", "ns", "spec", "clusterQueue", name);
-        if (td_queue_add_object(q, lq, NULL, &err) != TD_OK)
-            fail_msg("%s", err.msg);
-        json_decref(lq);
-    }
-    if (td_queue_seal(q, &err) != TD_OK)
-        fail_msg("%s", err.msg);
-    td_manifest_destroy(m);
-    return q;
-}
-
-static size_t find(const td_queue *q, const char *name)
-{
-    char key[128];
-    snprintf(key, sizeof key, "ns/%s", name);
-    for (size_t i = 0; i < td_queue_workload_count(q); i++)
-        if (strcmp(td_queue_workload_key(q, i), key) == 0)
-            return i;
-    fail_msg("no workload %s", name);
-    return 0;
-}
-
 static void dump(const td_queue *q)
 {
     const td_queue_event *ev;
@@ -718,7 +648,7 @@ static void run_scenario(const scenario *s)
             if (strcmp(a, "sub") == 0 || strcmp(a, "add") == 0) {
                 char name[64];
                 assert_int_equal(sscanf(rest, "%63s %63s %d %255s", name, b, &prio, sets), 4);
-                json_t *w = workload(name, b, prio, sets);
+                json_t *w = scenario_workload(name, b, prio, sets);
                 if (td_queue_submit(q, w, NULL, t * NS, NULL, &err) != TD_OK)
                     fail_msg("%s: %s", s->name, err.msg);
                 json_decref(w);
@@ -805,7 +735,7 @@ static void test_gang_never_partial(void **state)
         char name[32], sets[64];
         snprintf(name, sizeof name, "w%d", t);
         snprintf(sets, sizeof sets, "%d*nvidia.com/gpu=%d", pods, gpus);
-        json_t *w = workload(name, "gpu", (int)((seed >> 50) % 3) - 1, sets);
+        json_t *w = scenario_workload(name, "gpu", (int)((seed >> 50) % 3) - 1, sets);
         assert_int_equal(td_queue_submit(q, w, NULL, (uint64_t)t * NS, NULL, &err), TD_OK);
         json_decref(w);
         pods_of[n++] = pods;
@@ -910,7 +840,7 @@ static void test_restore_nodes(void **state)
     (void)state;
     td_err err;
     td_queue *a = load_platform(gpu_nodes), *b = load_platform(gpu_nodes);
-    json_t *w1 = workload("w1", "gpu", 0, "3*nvidia.com/gpu=4"), *w2 = workload("w2", "gpu", 0,
+    json_t *w1 = scenario_workload("w1", "gpu", 0, "3*nvidia.com/gpu=4"), *w2 = scenario_workload("w2", "gpu", 0,
                                                                                 "1*nvidia.com/gpu=8");
     assert_int_equal(td_queue_submit(a, w1, NULL, 0, NULL, &err), TD_OK);
     assert_int_equal(td_queue_submit(a, w2, NULL, 0, NULL, &err), TD_OK);

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "tenantd/config.h"
-#include "tenantd/ledger.h"
+#include "core/ledger_rec.h"
 #include "tenantd/manifest.h"
 #include "tenantd/status.h"
 

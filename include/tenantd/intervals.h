@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "tenantd/config.h"
-#include "tenantd/ledger.h"
+#include "core/ledger_rec.h"
 #include "tenantd/queue.h"
 
 typedef struct {

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/ledger_rec.h"
 #include "tenantd/status.h"
 
 /* The on-disk schema version this build writes; a ledger written by a
@@ -24,37 +25,6 @@
  * reader (api_key "" too). */
 #define TD_LEDGER_SCHEMA 2
 
-typedef enum {
-    TD_LEDGER_REQUEST = 0, /* one gateway request */
-    TD_LEDGER_INTERVAL = 1 /* a workload held resources of one flavor for a while */
-} td_ledger_kind;
-
-#define TD_LEDGER_STR 64
-
-typedef struct {
-    td_ledger_kind kind;
-    char id[96];                        /* idempotency key, unique per record */
-    int64_t start_ns, end_ns;           /* request: arrival, completion; interval: admitted, ended */
-    char tenant[TD_LEDGER_STR];         /* Tenant name ("" if none) */
-    char team[TD_LEDGER_STR];           /* cost labels */
-    char project[TD_LEDGER_STR];
-    char environment[TD_LEDGER_STR];
-    char route[TD_LEDGER_STR];          /* request: Route name */
-    char api_key[TD_LEDGER_STR];        /* request: the API key's name ("" for an unnamed key) */
-    char workload[2 * TD_LEDGER_STR];   /* interval: "namespace/name" */
-    char cluster_queue[TD_LEDGER_STR];  /* interval */
-    char flavor[TD_LEDGER_STR];         /* interval: ResourceFlavor of these resources */
-    char outcome[16];                   /* request: ok|rejected|shed|error|timeout;
-                                           interval: finished|evicted|running */
-    bool interruptible;                 /* interval: ran at a preemptible priority */
-    int64_t count;                      /* records summed (1 for a raw record) */
-    int64_t tokens_in, tokens_out;      /* request */
-    int64_t gpu_milli_seconds;          /* request: GPU-seconds used x 1000 (reported or estimated) */
-    int64_t gpu_milli, cpu_milli;       /* interval: GPUs and CPUs held, in milli-units */
-    int64_t memory_bytes;               /* interval */
-    int64_t storage_bytes;              /* interval: persistent storage requested */
-    int64_t gpu_used_milli;             /* interval: GPUs really busy on average, -1 unknown */
-} td_ledger_rec;
 
 /* ---- the writer (the daemon; one per data dir) ---- */
 
@@ -104,7 +74,6 @@ void td_ledger_close(td_ledger *l);
  * on a read-only connection. cb returns non-zero to stop (TD_OK still).
  * TD_ENOTFOUND naming the path when there is no ledger; TD_EINVAL for a
  * ledger of a newer schema. */
-typedef int (*td_ledger_cb)(const td_ledger_rec *r, void *ud);
 td_status td_ledger_read(const char *dir, int64_t from_ns, int64_t to_ns, td_ledger_cb cb,
                          void *ud, td_err *err);
 

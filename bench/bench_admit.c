@@ -16,10 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "tenantd/admit.h"
-#include "tenantd/config.h"
-#include "tenantd/jsonarena.h"
-#include "tenantd/jsonfast.h"
+#include "admission/admit.h"
+#include "core/config.h"
+#include "core/jsonarena.h"
+#include "core/jsonfast.h"
 
 static double now_ns(void)
 {

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tenantd/ledger.h"
+#include "io/ledger.h"
 
 #define BUFFERED 65536 /* as src/daemon/main.c opens it */
 #define FLUSH_MS 200

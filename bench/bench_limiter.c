@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "tenantd/limiter.h"
+#include "core/limiter.h"
 
 static uint32_t OPS_PER_THREAD = 20000000u; /* argv[1] overrides */
 #define IDX_LEN        (1u << 20) /* pre-generated slots per thread, cycled */

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "core/quantity_internal.h"
-#include "tenantd/quantity.h"
+#include "core/quantity.h"
 
 static const char *spellings[] = {"500m", "2Gi", "8",   "1.5",  "100Mi", "250m",
                                   "1Gi",  "4",   "64Mi", "0.5", "1e3",   "20Gi"};

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tenantd/queue.h"
+#include "queue/queue.h"
 
 static double now_s(void)
 {

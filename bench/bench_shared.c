@@ -25,7 +25,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "tenantd/shared.h"
+#include "io/shared.h"
 
 #define REPLICAS 2
 

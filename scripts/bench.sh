@@ -46,7 +46,7 @@ done
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$NCPU" --target tenantd simmodel tenantd_lib -- -s --no-print-directory ||
     { echo "bench: the Release build failed" >&2; exit 1; }
-CFLAGS_B="-O2 -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude"
+CFLAGS_B="-O2 -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc"
 cc $CFLAGS_B bench/bench_floor.c -o "$BUILD/bench_floor"
 cc $CFLAGS_B bench/bench_limiter.c src/core/limiter.c -lpthread -lm -o "$BUILD/bench_limiter"
 cc $CFLAGS_B bench/bench_shared.c "$BUILD/libtenantd_lib.a" -lhiredis -lpthread -lm -o "$BUILD/bench_shared"

@@ -1,7 +1,7 @@
 /* admindex.c - per-snapshot index of parsed LimitRanges and ResourceQuotas
  * by namespace, so that a webhook review does not re-parse (and re-run the
  * quantity parser over) the same objects for every pod. */
-#include "tenantd/admindex.h"
+#include "admission/admindex.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * The order follows kube-apiserver: defaulting, then every mutating step,
  * then every validating step; the first denial ends the decision, as the
  * first failing plugin does in the API server. */
-#include "tenantd/admit.h"
+#include "admission/admit.h"
 
 #include <assert.h>
 #include <stdint.h>
@@ -10,15 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/admindex.h"
-#include "tenantd/jsondump.h"
-#include "tenantd/jsonpatch.h"
-#include "tenantd/limitrange.h"
-#include "tenantd/podres.h"
-#include "tenantd/policy.h"
-#include "tenantd/pss.h"
-#include "tenantd/quota.h"
-#include "tenantd/tenancy.h"
+#include "admission/admindex.h"
+#include "core/jsondump.h"
+#include "core/jsonpatch.h"
+#include "admission/limitrange_internal.h"
+#include "admission/podres_internal.h"
+#include "admission/policy.h"
+#include "admission/pss.h"
+#include "admission/quota.h"
+#include "admission/tenancy_internal.h"
 
 void td_admit_result_fini(td_admit_result *r)
 {

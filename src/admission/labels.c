@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tenantd/policy.h"
-#include "tenantd/tenancy.h"
+#include "admission/policy.h"
+#include "admission/tenancy_internal.h"
 
 static const char *const default_required[] = {"team", "project", "environment"};
 

@@ -2,7 +2,7 @@
  * plugin/pkg/admission/limitranger/admission.go: request/limit defaulting
  * (mergePodResourceRequirements) and min/max/ratio validation with the same
  * messages. Map iteration, random in Go, is by sorted resource name here. */
-#include "tenantd/limitrange.h"
+#include "admission/limitrange_internal.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/config.h"
-#include "tenantd/podres.h"
-#include "tenantd/resources.h"
-#include "tenantd/strbuf.h"
+#include "core/config.h"
+#include "admission/podres_internal.h"
+#include "core/resources.h"
+#include "core/strbuf.h"
 
 /* resource.MaxMilliValue: the largest value whose milli-value fits int64. */
 #define MAX_MILLI_VALUE (INT64_MAX / 1000)

@@ -1,13 +1,13 @@
 /* podres.c - resource arithmetic on v1 Pods, shared by LimitRanger and
  * ResourceQuota: request defaulting as kube-apiserver's SetDefaults_Pod, and
  * pod requests/limits as k8s.io/component-helpers/resource computes them. */
-#include "tenantd/podres.h"
+#include "admission/podres_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/config.h"
+#include "core/config.h"
 
 #define PATH_MAX_LEN 512
 

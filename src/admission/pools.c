@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/config.h"
-#include "tenantd/policy.h"
-#include "tenantd/tenancy.h"
+#include "core/config.h"
+#include "admission/policy.h"
+#include "admission/tenancy_internal.h"
 
 static const char *str_or(const char *s, const char *def)
 {

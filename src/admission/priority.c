@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tenantd/policy.h"
+#include "admission/policy.h"
 
 static const struct {
     const char *name;

@@ -6,7 +6,7 @@
  * runs in the order the Go registry runs it (baseline check IDs sorted,
  * then restricted check IDs sorted, with the baseline checks a restricted
  * check overrides at that version left out). */
-#include "tenantd/pss.h"
+#include "admission/pss_internal.h"
 
 #include <limits.h>
 #include <stdint.h>

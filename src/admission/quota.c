@@ -2,7 +2,7 @@
  * quota evaluator (pkg/quota/v1/evaluator/core/pods.go), quota resource
  * lists (pkg/quota/v1/resources.go) and the admission controller's
  * CheckRequest (k8s.io/apiserver/.../resourcequota/controller.go). */
-#include "tenantd/quota.h"
+#include "admission/quota.h"
 
 #include <assert.h>
 #include <stdbool.h>
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/podres.h"
-#include "tenantd/resources.h"
-#include "tenantd/strbuf.h"
+#include "admission/podres_internal.h"
+#include "core/resources.h"
+#include "core/strbuf.h"
 
 #define STRBUF_MAX (1u << 20) /* longest message built */
 

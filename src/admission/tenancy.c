@@ -2,7 +2,7 @@
  * runtimes for customers and untrusted workloads, and storage isolation by
  * bucket prefix and StorageClass. Locations are compared as parsed URIs,
  * segment-aware, never as raw strings: "team-a-evil/" is not "team-a/". */
-#include "tenantd/tenancy.h"
+#include "admission/tenancy_internal.h"
 
 #include <stdio.h>
 #include <string.h>

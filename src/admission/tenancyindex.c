@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/tenancy.h"
+#include "admission/tenancy_internal.h"
 
 struct td__tenancy_index {
     td_config_attachment hdr;

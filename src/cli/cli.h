@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tenantd/ledger.h"
+#include "io/ledger.h"
 
 #define TD_EXIT_OK 0
 #define TD_EXIT_DENIED 1

@@ -7,9 +7,9 @@
 
 #include "cli/cli.h"
 #include "cli/remote.h"
-#include "tenantd/admit.h"
-#include "tenantd/config.h"
-#include "tenantd/manifest.h"
+#include "admission/admit.h"
+#include "core/config.h"
+#include "core/manifest.h"
 
 static void usage(FILE *f)
 {

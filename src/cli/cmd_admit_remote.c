@@ -7,8 +7,8 @@
 
 #include "cli/cli.h"
 #include "cli/remote.h"
-#include "tenantd/config.h"
-#include "tenantd/manifest.h"
+#include "core/config.h"
+#include "core/manifest.h"
 
 /* `tenantctl admit --server URL -f POD`: the same decision, made by the
  * running tenantd against its live objects (quota usage included); nothing

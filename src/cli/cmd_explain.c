@@ -10,8 +10,8 @@
 
 #include "cli/cli.h"
 #include "cli/remote.h"
-#include "tenantd/config.h"
-#include "tenantd/tenancy.h"
+#include "core/config.h"
+#include "admission/tenancy.h"
 
 /* A subject either explains NAME from -c PLATFORM files (run), or takes
  * its own flags (main: argv[0] is the subject), e.g. to ask a running

@@ -8,7 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/remote.h"
-#include "tenantd/config.h"
+#include "core/config.h"
 #include <time.h>
 
 /* One remote explain verb's flags: its own (own, with a value), -o

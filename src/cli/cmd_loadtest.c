@@ -23,11 +23,11 @@
 
 #include "cli/cli.h"
 #include "tenantd/client.h"
-#include "tenantd/config.h"
-#include "tenantd/critqueue.h"
-#include "tenantd/duration.h"
-#include "tenantd/manifest.h"
-#include "tenantd/scenario.h"
+#include "core/config.h"
+#include "gateway/critqueue.h"
+#include "core/duration.h"
+#include "core/manifest.h"
+#include "client/scenario.h"
 
 #define MS  1000000ull
 #define SEC 1000000000ull

@@ -7,8 +7,8 @@
 
 #include "cli/cli.h"
 #include "cli/remote.h"
-#include "tenantd/config.h"
-#include "tenantd/manifest.h"
+#include "core/config.h"
+#include "core/manifest.h"
 
 int td_cmd_apply(int argc, char **argv)
 {

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "tenantd/quantity.h"
-#include "tenantd/tenancy.h"
+#include "core/quantity.h"
+#include "admission/tenancy.h"
 
 static void usage(FILE *f)
 {

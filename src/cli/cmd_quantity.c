@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "tenantd/quantity.h"
+#include "core/quantity.h"
 
 static void usage(FILE *f)
 {

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "tenantd/chargeback.h"
-#include "tenantd/config.h"
-#include "tenantd/manifest.h"
+#include "cost/chargeback.h"
+#include "core/config.h"
+#include "core/manifest.h"
 
 static void usage(FILE *f)
 {

@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "tenantd/chargeback.h"
-#include "tenantd/config.h"
-#include "tenantd/duration.h"
-#include "tenantd/ledger.h"
-#include "tenantd/store.h"
+#include "cost/chargeback.h"
+#include "core/config.h"
+#include "core/duration.h"
+#include "io/ledger.h"
+#include "io/store.h"
 
 #define NS 1000000000LL
 #define HOUR_NS (3600LL * NS)

@@ -12,12 +12,12 @@
 #include <time.h>
 
 #include "cli/cli.h"
-#include "tenantd/config.h"
-#include "tenantd/duration.h"
-#include "tenantd/intervals.h"
-#include "tenantd/ledger.h"
-#include "tenantd/manifest.h"
-#include "tenantd/queue.h"
+#include "core/config.h"
+#include "core/duration.h"
+#include "queue/intervals.h"
+#include "io/ledger.h"
+#include "core/manifest.h"
+#include "queue/queue.h"
 
 #define NS 1000000000.0
 #define NEVER UINT64_MAX

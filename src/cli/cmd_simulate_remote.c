@@ -9,7 +9,7 @@
 
 #include "cli/cli.h"
 #include "cli/remote.h"
-#include "tenantd/config.h"
+#include "core/config.h"
 
 /* Appends the items of GET /v1/objects?kind=K to out. 0, or an exit code. */
 static int fetch_kind(td_remote *r, const char *kind, json_t *out)

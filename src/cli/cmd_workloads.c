@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/remote.h"
-#include "tenantd/config.h"
+#include "core/config.h"
 
 void td__print_workloads(json_t *items)
 {

@@ -1,14 +1,14 @@
 /* scenario.c - the LoadScenario loader of `tenantctl loadtest`: validates
  * one LoadScenario document into a td_scenario, naming file:line and field
  * for every mistake. Pure (no sockets, no clock), so the fuzzer links it. */
-#include "tenantd/scenario.h"
+#include "client/scenario.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/config.h"
-#include "tenantd/duration.h"
+#include "core/config.h"
+#include "core/duration.h"
 
 #define SEC             1000000000ull
 #define MAX_RATE        100000.0

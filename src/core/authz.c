@@ -1,7 +1,7 @@
 /* authz.c - control API callers (admin, tenant, nobody) and what each may
  * touch. Keys are never copied or logged: only their SHA-256 is compared
  * with the hashes in the snapshot's Tenant objects. */
-#include "tenantd/authz.h"
+#include "core/authz.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * as such), sorted by (kind, namespace, name) so that a namespace's objects
  * of one kind are one contiguous run. Validation names file, line, object
  * and field, and a failed add leaves the builder as it was. */
-#include "tenantd/config.h"
+#include "core/config.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -14,13 +14,13 @@
 #include <string.h>
 #include <strings.h>
 
-#include "tenantd/admit.h"
-#include "tenantd/budget.h"
-#include "tenantd/chargeback.h"
-#include "tenantd/duration.h"
-#include "tenantd/quantity.h"
-#include "tenantd/reqpath.h"
-#include "tenantd/tenancy.h"
+#include "admission/admit.h"
+#include "gateway/budget.h"
+#include "cost/chargeback.h"
+#include "core/duration.h"
+#include "core/quantity.h"
+#include "core/reqpath.h"
+#include "admission/tenancy.h"
 
 typedef struct {
     char *key; /* "Kind\x1fnamespace\x1fname": sorts as (kind, ns, name) */

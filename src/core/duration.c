@@ -1,5 +1,5 @@
 /* duration.c - Go's time.ParseDuration, unsigned. */
-#include "tenantd/duration.h"
+#include "core/duration.h"
 
 #include <stdint.h>
 #include <string.h>

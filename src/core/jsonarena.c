@@ -3,7 +3,7 @@
  * the pod's copies, the patch, the response) and frees them all before it
  * answers; carving them from a thread's chunk and dropping the chunk at
  * the end saves glibc's malloc/free, which was a sixth of the webhook. */
-#include "tenantd/jsonarena.h"
+#include "core/jsonarena.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * inserts it in a hash table; the webhook's answers (a base64 JSON Patch of
  * 1-2 kB) spent a quarter of a review there. The rules below are jansson
  * 2.14's dump.c, utf.c and strconv.c (jsonp_dtostr). */
-#include "tenantd/jsondump.h"
+#include "core/jsondump.h"
 
 #include "jsonscan.h"
 

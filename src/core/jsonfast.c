@@ -4,7 +4,7 @@
  * reviews that was a third of a review's CPU. This parser builds the same
  * values with jansson's own constructors and gives anything unusual back to
  * json_loadb, so results and error messages stay jansson's. */
-#include "tenantd/jsonfast.h"
+#include "core/jsonfast.h"
 
 #include "jsonscan.h"
 

@@ -1,12 +1,12 @@
 /* jsonpatch.c - JSON Patch (RFC 6902) diff and apply, on jansson values. */
-#include "tenantd/jsonpatch.h"
+#include "core/jsonpatch.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/config.h"
+#include "core/config.h"
 
 #define MAX_POINTER 4096
 

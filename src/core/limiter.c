@@ -16,7 +16,7 @@
  * (double) inc; the stored TAT advances by floor(inc), so a tenant is never
  * charged more than its rate and at most 1 ns per request less (exact when
  * per_ns * cost / rate.cost is a whole number of ns). */
-#include "tenantd/limiter.h"
+#include "core/limiter.h"
 
 #include <assert.h>
 #include <math.h>

@@ -2,7 +2,7 @@
  * libfyaml parses into events; we build JSON from them, typing plain
  * scalars as YAML 1.2's core schema does, and resolve anchors, aliases and
  * merge keys ourselves within a budget (see the builder below). */
-#include "tenantd/manifest.h"
+#include "core/manifest.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -2,7 +2,7 @@
  * k8s.io/apimachinery/pkg/api/resource parses (ParseQuantity) and prints
  * (Quantity.String / CanonicalizeBytes) them. A value is sign * mag * 10^scale
  * with mag a fixed-width integer; no floating point except as_double. */
-#include "tenantd/quantity.h"
+#include "core/quantity.h"
 #include "core/quantity_internal.h"
 
 #include <limits.h>

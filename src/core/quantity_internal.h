@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "tenantd/quantity.h"
+#include "core/quantity.h"
 
 td_status td__quantity_parse_general(const char *s, td_quantity *q, td_err *err);
 int td__quantity_cmp_general(const td_quantity *a, const td_quantity *b);

@@ -2,7 +2,7 @@
  * (see reqpath.h). Two passes over the target: the first checks every
  * byte and the depth of every "..", so a refusal leaves the target as it
  * was; the second rewrites the path in place (it only ever shrinks). */
-#include "tenantd/reqpath.h"
+#include "core/reqpath.h"
 
 #include <string.h>
 #include "core/hex.h"

@@ -1,7 +1,7 @@
 /* resources.c - a resource list (name -> quantity) kept sorted by name, with
  * the arithmetic of Kubernetes' quota helpers (Add, Subtract, Max,
  * LessThanOrEqual). Every call that fails leaves the list as it was. */
-#include "tenantd/resources.h"
+#include "core/resources.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* strbuf.c - growable strings with a maximum size. */
-#include "tenantd/strbuf.h"
+#include "core/strbuf.h"
 
 #include <stdlib.h>
 #include <string.h>

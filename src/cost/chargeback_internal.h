@@ -3,7 +3,7 @@
 #ifndef TENANTD_CHARGEBACK_INTERNAL_H
 #define TENANTD_CHARGEBACK_INTERNAL_H
 
-#include "tenantd/chargeback.h"
+#include "cost/chargeback.h"
 
 __extension__ typedef __int128 td_i128;
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/quantity.h"
+#include "core/quantity.h"
 
 #define NS_PER_MS 1000000LL
 #define MS_PER_HOUR 3600000LL

@@ -14,14 +14,14 @@
 #include "daemon/metering.h"
 #include "daemon/queueview.h"
 #include "daemon/workloads.h"
-#include "tenantd/admit.h"
-#include "tenantd/intervals.h"
-#include "tenantd/authz.h"
-#include "tenantd/jsonarena.h"
-#include "tenantd/jsonfast.h"
-#include "tenantd/ledger.h"
-#include "tenantd/manifest.h"
-#include "tenantd/policy.h"
+#include "admission/admit.h"
+#include "queue/intervals.h"
+#include "core/authz.h"
+#include "core/jsonarena.h"
+#include "core/jsonfast.h"
+#include "io/ledger.h"
+#include "core/manifest.h"
+#include "admission/policy.h"
 
 void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway)
 {

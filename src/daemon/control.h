@@ -10,10 +10,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "tenantd/config.h"
-#include "tenantd/gateway.h"
+#include "core/config.h"
+#include "gateway/gateway.h"
 #include "tenantd/http.h"
-#include "tenantd/store.h"
+#include "io/store.h"
 
 struct td_metering;
 

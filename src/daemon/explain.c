@@ -6,7 +6,7 @@
 
 #include "daemon/queueview.h"
 #include "daemon/workloads.h"
-#include "tenantd/queue.h"
+#include "queue/queue.h"
 
 #include <stdio.h>
 #include <time.h>

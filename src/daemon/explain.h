@@ -7,9 +7,9 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "tenantd/authz.h"
-#include "tenantd/config.h"
-#include "tenantd/gateway.h"
+#include "core/authz.h"
+#include "core/config.h"
+#include "gateway/gateway.h"
 #include "tenantd/status.h"
 
 /* A new JSON object for tenant (see docs/daemon.md, "Why did tenantd do

@@ -17,14 +17,14 @@
 #include "daemon/metering.h"
 #include "daemon/queueview.h"
 #include "daemon/workloads.h"
-#include "tenantd/config.h"
-#include "tenantd/duration.h"
-#include "tenantd/gateway.h"
+#include "core/config.h"
+#include "core/duration.h"
+#include "gateway/gateway.h"
 #include "tenantd/http.h"
-#include "tenantd/jsonarena.h"
-#include "tenantd/proxy.h"
-#include "tenantd/store.h"
-#include "tenantd/tls.h"
+#include "core/jsonarena.h"
+#include "io/proxy.h"
+#include "io/store.h"
+#include "io/tls.h"
 
 #define MAX_BODY (3u << 20) /* kube-apiserver's own request limit */
 

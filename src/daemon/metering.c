@@ -19,8 +19,8 @@
 
 #include "daemon/queueview.h"
 #include "daemon/workloads.h"
-#include "tenantd/chargeback.h"
-#include "tenantd/intervals.h"
+#include "cost/chargeback.h"
+#include "queue/intervals.h"
 
 #define MAX_TENANTS_SHOWN 4096
 

@@ -12,7 +12,7 @@
 #include <uv.h>
 
 #include "daemon/control.h"
-#include "tenantd/ledger.h"
+#include "io/ledger.h"
 
 typedef struct td_metering td_metering;
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "daemon/workloads.h"
-#include "tenantd/strbuf.h"
+#include "core/strbuf.h"
 
 struct td_queueview {
     td_config_attachment hdr;

@@ -11,8 +11,8 @@
 
 #include <jansson.h>
 
-#include "tenantd/config.h"
-#include "tenantd/queue.h"
+#include "core/config.h"
+#include "queue/queue.h"
 #include "tenantd/status.h"
 
 typedef struct td_queueview td_queueview;

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tenantd/queue.h"
+#include "queue/queue.h"
 
 static const char *const setup_kinds[] = {"ResourceFlavor", "Cohort", "ClusterQueue",
                                           "LocalQueue", "PriorityClass",

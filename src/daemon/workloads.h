@@ -11,8 +11,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "tenantd/config.h"
-#include "tenantd/queue.h"
+#include "core/config.h"
+#include "queue/queue.h"
 #include "tenantd/status.h"
 
 /* Annotation holding a Workload's submission time (ns since the epoch). */

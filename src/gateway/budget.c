@@ -2,7 +2,7 @@
  * A counter is (period start, spend) behind a one-byte spin lock: the
  * critical section is a compare and an add, so a lock is both simpler and
  * no slower than packing two values into one CAS word. */
-#include "tenantd/budget.h"
+#include "gateway/budget.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

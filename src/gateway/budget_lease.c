@@ -1,7 +1,7 @@
 /* budget_lease.c - lease arithmetic of budgets shared through Redis. Every
  * rounding goes the budget's way: claims and needs round up to the micro-
  * unit, give-backs round down, so Redis never holds less than was spent. */
-#include "tenantd/budget_lease.h"
+#include "gateway/budget_lease.h"
 
 #define NPM TD_LEASE_NANO_PER_MICRO
 

@@ -2,7 +2,7 @@
  * its tenant's: reserved at all or at none, settled at all. On this
  * process's spend counters, or with --redis on the budgets shared through
  * Redis (shared_budget.c); time comes in as an argument. */
-#include "tenantd/gateway.h"
+#include "gateway/gateway.h"
 
 /* One level's spend: this process's counters, or with --redis the shared
  * budgets (sh) over them, under the name the Redis keys carry. */

@@ -33,7 +33,7 @@
  * operation is O(log n) or better. In-flight per tenant needs
  * td_critqueue_done_tenant; after a plain td_critqueue_done (which cannot
  * say whose request ended) shares count queued items only. */
-#include "tenantd/critqueue.h"
+#include "gateway/critqueue.h"
 
 #include <assert.h>
 #include <ctype.h>

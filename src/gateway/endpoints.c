@@ -14,7 +14,7 @@
  * failures eject for a back-off that doubles with each ejection in a row,
  * and at most half the pool is out at once, so that a fault of the checks
  * themselves (or a wave of client errors) cannot empty the pool. */
-#include "tenantd/endpoints.h"
+#include "gateway/endpoints.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * worker's check for a new view is one atomic load. Tenant and route slots
  * are handed out once per name and never reused, so limiter and metrics
  * state survive reloads. */
-#include "tenantd/gateway.h"
+#include "gateway/gateway.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "tenantd/duration.h"
-#include "tenantd/reqpath.h"
+#include "core/duration.h"
+#include "core/reqpath.h"
 #include "core/hex.h"
 
 typedef struct {

@@ -7,7 +7,7 @@
  * drops that one sample: metrics never fail a request. Cost is summed in
  * fixed point (millionths of a unit) so that sums are exact and independent
  * of the order in which threads add. */
-#include "tenantd/metrics.h"
+#include "gateway/metrics.h"
 
 #include <inttypes.h>
 #include <math.h>

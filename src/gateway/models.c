@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/gateway.h"
-#include "tenantd/jsonfast.h"
-#include "tenantd/reqpath.h"
+#include "gateway/gateway.h"
+#include "core/jsonfast.h"
+#include "core/reqpath.h"
 
 bool td_gw_model_match(const char *pattern, const char *model)
 {

@@ -1,5 +1,5 @@
 /* recent.c - per-worker rings of recent refusals (see recent.h). */
-#include "tenantd/recent.h"
+#include "gateway/recent.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -13,7 +13,7 @@
  * append and commit (a bounded buffer, up to flush_ms), and FULL would add
  * an fsync per batch for no protection against the failure the ledger
  * meets most (a restarted daemon). The object store keeps FULL. */
-#include "tenantd/ledger.h"
+#include "io/ledger.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -24,7 +24,7 @@
  *
  * The request flow itself is in proxy_request.c, forwarding in
  * proxy_upstream.c. */
-#include "tenantd/proxy.h"
+#include "io/proxy.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

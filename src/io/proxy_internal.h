@@ -16,11 +16,11 @@
 #include <uv.h>
 
 #include "io/http_internal.h"
-#include "tenantd/cost.h"
-#include "tenantd/endpoints.h"
-#include "tenantd/gateway.h"
+#include "gateway/estimate.h"
+#include "gateway/endpoints.h"
+#include "gateway/gateway.h"
 #include "tenantd/http.h"
-#include "tenantd/proxy.h"
+#include "io/proxy.h"
 
 /* An OpenAI-shaped error body as a literal: {"error":{"message","type",
  * "code","param":null}} (docs/gateway.md "Errors"); type is the one

@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "io/proxy_internal.h"
-#include "tenantd/reqpath.h"
+#include "core/reqpath.h"
 
 /* ---- config views per worker ---- */
 

@@ -50,7 +50,7 @@
  * across an outage the excess is at most one extra B (+ N x C). A replica
  * that alone loses Redis adds at most B/N + R/N (t1 - t0). An idle replica
  * PINGs every 100 ms so it notices an outage before it needs a lease. */
-#include "tenantd/shared.h"
+#include "io/shared.h"
 
 #include <errno.h>
 #include <math.h>

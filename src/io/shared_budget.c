@@ -10,7 +10,7 @@
  * Locks: each slot has a mutex over its three periods' leases, held across
  * its Redis call so one slot never asks twice at once; the connection has
  * its own mutex, always taken after a slot's. */
-#include "tenantd/shared_budget.h"
+#include "io/shared_budget.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -23,8 +23,8 @@
 
 #include <hiredis/hiredis.h>
 
-#include "tenantd/budget_lease.h"
-#include "tenantd/shared.h"
+#include "gateway/budget_lease.h"
+#include "io/shared.h"
 
 #define NAME_MAX_LEN   512 /* "tenant/key": 253 + 1 + 63 at most */
 #define BACKOFF_MIN_NS (25ull * 1000 * 1000)

@@ -2,7 +2,7 @@
  * store_pg.c): objects to JSON rows and back, validation on load, and the
  * generation this handle has seen, so a replica learns that another one
  * committed. */
-#include "tenantd/store.h"
+#include "io/store.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "tenantd/store.h"
+#include "io/store.h"
 
 /* One stored object: its identity and its body as compact JSON. */
 typedef struct {

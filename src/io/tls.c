@@ -2,7 +2,7 @@
  * optional mTLS) and a per-connection engine that runs OpenSSL over two
  * memory BIOs, so that the caller moves the ciphertext itself (uv_write on
  * the server, send/recv with a deadline in the client). */
-#include "tenantd/tls.h"
+#include "io/tls.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>

@@ -3,7 +3,7 @@
  * interval, PREEMPTED closes it as evicted, FINISHED as finished. Part of
  * the queue module: it reads each pod set's requests from the queue's own
  * workload state. */
-#include "tenantd/intervals.h"
+#include "queue/intervals.h"
 
 #include "queue/queue_internal.h"
 

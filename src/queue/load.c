@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "queue/queue_internal.h"
-#include "tenantd/config.h"
-#include "tenantd/quantity.h"
+#include "core/config.h"
+#include "core/quantity.h"
 
 /* ---- small containers ---------------------------------------------------- */
 

@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tenantd/quantity.h"
-#include "tenantd/queue.h"
+#include "core/quantity.h"
+#include "queue/queue.h"
 
 #define QNONE TD_QUEUE_NONE
 #define QUNLIMITED INT64_MAX

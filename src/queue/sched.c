@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "queue/queue_internal.h"
-#include "tenantd/config.h"
+#include "core/config.h"
 
 static int64_t max0(int64_t v)
 {

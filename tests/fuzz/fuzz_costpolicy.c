@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tenantd/chargeback.h"
-#include "tenantd/manifest.h"
+#include "cost/chargeback.h"
+#include "core/manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

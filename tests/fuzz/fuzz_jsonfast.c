@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/jsondump.h"
-#include "tenantd/jsonfast.h"
+#include "core/jsondump.h"
+#include "core/jsonfast.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

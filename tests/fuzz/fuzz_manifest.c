@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/config.h"
-#include "tenantd/manifest.h"
+#include "core/config.h"
+#include "core/manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

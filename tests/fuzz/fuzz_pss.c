@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tenantd/pss.h"
+#include "admission/pss_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

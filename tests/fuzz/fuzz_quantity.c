@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/quantity.h"
+#include "core/quantity.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tenantd/config.h"
-#include "tenantd/manifest.h"
-#include "tenantd/queue.h"
+#include "core/config.h"
+#include "core/manifest.h"
+#include "queue/queue.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

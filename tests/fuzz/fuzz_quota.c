@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/limitrange.h"
-#include "tenantd/podres.h"
-#include "tenantd/quota.h"
+#include "admission/limitrange_internal.h"
+#include "admission/podres_internal.h"
+#include "admission/quota.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

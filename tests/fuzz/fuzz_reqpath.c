@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "tenantd/reqpath.h"
+#include "core/reqpath.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

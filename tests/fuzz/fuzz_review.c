@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/admit.h"
-#include "tenantd/config.h"
-#include "tenantd/jsonfast.h"
-#include "tenantd/manifest.h"
+#include "admission/admit.h"
+#include "core/config.h"
+#include "core/jsonfast.h"
+#include "core/manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

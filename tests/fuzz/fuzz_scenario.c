@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tenantd/manifest.h"
-#include "tenantd/scenario.h"
+#include "core/manifest.h"
+#include "client/scenario.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

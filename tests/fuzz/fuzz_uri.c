@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/tenancy.h"
+#include "admission/tenancy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

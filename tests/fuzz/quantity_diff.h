@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/quantity_internal.h"
-#include "tenantd/quantity.h"
+#include "core/quantity.h"
 
 #define QD_POOL 12
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/admindex.h"
-#include "tenantd/admit.h"
+#include "admission/admindex.h"
+#include "admission/admit.h"
 
 #include "testutil.h"
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/admit.h"
-#include "tenantd/jsonpatch.h"
+#include "admission/admit.h"
+#include "core/jsonpatch.h"
 
 #include "testutil.h"
 

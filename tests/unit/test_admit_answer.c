@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/admit.h"
-#include "tenantd/jsonarena.h"
-#include "tenantd/jsonfast.h"
+#include "admission/admit.h"
+#include "core/jsonarena.h"
+#include "core/jsonfast.h"
 
 #include "testutil.h"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/admit.h"
+#include "admission/admit.h"
 
 #include "testutil.h"
 

@@ -10,7 +10,7 @@
 
 #include <openssl/sha.h>
 
-#include "tenantd/authz.h"
+#include "core/authz.h"
 
 #include "testutil.h"
 

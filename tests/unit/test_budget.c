@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/budget.h"
+#include "gateway/budget.h"
 
 static void test_period_bounds(void **state)
 {

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/budget_lease.h"
+#include "gateway/budget_lease.h"
 
 #define NANO  1000000000LL
 #define MICRO 1000LL /* nano per micro */

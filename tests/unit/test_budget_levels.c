@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "tenantd/chargeback.h"
-#include "tenantd/gateway.h"
+#include "cost/chargeback.h"
+#include "gateway/gateway.h"
 
 #include "testutil.h"
 

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/chargeback.h"
+#include "cost/chargeback.h"
 
 #define HOUR (3600LL * 1000000000LL)
 #define GIB (1LL << 30)

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "tenantd/config.h"
+#include "core/config.h"
 
 static const char *const base_yaml =
     "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n"

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/cost.h"
+#include "gateway/estimate.h"
 
 #define T TD_COST_TOKENS
 #define G TD_COST_GPU_SECONDS

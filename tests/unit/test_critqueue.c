@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/critqueue.h"
+#include "gateway/critqueue.h"
 
 #define MS   1000000ULL
 #define WALL 1700000000123456789ULL /* a CLOCK_REALTIME-sized now */

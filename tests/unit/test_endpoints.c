@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/endpoints.h"
+#include "gateway/endpoints.h"
 
 #define S  1000000000ULL
 #define T0 (1700000000ULL * S) /* a CLOCK_REALTIME-sized now */

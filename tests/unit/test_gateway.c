@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/gateway.h"
+#include "gateway/gateway.h"
 
 #include "testutil.h"
 

@@ -29,7 +29,7 @@
 
 #include "io/http_internal.h"
 #include "tenantd/http.h"
-#include "tenantd/tls.h"
+#include "io/tls.h"
 
 #define MAX_BODY ((size_t)1 << 20)
 #define BIG_LEN  ((size_t)1 << 20)

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/admit.h"
-#include "tenantd/jsonarena.h"
+#include "admission/admit.h"
+#include "core/jsonarena.h"
 
 static void test_lifecycle(void **state)
 {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/jsondump.h"
+#include "core/jsondump.h"
 
 /* jansson's compact text of v, or NULL if its dump fails. */
 static char *jansson_text(const json_t *v, size_t *len)

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/jsonarena.h"
-#include "tenantd/jsonfast.h"
+#include "core/jsonarena.h"
+#include "core/jsonfast.h"
 
 /* Same answer as jansson for buf[0..len), with or without an arena. */
 static void same_as_jansson(const char *name, const char *buf, size_t len)

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/config.h"
-#include "tenantd/jsonpatch.h"
+#include "core/config.h"
+#include "core/jsonpatch.h"
 
 static const struct {
     const char *name, *from, *to, *ops;

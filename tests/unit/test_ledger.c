@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tenantd/ledger.h"
+#include "io/ledger.h"
 
 #define S    1000000000LL
 #define HOUR (3600 * S)

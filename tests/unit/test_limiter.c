@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/limiter.h"
+#include "core/limiter.h"
 
 #define MS  1000000ULL
 #define SEC 1000000000ULL

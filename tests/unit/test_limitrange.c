@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "tenantd/limitrange.h"
-#include "tenantd/podres.h"
+#include "admission/limitrange_internal.h"
+#include "admission/podres_internal.h"
 
 static json_t *J(const char *s)
 {

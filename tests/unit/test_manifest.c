@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tenantd/manifest.h"
+#include "core/manifest.h"
 
 static void test_multi_document_and_lines(void **state)
 {

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/metrics.h"
+#include "gateway/metrics.h"
 
 #define MS 1000000ULL
 

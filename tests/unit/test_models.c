@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/gateway.h"
+#include "gateway/gateway.h"
 
 #include "testutil.h"
 

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/podres.h"
+#include "admission/podres_internal.h"
 
 /* Parses s with ' standing for ". */
 static json_t *J(const char *s)

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "tenantd/policy.h"
+#include "admission/policy.h"
 #include "testutil.h"
 
 static const char *const platform =

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/pss.h"
+#include "admission/pss_internal.h"
 
 /* How a row's want is compared: EXACT is the whole text after
  * `violates PodSecurity "LEVEL:latest": `; SUB is a substring. */

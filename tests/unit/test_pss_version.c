@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/pss.h"
+#include "admission/pss_internal.h"
 
 typedef struct {
     const char *name;

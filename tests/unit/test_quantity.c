@@ -30,7 +30,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/quantity.h"
+#include "core/quantity.h"
 
 #define DSI  TD_QFMT_DECIMAL_SI
 #define BIN  TD_QFMT_BINARY_SI

@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "tenantd/config.h"
-#include "tenantd/manifest.h"
-#include "tenantd/queue.h"
+#include "core/config.h"
+#include "core/manifest.h"
+#include "queue/queue.h"
 
 /* Kueue's defaultClusterQueues of TestPreemption, the ones the rows use. */
 static const char *const kueue_platform =

@@ -54,9 +54,9 @@
 
 #include <cmocka.h>
 
-#include "tenantd/config.h"
-#include "tenantd/manifest.h"
-#include "tenantd/queue.h"
+#include "core/config.h"
+#include "core/manifest.h"
+#include "queue/queue.h"
 
 #include "queue_scenario.h"
 

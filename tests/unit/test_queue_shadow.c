@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "tenantd/manifest.h"
-#include "tenantd/queue.h"
+#include "core/manifest.h"
+#include "queue/queue.h"
 
 #define SEC 1000000000ULL
 

@@ -21,8 +21,8 @@
 
 #include <cmocka.h>
 
-#include "tenantd/podres.h"
-#include "tenantd/quota.h"
+#include "admission/podres_internal.h"
+#include "admission/quota.h"
 
 static json_t *J(const char *s)
 {

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/recent.h"
+#include "gateway/recent.h"
 
 static td_rejection rej(uint64_t t, uint32_t tenant, const char *reason)
 {

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/reqpath.h"
+#include "core/reqpath.h"
 
 typedef struct {
     const char *name;

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "tenantd/resources.h"
+#include "core/resources.h"
 
 /* Builds r from "name=q,name=q" (set, so a repeated name replaces). */
 static void build(td_resources *r, const char *spec)

@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#include "tenantd/duration.h"
+#include "core/duration.h"
 
 #define S 1000000000LL
 

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tenantd/shared.h"
+#include "io/shared.h"
 #include "testredis.h"
 
 

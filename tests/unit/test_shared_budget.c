@@ -28,8 +28,8 @@
 
 #include <hiredis/hiredis.h>
 
-#include "tenantd/budget_lease.h"
-#include "tenantd/shared_budget.h"
+#include "gateway/budget_lease.h"
+#include "io/shared_budget.h"
 #include "testredis.h"
 
 #define NANO  1000000000LL

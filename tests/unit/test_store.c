@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tenantd/store.h"
+#include "io/store.h"
 
 static void test_is_url(void **state)
 {

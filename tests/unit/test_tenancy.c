@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenantd/admit.h"
-#include "tenantd/jsonpatch.h"
-#include "tenantd/tenancy.h"
+#include "admission/admit.h"
+#include "core/jsonpatch.h"
+#include "admission/tenancy_internal.h"
 
 #include "testutil.h"
 

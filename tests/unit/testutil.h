@@ -7,9 +7,9 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "tenantd/admit.h"
-#include "tenantd/config.h"
-#include "tenantd/jsonpatch.h"
+#include "admission/admit.h"
+#include "core/config.h"
+#include "core/jsonpatch.h"
 
 /* The snapshot of the manifest text yaml, its errors naming name; fails
  * the test with the error otherwise. The caller unrefs it. */

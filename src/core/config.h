@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tenantd/manifest.h"
+#include "core/manifest.h"
 #include "tenantd/status.h"
 
 #define TD_API_TENANTD "tenantd.dev/v1alpha1"

@@ -12,7 +12,7 @@
 
 #include "tenantd/status.h"
 
-struct td__pod; /* podres.h */
+struct td__pod; /* admission/podres_internal.h */
 
 /* The annotation LimitRanger sets on a pod it defaulted. */
 #define TD_LIMITRANGE_ANNOTATION "kubernetes.io/limit-ranger"
@@ -58,13 +58,6 @@ void td_limitranges_destroy(td_limitranges *lrs);
  * (lrs may be NULL: none). parsed_pod (may be NULL) is td__pod_parse of
  * pod, made once by a caller that validates the same pod several times. */
 td_status td_limitrange_default_parsed(json_t *pod, const td_limitranges *lrs, td_err *err);
-/* td_limitrange_default_parsed for a pod that td__pod_default_requests_parsed
- * has just accepted (and defaulted), with parsed its parse from there:
- * the pod is not parsed again, and parsed is given the defaults set, in
- * the form a parse of the defaulted pod reads (and bound to it). On
- * failure the pod is unchanged and parsed is to be td__pod_fini'd. */
-td_status td__limitrange_default_update(json_t *pod, const td_limitranges *lrs,
-                                        struct td__pod *parsed, td_err *err);
 td_status td_limitrange_validate_parsed(const json_t *pod, const struct td__pod *parsed_pod,
                                         const td_limitranges *lrs, td_err *err);
 

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "tenantd/config.h"
+#include "core/config.h"
 #include "tenantd/status.h"
 
 /* Fills missing required labels from the Namespace's labels, then from the

@@ -11,7 +11,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "tenantd/config.h"
+#include "core/config.h"
 #include "tenantd/status.h"
 
 /* The rule an endpoint declares. */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tenantd/tenancy.h"
+#include "admission/tenancy.h"
 #include "core/hex.h"
 
 td_tenancy td_tenancy_of(const json_t *tenant)

@@ -9,9 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tenantd/config.h"
+#include "core/config.h"
 #include "core/ledger_rec.h"
-#include "tenantd/queue.h"
+#include "queue/queue.h"
 
 typedef struct {
     const json_t *const *workloads; /* the Workload objects by queue id (borrowed) */

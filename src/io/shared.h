@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tenantd/limiter.h"
+#include "core/limiter.h"
 #include "tenantd/status.h"
 
 typedef struct td_shared td_shared;

@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tenantd/critqueue.h"
-#include "tenantd/manifest.h"
+#include "gateway/critqueue.h"
+#include "core/manifest.h"
 #include "tenantd/status.h"
 
 #define TD_SCENARIO_MAX_TENANTS 64

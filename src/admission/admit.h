@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "tenantd/config.h"
+#include "core/config.h"
 #include "tenantd/status.h"
 
 typedef struct {

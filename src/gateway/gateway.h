@@ -12,16 +12,16 @@
 #include <stdint.h>
 #include <pthread.h>
 
-#include "tenantd/budget.h"
-#include "tenantd/chargeback.h"
-#include "tenantd/config.h"
-#include "tenantd/critqueue.h"
-#include "tenantd/endpoints.h"
-#include "tenantd/limiter.h"
-#include "tenantd/metrics.h"
-#include "tenantd/recent.h"
-#include "tenantd/shared.h"
-#include "tenantd/shared_budget.h"
+#include "gateway/budget.h"
+#include "cost/chargeback.h"
+#include "core/config.h"
+#include "gateway/critqueue.h"
+#include "gateway/endpoints.h"
+#include "core/limiter.h"
+#include "gateway/metrics.h"
+#include "gateway/recent.h"
+#include "io/shared.h"
+#include "io/shared_budget.h"
 #include "tenantd/status.h"
 
 #define TD_GW_MAX_TENANTS 65536

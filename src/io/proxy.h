@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tenantd/gateway.h"
-#include "tenantd/ledger.h"
+#include "gateway/gateway.h"
+#include "io/ledger.h"
 #include "tenantd/status.h"
 
 typedef struct td_proxy td_proxy;

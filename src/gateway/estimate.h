@@ -1,16 +1,16 @@
-/* cost.h - what one gateway request costs in its route's units: an estimate
+/* estimate.h - what one gateway request costs in its route's units: an estimate
  * at entry from the request body (tokens), a header (GPU-seconds) or a
  * constant (requests), and the actual cost from the upstream's response,
  * found by a scanner fed the response body chunk by chunk in constant
  * memory. Pure: no sockets, clocks or allocation after a call returns. */
-#ifndef TENANTD_COST_H
-#define TENANTD_COST_H
+#ifndef TENANTD_ESTIMATE_H
+#define TENANTD_ESTIMATE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tenantd/gateway.h"
+#include "gateway/gateway.h"
 #include "tenantd/status.h"
 
 /* Completion tokens assumed when a request names no max_tokens: the

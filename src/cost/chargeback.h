@@ -20,9 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tenantd/config.h"
+#include "core/config.h"
 #include "core/ledger_rec.h"
-#include "tenantd/manifest.h"
+#include "core/manifest.h"
 #include "tenantd/status.h"
 
 #define TD_MONEY_NANO 1000000000LL  /* nano-units per currency unit */

@@ -8,7 +8,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "tenantd/config.h"
+#include "core/config.h"
 #include "tenantd/status.h"
 
 typedef struct td_store td_store;

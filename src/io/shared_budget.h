@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tenantd/budget.h"
+#include "gateway/budget.h"
 #include "tenantd/status.h"
 
 typedef struct td_shbudget td_shbudget;

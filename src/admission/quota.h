@@ -13,7 +13,7 @@
 
 #include "tenantd/status.h"
 
-struct td__pod; /* podres.h */
+struct td__pod; /* admission/podres_internal.h */
 
 /* Decides whether creating pod fits every ResourceQuota in quotas (all of
  * them apply: the caller passes only the pod's namespace's quotas, in the

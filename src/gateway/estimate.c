@@ -1,8 +1,8 @@
-/* cost.c - a request's cost in its route's units: the estimate at entry
+/* estimate.c - a request's cost in its route's units: the estimate at entry
  * (jansson over the buffered request body) and the actual cost from the
  * response, read by a byte-at-a-time scanner that needs no buffer, so a
  * streamed response of any length is metered in constant memory. */
-#include "tenantd/cost.h"
+#include "gateway/estimate.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -8,9 +8,9 @@
 
 #include <stdbool.h>
 
-#include "tenantd/config.h"
-#include "tenantd/limitrange.h"
-#include "tenantd/quota.h"
+#include "core/config.h"
+#include "admission/limitrange.h"
+#include "admission/quota.h"
 
 typedef struct {
     const char *ns; /* borrowed from the snapshot */

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tenantd/manifest.h"
+#include "core/manifest.h"
 #include "tenantd/status.h"
 
 typedef struct td_queue td_queue;

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tenantd/critqueue.h"
+#include "gateway/critqueue.h"
 #include "tenantd/status.h"
 
 typedef enum {

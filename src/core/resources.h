@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tenantd/quantity.h"
+#include "core/quantity.h"
 #include "tenantd/status.h"
 
 /* Longest name plus its NUL: names are 1 to TD_RESOURCE_NAME_MAX - 1 bytes. */

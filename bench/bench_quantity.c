@@ -4,7 +4,7 @@
  * (core/quantity_internal.h), median of 5 rounds, one thread. A micro-
  * measure for comparing the two, not a test.
  * Build: cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc \
- *          bench/bench_quantity.c BUILD/libtenantd_lib.a -lm -o BUILD/bench_quantity
+ *          bench/bench_quantity.c BUILD/libtd_core.a -lm -o BUILD/bench_quantity
  * Operations: parse, cmp, add, milli_value, format.
  * Usage: bench_quantity [N]   (N operations per round, default 2000000) */
 #include <stdio.h>

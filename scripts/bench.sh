@@ -44,18 +44,20 @@ for t in wrk nginx haproxy redis-server cc curl; do
     command -v $t >/dev/null || { echo "bench: $t is missing and could not be installed" >&2; exit 1; }
 done
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" -j "$NCPU" --target tenantd simmodel tenantd_lib -- -s --no-print-directory ||
+cmake --build "$BUILD" -j "$NCPU" --target tenantd simmodel td_core td_admission td_gateway td_queue td_cost td_io td_client -- -s --no-print-directory ||
     { echo "bench: the Release build failed" >&2; exit 1; }
 CFLAGS_B="-O2 -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc"
+# the per-layer libraries, as one group (their cross-layer exceptions make cycles)
+TD_A="-Wl,--start-group $(for u in core admission gateway queue cost io client; do printf '%s ' "$BUILD/libtd_$u.a"; done)-Wl,--end-group"
 cc $CFLAGS_B bench/bench_floor.c -o "$BUILD/bench_floor"
 cc $CFLAGS_B bench/bench_limiter.c src/core/limiter.c -lpthread -lm -o "$BUILD/bench_limiter"
-cc $CFLAGS_B bench/bench_shared.c "$BUILD/libtenantd_lib.a" -lhiredis -lpthread -lm -o "$BUILD/bench_shared"
-cc $CFLAGS_B bench/bench_queue.c "$BUILD/libtenantd_lib.a" $(pkg-config --libs jansson libfyaml) -lm \
+cc $CFLAGS_B bench/bench_shared.c $TD_A -lhiredis -lpthread -lm -o "$BUILD/bench_shared"
+cc $CFLAGS_B bench/bench_queue.c $TD_A $(pkg-config --libs jansson libfyaml) -lm \
     -o "$BUILD/bench_queue"
-cc $CFLAGS_B bench/bench_admit.c "$BUILD/libtenantd_lib.a" $(pkg-config --libs jansson libfyaml) -lm \
+cc $CFLAGS_B bench/bench_admit.c $TD_A $(pkg-config --libs jansson libfyaml) -lm \
     -o "$BUILD/bench_admit"
 cc $CFLAGS_B bench/bench_loadgen.c -lssl -lcrypto -o "$BUILD/bench_loadgen"
-cc $CFLAGS_B bench/bench_ledger.c "$BUILD/libtenantd_lib.a" $(pkg-config --libs jansson libfyaml sqlite3) \
+cc $CFLAGS_B bench/bench_ledger.c $TD_A $(pkg-config --libs jansson libfyaml sqlite3) \
     -lpthread -lm -o "$BUILD/bench_ledger"
 
 section_done "packages and build"

@@ -1,0 +1,49 @@
+# layers.cmake - tenantd's layers: which directory of src/ may include
+# (and link) which. Read by CMakeLists.txt (per-layer libraries and include
+# roots) and by check_layers.cmake (`make layers`, ctest layers/includes).
+#
+#   core (no I/O, no domain)
+#     <- stages: admission, gateway, queue, cost (pure decisions; gateway
+#        prices requests with cost's policy, the one stage-to-stage edge)
+#       <- io (sockets, TLS, SQLite, PostgreSQL, Redis, HTTP)
+#         <- client (the client library; its LoadScenario reads gateway's
+#            criticality classes)
+#           <- daemon, cli (wiring: programs tenantd, tenantctl)
+#   simmodel (program: the model-server simulator) uses core and io.
+#
+# A unit may include its own headers and the public headers of the units
+# listed as its deps; another unit's *_internal.h never.
+
+set(TD_UNITS core admission gateway queue cost io client daemon cli simmodel)
+
+set(TD_UNIT_DEPS_core "")
+set(TD_UNIT_DEPS_admission core)
+set(TD_UNIT_DEPS_gateway core cost)
+set(TD_UNIT_DEPS_queue core)
+set(TD_UNIT_DEPS_cost core)
+set(TD_UNIT_DEPS_io core admission gateway queue cost)
+set(TD_UNIT_DEPS_client core gateway io)
+set(TD_UNIT_DEPS_daemon core admission gateway queue cost io client)
+set(TD_UNIT_DEPS_cli core admission gateway queue cost io client)
+set(TD_UNIT_DEPS_simmodel core io)
+
+# include/tenantd/ (what an outside program links) and the unit that owns
+# each header there.
+set(TD_PUBLIC_OWNER_status.h core)
+set(TD_PUBLIC_OWNER_http.h io)
+set(TD_PUBLIC_OWNER_client.h client)
+
+# Upward includes that are known and have a named step that removes them:
+# "file|included header|what removes it". The include root of the file's
+# unit gets that one header, and the unit links the header's unit, so the
+# build stays green; the check fails once an exception is no longer used,
+# so that it is deleted when the step lands.
+set(TD_LAYER_EXCEPTIONS
+  "src/core/config.c|admission/admit.h|s-kinds (issue 18 item 2): validators move to their modules with a kind registry"
+  "src/core/config.c|admission/tenancy.h|s-kinds (issue 18 item 2): validators move to their modules with a kind registry"
+  "src/core/config.c|cost/chargeback.h|s-kinds (issue 18 item 2): validators move to their modules with a kind registry"
+  "src/core/config.c|gateway/budget.h|s-kinds (issue 18 item 2): validators move to their modules with a kind registry"
+  "src/gateway/gateway.h|io/shared.h|s-decide (issue 18 item 3): the daemon makes the Redis backends and passes them in"
+  "src/gateway/gateway.h|io/shared_budget.h|s-decide (issue 18 item 3): the daemon makes the Redis backends and passes them in"
+  "src/simmodel/server.c|io/http_internal.h|s-http (issue 18 item 4): simmodel serves through io's shared HTTP server engine"
+)

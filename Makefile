@@ -4,7 +4,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build build-asan build-fuzz test test-fast demo fuzz fuzz-replay clean format bench
+.PHONY: all deps build build-asan build-fuzz test test-fast demo fuzz fuzz-replay clean format bench layers
 
 all: build
 
@@ -51,6 +51,11 @@ fuzz: build-fuzz
 BENCH_BUILD ?= build-bench
 bench: deps
 	@QUICK=$(QUICK) bash scripts/bench.sh $(BENCH_BUILD)
+
+# Every #include under src/ against the layer table (cmake/layers.cmake);
+# the compile-time side is ctest -R layers/ in a build dir.
+layers:
+	@cmake -DTD_SOURCE_DIR=$(CURDIR) -P cmake/check_layers.cmake
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

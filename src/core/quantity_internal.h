@@ -1,6 +1,6 @@
 /* quantity_internal.h - the general (any-width) paths of quantity.c, for
  * differential tests and fuzzing against the 64-bit fast paths the public
- * functions take. Not for callers: use tenantd/quantity.h. Each behaves
+ * functions take. Not for callers: use core/quantity.h. Each behaves
  * exactly as its public counterpart is documented to. */
 #ifndef TENANTD_QUANTITY_INTERNAL_H
 #define TENANTD_QUANTITY_INTERNAL_H

@@ -1,6 +1,7 @@
-# layers.cmake - tenantd's layers: which directory of src/ may include
-# (and link) which. Read by CMakeLists.txt (per-layer libraries and include
-# roots) and by check_layers.cmake (`make layers`, ctest layers/includes).
+# layers.cmake - tenantd's layers: which directory of src/ (a unit) may
+# include which. Read by CMakeLists.txt (the per-unit include roots), by
+# check_layers.cmake (`make layers`, ctest layers/includes) and by
+# probe_layers.cmake (ctest layers/compile).
 #
 #   core (no I/O, no domain)
 #     <- stages: admission, gateway, queue, cost (pure decisions; gateway
@@ -35,9 +36,9 @@ set(TD_PUBLIC_OWNER_client.h client)
 
 # Upward includes that are known and have a named step that removes them:
 # "file|included header|what removes it". The include root of the file's
-# unit gets that one header, and the unit links the header's unit, so the
-# build stays green; the check fails once an exception is no longer used,
-# so that it is deleted when the step lands.
+# unit gets that one header, so the build stays green (the check holds it
+# to that one file); the check fails once an exception is no longer used,
+# so that it is deleted when its step lands.
 set(TD_LAYER_EXCEPTIONS
   "src/core/config.c|admission/admit.h|s-kinds (issue 18 item 2): validators move to their modules with a kind registry"
   "src/core/config.c|admission/tenancy.h|s-kinds (issue 18 item 2): validators move to their modules with a kind registry"

@@ -18,6 +18,7 @@
 
 #include "tenantd/admit.h"
 #include "tenantd/config.h"
+#include "tenantd/kind.h"
 #include "tenantd/jsonarena.h"
 #include "tenantd/jsonfast.h"
 
@@ -104,6 +105,8 @@ static long one(int f, const td_config *cfg, const char *body, size_t len, const
 
 int main(int argc, char **argv)
 {
+    if (td_kinds_register_builtin(NULL) != TD_OK)
+        return 1;
     const char *cfg_path = NULL, *review_path = NULL;
     long n = 20000;
     int json_out = 0;

@@ -12,6 +12,7 @@
 
 #include "tenantd/admit.h"
 #include "tenantd/config.h"
+#include "tenantd/kind.h"
 #include "tenantd/jsonfast.h"
 #include "tenantd/manifest.h"
 
@@ -61,6 +62,8 @@ static void load(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (!cfg && td_kinds_register_builtin(NULL) != TD_OK)
+        abort();
     if (!cfg)
         load();
     json_t *in = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);

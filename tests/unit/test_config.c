@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tenantd/config.h"
+#include "tenantd/kind.h"
 
 static const char *const base_yaml =
     "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n"
@@ -433,6 +434,8 @@ static void test_json_int(void **state)
 
 int main(void)
 {
+    if (td_kinds_register_builtin(NULL) != TD_OK)
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_json_int),

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "tenantd/store.h"
+#include "tenantd/kind.h"
 
 static void test_is_url(void **state)
 {
@@ -187,6 +188,8 @@ static void test_pg_unreachable(void **state)
 
 int main(void)
 {
+    if (td_kinds_register_builtin(NULL) != TD_OK)
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_is_url),
         cmocka_unit_test(test_sqlite_round_trip),

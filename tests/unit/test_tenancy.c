@@ -15,6 +15,7 @@
 #include "tenantd/tenancy.h"
 
 #include "testutil.h"
+#include "tenantd/kind.h"
 
 #define NS(name, extra)                                                                            \
     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " name "\n"                               \
@@ -517,6 +518,8 @@ static void test_index(void **state)
 
 int main(void)
 {
+    if (td_kinds_register_builtin(NULL) != TD_OK)
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),         cmocka_unit_test(test_patch_deterministic),
         cmocka_unit_test(test_pvc),           cmocka_unit_test(test_uri),

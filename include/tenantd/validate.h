@@ -6,6 +6,7 @@
 #define TENANTD_VALIDATE_H
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 
 #include "tenantd/manifest.h"
@@ -37,6 +38,10 @@ typedef struct td_vctx {
  * returns TD_EINVAL. node may be NULL. */
 td_status td_vfail(td_vctx *v, const json_t *node, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* td_vfail with the message's arguments in ap. */
+td_status td_vfailv(td_vctx *v, const json_t *node, const char *field, const char *fmt,
+                    va_list ap) __attribute__((format(printf, 4, 0)));
 
 /* Returns from the calling function with x's status unless it is TD_OK. */
 #define TD_TRY(x)                                                                                  \

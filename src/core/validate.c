@@ -15,11 +15,18 @@
 
 td_status td_vfail(td_vctx *v, const json_t *node, const char *field, const char *fmt, ...)
 {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    td_status st = td_vfailv(v, node, field, fmt, ap);
     va_end(ap);
+    return st;
+}
+
+td_status td_vfailv(td_vctx *v, const json_t *node, const char *field, const char *fmt,
+                    va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
     if (v->line == TD_VLINE_FIRST_MEMBER) {
         /* only scalars carry their own line (a mapping has its parent's):
          * name the line of a mapping's first member */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gateway/kinds_internal.h"
 #include "tenantd/budget.h"
 #include "tenantd/chargeback.h"
 #include "tenantd/config.h"
@@ -118,11 +119,12 @@ static td_status budget_amount(td_vctx *v, const json_t *a, const char *f, int64
     return TD_OK;
 }
 
-/* spec.budgets: [{amount: "500", period: day|week|month, enforcement}],
- * one budget per period. Prices are checked across objects (cross_check). */
-static td_status validate_budgets(td_vctx *v, const json_t *bs, const char *field)
+td_status td__gw_budgets(td_vctx *v, const json_t *bs, const char *field, td_gw_budget *out,
+                         size_t *n)
 {
     static const char *const fields[] = {"amount", "period", "enforcement", NULL};
+    if (n)
+        *n = 0;
     if (!bs)
         return TD_OK;
     if (!json_is_array(bs))
@@ -160,8 +162,15 @@ static td_status validate_budgets(td_vctx *v, const json_t *bs, const char *fiel
         const char *m = json_string_value(e);
         if (e && (!m || (strcmp(m, "enforce") != 0 && strcmp(m, "shadow") != 0)))
             return td_vfail(v, e, f, "must be enforce or shadow");
+        if (out && n)
+            out[(*n)++] = (td_gw_budget){p, nano, m && strcmp(m, "shadow") == 0};
     }
     return TD_OK;
+}
+
+static td_status validate_budgets(td_vctx *v, const json_t *bs, const char *field)
+{
+    return td__gw_budgets(v, bs, field, NULL, NULL);
 }
 
 /* Per second, for comparing a key's rate with its tenant's. */

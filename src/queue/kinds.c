@@ -5,11 +5,12 @@
  * when it loads a snapshot (load.c). */
 #include <string.h>
 
+#include "queue/kinds_internal.h"
 #include "tenantd/config.h"
 #include "tenantd/kind.h"
 #include "tenantd/validate.h"
 
-static td_status validate_nodepool(td_vctx *v)
+td_status td__queue_validate_nodepool(td_vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"flavor", "nodes", "capacity", "taint", "nodeSelector",
@@ -20,7 +21,7 @@ static td_status validate_nodepool(td_vctx *v)
     if (!json_is_object(s))
         return td_vfail(v, s, "spec", "required: a mapping");
     TD_TRY(td_v_fields(v, s, "spec", spec));
-    TD_TRY(td_v_int(v, json_object_get(s, "nodes"), "spec.nodes", 0));
+    TD_TRY(td_v_int_range(v, json_object_get(s, "nodes"), "spec.nodes", 0, TD_QUEUE_MAX_NODES));
     TD_TRY(td_v_quantity_map(v, json_object_get(s, "capacity"), "spec.capacity"));
     json_t *t = json_object_get(s, "taint");
     if (t) {
@@ -56,8 +57,8 @@ static const td_kind_def kinds[] = {
     /* Kueue's own Configuration (the queue reads fairSharing) */
     {"Configuration", "config.kueue.x-k8s.io/v1beta1,config.kueue.x-k8s.io/v1beta2", false,
      "configuration,configurations", NULL, NULL, 0},
-    {"NodePool", TD_API_TENANTD, false, "pool,pools,nodepool,nodepools", validate_nodepool, NULL,
-     0},
+    {"NodePool", TD_API_TENANTD, false, "pool,pools,nodepool,nodepools",
+     td__queue_validate_nodepool, NULL, 0},
 };
 
 const td_kind_def *td_queue_kinds(size_t *n)

@@ -40,8 +40,8 @@ td_status td_vfail(td_vctx *v, const json_t *node, const char *field, const char
     __attribute__((format(printf, 4, 5)));
 
 /* td_vfail with the message's arguments in ap. */
-td_status td_vfailv(td_vctx *v, const json_t *node, const char *field, const char *fmt,
-                    va_list ap) __attribute__((format(printf, 4, 0)));
+td_status td_vfailv(td_vctx *v, const json_t *node, const char *field, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 /* Returns from the calling function with x's status unless it is TD_OK. */
 #define TD_TRY(x)                                                                                  \

@@ -17,15 +17,19 @@ static td_status validate_namespace(td_vctx *v)
     const char *name = td_json_str(v->obj, "metadata.name");
     if (!td_dns_label(name))
         return td_vfail(v, td_json_path(v->obj, "metadata.name"), "metadata.name",
-                     "\"%s\" is not a valid namespace name (a DNS-1123 label: lowercase "
-                     "letters, digits and '-', at most 63)",
-                     name);
+                        "\"%s\" is not a valid namespace name (a DNS-1123 label: lowercase "
+                        "letters, digits and '-', at most 63)",
+                        name);
     return TD_OK;
 }
 
-static const char *const quota_scopes[] = {"Terminating", "NotTerminating", "BestEffort",
-                                           "NotBestEffort", "PriorityClass",
-                                           "CrossNamespacePodAffinity", NULL};
+static const char *const quota_scopes[] = {"Terminating",
+                                           "NotTerminating",
+                                           "BestEffort",
+                                           "NotBestEffort",
+                                           "PriorityClass",
+                                           "CrossNamespacePodAffinity",
+                                           NULL};
 
 td_status td__admission_validate_quota(td_vctx *v)
 {
@@ -43,7 +47,7 @@ td_status td__admission_validate_quota(td_vctx *v)
             return td_vfail(v, x, "spec.scopes", "unsupported scope \"%s\"", json_string_value(x));
     }
     return td__admission_scope_exprs(v, td_json_path(v->obj, "spec.scopeSelector.matchExpressions"),
-                             "spec.scopeSelector.matchExpressions");
+                                     "spec.scopeSelector.matchExpressions");
 }
 
 /* ScopedResourceSelectorRequirements (a ResourceQuota's scopeSelector, the
@@ -71,13 +75,18 @@ td_status td__admission_scope_exprs(td_vctx *v, const json_t *exprs, const char 
         int want_values = strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0;
         size_t nv = json_array_size(values);
         if (want_values && nv == 0)
-            return td_vfail(v, x, f, "must be at least one value when `operator` is 'In' or 'NotIn' "
-                                  "for scope selector");
+            return td_vfail(v, x, f,
+                            "must be at least one value when `operator` is 'In' or 'NotIn' "
+                            "for scope selector");
         if (!want_values && nv)
             return td_vfail(v, x, f, "must be no value when `operator` is '%s'", op);
-        if (strcmp(scope, "PriorityClass") != 0 && !(strcmp(op, "Exists") == 0 ||
-                                                      strcmp(op, "DoesNotExist") == 0))
-            return td_vfail(v, x, f, "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity");
+        if (strcmp(scope, "PriorityClass") != 0 &&
+            !(strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0))
+            return td_vfail(
+                v, x, f,
+                "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, "
+                "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, "
+                "ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity");
     }
     return TD_OK;
 }
@@ -99,8 +108,8 @@ static td_status validate_limitrange(td_vctx *v)
         static const char *const types[] = {"Container", "Pod", "PersistentVolumeClaim", NULL};
         if (!td_in_list(type, types))
             return td_vfail(v, l, f, "type must be Container, Pod or PersistentVolumeClaim");
-        static const char *const maps[] = {"max", "min", "default", "defaultRequest",
-                                           "maxLimitRequestRatio", NULL};
+        static const char *const maps[] = {
+            "max", "min", "default", "defaultRequest", "maxLimitRequestRatio", NULL};
         for (const char *const *m = maps; *m; m++) {
             char mf[160];
             snprintf(mf, sizeof mf, "%s.%s", f, *m);
@@ -108,8 +117,9 @@ static td_status validate_limitrange(td_vctx *v)
         }
         if (strcmp(type, "Container") != 0 &&
             (json_object_get(l, "default") || json_object_get(l, "defaultRequest")))
-            return td_vfail(v, l, f, "default and defaultRequest may only be set for type "
-                                  "Container");
+            return td_vfail(v, l, f,
+                            "default and defaultRequest may only be set for type "
+                            "Container");
     }
     return TD_OK;
 }
@@ -132,7 +142,7 @@ static td_status validate_priorityclass(td_vctx *v)
     if (json_object_get(v->obj, "preemptionPolicy") &&
         !(pp && (strcmp(pp, "Never") == 0 || strcmp(pp, "PreemptLowerPriority") == 0)))
         return td_vfail(v, json_object_get(v->obj, "preemptionPolicy"), "preemptionPolicy",
-                     "must be Never or PreemptLowerPriority");
+                        "must be Never or PreemptLowerPriority");
     return TD_OK;
 }
 
@@ -142,7 +152,7 @@ static td_status validate_runtimeclass(td_vctx *v)
     json_t *h = json_object_get(v->obj, "handler");
     if (!json_is_string(h) || !td_dns_label(json_string_value(h)))
         return td_vfail(v, h, "handler",
-                     "required: the CRI handler, a DNS-1123 label (e.g. runsc for gVisor)");
+                        "required: the CRI handler, a DNS-1123 label (e.g. runsc for gVisor)");
     json_t *sched = json_object_get(v->obj, "scheduling");
     if (sched && !json_is_object(sched))
         return td_vfail(v, sched, "scheduling", "must be a mapping");
@@ -162,12 +172,12 @@ static td_status validate_pod(td_vctx *v)
     return TD_OK;
 }
 
-
 static td_status validate_admission_policy(td_vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
-    static const char *const spec[] = {"requiredLabels", "inheritLabelsFromNamespace", "sandbox",
-                                       "enforcement", "resourceQuota", NULL};
+    static const char *const spec[] = {"requiredLabels", "inheritLabelsFromNamespace",
+                                       "sandbox",        "enforcement",
+                                       "resourceQuota",  NULL};
     static const char *const sandbox[] = {"runtimeClassName", "untrustedWorkloads", NULL};
     TD_TRY(td_v_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
@@ -178,7 +188,7 @@ static td_status validate_admission_policy(td_vctx *v)
     if (rc && (!json_is_string(rc) || !td_dns_subdomain(json_string_value(rc))))
         return td_vfail(v, rc, "spec.sandbox.runtimeClassName", "must be a RuntimeClass name");
     TD_TRY(td_v_string_array(v, json_object_get(sb, "untrustedWorkloads"),
-                           "spec.sandbox.untrustedWorkloads"));
+                             "spec.sandbox.untrustedWorkloads"));
     TD_TRY(td_v_string_array(v, json_object_get(s, "requiredLabels"), "spec.requiredLabels"));
     /* ResourceQuotaConfiguration's limitedResources: a class matched here
      * is usable only in a namespace with a ResourceQuota selecting it. */
@@ -226,9 +236,9 @@ static td_status validate_admission_policy(td_vctx *v)
         const char *ms = json_string_value(e);
         if (!ms || (strcmp(ms, "enforce") != 0 && strcmp(ms, "shadow") != 0))
             return td_vfail(v, e, "spec.enforcement",
-                         "must be enforce or shadow, or a mapping of rule to mode (rules: "
-                         "LimitRange, CostLabels, PodSecurity, NodePool, Sandbox, Storage, "
-                         "ResourceQuota)");
+                            "must be enforce or shadow, or a mapping of rule to mode (rules: "
+                            "LimitRange, CostLabels, PodSecurity, NodePool, Sandbox, Storage, "
+                            "ResourceQuota)");
     }
     return TD_OK;
 }
@@ -352,8 +362,8 @@ static const td_kind_def kinds[] = {
      0},
     {"NetworkPolicy", "networking.k8s.io/v1", true, "netpol,networkpolicy,networkpolicies", NULL,
      NULL, 0},
-    {"RuntimeClass", "node.k8s.io/v1", false, "runtimeclass,runtimeclasses",
-     validate_runtimeclass, NULL, 0},
+    {"RuntimeClass", "node.k8s.io/v1", false, "runtimeclass,runtimeclasses", validate_runtimeclass,
+     NULL, 0},
     {"Role", "rbac.authorization.k8s.io/v1", true, "role,roles", NULL, NULL, 0},
     {"ServiceAccount", "v1", true, "sa,serviceaccount,serviceaccounts", NULL, NULL, 0},
     {"ConfigMap", "v1", true, "cm,configmap,configmaps", NULL, NULL, 0},

@@ -22,8 +22,7 @@ td_status td_vfail(td_vctx *v, const json_t *node, const char *field, const char
     return st;
 }
 
-td_status td_vfailv(td_vctx *v, const json_t *node, const char *field, const char *fmt,
-                    va_list ap)
+td_status td_vfailv(td_vctx *v, const json_t *node, const char *field, const char *fmt, va_list ap)
 {
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -64,7 +63,8 @@ td_status td_json_int(const json_t *v, long long min, long long max, long long *
             strcat(shown, ".0");
     } else {
         char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-        snprintf(shown, sizeof shown, "%.40s%s", s ? s : "nothing", s && strlen(s) > 40 ? "..." : "");
+        snprintf(shown, sizeof shown, "%.40s%s", s ? s : "nothing",
+                 s && strlen(s) > 40 ? "..." : "");
         free(s);
     }
     return td_err_set(err, TD_EINVAL, "must be an integer, not %s", shown);
@@ -88,8 +88,10 @@ json_t *td_json_copy(const json_t *v)
         json_t *o = json_object();
         if (!o)
             return NULL;
-        for (void *it = json_object_iter((json_t *)v); it; it = json_object_iter_next((json_t *)v, it)) {
-            if (json_object_setn_new_nocheck(o, json_object_iter_key(it), json_object_iter_key_len(it),
+        for (void *it = json_object_iter((json_t *)v); it;
+             it = json_object_iter_next((json_t *)v, it)) {
+            if (json_object_setn_new_nocheck(o, json_object_iter_key(it),
+                                             json_object_iter_key_len(it),
                                              td_json_copy(json_object_iter_value(it))) != 0) {
                 json_decref(o);
                 return NULL;
@@ -118,7 +120,8 @@ json_t *td_json_copy(const json_t *v)
     case JSON_STRING:
     case JSON_INTEGER:
     case JSON_REAL:
-    default: return json_incref((json_t *)v); /* true, false, null: singletons */
+    default:
+        return json_incref((json_t *)v); /* true, false, null: singletons */
     }
 }
 

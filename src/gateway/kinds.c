@@ -34,8 +34,8 @@ static td_status validate_storage(td_vctx *v, const json_t *st)
     if (!json_is_string(b) || !td_dns_subdomain(json_string_value(b)) ||
         strlen(json_string_value(b)) < 3 || strlen(json_string_value(b)) > 63)
         return td_vfail(v, b ? b : st, "spec.storage.bucket",
-                     "required: a bucket name (3 to 63 lowercase letters, digits, '-' and '.'), "
-                     "without scheme");
+                        "required: a bucket name (3 to 63 lowercase letters, digits, '-' and '.'), "
+                        "without scheme");
     if (p && !json_is_string(p))
         return td_vfail(v, p, "spec.storage.prefix", "must be a string such as \"team-a/\"");
     const char *why = p ? td_storage_prefix_problem(json_string_value(p)) : NULL;
@@ -48,8 +48,8 @@ static td_status validate_storage(td_vctx *v, const json_t *st)
     json_array_foreach(classes, i, x)
     {
         if (!td_dns_subdomain(json_string_value(x)))
-            return td_vfail(v, x, "spec.storage.storageClasses", "\"%s\" is not a StorageClass name",
-                         json_string_value(x));
+            return td_vfail(v, x, "spec.storage.storageClasses",
+                            "\"%s\" is not a StorageClass name", json_string_value(x));
     }
     json_t *id = json_object_get(st, "identity");
     TD_TRY(td_v_fields(v, id, "spec.storage.identity", idf));
@@ -59,12 +59,13 @@ static td_status validate_storage(td_vctx *v, const json_t *st)
                 strlen(json_string_value(gsa)) < 24 ||
                 strcmp(json_string_value(gsa) + strlen(json_string_value(gsa)) - 24,
                        ".iam.gserviceaccount.com") != 0))
-        return td_vfail(v, gsa, "spec.storage.identity.gcpServiceAccount",
-                     "must be a Google service account email (NAME@PROJECT.iam.gserviceaccount.com)");
+        return td_vfail(
+            v, gsa, "spec.storage.identity.gcpServiceAccount",
+            "must be a Google service account email (NAME@PROJECT.iam.gserviceaccount.com)");
     if (arn && (!json_is_string(arn) || strncmp(json_string_value(arn), "arn:aws", 7) != 0 ||
                 !strstr(json_string_value(arn), ":role/")))
         return td_vfail(v, arn, "spec.storage.identity.awsRoleArn",
-                     "must be an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)");
+                        "must be an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)");
     return TD_OK;
 }
 
@@ -91,7 +92,7 @@ static td_status check_enforcement(td_vctx *v, const json_t *e, const char *fiel
     const char *m = json_string_value(one);
     if (!m || (strcmp(m, "enforce") != 0 && strcmp(m, "shadow") != 0))
         return td_vfail(v, e, field,
-                     "must be enforce or shadow, or a mapping {rate: MODE, concurrency: MODE}");
+                        "must be enforce or shadow, or a mapping {rate: MODE, concurrency: MODE}");
     return TD_OK;
 }
 
@@ -148,14 +149,15 @@ td_status td__gw_budgets(td_vctx *v, const json_t *bs, const char *field, td_gw_
         td_period p;
         if (td_period_parse(json_string_value(per), &p) != TD_OK)
             return td_vfail(v, per, f,
-                         "%s%s%s is not a period; must be day, week or month (calendar "
-                         "periods in UTC)",
-                         json_is_string(per) ? "\"" : "",
-                         json_is_string(per) ? json_string_value(per) : (per ? "this" : "(none)"),
-                         json_is_string(per) ? "\"" : "");
+                            "%s%s%s is not a period; must be day, week or month (calendar "
+                            "periods in UTC)",
+                            json_is_string(per) ? "\"" : "",
+                            json_is_string(per) ? json_string_value(per)
+                                                : (per ? "this" : "(none)"),
+                            json_is_string(per) ? "\"" : "");
         if (seen[p])
             return td_vfail(v, per, f, "a second budget for the period %s; one budget per period",
-                         td_period_name(p));
+                            td_period_name(p));
         seen[p] = true;
         json_t *e = json_object_get(b, "enforcement");
         snprintf(f, sizeof f, "%s[%zu].enforcement", field, i);
@@ -215,10 +217,10 @@ static td_status key_budgets_within(td_vctx *v, const json_t *spec, const json_t
             TD_TRY(budget_amount(v, json_object_get(t, "amount"), tf, &tn));
             if (kn > tn)
                 return td_vfail(v, json_object_get(b, "amount"), ff,
-                             "key %s: its %s budget %.9g is above the tenant's %s budget "
-                             "%.9g (%s); a key's budget may only be tighter",
-                             kname, td_period_name(p), (double)kn / TD_MONEY_NANO,
-                             td_period_name(p), (double)tn / TD_MONEY_NANO, tf);
+                                "key %s: its %s budget %.9g is above the tenant's %s budget "
+                                "%.9g (%s); a key's budget may only be tighter",
+                                kname, td_period_name(p), (double)kn / TD_MONEY_NANO,
+                                td_period_name(p), (double)tn / TD_MONEY_NANO, tf);
         }
     }
     return TD_OK;
@@ -249,8 +251,9 @@ static td_status check_models(td_vctx *v, const json_t *a, const char *field)
     if (!a)
         return TD_OK;
     if (!json_is_array(a) || json_array_size(a) == 0)
-        return td_vfail(v, a, field,
-                     "must be a non-empty list of model names (a trailing '*' matches a prefix)");
+        return td_vfail(
+            v, a, field,
+            "must be a non-empty list of model names (a trailing '*' matches a prefix)");
     size_t i;
     json_t *x;
     json_array_foreach((json_t *)a, i, x)
@@ -262,9 +265,9 @@ static td_status check_models(td_vctx *v, const json_t *a, const char *field)
         for (size_t k = 0; k < n; k++)
             if ((unsigned char)m[k] < 0x20 || m[k] == 0x7f || (m[k] == '*' && k + 1 < n))
                 return td_vfail(v, x, field,
-                             "item %zu \"%s\": a '*' may only end a name (a prefix), and "
-                             "control bytes have no place in one",
-                             i, m);
+                                "item %zu \"%s\": a '*' may only end a name (a prefix), and "
+                                "control bytes have no place in one",
+                                i, m);
         for (size_t j = 0; j < i; j++)
             if (json_equal(json_array_get(a, j), x))
                 return td_vfail(v, x, field, "\"%s\" is listed twice", m);
@@ -325,7 +328,8 @@ static td_status validate_api_key(td_vctx *v, const json_t *spec, const json_t *
         return td_vfail(v, name, f, "name must be a DNS label (lowercase letters, digits, '-')");
     for (size_t j = 0; ns && j < i; j++)
         if (json_equal(json_object_get(json_array_get(keys, j), "name"), name))
-            return td_vfail(v, name, f, "name \"%s\" is already the name of spec.apiKeys[%zu]", ns, j);
+            return td_vfail(v, name, f, "name \"%s\" is already the name of spec.apiKeys[%zu]", ns,
+                            j);
     json_t *r = json_object_get(k, "rate"), *c = json_object_get(k, "concurrency");
     json_t *kb = json_object_get(k, "budgets");
     if ((r || c) && !ns)
@@ -342,9 +346,9 @@ static td_status validate_api_key(td_vctx *v, const json_t *spec, const json_t *
         const char *bad = NULL;
         if (json_is_array(tm) && !models_within(km, tm, &bad))
             return td_vfail(v, km, ff0,
-                         "key %s: \"%s\" is not within the tenant's spec.models; a key's models "
-                         "may only be narrower",
-                         ns, bad);
+                            "key %s: \"%s\" is not within the tenant's spec.models; a key's models "
+                            "may only be narrower",
+                            ns, bad);
     }
     json_t *kc = json_object_get(k, "criticality");
     if (kc) {
@@ -355,15 +359,15 @@ static td_status validate_api_key(td_vctx *v, const json_t *spec, const json_t *
         int tr = crit_rank(td_json_str(spec, "gateway.criticality"));
         if (kr < 0)
             return td_vfail(v, kc, ff0,
-                         "must be critical_plus, critical, sheddable_plus or sheddable");
+                            "must be critical_plus, critical, sheddable_plus or sheddable");
         if (tr < 0)
             tr = 1; /* critical, the default (a bad tenant value is named by its own check) */
         if (kr < tr)
             return td_vfail(v, kc, ff0,
-                         "key %s: %s is above the tenant's spec.gateway.criticality %s; a key's "
-                         "class may only be lower (X-Criticality can lower a request, never "
-                         "raise it)",
-                         ns, crit_names[kr], crit_names[tr]);
+                            "key %s: %s is above the tenant's spec.gateway.criticality %s; a key's "
+                            "class may only be lower (X-Criticality can lower a request, never "
+                            "raise it)",
+                            ns, crit_names[kr], crit_names[tr]);
     }
     if (kb) {
         char bf[96];
@@ -393,10 +397,10 @@ static td_status validate_api_key(td_vctx *v, const json_t *spec, const json_t *
             snprintf(ff, sizeof ff, "%s.rate", f);
             if (kr > trs * (1 + 1e-12) || kb > tb)
                 return td_vfail(v, r, ff,
-                             "key %s: %g per second (burst %g) is looser than the tenant's "
-                             "spec.gateway.rate %g per second (burst %g); a key's limit may "
-                             "only be tighter",
-                             ns, kr, kb, trs, tb);
+                                "key %s: %g per second (burst %g) is looser than the tenant's "
+                                "spec.gateway.rate %g per second (burst %g); a key's limit may "
+                                "only be tighter",
+                                ns, kr, kb, trs, tb);
         }
     }
     if (c) {
@@ -406,9 +410,10 @@ static td_status validate_api_key(td_vctx *v, const json_t *spec, const json_t *
         if (json_is_integer(tc) && json_integer_value(tc) > 0 &&
             json_integer_value(c) > json_integer_value(tc))
             return td_vfail(v, c, ff,
-                         "key %s: %lld in flight is looser than the tenant's "
-                         "spec.gateway.concurrency %lld; a key's limit may only be tighter",
-                         ns, (long long)json_integer_value(c), (long long)json_integer_value(tc));
+                            "key %s: %lld in flight is looser than the tenant's "
+                            "spec.gateway.concurrency %lld; a key's limit may only be tighter",
+                            ns, (long long)json_integer_value(c),
+                            (long long)json_integer_value(tc));
     }
     return TD_OK;
 }
@@ -424,7 +429,7 @@ static td_status validate_model_limits(td_vctx *v, const json_t *ml)
         return TD_OK;
     if (!json_is_array(ml))
         return td_vfail(v, ml, "spec.gateway.models",
-                     "must be a list of {model, rate: {cost, per, burst}, concurrency}");
+                        "must be a list of {model, rate: {cost, per, burst}, concurrency}");
     json_t *names = json_array();
     if (!names)
         return td_vfail(v, ml, "spec.gateway.models", "out of memory");
@@ -484,8 +489,8 @@ static td_status validate_model_limits(td_vctx *v, const json_t *ml)
 static td_status validate_tenant(td_vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
-    static const char *const spec[] = {"namespaces", "labels",  "apiKeys", "gateway",
-                                       "tenancy",    "storage", "budgets", "models", NULL};
+    static const char *const spec[] = {"namespaces", "labels",  "apiKeys", "gateway", "tenancy",
+                                       "storage",    "budgets", "models",  NULL};
     static const char *const gw[] = {"rate",   "concurrency", "maxConnections", "criticality",
                                      "weight", "enforcement", "models",         NULL};
     static const char *const rate[] = {"cost", "per", "burst", NULL};
@@ -502,7 +507,7 @@ static td_status validate_tenant(td_vctx *v)
     {
         if (!td_dns_label(json_string_value(x)))
             return td_vfail(v, x, "spec.namespaces", "\"%s\" is not a valid namespace name",
-                         json_string_value(x));
+                            json_string_value(x));
     }
     TD_TRY(td_v_string_map(v, json_object_get(s, "labels"), "spec.labels"));
     TD_TRY(check_models(v, json_object_get(s, "models"), "spec.models"));
@@ -518,16 +523,17 @@ static td_status validate_tenant(td_vctx *v)
         for (size_t k = 0; hex && k < n; k++)
             hex = isxdigit((unsigned char)h[k]);
         if (!hex)
-            return td_vfail(v, x, "spec.apiKeys", "item %zu: sha256 must be 64 hex digits (the "
-                                               "SHA-256 of the key, e.g. from `printf %%s KEY "
-                                               "| sha256sum`)",
-                         i);
+            return td_vfail(v, x, "spec.apiKeys",
+                            "item %zu: sha256 must be 64 hex digits (the "
+                            "SHA-256 of the key, e.g. from `printf %%s KEY "
+                            "| sha256sum`)",
+                            i);
     }
     const char *tenancy = td_json_str(s, "tenancy");
     if (json_object_get(s, "tenancy") &&
         !(tenancy && (strcmp(tenancy, "team") == 0 || strcmp(tenancy, "customer") == 0)))
         return td_vfail(v, json_object_get(s, "tenancy"), "spec.tenancy",
-                     "\"%s\" is not a tier; must be team or customer", tenancy ? tenancy : "");
+                        "\"%s\" is not a tier; must be team or customer", tenancy ? tenancy : "");
     TD_TRY(validate_storage(v, json_object_get(s, "storage")));
     TD_TRY(validate_budgets(v, json_object_get(s, "budgets"), "spec.budgets"));
     json_t *g = json_object_get(s, "gateway");
@@ -541,8 +547,7 @@ static td_status validate_tenant(td_vctx *v)
             TD_TRY(td_v_number(v, json_object_get(r, "burst"), "spec.gateway.rate.burst", 0));
         }
         TD_TRY(td_v_int(v, json_object_get(g, "concurrency"), "spec.gateway.concurrency", 0));
-        TD_TRY(td_v_int(v, json_object_get(g, "maxConnections"), "spec.gateway.maxConnections",
-                          0));
+        TD_TRY(td_v_int(v, json_object_get(g, "maxConnections"), "spec.gateway.maxConnections", 0));
         TD_TRY(td_v_number(v, json_object_get(g, "weight"), "spec.gateway.weight", 0));
         TD_TRY(check_enforcement(v, json_object_get(g, "enforcement"), "spec.gateway.enforcement"));
         TD_TRY(validate_model_limits(v, json_object_get(g, "models")));
@@ -556,12 +561,11 @@ static td_status validate_tenant(td_vctx *v)
                 low[k] = (char)tolower((unsigned char)cs[k]);
             if (!td_in_list(low, crit))
                 return td_vfail(v, c, "spec.gateway.criticality",
-                             "must be critical_plus, critical, sheddable_plus or sheddable");
+                                "must be critical_plus, critical, sheddable_plus or sheddable");
         }
     }
     return TD_OK;
 }
-
 
 /* ---- Route ------------------------------------------------------------- */
 
@@ -587,7 +591,7 @@ static td_status route_match(td_vctx *v, const json_t *s)
         prefix = "/"; /* models alone: on every path */
     if (!prefix || prefix[0] != '/')
         return td_vfail(v, td_json_path(s, "match"), "spec.match.pathPrefix",
-                     "required: a path starting with '/' (or spec.match.models)");
+                        "required: a path starting with '/' (or spec.match.models)");
     /* Requests are matched after normalization (reqpath.h): a prefix that
      * normalization would change could never match. */
     char norm[512];
@@ -595,16 +599,16 @@ static td_status route_match(td_vctx *v, const json_t *s)
     td_err perr;
     if (plen >= sizeof norm || strchr(prefix, '?'))
         return td_vfail(v, td_json_path(s, "match.pathPrefix"), "spec.match.pathPrefix",
-                     "must be a path of at most %zu bytes, without '?'", sizeof norm - 1);
+                        "must be a path of at most %zu bytes, without '?'", sizeof norm - 1);
     memcpy(norm, prefix, plen + 1);
     if (td_reqpath_normalize(norm, plen, &nlen, &npath, &perr) != TD_OK)
         return td_vfail(v, td_json_path(s, "match.pathPrefix"), "spec.match.pathPrefix", "%s",
-                     perr.msg);
+                        perr.msg);
     if (nlen != plen || memcmp(norm, prefix, plen) != 0)
         return td_vfail(v, td_json_path(s, "match.pathPrefix"), "spec.match.pathPrefix",
-                     "\"%s\" is not a normalized path (it reads as \"%.*s\": no \"//\", \".\" "
-                     "or \"..\" segments); requests are matched after normalization",
-                     prefix, (int)nlen, norm);
+                        "\"%s\" is not a normalized path (it reads as \"%.*s\": no \"//\", \".\" "
+                        "or \"..\" segments); requests are matched after normalization",
+                        prefix, (int)nlen, norm);
     return TD_OK;
 }
 
@@ -618,7 +622,7 @@ static td_status route_methods(td_vctx *v, const json_t *s)
                                             "PATCH", "DELETE", "OPTIONS", NULL};
         if (!json_is_array(ms) || json_array_size(ms) == 0)
             return td_vfail(v, ms, "spec.methods",
-                         "must be a non-empty list of methods (default [GET, POST])");
+                            "must be a non-empty list of methods (default [GET, POST])");
         size_t i;
         json_t *m;
         json_array_foreach(ms, i, m)
@@ -626,14 +630,14 @@ static td_status route_methods(td_vctx *v, const json_t *s)
             const char *mn = json_string_value(m);
             if (mn && (strcmp(mn, "TRACE") == 0 || strcmp(mn, "CONNECT") == 0))
                 return td_vfail(v, m, "spec.methods",
-                             "%s is never forwarded (TRACE echoes credentials back, CONNECT "
-                             "opens a tunnel past every limit)",
-                             mn);
+                                "%s is never forwarded (TRACE echoes credentials back, CONNECT "
+                                "opens a tunnel past every limit)",
+                                mn);
             if (!td_in_list(mn, known))
                 return td_vfail(v, m, "spec.methods",
-                             "item %zu: \"%s\" is not one of GET, HEAD, POST, PUT, PATCH, "
-                             "DELETE, OPTIONS (upper case)",
-                             i, mn ? mn : "");
+                                "item %zu: \"%s\" is not one of GET, HEAD, POST, PUT, PATCH, "
+                                "DELETE, OPTIONS (upper case)",
+                                i, mn ? mn : "");
             for (size_t j = 0; j < i; j++)
                 if (json_equal(json_array_get(ms, j), m))
                     return td_vfail(v, m, "spec.methods", "%s is listed twice", mn);
@@ -649,14 +653,15 @@ static td_status route_endpoints(td_vctx *v, const json_t *s, const json_t *u)
     json_t *eps = u ? json_object_get(u, "endpoints") : NULL;
     if (eps && json_object_get(u, "address"))
         return td_vfail(v, eps, "spec.upstream.endpoints",
-                     "give either spec.upstream.address (one endpoint) or "
-                     "spec.upstream.endpoints, not both");
+                        "give either spec.upstream.address (one endpoint) or "
+                        "spec.upstream.endpoints, not both");
     if (eps) {
         /* the pool: 1..64 endpoints (TD_EP_MAX), each HOST:PORT once */
         static const char *const epf[] = {"address", "weight", NULL};
         if (!json_is_array(eps) || json_array_size(eps) == 0 || json_array_size(eps) > 64)
-            return td_vfail(v, eps, "spec.upstream.endpoints",
-                         "must be a list of 1 to 64 endpoints ({address: HOST:PORT, weight: N})");
+            return td_vfail(
+                v, eps, "spec.upstream.endpoints",
+                "must be a list of 1 to 64 endpoints ({address: HOST:PORT, weight: N})");
         size_t i;
         json_t *e;
         json_array_foreach(eps, i, e)
@@ -667,10 +672,10 @@ static td_status route_endpoints(td_vctx *v, const json_t *s, const json_t *u)
                 return td_vfail(v, e, field, "must be a mapping {address: HOST:PORT, weight: N}");
             TD_TRY(td_v_fields(v, e, field, epf));
             if (!hostport_ok(td_json_str(e, "address")))
-                return td_vfail(v, json_object_get(e, "address") ? json_object_get(e, "address") : e,
-                             field,
-                             "address: required: HOST:PORT (e.g. \"10.0.0.7:8000\", "
-                             "\"[::1]:8000\")");
+                return td_vfail(
+                    v, json_object_get(e, "address") ? json_object_get(e, "address") : e, field,
+                    "address: required: HOST:PORT (e.g. \"10.0.0.7:8000\", "
+                    "\"[::1]:8000\")");
             json_t *w = json_object_get(e, "weight");
             TD_TRY(td_v_int(v, w, field, 1));
             if (w && json_integer_value(w) > 1000)
@@ -679,12 +684,12 @@ static td_status route_endpoints(td_vctx *v, const json_t *s, const json_t *u)
                 if (strcmp(td_json_str(json_array_get(eps, j), "address"),
                            td_json_str(e, "address")) == 0)
                     return td_vfail(v, e, field, "address \"%s\" is listed twice",
-                                 td_json_str(e, "address"));
+                                    td_json_str(e, "address"));
         }
     } else if (!hostport_ok(td_json_str(s, "upstream.address"))) {
         return td_vfail(v, u ? json_object_get(u, "address") : NULL, "spec.upstream.address",
-                     "required: HOST:PORT (e.g. \"127.0.0.1:8000\", \"[::1]:8000\"), or "
-                     "spec.upstream.endpoints");
+                        "required: HOST:PORT (e.g. \"127.0.0.1:8000\", \"[::1]:8000\"), or "
+                        "spec.upstream.endpoints");
     }
     return TD_OK;
 }
@@ -692,8 +697,8 @@ static td_status route_endpoints(td_vctx *v, const json_t *s, const json_t *u)
 /* spec.upstream.healthCheck (hc not NULL). */
 static td_status route_health_check(td_vctx *v, const json_t *hc)
 {
-    static const char *const hcf[] = {"path",    "interval",           "timeout",
-                                      "unhealthyThreshold", "healthyThreshold", NULL};
+    static const char *const hcf[] = {
+        "path", "interval", "timeout", "unhealthyThreshold", "healthyThreshold", NULL};
     TD_TRY(td_v_fields(v, hc, "spec.upstream.healthCheck", hcf));
     json_t *hp = json_object_get(hc, "path");
     const char *hps = json_string_value(hp);
@@ -702,14 +707,14 @@ static td_status route_health_check(td_vctx *v, const json_t *hc)
         path_ok = (unsigned char)*q > 0x20 && *q != 0x7f;
     if (hp && !path_ok)
         return td_vfail(v, hp, "spec.upstream.healthCheck.path",
-                     "must be a path starting with '/' (under 256 bytes, no spaces or "
-                     "control bytes)");
+                        "must be a path starting with '/' (under 256 bytes, no spaces or "
+                        "control bytes)");
     TD_TRY(td_v_duration(v, json_object_get(hc, "interval"), "spec.upstream.healthCheck.interval"));
     TD_TRY(td_v_duration(v, json_object_get(hc, "timeout"), "spec.upstream.healthCheck.timeout"));
     TD_TRY(td_v_int(v, json_object_get(hc, "unhealthyThreshold"),
-                      "spec.upstream.healthCheck.unhealthyThreshold", 1));
+                    "spec.upstream.healthCheck.unhealthyThreshold", 1));
     TD_TRY(td_v_int(v, json_object_get(hc, "healthyThreshold"),
-                      "spec.upstream.healthCheck.healthyThreshold", 1));
+                    "spec.upstream.healthCheck.healthyThreshold", 1));
     return TD_OK;
 }
 
@@ -724,8 +729,8 @@ static td_status route_metrics(td_vctx *v, const json_t *mt)
         mp_ok = (unsigned char)*q > 0x20 && *q != 0x7f;
     if (!mp_ok)
         return td_vfail(v, json_object_get(mt, "path"), "spec.upstream.metrics.path",
-                     "must be a path starting with '/' (under 256 bytes, no spaces or "
-                     "control bytes)");
+                        "must be a path starting with '/' (under 256 bytes, no spaces or "
+                        "control bytes)");
     static const char *const names[] = {"waiting", "kvCache"};
     for (int k = 0; k < 2; k++) {
         json_t *nv = json_object_get(mt, names[k]);
@@ -734,9 +739,10 @@ static td_status route_metrics(td_vctx *v, const json_t *mt)
         for (const char *q = ns; name_ok && q && *q; q++)
             name_ok = isalnum((unsigned char)*q) || *q == '_' || *q == ':';
         if (!name_ok)
-            return td_vfail(v, nv, names[k][0] == 'w' ? "spec.upstream.metrics.waiting"
-                                                   : "spec.upstream.metrics.kvCache",
-                         "must be a Prometheus metric name ([a-zA-Z0-9_:], under 128 bytes)");
+            return td_vfail(v, nv,
+                            names[k][0] == 'w' ? "spec.upstream.metrics.waiting"
+                                               : "spec.upstream.metrics.kvCache",
+                            "must be a Prometheus metric name ([a-zA-Z0-9_:], under 128 bytes)");
     }
     return TD_OK;
 }
@@ -748,8 +754,8 @@ static td_status route_authorization(td_vctx *v, const json_t *ua)
     static const char *const auth[] = {"fromEnv", NULL};
     if (!json_is_object(ua))
         return td_vfail(v, ua, "spec.upstream.authorization",
-                     "must be {fromEnv: VARIABLE}: the secret itself never goes in the "
-                     "config");
+                        "must be {fromEnv: VARIABLE}: the secret itself never goes in the "
+                        "config");
     TD_TRY(td_v_fields(v, ua, "spec.upstream.authorization", auth));
     const char *env = td_json_str(ua, "fromEnv");
     int ok_name = env && *env && !isdigit((unsigned char)env[0]);
@@ -757,31 +763,31 @@ static td_status route_authorization(td_vctx *v, const json_t *ua)
         ok_name = isalnum((unsigned char)env[k]) || env[k] == '_';
     if (!ok_name)
         return td_vfail(v, ua, "spec.upstream.authorization.fromEnv",
-                     "required: the name of an environment variable holding the upstream's "
-                     "Authorization value (e.g. UPSTREAM_AUTHORIZATION=\"Bearer sk-...\"); "
-                     "the secret itself never goes in the config");
+                        "required: the name of an environment variable holding the upstream's "
+                        "Authorization value (e.g. UPSTREAM_AUTHORIZATION=\"Bearer sk-...\"); "
+                        "the secret itself never goes in the config");
     /* Checked here, where a refusal is an apply's 400 or a failed
      * start, rather than at the gateway's reload, which follows a
      * committed change and must not fail (control.c). */
     const char *val = getenv(env);
     if (!val || !*val)
         return td_vfail(v, ua, "spec.upstream.authorization.fromEnv",
-                     "the environment variable %s is not set (or empty) in tenantd's "
-                     "environment",
-                     env);
+                        "the environment variable %s is not set (or empty) in tenantd's "
+                        "environment",
+                        env);
     for (const char *q = val; *q; q++)
         if ((unsigned char)*q < 0x20 || *q == 0x7f)
             return td_vfail(v, ua, "spec.upstream.authorization.fromEnv",
-                         "%s holds a control byte; it must be one header value", env);
+                            "%s holds a control byte; it must be one header value", env);
     return TD_OK;
 }
 
 /* spec.upstream: where requests go and how many at a time. */
 static td_status route_upstream(td_vctx *v, const json_t *s)
 {
-    static const char *const up[] = {"address",     "endpoints",     "balance",    "capacity",
-                                     "queue",       "authorization", "healthCheck",
-                                     "scrapeEvery", "metrics",       NULL};
+    static const char *const up[] = {
+        "address",       "endpoints",   "balance",     "capacity", "queue",
+        "authorization", "healthCheck", "scrapeEvery", "metrics",  NULL};
     json_t *u = json_object_get(s, "upstream");
     TD_TRY(td_v_fields(v, u, "spec.upstream", up));
     TD_TRY(route_endpoints(v, s, u));
@@ -789,13 +795,13 @@ static td_status route_upstream(td_vctx *v, const json_t *s)
     if (hc)
         TD_TRY(route_health_check(v, hc));
     json_t *bal = u ? json_object_get(u, "balance") : NULL;
-    if (bal && !td_in_list(json_string_value(bal), (const char *const[]){
-                                                    "leastRequests", "roundRobin", "queueDepth",
-                                                    NULL}))
+    if (bal &&
+        !td_in_list(json_string_value(bal),
+                    (const char *const[]){"leastRequests", "roundRobin", "queueDepth", NULL}))
         return td_vfail(v, bal, "spec.upstream.balance",
-                     "must be leastRequests (the default), roundRobin or queueDepth");
+                        "must be leastRequests (the default), roundRobin or queueDepth");
     TD_TRY(td_v_duration(v, u ? json_object_get(u, "scrapeEvery") : NULL,
-                       "spec.upstream.scrapeEvery"));
+                         "spec.upstream.scrapeEvery"));
     json_t *mt = u ? json_object_get(u, "metrics") : NULL;
     if (mt)
         TD_TRY(route_metrics(v, mt));
@@ -812,8 +818,8 @@ static td_status route_cost(td_vctx *v, const json_t *s)
 {
     static const char *const cost[] = {"model", "gpuSecondsEstimate", "maxOutputTokens", NULL};
     TD_TRY(td_v_fields(v, json_object_get(s, "cost"), "spec.cost", cost));
-    TD_TRY(td_v_number(v, td_json_path(s, "cost.gpuSecondsEstimate"), "spec.cost.gpuSecondsEstimate",
-                     0));
+    TD_TRY(td_v_number(v, td_json_path(s, "cost.gpuSecondsEstimate"),
+                       "spec.cost.gpuSecondsEstimate", 0));
     /* what a request naming no max_tokens reserves of its budgets: a bound
      * on how far one request can overspend, so at least 1 and below what
      * a price in nano-units could overflow on */
@@ -823,7 +829,7 @@ static td_status route_cost(td_vctx *v, const json_t *s)
     static const char *const models[] = {"tokens", "gpuSeconds", "requests", NULL};
     if (td_json_path(s, "cost.model") && !td_in_list(model, models))
         return td_vfail(v, td_json_path(s, "cost.model"), "spec.cost.model",
-                     "must be tokens, gpuSeconds or requests");
+                        "must be tokens, gpuSeconds or requests");
     TD_TRY(td_v_duration(v, json_object_get(s, "timeout"), "spec.timeout"));
     return TD_OK;
 }

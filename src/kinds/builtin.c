@@ -13,9 +13,8 @@ static td_err once_err;
 static void register_all(void)
 {
     /* the order of registration is the order "unknown kind" lists them */
-    const td_kind_def *(*const stages[])(size_t *) = {td_admission_kinds, td_queue_kinds,
-                                                      td_gateway_kinds, td_cost_kinds,
-                                                      td_client_kinds};
+    const td_kind_def *(*const stages[])(size_t *) = {
+        td_admission_kinds, td_queue_kinds, td_gateway_kinds, td_cost_kinds, td_client_kinds};
     once_status = TD_OK;
     for (size_t i = 0; i < sizeof stages / sizeof stages[0] && once_status == TD_OK; i++) {
         size_t n = 0;

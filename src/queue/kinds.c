@@ -13,8 +13,8 @@
 td_status td__queue_validate_nodepool(td_vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
-    static const char *const spec[] = {"flavor", "nodes", "capacity", "taint", "nodeSelector",
-                                       "tenants", "dedicated", NULL};
+    static const char *const spec[] = {"flavor",       "nodes",   "capacity",  "taint",
+                                       "nodeSelector", "tenants", "dedicated", NULL};
     static const char *const taint[] = {"key", "value", "effect", NULL};
     TD_TRY(td_v_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
@@ -29,17 +29,17 @@ td_status td__queue_validate_nodepool(td_vctx *v)
         if (!td_json_str(t, "key"))
             return td_vfail(v, t, "spec.taint.key", "required");
         const char *eff = td_json_str(t, "effect");
-        static const char *const effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute",
-                                              NULL};
+        static const char *const effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute", NULL};
         if (!td_in_list(eff, effects))
             return td_vfail(v, t, "spec.taint.effect",
-                         "must be NoSchedule, PreferNoSchedule or NoExecute");
+                            "must be NoSchedule, PreferNoSchedule or NoExecute");
     }
     TD_TRY(td_v_string_map(v, json_object_get(s, "nodeSelector"), "spec.nodeSelector"));
     TD_TRY(td_v_string_array(v, json_object_get(s, "tenants"), "spec.tenants"));
     if (!t && !json_object_size(json_object_get(s, "nodeSelector")))
-        return td_vfail(v, s, "spec", "a NodePool needs a taint or a nodeSelector to keep other "
-                                   "tenants off it");
+        return td_vfail(v, s, "spec",
+                        "a NodePool needs a taint or a nodeSelector to keep other "
+                        "tenants off it");
     return TD_OK;
 }
 
@@ -52,8 +52,8 @@ static const td_kind_def kinds[] = {
     {"LocalQueue", KUEUE_API, true, "lq,queue,queues,localqueue,localqueues", NULL, NULL, 0},
     {"Cohort", "kueue.x-k8s.io/v1alpha1," KUEUE_API, false, "cohort,cohorts", NULL, NULL, 0},
     {"Workload", KUEUE_API, true, "wl,workload,workloads", NULL, NULL, 0},
-    {"WorkloadPriorityClass", KUEUE_API, false,
-     "wpc,workloadpriorityclass,workloadpriorityclasses", NULL, NULL, 0},
+    {"WorkloadPriorityClass", KUEUE_API, false, "wpc,workloadpriorityclass,workloadpriorityclasses",
+     NULL, NULL, 0},
     /* Kueue's own Configuration (the queue reads fairSharing) */
     {"Configuration", "config.kueue.x-k8s.io/v1beta1,config.kueue.x-k8s.io/v1beta2", false,
      "configuration,configurations", NULL, NULL, 0},

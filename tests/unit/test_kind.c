@@ -4,11 +4,12 @@
  * idempotent for a table and refuses a second owner of a name. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <stdbool.h>
 #include <string.h>
+
+#include <cmocka.h> /* after the headers it needs */
 
 #include "tenantd/config.h"
 #include "tenantd/kind.h"
@@ -130,7 +131,7 @@ static const struct {
     const char *name;
     const char *yaml;
     td_status st;
-    const char *msg; /* the whole message, or NULL */
+    const char *msg;                            /* the whole message, or NULL */
     int validated, widget_checks, gizmo_checks; /* calls the load makes */
 } loads[] = {
     {"validator runs and passes",

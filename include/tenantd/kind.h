@@ -42,6 +42,9 @@ typedef struct {
     td_kind_validate_fn validate; /* NULL: the envelope is all there is to check */
     td_kind_check_fn cross_check; /* NULL: none; run at td_config_builder_finish */
     int check_rank; /* cross-checks run in ascending rank (ties: registration order) */
+    /* NULL, or the name an object written without metadata gets (Kueue's
+     * Configuration lives in a ConfigMap without one: it is "kueue") */
+    const char *default_name;
 } td_kind_def;
 
 #define TD_KINDS_MAX 64
@@ -59,6 +62,13 @@ const td_kind_def *td_kind_find(const char *kind);
 
 /* Registered kinds, in registration order: the i-th, or NULL past the end. */
 const td_kind_def *td_kind_at(size_t i);
+
+/* For cross-checks: true if obj's kind is kind (canonical). */
+bool td_kind_is(const json_t *obj, const char *kind);
+
+/* For cross-checks: the first of objs (n, borrowed) of kind named name, or
+ * NULL. Borrowed. */
+json_t *td_kind_objs_find(json_t *const *objs, size_t n, const char *kind, const char *name);
 
 /* Each stage's kinds (the tables td_kinds_register_builtin registers).
  * src/admission/kinds.c: Kubernetes' kinds and AdmissionPolicy;

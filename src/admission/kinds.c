@@ -245,27 +245,13 @@ static td_status validate_admission_policy(td_vctx *v)
 
 /* ---- across objects ---------------------------------------------------- */
 
-static int is_kind(const json_t *o, const char *kind)
-{
-    const char *k = td_json_str(o, "kind");
-    return k && strcmp(k, kind) == 0;
-}
-
-static json_t *find_obj(json_t *const *objs, size_t n, const char *kind, const char *name)
-{
-    for (size_t i = 0; i < n; i++)
-        if (is_kind(objs[i], kind) && strcmp(td_json_str(objs[i], "metadata.name"), name) == 0)
-            return objs[i];
-    return NULL;
-}
-
 /* One PriorityClass at most is the global default. */
 static td_status priority_cross_check(json_t *const *objs, size_t n, td_err *err)
 {
     const char *global_default = NULL;
     for (size_t i = 0; i < n; i++) {
         json_t *o = objs[i];
-        if (is_kind(o, "PriorityClass") && json_is_true(json_object_get(o, "globalDefault"))) {
+        if (td_kind_is(o, "PriorityClass") && json_is_true(json_object_get(o, "globalDefault"))) {
             if (global_default)
                 return td_err_set(err, TD_EINVAL,
                                   "PriorityClass %s: globalDefault: PriorityClass %s is already "
@@ -285,7 +271,7 @@ static td_status tenancy_cross_check(json_t *const *objs, size_t n, td_err *err)
     const json_t *customer = NULL;
     for (size_t i = 0; i < n; i++) {
         json_t *t = objs[i];
-        if (!is_kind(t, "Tenant"))
+        if (!td_kind_is(t, "Tenant"))
             continue;
         const char *name = td_json_str(t, "metadata.name");
         if (td_tenancy_of(t) == TD_TENANCY_CUSTOMER) {
@@ -293,7 +279,7 @@ static td_status tenancy_cross_check(json_t *const *objs, size_t n, td_err *err)
                 customer = t;
             for (size_t j = 0; j < n; j++) {
                 json_t *pool = objs[j];
-                if (!is_kind(pool, "NodePool"))
+                if (!td_kind_is(pool, "NodePool"))
                     continue;
                 json_t *ts = td_json_path(pool, "spec.tenants");
                 int listed = 0;
@@ -315,7 +301,7 @@ static td_status tenancy_cross_check(json_t *const *objs, size_t n, td_err *err)
         const char *p1 = td_json_str(t, "spec.storage.prefix");
         for (size_t j = i + 1; b1 && j < n; j++) {
             json_t *u = objs[j];
-            if (!is_kind(u, "Tenant"))
+            if (!td_kind_is(u, "Tenant"))
                 continue;
             const char *b2 = td_json_str(u, "spec.storage.bucket");
             const char *p2 = td_json_str(u, "spec.storage.prefix");
@@ -328,14 +314,14 @@ static td_status tenancy_cross_check(json_t *const *objs, size_t n, td_err *err)
         }
     }
     if (customer) {
-        json_t *pol = find_obj(objs, n, "AdmissionPolicy", "default");
+        json_t *pol = td_kind_objs_find(objs, n, "AdmissionPolicy", "default");
         for (size_t i = 0; !pol && i < n; i++)
-            if (is_kind(objs[i], "AdmissionPolicy"))
+            if (td_kind_is(objs[i], "AdmissionPolicy"))
                 pol = objs[i];
         const char *rc = td_json_str(pol, "spec.sandbox.runtimeClassName");
         if (!rc || !*rc)
             rc = TD_SANDBOX_RUNTIME_CLASS;
-        if (!find_obj(objs, n, "RuntimeClass", rc))
+        if (!td_kind_objs_find(objs, n, "RuntimeClass", rc))
             return td_err_set(err, TD_EINVAL,
                               "Tenant %s: spec.tenancy: customer pods run in the sandbox "
                               "RuntimeClass \"%s\", which is not defined; add a RuntimeClass "
@@ -351,25 +337,25 @@ static td_status tenancy_cross_check(json_t *const *objs, size_t n, td_err *err)
 /* Cross-checks run in rank order: the PriorityClass rule first, the
  * tenancy rules after the gateway's Tenant rules (ranks 20, 30). */
 static const td_kind_def kinds[] = {
-    {"Namespace", "v1", false, "ns,namespace,namespaces", validate_namespace, NULL, 0},
+    {"Namespace", "v1", false, "ns,namespace,namespaces", validate_namespace, NULL, 0, NULL},
     {"ResourceQuota", "v1", true, "quota,resourcequota,resourcequotas",
-     td__admission_validate_quota, NULL, 0},
-    {"LimitRange", "v1", true, "limits,limitrange,limitranges", validate_limitrange, NULL, 0},
+     td__admission_validate_quota, NULL, 0, NULL},
+    {"LimitRange", "v1", true, "limits,limitrange,limitranges", validate_limitrange, NULL, 0, NULL},
     {"PriorityClass", "scheduling.k8s.io/v1", false, "pc,priorityclass,priorityclasses",
-     validate_priorityclass, priority_cross_check, 10},
-    {"Pod", "v1", true, "po,pod,pods", validate_pod, NULL, 0},
-    {"RoleBinding", "rbac.authorization.k8s.io/v1", true, "rolebinding,rolebindings", NULL, NULL,
-     0},
+     validate_priorityclass, priority_cross_check, 10, NULL},
+    {"Pod", "v1", true, "po,pod,pods", validate_pod, NULL, 0, NULL},
+    {"RoleBinding", "rbac.authorization.k8s.io/v1", true, "rolebinding,rolebindings", NULL, NULL, 0,
+     NULL},
     {"NetworkPolicy", "networking.k8s.io/v1", true, "netpol,networkpolicy,networkpolicies", NULL,
-     NULL, 0},
+     NULL, 0, NULL},
     {"RuntimeClass", "node.k8s.io/v1", false, "runtimeclass,runtimeclasses", validate_runtimeclass,
-     NULL, 0},
-    {"Role", "rbac.authorization.k8s.io/v1", true, "role,roles", NULL, NULL, 0},
-    {"ServiceAccount", "v1", true, "sa,serviceaccount,serviceaccounts", NULL, NULL, 0},
-    {"ConfigMap", "v1", true, "cm,configmap,configmaps", NULL, NULL, 0},
-    {"HelmChart", "helm.cattle.io/v1", true, "helmchart,helmcharts", NULL, NULL, 0},
+     NULL, 0, NULL},
+    {"Role", "rbac.authorization.k8s.io/v1", true, "role,roles", NULL, NULL, 0, NULL},
+    {"ServiceAccount", "v1", true, "sa,serviceaccount,serviceaccounts", NULL, NULL, 0, NULL},
+    {"ConfigMap", "v1", true, "cm,configmap,configmaps", NULL, NULL, 0, NULL},
+    {"HelmChart", "helm.cattle.io/v1", true, "helmchart,helmcharts", NULL, NULL, 0, NULL},
     {"AdmissionPolicy", TD_API_TENANTD, false, "admissionpolicy,admissionpolicies",
-     validate_admission_policy, tenancy_cross_check, 40},
+     validate_admission_policy, tenancy_cross_check, 40, NULL},
 };
 
 const td_kind_def *td_admission_kinds(size_t *n)

@@ -283,7 +283,7 @@ fail:
 /* A LoadScenario stored in a snapshot is checked for its envelope only;
  * td_scenario_load validates the rest when a load test reads it. */
 static const td_kind_def kinds[] = {
-    {"LoadScenario", TD_API_TENANTD, false, "loadscenario,loadscenarios", NULL, NULL, 0},
+    {"LoadScenario", TD_API_TENANTD, false, "loadscenario,loadscenarios", NULL, NULL, 0, NULL},
 };
 
 const td_kind_def *td_client_kinds(size_t *n)

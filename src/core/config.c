@@ -31,7 +31,7 @@ struct td_config_builder {
 
 struct td_config {
     atomic_int refs;
-    entry *items; /* sorted by key */
+    entry *items;  /* sorted by key */
     json_t **objs; /* same order, for borrowed runs */
     size_t n;
     /* Derived values built lazily by readers: the snapshot is immutable, so
@@ -108,8 +108,8 @@ static td_status check_clash(const td_kind_def *defs, size_t k, size_t have, td_
         const td_kind_def *o = i < have ? reg[i] : &defs[i - have];
         if (words_clash(d, o) || words_clash(o, d))
             return td_err_set(err, TD_EEXIST,
-                              "kind %s: its name or an alias is already taken by kind %s",
-                              d->kind, o->kind);
+                              "kind %s: its name or an alias is already taken by kind %s", d->kind,
+                              o->kind);
     }
     return TD_OK;
 }
@@ -164,6 +164,20 @@ const char *td_kind_canonical(const char *user_kind)
     for (size_t i = 0; (d = td_kind_at(i)); i++)
         if (spelled_by(d, user_kind))
             return d->kind;
+    return NULL;
+}
+
+bool td_kind_is(const json_t *obj, const char *kind)
+{
+    const char *k = td_json_str(obj, "kind");
+    return k && strcmp(k, kind) == 0;
+}
+
+json_t *td_kind_objs_find(json_t *const *objs, size_t n, const char *kind, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (td_kind_is(objs[i], kind) && strcmp(td_json_str(objs[i], "metadata.name"), name) == 0)
+            return objs[i];
     return NULL;
 }
 
@@ -228,10 +242,8 @@ static td_status validate_object(json_t *obj, const td_manifest *src, td_err *er
     if (!k)
         return unknown_kind(&v, kindj, kind);
     v.kind = k->kind;
-    /* Kueue's Configuration is written without metadata (it lives in a
-     * ConfigMap): it is the one named "kueue". */
-    if (strcmp(k->kind, "Configuration") == 0 && !json_object_get(obj, "metadata"))
-        json_object_set_new(obj, "metadata", json_pack("{s:s}", "name", "kueue"));
+    if (k->default_name && !json_object_get(obj, "metadata"))
+        json_object_set_new(obj, "metadata", json_pack("{s:s}", "name", k->default_name));
     const char *name = td_json_str(obj, "metadata.name");
     const char *ns = td_json_str(obj, "metadata.namespace");
     snprintf(v.who, sizeof v.who, "%s %s%s%s", k->kind, k->namespaced && ns ? ns : "",
@@ -241,7 +253,7 @@ static td_status validate_object(json_t *obj, const td_manifest *src, td_err *er
         return td_vfail(&v, obj, "apiVersion", "required (%s)", k->api_versions);
     if (!in_csv(k->api_versions, json_string_value(av)))
         return td_vfail(&v, av, "apiVersion", "\"%s\" is not served for %s; use %s",
-                     json_string_value(av), k->kind, k->api_versions);
+                        json_string_value(av), k->kind, k->api_versions);
     json_t *meta = json_object_get(obj, "metadata");
     if (!json_is_object(meta))
         return td_vfail(&v, obj, "metadata", "required: a mapping with a name");
@@ -249,15 +261,15 @@ static td_status validate_object(json_t *obj, const td_manifest *src, td_err *er
         return td_vfail(&v, meta, "metadata.name", "required");
     if (!td_dns_subdomain(name))
         return td_vfail(&v, json_object_get(meta, "name"), "metadata.name",
-                     "\"%s\" is not a valid name (lowercase letters, digits, '-' and '.')",
-                     name);
+                        "\"%s\" is not a valid name (lowercase letters, digits, '-' and '.')",
+                        name);
     if (k->namespaced) {
         if (!ns)
             return td_vfail(&v, meta, "metadata.namespace",
-                         "required for a %s (tenantd has no current namespace)", k->kind);
+                            "required for a %s (tenantd has no current namespace)", k->kind);
         if (!td_dns_label(ns))
             return td_vfail(&v, json_object_get(meta, "namespace"), "metadata.namespace",
-                         "\"%s\" is not a valid namespace name", ns);
+                            "\"%s\" is not a valid namespace name", ns);
     }
     TD_TRY(td_v_string_map(&v, json_object_get(meta, "labels"), "metadata.labels"));
     TD_TRY(td_v_string_map(&v, json_object_get(meta, "annotations"), "metadata.annotations"));

@@ -698,7 +698,8 @@ static td_status validate_costpolicy(td_vctx *v)
 }
 
 static const td_kind_def kinds[] = {
-    {"CostPolicy", TD_API_TENANTD, false, "costpolicy,costpolicies", validate_costpolicy, NULL, 0},
+    {"CostPolicy", TD_API_TENANTD, false, "costpolicy,costpolicies", validate_costpolicy, NULL, 0,
+     NULL},
 };
 
 const td_kind_def *td_cost_kinds(size_t *n)

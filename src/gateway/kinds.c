@@ -853,20 +853,6 @@ static td_status validate_route(td_vctx *v)
 
 /* ---- across objects ---------------------------------------------------- */
 
-static int is_kind(const json_t *o, const char *kind)
-{
-    const char *k = td_json_str(o, "kind");
-    return k && strcmp(k, kind) == 0;
-}
-
-static json_t *find_obj(json_t *const *objs, size_t n, const char *kind, const char *name)
-{
-    for (size_t i = 0; i < n; i++)
-        if (is_kind(objs[i], kind) && strcmp(td_json_str(objs[i], "metadata.name"), name) == 0)
-            return objs[i];
-    return NULL;
-}
-
 /* tenant (objs[i])'s API keys are no later tenant's, nor its own twice. */
 static td_status keys_once(json_t *const *objs, size_t n, size_t i, td_err *err)
 {
@@ -878,7 +864,7 @@ static td_status keys_once(json_t *const *objs, size_t n, size_t i, td_err *err)
         const char *h = td_json_str(key, "sha256");
         for (size_t j = i; h && j < n; j++) {
             json_t *p = objs[j];
-            if (!is_kind(p, "Tenant"))
+            if (!td_kind_is(p, "Tenant"))
                 continue;
             size_t kb;
             json_t *key2;
@@ -907,7 +893,7 @@ static td_status namespaces_once(json_t *const *objs, size_t n, size_t i, td_err
     {
         for (size_t j = i + 1; j < n; j++) {
             json_t *p = objs[j];
-            if (!is_kind(p, "Tenant"))
+            if (!td_kind_is(p, "Tenant"))
                 continue;
             size_t b;
             json_t *ns2;
@@ -933,7 +919,7 @@ static td_status budget_cross_check(json_t *const *objs, size_t n, td_err *err)
     const json_t *budgeted = NULL;
     char field[64] = "spec.budgets";
     for (size_t i = 0; !budgeted && i < n; i++) {
-        if (!is_kind(objs[i], "Tenant"))
+        if (!td_kind_is(objs[i], "Tenant"))
             continue;
         if (json_array_size(td_json_path(objs[i], "spec.budgets")) > 0)
             budgeted = objs[i];
@@ -950,9 +936,9 @@ static td_status budget_cross_check(json_t *const *objs, size_t n, td_err *err)
     if (!budgeted)
         return TD_OK;
     const char *tn = td_json_str(budgeted, "metadata.name");
-    json_t *pol = find_obj(objs, n, "CostPolicy", "default");
+    json_t *pol = td_kind_objs_find(objs, n, "CostPolicy", "default");
     for (size_t i = 0; !pol && i < n; i++)
-        if (is_kind(objs[i], "CostPolicy"))
+        if (td_kind_is(objs[i], "CostPolicy"))
             pol = objs[i];
     if (!pol)
         return td_err_set(err, TD_EINVAL,
@@ -962,7 +948,7 @@ static td_status budget_cross_check(json_t *const *objs, size_t n, td_err *err)
     td_costpolicy *cp = NULL;
     td_status st = td_costpolicy_parse(pol, NULL, &cp, err);
     for (size_t i = 0; st == TD_OK && i < n; i++) {
-        if (!is_kind(objs[i], "Route"))
+        if (!td_kind_is(objs[i], "Route"))
             continue;
         const char *rn = td_json_str(objs[i], "metadata.name");
         if (!td_costpolicy_prices_route(cp, rn))
@@ -980,7 +966,7 @@ static td_status budget_cross_check(json_t *const *objs, size_t n, td_err *err)
 static td_status tenant_cross_check(json_t *const *objs, size_t n, td_err *err)
 {
     for (size_t i = 0; i < n; i++) {
-        if (!is_kind(objs[i], "Tenant"))
+        if (!td_kind_is(objs[i], "Tenant"))
             continue;
         TD_TRY(keys_once(objs, n, i, err));
         TD_TRY(namespaces_once(objs, n, i, err));
@@ -993,8 +979,9 @@ static td_status tenant_cross_check(json_t *const *objs, size_t n, td_err *err)
 /* ---- the table --------------------------------------------------------- */
 
 static const td_kind_def kinds[] = {
-    {"Tenant", TD_API_TENANTD, false, "tenant,tenants", validate_tenant, tenant_cross_check, 20},
-    {"Route", TD_API_TENANTD, false, "route,routes", validate_route, NULL, 0},
+    {"Tenant", TD_API_TENANTD, false, "tenant,tenants", validate_tenant, tenant_cross_check, 20,
+     NULL},
+    {"Route", TD_API_TENANTD, false, "route,routes", validate_route, NULL, 0, NULL},
 };
 
 const td_kind_def *td_gateway_kinds(size_t *n)

@@ -47,18 +47,18 @@ td_status td__queue_validate_nodepool(td_vctx *v)
 
 static const td_kind_def kinds[] = {
     {"ResourceFlavor", KUEUE_API, false, "rf,flavor,flavors,resourceflavor,resourceflavors", NULL,
-     NULL, 0},
-    {"ClusterQueue", KUEUE_API, false, "cq,clusterqueue,clusterqueues", NULL, NULL, 0},
-    {"LocalQueue", KUEUE_API, true, "lq,queue,queues,localqueue,localqueues", NULL, NULL, 0},
-    {"Cohort", "kueue.x-k8s.io/v1alpha1," KUEUE_API, false, "cohort,cohorts", NULL, NULL, 0},
-    {"Workload", KUEUE_API, true, "wl,workload,workloads", NULL, NULL, 0},
+     NULL, 0, NULL},
+    {"ClusterQueue", KUEUE_API, false, "cq,clusterqueue,clusterqueues", NULL, NULL, 0, NULL},
+    {"LocalQueue", KUEUE_API, true, "lq,queue,queues,localqueue,localqueues", NULL, NULL, 0, NULL},
+    {"Cohort", "kueue.x-k8s.io/v1alpha1," KUEUE_API, false, "cohort,cohorts", NULL, NULL, 0, NULL},
+    {"Workload", KUEUE_API, true, "wl,workload,workloads", NULL, NULL, 0, NULL},
     {"WorkloadPriorityClass", KUEUE_API, false, "wpc,workloadpriorityclass,workloadpriorityclasses",
-     NULL, NULL, 0},
+     NULL, NULL, 0, NULL},
     /* Kueue's own Configuration (the queue reads fairSharing) */
     {"Configuration", "config.kueue.x-k8s.io/v1beta1,config.kueue.x-k8s.io/v1beta2", false,
-     "configuration,configurations", NULL, NULL, 0},
+     "configuration,configurations", NULL, NULL, 0, "kueue"},
     {"NodePool", TD_API_TENANTD, false, "pool,pools,nodepool,nodepools",
-     td__queue_validate_nodepool, NULL, 0},
+     td__queue_validate_nodepool, NULL, 0, NULL},
 };
 
 const td_kind_def *td_queue_kinds(size_t *n)

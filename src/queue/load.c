@@ -659,10 +659,10 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
         static const char *const pref[] = {"BorrowingOverPreemption", "PreemptionOverBorrowing",
                                            NULL};
         TD_TRY(parse_enum(l, ff, "whenCanBorrow", "spec.flavorFungibility.whenCanBorrow", wcb, 0,
-                        &v));
+                          &v));
         c->try_next_when_borrow = v == 1;
         TD_TRY(parse_enum(l, ff, "whenCanPreempt", "spec.flavorFungibility.whenCanPreempt", wcp, 1,
-                        &v));
+                          &v));
         c->try_next_when_preempt = v == 1;
         json_t *pv = json_object_get(ff, "preference");
         TD_TRY(parse_enum(l, ff, "preference", "spec.flavorFungibility.preference", pref, 0, &v));
@@ -694,10 +694,10 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
         static const char *const within[] = {"Never", "LowerPriority",
                                              "LowerOrNewerEqualPriority", NULL};
         TD_TRY(parse_enum(l, pre, "reclaimWithinCohort", "spec.preemption.reclaimWithinCohort",
-                        reclaim, 0, &v));
+                          reclaim, 0, &v));
         c->reclaim = (reclaim_policy)v;
-        TD_TRY(parse_enum(l, pre, "withinClusterQueue", "spec.preemption.withinClusterQueue", within,
-                        0, &v));
+        TD_TRY(parse_enum(l, pre, "withinClusterQueue", "spec.preemption.withinClusterQueue",
+                          within, 0, &v));
         c->within = (within_policy)v;
         json_t *bwc = json_object_get(pre, "borrowWithinCohort");
         if (bwc) {
@@ -706,8 +706,8 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
             if (!json_is_object(bwc))
                 return lfail(l, bwc, "spec.preemption.borrowWithinCohort", "must be a mapping");
             TD_TRY(only_fields(l, bwc, "spec.preemption.borrowWithinCohort", bk));
-            TD_TRY(parse_enum(l, bwc, "policy", "spec.preemption.borrowWithinCohort.policy", bpol, 0,
-                            &v));
+            TD_TRY(parse_enum(l, bwc, "policy", "spec.preemption.borrowWithinCohort.policy", bpol,
+                              0, &v));
             c->bwc = v == 1;
             json_t *mp = json_object_get(bwc, "maxPriorityThreshold");
             if (mp) {
@@ -1687,13 +1687,13 @@ static td_status parse_workload(lctx *l, workload *w)
         json_t *pod = td_json_path(ps, "template.spec");
         snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.containers", i);
         TD_TRY(container_requests(l, json_object_get(pod, "containers"), field, per, false,
-                                &w->unknown_resource));
+                                  &w->unknown_resource));
         snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.initContainers", i);
         TD_TRY(container_requests(l, json_object_get(pod, "initContainers"), field, init, true,
-                                &w->unknown_resource));
+                                  &w->unknown_resource));
         snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.tolerations", i);
         TD_TRY(parse_tolerations(l, json_object_get(pod, "tolerations"), field, &w->tols[i],
-                               &w->ntols[i]));
+                                 &w->ntols[i]));
         w->counts[i] = count;
         for (size_t r = 0; r < q->nres; r++) {
             int64_t v = per[r] > init[r] ? per[r] : init[r];

@@ -51,8 +51,8 @@ static td_status check_gizmos(json_t *const *objs, size_t n, td_err *err)
 }
 
 static const td_kind_def test_kinds[] = {
-    {"Widget", "test.dev/v1", true, "wd,widget,widgets", validate_widget, check_widgets, 5},
-    {"Gizmo", "test.dev/v1", false, "gizmo,gizmos", NULL, check_gizmos, 90},
+    {"Widget", "test.dev/v1", true, "wd,widget,widgets", validate_widget, check_widgets, 5, NULL},
+    {"Gizmo", "test.dev/v1", false, "gizmo,gizmos", NULL, check_gizmos, 90, NULL},
 };
 
 /* ---- tests --------------------------------------------------------------- */
@@ -208,21 +208,21 @@ static void test_unknown_kind(void **state)
 }
 
 static const td_kind_def twin_name[] = {
-    {"Ok1", "test.dev/v1", false, "ok1", NULL, NULL, 0},
-    {"widget", "test.dev/v1", false, "", NULL, NULL, 0}, /* Widget in another case */
+    {"Ok1", "test.dev/v1", false, "ok1", NULL, NULL, 0, NULL},
+    {"widget", "test.dev/v1", false, "", NULL, NULL, 0, NULL}, /* Widget in another case */
 };
 static const td_kind_def twin_alias[] = {
-    {"Sprocket", "test.dev/v1", false, "sprocket,quota", NULL, NULL, 0},
+    {"Sprocket", "test.dev/v1", false, "sprocket,quota", NULL, NULL, 0, NULL},
 };
 static const td_kind_def alias_is_name[] = {
-    {"Cog", "test.dev/v1", false, "cog,gizmo", NULL, NULL, 0},
+    {"Cog", "test.dev/v1", false, "cog,gizmo", NULL, NULL, 0, NULL},
 };
 static const td_kind_def name_is_alias[] = {
-    {"Rf", "test.dev/v1", false, "", NULL, NULL, 0}, /* ResourceFlavor's alias rf */
+    {"Rf", "test.dev/v1", false, "", NULL, NULL, 0, NULL}, /* ResourceFlavor's alias rf */
 };
 static const td_kind_def in_itself[] = {
-    {"Ok2", "test.dev/v1", false, "dup", NULL, NULL, 0},
-    {"Ok3", "test.dev/v1", false, "dup", NULL, NULL, 0},
+    {"Ok2", "test.dev/v1", false, "dup", NULL, NULL, 0, NULL},
+    {"Ok3", "test.dev/v1", false, "dup", NULL, NULL, 0, NULL},
 };
 
 static const struct {

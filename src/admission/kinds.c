@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "admission/kinds_internal.h"
 #include "tenantd/admit.h"
 #include "tenantd/config.h"
 #include "tenantd/kind.h"
@@ -31,7 +30,9 @@ static const char *const quota_scopes[] = {"Terminating",
                                            "CrossNamespacePodAffinity",
                                            NULL};
 
-td_status td__admission_validate_quota(td_vctx *v)
+static td_status check_scope_exprs(td_vctx *v, const json_t *exprs, const char *base);
+
+static td_status validate_quota(td_vctx *v)
 {
     json_t *spec = td_json_path(v->obj, "spec");
     if (spec && !json_is_object(spec))
@@ -46,14 +47,14 @@ td_status td__admission_validate_quota(td_vctx *v)
         if (!td_in_list(json_string_value(x), quota_scopes))
             return td_vfail(v, x, "spec.scopes", "unsupported scope \"%s\"", json_string_value(x));
     }
-    return td__admission_scope_exprs(v, td_json_path(v->obj, "spec.scopeSelector.matchExpressions"),
-                                     "spec.scopeSelector.matchExpressions");
+    return check_scope_exprs(v, td_json_path(v->obj, "spec.scopeSelector.matchExpressions"),
+                             "spec.scopeSelector.matchExpressions");
 }
 
 /* ScopedResourceSelectorRequirements (a ResourceQuota's scopeSelector, the
  * ResourceQuota admission's limitedResources[].matchScopes), as
  * Kubernetes validates them. */
-td_status td__admission_scope_exprs(td_vctx *v, const json_t *exprs, const char *base)
+static td_status check_scope_exprs(td_vctx *v, const json_t *exprs, const char *base)
 {
     size_t i;
     json_t *x;
@@ -212,7 +213,7 @@ static td_status validate_admission_policy(td_vctx *v)
         snprintf(g, sizeof g, "%s.matchContains", f);
         TD_TRY(td_v_string_array(v, json_object_get(lr, "matchContains"), g));
         snprintf(g, sizeof g, "%s.matchScopes", f);
-        TD_TRY(td__admission_scope_exprs(v, json_object_get(lr, "matchScopes"), g));
+        TD_TRY(check_scope_exprs(v, json_object_get(lr, "matchScopes"), g));
     }
     json_t *inh = json_object_get(s, "inheritLabelsFromNamespace");
     if (inh && !json_is_boolean(inh))
@@ -338,8 +339,8 @@ static td_status tenancy_cross_check(json_t *const *objs, size_t n, td_err *err)
  * tenancy rules after the gateway's Tenant rules (ranks 20, 30). */
 static const td_kind_def kinds[] = {
     {"Namespace", "v1", false, "ns,namespace,namespaces", validate_namespace, NULL, 0, NULL},
-    {"ResourceQuota", "v1", true, "quota,resourcequota,resourcequotas",
-     td__admission_validate_quota, NULL, 0, NULL},
+    {"ResourceQuota", "v1", true, "quota,resourcequota,resourcequotas", validate_quota, NULL, 0,
+     NULL},
     {"LimitRange", "v1", true, "limits,limitrange,limitranges", validate_limitrange, NULL, 0, NULL},
     {"PriorityClass", "scheduling.k8s.io/v1", false, "pc,priorityclass,priorityclasses",
      validate_priorityclass, priority_cross_check, 10, NULL},

@@ -86,5 +86,12 @@ td_status td_v_int_range(td_vctx *v, const json_t *node, const char *field, long
 td_status td_v_int(td_vctx *v, const json_t *node, const char *field, long long min);
 /* node is "enforce" or "shadow". */
 bool td_v_is_mode(const json_t *node);
+/* An enforcement: a mode ("enforce" | "shadow") for everything, or a
+ * mapping of the names in allowed (NULL-terminated) to modes. A bad mode
+ * in the mapping: "FIELD.NAME: must be enforce or shadow"; anything else:
+ * "must be enforce or shadow, or " followed by mapping (which says what
+ * the mapping holds). */
+td_status td_v_enforcement(td_vctx *v, const json_t *e, const char *field,
+                           const char *const *allowed, const char *mapping);
 
 #endif

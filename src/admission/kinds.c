@@ -220,28 +220,10 @@ static td_status validate_admission_policy(td_vctx *v)
         return td_vfail(v, inh, "spec.inheritLabelsFromNamespace", "must be true or false");
     /* enforcement: "enforce" | "shadow", or {RULE: MODE} for the
      * validating rules (see admit.h). */
-    json_t *e = json_object_get(s, "enforcement");
-    if (json_is_object(e)) {
-        TD_TRY(td_v_fields(v, e, "spec.enforcement", td_admit_validating_rules));
-        const char *key;
-        json_t *m;
-        json_object_foreach(e, key, m)
-        {
-            char f[96];
-            snprintf(f, sizeof f, "spec.enforcement.%s", key);
-            const char *ms = json_string_value(m);
-            if (!ms || (strcmp(ms, "enforce") != 0 && strcmp(ms, "shadow") != 0))
-                return td_vfail(v, m, f, "must be enforce or shadow");
-        }
-    } else if (e) {
-        const char *ms = json_string_value(e);
-        if (!ms || (strcmp(ms, "enforce") != 0 && strcmp(ms, "shadow") != 0))
-            return td_vfail(v, e, "spec.enforcement",
-                            "must be enforce or shadow, or a mapping of rule to mode (rules: "
-                            "LimitRange, CostLabels, PodSecurity, NodePool, Sandbox, Storage, "
-                            "ResourceQuota)");
-    }
-    return TD_OK;
+    return td_v_enforcement(v, json_object_get(s, "enforcement"), "spec.enforcement",
+                            td_admit_validating_rules,
+                            "a mapping of rule to mode (rules: LimitRange, CostLabels, "
+                            "PodSecurity, NodePool, Sandbox, Storage, ResourceQuota)");
 }
 
 /* ---- across objects ---------------------------------------------------- */

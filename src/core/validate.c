@@ -200,6 +200,29 @@ bool td_v_is_mode(const json_t *node)
     return m && (strcmp(m, "enforce") == 0 || strcmp(m, "shadow") == 0);
 }
 
+td_status td_v_enforcement(td_vctx *v, const json_t *e, const char *field,
+                           const char *const *allowed, const char *mapping)
+{
+    if (!e)
+        return TD_OK;
+    if (!json_is_object(e)) {
+        if (!td_v_is_mode(e))
+            return td_vfail(v, e, field, "must be enforce or shadow, or %s", mapping);
+        return TD_OK;
+    }
+    TD_TRY(td_v_fields(v, e, field, allowed));
+    const char *key;
+    json_t *m;
+    json_object_foreach((json_t *)e, key, m)
+    {
+        char f[512];
+        snprintf(f, sizeof f, "%s.%s", field, key);
+        if (!td_v_is_mode(m))
+            return td_vfail(v, m, f, "must be enforce or shadow");
+    }
+    return TD_OK;
+}
+
 td_status td_v_string_map(td_vctx *v, const json_t *m, const char *field)
 {
     if (!m)

@@ -69,33 +69,6 @@ static td_status validate_storage(td_vctx *v, const json_t *st)
     return TD_OK;
 }
 
-/* enforcement: "enforce" | "shadow", or a mapping of limit -> mode. */
-static td_status check_enforcement(td_vctx *v, const json_t *e, const char *field)
-{
-    static const char *const points[] = {"rate", "concurrency", NULL};
-    if (!e)
-        return TD_OK;
-    const json_t *one = e;
-    const char *key = NULL;
-    char f[128];
-    if (json_is_object(e)) {
-        TD_TRY(td_v_fields(v, (json_t *)e, field, points));
-        json_object_foreach((json_t *)e, key, one)
-        {
-            snprintf(f, sizeof f, "%s.%s", field, key);
-            const char *m = json_string_value(one);
-            if (!m || (strcmp(m, "enforce") != 0 && strcmp(m, "shadow") != 0))
-                return td_vfail(v, one, f, "must be enforce or shadow");
-        }
-        return TD_OK;
-    }
-    const char *m = json_string_value(one);
-    if (!m || (strcmp(m, "enforce") != 0 && strcmp(m, "shadow") != 0))
-        return td_vfail(v, e, field,
-                        "must be enforce or shadow, or a mapping {rate: MODE, concurrency: MODE}");
-    return TD_OK;
-}
-
 /* A budget amount: a decimal string ("500", "0.25") or a number, >= 0. */
 static td_status budget_amount(td_vctx *v, const json_t *a, const char *f, int64_t *nano)
 {
@@ -162,7 +135,7 @@ td_status td__gw_budgets(td_vctx *v, const json_t *bs, const char *field, td_gw_
         json_t *e = json_object_get(b, "enforcement");
         snprintf(f, sizeof f, "%s[%zu].enforcement", field, i);
         const char *m = json_string_value(e);
-        if (e && (!m || (strcmp(m, "enforce") != 0 && strcmp(m, "shadow") != 0)))
+        if (e && !td_v_is_mode(e))
             return td_vfail(v, e, f, "must be enforce or shadow");
         if (out && n)
             out[(*n)++] = (td_gw_budget){p, nano, m && strcmp(m, "shadow") == 0};
@@ -549,7 +522,9 @@ static td_status validate_tenant(td_vctx *v)
         TD_TRY(td_v_int(v, json_object_get(g, "concurrency"), "spec.gateway.concurrency", 0));
         TD_TRY(td_v_int(v, json_object_get(g, "maxConnections"), "spec.gateway.maxConnections", 0));
         TD_TRY(td_v_number(v, json_object_get(g, "weight"), "spec.gateway.weight", 0));
-        TD_TRY(check_enforcement(v, json_object_get(g, "enforcement"), "spec.gateway.enforcement"));
+        static const char *const points[] = {"rate", "concurrency", NULL};
+        TD_TRY(td_v_enforcement(v, json_object_get(g, "enforcement"), "spec.gateway.enforcement",
+                                points, "a mapping {rate: MODE, concurrency: MODE}"));
         TD_TRY(validate_model_limits(v, json_object_get(g, "models")));
         static const char *const crit[] = {"critical_plus", "critical", "sheddable_plus",
                                            "sheddable", NULL};

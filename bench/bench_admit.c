@@ -16,8 +16,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "kinds/builtin.h"
 #include "admission/admit.h"
 #include "core/config.h"
+#include "core/kind.h"
 #include "core/jsonarena.h"
 #include "core/jsonfast.h"
 
@@ -104,6 +106,8 @@ static long one(int f, const td_config *cfg, const char *body, size_t len, const
 
 int main(int argc, char **argv)
 {
+    if (td_kinds_register_builtin(NULL) != TD_OK)
+        return 1;
     const char *cfg_path = NULL, *review_path = NULL;
     long n = 20000;
     int json_out = 0;

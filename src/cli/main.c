@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kinds/builtin.h"
 #include "cli/cli.h"
+#include "core/kind.h"
 
 typedef struct {
     const char *name;
@@ -78,6 +80,11 @@ int main(int argc, char **argv)
         strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return TD_EXIT_OK;
+    }
+    td_err kerr;
+    if (td_kinds_register_builtin(&kerr) != TD_OK) { /* a build mistake: two owners of a kind */
+        fprintf(stderr, "tenantctl: %s\n", kerr.msg);
+        return TD_EXIT_USAGE;
     }
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         if (strcmp(argv[1], verbs[i].name) == 0)

@@ -9,6 +9,7 @@
 
 #include "core/config.h"
 #include "core/duration.h"
+#include "core/kind.h"
 
 #define SEC             1000000000ull
 #define MAX_RATE        100000.0
@@ -276,3 +277,17 @@ fail:
     return st;
 }
 
+
+/* ---- the kind ---- */
+
+/* A LoadScenario stored in a snapshot is checked for its envelope only;
+ * td_scenario_load validates the rest when a load test reads it. */
+static const td_kind_def kinds[] = {
+    {"LoadScenario", TD_API_TENANTD, false, "loadscenario,loadscenarios", NULL, NULL, 0, NULL},
+};
+
+const td_kind_def *td_client_kinds(size_t *n)
+{
+    *n = sizeof kinds / sizeof kinds[0];
+    return kinds;
+}

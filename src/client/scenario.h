@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/kind.h"
 #include "gateway/critqueue.h"
 #include "core/manifest.h"
 #include "tenantd/status.h"
@@ -40,5 +41,9 @@ void td_scenario_free(td_scenario *s);
  * storage, overwritten). TD_EINVAL naming file:line and field, TD_ENOMEM;
  * on failure *s holds nothing (freed again). */
 td_status td_scenario_load(const td_manifest *m, td_scenario *s, td_err *err);
+
+/* The client library's kind (LoadScenario), *n entries, static;
+ * registered by src/kinds/builtin.c. */
+const td_kind_def *td_client_kinds(size_t *n);
 
 #endif

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/kind.h"
 #include "core/config.h"
 #include "core/ledger_rec.h"
 #include "core/manifest.h"
@@ -226,5 +227,9 @@ td_status td_rightsize_compute(const td_config *c, const td_costpolicy *p,
                                int64_t to_ns, td_chargeback_by by, td_rightsize **out,
                                td_err *err);
 void td_rightsize_destroy(td_rightsize *r);
+
+/* The cost stage's kind (CostPolicy), *n entries, static; registered by
+ * src/kinds/builtin.c. */
+const td_kind_def *td_cost_kinds(size_t *n);
 
 #endif

@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
+#include "core/kind.h"
+#include "core/validate.h"
+
 /* ---- decimal money ---- */
 
 td_status td_money_parse(const char *s, int64_t *nano, td_err *err)
@@ -50,63 +54,22 @@ td_status td_money_parse(const char *s, int64_t *nano, td_err *err)
     return TD_OK;
 }
 
-/* ---- validation context ---- */
+/* ---- validation (validate.h) ---- */
 
-typedef struct {
-    const td_manifest *src;
-    const json_t *obj;
-    char who[160];
-    td_err *err;
-} pctx;
-
-static td_status pfail(pctx *v, const json_t *node, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static td_status pfail(pctx *v, const json_t *node, const char *field, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    /* only scalars carry their own line (a mapping has its parent's): name
-     * the line of a mapping's first member */
-    for (int depth = 0; depth < 4 && node && json_is_object(node); depth++) {
-        void *it = json_object_iter((json_t *)node);
-        if (!it || !td_manifest_line(v->src, json_object_iter_value(it)))
-            break;
-        node = json_object_iter_value(it);
-    }
-    if (!node || !td_manifest_line(v->src, node))
-        node = v->obj;
-    return td_manifest_err(v->src, node, v->err, TD_EINVAL, "%s: %s: %s", v->who, field, msg);
-}
-
-#define TRY(x)                                                                                     \
-    do {                                                                                           \
-        td_status st_ = (x);                                                                       \
-        if (st_ != TD_OK)                                                                          \
-            return st_;                                                                            \
-    } while (0)
-
-static td_status check_fields(pctx *v, const json_t *m, const char *field,
+/* A mapping whose keys are all in allowed; unlike td_v_fields, m is
+ * required, and the object itself is named "(object)". */
+static td_status check_fields(td_vctx *v, const json_t *m, const char *field,
                               const char *const *allowed)
 {
     if (!json_is_object(m))
-        return pfail(v, m, field[0] ? field : "(object)", "must be a mapping");
-    json_t *val;
-    char list[512];
-    const char *k = td_json_unknown_field(m, allowed, &val, list, sizeof list);
-    if (k)
-        return pfail(v, val, field[0] ? field : "(object)", "unknown field \"%s\" (known: %s)",
-                     k, list);
-    return TD_OK;
+        return td_vfail(v, m, field[0] ? field : "(object)", "must be a mapping");
+    return td_v_fields(v, m, field[0] ? field : "(object)", allowed);
 }
 
 /* A decimal from a YAML scalar: a string is taken as written; a number is
  * printed with 9 decimals first (YAML numbers reach us as doubles; quote
  * prices to keep every digit). */
-static td_status money_node(pctx *v, const json_t *node, const char *field, int64_t *out)
+static td_status money_node(td_vctx *v, const json_t *node, const char *field, int64_t *out)
 {
     char buf[64];
     const char *s;
@@ -118,35 +81,35 @@ static td_status money_node(pctx *v, const json_t *node, const char *field, int6
     } else if (json_is_real(node)) {
         double d = json_real_value(node);
         if (!(d >= 0 && d < 9e9))
-            return pfail(v, node, field, "must be a non-negative amount below 9e9");
+            return td_vfail(v, node, field, "must be a non-negative amount below 9e9");
         snprintf(buf, sizeof buf, "%.9f", d);
         s = buf;
     } else {
-        return pfail(v, node, field, "must be a decimal amount such as \"2.50\"");
+        return td_vfail(v, node, field, "must be a decimal amount such as \"2.50\"");
     }
     td_err e;
     if (td_money_parse(s, out, &e) != TD_OK)
-        return pfail(v, node, field, "%s", e.msg);
+        return td_vfail(v, node, field, "%s", e.msg);
     return TD_OK;
 }
 
-static td_status copy_name(pctx *v, const json_t *node, const char *field, char *dst, size_t cap)
+static td_status copy_name(td_vctx *v, const json_t *node, const char *field, char *dst, size_t cap)
 {
     const char *s = json_string_value(node);
     if (!s || !*s)
-        return pfail(v, node, field, "required: a non-empty string");
+        return td_vfail(v, node, field, "required: a non-empty string");
     if (strlen(s) >= cap)
-        return pfail(v, node, field, "\"%.40s...\" is longer than %zu characters", s, cap - 1);
+        return td_vfail(v, node, field, "\"%.40s...\" is longer than %zu characters", s, cap - 1);
     memcpy(dst, s, strlen(s) + 1);
     return TD_OK;
 }
 
-static td_status string_list(pctx *v, const json_t *a, const char *field, char ***out, size_t *n)
+static td_status string_list(td_vctx *v, const json_t *a, const char *field, char ***out, size_t *n)
 {
     if (!a)
         return TD_OK;
     if (!json_is_array(a))
-        return pfail(v, a, field, "must be a list of strings");
+        return td_vfail(v, a, field, "must be a list of strings");
     size_t cnt = json_array_size(a);
     char **list = calloc(cnt ? cnt : 1, sizeof *list);
     if (!list)
@@ -158,7 +121,7 @@ static td_status string_list(pctx *v, const json_t *a, const char *field, char *
                 free(list[j]);
             free(list);
             if (!s)
-                return pfail(v, json_array_get(a, i), field, "item %zu must be a string", i);
+                return td_vfail(v, json_array_get(a, i), field, "item %zu must be a string", i);
             return td_err_set(v->err, TD_ENOMEM, "out of memory");
         }
     }
@@ -197,7 +160,7 @@ const char *td_costpolicy_currency(const td_costpolicy *p)
 
 /* ---- prices ---- */
 
-static td_status parse_price(pctx *v, td_costpolicy *p, const json_t *e, size_t i)
+static td_status parse_price(td_vctx *v, td_costpolicy *p, const json_t *e, size_t i)
 {
     static const char *const fields[] = {"resource", "flavor", "route", "perHour",
                                          "perGiBHour", "perGiBMonth", "per1kTokens",
@@ -205,10 +168,10 @@ static td_status parse_price(pctx *v, td_costpolicy *p, const json_t *e, size_t 
                                          "perGPUHour", NULL};
     char f[96], ff[128];
     snprintf(f, sizeof f, "spec.prices[%zu]", i);
-    TRY(check_fields(v, e, f, fields));
+    TD_TRY(check_fields(v, e, f, fields));
     json_t *res = json_object_get(e, "resource"), *route = json_object_get(e, "route");
     if (!!res == !!route)
-        return pfail(v, e, f, "needs exactly one of resource (nvidia.com/gpu, cpu, memory, "
+        return td_vfail(v, e, f, "needs exactly one of resource (nvidia.com/gpu, cpu, memory, "
                               "storage) or route");
     const char *const per_keys[] = {"perHour", "perGiBHour", "perGiBMonth", "per1kTokens",
                                     "per1kTokensIn", "per1kTokensOut", "perRequest",
@@ -221,14 +184,14 @@ static td_status parse_price(pctx *v, td_costpolicy *p, const json_t *e, size_t 
         if (!n)
             continue;
         snprintf(ff, sizeof ff, "%s.%s", f, per_keys[k]);
-        TRY(money_node(v, n, ff, &val[k]));
+        TD_TRY(money_node(v, n, ff, &val[k]));
         have[k] = 1;
         nhave++;
     }
     if (res) {
         const char *r = json_string_value(res);
         if (!r)
-            return pfail(v, res, f, "resource must be a string");
+            return td_vfail(v, res, f, "resource must be a string");
         const char *want = NULL;
         int wk = -1;
         if (strcmp(r, "nvidia.com/gpu") == 0 || strcmp(r, "cpu") == 0) {
@@ -242,24 +205,24 @@ static td_status parse_price(pctx *v, td_costpolicy *p, const json_t *e, size_t 
             wk = 2;
         } else {
             snprintf(ff, sizeof ff, "%s.resource", f);
-            return pfail(v, res, ff, "unknown resource \"%s\" (nvidia.com/gpu, cpu, memory, "
+            return td_vfail(v, res, ff, "unknown resource \"%s\" (nvidia.com/gpu, cpu, memory, "
                                      "storage)",
                          r);
         }
         if (!have[wk] || nhave != 1)
-            return pfail(v, e, f, "resource %s takes exactly one price: %s", r, want);
+            return td_vfail(v, e, f, "resource %s takes exactly one price: %s", r, want);
         json_t *fl = json_object_get(e, "flavor");
         if (fl && strcmp(r, "nvidia.com/gpu") != 0)
-            return pfail(v, fl, f, "flavor applies to nvidia.com/gpu only");
+            return td_vfail(v, fl, f, "flavor applies to nvidia.com/gpu only");
         if (strcmp(r, "nvidia.com/gpu") == 0) {
             char flavor[TD_LEDGER_STR] = "*";
             if (fl) {
                 snprintf(ff, sizeof ff, "%s.flavor", f);
-                TRY(copy_name(v, fl, ff, flavor, sizeof flavor));
+                TD_TRY(copy_name(v, fl, ff, flavor, sizeof flavor));
             }
             for (size_t j = 0; j < p->ngpu; j++)
                 if (strcmp(p->gpu[j].flavor, flavor) == 0)
-                    return pfail(v, e, f, "a second price for nvidia.com/gpu flavor %s",
+                    return td_vfail(v, e, f, "a second price for nvidia.com/gpu flavor %s",
                                  flavor);
             gpu_price *g = realloc(p->gpu, (p->ngpu + 1) * sizeof *g);
             if (!g)
@@ -274,32 +237,32 @@ static td_status parse_price(pctx *v, td_costpolicy *p, const json_t *e, size_t 
                         : strcmp(r, "memory") == 0 ? &p->memory_per_gib_hour
                                                    : &p->storage_per_gib_month;
         if (*slot >= 0)
-            return pfail(v, e, f, "a second price for %s", r);
+            return td_vfail(v, e, f, "a second price for %s", r);
         *slot = val[wk];
         return TD_OK;
     }
     route_price rp;
     memset(&rp, 0, sizeof rp);
     snprintf(ff, sizeof ff, "%s.route", f);
-    TRY(copy_name(v, route, ff, rp.route, sizeof rp.route));
+    TD_TRY(copy_name(v, route, ff, rp.route, sizeof rp.route));
     if (have[0] || have[1] || have[2])
-        return pfail(v, e, f, "a route takes per1kTokens, per1kTokensIn/per1kTokensOut, "
+        return td_vfail(v, e, f, "a route takes per1kTokens, per1kTokensIn/per1kTokensOut, "
                               "perRequest or perGPUHour");
     if (nhave == 0)
-        return pfail(v, e, f, "route %s has no price (per1kTokens, per1kTokensIn/"
+        return td_vfail(v, e, f, "route %s has no price (per1kTokens, per1kTokensIn/"
                               "per1kTokensOut, perRequest or perGPUHour)",
                      rp.route);
     if (have[3] && (have[4] || have[5]))
-        return pfail(v, e, f, "per1kTokens and per1kTokensIn/per1kTokensOut exclude each other");
+        return td_vfail(v, e, f, "per1kTokens and per1kTokensIn/per1kTokensOut exclude each other");
     if (have[4] != have[5])
-        return pfail(v, e, f, "per1kTokensIn and per1kTokensOut go together");
+        return td_vfail(v, e, f, "per1kTokensIn and per1kTokensOut go together");
     rp.per_1k_in = have[3] ? val[3] : have[4] ? val[4] : -1;
     rp.per_1k_out = have[3] ? val[3] : have[5] ? val[5] : -1;
     rp.per_request = have[6] ? val[6] : -1;
     rp.per_gpu_hour = have[7] ? val[7] : -1;
     for (size_t j = 0; j < p->nroutes; j++)
         if (strcmp(p->routes[j].route, rp.route) == 0)
-            return pfail(v, e, f, "a second price for route %s", rp.route);
+            return td_vfail(v, e, f, "a second price for route %s", rp.route);
     route_price *rr = realloc(p->routes, (p->nroutes + 1) * sizeof *rr);
     if (!rr)
         return td_err_set(v->err, TD_ENOMEM, "out of memory");
@@ -310,27 +273,27 @@ static td_status parse_price(pctx *v, td_costpolicy *p, const json_t *e, size_t 
 
 /* ---- shared items ---- */
 
-static td_status parse_shared(pctx *v, td_costpolicy *p, const json_t *e, size_t i)
+static td_status parse_shared(td_vctx *v, td_costpolicy *p, const json_t *e, size_t i)
 {
     static const char *const fields[] = {"name", "monthly", "hourly", "source", "kind",
                                          "allocate", NULL};
     char f[96], ff[160];
     snprintf(f, sizeof f, "spec.shared[%zu]", i);
-    TRY(check_fields(v, e, f, fields));
+    TD_TRY(check_fields(v, e, f, fields));
     shared_item s;
     memset(&s, 0, sizeof s);
     snprintf(ff, sizeof ff, "%s.name", f);
-    TRY(copy_name(v, json_object_get(e, "name"), ff, s.name, sizeof s.name));
+    TD_TRY(copy_name(v, json_object_get(e, "name"), ff, s.name, sizeof s.name));
     for (size_t j = 0; j < p->nshared; j++)
         if (strcmp(p->shared[j].name, s.name) == 0)
-            return pfail(v, json_object_get(e, "name"), ff, "a second shared item named %s",
+            return td_vfail(v, json_object_get(e, "name"), ff, "a second shared item named %s",
                          s.name);
     json_t *src = json_object_get(e, "source"), *kind = json_object_get(e, "kind");
     int idle = 0;
     if (src) {
         if (!json_is_string(src) || strcmp(json_string_value(src), "idleCapacity") != 0) {
             snprintf(ff, sizeof ff, "%s.source", f);
-            return pfail(v, src, ff, "the only source is idleCapacity");
+            return td_vfail(v, src, ff, "the only source is idleCapacity");
         }
         idle = 1;
     }
@@ -338,28 +301,28 @@ static td_status parse_shared(pctx *v, td_costpolicy *p, const json_t *e, size_t
         const char *k = json_string_value(kind);
         snprintf(ff, sizeof ff, "%s.kind", f);
         if (!k || !(strcmp(k, "fixed") == 0 || strcmp(k, "idleGpu") == 0))
-            return pfail(v, kind, ff, "must be fixed or idleGpu");
+            return td_vfail(v, kind, ff, "must be fixed or idleGpu");
         if (src && strcmp(k, "fixed") == 0)
-            return pfail(v, kind, ff, "kind fixed contradicts source idleCapacity");
+            return td_vfail(v, kind, ff, "kind fixed contradicts source idleCapacity");
         idle = idle || strcmp(k, "idleGpu") == 0;
     }
     json_t *mon = json_object_get(e, "monthly"), *hr = json_object_get(e, "hourly");
     s.kind = idle ? SHARED_IDLE_GPU : SHARED_FIXED;
     if (idle && (mon || hr))
-        return pfail(v, mon ? mon : hr, f, "an idleGpu item is priced from the pools; it takes "
+        return td_vfail(v, mon ? mon : hr, f, "an idleGpu item is priced from the pools; it takes "
                                            "no monthly or hourly amount");
     if (!idle) {
         if (!!mon == !!hr)
-            return pfail(v, e, f, "needs exactly one of monthly or hourly (or source: "
+            return td_vfail(v, e, f, "needs exactly one of monthly or hourly (or source: "
                                   "idleCapacity)");
         snprintf(ff, sizeof ff, "%s.%s", f, mon ? "monthly" : "hourly");
-        TRY(money_node(v, mon ? mon : hr, ff, &s.rate_nano));
+        TD_TRY(money_node(v, mon ? mon : hr, ff, &s.rate_nano));
         s.per_hours = mon ? TD_HOURS_PER_MONTH : 1;
     }
     json_t *al = json_object_get(e, "allocate");
     snprintf(ff, sizeof ff, "%s.allocate", f);
     if (!al)
-        return pfail(v, e, ff, "required: proportional, even or {weights: {owner: w}}");
+        return td_vfail(v, e, ff, "required: proportional, even or {weights: {owner: w}}");
     if (json_is_string(al)) {
         const char *a = json_string_value(al);
         if (strcmp(a, "proportional") == 0)
@@ -367,16 +330,16 @@ static td_status parse_shared(pctx *v, td_costpolicy *p, const json_t *e, size_t
         else if (strcmp(a, "even") == 0)
             s.rule = ALLOC_EVEN;
         else
-            return pfail(v, al, ff, "unknown rule \"%s\" (proportional, even or {weights: "
+            return td_vfail(v, al, ff, "unknown rule \"%s\" (proportional, even or {weights: "
                                     "{owner: w}})",
                          a);
     } else {
         static const char *const wf[] = {"weights", NULL};
-        TRY(check_fields(v, al, ff, wf));
+        TD_TRY(check_fields(v, al, ff, wf));
         json_t *w = json_object_get(al, "weights");
         snprintf(ff, sizeof ff, "%s.allocate.weights", f);
         if (!json_is_object(w) || json_object_size(w) == 0)
-            return pfail(v, w ? w : al, ff, "must be a non-empty map of owner to weight");
+            return td_vfail(v, w ? w : al, ff, "must be a non-empty map of owner to weight");
         s.rule = ALLOC_WEIGHTS;
         size_t nw = json_object_size(w);
         s.weight_names = calloc(nw, sizeof *s.weight_names);
@@ -404,7 +367,7 @@ static td_status parse_shared(pctx *v, td_costpolicy *p, const json_t *e, size_t
             sum += x;
         }
         if (st == TD_OK && sum == 0)
-            st = pfail(v, w, ff, "at least one weight must be above zero");
+            st = td_vfail(v, w, ff, "at least one weight must be above zero");
         if (st != TD_OK) {
             free_list(s.weight_names, s.nweights);
             free(s.weights);
@@ -422,49 +385,49 @@ static td_status parse_shared(pctx *v, td_costpolicy *p, const json_t *e, size_t
     return TD_OK;
 }
 
-static td_status parse_spec(pctx *v, td_costpolicy *p)
+static td_status parse_spec(td_vctx *v, td_costpolicy *p)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const spec[] = {"currency", "prices", "interruptible", "shared", NULL};
     static const char *const intr[] = {"priorityClasses", "discount", "protectedEnvironments",
                                        NULL};
-    TRY(check_fields(v, v->obj, "", top));
+    TD_TRY(check_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
     if (!s)
-        return pfail(v, v->obj, "spec", "required: a mapping with prices");
-    TRY(check_fields(v, s, "spec", spec));
+        return td_vfail(v, v->obj, "spec", "required: a mapping with prices");
+    TD_TRY(check_fields(v, s, "spec", spec));
     json_t *cur = json_object_get(s, "currency");
     if (cur) {
         const char *c = json_string_value(cur);
         size_t n = c ? strlen(c) : 0;
         if (n < 1 || n > 8)
-            return pfail(v, cur, "spec.currency", "must be a currency code such as USD");
+            return td_vfail(v, cur, "spec.currency", "must be a currency code such as USD");
         for (size_t i = 0; i < n; i++)
             if (!isalpha((unsigned char)c[i]))
-                return pfail(v, cur, "spec.currency", "must be a currency code such as USD");
+                return td_vfail(v, cur, "spec.currency", "must be a currency code such as USD");
         memcpy(p->currency, c, n + 1);
     }
     json_t *prices = json_object_get(s, "prices");
     if (prices && !json_is_array(prices))
-        return pfail(v, prices, "spec.prices", "must be a list");
+        return td_vfail(v, prices, "spec.prices", "must be a list");
     for (size_t i = 0; i < json_array_size(prices); i++)
-        TRY(parse_price(v, p, json_array_get(prices, i), i));
+        TD_TRY(parse_price(v, p, json_array_get(prices, i), i));
     json_t *in = json_object_get(s, "interruptible");
     if (in) {
-        TRY(check_fields(v, in, "spec.interruptible", intr));
+        TD_TRY(check_fields(v, in, "spec.interruptible", intr));
         json_t *d = json_object_get(in, "discount");
         if (d) {
-            TRY(money_node(v, d, "spec.interruptible.discount", &p->discount_nano));
+            TD_TRY(money_node(v, d, "spec.interruptible.discount", &p->discount_nano));
             if (p->discount_nano > TD_MONEY_NANO)
-                return pfail(v, d, "spec.interruptible.discount",
+                return td_vfail(v, d, "spec.interruptible.discount",
                              "must be a fraction between 0 and 1 (0.6 = 60%% off)");
         }
-        TRY(string_list(v, json_object_get(in, "priorityClasses"),
+        TD_TRY(string_list(v, json_object_get(in, "priorityClasses"),
                         "spec.interruptible.priorityClasses", &p->interruptible_pcs,
                         &p->ninterruptible_pcs));
         json_t *pe = json_object_get(in, "protectedEnvironments");
         if (pe)
-            TRY(string_list(v, pe, "spec.interruptible.protectedEnvironments",
+            TD_TRY(string_list(v, pe, "spec.interruptible.protectedEnvironments",
                             &p->protected_envs, &p->nprotected_envs));
     }
     if (!p->protected_envs) {
@@ -478,20 +441,22 @@ static td_status parse_spec(pctx *v, td_costpolicy *p)
     }
     json_t *sh = json_object_get(s, "shared");
     if (sh && !json_is_array(sh))
-        return pfail(v, sh, "spec.shared", "must be a list");
+        return td_vfail(v, sh, "spec.shared", "must be a list");
     for (size_t i = 0; i < json_array_size(sh); i++)
-        TRY(parse_shared(v, p, json_array_get(sh, i), i));
+        TD_TRY(parse_shared(v, p, json_array_get(sh, i), i));
     return TD_OK;
 }
 
 td_status td_costpolicy_parse(const json_t *obj, const td_manifest *src, td_costpolicy **out,
                               td_err *err)
 {
-    pctx v = {src, obj, "CostPolicy", err};
+    td_vctx v = {.src = src, .obj = obj, .kind = "CostPolicy", .err = err,
+                 .line = TD_VLINE_FIRST_MEMBER};
     if (!json_is_object(obj))
         return td_manifest_err(src, obj, err, TD_EINVAL, "a CostPolicy must be a mapping");
     const char *name = td_json_str(obj, "metadata.name");
-    snprintf(v.who, sizeof v.who, "CostPolicy %s", name ? name : "(unnamed)");
+    /* 160: the length these messages have always been cut to */
+    snprintf(v.who, 160, "CostPolicy %s", name ? name : "(unnamed)");
     td_costpolicy *p = calloc(1, sizeof *p);
     if (!p)
         return td_err_set(err, TD_ENOMEM, "out of memory");
@@ -706,10 +671,10 @@ td_status td_chargeback_price(const td_costpolicy *p, const td_ledger_rec *r, in
     measure ms[TD_CHARGE_MAX];
     size_t nm;
     *n = 0;
-    TRY(td__measures(p, r, from_ns, to_ns, ms, &nm, err));
+    TD_TRY(td__measures(p, r, from_ns, to_ns, ms, &nm, err));
     for (size_t i = 0; i < nm; i++) {
         td_i128 nano = 0; /* gcc -O3 cannot see TRY set it */
-        TRY(td__measure_nano(&ms[i], &nano, err));
+        TD_TRY(td__measure_nano(&ms[i], &nano, err));
         if (nano > INT64_MAX)
             return td_err_set(err, TD_EINVAL, "CostPolicy: amount of %s overflows", ms[i].item);
         memcpy(out[i].item, ms[i].item, sizeof out[i].item);
@@ -719,4 +684,26 @@ td_status td_chargeback_price(const td_costpolicy *p, const td_ledger_rec *r, in
     }
     *n = nm;
     return TD_OK;
+}
+
+/* ---- the kind ---- */
+
+/* Validating a CostPolicy is parsing it and throwing the result away. */
+static td_status validate_costpolicy(td_vctx *v)
+{
+    td_costpolicy *p = NULL;
+    td_status st = td_costpolicy_parse(v->obj, v->src, &p, v->err);
+    td_costpolicy_destroy(p);
+    return st;
+}
+
+static const td_kind_def kinds[] = {
+    {"CostPolicy", TD_API_TENANTD, false, "costpolicy,costpolicies", validate_costpolicy, NULL, 0,
+     NULL},
+};
+
+const td_kind_def *td_cost_kinds(size_t *n)
+{
+    *n = sizeof kinds / sizeof kinds[0];
+    return kinds;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "kinds/builtin.h"
 #include "daemon/control.h"
 #include "daemon/metering.h"
 #include "daemon/queueview.h"
@@ -22,6 +23,7 @@
 #include "gateway/gateway.h"
 #include "tenantd/http.h"
 #include "core/jsonarena.h"
+#include "core/kind.h"
 #include "io/proxy.h"
 #include "io/store.h"
 #include "io/tls.h"
@@ -415,6 +417,11 @@ static void raise_nofile(void)
 
 int main(int argc, char **argv)
 {
+    td_err kerr;
+    if (td_kinds_register_builtin(&kerr) != TD_OK) { /* a build mistake: two owners of a kind */
+        fprintf(stderr, "tenantd: %s\n", kerr.msg);
+        return 1;
+    }
     enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
            O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE,
            O_LEDGER, O_LEDGER_RETENTION, O_DATA_CERT, O_DATA_KEY, O_REPLICA_NAME, O_ADMIN_THREADS,

@@ -19,6 +19,7 @@
 #include "core/duration.h"
 #include "core/reqpath.h"
 #include "core/hex.h"
+#include "gateway/kinds_internal.h"
 
 typedef struct {
     char **names; /* slot -> name; entries are set once, before n grows past them */
@@ -216,39 +217,14 @@ static double num_or(const json_t *j, double def)
     return json_is_number(j) ? json_number_value(j) : def;
 }
 
-/* spec.budgets (or a key's): at most one per period, into out[*n]. The
- * config validated them; a failure here names the tenant (and key). */
-static td_status parse_budgets(const json_t *bs, td_gw_budget *out, size_t *n, const char *tenant,
-                               const char *key, td_err *err)
+/* spec.budgets (or a key's, at field) of the Tenant obj into out[*n], by
+ * the parser that validated them when they were added (kinds.c). */
+static td_status parse_budgets(const json_t *obj, const json_t *bs, const char *field,
+                               td_gw_budget *out, size_t *n, td_err *err)
 {
-    char where[200];
-    if (key)
-        snprintf(where, sizeof where, "Tenant %s: apiKeys %s: budgets", tenant, key);
-    else
-        snprintf(where, sizeof where, "Tenant %s: spec.budgets", tenant);
-    *n = 0;
-    for (size_t i = 0; i < json_array_size(bs) && *n < TD_PERIOD_COUNT; i++) {
-        json_t *b = json_array_get(bs, i);
-        td_gw_budget *gb = &out[*n];
-        if (td_period_parse(json_string_value(json_object_get(b, "period")), &gb->period) != TD_OK)
-            return td_err_set(err, TD_EINVAL, "%s[%zu].period is unknown", where, i);
-        json_t *a = json_object_get(b, "amount");
-        char buf[64];
-        const char *txt = json_string_value(a);
-        if (json_is_integer(a)) {
-            snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(a));
-            txt = buf;
-        } else if (json_is_real(a)) {
-            snprintf(buf, sizeof buf, "%.9f", json_real_value(a));
-            txt = buf;
-        }
-        if (td_money_parse(txt, &gb->amount_nano, err) != TD_OK)
-            return td_err_prefix(err, TD_EINVAL, "%s[%zu].amount", where, i);
-        const char *m = td_json_str(b, "enforcement");
-        gb->shadow = m && strcmp(m, "shadow") == 0;
-        (*n)++;
-    }
-    return TD_OK;
+    td_vctx v = {.obj = obj, .kind = "Tenant", .err = err};
+    snprintf(v.who, sizeof v.who, "Tenant %s", td_json_str(obj, "metadata.name"));
+    return td__gw_budgets(&v, bs, field, out, n);
 }
 
 /* {cost, per, burst} into r; no mapping: unlimited. */
@@ -307,8 +283,8 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
     const char *ec = all ? all : json_string_value(json_object_get(enf, "concurrency"));
     t->shadow_rate = er && strcmp(er, "shadow") == 0;
     t->shadow_concurrency = ec && strcmp(ec, "shadow") == 0;
-    if (parse_budgets(td_json_path(obj, "spec.budgets"), t->budgets, &t->nbudgets, name, NULL,
-                      err) != TD_OK)
+    if (parse_budgets(obj, td_json_path(obj, "spec.budgets"), "spec.budgets", t->budgets,
+                      &t->nbudgets, err) != TD_OK)
         return TD_EINVAL;
     t->criticality = TD_CRIT_CRITICAL;
     const char *crit = json_string_value(json_object_get(gw, "criticality"));
@@ -383,8 +359,10 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
                                   "tenant's spec.gateway.criticality %s; a key may only be lower",
                                   name, k, td_criticality_name(gk->criticality),
                                   td_criticality_name(t->criticality));
-            if (parse_budgets(json_object_get(ko, "budgets"), gk->budgets, &gk->nbudgets, name,
-                              kname, err) != TD_OK)
+            char bf[64];
+            snprintf(bf, sizeof bf, "spec.apiKeys[%zu].budgets", k);
+            if (parse_budgets(obj, json_object_get(ko, "budgets"), bf, gk->budgets,
+                              &gk->nbudgets, err) != TD_OK)
                 return TD_EINVAL;
             if (parse_models(json_object_get(ko, "models"), &gk->models, &gk->nmodels) != TD_OK)
                 return td_err_set(err, TD_ENOMEM, "out of memory");

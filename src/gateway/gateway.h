@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <pthread.h>
 
+#include "core/kind.h"
 #include "gateway/budget.h"
 #include "cost/chargeback.h"
 #include "core/config.h"
@@ -378,5 +379,9 @@ const char *td_gateway_slot_name(void *g, char kind, uint32_t slot);
 
 /* Renders /metrics. */
 td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len);
+
+/* The gateway's kinds (Tenant, Route), *n entries, static; registered
+ * by src/kinds/builtin.c. */
+const td_kind_def *td_gateway_kinds(size_t *n);
 
 #endif

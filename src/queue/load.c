@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "queue/kinds_internal.h"
 #include "queue/queue_internal.h"
 #include "core/config.h"
 #include "core/quantity.h"
+#include "core/validate.h"
 
 /* ---- small containers ---------------------------------------------------- */
 
@@ -303,15 +305,17 @@ typedef struct {
 static td_status lfail(lctx *l, const json_t *node, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* td_vfail for the object in l: "Kind name: field: msg" at node's line. */
 static td_status lfail(lctx *l, const json_t *node, const char *field, const char *fmt, ...)
 {
-    char msg[1024];
+    td_vctx v = {.src = l->src, .obj = l->obj, .kind = l->kind, .err = l->err,
+                 .line = TD_VLINE_AS_GIVEN};
+    snprintf(v.who, sizeof v.who, "%s %s", l->kind, l->name);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    td_status st = td_vfailv(&v, node, field, fmt, ap);
     va_end(ap);
-    return td_manifest_err(l->src, node ? node : l->obj, l->err, TD_EINVAL, "%s %s: %s: %s",
-                           l->kind, l->name, field, msg);
+    return st;
 }
 
 static char *where_of(lctx *l, const json_t *node)
@@ -435,13 +439,6 @@ static int intern_flavor(td_queue *q, const char *name, int *out)
     return 0;
 }
 
-#define TRYS(x)                                                                                    \
-    do {                                                                                           \
-        td_status s__ = (x);                                                                       \
-        if (s__ != TD_OK)                                                                          \
-            return s__;                                                                            \
-    } while (0)
-
 /* ---- taints and tolerations ---------------------------------------------- */
 
 static const char *const taint_effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute", NULL};
@@ -540,7 +537,7 @@ static td_status add_resource_flavor(lctx *l)
     static const char *const rfk[] = {"nodeLabels", "nodeTaints", "tolerations", "topologyName",
                                       NULL};
     if (spec)
-        TRYS(only_fields(l, spec, "spec", rfk));
+        TD_TRY(only_fields(l, spec, "spec", rfk));
     flavor_spec fs = {0};
     json_t *nt = json_object_get(spec, "nodeTaints");
     td_status st = TD_OK;
@@ -618,7 +615,7 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
     json_t *spec = json_object_get(l->obj, "spec");
     if (!json_is_object(spec))
         return lfail(l, spec, "spec", "required: a mapping");
-    TRYS(only_fields(l, spec, "spec", cq_spec_fields));
+    TD_TRY(only_fields(l, spec, "spec", cq_spec_fields));
     if (!(c->name = td__qstrdup(l->name)) || !(c->where = where_of(l, l->obj)))
         return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
     c->cohort = QNONE;
@@ -639,7 +636,7 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
 
     static const char *const strategies[] = {"BestEffortFIFO", "StrictFIFO", NULL};
     int v;
-    TRYS(parse_enum(l, spec, "queueingStrategy", "spec.queueingStrategy", strategies, 0, &v));
+    TD_TRY(parse_enum(l, spec, "queueingStrategy", "spec.queueingStrategy", strategies, 0, &v));
     c->strict_fifo = v == 1;
 
     json_t *ns = json_object_get(spec, "namespaceSelector");
@@ -655,20 +652,20 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
         static const char *const ffk[] = {"whenCanBorrow", "whenCanPreempt", "preference", NULL};
         if (!json_is_object(ff))
             return lfail(l, ff, "spec.flavorFungibility", "must be a mapping");
-        TRYS(only_fields(l, ff, "spec.flavorFungibility", ffk));
+        TD_TRY(only_fields(l, ff, "spec.flavorFungibility", ffk));
         /* v1beta2 names; v1beta1's Borrow and Preempt mean MayStopSearch */
         static const char *const wcb[] = {"MayStopSearch", "TryNextFlavor", "Borrow", NULL};
         static const char *const wcp[] = {"MayStopSearch", "TryNextFlavor", "Preempt", NULL};
         static const char *const pref[] = {"BorrowingOverPreemption", "PreemptionOverBorrowing",
                                            NULL};
-        TRYS(parse_enum(l, ff, "whenCanBorrow", "spec.flavorFungibility.whenCanBorrow", wcb, 0,
-                        &v));
+        TD_TRY(parse_enum(l, ff, "whenCanBorrow", "spec.flavorFungibility.whenCanBorrow", wcb, 0,
+                          &v));
         c->try_next_when_borrow = v == 1;
-        TRYS(parse_enum(l, ff, "whenCanPreempt", "spec.flavorFungibility.whenCanPreempt", wcp, 1,
-                        &v));
+        TD_TRY(parse_enum(l, ff, "whenCanPreempt", "spec.flavorFungibility.whenCanPreempt", wcp, 1,
+                          &v));
         c->try_next_when_preempt = v == 1;
         json_t *pv = json_object_get(ff, "preference");
-        TRYS(parse_enum(l, ff, "preference", "spec.flavorFungibility.preference", pref, 0, &v));
+        TD_TRY(parse_enum(l, ff, "preference", "spec.flavorFungibility.preference", pref, 0, &v));
         c->preference = (ff_preference)v;
         if (pv && !(c->try_next_when_borrow && c->try_next_when_preempt))
             return lfail(l, pv, "spec.flavorFungibility.preference",
@@ -683,24 +680,24 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
         static const char *const fsk[] = {"weight", NULL};
         if (!json_is_object(fs))
             return lfail(l, fs, "spec.fairSharing", "must be a mapping");
-        TRYS(only_fields(l, fs, "spec.fairSharing", fsk));
+        TD_TRY(only_fields(l, fs, "spec.fairSharing", fsk));
         json_t *wt = json_object_get(fs, "weight");
         if (wt)
-            TRYS(parse_milli(l, wt, "spec.fairSharing.weight", &c->fair_weight, NULL));
+            TD_TRY(parse_milli(l, wt, "spec.fairSharing.weight", &c->fair_weight, NULL));
     }
     json_t *pre = json_object_get(spec, "preemption");
     if (pre) {
         static const char *const pk[] = {"reclaimWithinCohort", "withinClusterQueue",
                                          "borrowWithinCohort", NULL};
-        TRYS(only_fields(l, pre, "spec.preemption", pk));
+        TD_TRY(only_fields(l, pre, "spec.preemption", pk));
         static const char *const reclaim[] = {"Never", "LowerPriority", "Any", NULL};
         static const char *const within[] = {"Never", "LowerPriority",
                                              "LowerOrNewerEqualPriority", NULL};
-        TRYS(parse_enum(l, pre, "reclaimWithinCohort", "spec.preemption.reclaimWithinCohort",
-                        reclaim, 0, &v));
+        TD_TRY(parse_enum(l, pre, "reclaimWithinCohort", "spec.preemption.reclaimWithinCohort",
+                          reclaim, 0, &v));
         c->reclaim = (reclaim_policy)v;
-        TRYS(parse_enum(l, pre, "withinClusterQueue", "spec.preemption.withinClusterQueue", within,
-                        0, &v));
+        TD_TRY(parse_enum(l, pre, "withinClusterQueue", "spec.preemption.withinClusterQueue",
+                          within, 0, &v));
         c->within = (within_policy)v;
         json_t *bwc = json_object_get(pre, "borrowWithinCohort");
         if (bwc) {
@@ -708,9 +705,9 @@ static td_status parse_cq(lctx *l, cluster_queue *c)
             static const char *const bpol[] = {"Never", "LowerPriority", NULL};
             if (!json_is_object(bwc))
                 return lfail(l, bwc, "spec.preemption.borrowWithinCohort", "must be a mapping");
-            TRYS(only_fields(l, bwc, "spec.preemption.borrowWithinCohort", bk));
-            TRYS(parse_enum(l, bwc, "policy", "spec.preemption.borrowWithinCohort.policy", bpol, 0,
-                            &v));
+            TD_TRY(only_fields(l, bwc, "spec.preemption.borrowWithinCohort", bk));
+            TD_TRY(parse_enum(l, bwc, "policy", "spec.preemption.borrowWithinCohort.policy", bpol,
+                              0, &v));
             c->bwc = v == 1;
             json_t *mp = json_object_get(bwc, "maxPriorityThreshold");
             if (mp) {
@@ -752,7 +749,7 @@ static td_status parse_groups(lctx *l, const json_t *spec, cluster_queue *c, boo
         if (!json_is_object(rg))
             return lfail(l, rg, field, "must be a mapping");
         static const char *const rgk[] = {"coveredResources", "flavors", NULL};
-        TRYS(only_fields(l, rg, field, rgk));
+        TD_TRY(only_fields(l, rg, field, rgk));
         json_t *cov = json_object_get(rg, "coveredResources");
         json_t *fls = json_object_get(rg, "flavors");
         snprintf(field, sizeof field, "spec.resourceGroups[%zu].coveredResources", g);
@@ -788,7 +785,7 @@ static td_status parse_groups(lctx *l, const json_t *spec, cluster_queue *c, boo
             if (!json_is_object(fl))
                 return lfail(l, fl, field, "must be a mapping");
             static const char *const flk[] = {"name", "resources", NULL};
-            TRYS(only_fields(l, fl, field, flk));
+            TD_TRY(only_fields(l, fl, field, flk));
             const char *fname = td_json_str(fl, "name");
             if (!fname || !*fname)
                 return lfail(l, fl, field, "name: required");
@@ -817,7 +814,7 @@ static td_status parse_groups(lctx *l, const json_t *spec, cluster_queue *c, boo
                                                  "lendingLimit", NULL};
                 if (!json_is_object(re))
                     return lfail(l, re, rf, "must be a mapping");
-                TRYS(only_fields(l, re, rf, rk));
+                TD_TRY(only_fields(l, re, rf, rk));
                 const char *rname = td_json_str(re, "name");
                 const char *want = q->resource_names[grp->resources[i]];
                 if (!rname || strcmp(rname, want) != 0)
@@ -829,7 +826,7 @@ static td_status parse_groups(lctx *l, const json_t *spec, cluster_queue *c, boo
                 snprintf(sub, sizeof sub, "%s.nominalQuota", rf);
                 if (!nq)
                     return lfail(l, re, sub, "required");
-                TRYS(parse_milli(l, nq, sub, &e.nominal, &fmt));
+                TD_TRY(parse_milli(l, nq, sub, &e.nominal, &fmt));
                 if (json_is_string(nq))
                     q->resource_formats[e.resource] = fmt;
                 json_t *bl = json_object_get(re, "borrowingLimit");
@@ -838,7 +835,7 @@ static td_status parse_groups(lctx *l, const json_t *spec, cluster_queue *c, boo
                     if (!c->cohort_name)
                         return lfail(l, bl, sub, "must not be set when there is no %s",
                                      is_cohort ? "parent" : "cohort");
-                    TRYS(parse_milli(l, bl, sub, &e.borrowing_limit, NULL));
+                    TD_TRY(parse_milli(l, bl, sub, &e.borrowing_limit, NULL));
                 }
                 json_t *ll = json_object_get(re, "lendingLimit");
                 if (ll) {
@@ -846,7 +843,7 @@ static td_status parse_groups(lctx *l, const json_t *spec, cluster_queue *c, boo
                     if (!c->cohort_name)
                         return lfail(l, ll, sub, "must not be set when there is no %s",
                                      is_cohort ? "parent" : "cohort");
-                    TRYS(parse_milli(l, ll, sub, &e.lending_limit, NULL));
+                    TD_TRY(parse_milli(l, ll, sub, &e.lending_limit, NULL));
                     /* a Cohort lends what its subtree holds, not only its own */
                     if (!is_cohort && e.lending_limit > e.nominal)
                         return lfail(l, ll, sub, "must be less than or equal to nominalQuota");
@@ -902,7 +899,7 @@ static td_status add_local_queue(lctx *l)
     static const char *const lqk[] = {"clusterQueue", "stopPolicy", NULL};
     if (!json_is_object(spec))
         return lfail(l, spec, "spec", "required: a mapping with clusterQueue");
-    TRYS(only_fields(l, spec, "spec", lqk));
+    TD_TRY(only_fields(l, spec, "spec", lqk));
     const char *target = td_json_str(spec, "clusterQueue");
     if (!target || !*target)
         return lfail(l, spec, "spec.clusterQueue", "required");
@@ -931,27 +928,26 @@ static td_status add_local_queue(lctx *l)
     return TD_OK;
 }
 
-#define MAX_NODES 10000 /* placement scans the nodes of a flavor per node it fills */
+#define MAX_NODES TD_QUEUE_MAX_NODES
 
 /* NodePool (tenantd kind): the queue reads spec.flavor, spec.nodes and
- * spec.capacity; taint, nodeSelector and tenants belong to admission. */
+ * spec.capacity; taint, nodeSelector and tenants belong to admission. The
+ * kind's validator (kinds.c) checks the fields, with the messages an
+ * apply gives; what is left here is the queue's own rules. */
 static td_status add_node_pool(lctx *l)
 {
     td_queue *q = l->q;
+    td_vctx vc = {.src = l->src, .obj = l->obj, .kind = "NodePool", .err = l->err};
+    snprintf(vc.who, sizeof vc.who, "NodePool %s", l->name);
+    TD_TRY(td__queue_validate_nodepool(&vc));
     json_t *spec = json_object_get(l->obj, "spec");
-    if (!json_is_object(spec))
-        return lfail(l, spec, "spec", "required: a mapping");
     const char *flavor = td_json_str(spec, "flavor");
     json_t *nodes = json_object_get(spec, "nodes");
     json_t *cap = json_object_get(spec, "capacity");
     if (!flavor || !*flavor)
         return TD_OK; /* a pool without a flavor is admission's business only */
-    if (!json_is_integer(nodes) || json_integer_value(nodes) < 0 ||
-        json_integer_value(nodes) > MAX_NODES)
-        return lfail(l, nodes ? nodes : spec, "spec.nodes", "must be an integer in [0, %d]",
-                     MAX_NODES);
-    if (cap && !json_is_object(cap))
-        return lfail(l, cap, "spec.capacity", "must be a mapping of quantities");
+    if (!nodes) /* optional to admission, required to place a flavor's workloads */
+        return lfail(l, spec, "spec.nodes", "must be an integer in [0, %d]", MAX_NODES);
     int64_t total = json_integer_value(nodes);
     for (size_t i = 0; i < q->npools; i++) {
         if (strcmp(q->pools[i].name, l->name) == 0)
@@ -1015,7 +1011,7 @@ static td_status add_cohort(lctx *l)
     static const char *const ck[] = {"resourceGroups", "parentName", "parent", "fairSharing",
                                      NULL};
     if (spec)
-        TRYS(only_fields(l, spec, "spec", ck));
+        TD_TRY(only_fields(l, spec, "spec", ck));
     for (size_t i = 0; i < q->ncohort_defs; i++)
         if (strcmp(q->cohort_defs[i].name, l->name) == 0)
             return lfail(l, NULL, "metadata.name", "Cohort %s is defined twice", l->name);
@@ -1073,14 +1069,14 @@ static td_status add_configuration(lctx *l)
         "managedJobsNamespaceSelector", "internalCertManagement", "clientConnection",
         "integrations", "queueVisibility", "health", "metrics", "webhook", "leaderElection",
         "controller", "pprofBindAddress", "featureGates", NULL};
-    TRYS(only_fields(l, l->obj, "", top));
+    TD_TRY(only_fields(l, l->obj, "", top));
     json_t *fs = json_object_get(l->obj, "fairSharing");
     if (!fs)
         return TD_OK;
     static const char *const fsk[] = {"enable", "preemptionStrategies", NULL};
     if (!json_is_object(fs))
         return lfail(l, fs, "fairSharing", "must be a mapping");
-    TRYS(only_fields(l, fs, "fairSharing", fsk));
+    TD_TRY(only_fields(l, fs, "fairSharing", fsk));
     json_t *en = json_object_get(fs, "enable");
     if (en && !json_is_boolean(en))
         return lfail(l, en, "fairSharing.enable", "must be true or false");
@@ -1523,7 +1519,7 @@ static td_status container_requests(lctx *l, json_t *containers, const char *fie
                 snprintf(f, sizeof f, "%s[%zu].resources.%s.%s", field, i,
                          pass ? "limits" : "requests", rname);
                 int64_t m;
-                TRYS(parse_milli(l, v, f, &m, NULL));
+                TD_TRY(parse_milli(l, v, f, &m, NULL));
                 size_t r = td__smap_get(&q->resource_ids, rname);
                 if (r == QNONE) {
                     if (m > 0 && !*unknown && !(*unknown = td__qstrdup(rname)))
@@ -1634,7 +1630,7 @@ static td_status parse_workload(lctx *l, workload *w)
     static const char *const wk[] = {"podSets", "queueName", "priorityClassName", "priority",
                                      "priorityClassSource", "active",
                                      "maximumExecutionTimeSeconds", NULL};
-    TRYS(only_fields(l, spec, "spec", wk));
+    TD_TRY(only_fields(l, spec, "spec", wk));
     const char *ns = td_json_str(l->obj, "metadata.namespace");
     if (!ns || !*ns)
         ns = "default";
@@ -1652,7 +1648,7 @@ static td_status parse_workload(lctx *l, workload *w)
     snprintf(key, sizeof key, "%s/%s", ns, queue);
     if (!(w->local_queue = td__qstrdup(key)))
         return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
-    TRYS(workload_priority(l, spec, &w->priority));
+    TD_TRY(workload_priority(l, spec, &w->priority));
 
     json_t *pss = json_object_get(spec, "podSets");
     if (!json_is_array(pss) || json_array_size(pss) == 0)
@@ -1675,7 +1671,7 @@ static td_status parse_workload(lctx *l, workload *w)
         if (!json_is_object(ps))
             return lfail(l, ps, field, "must be a mapping");
         static const char *const psk[] = {"name", "count", "template", NULL};
-        TRYS(only_fields(l, ps, field, psk));
+        TD_TRY(only_fields(l, ps, field, psk));
         const char *psname = td_json_str(ps, "name");
         w->npodsets = i + 1;
         if (!(w->podset_names[i] = td__qstrdup(psname && *psname ? psname : "main")))
@@ -1690,14 +1686,14 @@ static td_status parse_workload(lctx *l, workload *w)
         memset(init, 0, sizeof init);
         json_t *pod = td_json_path(ps, "template.spec");
         snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.containers", i);
-        TRYS(container_requests(l, json_object_get(pod, "containers"), field, per, false,
-                                &w->unknown_resource));
+        TD_TRY(container_requests(l, json_object_get(pod, "containers"), field, per, false,
+                                  &w->unknown_resource));
         snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.initContainers", i);
-        TRYS(container_requests(l, json_object_get(pod, "initContainers"), field, init, true,
-                                &w->unknown_resource));
+        TD_TRY(container_requests(l, json_object_get(pod, "initContainers"), field, init, true,
+                                  &w->unknown_resource));
         snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.tolerations", i);
-        TRYS(parse_tolerations(l, json_object_get(pod, "tolerations"), field, &w->tols[i],
-                               &w->ntols[i]));
+        TD_TRY(parse_tolerations(l, json_object_get(pod, "tolerations"), field, &w->tols[i],
+                                 &w->ntols[i]));
         w->counts[i] = count;
         for (size_t r = 0; r < q->nres; r++) {
             int64_t v = per[r] > init[r] ? per[r] : init[r];

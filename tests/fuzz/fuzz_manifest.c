@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kinds/builtin.h"
 #include "core/config.h"
+#include "core/kind.h"
 #include "core/manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -20,6 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     td_manifest *m = NULL;
     td_err err;
+    if (td_kinds_register_builtin(&err) != TD_OK)
+        abort();
     err.msg[0] = '\0';
     /* Without aliases a text reads the same as with them allowed, or is
      * refused (an alias bomb: within the budget, or refused, in bounded

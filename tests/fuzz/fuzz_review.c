@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kinds/builtin.h"
 #include "admission/admit.h"
 #include "core/config.h"
+#include "core/kind.h"
 #include "core/jsonfast.h"
 #include "core/manifest.h"
 
@@ -61,6 +63,8 @@ static void load(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (!cfg && td_kinds_register_builtin(NULL) != TD_OK)
+        abort();
     if (!cfg)
         load();
     json_t *in = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);

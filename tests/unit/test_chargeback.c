@@ -13,7 +13,9 @@
 
 #include <cmocka.h>
 
+#include "kinds/builtin.h"
 #include "cost/chargeback.h"
+#include "core/kind.h"
 
 #define HOUR (3600LL * 1000000000LL)
 #define GIB (1LL << 30)
@@ -674,6 +676,8 @@ static void test_config_rejects_bad_policy(void **state)
 
 int main(void)
 {
+    if (td_kinds_register_builtin(NULL) != TD_OK)
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_money_parse),
         cmocka_unit_test(test_parse_errors),

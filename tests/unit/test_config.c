@@ -7,7 +7,9 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "kinds/builtin.h"
 #include "core/config.h"
+#include "core/kind.h"
 
 static const char *const base_yaml =
     "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n"
@@ -433,6 +435,8 @@ static void test_json_int(void **state)
 
 int main(void)
 {
+    if (td_kinds_register_builtin(NULL) != TD_OK)
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_json_int),

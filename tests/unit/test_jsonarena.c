@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kinds/builtin.h"
 #include "admission/admit.h"
 #include "core/jsonarena.h"
+#include "core/kind.h"
 
 static void test_lifecycle(void **state)
 {
@@ -153,6 +155,8 @@ static void test_review_same_bytes(void **state)
 
 int main(void)
 {
+    if (td_kinds_register_builtin(NULL) != TD_OK)
+        return 1;
     td_json_arena_install();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lifecycle),

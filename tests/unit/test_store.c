@@ -22,7 +22,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "kinds/builtin.h"
 #include "io/store.h"
+#include "core/kind.h"
 
 static void test_is_url(void **state)
 {
@@ -187,6 +189,8 @@ static void test_pg_unreachable(void **state)
 
 int main(void)
 {
+    if (td_kinds_register_builtin(NULL) != TD_OK)
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_is_url),
         cmocka_unit_test(test_sqlite_round_trip),

@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kinds/builtin.h"
 #include "admission/admit.h"
 #include "core/jsonpatch.h"
 #include "admission/tenancy_internal.h"
 
 #include "testutil.h"
+#include "core/kind.h"
 
 #define NS(name, extra)                                                                            \
     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " name "\n"                               \
@@ -517,6 +519,8 @@ static void test_index(void **state)
 
 int main(void)
 {
+    if (td_kinds_register_builtin(NULL) != TD_OK)
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),         cmocka_unit_test(test_patch_deterministic),
         cmocka_unit_test(test_pvc),           cmocka_unit_test(test_uri),

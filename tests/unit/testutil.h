@@ -7,9 +7,11 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "kinds/builtin.h"
 #include "admission/admit.h"
 #include "core/config.h"
 #include "core/jsonpatch.h"
+#include "core/kind.h"
 
 /* The snapshot of the manifest text yaml, its errors naming name; fails
  * the test with the error otherwise. The caller unrefs it. */
@@ -17,6 +19,8 @@ static inline td_config *test_config(const char *name, const char *yaml)
 {
     td_err err;
     td_config *c = NULL;
+    if (td_kinds_register_builtin(&err) != TD_OK)
+        fail_msg("%s", err.msg);
     if (td_config_load_text(name, yaml, strlen(yaml), &c, &err) != TD_OK)
         fail_msg("%s", err.msg);
     return c;

@@ -78,7 +78,8 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
     if (o && td_gateway_budget_shared(g))
         json_object_set_new(o, "sharedBudgets",
                             json_pack("{s:b, s:b}", "shared", 1, "degraded",
-                                      td_shbudget_degraded(td_gateway_budget_shared(g))));
+                                      td_gateway_budget_shared(g)->degraded(
+                                          td_gateway_budget_shared(g)->ctx)));
     /* budgets: the amount, the spend of the current period, when it resets */
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);

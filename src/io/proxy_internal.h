@@ -67,7 +67,7 @@ struct td_proxy {
     td_gateway *g;
     td_limiter *limiter;
     td_metrics *metrics;
-    td_shared *shared; /* NULL without --redis */
+    const td_gw_rate_backend *shared; /* NULL without --redis */
     FILE *access_log;
     size_t max_body;
     td_ledger *ledger; /* NULL: no metering */

@@ -805,7 +805,7 @@ void px_req_end(px_conn *c, int outcome)
         double delta = r->actual - r->estimate;
         if (delta != 0) {
             if (p->shared)
-                td_shared_adjust(p->shared, t->slot, delta);
+                p->shared->adjust(p->shared->ctx, t->slot, delta);
             else
                 td_limiter_adjust(p->limiter, t->slot, &t->rate, delta, now);
         }
@@ -821,10 +821,10 @@ void px_req_end(px_conn *c, int outcome)
     }
     if (r->key_rate_charged) {
         double delta = r->actual - r->estimate;
-        td_shared *ks = td_gateway_key_shared(p->g);
+        const td_gw_rate_backend *ks = td_gateway_key_shared(p->g);
         if (delta != 0) {
             if (ks)
-                td_shared_adjust(ks, r->key->slot, delta);
+                ks->adjust(ks->ctx, r->key->slot, delta);
             else
                 td_limiter_adjust(td_gateway_key_limiter(p->g), r->key->slot, &r->key->rate, delta,
                                   now);
@@ -837,10 +837,10 @@ void px_req_end(px_conn *c, int outcome)
     }
     if (r->model_rate_charged) {
         double delta = r->actual - r->estimate;
-        td_shared *ks = td_gateway_key_shared(p->g);
+        const td_gw_rate_backend *ks = td_gateway_key_shared(p->g);
         if (delta != 0) {
             if (ks)
-                td_shared_adjust(ks, r->mlim->slot, delta);
+                ks->adjust(ks->ctx, r->mlim->slot, delta);
             else
                 td_limiter_adjust(td_gateway_key_limiter(p->g), r->mlim->slot, &r->mlim->rate,
                                   delta, now);
@@ -1470,8 +1470,8 @@ void px_req_message(px_conn *c)
     uint64_t now = px_now(), retry = 0;
     td_status st;
     if (k && k->rate.cost > 0) {
-        td_shared *ks = td_gateway_key_shared(p->g);
-        st = ks ? td_shared_take(ks, k->slot, td_gateway_slot_name(p->g, 'k', k->slot), &k->rate,
+        const td_gw_rate_backend *ks = td_gateway_key_shared(p->g);
+        st = ks ? ks->take(ks->ctx, k->slot, td_gateway_slot_name(p->g, 'k', k->slot), &k->rate,
                                  est, now, &retry)
                 : td_limiter_take(kl, k->slot, &k->rate, est, now, &retry);
         if (st != TD_OK) {
@@ -1488,7 +1488,7 @@ void px_req_message(px_conn *c)
             r->key_rate_charged = 1;
         }
     }
-    st = p->shared ? td_shared_take(p->shared, t->slot, t->name, &t->rate, est, now, &retry)
+    st = p->shared ? p->shared->take(p->shared->ctx, t->slot, t->name, &t->rate, est, now, &retry)
                    : td_limiter_take(p->limiter, t->slot, &t->rate, est, now, &retry);
     if (st != TD_OK) {
         td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_RATE, t->shadow_rate);
@@ -1527,8 +1527,8 @@ void px_req_message(px_conn *c)
         }
     }
     if (ml && ml->rate.cost > 0) {
-        td_shared *ks = td_gateway_key_shared(p->g);
-        st = ks ? td_shared_take(ks, ml->slot, td_gateway_slot_name(p->g, 'k', ml->slot),
+        const td_gw_rate_backend *ks = td_gateway_key_shared(p->g);
+        st = ks ? ks->take(ks->ctx, ml->slot, td_gateway_slot_name(p->g, 'k', ml->slot),
                                  &ml->rate, est, now, &retry)
                 : td_limiter_take(kl, ml->slot, &ml->rate, est, now, &retry);
         if (st != TD_OK) {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <pthread.h>
 
+#include "gateway/backends.h"
 #include "tenantd/budget.h"
 #include "tenantd/chargeback.h"
 #include "tenantd/config.h"
@@ -22,7 +23,6 @@
 #include "tenantd/metrics.h"
 #include "tenantd/recent.h"
 #include "tenantd/status.h"
-#include "gateway/backends.h"
 
 #define TD_GW_MAX_TENANTS 65536
 #define TD_GW_MAX_ROUTES 1024

@@ -32,11 +32,11 @@ typedef struct {
  * spend across replicas, and the counters /metrics shows. */
 typedef struct {
     void *ctx; /* NULL: no backend, this process's td_budgets decide */
-    td_status (*reserve)(void *ctx, size_t slot, const char *name, td_period p,
-                         int64_t limit_nano, int64_t cost_nano, bool force, int64_t now_s,
-                         int64_t *period_start_s, int64_t *spent_nano, bool *leased);
-    void (*settle)(void *ctx, size_t slot, td_period p, int64_t period_start_s,
-                   int64_t delta_nano, bool leased);
+    td_status (*reserve)(void *ctx, size_t slot, const char *name, td_period p, int64_t limit_nano,
+                         int64_t cost_nano, bool force, int64_t now_s, int64_t *period_start_s,
+                         int64_t *spent_nano, bool *leased);
+    void (*settle)(void *ctx, size_t slot, td_period p, int64_t period_start_s, int64_t delta_nano,
+                   bool leased);
     int64_t (*spent)(void *ctx, size_t slot, const char *name, td_period p, int64_t now_s,
                      bool refresh);
     bool (*degraded)(const void *ctx);

@@ -32,11 +32,11 @@ static td_status reserve_level(const level *l, const td_gw_budget *bud, size_t n
         const td_gw_budget *b = &bud[i];
         int64_t st_s = 0, spent = 0;
         bool from_lease = false;
-        td_status st =
-            l->sh ? l->sh->reserve(l->sh->ctx, l->slot, l->name, b->period, b->amount_nano, cost,
-                                        b->shadow, now_s, &st_s, &spent, &from_lease)
-                  : td_budgets_reserve(l->bs, l->slot, b->period, b->amount_nano, cost, b->shadow,
-                                       now_s, &st_s, &spent);
+        td_status st = l->sh
+                           ? l->sh->reserve(l->sh->ctx, l->slot, l->name, b->period, b->amount_nano,
+                                            cost, b->shadow, now_s, &st_s, &spent, &from_lease)
+                           : td_budgets_reserve(l->bs, l->slot, b->period, b->amount_nano, cost,
+                                                b->shadow, now_s, &st_s, &spent);
         if (st != TD_OK) {
             for (int j = 0; j < *nres; j++)
                 level_settle(l, per[j], start[j], -cost, leased[j]);

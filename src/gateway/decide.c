@@ -132,8 +132,7 @@ static void model_not_found(td_gw_verdict *v, const char *model, const char *rea
     refuse(v, 404, TD_GW_FORM_ERROR, TD_OUT_BAD_REQUEST, "model_not_found", reason, level);
     v->param = "model";
     snprintf(v->message, sizeof v->message,
-             "The model `%s` does not exist or you do not have access to it.",
-             model ? model : "");
+             "The model `%s` does not exist or you do not have access to it.", model ? model : "");
 }
 
 /* A 429 of a rate or concurrency limit: retry (TD_LIMITER_NEVER: the
@@ -190,8 +189,8 @@ static bool decide_model(const td_gw_request *rq, bool bodyless, td_gw_verdict *
     if (rq->by_model) {
         v->route = td_gw_route_select(rq->cfg, rq->path, model);
         if (!v->route && !model) {
-            refuse(v, 400, TD_GW_FORM_ERROR, TD_OUT_BAD_REQUEST, "model_required",
-                   "model_required", TD_GW_LEVEL_ROUTE);
+            refuse(v, 400, TD_GW_FORM_ERROR, TD_OUT_BAD_REQUEST, "model_required", "model_required",
+                   TD_GW_LEVEL_ROUTE);
             v->param = "model";
             snprintf(v->message, sizeof v->message,
                      "the request body names no model, and every route of this path serves "
@@ -357,8 +356,7 @@ static bool decide_rate(td_gateway *g, const td_gw_request *rq, td_gw_verdict *v
     td_status st;
     if (k && k->rate.cost > 0) {
         st = take(td_gateway_key_shared(g), td_gateway_key_limiter(g), k->slot,
-                  td_gateway_slot_name(g, 'k', k->slot), &k->rate, v->estimate, rq->now_ns,
-                  &retry);
+                  td_gateway_slot_name(g, 'k', k->slot), &k->rate, v->estimate, rq->now_ns, &retry);
         if (st != TD_OK) {
             event(v, TD_LIMIT_KEY_RATE, shadow, shadow, k, "rate_limited");
             if (!shadow) {
@@ -370,8 +368,8 @@ static bool decide_rate(td_gateway *g, const td_gw_request *rq, td_gw_verdict *v
             v->charged.key_rate_charged = true;
         }
     }
-    st = take(td_gateway_shared(g), td_gateway_limiter(g), t->slot, t->name, &t->rate,
-              v->estimate, rq->now_ns, &retry);
+    st = take(td_gateway_shared(g), td_gateway_limiter(g), t->slot, t->name, &t->rate, v->estimate,
+              rq->now_ns, &retry);
     if (st != TD_OK) {
         event(v, TD_LIMIT_RATE, shadow, shadow, NULL, "rate_limited");
         if (!shadow) {
@@ -414,9 +412,9 @@ static bool decide_model_limit(td_gateway *g, const td_gw_request *rq, const cha
     }
     if (ml->rate.cost > 0) {
         uint64_t retry = 0;
-        td_status st = take(td_gateway_key_shared(g), kl, ml->slot,
-                            td_gateway_slot_name(g, 'k', ml->slot), &ml->rate, v->estimate,
-                            rq->now_ns, &retry);
+        td_status st =
+            take(td_gateway_key_shared(g), kl, ml->slot, td_gateway_slot_name(g, 'k', ml->slot),
+                 &ml->rate, v->estimate, rq->now_ns, &retry);
         if (st != TD_OK) {
             event(v, TD_LIMIT_RATE, t->shadow_rate, false, NULL, "rate_limited");
             if (!t->shadow_rate) {
@@ -454,13 +452,12 @@ static bool decide_budget(td_gateway *g, const td_gw_request *rq, td_gw_budget_h
     event(v, key ? TD_LIMIT_KEY_BUDGET : TD_LIMIT_BUDGET, false, false, v->budget.refused.key,
           "budget_exceeded");
     v->refund = true;
-    refuse(v, 429, TD_GW_FORM_BUDGET, TD_OUT_BUDGET_EXCEEDED, "budget_exceeded",
-           "budget_exceeded", key ? TD_GW_LEVEL_KEY : TD_GW_LEVEL_TENANT);
+    refuse(v, 429, TD_GW_FORM_BUDGET, TD_OUT_BUDGET_EXCEEDED, "budget_exceeded", "budget_exceeded",
+           key ? TD_GW_LEVEL_KEY : TD_GW_LEVEL_TENANT);
     return false;
 }
 
-void td_gw_decide(td_gateway *g, const td_gw_request *rq, td_gw_budget_hold *hold,
-                  td_gw_verdict *v)
+void td_gw_decide(td_gateway *g, const td_gw_request *rq, td_gw_budget_hold *hold, td_gw_verdict *v)
 {
     v->status = 0;
     v->route = rq->route;

@@ -129,7 +129,7 @@ typedef struct {
     double prompt_tokens;  /* the estimate's prompt tokens (tokens routes) */
     double reserve_tokens; /* tokens the budgets reserved */
     td_criticality crit;
-    uint64_t timeout_ns; /* the route's, shortened by X-Request-Timeout-Ms */
+    uint64_t timeout_ns;   /* the route's, shortened by X-Request-Timeout-Ms */
     td_gw_charges charged; /* held also by a refusal: io gives it back */
     bool refund;           /* a refusal after a rate charge: give the whole estimate back */
     const char *shadow;    /* the first shadow limit that would have refused, or NULL */

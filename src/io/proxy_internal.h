@@ -15,8 +15,8 @@
 #include <time.h>
 #include <uv.h>
 
-#include "io/http_internal.h"
 #include "gateway/decide.h"
+#include "io/http_internal.h"
 #include "tenantd/cost.h"
 #include "tenantd/endpoints.h"
 #include "tenantd/gateway.h"

@@ -1060,8 +1060,8 @@ void px_req_headers(px_conn *c)
     } else {
         const td_gw_config *cfg = r->cfg->c;
         /* (a) who: a Bearer key, or in demo mode only, a trusted name */
-        r->tenant = td_gw_decide_auth(cfg, r->h_auth, r->h_xtenant,
-                                      td_gateway_allow_x_tenant(p->g), &c->auth, &r->key);
+        r->tenant = td_gw_decide_auth(cfg, r->h_auth, r->h_xtenant, td_gateway_allow_x_tenant(p->g),
+                                      &c->auth, &r->key);
         if (!r->tenant) {
             set_reject(r, 401,
                        PX_ERROR_BODY("no valid API key: send Authorization: Bearer KEY",
@@ -1169,8 +1169,8 @@ static void respond_refusal(px_conn *c, const td_gw_verdict *v, int64_t now_s)
     case TD_GW_FORM_ERROR:
         if (v->detail[0])
             note_refusal(c, (uint16_t)v->status, v->reason, false, r->key, v->detail);
-        respond_error(c, v->status, v->code, v->message, v->param,
-                      v->fields[0] ? v->fields : NULL, v->header);
+        respond_error(c, v->status, v->code, v->message, v->param, v->fields[0] ? v->fields : NULL,
+                      v->header);
         break;
     case TD_GW_FORM_METHOD:
         snprintf(r->allow_hdr, sizeof r->allow_hdr, "Allow: %s\r\n", v->route->allow);

@@ -732,8 +732,8 @@ static void be_destroy(void *ctx)
 
 void td_shbudget_backend(td_shbudget *s, td_gw_budget_backend *out)
 {
-    *out = (td_gw_budget_backend){s,           be_reserve, be_settle, be_spent, be_degraded,
-                                  be_fallbacks, be_calls,   be_destroy};
+    *out = (td_gw_budget_backend){s,           be_reserve,   be_settle, be_spent,
+                                  be_degraded, be_fallbacks, be_calls,  be_destroy};
 }
 
 td_status td_redis_backends_create(const char *addr, uint32_t replicas, const char *replica,

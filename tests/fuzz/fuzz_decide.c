@@ -109,8 +109,8 @@ static char *next_line(const char **p, const char *end)
 static void check_verdict(const td_gw_verdict *v)
 {
     if (v->status == 0) {
-        if (!v->route || !isfinite(v->estimate) || v->estimate < 0 ||
-            v->crit > TD_CRIT_SHEDDABLE || v->timeout_ns == 0)
+        if (!v->route || !isfinite(v->estimate) || v->estimate < 0 || v->crit > TD_CRIT_SHEDDABLE ||
+            v->timeout_ns == 0)
             abort();
         return;
     }
@@ -125,8 +125,7 @@ static void check_verdict(const td_gw_verdict *v)
         abort();
 }
 
-static void decide(td_gateway *g, const td_gw_config *c, char *f[6], const char *body,
-                   size_t blen)
+static void decide(td_gateway *g, const td_gw_config *c, char *f[6], const char *body, size_t blen)
 {
     const td_gw_key *k = NULL;
     const td_gw_tenant *t = td_gw_decide_auth(c, f[0], NULL, false, &cache, &k);
@@ -142,8 +141,10 @@ static void decide(td_gateway *g, const td_gw_config *c, char *f[6], const char 
     if (pv != TD_GW_PATH_ROUTE && pv != TD_GW_PATH_BY_MODEL)
         return;
     char model[256];
-    td_gw_request rq = {c, t, k, route, pv == TD_GW_PATH_BY_MODEL, method, f[2], body, blen,
-                        f[3], f[4], f[5], now_ns, 1796212800LL, model, sizeof model};
+    td_gw_request rq = {c,           t,    k,      route,        pv == TD_GW_PATH_BY_MODEL,
+                        method,      f[2], body,   blen,         f[3],
+                        f[4],        f[5], now_ns, 1796212800LL, model,
+                        sizeof model};
     td_gw_budget_hold hold = {0};
     td_gw_verdict v;
     td_gw_decide(g, &rq, &hold, &v);

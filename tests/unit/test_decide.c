@@ -24,7 +24,7 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 /* the tenants' API keys, in the order of platform_fmt's (sha_hex) */
-static const char *const key_names[] = {"key-a",   "key-ci",  "key-cust", "key-slow",
+static const char *const key_names[] = {"key-a",      "key-ci",  "key-cust", "key-slow",
                                         "key-narrow", "key-mod", "key-bud",  "key-shadow"};
 
 #define NOW_NS 1000000000000ULL /* the limiters' fake clock */
@@ -144,16 +144,22 @@ static void decide(td_gateway *g, const request *q, uint64_t now_ns, outcome *o)
     path[plen] = '\0';
     const td_gw_route *route = NULL;
     switch (td_gw_decide_path(c, o->t, o->k, q->method, path, &route)) {
-    case TD_GW_PATH_MODELS_LIST: o->status = 200, o->code = "models_list"; goto out;
-    case TD_GW_PATH_NO_ROUTE: o->status = 404, o->code = "no_route"; goto out;
-    case TD_GW_PATH_METHOD: o->status = 405, o->code = "method_not_allowed"; goto out;
-    default: break;
+    case TD_GW_PATH_MODELS_LIST:
+        o->status = 200, o->code = "models_list";
+        goto out;
+    case TD_GW_PATH_NO_ROUTE:
+        o->status = 404, o->code = "no_route";
+        goto out;
+    case TD_GW_PATH_METHOD:
+        o->status = 405, o->code = "method_not_allowed";
+        goto out;
+    default:
+        break;
     }
     const char *body = q->body ? q->body : "";
-    td_gw_request rq = {c,         o->t,        o->k,       route,       route == NULL,
-                        q->method, path,        body,       strlen(body), q->crit,
-                        q->timeout, NULL,       now_ns,     NOW_S,       o->model,
-                        sizeof o->model};
+    td_gw_request rq = {c,      o->t,  o->k,         route,          route == NULL, q->method,
+                        path,   body,  strlen(body), q->crit,        q->timeout,    NULL,
+                        now_ns, NOW_S, o->model,     sizeof o->model};
     td_gw_decide(g, &rq, &o->hold, &o->v);
     o->status = o->v.status;
     o->code = o->v.status ? o->v.code : o->v.route->name;
@@ -171,8 +177,8 @@ enum { RETRY_NONE, RETRY_SOME, RETRY_NEVER };
 typedef struct {
     const char *name;
     request q;
-    int prior;  /* the same request decided (and held) this many times first */
-    int status; /* 0: forwarded */
+    int prior;        /* the same request decided (and held) this many times first */
+    int status;       /* 0: forwarded */
     const char *code; /* the refusal's code, or the route forwarded to */
     const char *reason;
     td_gw_level level;
@@ -183,6 +189,7 @@ typedef struct {
 
 #define BEARER(k) "Bearer " k
 
+/* clang-format off */
 static const row rows[] = {
     /* who */
     {"no key", {NULL, NULL, false, "POST", "/v1/completions", "{}"}, 0, 401, "unauthorized"},
@@ -275,12 +282,13 @@ static const row rows[] = {
      "/v1/completions", "{}"}, 2, 0, "req", NULL, TD_GW_LEVEL_NONE, NULL, RETRY_NONE,
      "concurrency_limited"},
 };
+/* clang-format on */
 
 static void check_row(const row *w, const outcome *o)
 {
     if (o->status != w->status || strcmp(o->code, w->code) != 0)
-        fail_msg("%s: got %d %s, want %d %s (%s)", w->name, o->status, o->code, w->status,
-                 w->code, o->v.status ? o->v.message : "");
+        fail_msg("%s: got %d %s, want %d %s (%s)", w->name, o->status, o->code, w->status, w->code,
+                 o->v.status ? o->v.message : "");
     const td_gw_verdict *v = &o->v;
     if (!o->t)
         return;
@@ -300,7 +308,7 @@ static void check_row(const row *w, const outcome *o)
                  w->level);
     if (w->more && !strstr(v->message, w->more))
         fail_msg("%s: message \"%s\" lacks \"%s\"", w->name, v->message, w->more);
-    int retry = v->form != TD_GW_FORM_LIMITED ? RETRY_NONE
+    int retry = v->form != TD_GW_FORM_LIMITED           ? RETRY_NONE
                 : v->retry_after_ns == TD_LIMITER_NEVER ? RETRY_NEVER
                 : v->retry_after_ns > 0                 ? RETRY_SOME
                                                         : RETRY_NONE;
@@ -463,10 +471,8 @@ static void test_price_units(void **state)
         double units;
         int64_t nano;
     } cases[] = {
-        {"req", 1, TD_MONEY_NANO},
-        {"req", 7, TD_MONEY_NANO}, /* a request is a request */
-        {"big", 1000, TD_MONEY_NANO},
-        {"big", 1, TD_MONEY_NANO / 1000},
+        {"req", 1, TD_MONEY_NANO},          {"req", 7, TD_MONEY_NANO}, /* a request is a request */
+        {"big", 1000, TD_MONEY_NANO},       {"big", 1, TD_MONEY_NANO / 1000},
         {"big", 0.5, TD_MONEY_NANO / 1000}, /* tokens round up */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

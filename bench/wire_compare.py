@@ -3,7 +3,8 @@
 (proxied, repeated and alternating keys on one connection, 401, 429, 502,
 413, 431, 400, 405, pipelined, HTTP/1.0, chunked, bad headers, close) to two
 gateways and compares the response bytes, with Date, Retry-After,
-retry_after_ms and simmodel's id/created normalised. Both tenantds need the
+retry-after-ms, retry_after_ms (and the message's "retry after N ms") and
+simmodel's id/created normalised. Both tenantds need the
 same config: tenants team-a/b/c (key-a/b/c, high limits), abuser (key-z,
 rate 2 per 1h, burst 2), Route /dead/ to 127.0.0.1:1, Route / to a simmodel
 of their own (so simmodel's ids match). Exit 1 if any case differs."""
@@ -30,6 +31,8 @@ def norm(b):
     b = re.sub(rb'"id":"cmpl-\d+"', b'"id":"cmpl-X"', b)
     b = re.sub(rb'"retry_after_ms":\d+', b'"retry_after_ms":X', b)
     b = re.sub(rb"Retry-After: \d+", b"Retry-After: X", b)
+    b = re.sub(rb"retry-after-ms: \d+", b"retry-after-ms: X", b)
+    b = re.sub(rb"retry after \d+ ms", b"retry after X ms", b)
     return b
 body = b'{"prompt":"hello","max_tokens":1}'
 def post(key, path=b"/v1/completions", extra=b"", b=body):

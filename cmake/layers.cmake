@@ -42,7 +42,5 @@ set(TD_PUBLIC_OWNER_client.h client)
 # to that one file); the check fails once an exception is no longer used,
 # so that it is deleted when its step lands.
 set(TD_LAYER_EXCEPTIONS
-  "src/gateway/gateway.h|io/shared.h|s-decide (issue 18 item 3): the daemon makes the Redis backends and passes them in"
-  "src/gateway/gateway.h|io/shared_budget.h|s-decide (issue 18 item 3): the daemon makes the Redis backends and passes them in"
   "src/simmodel/server.c|io/http_internal.h|s-http (issue 18 item 4): simmodel serves through io's shared HTTP server engine"
 )

@@ -76,9 +76,10 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
                           td_criticality_name(t->criticality), "weight", t->weight,
                           "sharedLimits", td_gateway_shared(g) != NULL);
     if (o && td_gateway_budget_shared(g))
-        json_object_set_new(o, "sharedBudgets",
-                            json_pack("{s:b, s:b}", "shared", 1, "degraded",
-                                      td_shbudget_degraded(td_gateway_budget_shared(g))));
+        json_object_set_new(
+            o, "sharedBudgets",
+            json_pack("{s:b, s:b}", "shared", 1, "degraded",
+                      td_gateway_budget_shared(g)->degraded(td_gateway_budget_shared(g)->ctx)));
     /* budgets: the amount, the spend of the current period, when it resets */
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);

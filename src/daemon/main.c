@@ -23,8 +23,8 @@
 #include "gateway/gateway.h"
 #include "tenantd/http.h"
 #include "core/jsonarena.h"
-#include "core/kind.h"
 #include "io/proxy.h"
+#include "io/shared_budget.h"
 #include "io/store.h"
 #include "io/tls.h"
 
@@ -642,8 +642,15 @@ int main(int argc, char **argv)
         free(dir);
         replica_name = default_name;
     }
-    td_gateway_opts gopts = {redis, (uint32_t)replicas, allow_x_tenant, replica_name};
-    if (td_gateway_create(cfg, &gopts, &gateway, &err) != TD_OK) {
+    td_gateway_opts gopts = {allow_x_tenant};
+    td_gw_backends redis_be;
+    if (td_gateway_create(cfg, &gopts, &gateway, &err) != TD_OK ||
+        (redis && (td_redis_backends_create(redis, (uint32_t)replicas, replica_name,
+                                            td_gateway_budgets(gateway), TD_GW_MAX_TENANTS,
+                                            td_gateway_key_budgets(gateway), TD_GW_MAX_KEYS,
+                                            &redis_be, &err) != TD_OK ||
+                   td_gateway_set_backends(gateway, &redis_be, &err) != TD_OK))) {
+        td_gateway_destroy(gateway);
         fprintf(stderr, "tenantd: %s\n", err.msg);
         td_config_unref(cfg);
         td_store_close(store);

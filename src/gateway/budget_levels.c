@@ -1,14 +1,14 @@
 /* budget_levels.c - a request's budgets at two levels, its key's own and
  * its tenant's: reserved at all or at none, settled at all. On this
  * process's spend counters, or with --redis on the budgets shared through
- * Redis (shared_budget.c); time comes in as an argument. */
+ * Redis (a td_gw_budget_backend); time comes in as an argument. */
 #include "gateway/gateway.h"
 
 /* One level's spend: this process's counters, or with --redis the shared
  * budgets (sh) over them, under the name the Redis keys carry. */
 typedef struct {
     td_budgets *bs;
-    td_shbudget *sh;
+    const td_gw_budget_backend *sh;
     uint32_t slot;
     const char *name;
 } level;
@@ -16,7 +16,7 @@ typedef struct {
 static void level_settle(const level *l, td_period p, int64_t start, int64_t delta, bool leased)
 {
     if (l->sh)
-        td_shbudget_settle(l->sh, l->slot, p, start, delta, leased);
+        l->sh->settle(l->sh->ctx, l->slot, p, start, delta, leased);
     else
         td_budgets_settle(l->bs, l->slot, p, start, delta);
 }
@@ -32,11 +32,11 @@ static td_status reserve_level(const level *l, const td_gw_budget *bud, size_t n
         const td_gw_budget *b = &bud[i];
         int64_t st_s = 0, spent = 0;
         bool from_lease = false;
-        td_status st =
-            l->sh ? td_shbudget_reserve(l->sh, l->slot, l->name, b->period, b->amount_nano, cost,
-                                        b->shadow, now_s, &st_s, &spent, &from_lease)
-                  : td_budgets_reserve(l->bs, l->slot, b->period, b->amount_nano, cost, b->shadow,
-                                       now_s, &st_s, &spent);
+        td_status st = l->sh
+                           ? l->sh->reserve(l->sh->ctx, l->slot, l->name, b->period, b->amount_nano,
+                                            cost, b->shadow, now_s, &st_s, &spent, &from_lease)
+                           : td_budgets_reserve(l->bs, l->slot, b->period, b->amount_nano, cost,
+                                                b->shadow, now_s, &st_s, &spent);
         if (st != TD_OK) {
             for (int j = 0; j < *nres; j++)
                 level_settle(l, per[j], start[j], -cost, leased[j]);
@@ -122,6 +122,6 @@ int64_t td_gateway_budget_spent(td_gateway *g, const td_gw_tenant *t, const td_g
 {
     level l = k ? key_level(g, k) : tenant_level(g, t);
     if (l.sh)
-        return td_shbudget_spent(l.sh, l.slot, l.name, p, now_s, refresh);
+        return l.sh->spent(l.sh->ctx, l.slot, l.name, p, now_s, refresh);
     return td_budgets_spent(l.bs, l.slot, p, now_s);
 }

@@ -61,12 +61,10 @@ struct td_gateway {
     slot_table tenants, routes, keys;
     td_limiter *limiter;
     td_limiter *key_limiter;
-    td_shared *key_shared;
     td_budgets *budgets;
     td_budgets *key_budgets; /* by key slot */
-    td_shbudget *shared_budgets, *key_shared_budgets; /* with --redis */
+    td_gw_backends be;       /* shared by replicas (--redis): all four contexts or none */
     td_metrics *metrics;
-    td_shared *shared;
     td_recent *recent;
     _Atomic uint32_t *conns; /* [TD_GW_MAX_TENANTS] client connections per tenant */
     bool allow_x_tenant;
@@ -774,10 +772,10 @@ static void note_added_budgets(td_gateway *g, const td_gw_config *old, const td_
     for (size_t i = 0; i < next->ntenants; i++) {
         const td_gw_tenant *t = &next->tenants[i];
         const td_gw_tenant *was = td_gw_tenant_by_name(old, t->name);
-        for (size_t b = 0; !g->shared_budgets && b < t->nbudgets; b++)
+        for (size_t b = 0; !g->be.tenant_budget.ctx && b < t->nbudgets; b++)
             if (!was || !has_period(was->budgets, was->nbudgets, t->budgets[b].period))
                 note_added(g, false, t->slot, t->budgets[b].period, now_ns, t->name, NULL);
-        for (size_t k = 0; !g->key_shared_budgets && t->keys && k < t->nkeys; k++) {
+        for (size_t k = 0; !g->be.key_budget.ctx && t->keys && k < t->nkeys; k++) {
             const td_gw_key *key = &t->keys[k];
             const td_gw_key *wk = NULL;
             for (size_t j = 0; key->name && was && was->keys && j < was->nkeys && !wk; j++)
@@ -853,24 +851,6 @@ td_status td_gateway_create(const td_config *cfg, const td_gateway_opts *o, td_g
         td_gateway_destroy(g);
         return td_err_set(err, st, "out of memory");
     }
-    if (o && o->redis) {
-        td_shared_opts so = {o->redis, o->replicas ? o->replicas : 1, 0, 0, NULL};
-        st = td_shared_create(&so, TD_GW_MAX_TENANTS, &g->shared, err);
-        /* keys in Redis as "tenant/key": a tenant name has no '/' */
-        if (st == TD_OK)
-            st = td_shared_create(&so, TD_GW_MAX_KEYS, &g->key_shared, err);
-        td_shbudget_opts bo = {o->redis, so.replicas, 0, NULL, o->replica_name, "tenant"};
-        if (st == TD_OK)
-            st = td_shbudget_create(&bo, g->budgets, TD_GW_MAX_TENANTS, &g->shared_budgets, err);
-        bo.label = "key";
-        if (st == TD_OK)
-            st = td_shbudget_create(&bo, g->key_budgets, TD_GW_MAX_KEYS, &g->key_shared_budgets,
-                                    err);
-        if (st != TD_OK) {
-            td_gateway_destroy(g);
-            return st;
-        }
-    }
     view *v = NULL;
     st = build_view(g, cfg, &v, err);
     if (st != TD_OK) {
@@ -886,10 +866,13 @@ void td_gateway_destroy(td_gateway *g)
 {
     if (!g)
         return;
-    td_shared_destroy(g->shared);
-    td_shared_destroy(g->key_shared);
-    td_shbudget_destroy(g->shared_budgets); /* gives leases back; before the budgets */
-    td_shbudget_destroy(g->key_shared_budgets);
+    if (g->be.tenant_rate.ctx) {
+        g->be.tenant_rate.destroy(g->be.tenant_rate.ctx);
+        g->be.key_rate.destroy(g->be.key_rate.ctx);
+        /* give leases back; before the budgets */
+        g->be.tenant_budget.destroy(g->be.tenant_budget.ctx);
+        g->be.key_budget.destroy(g->be.key_budget.ctx);
+    }
     td_gw_config_unref(g->current);
     for (size_t i = 0; i < g->nadded; i++) {
         free(g->added[i].tenant);
@@ -976,9 +959,20 @@ td_recent *td_gateway_recent(td_gateway *g)
     return g->recent;
 }
 
-td_shared *td_gateway_shared(td_gateway *g)
+td_status td_gateway_set_backends(td_gateway *g, const td_gw_backends *b, td_err *err)
 {
-    return g->shared;
+    if (!b->tenant_rate.ctx || !b->key_rate.ctx || !b->tenant_budget.ctx || !b->key_budget.ctx ||
+        g->be.tenant_rate.ctx)
+        return td_err_set(err, TD_EINVAL,
+                          "gateway backends: all four (tenant and key rates and budgets) are "
+                          "needed, once");
+    g->be = *b;
+    return TD_OK;
+}
+
+const td_gw_rate_backend *td_gateway_shared(td_gateway *g)
+{
+    return g->be.tenant_rate.ctx ? &g->be.tenant_rate : NULL;
 }
 
 td_limiter *td_gateway_key_limiter(td_gateway *g)
@@ -986,9 +980,9 @@ td_limiter *td_gateway_key_limiter(td_gateway *g)
     return g->key_limiter;
 }
 
-td_shared *td_gateway_key_shared(td_gateway *g)
+const td_gw_rate_backend *td_gateway_key_shared(td_gateway *g)
 {
-    return g->key_shared;
+    return g->be.key_rate.ctx ? &g->be.key_rate : NULL;
 }
 
 td_budgets *td_gateway_budgets(td_gateway *g)
@@ -1001,14 +995,14 @@ td_budgets *td_gateway_key_budgets(td_gateway *g)
     return g->key_budgets;
 }
 
-td_shbudget *td_gateway_budget_shared(td_gateway *g)
+const td_gw_budget_backend *td_gateway_budget_shared(td_gateway *g)
 {
-    return g->shared_budgets;
+    return g->be.tenant_budget.ctx ? &g->be.tenant_budget : NULL;
 }
 
-td_shbudget *td_gateway_key_budget_shared(td_gateway *g)
+const td_gw_budget_backend *td_gateway_key_budget_shared(td_gateway *g)
 {
-    return g->key_shared_budgets;
+    return g->be.key_budget.ctx ? &g->be.key_budget : NULL;
 }
 
 td_status td_gw_price(const td_gw_config *c, const td_ledger_rec *r, int64_t *nano, td_err *err)
@@ -1177,8 +1171,8 @@ static void budget_sample(td_metrics_text *b, const char *name, const td_gw_tena
 
 td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
 {
-    if (g->shared)
-        td_metrics_shared_degraded(g->metrics, td_shared_degraded(g->shared));
+    if (g->be.tenant_rate.ctx)
+        td_metrics_shared_degraded(g->metrics, g->be.tenant_rate.degraded(g->be.tenant_rate.ctx));
     size_t n0 = 0;
     td_status st = td_metrics_render(g->metrics, td_gateway_slot_name, g, out, &n0);
     if (st != TD_OK)
@@ -1229,7 +1223,8 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
                                                       (int64_t)ts.tv_sec, false));
         }
     }
-    if (g->shared_budgets)
+    const td_gw_budget_backend *tb = &g->be.tenant_budget, *kb = &g->be.key_budget;
+    if (tb->ctx)
         td_metrics_text_printf(
             &b,
             "# HELP tenantd_budget_shared_degraded 1 while budgets shared through Redis are "
@@ -1244,11 +1239,9 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
             "answered (leases, give-backs, refreshes).\n"
             "# TYPE tenantd_budget_redis_calls_total counter\n"
             "tenantd_budget_redis_calls_total %llu\n",
-            td_shbudget_degraded(g->shared_budgets) || td_shbudget_degraded(g->key_shared_budgets),
-            (unsigned long long)(td_shbudget_fallbacks(g->shared_budgets) +
-                                 td_shbudget_fallbacks(g->key_shared_budgets)),
-            (unsigned long long)(td_shbudget_calls(g->shared_budgets) +
-                                 td_shbudget_calls(g->key_shared_budgets)));
+            tb->degraded(tb->ctx) || kb->degraded(kb->ctx),
+            (unsigned long long)(tb->fallbacks(tb->ctx) + kb->fallbacks(kb->ctx)),
+            (unsigned long long)(tb->calls(tb->ctx) + kb->calls(kb->ctx)));
     td_gw_config_unref(held);
     if (b.oom) {
         free(b.p);

@@ -2,7 +2,8 @@
  * Tenants and Routes of a config snapshot (keys hashed, limits parsed,
  * routes sorted for longest-prefix match), and the runtime state that
  * outlives reloads (limiter, metrics, shared limits), indexed by slots that
- * stay fixed for a tenant or route name across reloads. */
+ * stay fixed for a tenant or route name across reloads. Limits and budgets
+ * shared by replicas come in as backends (gateway/backends.h). */
 #ifndef TENANTD_GATEWAY_H
 #define TENANTD_GATEWAY_H
 
@@ -12,7 +13,7 @@
 #include <stdint.h>
 #include <pthread.h>
 
-#include "core/kind.h"
+#include "gateway/backends.h"
 #include "gateway/budget.h"
 #include "cost/chargeback.h"
 #include "core/config.h"
@@ -21,8 +22,6 @@
 #include "core/limiter.h"
 #include "gateway/metrics.h"
 #include "gateway/recent.h"
-#include "io/shared.h"
-#include "io/shared_budget.h"
 #include "tenantd/status.h"
 
 #define TD_GW_MAX_TENANTS 65536
@@ -164,16 +163,20 @@ struct td_gw_config {
 typedef struct td_gateway td_gateway;
 
 typedef struct {
-    const char *redis;      /* NULL: local limits only */
-    uint32_t replicas;      /* for the Redis fallback share */
-    bool allow_x_tenant;    /* demo mode: trust an X-Tenant header */
-    const char *replica_name; /* with redis: this replica's stable name in shared budgets */
+    bool allow_x_tenant; /* demo mode: trust an X-Tenant header */
 } td_gateway_opts;
 
-/* The runtime state, with the gateway view of cfg as its first config. */
+/* The runtime state, with the gateway view of cfg as its first config;
+ * limits and budgets are this process's own until td_gateway_set_backends. */
 td_status td_gateway_create(const td_config *cfg, const td_gateway_opts *o, td_gateway **out,
                             td_err *err);
+/* Destroys g and the backends it took over (the budgets' first, which give
+ * their leases back while g's spend counters still exist). NULL: no-op. */
 void td_gateway_destroy(td_gateway *g);
+/* Hands g the backends of limits and budgets shared by replicas (b copied,
+ * its contexts taken over: destroyed with g), before any request or reload
+ * uses g: all four contexts set, or TD_EINVAL and nothing taken. */
+td_status td_gateway_set_backends(td_gateway *g, const td_gw_backends *b, td_err *err);
 
 /* Builds the view of cfg and swaps it in (new tenant/route names get new
  * slots; a tenant whose rate changed has its limiter state reset).
@@ -274,7 +277,8 @@ bool td_gw_route_allows(const td_gw_route *r, const char *m);
 /* Shared state. */
 td_limiter *td_gateway_limiter(td_gateway *g);
 td_metrics *td_gateway_metrics(td_gateway *g);
-td_shared *td_gateway_shared(td_gateway *g); /* NULL without --redis */
+/* The tenants' shared rate backend, NULL without one (--redis). */
+const td_gw_rate_backend *td_gateway_shared(td_gateway *g);
 td_recent *td_gateway_recent(td_gateway *g);
 
 /* Client connections per tenant (counted from a connection's first request
@@ -286,15 +290,15 @@ void td_gateway_conn_release(td_gateway *g, uint32_t slot);
 uint32_t td_gateway_conn_count(td_gateway *g, uint32_t slot);
 /* Key-level state: limiter and (with --redis) shared limits by key slot. */
 td_limiter *td_gateway_key_limiter(td_gateway *g);
-td_shared *td_gateway_key_shared(td_gateway *g); /* NULL without --redis */
+const td_gw_rate_backend *td_gateway_key_shared(td_gateway *g); /* NULL without --redis */
 /* Budget spend by tenant slot. */
 td_budgets *td_gateway_budgets(td_gateway *g);
 /* Budget spend of named keys, by key slot (td_gw_key.slot). */
 td_budgets *td_gateway_key_budgets(td_gateway *g);
 /* Budgets shared through Redis, by tenant slot and by key slot; NULL
  * without --redis. */
-td_shbudget *td_gateway_budget_shared(td_gateway *g);
-td_shbudget *td_gateway_key_budget_shared(td_gateway *g);
+const td_gw_budget_backend *td_gateway_budget_shared(td_gateway *g);
+const td_gw_budget_backend *td_gateway_key_budget_shared(td_gateway *g);
 
 /* ---- budgets at two levels (budget_levels.c) ----
  * A request of a named key with budgets of its own is held to those and to

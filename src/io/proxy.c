@@ -102,7 +102,7 @@ static void on_conn_closed(uv_handle_t *h)
     td__buf_fini(&c->rq.hdr);
     td__buf_fini(&c->rq.body);
     td__tls_destroy(c->tls);
-    OPENSSL_cleanse(c->auth_key, sizeof c->auth_key);
+    OPENSSL_cleanse(c->auth.bytes, sizeof c->auth.bytes);
     free(c);
 }
 

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "gateway/decide.h"
 #include "io/http_internal.h"
 #include "gateway/estimate.h"
 #include "gateway/endpoints.h"
@@ -67,7 +68,7 @@ struct td_proxy {
     td_gateway *g;
     td_limiter *limiter;
     td_metrics *metrics;
-    td_shared *shared; /* NULL without --redis */
+    const td_gw_rate_backend *shared; /* NULL without --redis */
     FILE *access_log;
     size_t max_body;
     td_ledger *ledger; /* NULL: no metering */
@@ -149,7 +150,6 @@ typedef enum {
 } px_rq_state;
 
 /* Where the one timer of a client connection points. */
-#define PX_AUTH_CACHE_MAX 128 /* longer API keys are hashed every time */
 #define PX_UP_HEAD_MAX (2 * PX_HEADER_MAX + 4096) /* an upstream request head */
 
 typedef enum {
@@ -203,15 +203,13 @@ typedef struct {
     double estimate, actual;
     uint64_t deadline_ns;
     uint64_t t_start, t_decided, t_started, t_first_byte, t_end, t_body_start;
-    int conc_held, rate_charged, cq_started, queued;
+    int cq_started, queued;
     const char *shadow; /* the shadow limit that would have refused it, or NULL */
-    /* key level: the key's own entry (NULL or unnamed: none), its holds */
+    /* key level: the key's own entry (NULL or unnamed: none) */
     const td_gw_key *key;
-    int key_conc_held, key_rate_charged;
-    /* the tenant's spec.gateway.models[] limit for the body's model (NULL:
-     * none), its holds */
-    const td_gw_model_limit *mlim;
-    int model_conc_held, model_rate_charged;
+    /* the limits' holds (the tenant's, the key's, the body's model's),
+     * given back at the end (td_gw_charges_release) */
+    td_gw_charges ch;
     /* budgets reserved (the tenant's and the key's own), settled at the end */
     td_gw_budget_hold bud;
     double prompt_est; /* the estimate's prompt tokens (tokens routes) */
@@ -289,14 +287,9 @@ struct px_conn {
     size_t ck_scanned;
     td__chunked ck;
     /* The API key of the connection's last identified request and what it
-     * resolved to in the view of generation auth_gen (0: none): a client
-     * sending the same key again skips the SHA-256 and the lookup. Wiped
-     * when the connection is freed. */
-    uint64_t auth_gen;
-    size_t auth_len;
-    const td_gw_tenant *auth_tenant;
-    const td_gw_key *auth_keyent;
-    char auth_key[PX_AUTH_CACHE_MAX];
+     * resolved to (td_gw_decide_auth): a client sending the same key again
+     * skips the SHA-256 and the lookup. Wiped when the connection is freed. */
+    td_gw_key_cache auth;
 };
 
 struct px_up {

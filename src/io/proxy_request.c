@@ -172,11 +172,6 @@ static void respond_error(px_conn *c, int status, const char *code, const char *
     px_respond(c, status, extra, body);
 }
 
-static void respond_bad_request(px_conn *c, const char *msg)
-{
-    respond_error(c, 400, "bad_request", msg, NULL, NULL, NULL);
-}
-
 /* Keeps a sampled record of a refusal for `tenantctl explain request`:
  * the rule and the numbers it compared. */
 static void note_refusal(px_conn *c, uint16_t status, const char *reason, bool shadow,
@@ -651,39 +646,6 @@ static void meter(px_conn *c, const td_ledger_rec *rec)
     free_slot->rec = *rec;
 }
 
-/* The price of `units` of the request's route (tokens, GPU-seconds or
- * requests; the estimate before the request goes upstream, the reservation,
- * a stream's tokens so far): its record as if it came back using them.
- * Tokens are priced at the dearer of the input and output prices, so the
- * reservation is not below the truth when its tokens are right. */
-static int64_t price_units(px_conn *c, double units)
-{
-    px_req *r = &c->rq;
-    const td_gw_route *route = r->route;
-    td_ledger_rec rec;
-    memset(&rec, 0, sizeof rec);
-    rec.kind = TD_LEDGER_REQUEST;
-    snprintf(rec.route, sizeof rec.route, "%s", route->name);
-    snprintf(rec.tenant, sizeof rec.tenant, "%s", r->tenant->name);
-    snprintf(rec.outcome, sizeof rec.outcome, "ok");
-    rec.count = 1;
-    rec.gpu_used_milli = -1;
-    double gpu_s = route->cost_model == TD_COST_GPU_SECONDS ? units : route->default_gpu_seconds;
-    rec.gpu_milli_seconds = (int64_t)(gpu_s * 1000 + 0.5);
-    int64_t a = 0, b = 0;
-    if (route->cost_model == TD_COST_TOKENS)
-        rec.tokens_in = (int64_t)ceil(units);
-    if (td_gw_price(r->cfg->c, &rec, &a, NULL) != TD_OK)
-        a = 0;
-    if (route->cost_model == TD_COST_TOKENS) {
-        rec.tokens_out = rec.tokens_in;
-        rec.tokens_in = 0;
-        if (td_gw_price(r->cfg->c, &rec, &b, NULL) != TD_OK)
-            b = 0;
-    }
-    return a > b ? a : b;
-}
-
 int px_budget_extend(px_conn *c, double tokens)
 {
     px_req *r = &c->rq;
@@ -705,7 +667,7 @@ int px_budget_extend(px_conn *c, double tokens)
     clock_gettime(CLOCK_REALTIME, &wall);
     td_gateway *g = c->w->p->g;
     for (int i = 0; i < 2; i++) {
-        int64_t ask = price_units(c, want[i]) - held;
+        int64_t ask = td_gw_price_units(r->cfg->c, r->route, r->tenant, want[i]) - held;
         if (ask > 0) {
             td_gw_budget_hold h;
             td_gw_budget_verdict v;
@@ -800,57 +762,11 @@ void px_req_end(px_conn *c, int outcome)
         r->cq_started = 0;
         pump = 1;
     }
-    double cost = 0;
-    if (r->rate_charged) {
-        double delta = r->actual - r->estimate;
-        if (delta != 0) {
-            if (p->shared)
-                td_shared_adjust(p->shared, t->slot, delta);
-            else
-                td_limiter_adjust(p->limiter, t->slot, &t->rate, delta, now);
-        }
-        cost = r->actual;
-        r->rate_charged = 0;
-    } else if (r->shadow) {
-        cost = r->actual; /* it went upstream: its cost counts, uncharged */
-    }
-    if (r->conc_held) {
-        td_limiter_release(p->limiter, t->slot);
+    /* it went upstream: its cost counts, charged or (shadow) not */
+    double cost = r->ch.rate_charged || r->shadow ? r->actual : 0;
+    if (r->ch.conc_held)
         td_metrics_inflight_add(p->metrics, t->slot, -1);
-        r->conc_held = 0;
-    }
-    if (r->key_rate_charged) {
-        double delta = r->actual - r->estimate;
-        td_shared *ks = td_gateway_key_shared(p->g);
-        if (delta != 0) {
-            if (ks)
-                td_shared_adjust(ks, r->key->slot, delta);
-            else
-                td_limiter_adjust(td_gateway_key_limiter(p->g), r->key->slot, &r->key->rate, delta,
-                                  now);
-        }
-        r->key_rate_charged = 0;
-    }
-    if (r->key_conc_held) {
-        td_limiter_release(td_gateway_key_limiter(p->g), r->key->slot);
-        r->key_conc_held = 0;
-    }
-    if (r->model_rate_charged) {
-        double delta = r->actual - r->estimate;
-        td_shared *ks = td_gateway_key_shared(p->g);
-        if (delta != 0) {
-            if (ks)
-                td_shared_adjust(ks, r->mlim->slot, delta);
-            else
-                td_limiter_adjust(td_gateway_key_limiter(p->g), r->mlim->slot, &r->mlim->rate,
-                                  delta, now);
-        }
-        r->model_rate_charged = 0;
-    }
-    if (r->model_conc_held) {
-        td_limiter_release(td_gateway_key_limiter(p->g), r->mlim->slot);
-        r->model_conc_held = 0;
-    }
+    td_gw_charges_release(p->g, t, r->key, &r->ch, r->estimate, r->actual, now);
     if (outcome >= 0)
         td_metrics_request(p->metrics, t ? t->slot : TD_METRICS_NONE,
                            r->route ? r->route->slot : TD_METRICS_NONE, (td_outcome)outcome,
@@ -1098,30 +1014,6 @@ static int normalize_target(px_req *r)
     return -1;
 }
 
-/* td_gw_tenant_by_key_ex, through the connection's one-entry cache: the
- * same key bytes (compared in constant time) under the same view resolve
- * to the same tenant and key, so only a new key or a new view hashes. */
-static const td_gw_tenant *tenant_by_key(px_conn *c, const td_gw_config *cfg, const char *key,
-                                         const td_gw_key **k)
-{
-    size_t len = strlen(key);
-    if (c->auth_gen == cfg->generation && c->auth_len == len &&
-        CRYPTO_memcmp(c->auth_key, key, len) == 0) {
-        *k = c->auth_keyent;
-        return c->auth_tenant;
-    }
-    const td_gw_tenant *t = td_gw_tenant_by_key_ex(cfg, key, len, k);
-    c->auth_gen = 0;
-    if (t && len <= sizeof c->auth_key) {
-        memcpy(c->auth_key, key, len);
-        c->auth_len = len;
-        c->auth_tenant = t;
-        c->auth_keyent = *k;
-        c->auth_gen = cfg->generation;
-    }
-    return t;
-}
-
 void px_req_headers(px_conn *c)
 {
     px_req *r = &c->rq;
@@ -1136,11 +1028,9 @@ void px_req_headers(px_conn *c)
     r->route_by_model = r->models_list = 0;
     r->model[0] = '\0';
     r->estimate = r->actual = 0;
-    r->conc_held = r->rate_charged = r->cq_started = r->queued = 0;
+    r->cq_started = r->queued = 0;
     r->key = NULL;
-    r->key_conc_held = r->key_rate_charged = 0;
-    r->mlim = NULL;
-    r->model_conc_held = r->model_rate_charged = 0;
+    memset(&r->ch, 0, sizeof r->ch);
     r->bud.n = r->bud.nkey = 0;
     r->bud.reserved_nano = 0;
     r->prompt_est = 0;
@@ -1170,19 +1060,8 @@ void px_req_headers(px_conn *c)
     } else {
         const td_gw_config *cfg = r->cfg->c;
         /* (a) who: a Bearer key, or in demo mode only, a trusted name */
-        if (r->h_auth) {
-            const char *v = r->h_auth;
-            if (strncasecmp(v, "Bearer ", 7) == 0) {
-                v += 7;
-                while (*v == ' ')
-                    v++;
-                r->tenant = tenant_by_key(c, cfg, v, &r->key);
-                if (r->key && !r->key->name)
-                    r->key = NULL; /* unnamed: the tenant's limits only */
-            }
-        } else if (r->h_xtenant && td_gateway_allow_x_tenant(p->g)) {
-            r->tenant = td_gw_tenant_by_name(cfg, r->h_xtenant);
-        }
+        r->tenant = td_gw_decide_auth(cfg, r->h_auth, r->h_xtenant, td_gateway_allow_x_tenant(p->g),
+                                      &c->auth, &r->key);
         if (!r->tenant) {
             set_reject(r, 401,
                        PX_ERROR_BODY("no valid API key: send Authorization: Bearer KEY",
@@ -1205,10 +1084,8 @@ void px_req_headers(px_conn *c)
                 set_reject(r, 429, r->reject_body, TD_OUT_CONCURRENCY_LIMITED);
             }
         }
-        /* CONNECT would open a tunnel past every limit and TRACE echoes
-         * the request (credentials included) back: never, on any route */
-        if (r->tenant && !r->reject_status &&
-            (r->method == HTTP_CONNECT || r->method == HTTP_TRACE))
+        const char *method = http_method_str((enum http_method)r->method);
+        if (r->tenant && !r->reject_status && td_gw_method_refused(method))
             set_reject(r, 405, METHOD_BODY, TD_OUT_BAD_REQUEST);
         if (r->tenant && !r->reject_status && connection_check(r) == 0 &&
             normalize_target(r) == 0) {
@@ -1218,26 +1095,19 @@ void px_req_headers(px_conn *c)
             char *end = r->url.p + r->path_off + r->path_len;
             char saved = *end;
             *end = '\0';
-            const char *path = r->url.p + r->path_off;
-            const td_gw_route *found = NULL;
-            td_gw_route_need need = td_gw_route_by_path(cfg, path, &found);
-            int list = r->method == HTTP_GET && strcmp(path, "/v1/models") == 0 &&
-                       (cfg->nmodel_routes || r->tenant->models || (r->key && r->key->models));
+            td_gw_path_verdict pv = td_gw_decide_path(cfg, r->tenant, r->key, method,
+                                                      r->url.p + r->path_off, &r->route);
             *end = saved;
-            if (list) {
+            if (pv == TD_GW_PATH_MODELS_LIST) {
                 r->models_list = 1; /* answered here, never forwarded */
-            } else if (need == TD_GW_ROUTE_NONE) {
+            } else if (pv == TD_GW_PATH_NO_ROUTE) {
                 set_reject(r, 404, NO_ROUTE_BODY, TD_OUT_NO_ROUTE);
-            } else if (need == TD_GW_ROUTE_BY_MODEL) {
+            } else if (pv == TD_GW_PATH_BY_MODEL) {
                 r->route_by_model = 1;
-            } else {
-                r->route = found;
-                if (!td_gw_route_allows(r->route, http_method_str((enum http_method)r->method))) {
-                    snprintf(r->allow_hdr, sizeof r->allow_hdr, "Allow: %s\r\n",
-                             r->route->allow);
-                    r->reject_extra = r->allow_hdr;
-                    set_reject(r, 405, METHOD_BODY, TD_OUT_BAD_REQUEST);
-                }
+            } else if (pv == TD_GW_PATH_METHOD) {
+                snprintf(r->allow_hdr, sizeof r->allow_hdr, "Allow: %s\r\n", r->route->allow);
+                r->reject_extra = r->allow_hdr;
+                set_reject(r, 405, METHOD_BODY, TD_OUT_BAD_REQUEST);
             }
         }
     }
@@ -1259,322 +1129,76 @@ void px_req_headers(px_conn *c)
         td__buf_append(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 }
 
-/* A positive integer of milliseconds. */
-static int parse_ms(const char *s, uint64_t *ns)
+/* GET /v1/models, answered by tenantd for the tenant and key. */
+static void answer_models(px_conn *c)
 {
-    uint64_t v = 0;
-    if (!*s)
-        return -1;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9' || v > UINT64_MAX / 10000000)
-            return -1;
-        v = v * 10 + (uint64_t)(*s - '0');
+    px_req *r = &c->rq;
+    char *list = NULL;
+    size_t n = 0;
+    if (td_gw_models_list(r->cfg->c, r->tenant, r->key, &list, &n) != TD_OK) {
+        respond_shed(c, "overload");
+        px_req_end(c, TD_OUT_SHED);
+        return;
     }
-    if (v == 0)
-        return -1;
-    *ns = v * 1000000;
-    return 0;
+    px_respond(c, 200, NULL, list);
+    free(list);
+    px_req_end(c, TD_OUT_ACCEPTED);
 }
 
-void px_req_message(px_conn *c)
+/* Counts the limits that refused or in shadow would have (v->events, the
+ * shadow budgets) and keeps the noted ones for `tenantctl explain`. */
+static void count_limits(px_conn *c, const td_gw_verdict *v)
+{
+    px_req *r = &c->rq;
+    td_metrics *m = c->w->p->metrics;
+    for (size_t i = 0; i < v->nevents; i++) {
+        const td_gw_limit_event *e = &v->events[i];
+        td_metrics_limit_rejection(m, r->tenant->slot, e->limit, e->shadow);
+        if (e->noted)
+            note_refusal(c, 429, e->reason, true, e->key, NULL);
+    }
+    for (size_t i = 0; i < v->budget.nshadow; i++)
+        note_shadow_budget(c, &v->budget.shadow[i]);
+}
+
+/* Writes the refusal v decided (now_s: the budgets' clock). */
+static void respond_refusal(px_conn *c, const td_gw_verdict *v, int64_t now_s)
+{
+    px_req *r = &c->rq;
+    switch (v->form) {
+    case TD_GW_FORM_ERROR:
+        if (v->detail[0])
+            note_refusal(c, (uint16_t)v->status, v->reason, false, r->key, v->detail);
+        respond_error(c, v->status, v->code, v->message, v->param, v->fields[0] ? v->fields : NULL,
+                      v->header);
+        break;
+    case TD_GW_FORM_METHOD:
+        snprintf(r->allow_hdr, sizeof r->allow_hdr, "Allow: %s\r\n", v->route->allow);
+        px_respond(c, 405, r->allow_hdr, METHOD_BODY);
+        break;
+    case TD_GW_FORM_LIMITED:
+        if (v->level == TD_GW_LEVEL_MODEL)
+            respond_model_limited(c, v->reason, v->retry_after_ns, v->model_limit);
+        else
+            respond_limited(c, v->reason, v->retry_after_ns,
+                            v->level == TD_GW_LEVEL_KEY ? r->key : NULL);
+        break;
+    case TD_GW_FORM_BUDGET:
+        respond_budget(c, v->budget.refused.budget, v->budget.refused.key,
+                       v->budget.refused.spent_nano, now_s);
+        break;
+    }
+}
+
+/* (f) the route's criticality queue, this worker's share of it: start,
+ * wait, or shed. */
+static void enqueue(px_conn *c, uint64_t timeout_ns, uint64_t now)
 {
     px_req *r = &c->rq;
     px_worker *w = c->w;
-    td_proxy *p = w->p;
-    if (r->reject_status) {
-        px_respond(c, r->reject_status, r->reject_extra, r->reject_error);
-        px_req_end(c, r->reject_outcome);
-        return;
-    }
     const td_gw_tenant *t = r->tenant;
-    td_err err;
-    if (r->models_list) {
-        char *list = NULL;
-        size_t n = 0;
-        if (td_gw_models_list(r->cfg->c, t, r->key, &list, &n) != TD_OK) {
-            respond_shed(c, "overload");
-            px_req_end(c, TD_OUT_SHED);
-            return;
-        }
-        px_respond(c, 200, NULL, list);
-        free(list);
-        px_req_end(c, TD_OUT_ACCEPTED);
-        return;
-    }
-    int bodyless = r->body.len == 0 && r->method != HTTP_POST && r->method != HTTP_PUT &&
-                   r->method != HTTP_PATCH;
-    /* (b') the model the body names, when a route or the tenant's
-     * spec.models depend on it */
-    int listed = t->models || (r->key && r->key->models);
-    if ((r->route_by_model || listed || t->nmodel_limits) && r->body.len &&
-        td_gw_body_model(r->body.p, r->body.len, r->model, sizeof r->model, &err) != TD_OK) {
-        /* for a model limit alone, a body that names no model (or is not
-         * JSON: a requests route's upload) is held to the tenant's limits */
-        if (r->route_by_model || listed) {
-            respond_bad_request(c, err.msg);
-            px_req_end(c, TD_OUT_BAD_REQUEST);
-            return;
-        }
-        r->model[0] = '\0';
-    }
-    const char *model = r->model[0] ? r->model : NULL;
-    char mmsg[400];
-    snprintf(mmsg, sizeof mmsg, "The model `%s` does not exist or you do not have access to it.",
-             model ? model : "");
-    if (r->route_by_model) {
-        char *end = r->url.p + r->path_off + r->path_len;
-        char saved = *end;
-        *end = '\0';
-        r->route = td_gw_route_select(r->cfg->c, r->url.p + r->path_off, model);
-        *end = saved;
-        if (!r->route && !model) {
-            respond_error(c, 400, "model_required",
-                          "the request body names no model, and every route of this path "
-                          "serves named models",
-                          "model", NULL, NULL);
-            px_req_end(c, TD_OUT_BAD_REQUEST);
-            return;
-        }
-        if (!r->route) {
-            respond_error(c, 404, "model_not_found", mmsg, "model", NULL, NULL);
-            px_req_end(c, TD_OUT_BAD_REQUEST);
-            return;
-        }
-        if (!td_gw_route_allows(r->route, http_method_str((enum http_method)r->method))) {
-            snprintf(r->allow_hdr, sizeof r->allow_hdr, "Allow: %s\r\n", r->route->allow);
-            px_respond(c, 405, r->allow_hdr, METHOD_BODY);
-            px_req_end(c, TD_OUT_BAD_REQUEST);
-            return;
-        }
-    }
-    /* a bodyless request (GET /v1/files) names no model and needs none; a
-     * listed tenant's body that names none is refused, so that it cannot
-     * reach an upstream's default model unnamed */
-    if (listed && (model || !bodyless)) {
-        td_gw_model_access a = td_gw_model_access_check(t, r->key, model);
-        if (a != TD_GW_MODEL_ALLOWED) {
-            char fields[300], esc[200], msg[400];
-            json_escape(esc, sizeof esc, t->name);
-            snprintf(fields, sizeof fields, ",\"tenant\":\"%s\"", esc);
-            snprintf(msg, sizeof msg, "model %.200s is not in spec.models%s",
-                     model ? model : "(none named)", r->key ? " of the tenant or its key" : "");
-            note_refusal(c, a == TD_GW_MODEL_HIDDEN ? 404 : 403, "model_not_allowed", false,
-                         r->key, msg);
-            if (a == TD_GW_MODEL_HIDDEN) {
-                /* the same answer as a model no route serves */
-                respond_error(c, 404, "model_not_found", mmsg, "model", NULL, NULL);
-            } else {
-                if (model)
-                    snprintf(msg, sizeof msg, "%s %s may not use the model `%s`",
-                             r->key ? "this key of tenant" : "tenant", t->name, model);
-                else
-                    snprintf(msg, sizeof msg,
-                             "tenant %s may use only the models it lists: name one in the "
-                             "body's \"model\"",
-                             t->name);
-                respond_error(c, 403, "model_not_allowed", msg, "model", fields,
-                              "x-should-retry: false\r\n");
-            }
-            px_req_end(c, TD_OUT_BAD_REQUEST);
-            return;
-        }
-    }
-    const td_gw_route *route = r->route;
-
-    /* (c) the whole body is here: estimate, and check the other inputs
-     * before anything is charged */
-    double est;
-    td_cost_request q = {1, 0, 1, true};
-    if (route->cost_model == TD_COST_TOKENS && bodyless) {
-        /* GET /v1/models and the like: 1, and no output to reserve */
-    } else if (td_cost_inspect(route->cost_model, r->body.p, r->body.len, r->h_gpu,
-                               route->default_gpu_seconds, &q, &err) != TD_OK) {
-        respond_bad_request(c, err.msg);
-        px_req_end(c, TD_OUT_BAD_REQUEST);
-        return;
-    }
-    est = q.estimate;
-    r->prompt_est = q.prompt;
-    r->reserve_tokens = td_cost_reserve_tokens(route->cost_model, &q, route->max_output_tokens);
-    r->covered_tokens = r->reserve_tokens;
-    r->estimate = est;
-    r->actual = est;
-    /* The configured class (the named key's, else the tenant's) is a
-     * ceiling the tenant's own header cannot lift: X-Criticality may only
-     * lower a request (Google SRE: criticality is the service's to set).
-     * A request naming a higher class is served at the ceiling, not
-     * refused, so a client that always sends critical_plus keeps working. */
-    td_criticality ceiling = r->key ? r->key->criticality : t->criticality;
-    td_criticality crit = ceiling;
-    if (r->h_crit && td_criticality_parse(r->h_crit, &crit) != TD_OK) {
-        respond_bad_request(c, "X-Criticality must be critical_plus, critical, sheddable_plus "
-                               "or sheddable");
-        px_req_end(c, TD_OUT_BAD_REQUEST);
-        return;
-    }
-    if (crit < ceiling) /* the enum counts down from CRITICAL_PLUS = 0 */
-        crit = ceiling;
-    r->crit = crit;
-    uint64_t timeout_ns = route->timeout_ns ? route->timeout_ns : 30000000000ULL, asked;
-    if (r->h_timeout) {
-        if (parse_ms(r->h_timeout, &asked) < 0) {
-            respond_bad_request(c, "X-Request-Timeout-Ms must be a positive integer");
-            px_req_end(c, TD_OUT_BAD_REQUEST);
-            return;
-        }
-        /* a client may shorten the route's timeout, not stretch it */
-        if (asked < timeout_ns)
-            timeout_ns = asked;
-    }
-
-    /* (d) concurrency, the key's own cap first, then the tenant's. In
-     * shadow a refusal is counted and the request goes on without a slot
-     * (it holds none, so it releases none). A refusal at the tenant level
-     * gives the key's slot back at the end (px_req_end). */
-    const td_gw_key *k = r->key;
-    td_limiter *kl = td_gateway_key_limiter(p->g);
-    if (k && k->concurrency) {
-        if (td_limiter_acquire(kl, k->slot, k->concurrency) != TD_OK) {
-            td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_KEY_CONCURRENCY,
-                                       t->shadow_concurrency);
-            if (!t->shadow_concurrency) {
-                respond_limited(c, "concurrency_limited", 1000000000ULL, k);
-                px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
-                return;
-            }
-            note_refusal(c, 429, "concurrency_limited", true, k, NULL);
-            r->shadow = "concurrency_limited";
-        } else {
-            r->key_conc_held = 1;
-        }
-    }
-    if (td_limiter_acquire(p->limiter, t->slot, t->concurrency) != TD_OK) {
-        td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_CONCURRENCY,
-                                   t->shadow_concurrency);
-        if (!t->shadow_concurrency) {
-            respond_limited(c, "concurrency_limited", 1000000000ULL, NULL);
-            px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
-            return;
-        }
-        note_refusal(c, 429, "concurrency_limited", true, NULL, NULL);
-        r->shadow = "concurrency_limited";
-    } else {
-        r->conc_held = 1;
-        td_metrics_inflight_add(p->metrics, t->slot, 1);
-    }
-
-    /* (e) rate, the key's own first, then the tenant's. In shadow a refusal
-     * charges nothing (the limiter's state is what enforcing would have
-     * left) and the request goes on. A refusal after a charge sets actual
-     * to 0, so that px_req_end gives the whole estimate back. */
-    uint64_t now = px_now(), retry = 0;
-    td_status st;
-    if (k && k->rate.cost > 0) {
-        td_shared *ks = td_gateway_key_shared(p->g);
-        st = ks ? td_shared_take(ks, k->slot, td_gateway_slot_name(p->g, 'k', k->slot), &k->rate,
-                                 est, now, &retry)
-                : td_limiter_take(kl, k->slot, &k->rate, est, now, &retry);
-        if (st != TD_OK) {
-            td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_KEY_RATE, t->shadow_rate);
-            if (!t->shadow_rate) {
-                respond_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL, k);
-                px_req_end(c, TD_OUT_RATE_LIMITED);
-                return;
-            }
-            note_refusal(c, 429, "rate_limited", true, k, NULL);
-            if (!r->shadow)
-                r->shadow = "rate_limited";
-        } else {
-            r->key_rate_charged = 1;
-        }
-    }
-    st = p->shared ? td_shared_take(p->shared, t->slot, t->name, &t->rate, est, now, &retry)
-                   : td_limiter_take(p->limiter, t->slot, &t->rate, est, now, &retry);
-    if (st != TD_OK) {
-        td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_RATE, t->shadow_rate);
-        if (!t->shadow_rate) {
-            r->actual = 0;
-            respond_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL, NULL);
-            px_req_end(c, TD_OUT_RATE_LIMITED);
-            return;
-        }
-        note_refusal(c, 429, "rate_limited", true, NULL, NULL);
-        if (!r->shadow)
-            r->shadow = "rate_limited";
-    } else {
-        r->rate_charged = 1;
-    }
-
-    /* (e') the tenant's own limit for the body's model
-     * (spec.gateway.models[]), concurrency then rate, in the tenant's
-     * enforcement mode; a refusal gives back what was charged above */
-    const td_gw_model_limit *ml = td_gw_model_limit_for(t, model);
-    if (ml && ml->concurrency) {
-        if (td_limiter_acquire(kl, ml->slot, ml->concurrency) != TD_OK) {
-            td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_CONCURRENCY,
-                                       t->shadow_concurrency);
-            if (!t->shadow_concurrency) {
-                r->actual = 0;
-                respond_model_limited(c, "concurrency_limited", 1000000000ULL, ml);
-                px_req_end(c, TD_OUT_CONCURRENCY_LIMITED);
-                return;
-            }
-            if (!r->shadow)
-                r->shadow = "concurrency_limited";
-        } else {
-            r->mlim = ml;
-            r->model_conc_held = 1;
-        }
-    }
-    if (ml && ml->rate.cost > 0) {
-        td_shared *ks = td_gateway_key_shared(p->g);
-        st = ks ? td_shared_take(ks, ml->slot, td_gateway_slot_name(p->g, 'k', ml->slot),
-                                 &ml->rate, est, now, &retry)
-                : td_limiter_take(kl, ml->slot, &ml->rate, est, now, &retry);
-        if (st != TD_OK) {
-            td_metrics_limit_rejection(p->metrics, t->slot, TD_LIMIT_RATE, t->shadow_rate);
-            if (!t->shadow_rate) {
-                r->actual = 0;
-                respond_model_limited(c, "rate_limited", st == TD_EAGAIN ? retry : 1000000000ULL,
-                                      ml);
-                px_req_end(c, TD_OUT_RATE_LIMITED);
-                return;
-            }
-            if (!r->shadow)
-                r->shadow = "rate_limited";
-        } else {
-            r->mlim = ml;
-            r->model_rate_charged = 1;
-        }
-    }
-
-    /* (g) budgets: the reservation's price (the estimate; with no
-     * max_tokens, the prompt and the route's maxOutputTokens) is reserved
-     * at every budget of the key's own, then of the tenant's, or at none (a
-     * refusal gives back the rate charges above too). Shadow budgets
-     * always reserve, and are noted when they would have refused. */
-    if ((t->nbudgets || (k && k->nbudgets)) && r->cfg->c->cost_policy) {
-        struct timespec wall;
-        clock_gettime(CLOCK_REALTIME, &wall);
-        int64_t now_s = (int64_t)wall.tv_sec;
-        td_gw_budget_verdict v;
-        st = td_gateway_budget_reserve(p->g, t, k, price_units(c, r->reserve_tokens), now_s,
-                                       &r->bud, &v);
-        for (size_t i = 0; i < v.nshadow; i++)
-            note_shadow_budget(c, &v.shadow[i]);
-        if (st != TD_OK) {
-            td_metrics_limit_rejection(p->metrics, t->slot,
-                                       v.refused.key ? TD_LIMIT_KEY_BUDGET : TD_LIMIT_BUDGET, false);
-            r->actual = 0;
-            respond_budget(c, v.refused.budget, v.refused.key, v.refused.spent_nano, now_s);
-            px_req_end(c, TD_OUT_BUDGET_EXCEEDED);
-            return;
-        }
-    }
-
-    /* (f) the route's criticality queue, this worker's share of it */
     r->t_decided = now;
-    r->rs = px_route_get(w, r->cfg->c, route);
+    r->rs = px_route_get(w, r->cfg->c, r->route);
     if (!r->rs) {
         r->actual = 0;
         respond_shed(c, "overload");
@@ -1582,7 +1206,7 @@ void px_req_message(px_conn *c)
         return;
     }
     r->deadline_ns = now + timeout_ns;
-    td_cq_item it = {c, crit, t->slot, t->weight, r->deadline_ns, 0};
+    td_cq_item it = {c, r->crit, t->slot, t->weight, r->deadline_ns, 0};
     td_cq_item evicted;
     bool had_eviction = false;
     switch (td_critqueue_offer(r->rs->q, &it, now, &evicted, &had_eviction)) {
@@ -1594,7 +1218,7 @@ void px_req_message(px_conn *c)
     case TD_CQ_QUEUED:
         r->queued = 1;
         r->state = RQ_QUEUED;
-        td_metrics_queue_add(p->metrics, route->slot, crit, 1);
+        td_metrics_queue_add(w->p->metrics, r->route->slot, r->crit, 1);
         px_timer_set(c, TM_QUEUE, (r->deadline_ns - now + 999999) / 1000000);
         if (had_eviction && evicted.req && evicted.req != c)
             shed_evicted(evicted.req);
@@ -1610,4 +1234,65 @@ void px_req_message(px_conn *c)
         px_req_end(c, TD_OUT_SHED);
         break;
     }
+}
+
+/* The whole request is here: a refusal decided at the headers is
+ * answered; otherwise the gateway decides (td_gw_decide) and the request
+ * is refused, or queued and forwarded. */
+void px_req_message(px_conn *c)
+{
+    px_req *r = &c->rq;
+    td_proxy *p = c->w->p;
+    if (r->reject_status) {
+        px_respond(c, r->reject_status, r->reject_extra, r->reject_error);
+        px_req_end(c, r->reject_outcome);
+        return;
+    }
+    if (r->models_list) {
+        answer_models(c);
+        return;
+    }
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    uint64_t now = px_now();
+    /* the path NUL-terminated for the route by model (the query follows) */
+    char *end = r->url.p + r->path_off + r->path_len;
+    char saved = *end;
+    *end = '\0';
+    td_gw_request rq = {r->cfg->c,
+                        r->tenant,
+                        r->key,
+                        r->route,
+                        r->route_by_model,
+                        http_method_str((enum http_method)r->method),
+                        r->url.p + r->path_off,
+                        r->body.p,
+                        r->body.len,
+                        r->h_crit,
+                        r->h_timeout,
+                        r->h_gpu,
+                        now,
+                        (int64_t)wall.tv_sec,
+                        r->model,
+                        sizeof r->model};
+    td_gw_verdict v;
+    td_gw_decide(p->g, &rq, &r->bud, &v);
+    *end = saved;
+    r->route = v.route;
+    r->estimate = v.estimate;
+    r->actual = v.refund ? 0 : v.estimate;
+    r->prompt_est = v.prompt_tokens;
+    r->reserve_tokens = r->covered_tokens = v.reserve_tokens;
+    r->crit = v.crit;
+    r->shadow = v.shadow;
+    r->ch = v.charged;
+    if (r->ch.conc_held)
+        td_metrics_inflight_add(p->metrics, r->tenant->slot, 1);
+    count_limits(c, &v);
+    if (v.status) {
+        respond_refusal(c, &v, (int64_t)wall.tv_sec);
+        px_req_end(c, v.outcome);
+        return;
+    }
+    enqueue(c, v.timeout_ns, now);
 }

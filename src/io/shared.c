@@ -794,3 +794,31 @@ bool td_shared_degraded(const td_shared *s)
 {
     return atomic_load(&((td_shared *)s)->degraded);
 }
+
+/* ---- as the gateway's rate backend (gateway/backends.h) ---- */
+
+static td_status be_take(void *ctx, size_t slot, const char *name, const td_rate *r, double cost,
+                         uint64_t now_ns, uint64_t *retry_after_ns)
+{
+    return td_shared_take(ctx, slot, name, r, cost, now_ns, retry_after_ns);
+}
+
+static void be_adjust(void *ctx, size_t slot, double delta)
+{
+    td_shared_adjust(ctx, slot, delta);
+}
+
+static bool be_degraded(const void *ctx)
+{
+    return td_shared_degraded(ctx);
+}
+
+static void be_destroy(void *ctx)
+{
+    td_shared_destroy(ctx);
+}
+
+void td_shared_backend(td_shared *s, td_gw_rate_backend *out)
+{
+    *out = (td_gw_rate_backend){s, be_take, be_adjust, be_degraded, be_destroy};
+}

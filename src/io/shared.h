@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gateway/backends.h"
 #include "core/limiter.h"
 #include "tenantd/status.h"
 
@@ -48,5 +49,8 @@ void td_shared_adjust(td_shared *s, size_t slot, double delta);
 
 /* true while Redis is unreachable and the local fallback decides. */
 bool td_shared_degraded(const td_shared *s);
+/* s (taken over by whoever destroys out->ctx) as the gateway's rate
+ * backend: take, adjust, degraded and destroy of this file. */
+void td_shared_backend(td_shared *s, td_gw_rate_backend *out);
 
 #endif

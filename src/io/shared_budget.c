@@ -687,3 +687,82 @@ uint64_t td_shbudget_calls(const td_shbudget *s)
 {
     return s ? atomic_load(&((td_shbudget *)s)->calls) : 0;
 }
+
+/* ---- as the gateway's budget backend (gateway/backends.h) ---- */
+
+static td_status be_reserve(void *ctx, size_t slot, const char *name, td_period p,
+                            int64_t limit_nano, int64_t cost_nano, bool force, int64_t now_s,
+                            int64_t *period_start_s, int64_t *spent_nano, bool *leased)
+{
+    return td_shbudget_reserve(ctx, slot, name, p, limit_nano, cost_nano, force, now_s,
+                               period_start_s, spent_nano, leased);
+}
+
+static void be_settle(void *ctx, size_t slot, td_period p, int64_t period_start_s,
+                      int64_t delta_nano, bool leased)
+{
+    td_shbudget_settle(ctx, slot, p, period_start_s, delta_nano, leased);
+}
+
+static int64_t be_spent(void *ctx, size_t slot, const char *name, td_period p, int64_t now_s,
+                        bool refresh)
+{
+    return td_shbudget_spent(ctx, slot, name, p, now_s, refresh);
+}
+
+static bool be_degraded(const void *ctx)
+{
+    return td_shbudget_degraded(ctx);
+}
+
+static uint64_t be_fallbacks(const void *ctx)
+{
+    return td_shbudget_fallbacks(ctx);
+}
+
+static uint64_t be_calls(const void *ctx)
+{
+    return td_shbudget_calls(ctx);
+}
+
+static void be_destroy(void *ctx)
+{
+    td_shbudget_destroy(ctx);
+}
+
+void td_shbudget_backend(td_shbudget *s, td_gw_budget_backend *out)
+{
+    *out = (td_gw_budget_backend){s,           be_reserve,   be_settle, be_spent,
+                                  be_degraded, be_fallbacks, be_calls,  be_destroy};
+}
+
+td_status td_redis_backends_create(const char *addr, uint32_t replicas, const char *replica,
+                                   td_budgets *tenant_own, size_t ntenants, td_budgets *key_own,
+                                   size_t nkeys, td_gw_backends *out, td_err *err)
+{
+    td_shared *rt = NULL, *rk = NULL;
+    td_shbudget *bt = NULL, *bk = NULL;
+    td_shared_opts so = {addr, replicas ? replicas : 1, 0, 0, NULL};
+    td_status st = td_shared_create(&so, ntenants, &rt, err);
+    /* keys in Redis as "tenant/key": a tenant name has no '/' */
+    if (st == TD_OK)
+        st = td_shared_create(&so, nkeys, &rk, err);
+    td_shbudget_opts bo = {addr, so.replicas, 0, NULL, replica, "tenant"};
+    if (st == TD_OK)
+        st = td_shbudget_create(&bo, tenant_own, ntenants, &bt, err);
+    bo.label = "key";
+    if (st == TD_OK)
+        st = td_shbudget_create(&bo, key_own, nkeys, &bk, err);
+    if (st != TD_OK) {
+        td_shared_destroy(rt);
+        td_shared_destroy(rk);
+        td_shbudget_destroy(bt);
+        td_shbudget_destroy(bk);
+        return st;
+    }
+    td_shared_backend(rt, &out->tenant_rate);
+    td_shared_backend(rk, &out->key_rate);
+    td_shbudget_backend(bt, &out->tenant_budget);
+    td_shbudget_backend(bk, &out->key_budget);
+    return TD_OK;
+}

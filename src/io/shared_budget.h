@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gateway/backends.h"
 #include "gateway/budget.h"
 #include "tenantd/status.h"
 
@@ -68,5 +69,20 @@ int64_t td_shbudget_spent(td_shbudget *s, size_t slot, const char *name, td_peri
 bool td_shbudget_degraded(const td_shbudget *s); /* Redis away: deciding at limit/replicas */
 uint64_t td_shbudget_fallbacks(const td_shbudget *s); /* reservations decided locally */
 uint64_t td_shbudget_calls(const td_shbudget *s);     /* Redis calls that answered */
+/* s (taken over by whoever destroys out->ctx) as the gateway's budget
+ * backend: the td_shbudget_* functions above. */
+void td_shbudget_backend(td_shbudget *s, td_gw_budget_backend *out);
+
+/* The four Redis backends a gateway shares its limits and budgets with
+ * (gateway/backends.h), at addr ("host:port") for replicas replicas, this
+ * one named replica (its field in the budgets' hashes): rates of ntenants
+ * tenant slots and nkeys key slots (keys in Redis as "tenant/key"),
+ * budgets over this replica's own spend tenant_own and key_own (borrowed:
+ * the gateway's, td_gateway_budgets and td_gateway_key_budgets, which
+ * outlive the backends). TD_OK and *out for td_gateway_set_backends; else
+ * nothing is left made, TD_EINVAL (address, replica name) or TD_ENOMEM. */
+td_status td_redis_backends_create(const char *addr, uint32_t replicas, const char *replica,
+                                   td_budgets *tenant_own, size_t ntenants, td_budgets *key_own,
+                                   size_t nkeys, td_gw_backends *out, td_err *err);
 
 #endif

@@ -164,6 +164,10 @@ sleep 2.2 # one more metering tick: the history samples what was settled
 curl -s -H "Authorization: Bearer $TOKEN" "$ADMIN/v1/dashboard" >"$TMP/dash.json"
 "$TENANTCTL" get clusterqueues --server "$ADMIN" --token-file "$TMP/token" >"$TMP/cqs.txt" 2>&1
 cat "$TMP/cqs.txt"
+grep -Eq "^cq-idle +0 +0 +0/2 \(0\) +inactive: Can't admit new workloads: references missing ResourceFlavor\(s\): h100" "$TMP/cqs.txt" &&
+    ok "tenantctl get clusterqueues says cq-idle is inactive, and why" || not_ok "cq-idle not shown inactive"
+grep -Eq "^cq-alpha +pool +0 +1 +10/8 \(2\) +active$" "$TMP/cqs.txt" &&
+    ok "and cq-alpha active, borrowing 2 GPUs" || not_ok "cq-alpha not shown active"
 
 # ---- the JSON: history against /metrics, queues against tenantctl ------
 python3 - "$TMP/dash.json" "$TMP/metrics" "$TMP/cqs.txt" >"$TMP/jsoncheck" 2>&1 <<'P'
@@ -383,7 +387,7 @@ run_chromium "$ADMIN/ui" 1280 900 --dump-dom >"$TMP/dom-noauth.html"
 run_chromium "$ADMIN/ui" 1280 700 --screenshot="$TMP/signin.png" >/dev/null
 cp "$TMP/signin.png" "$TD_BIN/dashboard-signin.png" 2>/dev/null
 expect_grep "without a token the page is in its sign-in state" "$TMP/dom-noauth.html" 'data-state="signin"'
-expect_grep "with one message" "$TMP/dom-noauth.html" "Sign in: this tenantd needs the admin token"
+expect_grep "with one message" "$TMP/dom-noauth.html" "This tenantd needs the admin token"
 expect_no_grep "and no loading or connecting beside it" <(sed 's/<script.*//' "$TMP/dom-noauth.html" | grep -o '<div id="status"[^>]*>[^<]*') "ing"
 expect_no_grep "and shows no tenant" "$TMP/dom-noauth.html" 'data-tenant="alpha"'
 grep -o 'data-width="[0-9]* [0-9]*"' "$TMP/dom-noauth.html" | tr -dc '0-9 \n' | {

@@ -20,11 +20,13 @@
 #define BURN_WINDOW_NS (1800LL * 1000000000LL)
 #define MIN_BURN_NS    (300LL * 1000000000LL)
 
-static void reply(td_http_response *resp, int status, json_t *j)
+/* Takes over j. /v1/usage answers people too (indented, as the control
+ * API does); /v1/dashboard, a page every 5 s, is compact. */
+static void reply_flags(td_http_response *resp, int status, json_t *j, size_t flags)
 {
     resp->status = status;
     resp->content_type = "application/json";
-    resp->body = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    resp->body = j ? json_dumps(j, flags | JSON_PRESERVE_ORDER) : NULL;
     json_decref(j);
     if (!resp->body) {
         resp->status = 500;
@@ -32,6 +34,11 @@ static void reply(td_http_response *resp, int status, json_t *j)
         resp->body = strdup("out of memory\n");
     }
     resp->body_len = resp->body ? strlen(resp->body) : 0;
+}
+
+static void reply(td_http_response *resp, int status, json_t *j)
+{
+    reply_flags(resp, status, j, JSON_INDENT(2));
 }
 
 static void reply_error(td_http_response *resp, int status, const char *msg)
@@ -96,7 +103,7 @@ static json_t *money(int64_t nano)
 /* One tenant's buckets as arrays by series, or null without history. */
 static json_t *series_json(const td_history *h, const char *tenant, int64_t now_ns)
 {
-    static td_history_point pts[TD_HISTORY_BUCKETS]; /* loop thread only */
+    td_history_point pts[TD_HISTORY_BUCKETS];
     if (!td_history_series(h, tenant, now_ns, pts))
         return json_null();
     static const char *const names[] = {"accepted", "limited", "shed", "errors",
@@ -351,5 +358,5 @@ void td_dashboard_get(td_control *c, const td_http_request *req, td_http_respons
         reply_error(resp, 500, "out of memory");
         return;
     }
-    reply(resp, 200, root);
+    reply_flags(resp, 200, root, JSON_COMPACT);
 }

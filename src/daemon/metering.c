@@ -290,7 +290,30 @@ static int64_t gpu_quota(const td_config *cfg, const td_queue *q, const json_t *
     return sum;
 }
 
-static int64_t running_cost(td_metering *m, const char *tenant, int64_t now_ns, int64_t *gpu_ms);
+/* With mu held: the cost so far this period of tenant's running intervals
+ * at now_ns, and their GPU-milliseconds x seconds in *gpu_ms. */
+static int64_t running_cost(td_metering *m, const char *tenant, int64_t now_ns, int64_t *gpu_ms)
+{
+    int64_t nano = 0;
+    *gpu_ms = 0;
+    for (size_t i = 0; i < m->nrunning; i++) {
+        const td_ledger_rec *r = &m->running[i];
+        if (strcmp(r->tenant, tenant) != 0)
+            continue;
+        int64_t from = r->start_ns > m->period_start_ns ? r->start_ns : m->period_start_ns;
+        if (now_ns > from)
+            *gpu_ms += r->gpu_milli * ((now_ns - from) / 1000000) / 1000;
+        td_charge ch[TD_CHARGE_MAX];
+        size_t n = 0;
+        td_ledger_rec rr = *r;
+        rr.end_ns = now_ns;
+        if (m->policy &&
+            td_chargeback_price(m->policy, &rr, m->period_start_ns, now_ns, ch, &n, NULL) == TD_OK)
+            for (size_t c = 0; c < n; c++)
+                nano += ch[c].amount_nano;
+    }
+    return nano;
+}
 
 /* With mu held: one tenant's sums into the history. g (may be NULL: a
  * tenant the gateway does not serve) gives its requests and budget spend. */
@@ -487,31 +510,6 @@ static void rfc3339(int64_t ns, char *buf, size_t n)
 static double money(int64_t nano)
 {
     return (double)nano / 1e9;
-}
-
-/* With mu held: the cost so far this period of tenant's running intervals
- * at now_ns, and their GPU-milliseconds x seconds in *gpu_ms. */
-static int64_t running_cost(td_metering *m, const char *tenant, int64_t now_ns, int64_t *gpu_ms)
-{
-    int64_t nano = 0;
-    *gpu_ms = 0;
-    for (size_t i = 0; i < m->nrunning; i++) {
-        const td_ledger_rec *r = &m->running[i];
-        if (strcmp(r->tenant, tenant) != 0)
-            continue;
-        int64_t from = r->start_ns > m->period_start_ns ? r->start_ns : m->period_start_ns;
-        if (now_ns > from)
-            *gpu_ms += r->gpu_milli * ((now_ns - from) / 1000000) / 1000;
-        td_charge ch[TD_CHARGE_MAX];
-        size_t n = 0;
-        td_ledger_rec rr = *r;
-        rr.end_ns = now_ns;
-        if (m->policy &&
-            td_chargeback_price(m->policy, &rr, m->period_start_ns, now_ns, ch, &n, NULL) == TD_OK)
-            for (size_t c = 0; c < n; c++)
-                nano += ch[c].amount_nano;
-    }
-    return nano;
 }
 
 json_t *td_metering_usage(td_metering *m, const char *only, int64_t now_ns)

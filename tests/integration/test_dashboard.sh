@@ -160,8 +160,23 @@ for _ in $(seq 1 60); do
 done
 [ "$settled" = 1 ] && ok "metering settled: $n records committed, alpha holds 10 GPUs" ||
     { not_ok "metering did not settle"; grep -E 'ledger|gpus_in_use' "$TMP/metrics"; }
-sleep 2.2 # one more metering tick: the history samples what was settled
-curl -s -H "Authorization: Bearer $TOKEN" "$ADMIN/v1/dashboard" >"$TMP/dash.json"
+# The history is sampled at each metering tick (2 s): wait for the one
+# that saw every request /metrics counts.
+sampled=0
+for _ in $(seq 1 40); do
+    curl -s -H "Authorization: Bearer $TOKEN" "$ADMIN/v1/dashboard" >"$TMP/dash.json"
+    python3 - "$TMP/dash.json" "$TMP/metrics" <<'P' && { sampled=1; break; }
+import json, re, sys
+h = json.load(open(sys.argv[1]))["history"]["tenants"]
+inh = sum(sum(v) for t in ("alpha", "beta") for k, v in h[t].items() if k not in ("p99Ms", "cost"))
+n = sum(float(v) for t, v in re.findall(r'^tenantd_requests_total\{tenant="(alpha|beta)".*\} (\S+)$',
+                                         open(sys.argv[2]).read(), re.M))
+sys.exit(0 if inh == n else 1)
+P
+    sleep 0.25
+done
+[ "$sampled" = 1 ] && ok "the history holds every request /metrics counts" ||
+    not_ok "the history did not catch up with /metrics"
 "$TENANTCTL" get clusterqueues --server "$ADMIN" --token-file "$TMP/token" >"$TMP/cqs.txt" 2>&1
 cat "$TMP/cqs.txt"
 grep -Eq "^cq-idle +0 +0 +0/2 \(0\) +inactive: Can't admit new workloads: references missing ResourceFlavor\(s\): h100" "$TMP/cqs.txt" &&

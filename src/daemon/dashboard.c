@@ -137,28 +137,80 @@ static json_t *series_json(const td_history *h, const char *tenant, int64_t now_
     return o;
 }
 
-/* The history of the tenants of usage's "tenants" (already scoped). */
-static json_t *history_json(td_control *c, const json_t *usage, int64_t now_ns)
+/* Charts the page draws at most for all tenants: the busiest in the hour
+ * (360 values x 7 series each; 500 tenants' were 3.6 MB and 0.6 s of
+ * the loop per poll). */
+#define CHARTED_MAX 16
+
+typedef struct {
+    const char *name;
+    uint64_t requests;
+    int64_t cost_nano;
+} activity;
+
+/* Busiest first: requests in the hour, then cost, then name. */
+static int busier(const void *pa, const void *pb)
+{
+    const activity *a = pa, *b = pb;
+    if (a->requests != b->requests)
+        return a->requests > b->requests ? -1 : 1;
+    if (a->cost_nano != b->cost_nano)
+        return a->cost_nano > b->cost_nano ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* Notes on each tenant of usage's "tenants" (already scoped) its
+ * requestsLastMinute, and gives the history of the CHARTED_MAX busiest
+ * that had requests or cost in the hour, busiest first. */
+static json_t *history_json(td_control *c, json_t *usage, int64_t now_ns)
 {
     const td_history *h = td_metering_history(c->metering);
+    json_t *list = json_object_get(usage, "tenants");
+    size_t n = json_array_size(list), na = 0;
+    activity *act = calloc(n ? n : 1, sizeof *act);
+    td_history_point *pts = malloc(TD_HISTORY_BUCKETS * sizeof *pts);
+    json_t *tenants = json_object();
     char end[32];
     td_rfc3339(now_ns / 1000000000LL, end, sizeof end);
-    json_t *tenants = json_object();
-    json_t *o = json_pack("{s:i, s:i, s:s, s:o}", "bucketSeconds", TD_HISTORY_BUCKET_S, "buckets",
-                          TD_HISTORY_BUCKETS, "end", end, "tenants", tenants);
-    size_t i;
-    json_t *t;
-    json_array_foreach(json_object_get(usage, "tenants"), i, t)
-    {
+    json_t *o = json_pack("{s:i, s:i, s:s, s:i, s:o}", "bucketSeconds", TD_HISTORY_BUCKET_S,
+                          "buckets", TD_HISTORY_BUCKETS, "end", end, "limit", CHARTED_MAX,
+                          "tenants", tenants);
+    for (size_t i = 0; o && act && pts && i < n; i++) {
+        json_t *t = json_array_get(list, i);
         const char *name = td_json_str(t, "name");
-        if (!name)
+        if (!name || !td_history_series(h, name, now_ns, pts))
             continue;
-        json_t *s = series_json(h, name, now_ns);
-        if (!s || json_object_set_new(tenants, name, s) < 0) {
+        activity a = {name, 0, 0};
+        uint64_t minute = 0;
+        for (size_t k = 0; k < TD_HISTORY_BUCKETS; k++) {
+            const td_history_point *pt = &pts[k];
+            uint64_t all = (uint64_t)pt->accepted + pt->limited + pt->shed + pt->errors + pt->other;
+            a.requests += all;
+            a.cost_nano += pt->cost_nano;
+            if (k >= TD_HISTORY_BUCKETS - 60 / TD_HISTORY_BUCKET_S)
+                minute += all;
+        }
+        json_object_set_new(t, "requestsLastMinute", json_integer((json_int_t)minute));
+        if (a.requests || a.cost_nano)
+            act[na++] = a;
+    }
+    if (act && na)
+        qsort(act, na, sizeof *act, busier);
+    for (size_t k = 0; o && k < na && k < CHARTED_MAX; k++) {
+        json_t *one = series_json(h, act[k].name, now_ns);
+        if (!one || json_object_set_new(tenants, act[k].name, one) < 0) {
             json_decref(o);
-            return NULL;
+            o = NULL;
         }
     }
+    if (o && (!act || !pts || json_object_set_new(o, "omitted", json_integer((json_int_t)(
+                                                            na > CHARTED_MAX ? na - CHARTED_MAX
+                                                                             : 0))) < 0)) {
+        json_decref(o);
+        o = NULL;
+    }
+    free(act);
+    free(pts);
     return o;
 }
 

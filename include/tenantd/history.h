@@ -17,14 +17,19 @@
 #define TD_HISTORY_BUCKET_S 10
 
 /* Cumulative sums of one tenant at one instant. out and latency never go
- * down in a process (a lower value is taken as a restart from 0); cost and
- * spend start over with their period (a lower value is the new period's). */
+ * down in a process (a lower value is taken as a restart from 0). Cost and
+ * spend are sums of a period, named by cost_period and spend_start: in a
+ * new period all of the value is new; within one, only what rises above
+ * the highest value seen counts (a dip, a reservation given back or an
+ * interval between the queue and the ledger, is no negative cost). */
 typedef struct {
     uint64_t out[TD_OUT_COUNT];                            /* requests by outcome */
     uint64_t latency[TD_METRICS_LATENCY_BUCKETS + 1];      /* per bucket, last +Inf */
-    int64_t cost_nano;  /* metered cost of the period, in the CostPolicy's currency */
-    int64_t spend_nano; /* spend of the budget of period spend_period */
-    int spend_period;   /* td_period of spend_nano; -1: the tenant has no budget */
+    int64_t cost_nano;   /* metered cost of the period, in the CostPolicy's currency */
+    int64_t cost_period; /* its period (e.g. its start) */
+    int64_t spend_nano;  /* spend of the budget of period kind spend_period */
+    int64_t spend_start; /* the start of that period */
+    int spend_period;    /* td_period of spend_nano; -1: the tenant has no budget */
 } td_history_sample;
 
 /* What one bucket holds: requests by group of outcomes, the p99 latency

@@ -329,14 +329,17 @@ static void sample_one(td_metering *m, const td_gw_tenant *g, const tenant_sum *
         td_metrics_tenant_totals(td_gateway_metrics(gw), g->slot, s.out, &inflight);
         td_metrics_tenant_latency(td_gateway_metrics(gw), g->slot, s.latency);
         if (g->nbudgets) {
+            int64_t now_s = now_ns / 1000000000LL, end_s;
             s.spend_period = (int)g->budgets[0].period;
-            s.spend_nano = td_gateway_budget_spent(gw, g, NULL, g->budgets[0].period,
-                                                   now_ns / 1000000000LL, false);
+            s.spend_nano = td_gateway_budget_spent(gw, g, NULL, g->budgets[0].period, now_s, false);
+            td_period_bounds(g->budgets[0].period, now_s, &s.spend_start, &end_s);
         }
     }
     int64_t gpu_ms;
     s.cost_nano = (t ? t->period_nano : 0) + running_cost(m, name, now_ns, &gpu_ms);
-    /* past MAX_TENANTS_CHARTED a tenant has no chart (the page says so) */
+    s.cost_period = m->period_start_ns;
+    /* past MAX_TENANTS_CHARTED a tenant has no history: the page counts it
+     * with the quiet ones */
     (void)td_history_record(m->history, name, &s, now_ns);
 }
 

@@ -81,10 +81,14 @@ static uint64_t grew(uint64_t now, uint64_t before)
     return now >= before ? now - before : now;
 }
 
-/* What a period's sum grew by; a lower value is a new period's. */
-static int64_t grew_period(int64_t now, int64_t before)
+/* What a period's sum grew by above its highest value *high so far (all
+ * of it in a new period); *high follows. */
+static int64_t grew_period(int64_t now, int64_t *high, bool new_period)
 {
-    return now >= before ? now - before : now;
+    int64_t d = new_period ? now : now > *high ? now - *high : 0;
+    if (new_period || now > *high)
+        *high = now;
+    return d > 0 ? d : 0;
 }
 
 /* Moves e to bucket b: the buckets after its last one up to b start empty. */
@@ -135,7 +139,9 @@ td_status td_history_record(td_history *h, const char *tenant, const td_history_
         /* requests from 0; cost and spend only noted */
         memset(&e->last, 0, sizeof e->last);
         e->last.cost_nano = s->cost_nano;
+        e->last.cost_period = s->cost_period;
         e->last.spend_nano = s->spend_nano;
+        e->last.spend_start = s->spend_start;
         e->last.spend_period = s->spend_period;
     }
     advance(e, b);
@@ -155,10 +161,16 @@ td_status td_history_record(td_history *h, const char *tenant, const td_history_
         e->lat[k] += grew(s->latency[k], e->last.latency[k]);
     p->p99_ms = (float)td_history_quantile_ms(e->lat, td_metrics_latency_bounds_ns,
                                               TD_METRICS_LATENCY_BUCKETS, 0.99);
-    p->cost_nano += grew_period(s->cost_nano, e->last.cost_nano);
-    if (s->spend_period >= 0 && s->spend_period == e->last.spend_period)
-        p->spend_nano += grew_period(s->spend_nano, e->last.spend_nano);
+    int64_t cost_high = e->last.cost_nano, spend_high = s->spend_nano;
+    p->cost_nano += grew_period(s->cost_nano, &cost_high, s->cost_period != e->last.cost_period);
+    if (s->spend_period >= 0 && s->spend_period == e->last.spend_period) {
+        spend_high = e->last.spend_nano;
+        p->spend_nano += grew_period(s->spend_nano, &spend_high,
+                                     s->spend_start != e->last.spend_start);
+    }
     e->last = *s;
+    e->last.cost_nano = cost_high;
+    e->last.spend_nano = spend_high;
     return TD_OK;
 }
 

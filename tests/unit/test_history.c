@@ -20,6 +20,7 @@ typedef struct {
     uint64_t accepted, rate_limited, upstream_error, fast; /* fast: latency bucket 2 (1-2.5 ms) */
     int64_t cost, spend;
     int period;
+    int64_t pstart; /* the cost's and the spend's period (0 unless said) */
 } step;
 
 typedef struct {
@@ -40,31 +41,41 @@ typedef struct {
 
 static const row rows[] = {
     {"first sample counts requests from 0, notes cost and spend",
-     {{5, 3, 1, 0, 3, 900, 400, 2}}, 1, 5,
+     {{5, 3, 1, 0, 3, 900, 400, 2, 0}}, 1, 5,
      {{0, 3, 1, 0, 0, 0, 1.0 + 1.5 * 0.99}}, 1},
     {"deltas go to the bucket of their sample",
-     {{0, 0, 0, 0, 0, 100, 10, 2}, {12, 4, 0, 1, 0, 160, 40, 2}, {25, 6, 2, 1, 0, 200, 45, 2}}, 3, 25,
+     {{0, 0, 0, 0, 0, 100, 10, 2, 0}, {12, 4, 0, 1, 0, 160, 40, 2, 0}, {25, 6, 2, 1, 0, 200, 45, 2, 0}}, 3, 25,
      {{0, 2, 2, 0, 40, 5, -1}, {1, 4, 0, 1, 60, 30, -1}, {2, 0, 0, 0, 0, 0, -1}}, 3},
     {"quiet buckets read empty, the newest one too",
-     {{0, 0, 0, 0, 0, 0, 0, 2}, {3, 5, 0, 0, 0, 0, 0, 2}}, 2, 45,
+     {{0, 0, 0, 0, 0, 0, 0, 2, 0}, {3, 5, 0, 0, 0, 0, 0, 2, 0}}, 2, 45,
      {{0, 0, 0, 0, 0, 0, -1}, {4, 5, 0, 0, 0, 0, -1}}, 2},
     {"a bucket an hour old is gone",
-     {{0, 0, 0, 0, 0, 0, 0, 2}, {3, 5, 0, 0, 0, 0, 0, 2}, {3603, 7, 0, 0, 0, 0, 0, 2}}, 3, 3603,
+     {{0, 0, 0, 0, 0, 0, 0, 2, 0}, {3, 5, 0, 0, 0, 0, 0, 2, 0}, {3603, 7, 0, 0, 0, 0, 0, 2, 0}}, 3, 3603,
      {{0, 2, 0, 0, 0, 0, -1}, {TD_HISTORY_BUCKETS - 1, 0, 0, 0, 0, 0, -1}}, 2},
-    {"a lower cost is a new period's: all of it is added",
-     {{0, 0, 0, 0, 0, 5000, 0, 2}, {11, 0, 0, 0, 0, 30, 0, 2}}, 2, 11, {{0, 0, 0, 0, 30, 0, -1}}, 1},
+    {"a new period: all of its cost is added",
+     {{0, 0, 0, 0, 0, 5000, 0, 2, 0}, {11, 0, 0, 0, 0, 30, 0, 2, 1}}, 2, 11, {{0, 0, 0, 0, 30, 0, -1}}, 1},
+    {"a dip in the period is no cost, nor is its return",
+     {{0, 0, 0, 0, 0, 100, 0, 2, 0}, {11, 0, 0, 0, 0, 90, 0, 2, 0}, {21, 0, 0, 0, 0, 130, 0, 2, 0}}, 3, 21,
+     {{1, 0, 0, 0, 0, 0, -1}, {0, 0, 0, 0, 30, 0, -1}}, 2},
+    {"a reservation given back: spend counts above its highest",
+     {{0, 0, 0, 0, 0, 0, 10, 1, 0}, {11, 0, 0, 0, 0, 0, 50, 1, 0}, {21, 0, 0, 0, 0, 0, 30, 1, 0},
+      {31, 0, 0, 0, 0, 0, 70, 1, 0}}, 4, 31,
+     {{2, 0, 0, 0, 0, 40, -1}, {1, 0, 0, 0, 0, 0, -1}, {0, 0, 0, 0, 0, 20, -1}}, 3},
+    {"a new budget period: all of its spend",
+     {{0, 0, 0, 0, 0, 0, 900, 0, 0}, {11, 0, 0, 0, 0, 0, 25, 0, 86400}}, 2, 11,
+     {{0, 0, 0, 0, 0, 25, -1}}, 1},
     {"a counter lower than before restarted from 0",
-     {{0, 9, 0, 0, 0, 0, 0, 2}, {11, 2, 0, 0, 0, 0, 0, 2}}, 2, 11, {{0, 2, 0, 0, 0, 0, -1}}, 1},
+     {{0, 9, 0, 0, 0, 0, 0, 2, 0}, {11, 2, 0, 0, 0, 0, 0, 2, 0}}, 2, 11, {{0, 2, 0, 0, 0, 0, -1}}, 1},
     {"another budget period: the spend is only noted",
-     {{0, 0, 0, 0, 0, 0, 100, 2}, {11, 0, 0, 0, 0, 0, 700, 0}, {21, 0, 0, 0, 0, 0, 750, 0}}, 3, 21,
+     {{0, 0, 0, 0, 0, 0, 100, 2, 0}, {11, 0, 0, 0, 0, 0, 700, 0, 0}, {21, 0, 0, 0, 0, 0, 750, 0, 0}}, 3, 21,
      {{1, 0, 0, 0, 0, 0, -1}, {0, 0, 0, 0, 0, 50, -1}}, 2},
     {"a tenant without a budget has no spend",
-     {{0, 0, 0, 0, 0, 0, 0, -1}, {11, 0, 0, 0, 0, 0, 90, -1}}, 2, 11, {{0, 0, 0, 0, 0, 0, -1}}, 1},
+     {{0, 0, 0, 0, 0, 0, 0, -1, 0}, {11, 0, 0, 0, 0, 0, 90, -1, 0}}, 2, 11, {{0, 0, 0, 0, 0, 0, -1}}, 1},
     {"the p99 of a bucket is of its own requests only",
-     {{0, 100, 0, 0, 100, 0, 0, 2}, {10, 100, 0, 1, 100, 0, 0, 2}}, 2, 10,
+     {{0, 100, 0, 0, 100, 0, 0, 2, 0}, {10, 100, 0, 1, 100, 0, 0, 2, 0}}, 2, 10,
      {{0, 0, 0, 1, 0, 0, -1}, {1, 100, 0, 0, 0, 0, 1.0 + 1.5 * 0.99}}, 2},
     {"a clock that went back counts into the newest bucket",
-     {{30, 0, 0, 0, 0, 0, 0, 2}, {5, 4, 0, 0, 0, 0, 0, 2}}, 2, 30, {{0, 4, 0, 0, 0, 0, -1}}, 1},
+     {{30, 0, 0, 0, 0, 0, 0, 2, 0}, {5, 4, 0, 0, 0, 0, 0, 2, 0}}, 2, 30, {{0, 4, 0, 0, 0, 0, -1}}, 1},
 };
 
 static td_history_sample sample_of(const step *st)
@@ -76,7 +87,9 @@ static td_history_sample sample_of(const step *st)
     s.out[TD_OUT_UPSTREAM_ERROR] = st->upstream_error;
     s.latency[2] = st->fast;
     s.cost_nano = st->cost;
+    s.cost_period = st->pstart;
     s.spend_nano = st->spend;
+    s.spend_start = st->pstart;
     s.spend_period = st->period;
     return s;
 }

@@ -28,7 +28,7 @@ spec:
   labels: {team: alpha, project: search, environment: prod}
   apiKeys: [{sha256: "$(sha key-alpha)"}]
   gateway: {rate: {cost: 1000000, per: 1s, burst: 1000000}, concurrency: 64}
-  budgets: [{amount: "5.00", period: month}, {amount: "0.001", period: day, enforcement: shadow}]
+  budgets: [{amount: "5.00", period: month}, {amount: "0.0001", period: day, enforcement: shadow}]
 ---
 apiVersion: tenantd.dev/v1alpha1
 kind: Tenant
@@ -187,6 +187,7 @@ grep -Eq "^cq-alpha +pool +0 +1 +10/8 \(2\) +active$" "$TMP/cqs.txt" &&
 # ---- the JSON: history against /metrics, queues against tenantctl ------
 python3 - "$TMP/dash.json" "$TMP/metrics" "$TMP/cqs.txt" >"$TMP/jsoncheck" 2>&1 <<'P'
 import json, re, sys
+from datetime import datetime
 d = json.load(open(sys.argv[1]))
 metrics = {}
 for line in open(sys.argv[2]):
@@ -238,7 +239,12 @@ for p in ("month", "day"):
     check(f"alpha {p} budget spent", x["spent"], msum("tenantd_budget_spent", tenant="alpha", period=p), 1e-9)
     check(f"alpha {p} budget remaining", x["remaining"], max(x["amount"] - x["spent"], 0), 1e-9)
     check(f"alpha {p} forecast >= spent", x["forecast"] >= x["spent"] > 0, True)
-check("alpha's day budget (0.001) forecast over", b[("alpha", "day")]["forecastOver"], True)
+    left_h = (datetime.strptime(x["periodEnd"], "%Y-%m-%dT%H:%M:%SZ") -
+              datetime.strptime(d["time"], "%Y-%m-%dT%H:%M:%SZ")).total_seconds() / 3600
+    check(f"alpha {p} forecast = spent + burn x hours left", x["forecast"],
+          x["spent"] + x["burnPerHour"] * left_h, x["burnPerHour"] * 2 / 3600 + 1e-9)
+    check(f"alpha {p} forecastOver", x["forecastOver"], x["forecast"] > x["amount"])
+check("alpha's day budget (0.0001, shadow) spent past: forecast over", b[("alpha", "day")]["forecastOver"], True)
 print("FAILS", fails)
 P
 expect_grep "/v1/dashboard: history, ClusterQueues and budgets agree with /metrics and tenantctl" \

@@ -131,8 +131,8 @@ int td_cmd_get(int argc, char **argv)
         fprintf(stderr, "No %s objects%s%s.\n", kind, *ns ? " in namespace " : "", ns);
     } else if (strcmp(kind, "ClusterQueue") == 0) {
         /* as `kubectl get clusterqueues -o wide` prints Kueue's, plus GPUs */
-        printf("%-24s %-16s %-18s %-19s %s\n", "NAME", "COHORT", "PENDING WORKLOADS",
-               "ADMITTED WORKLOADS", "GPUS USED/NOMINAL (BORROWED)");
+        printf("%-24s %-16s %-18s %-19s %-29s %s\n", "NAME", "COHORT", "PENDING WORKLOADS",
+               "ADMITTED WORKLOADS", "GPUS USED/NOMINAL (BORROWED)", "STATUS");
         size_t i;
         json_t *o;
         json_array_foreach(items, i, o)
@@ -143,10 +143,24 @@ int td_cmd_get(int argc, char **argv)
                 snprintf(g, sizeof g, "%g/%g (%g)", json_number_value(json_object_get(gpu, "used")),
                          json_number_value(json_object_get(gpu, "nominal")),
                          json_number_value(json_object_get(gpu, "borrowed")));
-            printf("%-24s %-16s %-18lld %-19lld %s\n", td_json_str(o, "metadata.name"),
-                   td_json_str(o, "spec.cohort") ? td_json_str(o, "spec.cohort") : "",
+            /* Kueue's condition Active: "inactive: WHY" admits nothing */
+            const char *active = "", *why = "";
+            size_t k;
+            json_t *cond;
+            json_array_foreach(td_json_path(o, "status.conditions"), k, cond)
+                if (td_json_str(cond, "type") && strcmp(td_json_str(cond, "type"), "Active") == 0) {
+                    int on = td_json_str(cond, "status") &&
+                             strcmp(td_json_str(cond, "status"), "True") == 0;
+                    active = on ? "active" : "inactive: ";
+                    why = on || !td_json_str(cond, "message") ? "" : td_json_str(cond, "message");
+                }
+            const char *cohort = td_json_str(o, "spec.cohort") ? td_json_str(o, "spec.cohort")
+                                                               : td_json_str(o, "spec.cohortName");
+            printf("%-24s %-16s %-18lld %-19lld %-29s %s%s\n", td_json_str(o, "metadata.name"),
+                   cohort ? cohort : "",
                    (long long)json_integer_value(td_json_path(o, "status.pendingWorkloads")),
-                   (long long)json_integer_value(td_json_path(o, "status.admittedWorkloads")), g);
+                   (long long)json_integer_value(td_json_path(o, "status.admittedWorkloads")), g,
+                   active, why);
         }
     } else {
         int namespaced = td_kind_namespaced(kind);

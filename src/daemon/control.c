@@ -10,6 +10,7 @@
 
 #include <time.h>
 
+#include "daemon/dashboard.h"
 #include "daemon/explain.h"
 #include "daemon/metering.h"
 #include "daemon/queueview.h"
@@ -365,6 +366,11 @@ static int query_param(const char *query, const char *key, char *out, size_t n)
         p = amp ? amp + 1 : NULL;
     }
     return 0;
+}
+
+int td_control_query_param(const char *query, const char *key, char *out, size_t n)
+{
+    return query_param(query, key, out, n);
 }
 
 /* Marks a submitted Workload with its submission time, which orders the
@@ -952,8 +958,8 @@ static void h_explain_request(td_control *c, const td_http_request *req, td_http
 extern const unsigned char td_embedded_ui[];
 extern const size_t td_embedded_ui_len;
 
-/* The page holds no data: everything it shows comes from /v1/usage, which
- * needs a credential, so the page itself is served to anyone. */
+/* The page holds no data: everything it shows comes from /v1/dashboard,
+ * which needs a credential, so the page itself is served to anyone. */
 static void h_ui(td_control *c, const td_http_request *req, td_http_response *resp,
                  const td_principal *p)
 {
@@ -970,27 +976,6 @@ static void h_ui(td_control *c, const td_http_request *req, td_http_response *re
     }
     memcpy(resp->body, td_embedded_ui, td_embedded_ui_len);
     resp->body_len = td_embedded_ui_len;
-}
-
-/* GET /v1/usage: every tenant with the admin token; a tenant's own API key
- * sees that tenant only. */
-static void h_usage(td_control *c, const td_http_request *req, td_http_response *resp,
-                    const td_principal *p)
-{
-    (void)req;
-    const char *only = p->kind == TD_PRINCIPAL_TENANT ? p->tenant_name : NULL;
-    if (!c->metering) {
-        reply_error(resp, 503, "metering is not running");
-        return;
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    json_t *u = td_metering_usage(c->metering, only, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
-    if (!u) {
-        reply_error(resp, 500, "out of memory");
-        return;
-    }
-    reply_json(resp, 200, u);
 }
 
 /* POST /v1/workloads/finish?namespace=NS&name=NAME: the job runner reports
@@ -1150,7 +1135,8 @@ static const struct {
     {"GET", "/v1/explain/request", TD_AUTHZ_TENANT, h_explain_request},
     {"GET", "/v1/explain/workload", TD_AUTHZ_TENANT, h_explain_workload},
     {"GET", "/ui", TD_AUTHZ_OPEN, h_ui},
-    {"GET", "/v1/usage", TD_AUTHZ_TENANT, h_usage},
+    {"GET", "/v1/usage", TD_AUTHZ_TENANT, td_dashboard_usage},
+    {"GET", "/v1/dashboard", TD_AUTHZ_TENANT, td_dashboard_get},
     {"DELETE", "/v1/objects", TD_AUTHZ_ADMIN, handle_objects},
 };
 

@@ -1,6 +1,6 @@
 /* control.h - the admin listener's requests: the admission webhook
  * (/validate, /mutate), health (/healthz, /readyz) and the control API
- * (/v1/apply, /v1/objects), the dashboard (/ui, /v1/usage). State is one atomic snapshot pointer and the
+ * (/v1/apply, /v1/objects), the dashboard (/ui, /v1/usage, /v1/dashboard). State is one atomic snapshot pointer and the
  * store; an apply builds and validates a whole new snapshot, commits it to
  * the store, then swaps the pointer. */
 #ifndef TENANTD_DAEMON_CONTROL_H
@@ -69,6 +69,10 @@ td_config *td_control_snapshot(td_control *c);
  * run on any thread, concurrently; everything else on the loop thread that
  * commits (the control API writes the store and swaps the snapshot). */
 void td_control_handle(const td_http_request *req, td_http_response *resp, void *user);
+
+/* Copies the value of query parameter key of query (a request's raw
+ * query) into out, n bytes at most, percent-decoded; 0 if absent. */
+int td_control_query_param(const char *query, const char *key, char *out, size_t n);
 
 /* td_http_multi_opts.anywhere for td_control_handle: true for the requests
  * above that may run on any thread. */

@@ -23,6 +23,8 @@
 #include "queue/intervals.h"
 
 #define MAX_TENANTS_SHOWN 4096
+/* tenants with a last-hour history (about 14 KB each) */
+#define MAX_TENANTS_CHARTED 1024
 
 typedef struct {
     char team[TD_LEDGER_STR], project[TD_LEDGER_STR], environment[TD_LEDGER_STR];
@@ -66,6 +68,7 @@ struct td_metering {
     size_t nrunning;
     int64_t last_tick_ns;
     char tick_err[256];
+    td_history *history; /* the dashboard's last hour, sampled every tick */
 };
 
 static int64_t month_start(int64_t now_ns)
@@ -182,6 +185,10 @@ td_status td_metering_create(td_control *c, td_metering **out, td_err *err)
     if (!m)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     m->c = c;
+    if (td_history_create(MAX_TENANTS_CHARTED, &m->history) != TD_OK) {
+        free(m);
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
     pthread_mutex_init(&m->mu, NULL);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -281,6 +288,86 @@ static int64_t gpu_quota(const td_config *cfg, const td_queue *q, const json_t *
     }
     free(seen);
     return sum;
+}
+
+/* With mu held: the cost so far this period of tenant's running intervals
+ * at now_ns, and their GPU-milliseconds x seconds in *gpu_ms. */
+static int64_t running_cost(td_metering *m, const char *tenant, int64_t now_ns, int64_t *gpu_ms)
+{
+    int64_t nano = 0;
+    *gpu_ms = 0;
+    for (size_t i = 0; i < m->nrunning; i++) {
+        const td_ledger_rec *r = &m->running[i];
+        if (strcmp(r->tenant, tenant) != 0)
+            continue;
+        int64_t from = r->start_ns > m->period_start_ns ? r->start_ns : m->period_start_ns;
+        if (now_ns > from)
+            *gpu_ms += r->gpu_milli * ((now_ns - from) / 1000000) / 1000;
+        td_charge ch[TD_CHARGE_MAX];
+        size_t n = 0;
+        td_ledger_rec rr = *r;
+        rr.end_ns = now_ns;
+        if (m->policy &&
+            td_chargeback_price(m->policy, &rr, m->period_start_ns, now_ns, ch, &n, NULL) == TD_OK)
+            for (size_t c = 0; c < n; c++)
+                nano += ch[c].amount_nano;
+    }
+    return nano;
+}
+
+/* With mu held: one tenant's sums into the history. g (may be NULL: a
+ * tenant the gateway does not serve) gives its requests and budget spend. */
+static void sample_one(td_metering *m, const td_gw_tenant *g, const tenant_sum *t,
+                       const char *name, int64_t now_ns)
+{
+    td_history_sample s;
+    memset(&s, 0, sizeof s);
+    s.spend_period = -1;
+    td_gateway *gw = m->c->gateway;
+    if (g) {
+        int64_t inflight;
+        td_metrics_tenant_totals(td_gateway_metrics(gw), g->slot, s.out, &inflight);
+        td_metrics_tenant_latency(td_gateway_metrics(gw), g->slot, s.latency);
+        if (g->nbudgets) {
+            int64_t now_s = now_ns / 1000000000LL, end_s;
+            s.spend_period = (int)g->budgets[0].period;
+            s.spend_nano = td_gateway_budget_spent(gw, g, NULL, g->budgets[0].period, now_s, false);
+            td_period_bounds(g->budgets[0].period, now_s, &s.spend_start, &end_s);
+        }
+    }
+    int64_t gpu_ms;
+    s.cost_nano = (t ? t->period_nano : 0) + running_cost(m, name, now_ns, &gpu_ms);
+    s.cost_period = m->period_start_ns;
+    /* past MAX_TENANTS_CHARTED a tenant has no history: the page counts it
+     * with the quiet ones */
+    (void)td_history_record(m->history, name, &s, now_ns);
+}
+
+/* Every tenant's sums into the history: the gateway's tenants, then those
+ * only the ledger or the queue knows. Loop thread. */
+static void sample_history(td_metering *m, int64_t now_ns)
+{
+    td_gw_config *held = NULL;
+    const td_gw_config *gc = m->c->gateway ? td_gateway_config(m->c->gateway, &held) : NULL;
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; gc && i < gc->ntenants; i++) {
+        const tenant_sum *t = NULL;
+        for (size_t k = 0; k < m->ntenants && !t; k++)
+            if (strcmp(m->tenants[k].name, gc->tenants[i].name) == 0)
+                t = &m->tenants[k];
+        sample_one(m, &gc->tenants[i], t, gc->tenants[i].name, now_ns);
+    }
+    for (size_t k = 0; k < m->ntenants; k++)
+        if (!gc || !td_gw_tenant_by_name(gc, m->tenants[k].name))
+            sample_one(m, NULL, &m->tenants[k], m->tenants[k].name, now_ns);
+    pthread_mutex_unlock(&m->mu);
+    if (held)
+        td_gw_config_unref(held);
+}
+
+const td_history *td_metering_history(const td_metering *m)
+{
+    return m->history;
 }
 
 void td_metering_tick(td_metering *m, int64_t now_ns)
@@ -388,6 +475,7 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
 out:
     free(v.v);
     td_config_unref(cfg);
+    sample_history(m, now_ns);
 }
 
 void td_metering_stop(td_metering *m)
@@ -409,6 +497,7 @@ void td_metering_destroy(td_metering *m)
     free(m->lines);
     free(m->tenants);
     free(m->running);
+    td_history_destroy(m->history);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -485,25 +574,8 @@ json_t *td_metering_usage(td_metering *m, const char *only, int64_t now_ns)
         int64_t inflight = 0;
         if (g)
             td_metrics_tenant_totals(mx, g->slot, out, &inflight);
-        /* running intervals: their cost so far this period */
-        int64_t running_nano = 0, running_gpu_ms = 0;
-        for (size_t i = 0; i < m->nrunning; i++) {
-            const td_ledger_rec *r = &m->running[i];
-            if (strcmp(r->tenant, name) != 0)
-                continue;
-            int64_t from = r->start_ns > m->period_start_ns ? r->start_ns : m->period_start_ns;
-            if (now_ns > from)
-                running_gpu_ms += r->gpu_milli * ((now_ns - from) / 1000000) / 1000;
-            td_charge ch[TD_CHARGE_MAX];
-            size_t n = 0;
-            td_ledger_rec rr = *r;
-            rr.end_ns = now_ns;
-            if (m->policy &&
-                td_chargeback_price(m->policy, &rr, m->period_start_ns, now_ns, ch, &n, NULL) ==
-                    TD_OK)
-                for (size_t c = 0; c < n; c++)
-                    running_nano += ch[c].amount_nano;
-        }
+        int64_t running_gpu_ms = 0;
+        int64_t running_nano = running_cost(m, name, now_ns, &running_gpu_ms);
         json_t *o = json_pack(
             "{s:s, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:f, "
             "s:f, s:I, s:I, s:f, s:f}",

@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "daemon/control.h"
+#include "gateway/history.h"
 #include "io/ledger.h"
 
 typedef struct td_metering td_metering;
@@ -39,6 +40,12 @@ void td_metering_start(td_metering *m, uv_loop_t *loop, td_ledger *l, uint64_t t
  * as finished now; refreshes GPUs in use, quotas and pending workloads.
  * Loop thread. */
 void td_metering_tick(td_metering *m, int64_t now_ns);
+
+/* The last hour of every tenant (the dashboard's charts), sampled at the
+ * end of each tick: requests by outcome and latency from the gateway's
+ * counters, cost as "cost this period" moves (committed and running),
+ * the spend of the tenant's first budget. Borrowed; loop thread. */
+const td_history *td_metering_history(const td_metering *m);
 
 /* Stops the timer (loop thread); the loop must run once more to close it. */
 void td_metering_stop(td_metering *m);

@@ -30,6 +30,17 @@ static void view_destroy(td_config_attachment *a)
     free(v);
 }
 
+/* Kueue's condition Active of ClusterQueue c: [{type, status, reason,
+ * message}], False with the reason it admits nothing. NULL out of memory. */
+static json_t *active_condition(const td_queue *q, size_t c)
+{
+    const char *why = td_queue_cq_inactive(q, c);
+    return json_pack("[{s:s, s:s, s:s, s:s}]", "type", "Active", "status", why ? "False" : "True",
+                     "reason", !why ? "Ready" : strstr(why, "ResourceFlavor") ? "FlavorNotFound"
+                                                                           : "Inactive",
+                     "message", why ? why : "Can admit new workloads");
+}
+
 static json_t *cq_status_of(const td_queue *q)
 {
     size_t ncq = td_queue_cq_count(q), nq = td_queue_workload_count(q);
@@ -59,9 +70,10 @@ static json_t *cq_status_of(const td_queue *q)
                               (double)used / 1000, "borrowed",
                               (double)td_queue_cq_borrowed_milli(q, c, res) / 1000));
         }
-        json_t *one = usage ? json_pack("{s:i, s:i, s:i, s:o}", "pendingWorkloads", (int)pending[c],
-                                        "reservingWorkloads", (int)admitted[c], "admittedWorkloads",
-                                        (int)admitted[c], "usage", usage)
+        json_t *one = usage ? json_pack("{s:i, s:i, s:i, s:o, s:o}", "pendingWorkloads",
+                                        (int)pending[c], "reservingWorkloads", (int)admitted[c],
+                                        "admittedWorkloads", (int)admitted[c], "usage", usage,
+                                        "conditions", active_condition(q, c))
                             : NULL;
         if (!one || json_object_set_new(o, td_queue_cq_name(q, c), one) < 0) {
             json_decref(o);

@@ -22,7 +22,8 @@
 #define COST_SCALE       1000000.0 /* fixed-point cost: millionths */
 #define NBUCKETS         14
 
-static const uint64_t bucket_ns[NBUCKETS] = {
+_Static_assert(NBUCKETS == TD_METRICS_LATENCY_BUCKETS, "metrics.h names the bucket count");
+const uint64_t td_metrics_latency_bounds_ns[NBUCKETS] = {
     500000ULL,     1000000ULL,    2500000ULL,    5000000ULL,    10000000ULL,
     25000000ULL,   50000000ULL,   100000000ULL,  250000000ULL,  500000000ULL,
     1000000000ULL, 2500000000ULL, 5000000000ULL, 10000000000ULL};
@@ -171,7 +172,7 @@ void td_metrics_request(td_metrics *m, uint32_t tenant, uint32_t route, td_outco
     }
     if (o == TD_OUT_ACCEPTED || o == TD_OUT_UPSTREAM_ERROR || o == TD_OUT_TIMEOUT) {
         int k = 0;
-        while (k < NBUCKETS && latency_ns > bucket_ns[k])
+        while (k < NBUCKETS && latency_ns > td_metrics_latency_bounds_ns[k])
             k++;
         atomic_fetch_add_explicit(&b->buckets[k], 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&b->sum_ns, latency_ns, memory_order_relaxed);
@@ -610,6 +611,15 @@ void td_metrics_tenant_totals(const td_metrics *m, uint32_t tenant, uint64_t *ou
             for (size_t o = 0; o < TD_OUT_COUNT; o++)
                 out[o] += atomic_load_explicit(&ch->requests[r][o], memory_order_relaxed);
     }
+}
+
+void td_metrics_tenant_latency(const td_metrics *m, uint32_t tenant, uint64_t *counts)
+{
+    memset(counts, 0, (NBUCKETS + 1) * sizeof *counts);
+    long t = slot_index(tenant, m->max_tenants);
+    tenant_block *b = t < 0 ? NULL : atomic_load_explicit(&m->tenants[t], memory_order_acquire);
+    for (size_t k = 0; b && k <= NBUCKETS; k++)
+        counts[k] = atomic_load_explicit(&b->buckets[k], memory_order_relaxed);
 }
 
 int64_t td_metrics_route_queue(const td_metrics *m, uint32_t route)

@@ -93,6 +93,16 @@ void td_metrics_conn_limit(td_metrics *m, uint64_t limit);
 void td_metrics_tenant_totals(const td_metrics *m, uint32_t tenant, uint64_t *out,
                               int64_t *inflight);
 
+/* The latency histogram's finite buckets (upper bounds in ns, ascending),
+ * TD_METRICS_LATENCY_BUCKETS of them, then +Inf. */
+#define TD_METRICS_LATENCY_BUCKETS 14
+extern const uint64_t td_metrics_latency_bounds_ns[TD_METRICS_LATENCY_BUCKETS];
+
+/* Tenant slot t's latency histogram as /metrics shows it (all routes): the
+ * count of each bucket, not cumulative, TD_METRICS_LATENCY_BUCKETS + 1
+ * entries in counts (the last is +Inf). A slot never used gives zeros. */
+void td_metrics_tenant_latency(const td_metrics *m, uint32_t tenant, uint64_t *counts);
+
 /* Requests waiting in the criticality queue of route slot r (all classes). */
 int64_t td_metrics_route_queue(const td_metrics *m, uint32_t route);
 

@@ -38,10 +38,6 @@ void td_admit_result_fini(td_admit_result *r)
     r->trace = NULL;
 }
 
-const char *const td_admit_validating_rules[] = {"LimitRange", "CostLabels",    "PodSecurity",
-                                                 "NodePool",   "Sandbox",       "Storage",
-                                                 "ResourceQuota", NULL};
-
 /* The enforcement of a validating rule: AdmissionPolicy spec.enforcement
  * is "enforce" | "shadow" for every rule, or a mapping rule -> mode. */
 static bool rule_shadowed(const td_config *cfg, const char *rule)
@@ -531,236 +527,381 @@ td_status td_admit_workload(const td_config *cfg, const json_t *obj, const char 
     return TD_OK;
 }
 
-td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *ns,
-                       const td_admit_opts *opts, td_admit_result *r)
-{
-    td_admit_opts none = {0};
-    td_err err = {{0}};
-    td_status st;
-    memset(r, 0, sizeof *r);
-    if (!opts)
-        opts = &none;
+/* What the steps of one td_admit_pod decision share. */
+typedef struct {
+    const td_config *cfg;
+    const td_admit_opts *opts;
+    td_admit_result *r;
+    const char *ns; /* ns_buf: the steps may replace the pod's strings */
+    json_t *pod;    /* the copy the mutating steps change (r->pod) */
+    /* The namespace's LimitRanges and ResourceQuotas, parsed (and listed)
+     * once per snapshot; ix NULL: work from the JSON, listed here. */
+    const td_admindex_ns *ix;
+    json_t *const *ranges, *const *quotas;
+    size_t nranges, nquotas;
+    /* The pod's resources, parsed once by the defaults step, kept up to
+     * date through the mutating steps, and read by validation. */
+    td__pod vpod;
+    bool vparsed;
+    td_err err;
+    char ns_buf[256];
+} admit_ctx;
 
+/* A step of the decision: a mutating step changes c->pod and returns TD_OK
+ * or the error that ends the decision; a validating step judges c->pod and
+ * returns what after_validate makes of its verdict (rule: its name). */
+typedef td_status (*admit_fn)(admit_ctx *c, const char *rule);
+
+typedef enum { PHASE_MUTATE, PHASE_VALIDATE } admit_phase;
+
+typedef struct {
+    admit_phase phase;
+    const char *rule;
+    admit_fn fn;
+} admit_step;
+
+static td_status mutate_defaults(admit_ctx *c, const char *rule)
+{
+    (void)rule;
+    td_status st = c->opts->api_defaulted ? TD_OK : pod_api_defaults(c->pod, &c->err);
+    if (st == TD_OK) {
+        st = td__pod_default_requests_parsed(c->pod, &c->vpod, &c->err);
+        c->vparsed = st == TD_OK;
+    }
+    return st;
+}
+
+static td_status mutate_limitrange(admit_ctx *c, const char *rule)
+{
+    (void)rule;
+    /* the defaults step parsed the pod's resources and accepted them */
+    return c->ix && c->ix->limitranges_ok
+               ? td__limitrange_default_update(c->pod, c->ix->limitranges, &c->vpod, &c->err)
+               : td_limitrange_default(c->pod, c->ranges, c->nranges, &c->err);
+}
+
+static td_status mutate_priority(admit_ctx *c, const char *rule)
+{
+    (void)rule;
+    return td_priority_mutate(c->cfg, c->pod, &c->err);
+}
+
+static td_status mutate_labels(admit_ctx *c, const char *rule)
+{
+    (void)rule;
+    return td_labels_mutate(c->cfg, c->ns, c->pod, &c->err);
+}
+
+static td_status mutate_pools(admit_ctx *c, const char *rule)
+{
+    (void)rule;
+    return td_pools_mutate(c->cfg, c->ns, c->pod, &c->err);
+}
+
+static td_status mutate_sandbox(admit_ctx *c, const char *rule)
+{
+    (void)rule;
+    return td_sandbox_mutate(c->cfg, c->ns, c->pod, &c->err);
+}
+
+static td_status validate_limitrange(admit_ctx *c, const char *rule)
+{
+    td_status st = c->vparsed && c->ix->limitranges_ok
+                       ? td_limitrange_validate_parsed(c->pod, &c->vpod, c->ix->limitranges,
+                                                       &c->err)
+                       : td_limitrange_validate(c->pod, c->ranges, c->nranges, &c->err);
+    return after_validate(c->cfg, c->r, rule, st, &c->err);
+}
+
+/* enforce decides; audit and warn add their notes to c->r. A namespace
+ * label that does not parse ends the decision before any verdict. */
+static td_status validate_podsecurity(admit_ctx *c, const char *rule)
+{
+    pss_policy pss;
+    td_status st = pss_policy_of(c->cfg, c->ns, &pss, &c->err);
+    if (st != TD_OK)
+        return st;
+    /* one walk of the pod serves enforce, audit and warn */
+    td_pss_walk walk = {{0, 0, 0}, 0, 0};
+    st = td_pss_check_walk(c->pod, pss.enforce.level, pss.enforce.minor, &walk, &c->err);
+    if (pss.more && pss_notes(c->r, c->pod, &pss, &walk, true, st, c->err.msg) != TD_OK)
+        st = td_err_set(&c->err, TD_ENOMEM, "out of memory checking Pod Security");
+    return after_validate(c->cfg, c->r, rule, st, &c->err);
+}
+
+static td_status validate_labels(admit_ctx *c, const char *rule)
+{
+    return after_validate(c->cfg, c->r, rule, td_labels_validate(c->cfg, c->ns, c->pod, &c->err),
+                          &c->err);
+}
+
+static td_status validate_pools(admit_ctx *c, const char *rule)
+{
+    return after_validate(c->cfg, c->r, rule, td_pools_validate(c->cfg, c->ns, c->pod, &c->err),
+                          &c->err);
+}
+
+static td_status validate_sandbox(admit_ctx *c, const char *rule)
+{
+    return after_validate(c->cfg, c->r, rule,
+                          td_sandbox_validate(c->cfg, c->ns, c->pod, &c->err), &c->err);
+}
+
+static td_status validate_storage(admit_ctx *c, const char *rule)
+{
+    return after_validate(c->cfg, c->r, rule,
+                          td_storage_validate_pod(c->cfg, c->ns, c->pod, &c->err), &c->err);
+}
+
+/* The pods a quota check counts as used: the caller's (opts->has_used), else
+ * the snapshot's; with none, a quota's own status.used (as `kubectl get
+ * quota -o yaml` shows it) counts (*pods NULL), and a namespace with
+ * neither starts from zero. */
+static void quota_used_pods(admit_ctx *c, json_t *const **pods, size_t *npods)
+{
+    static json_t *const no_pods[1] = {NULL};
+    if (c->opts->has_used) {
+        *pods = c->opts->used_pods;
+        *npods = c->opts->nused;
+        return;
+    }
+    if (c->ix)
+        *pods = c->ix->pods, *npods = c->ix->npods;
+    else
+        *npods = td_config_list(c->cfg, "Pod", c->ns, pods);
+    int have_status = 0;
+    if (c->ix)
+        have_status = c->ix->quota_status_used;
+    else
+        for (size_t i = 0; i < c->nquotas; i++)
+            have_status |= td_json_path(c->quotas[i], "status.used") != NULL;
+    if (!*npods)
+        *pods = have_status ? NULL : no_pods;
+}
+
+/* limitedResources first: a limited class needs a quota selecting it in
+ * the namespace, checked before any usage (CheckRequest's order); then the
+ * usage, unless the caller skips quota (it charges creations only). */
+static td_status validate_quota(admit_ctx *c, const char *rule)
+{
+    const td_admit_opts *o = c->opts;
+    td_status st;
+    if (!o->skip_quota) {
+        st = td_priority_class_usable(c->cfg, c->ns, td_json_str(c->pod, "spec.priorityClassName"),
+                                      &c->err);
+        if (st != TD_OK && (st = after_validate(c->cfg, c->r, rule, st, &c->err)) != TD_OK)
+            return st;
+    }
+    if (o->skip_quota || !c->nquotas) {
+        trace_step(c->r, "validate", rule, "skipped", NULL,
+                   o->skip_quota ? "quota charges creations only"
+                                 : "no ResourceQuota in the namespace");
+        return TD_OK;
+    }
+    json_t *const *pods;
+    size_t npods;
+    quota_used_pods(c, &pods, &npods);
+    int from_status = pods == NULL;
+    st = c->vparsed && c->ix->quotas_ok[from_status]
+             ? td_quota_check_parsed(c->pod, &c->vpod, c->ix->quotas[from_status], pods, npods,
+                                     &c->err)
+             : td_quota_check(c->pod, c->quotas, c->nquotas, pods, npods, &c->err);
+    return after_validate(c->cfg, c->r, rule, st, &c->err);
+}
+
+/* The decision's steps, {phase, rule, fn}, in the order they run: the API
+ * server's own defaulting, then the mutating steps in this fixed order (so
+ * the same input gives the same patch, byte for byte), then the validating
+ * steps. The validating rules' names are td_admit_validating_rules. */
+#define ADMIT_STEPS(MUTATE, VALIDATE)                                                              \
+    MUTATE("Defaults", mutate_defaults)                                                            \
+    MUTATE("LimitRange", mutate_limitrange)                                                        \
+    MUTATE("Priority", mutate_priority)                                                            \
+    MUTATE("CostLabels", mutate_labels)                                                            \
+    MUTATE("NodePool", mutate_pools)                                                               \
+    MUTATE("Sandbox", mutate_sandbox)                                                              \
+    VALIDATE("LimitRange", validate_limitrange)                                                    \
+    VALIDATE("PodSecurity", validate_podsecurity)                                                  \
+    VALIDATE("CostLabels", validate_labels)                                                        \
+    VALIDATE("NodePool", validate_pools)                                                           \
+    VALIDATE("Sandbox", validate_sandbox)                                                          \
+    VALIDATE("Storage", validate_storage)                                                          \
+    VALIDATE("ResourceQuota", validate_quota)
+
+#define STEP_MUTATE(rule, fn) {PHASE_MUTATE, rule, fn},
+#define STEP_VALIDATE(rule, fn) {PHASE_VALIDATE, rule, fn},
+#define NAME_NONE(rule, fn)
+#define NAME_OF(rule, fn) rule,
+
+static const admit_step admit_steps[] = {ADMIT_STEPS(STEP_MUTATE, STEP_VALIDATE)};
+
+const char *const td_admit_validating_rules[] = {ADMIT_STEPS(NAME_NONE, NAME_OF) NULL};
+
+/* Runs a mutating step; when tracing, its line says what it changed. */
+static td_status mutate_traced(admit_ctx *c, const admit_step *s)
+{
+    td_admit_result *r = c->r;
+    json_t *before = r->trace ? td_json_copy(c->pod) : NULL;
+    td_status st = s->fn(c, s->rule);
+    if (r->trace) {
+        json_t *ops = NULL;
+        td_err derr;
+        if (st == TD_OK && before && td_jsonpatch_diff(before, c->pod, &ops, &derr) != TD_OK)
+            ops = NULL;
+        trace_step(r, "mutate", s->rule,
+                   st != TD_OK                ? "denied"
+                   : json_array_size(ops) > 0 ? "changed"
+                                              : "unchanged",
+                   json_array_size(ops) ? ops : NULL, st != TD_OK ? c->err.msg : NULL);
+        if (ops && !json_array_size(ops))
+            json_decref(ops);
+    }
+    json_decref(before);
+    return st;
+}
+
+/* Runs the steps of phase in the table's order until one does not return
+ * TD_OK; *rule: the last one run. */
+static td_status run_phase(admit_ctx *c, admit_phase phase, const char **rule)
+{
+    td_status st = TD_OK;
+    for (size_t i = 0; st == TD_OK && i < sizeof admit_steps / sizeof admit_steps[0]; i++) {
+        const admit_step *s = &admit_steps[i];
+        if (s->phase != phase)
+            continue;
+        *rule = s->rule;
+        st = phase == PHASE_MUTATE ? mutate_traced(c, s) : s->fn(c, s->rule);
+    }
+    return st;
+}
+
+/* Checks pod_in is a Pod and sets c up for it: the pod's copy (r->pod), the
+ * namespace, its LimitRanges and ResourceQuotas, the trace. TD_OK, or the
+ * error with *rule the answer's kind (BadRequest, Internal). */
+static td_status admit_begin(admit_ctx *c, const json_t *pod_in, const char *ns,
+                             const char **rule)
+{
     /* the kind first: a Deployment is named as one, not as a Pod that
      * lacks spec.containers */
     const char *kind = td_json_str(pod_in, "kind");
+    *rule = "BadRequest";
     if (kind && strcmp(kind, "Pod") != 0) {
-        not_a_pod(kind, &err);
-        decide(r, TD_EINVAL, "BadRequest", &err);
+        not_a_pod(kind, &c->err);
         return TD_EINVAL;
     }
     if (!json_is_object(pod_in) || !json_is_object(json_object_get(pod_in, "spec")) ||
-        !json_is_array(td_json_path(pod_in, "spec.containers"))) {
-        td_err_set(&err, TD_EINVAL, "not a Pod: spec.containers is required");
-        decide(r, TD_EINVAL, "BadRequest", &err);
-        return TD_EINVAL;
-    }
-    json_t *pod = pod_spine_copy(pod_in);
-    if (!pod) {
-        td_err_set(&err, TD_ENOMEM, "out of memory");
-        decide(r, TD_ENOMEM, "Internal", &err);
-        return TD_ENOMEM;
-    }
-    r->pod = pod;
-    if (!json_is_object(json_object_get(pod, "metadata")))
-        json_object_set_new(pod, "metadata", json_object());
+        !json_is_array(td_json_path(pod_in, "spec.containers")))
+        return td_err_set(&c->err, TD_EINVAL, "not a Pod: spec.containers is required");
+    *rule = "Internal";
+    if (!(c->pod = c->r->pod = pod_spine_copy(pod_in)))
+        return td_err_set(&c->err, TD_ENOMEM, "out of memory");
+    if (!json_is_object(json_object_get(c->pod, "metadata")))
+        json_object_set_new(c->pod, "metadata", json_object());
     /* A copy: the steps below may replace the pod's nodes, strings too. */
-    char ns_buf[256];
     if (!ns || !*ns)
         ns = td_json_str(pod_in, "metadata.namespace");
     /* what snprintf(ns_buf, sizeof ns_buf, "%s", ...) leaves, without it */
     const char *ns_src = ns && *ns ? ns : "default";
-    size_t ns_len = strnlen(ns_src, sizeof ns_buf - 1);
-    memcpy(ns_buf, ns_src, ns_len);
-    ns_buf[ns_len] = '\0';
-    ns = ns_buf;
-
-    /* The namespace's LimitRanges and ResourceQuotas, parsed (and listed)
-     * once per snapshot; ix NULL: work from the JSON, listed here. */
-    json_t *const *ranges, *const *quotas;
-    size_t nranges, nquotas;
-    const td_admindex_ns *ix = td_admindex_get(cfg, ns);
-    if (ix && ix->nranges + ix->nquota_objs > 0) {
-        ranges = ix->ranges, nranges = ix->nranges;
-        quotas = ix->quota_objs, nquotas = ix->nquota_objs;
+    size_t ns_len = strnlen(ns_src, sizeof c->ns_buf - 1);
+    memcpy(c->ns_buf, ns_src, ns_len);
+    c->ns_buf[ns_len] = '\0';
+    c->ns = c->ns_buf;
+    c->ix = td_admindex_get(c->cfg, c->ns);
+    if (c->ix && c->ix->nranges + c->ix->nquota_objs > 0) {
+        c->ranges = c->ix->ranges, c->nranges = c->ix->nranges;
+        c->quotas = c->ix->quota_objs, c->nquotas = c->ix->nquota_objs;
     } else {
         /* (an entry with neither listed is none: as td_admit_pod did
          * without the index's lists, which asked for it only then) */
-        ix = NULL;
-        nranges = td_config_list(cfg, "LimitRange", ns, &ranges);
-        nquotas = td_config_list(cfg, "ResourceQuota", ns, &quotas);
+        c->ix = NULL;
+        c->nranges = td_config_list(c->cfg, "LimitRange", c->ns, &c->ranges);
+        c->nquotas = td_config_list(c->cfg, "ResourceQuota", c->ns, &c->quotas);
     }
-    /* The pod's resources, parsed once by the defaults step, kept up to
-     * date through the mutating steps, and read by validation. */
-    td__pod vpod;
-    bool vparsed = false;
+    if (c->opts->trace && !(c->r->trace = json_array()))
+        return td_err_set(&c->err, TD_ENOMEM, "out of memory");
+    return TD_OK;
+}
 
-    if (opts->trace && !(r->trace = json_array())) {
-        td_err_set(&err, TD_ENOMEM, "out of memory");
-        decide(r, TD_ENOMEM, "Internal", &err);
-        return TD_ENOMEM;
+/* The JSON Patch from pod_in to the mutated pod into r->patch (NULL when
+ * nothing changed). */
+static td_status admit_patch(admit_ctx *c, const json_t *pod_in)
+{
+    td_status st = td_jsonpatch_diff(pod_in, c->pod, &c->r->patch, &c->err);
+    if (st == TD_OK && json_array_size(c->r->patch) == 0) {
+        json_decref(c->r->patch);
+        c->r->patch = NULL;
     }
-#ifndef NDEBUG
-    /* pod_in is borrowed: no step may write into the nodes shared with it */
-    json_t *pod_in_was = json_deep_copy(pod_in);
-#endif
+    return st;
+}
 
-    /* The API server's own defaulting, then the mutating steps, in this
-     * fixed order (so the same input gives the same patch, byte for byte). */
-    enum { M_DEFAULTS, M_LIMITRANGE, M_PRIORITY, M_LABELS, M_POOLS, M_SANDBOX, M_COUNT };
-    static const char *const mnames[M_COUNT] = {"Defaults", "LimitRange", "Priority",
-                                                "CostLabels", "NodePool", "Sandbox"};
-    const char *rule = "Defaults";
-    st = TD_OK;
-    for (int m = 0; st == TD_OK && m < M_COUNT; m++) {
-        rule = mnames[m];
-        json_t *before = r->trace ? td_json_copy(pod) : NULL;
-        switch (m) {
-        case M_DEFAULTS:
-            st = opts->api_defaulted ? TD_OK : pod_api_defaults(pod, &err);
-            if (st == TD_OK) {
-                st = td__pod_default_requests_parsed(pod, &vpod, &err);
-                vparsed = st == TD_OK;
-            }
-            break;
-        case M_LIMITRANGE:
-            /* M_DEFAULTS parsed the pod's resources and accepted them */
-            st = ix && ix->limitranges_ok
-                     ? td__limitrange_default_update(pod, ix->limitranges, &vpod, &err)
-                     : td_limitrange_default(pod, ranges, nranges, &err);
-            break;
-        case M_PRIORITY: st = td_priority_mutate(cfg, pod, &err); break;
-        case M_LABELS: st = td_labels_mutate(cfg, ns, pod, &err); break;
-        case M_POOLS: st = td_pools_mutate(cfg, ns, pod, &err); break;
-        case M_SANDBOX: st = td_sandbox_mutate(cfg, ns, pod, &err); break;
-        }
-        if (r->trace) {
-            json_t *ops = NULL;
-            td_err derr;
-            if (st == TD_OK && before && td_jsonpatch_diff(before, pod, &ops, &derr) != TD_OK)
-                ops = NULL;
-            trace_step(r, "mutate", rule,
-                       st != TD_OK                ? "denied"
-                       : json_array_size(ops) > 0 ? "changed"
-                                                  : "unchanged",
-                       json_array_size(ops) ? ops : NULL, st != TD_OK ? err.msg : NULL);
-            if (ops && !json_array_size(ops))
-                json_decref(ops);
-        }
-        json_decref(before);
-    }
-    if (st != TD_OK)
-        goto out;
-    if (!opts->no_patch) {
-        rule = "Internal";
-        st = td_jsonpatch_diff(pod_in, pod, &r->patch, &err);
-        if (st != TD_OK)
-            goto out;
-        if (json_array_size(r->patch) == 0) {
-            json_decref(r->patch);
-            r->patch = NULL;
-        }
-    }
-
-    /* Validation, against the mutated pod. Its resources, as parsed and
-     * updated above, brought up to date with what the later steps replaced
-     * (spec.overhead from a RuntimeClass, say), serve LimitRange and
-     * ResourceQuota; if they do not parse, the JSON entry points report
-     * why, as they always did. */
-    r->validating = true;
-    pss_policy pss;
-    if (vparsed && (!ix || td__pod_refresh(pod, &vpod, NULL) != TD_OK)) {
-        td__pod_fini(&vpod);
-        vparsed = false;
+/* Validation is against the mutated pod. Its resources, as parsed and
+ * updated by the mutating steps, brought up to date with what the later
+ * steps replaced (spec.overhead from a RuntimeClass, say), serve LimitRange
+ * and ResourceQuota; if they do not parse, the JSON entry points report
+ * why, as they always did. */
+static void prepare_validation(admit_ctx *c)
+{
+    c->r->validating = true;
+    if (c->vparsed && (!c->ix || td__pod_refresh(c->pod, &c->vpod, NULL) != TD_OK)) {
+        td__pod_fini(&c->vpod);
+        c->vparsed = false;
     }
     /* the containers' sums, read by LimitRange (type Pod) and quota */
-    if (vparsed)
-        (void)td__pod_aggregate_keep(&vpod);
+    if (c->vparsed)
+        (void)td__pod_aggregate_keep(&c->vpod);
 #ifndef NDEBUG
-    if (vparsed) {
+    if (c->vparsed) {
         /* the kept parse must be what a fresh one is */
         td__pod fresh;
-        if (td__pod_parse(pod, &fresh, NULL) == TD_OK) {
-            assert(td__pod_same(&vpod, &fresh));
+        if (td__pod_parse(c->pod, &fresh, NULL) == TD_OK) {
+            assert(td__pod_same(&c->vpod, &fresh));
             td__pod_fini(&fresh);
         } else {
             assert(!"the kept parse of the pod parses no more");
         }
     }
 #endif
-    rule = "LimitRange";
-    st = after_validate(cfg, r, rule,
-                        vparsed && ix->limitranges_ok
-                            ? td_limitrange_validate_parsed(pod, &vpod, ix->limitranges, &err)
-                            : td_limitrange_validate(pod, ranges, nranges, &err),
-                        &err);
-    if (st == TD_OK && (rule = "PodSecurity") && (st = pss_policy_of(cfg, ns, &pss, &err)) == TD_OK) {
-        /* one walk of the pod serves enforce, audit and warn */
-        td_pss_walk walk = {{0, 0, 0}, 0, 0};
-        st = td_pss_check_walk(pod, pss.enforce.level, pss.enforce.minor, &walk, &err);
-        if (pss.more && pss_notes(r, pod, &pss, &walk, true, st, err.msg) != TD_OK)
-            st = td_err_set(&err, TD_ENOMEM, "out of memory checking Pod Security");
-        st = after_validate(cfg, r, rule, st, &err);
+}
+
+td_status td_admit_pod(const td_config *cfg, const json_t *pod_in, const char *ns,
+                       const td_admit_opts *opts, td_admit_result *r)
+{
+    static const td_admit_opts none;
+    admit_ctx c;
+    c.cfg = cfg;
+    c.opts = opts ? opts : &none;
+    c.r = r;
+    c.vparsed = false;
+    memset(&c.err, 0, sizeof c.err);
+    memset(r, 0, sizeof *r);
+    const char *rule;
+    td_status st = admit_begin(&c, pod_in, ns, &rule);
+    if (st != TD_OK) {
+        decide(r, st, rule, &c.err);
+        return st;
     }
-    if (st == TD_OK && (rule = "CostLabels"))
-        st = after_validate(cfg, r, rule, td_labels_validate(cfg, ns, pod, &err), &err);
-    if (st == TD_OK && (rule = "NodePool"))
-        st = after_validate(cfg, r, rule, td_pools_validate(cfg, ns, pod, &err), &err);
-    if (st == TD_OK && (rule = "Sandbox"))
-        st = after_validate(cfg, r, rule, td_sandbox_validate(cfg, ns, pod, &err), &err);
-    if (st == TD_OK && (rule = "Storage"))
-        st = after_validate(cfg, r, rule, td_storage_validate_pod(cfg, ns, pod, &err), &err);
-    /* limitedResources: a limited class needs a quota selecting it in the
-     * namespace, checked before any usage (CheckRequest's order) */
-    if (st == TD_OK && !opts->skip_quota) {
-        td_status lim =
-            td_priority_class_usable(cfg, ns, td_json_str(pod, "spec.priorityClassName"), &err);
-        if (lim != TD_OK && (rule = "ResourceQuota"))
-            st = after_validate(cfg, r, rule, lim, &err);
+#ifndef NDEBUG
+    /* pod_in is borrowed: no step may write into the nodes shared with it */
+    json_t *pod_in_was = json_deep_copy(pod_in);
+#endif
+    st = run_phase(&c, PHASE_MUTATE, &rule);
+    if (st == TD_OK && !c.opts->no_patch) {
+        rule = "Internal";
+        st = admit_patch(&c, pod_in);
     }
-    if (st == TD_OK && (opts->skip_quota || !nquotas))
-        trace_step(r, "validate", "ResourceQuota", "skipped", NULL,
-                   opts->skip_quota ? "quota charges creations only" : "no ResourceQuota in the namespace");
-    if (st == TD_OK && !opts->skip_quota && nquotas && (rule = "ResourceQuota")) {
-        json_t *const *pods;
-        size_t npods;
-        if (opts->has_used) {
-            pods = opts->used_pods;
-            npods = opts->nused;
-        } else {
-            /* Pods of the snapshot are the used; with none, a quota's own
-             * status.used (as `kubectl get quota -o yaml` shows it) counts,
-             * and a namespace with neither starts from zero. */
-            static json_t *const no_pods[1] = {NULL};
-            if (ix)
-                pods = ix->pods, npods = ix->npods;
-            else
-                npods = td_config_list(cfg, "Pod", ns, &pods);
-            int have_status = 0;
-            if (ix)
-                have_status = ix->quota_status_used;
-            else
-                for (size_t i = 0; i < nquotas; i++)
-                    have_status |= td_json_path(quotas[i], "status.used") != NULL;
-            if (!npods)
-                pods = have_status ? NULL : no_pods;
-        }
-        int from_status = pods == NULL;
-        st = vparsed && ix->quotas_ok[from_status]
-                 ? td_quota_check_parsed(pod, &vpod, ix->quotas[from_status], pods, npods, &err)
-                 : td_quota_check(pod, quotas, nquotas, pods, npods, &err);
-        st = after_validate(cfg, r, rule, st, &err);
+    if (st == TD_OK) {
+        prepare_validation(&c);
+        st = run_phase(&c, PHASE_VALIDATE, &rule);
     }
     if (st == TD_OK)
         rule = NULL;
-out:
 #ifndef NDEBUG
     assert(!pod_in_was || json_equal(pod_in_was, pod_in));
     json_decref(pod_in_was);
 #endif
-    if (vparsed)
-        td__pod_fini(&vpod);
-    decide(r, st, rule, &err);
+    if (c.vparsed)
+        td__pod_fini(&c.vpod);
+    decide(r, st, rule, &c.err);
     if (st == TD_EFORBIDDEN)
         return TD_OK; /* a denial is a decision, not an error */
     return st;

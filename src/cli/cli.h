@@ -93,6 +93,16 @@ void td__provision_each(const td_provision *p,
 /* true if argv holds -h or --help. */
 int td_cli_wants_help(int argc, char **argv);
 
+/* The flag tails every verb shares. td_cli_add_file appends path (borrowed)
+ * to files[*n] for a repeatable -c FILE; -1, after printing "tenantctl
+ * VERB: at most MAX -c files", when max are there already. */
+int td_cli_add_file(const char *verb, const char **files, size_t *n, size_t max,
+                    const char *path);
+
+/* The index of value among choices ("table|json": 0 for "table", 1 for
+ * "json"), or -1 if it is none of them; the caller words the mistake. */
+int td_cli_choice(const char *value, const char *choices);
+
 /* Writes s to f with <, >, & and " escaped, for HTML text and attribute
  * values (report --format html, loadtest --html). */
 void td_cli_html_text(FILE *f, const char *s);

@@ -135,11 +135,9 @@ int td_cmd_admit(int argc, char **argv)
             file = optarg;
             break;
         case 'c':
-            if (nconfigs == sizeof configs / sizeof configs[0]) {
-                fprintf(stderr, "tenantctl admit: too many -c files\n");
+            if (td_cli_add_file("admit", configs, &nconfigs, sizeof configs / sizeof configs[0],
+                                optarg) != 0)
                 return TD_EXIT_USAGE;
-            }
-            configs[nconfigs++] = optarg;
             break;
         case 'u':
             used = optarg;
@@ -169,7 +167,7 @@ int td_cmd_admit(int argc, char **argv)
         usage(stderr);
         return TD_EXIT_USAGE;
     }
-    if (strcmp(output, "review") != 0 && strcmp(output, "summary") != 0) {
+    if (td_cli_choice(output, "review|summary") < 0) {
         fprintf(stderr, "tenantctl admit: -o must be review or summary\n");
         return TD_EXIT_USAGE;
     }
@@ -279,11 +277,9 @@ int td_cmd_explain_pod(int argc, char **argv)
         case 'u': used = optarg; break;
         case 'o': output = optarg; break;
         case 'c':
-            if (nconfigs == sizeof configs / sizeof configs[0]) {
-                fprintf(stderr, "tenantctl explain pod: too many -c files\n");
+            if (td_cli_add_file("explain pod", configs, &nconfigs,
+                                sizeof configs / sizeof configs[0], optarg) != 0)
                 return TD_EXIT_USAGE;
-            }
-            configs[nconfigs++] = optarg;
             break;
         case 'h':
             printf("usage: tenantctl explain pod -f POD.yaml -c PLATFORM.yaml... [--used PODS.yaml]\n"
@@ -299,8 +295,7 @@ int td_cmd_explain_pod(int argc, char **argv)
             return td__remote_bad_flag("explain pod", argv);
         }
     }
-    if (!file || optind < argc ||
-        (strcmp(output, "table") != 0 && strcmp(output, "json") != 0)) {
+    if (!file || optind < argc || td_cli_choice(output, "table|json") < 0) {
         fprintf(stderr, "tenantctl explain pod: %s; see --help\n",
                 !file             ? "-f POD.yaml is required"
                 : optind < argc   ? "unexpected argument"

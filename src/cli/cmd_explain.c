@@ -68,11 +68,9 @@ int td_cmd_explain(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'c':
-            if (nconfigs == sizeof configs / sizeof configs[0]) {
-                fprintf(stderr, "tenantctl explain: at most 32 -c files\n");
+            if (td_cli_add_file("explain", configs, &nconfigs, sizeof configs / sizeof configs[0],
+                                optarg) != 0)
                 return TD_EXIT_USAGE;
-            }
-            configs[nconfigs++] = optarg;
             break;
         case 'h':
             usage(stdout);

@@ -45,8 +45,7 @@ static int explain_parse(const explain_flags *f, int argc, char **argv, td_remot
             return td__remote_bad_flag(f->verb, argv);
     }
     const char *what = argc - optind != f->nargs                                  ? f->args_want
-                       : strcmp(*output, "table") != 0 && strcmp(*output, "json") != 0
-                           ? "-o must be table or json"
+                       : td_cli_choice(*output, "table|json") < 0 ? "-o must be table or json"
                            : NULL;
     if (!what)
         return -1;

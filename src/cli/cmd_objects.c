@@ -81,7 +81,7 @@ int td_cmd_get(int argc, char **argv)
         fprintf(stderr, "tenantctl get: give KIND [NAME]; see --help\n");
         return TD_EXIT_USAGE;
     }
-    if (strcmp(output, "table") && strcmp(output, "yaml") && strcmp(output, "json")) {
+    if (td_cli_choice(output, "table|yaml|json") < 0) {
         fprintf(stderr, "tenantctl get: -o must be table, yaml or json\n");
         return TD_EXIT_USAGE;
     }

@@ -8,6 +8,8 @@
  * -c` and `tenantctl apply`; `tenantctl explain` lists the same table. */
 #include <ctype.h>
 #include <getopt.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -475,11 +477,71 @@ static int valid_csv_names(const char *csv)
     return csv[strlen(csv) - 1] != ',' && !strstr(csv, ",,") && csv[0] != ',';
 }
 
-int td_cmd_provision(int argc, char **argv)
+/* `tenantctl provision`'s flags, and the strings p points into. */
+typedef struct {
+    td_provision p;
+    const char *cpu, *mem, *lmem, *gpus, *pods, *pvcs; /* as given */
+    const char *tenancy, *pss, *gwport;
+    char ns[140], prefix[200];
+    char qcpu[TD_QUANTITY_STR_MAX], qmem[TD_QUANTITY_STR_MAX], qlmem[TD_QUANTITY_STR_MAX],
+        qgpu[TD_QUANTITY_STR_MAX], qpods[TD_QUANTITY_STR_MAX], qpvcs[TD_QUANTITY_STR_MAX];
+} prov_args;
+
+enum { O_TEAM = 1, O_ENV, O_PROJECT, O_GROUP, O_CPU, O_MEM, O_LMEM, O_GPUS, O_PODS, O_PVCS,
+       O_POOL, O_CQ, O_PSS, O_TENANCY, O_GWNS, O_GWPORT, O_RC, O_RCH, O_VC, O_VCVER,
+       O_BUCKET, O_PREFIX, O_SC, O_GSA, O_AWS };
+
+/* Prints "tenantctl provision: " and the message; TD_EXIT_USAGE. */
+static int bad(const char *fmt, ...)
 {
-    enum { O_TEAM = 1, O_ENV, O_PROJECT, O_GROUP, O_CPU, O_MEM, O_LMEM, O_GPUS, O_PODS, O_PVCS,
-           O_POOL, O_CQ, O_PSS, O_TENANCY, O_GWNS, O_GWPORT, O_RC, O_RCH, O_VC, O_VCVER,
-           O_BUCKET, O_PREFIX, O_SC, O_GSA, O_AWS };
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tenantctl provision: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return TD_EXIT_USAGE;
+}
+
+/* One flag c into a; false if it is none of provision's. */
+static bool take_flag(prov_args *a, int c, const char *arg)
+{
+    td_provision *p = &a->p;
+    switch (c) {
+    case O_TEAM: p->team = arg; break;
+    case O_ENV: p->env = arg; break;
+    case O_PROJECT: p->project = arg; break;
+    case O_GROUP: p->group = arg; break;
+    case O_CPU: a->cpu = arg; break;
+    case O_MEM: a->mem = arg; break;
+    case O_LMEM: a->lmem = arg; break;
+    case O_GPUS: a->gpus = arg; break;
+    case O_PODS: a->pods = arg; break;
+    case O_PVCS: a->pvcs = arg; break;
+    case O_POOL: p->pool = arg; break;
+    case O_CQ: p->cq = arg; break;
+    case O_PSS: a->pss = arg; break;
+    case O_TENANCY: a->tenancy = arg; break;
+    case O_GWNS: p->gateway_ns = arg; break;
+    case O_GWPORT: a->gwport = arg; break;
+    case O_RC: p->runtime_class = arg; break;
+    case O_RCH: p->runtime_handler = arg; break;
+    case O_VC: p->virtual_cluster = 1; break;
+    case O_VCVER: p->vcluster_version = arg; break;
+    case O_BUCKET: p->bucket = arg; break;
+    case O_PREFIX: p->prefix = arg; break;
+    case O_SC: p->storage_classes = arg; break;
+    case O_GSA: p->gcp_sa = arg; break;
+    case O_AWS: p->aws_role = arg; break;
+    default: return false;
+    }
+    return true;
+}
+
+/* The command line into a, with the defaults; -1 to go on, else the exit
+ * status (TD_EXIT_OK after --help), the mistake and the usage printed. */
+static int parse_flags(int argc, char **argv, prov_args *a)
+{
     static const struct option longopts[] = {
         {"team", required_argument, NULL, O_TEAM},
         {"env", required_argument, NULL, O_ENV},
@@ -508,166 +570,169 @@ int td_cmd_provision(int argc, char **argv)
         {"aws-role-arn", required_argument, NULL, O_AWS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    td_provision p = {0};
-    const char *cpu = "8", *mem = "32Gi", *lmem = NULL, *gpus = "0", *pods = "50", *pvcs = "10";
-    const char *tenancy = "team", *pss = NULL, *gwport = "8080";
-    p.gateway_ns = "tenantd-system";
-    p.runtime_class = TD_SANDBOX_RUNTIME_CLASS;
-    p.runtime_handler = TD_SANDBOX_HANDLER;
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_TEAM: p.team = optarg; break;
-        case O_ENV: p.env = optarg; break;
-        case O_PROJECT: p.project = optarg; break;
-        case O_GROUP: p.group = optarg; break;
-        case O_CPU: cpu = optarg; break;
-        case O_MEM: mem = optarg; break;
-        case O_LMEM: lmem = optarg; break;
-        case O_GPUS: gpus = optarg; break;
-        case O_PODS: pods = optarg; break;
-        case O_PVCS: pvcs = optarg; break;
-        case O_POOL: p.pool = optarg; break;
-        case O_CQ: p.cq = optarg; break;
-        case O_PSS: pss = optarg; break;
-        case O_TENANCY: tenancy = optarg; break;
-        case O_GWNS: p.gateway_ns = optarg; break;
-        case O_GWPORT: gwport = optarg; break;
-        case O_RC: p.runtime_class = optarg; break;
-        case O_RCH: p.runtime_handler = optarg; break;
-        case O_VC: p.virtual_cluster = 1; break;
-        case O_VCVER: p.vcluster_version = optarg; break;
-        case O_BUCKET: p.bucket = optarg; break;
-        case O_PREFIX: p.prefix = optarg; break;
-        case O_SC: p.storage_classes = optarg; break;
-        case O_GSA: p.gcp_sa = optarg; break;
-        case O_AWS: p.aws_role = optarg; break;
-        case 'h':
+        if (c == 'h') {
             usage(stdout);
             return TD_EXIT_OK;
-        default:
+        }
+        if (!take_flag(a, c, optarg)) {
             fprintf(stderr, "tenantctl provision: unknown or incomplete flag \"%s\"\n",
                     argv[optind - 1]);
             usage(stderr);
             return TD_EXIT_USAGE;
         }
     }
-    if (!p.team || !p.env || optind < argc) {
+    if (!a->p.team || !a->p.env || optind < argc) {
         fprintf(stderr, "tenantctl provision: %s\n",
                 optind < argc ? "unexpected argument" : "--team and --env are required");
         usage(stderr);
         return TD_EXIT_USAGE;
     }
-#define BAD(...)                                                                                   \
-    do {                                                                                           \
-        fprintf(stderr, "tenantctl provision: " __VA_ARGS__);                                      \
-        fputc('\n', stderr);                                                                       \
-        return TD_EXIT_USAGE;                                                                      \
-    } while (0)
-    if (strcmp(tenancy, "team") == 0)
-        p.customer = 0;
-    else if (strcmp(tenancy, "customer") == 0)
-        p.customer = 1;
+    return -1;
+}
+
+/* The tier (--tenancy) and what goes with it: Pod Security, vCluster. */
+static int check_tier(prov_args *a)
+{
+    td_provision *p = &a->p;
+    if (strcmp(a->tenancy, "team") == 0)
+        p->customer = 0;
+    else if (strcmp(a->tenancy, "customer") == 0)
+        p->customer = 1;
     else
-        BAD("--tenancy: \"%s\" is not a tier; use team or customer", tenancy);
-    if (!pss)
-        pss = p.customer ? "restricted" : "baseline";
+        return bad("--tenancy: \"%s\" is not a tier; use team or customer", a->tenancy);
+    const char *pss = a->pss ? a->pss : p->customer ? "restricted" : "baseline";
     if (strcmp(pss, "privileged") && strcmp(pss, "baseline") && strcmp(pss, "restricted"))
-        BAD("--pss must be privileged, baseline or restricted");
-    if (p.customer && strcmp(pss, "restricted") != 0)
-        BAD("--pss: a customer namespace enforces restricted; \"%s\" is weaker", pss);
-    if (p.virtual_cluster && !p.customer)
-        BAD("--virtual-cluster is a customer layer; add --tenancy customer");
-    if (p.vcluster_version && !p.virtual_cluster)
-        BAD("--vcluster-version needs --virtual-cluster");
-    p.pss = pss;
-    if (!p.project)
-        p.project = p.team;
-    if (!p.group)
-        p.group = p.team;
-    if (!p.cq)
-        p.cq = p.team;
-    if (!lmem)
-        lmem = mem;
-    char ns[140];
-    snprintf(ns, sizeof ns, "%s-%s", p.team, p.env);
-    p.ns = ns;
-    struct {
+        return bad("--pss must be privileged, baseline or restricted");
+    if (p->customer && strcmp(pss, "restricted") != 0)
+        return bad("--pss: a customer namespace enforces restricted; \"%s\" is weaker", pss);
+    if (p->virtual_cluster && !p->customer)
+        return bad("--virtual-cluster is a customer layer; add --tenancy customer");
+    if (p->vcluster_version && !p->virtual_cluster)
+        return bad("--vcluster-version needs --virtual-cluster");
+    p->pss = pss;
+    return -1;
+}
+
+/* The names, defaulted from --team, each a DNS label; the namespace
+ * TEAM-ENV; the gateway's port. */
+static int check_names(prov_args *a)
+{
+    td_provision *p = &a->p;
+    if (!p->project)
+        p->project = p->team;
+    if (!p->group)
+        p->group = p->team;
+    if (!p->cq)
+        p->cq = p->team;
+    snprintf(a->ns, sizeof a->ns, "%s-%s", p->team, p->env);
+    p->ns = a->ns;
+    const struct {
         const char *flag, *value;
-    } names[] = {{"team", p.team},
-                 {"env", p.env},
-                 {"project", p.project},
-                 {"cluster-queue", p.cq},
-                 {"pool", p.pool},
-                 {"gateway-namespace", p.gateway_ns},
-                 {"runtime-class", p.runtime_class},
-                 {"runtime-handler", p.runtime_handler}};
+    } names[] = {{"team", p->team},
+                 {"env", p->env},
+                 {"project", p->project},
+                 {"cluster-queue", p->cq},
+                 {"pool", p->pool},
+                 {"gateway-namespace", p->gateway_ns},
+                 {"runtime-class", p->runtime_class},
+                 {"runtime-handler", p->runtime_handler}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (names[i].value && !dns_label(names[i].value))
-            BAD("--%s: \"%s\" must be a DNS label (lowercase letters, digits and '-', at most 63)",
-                names[i].flag, names[i].value);
-    if (!dns_label(ns))
-        BAD("namespace \"%s\" would be longer than 63", ns);
+            return bad("--%s: \"%s\" must be a DNS label (lowercase letters, digits and '-', at "
+                       "most 63)",
+                       names[i].flag, names[i].value);
+    if (!dns_label(a->ns))
+        return bad("namespace \"%s\" would be longer than 63", a->ns);
     char *end = NULL;
-    long port = strtol(gwport, &end, 10);
-    if (!*gwport || *end || port < 1 || port > 65535)
-        BAD("--gateway-port: \"%s\" is not a port (1-65535)", gwport);
-    p.gateway_port = (int)port;
-    char prefix[200];
-    if ((p.prefix || p.storage_classes || p.gcp_sa || p.aws_role) && !p.bucket)
-        BAD("--prefix, --storage-classes and the identity flags need --bucket");
-    if (p.bucket) {
-        td_object_uri u;
-        char uri[300];
-        td_err err;
-        snprintf(uri, sizeof uri, "s3://%s/", p.bucket);
-        if (td_object_uri_parse(uri, &u, &err) != TD_OK || strchr(p.bucket, '/'))
-            BAD("--bucket: \"%s\" is not a bucket name (no scheme, no '/')", p.bucket);
-        if (!p.prefix) {
-            snprintf(prefix, sizeof prefix, "%s/", p.team);
-            p.prefix = prefix;
-        }
-        const char *why = td_storage_prefix_problem(p.prefix);
-        if (why)
-            BAD("--prefix: \"%s\" %s", p.prefix, why);
-        if (p.storage_classes && !valid_csv_names(p.storage_classes))
-            BAD("--storage-classes: \"%s\" must be comma-separated StorageClass names",
-                p.storage_classes);
-        size_t gn = p.gcp_sa ? strlen(p.gcp_sa) : 0;
-        if (p.gcp_sa && (!strchr(p.gcp_sa, '@') || gn < 24 ||
-                         strcmp(p.gcp_sa + gn - 24, ".iam.gserviceaccount.com") != 0))
-            BAD("--gcp-service-account: \"%s\" is not NAME@PROJECT.iam.gserviceaccount.com",
-                p.gcp_sa);
-        if (p.aws_role && (strncmp(p.aws_role, "arn:aws", 7) != 0 || !strstr(p.aws_role, ":role/")))
-            BAD("--aws-role-arn: \"%s\" is not arn:aws:iam::ACCOUNT:role/NAME", p.aws_role);
-    }
-    char qcpu[TD_QUANTITY_STR_MAX], qmem[TD_QUANTITY_STR_MAX], qlmem[TD_QUANTITY_STR_MAX],
-        qgpu[TD_QUANTITY_STR_MAX], qpods[TD_QUANTITY_STR_MAX], qpvcs[TD_QUANTITY_STR_MAX];
-    if (canon("cpu", cpu, qcpu, sizeof qcpu) || canon("memory", mem, qmem, sizeof qmem) ||
-        canon("limits-memory", lmem, qlmem, sizeof qlmem) ||
-        canon("gpus", gpus, qgpu, sizeof qgpu) || canon("pods", pods, qpods, sizeof qpods) ||
-        canon("pvcs", pvcs, qpvcs, sizeof qpvcs))
-        return TD_EXIT_USAGE;
-#undef BAD
-    p.cpu = qcpu;
-    p.mem = qmem;
-    p.lmem = qlmem;
-    p.gpus = qgpu;
-    p.pods = qpods;
-    p.pvcs = qpvcs;
+    long port = strtol(a->gwport, &end, 10);
+    if (!*a->gwport || *end || port < 1 || port > 65535)
+        return bad("--gateway-port: \"%s\" is not a port (1-65535)", a->gwport);
+    p->gateway_port = (int)port;
+    return -1;
+}
 
-    printf("# Baseline of namespace %s (tenancy %s), generated by tenantctl provision.\n", ns,
-           p.customer ? "customer" : "team");
+/* The object store flags: --bucket, and --prefix (default TEAM/), the
+ * StorageClasses and the cloud identities that need it. */
+static int check_bucket(prov_args *a)
+{
+    td_provision *p = &a->p;
+    if ((p->prefix || p->storage_classes || p->gcp_sa || p->aws_role) && !p->bucket)
+        return bad("--prefix, --storage-classes and the identity flags need --bucket");
+    if (!p->bucket)
+        return -1;
+    td_object_uri u;
+    char uri[300];
+    td_err err;
+    snprintf(uri, sizeof uri, "s3://%s/", p->bucket);
+    if (td_object_uri_parse(uri, &u, &err) != TD_OK || strchr(p->bucket, '/'))
+        return bad("--bucket: \"%s\" is not a bucket name (no scheme, no '/')", p->bucket);
+    if (!p->prefix) {
+        snprintf(a->prefix, sizeof a->prefix, "%s/", p->team);
+        p->prefix = a->prefix;
+    }
+    const char *why = td_storage_prefix_problem(p->prefix);
+    if (why)
+        return bad("--prefix: \"%s\" %s", p->prefix, why);
+    if (p->storage_classes && !valid_csv_names(p->storage_classes))
+        return bad("--storage-classes: \"%s\" must be comma-separated StorageClass names",
+                   p->storage_classes);
+    size_t gn = p->gcp_sa ? strlen(p->gcp_sa) : 0;
+    if (p->gcp_sa && (!strchr(p->gcp_sa, '@') || gn < 24 ||
+                      strcmp(p->gcp_sa + gn - 24, ".iam.gserviceaccount.com") != 0))
+        return bad("--gcp-service-account: \"%s\" is not NAME@PROJECT.iam.gserviceaccount.com",
+                   p->gcp_sa);
+    if (p->aws_role && (strncmp(p->aws_role, "arn:aws", 7) != 0 || !strstr(p->aws_role, ":role/")))
+        return bad("--aws-role-arn: \"%s\" is not arn:aws:iam::ACCOUNT:role/NAME", p->aws_role);
+    return -1;
+}
+
+/* The sizes in their canonical Kubernetes form (--limits-memory defaults
+ * to --memory). */
+static int canon_sizes(prov_args *a)
+{
+    td_provision *p = &a->p;
+    if (canon("cpu", a->cpu, a->qcpu, sizeof a->qcpu) ||
+        canon("memory", a->mem, a->qmem, sizeof a->qmem) ||
+        canon("limits-memory", a->lmem ? a->lmem : a->mem, a->qlmem, sizeof a->qlmem) ||
+        canon("gpus", a->gpus, a->qgpu, sizeof a->qgpu) ||
+        canon("pods", a->pods, a->qpods, sizeof a->qpods) ||
+        canon("pvcs", a->pvcs, a->qpvcs, sizeof a->qpvcs))
+        return TD_EXIT_USAGE;
+    p->cpu = a->qcpu;
+    p->mem = a->qmem;
+    p->lmem = a->qlmem;
+    p->gpus = a->qgpu;
+    p->pods = a->qpods;
+    p->pvcs = a->qpvcs;
+    return -1;
+}
+
+int td_cmd_provision(int argc, char **argv)
+{
+    prov_args a = {.cpu = "8", .mem = "32Gi", .gpus = "0", .pods = "50", .pvcs = "10",
+                   .tenancy = "team", .gwport = "8080"};
+    a.p.gateway_ns = "tenantd-system";
+    a.p.runtime_class = TD_SANDBOX_RUNTIME_CLASS;
+    a.p.runtime_handler = TD_SANDBOX_HANDLER;
+    int rc;
+    if ((rc = parse_flags(argc, argv, &a)) != -1 || (rc = check_tier(&a)) != -1 ||
+        (rc = check_names(&a)) != -1 || (rc = check_bucket(&a)) != -1 ||
+        (rc = canon_sizes(&a)) != -1)
+        return rc;
+    printf("# Baseline of namespace %s (tenancy %s), generated by tenantctl provision.\n", a.ns,
+           a.p.customer ? "customer" : "team");
     int first = 1;
     for (size_t i = 0; i < NOBJECTS; i++) {
-        if (!objects[i].applies(&p))
+        if (!objects[i].applies(&a.p))
             continue;
         if (!first)
             fputs("---\n", stdout);
         first = 0;
-        objects[i].emit(&p, stdout);
+        objects[i].emit(&a.p, stdout);
     }
     return fflush(stdout) == 0 ? TD_EXIT_OK : TD_EXIT_USAGE;
 }

@@ -91,12 +91,7 @@ int td_report_flag(const char *verb, td_report_flags *f, int c)
     case 'F': f->from = optarg; return 1;
     case 'T': f->to = optarg; return 1;
     case 'c':
-        if (f->ncfiles == TD_REPORT_MAX_FILES) {
-            fprintf(stderr, "tenantctl %s: at most %d -c files\n", verb, TD_REPORT_MAX_FILES);
-            return -1;
-        }
-        f->cfiles[f->ncfiles++] = optarg;
-        return 1;
+        return td_cli_add_file(verb, f->cfiles, &f->ncfiles, TD_REPORT_MAX_FILES, optarg) ? -1 : 1;
     }
     return 0;
 }
@@ -815,8 +810,7 @@ int td_cmd_report(int argc, char **argv)
                 by_s);
         return TD_EXIT_USAGE;
     }
-    if (strcmp(format, "table") != 0 && strcmp(format, "csv") != 0 &&
-        strcmp(format, "json") != 0 && strcmp(format, "html") != 0) {
+    if (td_cli_choice(format, "table|csv|json|html") < 0) {
         fprintf(stderr, "tenantctl report: --format \"%s\": must be table, csv, json or html\n",
                 format);
         return TD_EXIT_USAGE;

@@ -163,81 +163,63 @@ static const char *type_name(td_queue_event_type t)
                                    : "finished";
 }
 
-/* "main: cpu=a, gpu=b; w1: gpu=b" -> {"cpu":"a","gpu":"b"}. */
-static json_t *flavors_json(const char *s)
+/* What pod_sets_json makes of "name: k=v, k=v; name: k=v". */
+typedef enum {
+    SETS_MERGED,  /* every set's pairs in one object; a set needs no "name:" */
+    SETS_LIST,    /* [{"name": name, "flavors": {pairs}}, ...] (Kueue's podSetAssignments) */
+    SETS_BY_NAME, /* {name: {pairs}, ...} */
+} sets_shape;
+
+static json_t *string_value(const char *v)
 {
-    json_t *o = json_object();
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
+    return json_string(v);
+}
+
+static json_t *integer_value(const char *v)
+{
+    return json_integer(strtoll(v, NULL, 10));
+}
+
+/* The pod sets of s ("main: cpu=a, gpu=b; w1: gpu=c", as td_queue_event's
+ * flavors and placement say them) as JSON of the given shape, each pair's
+ * value made by value. A set without "name:" counts only when merged;
+ * pairs without '=' are skipped. NULL out of memory. */
+static json_t *pod_sets_json(const char *s, sets_shape shape, json_t *(*value)(const char *))
+{
+    json_t *out = shape == SETS_LIST ? json_array() : json_object();
+    char *buf = strdup(s);
+    if (!out || !buf) {
+        free(buf);
+        json_decref(out);
+        return NULL;
+    }
     for (char *s1 = NULL, *ps = strtok_r(buf, ";", &s1); ps; ps = strtok_r(NULL, ";", &s1)) {
         char *colon = strchr(ps, ':');
+        json_t *set = out;
+        if (!colon && shape != SETS_MERGED)
+            continue;
+        if (shape != SETS_MERGED) {
+            *colon = '\0';
+            while (*ps == ' ')
+                ps++;
+            set = json_object();
+            if (shape == SETS_LIST)
+                json_array_append_new(out, json_pack("{s:s,s:O}", "name", ps, "flavors", set));
+            else
+                json_object_set(out, ps, set);
+            json_decref(set); /* out holds it */
+        }
         for (char *s2 = NULL, *it = strtok_r(colon ? colon + 1 : ps, ", ", &s2); it;
              it = strtok_r(NULL, ", ", &s2)) {
             char *eq = strchr(it, '=');
             if (eq) {
                 *eq = '\0';
-                json_object_set_new(o, it, json_string(eq + 1));
+                json_object_set_new(set, it, value(eq + 1));
             }
         }
     }
-    return o;
-}
-
-/* "main: cpu=a, gpu=b; w1: gpu=c" -> Kueue's status.admission shape,
- * [{"name":"main","flavors":{"cpu":"a","gpu":"b"}},{"name":"w1",...}]: one
- * entry per pod set, since pod sets may take different flavors. */
-static json_t *pod_set_assignments_json(const char *s)
-{
-    json_t *a = json_array();
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *s1 = NULL, *ps = strtok_r(buf, ";", &s1); ps; ps = strtok_r(NULL, ";", &s1)) {
-        char *colon = strchr(ps, ':');
-        if (!colon)
-            continue;
-        *colon = '\0';
-        while (*ps == ' ')
-            ps++;
-        json_t *fl = json_object();
-        for (char *s2 = NULL, *it = strtok_r(colon + 1, ", ", &s2); it;
-             it = strtok_r(NULL, ", ", &s2)) {
-            char *eq = strchr(it, '=');
-            if (eq) {
-                *eq = '\0';
-                json_object_set_new(fl, it, json_string(eq + 1));
-            }
-        }
-        json_array_append_new(a, json_pack("{s:s,s:o}", "name", ps, "flavors", fl));
-    }
-    return a;
-}
-
-/* "workers: a100-0=1, a100-1=1; launcher: x-0=1" ->
- * {"workers":{"a100-0":1,"a100-1":1},"launcher":{"x-0":1}}. */
-static json_t *placement_json(const char *s)
-{
-    json_t *o = json_object();
-    char buf[sizeof ((td_queue_event *)0)->placement];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *s1 = NULL, *ps = strtok_r(buf, ";", &s1); ps; ps = strtok_r(NULL, ";", &s1)) {
-        char *colon = strchr(ps, ':');
-        if (!colon)
-            continue;
-        *colon = '\0';
-        while (*ps == ' ')
-            ps++;
-        json_t *nodes = json_object();
-        for (char *s2 = NULL, *it = strtok_r(colon + 1, ", ", &s2); it;
-             it = strtok_r(NULL, ", ", &s2)) {
-            char *eq = strchr(it, '=');
-            if (eq) {
-                *eq = '\0';
-                json_object_set_new(nodes, it, json_integer(strtoll(eq + 1, NULL, 10)));
-            }
-        }
-        json_object_set_new(o, ps, nodes);
-    }
-    return o;
+    free(buf);
+    return out;
 }
 
 typedef struct {
@@ -300,243 +282,335 @@ static int write_ledger(const td_queue *q, const arrival *arr, const size_t *ids
     return TD_EXIT_OK;
 }
 
+/* One simulation on its virtual clock: the queue, the arrivals in order,
+ * per workload (by queue id) and per ClusterQueue what the report needs. */
+typedef struct {
+    td_queue *q;
+    const arrival *arr;
+    size_t narr;
+    const sim_ledger *lg;
+    sim_wl *w;
+    cq_stats *st;
+    size_t ncq;
+    size_t *ids; /* arrival i's queue id, for i < ai */
+    size_t ai;   /* arrivals submitted */
+    size_t seen; /* queue events already counted */
+    uint64_t t;
+} sim;
+
+/* The ClusterQueues' GPU use (and borrowing) from s->t to next. */
+static void accrue(sim *s, uint64_t next)
+{
+    double dt = (double)(next - s->t) / NS;
+    for (size_t c = 0; c < s->ncq; c++) {
+        s->st[c].gpu_s += gpu_of(s->q, c, false) * dt;
+        s->st[c].borrowed_s += gpu_of(s->q, c, true) * dt;
+    }
+    s->t = next;
+}
+
+/* The next instant anything happens: an arrival or a finish; NEVER if none. */
+static uint64_t next_instant(const sim *s)
+{
+    uint64_t next = s->ai < s->narr ? s->arr[s->ai].submit_ns : NEVER;
+    for (size_t i = 0; i < s->ai; i++)
+        if (s->w[s->ids[i]].finish_ns != NEVER && s->w[s->ids[i]].finish_ns < next)
+            next = s->w[s->ids[i]].finish_ns;
+    return next;
+}
+
+static void finish_due(sim *s)
+{
+    for (size_t i = 0; i < s->ai; i++) {
+        sim_wl *x = &s->w[s->ids[i]];
+        if (x->finish_ns == s->t) {
+            x->finish_ns = NEVER;
+            td_queue_finish(s->q, s->ids[i], s->t, NULL);
+        }
+    }
+}
+
+/* simulate --server: a live admitted workload keeps its recorded flavors
+ * and nodes (Kueue's status.admission), not re-decided. */
+static int restore_live(sim *s, const json_t *doc, size_t id)
+{
+    td_err err;
+    const json_t *rec = td_json_path(doc, "status.tenantd");
+    if (!s->lg->origin_ns || !rec || !td_json_str(rec, "state") ||
+        strcmp(td_json_str(rec, "state"), "Admitted") != 0)
+        return TD_EXIT_OK;
+    if (td_queue_restore_admission(s->q, id, td_json_path(doc, "status.admission"), s->t,
+                                   json_is_true(json_object_get(rec, "borrowing")),
+                                   &err) != TD_OK) {
+        fprintf(stderr, "tenantctl simulate: live workload %s: %s\n",
+                td_queue_workload_key(s->q, id), err.msg);
+        return TD_EXIT_USAGE;
+    }
+    sim_wl *x = &s->w[id];
+    x->admitted_ns = x->first_admit_ns = s->t;
+    x->ever_admitted = true;
+    x->finish_ns = s->t + x->remaining_ns;
+    return TD_EXIT_OK;
+}
+
+/* Submits the arrivals due at s->t, in file order. */
+static int submit_due(sim *s)
+{
+    while (s->ai < s->narr && s->arr[s->ai].submit_ns == s->t) {
+        const arrival *a = &s->arr[s->ai];
+        td_err err;
+        size_t id;
+        if (td_queue_submit(s->q, a->doc, a->m, s->t, &id, &err) != TD_OK) {
+            fprintf(stderr, "tenantctl simulate: %s\n", err.msg);
+            return TD_EXIT_USAGE;
+        }
+        s->ids[s->ai] = id;
+        s->w[id].submit_ns = s->t;
+        s->w[id].runtime_ns = s->w[id].remaining_ns = a->runtime_ns;
+        s->w[id].finish_ns = NEVER;
+        int rc = restore_live(s, a->doc, id);
+        if (rc != TD_EXIT_OK)
+            return rc;
+        s->ai++;
+    }
+    return TD_EXIT_OK;
+}
+
+/* The queue's events since the last call, into the workloads' clocks and
+ * the ClusterQueues' counts. */
+static void count_events(sim *s)
+{
+    const td_queue_event *ev;
+    size_t ne = td_queue_events(s->q, &ev);
+    for (; s->seen < ne; s->seen++) {
+        const td_queue_event *e = &ev[s->seen];
+        sim_wl *x = &s->w[e->workload];
+        cq_stats *c = &s->st[e->cluster_queue];
+        if (e->type == TD_QEV_ADMITTED) {
+            c->admitted++;
+            x->admitted_ns = s->t;
+            x->finish_ns = s->t + x->remaining_ns;
+            if (!x->ever_admitted) {
+                x->ever_admitted = true;
+                x->first_admit_ns = s->t;
+                double *p = realloc(c->waits, (c->nwaits + 1) * sizeof *p);
+                if (p) {
+                    c->waits = p;
+                    p[c->nwaits++] = (double)(s->t - x->submit_ns) / NS;
+                }
+            }
+        } else if (e->type == TD_QEV_PREEMPTED) {
+            c->preempted++;
+            if (e->by != TD_QUEUE_NONE)
+                s->st[td_queue_workload_cq(s->q, e->by)].caused++;
+            x->remaining_ns -= s->t - x->admitted_ns;
+            x->finish_ns = NEVER;
+        } else if (e->type == TD_QEV_FINISHED) {
+            c->finished++;
+        }
+    }
+}
+
+/* Runs the clock until nothing can move or until_ns: at each instant
+ * completions, then arrivals, then one admission pass. */
+static int run_clock(sim *s, uint64_t until_ns)
+{
+    int rc;
+    for (;;) {
+        uint64_t next = next_instant(s);
+        if (next == NEVER || (until_ns != NEVER && next > until_ns))
+            break;
+        accrue(s, next);
+        finish_due(s);
+        if ((rc = submit_due(s)) != TD_EXIT_OK)
+            return rc;
+        if (td_queue_schedule(s->q, s->t, NULL) != TD_OK) {
+            fprintf(stderr, "tenantctl simulate: out of memory\n");
+            return TD_EXIT_USAGE;
+        }
+        count_events(s);
+    }
+    if (until_ns != NEVER && until_ns > s->t)
+        accrue(s, until_ns);
+    return TD_EXIT_OK;
+}
+
+static double wait_mean(const cq_stats *c)
+{
+    double mean = 0;
+    for (size_t k = 0; k < c->nwaits; k++)
+        mean += c->waits[k] / (double)c->nwaits;
+    return mean;
+}
+
+static json_t *event_json(const sim *s, const td_queue_event *e)
+{
+    td_queue *q = s->q;
+    json_t *o = json_object();
+    json_object_set_new(o, "t", json_real((double)(e->t_ns - s->lg->origin_ns) / NS));
+    json_object_set_new(o, "type", json_string(type_name(e->type)));
+    json_object_set_new(o, "workload", json_string(td_queue_workload_key(q, e->workload)));
+    json_object_set_new(o, "clusterQueue", json_string(td_queue_cq_name(q, e->cluster_queue)));
+    json_object_set_new(o, "flavors", pod_sets_json(e->flavors, SETS_MERGED, string_value));
+    json_object_set_new(o, "podSetAssignments",
+                        pod_sets_json(e->flavors, SETS_LIST, string_value));
+    json_object_set_new(o, "borrowing", json_boolean(e->borrowing));
+    if (e->type == TD_QEV_ADMITTED)
+        json_object_set_new(o, "placement",
+                            pod_sets_json(e->placement, SETS_BY_NAME, integer_value));
+    if (e->type == TD_QEV_PREEMPTED || e->type == TD_QEV_REQUEUED ||
+        e->type == TD_QEV_WOULD_PREEMPT) {
+        json_object_set_new(o, "by", json_string(td_queue_workload_key(q, e->by)));
+        json_object_set_new(o, "level", json_string(e->level));
+    }
+    json_object_set_new(o, "reason", json_string(e->reason));
+    return o;
+}
+
+static json_t *queue_json(const sim *s, size_t c, double span_h)
+{
+    cq_stats *x = &s->st[c];
+    json_t *o = json_object();
+    json_object_set_new(o, "admitted", json_integer((json_int_t)x->admitted));
+    json_object_set_new(o, "finished", json_integer((json_int_t)x->finished));
+    json_object_set_new(o, "preemptedWorkloads", json_integer((json_int_t)x->preempted));
+    json_object_set_new(o, "preemptionsCaused", json_integer((json_int_t)x->caused));
+    json_object_set_new(o, "gpuHours", json_real(x->gpu_s / 3600.0));
+    json_object_set_new(o, "borrowedGpuHours", json_real(x->borrowed_s / 3600.0));
+    json_object_set_new(o, "nominalGpuHours", json_real(gpu_nominal(s->q, c) * span_h));
+    json_object_set_new(o, "waitMean", json_real(wait_mean(x)));
+    json_object_set_new(o, "waitP50", json_real(percentile(x->waits, x->nwaits, 0.5)));
+    json_object_set_new(o, "waitP99", json_real(percentile(x->waits, x->nwaits, 0.99)));
+    return o;
+}
+
+/* --format json: events, queues, pending and utilization, on stdout. */
+static void print_json(const sim *s, double span_h, double util)
+{
+    td_queue *q = s->q;
+    json_t *root = json_object(), *events = json_array(), *queues = json_object();
+    const td_queue_event *ev;
+    size_t ne = td_queue_events(q, &ev);
+    for (size_t i = 0; i < ne; i++)
+        if (ev[i].t_ns >= s->lg->origin_ns)
+            json_array_append_new(events, event_json(s, &ev[i]));
+    for (size_t c = 0; c < s->ncq; c++)
+        json_object_set_new(queues, td_queue_cq_name(q, c), queue_json(s, c, span_h));
+    json_t *pending = json_array();
+    for (size_t i = 0; i < td_queue_workload_count(q); i++)
+        if (td_queue_workload_state(q, i) == TD_WL_PENDING)
+            json_array_append_new(pending, json_pack("{s:s,s:s}", "workload",
+                                                     td_queue_workload_key(q, i), "reason",
+                                                     td_queue_workload_reason(q, i)));
+    json_object_set_new(root, "events", events);
+    json_object_set_new(root, "queues", queues);
+    json_object_set_new(root, "pending", pending);
+    json_object_set_new(root, "utilization", json_real(util));
+    json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    fputc('\n', stdout);
+    json_decref(root);
+}
+
+static void print_events_table(const sim *s)
+{
+    const td_queue_event *ev;
+    size_t ne = td_queue_events(s->q, &ev);
+    printf("%-9s %-10s %-24s %-14s %-34s %s\n", "TIME(s)", "EVENT", "WORKLOAD", "CLUSTERQUEUE",
+           "FLAVORS", "REASON");
+    for (size_t i = 0; i < ne; i++) {
+        const td_queue_event *e = &ev[i];
+        bool on = e->type == TD_QEV_ADMITTED && *e->placement;
+        if (e->t_ns < s->lg->origin_ns)
+            continue;
+        printf("%-9g %-10s %-24s %-14s %-34s %s%s%s%s%s%s\n",
+               (double)(e->t_ns - s->lg->origin_ns) / NS, type_name(e->type),
+               td_queue_workload_key(s->q, e->workload), td_queue_cq_name(s->q, e->cluster_queue),
+               *e->flavors ? e->flavors : "-", e->reason, *e->level ? " [" : "", e->level,
+               *e->level ? "]" : "", on ? "; placed on " : "", on ? e->placement : "");
+    }
+}
+
+/* The table: the timeline, the per-ClusterQueue summary, utilization and
+ * what is still pending, on stdout. */
+static void print_table(const sim *s, double span_h, double util)
+{
+    td_queue *q = s->q;
+    print_events_table(s);
+    printf("\n%-14s %8s %9s %6s %9s %9s %9s %12s %12s\n", "CLUSTERQUEUE", "ADMITTED",
+           "PREEMPTED", "CAUSED", "WAIT-MEAN", "WAIT-P50", "WAIT-P99", "GPU-H USED",
+           "GPU-H NOMINAL");
+    for (size_t c = 0; c < s->ncq; c++) {
+        cq_stats *x = &s->st[c];
+        double mean = wait_mean(x);
+        double p50 = percentile(x->waits, x->nwaits, 0.5);
+        double p99 = percentile(x->waits, x->nwaits, 0.99);
+        printf("%-14s %8zu %9zu %6zu %8.1fs %8.1fs %8.1fs %12.3f %12.3f\n", td_queue_cq_name(q, c),
+               x->admitted, x->preempted, x->caused, mean, p50, p99, x->gpu_s / 3600.0,
+               gpu_nominal(q, c) * span_h);
+        if (x->borrowed_s > 0)
+            printf("%-14s   of which borrowed: %.3f GPU-h\n", "", x->borrowed_s / 3600.0);
+    }
+    printf("GPU utilization of nominal quota: %.1f%% over %gs\n", util * 100.0,
+           (double)s->t / NS);
+    bool header = false;
+    for (size_t i = 0; i < td_queue_workload_count(q); i++)
+        if (td_queue_workload_state(q, i) == TD_WL_PENDING) {
+            if (!header)
+                printf("\npending at the end:\n");
+            header = true;
+            printf("  %-24s %s\n", td_queue_workload_key(q, i), td_queue_workload_reason(q, i));
+        }
+}
+
+/* Simulates arr (sorted) on q until until_ns (NEVER: until nothing moves),
+ * writes the ledger if lg asks, prints the report. An exit status. */
 static int run(td_queue *q, arrival *arr, size_t narr, uint64_t until_ns, bool json,
                const sim_ledger *lg)
 {
-    size_t n = narr;
-    sim_wl *w = calloc(n ? n : 1, sizeof *w);
-    size_t ncq = td_queue_cq_count(q);
-    cq_stats *st = calloc(ncq ? ncq : 1, sizeof *st);
-    size_t *ids = calloc(n ? n : 1, sizeof *ids);
-    if (!w || !st || !ids) {
-        fprintf(stderr, "tenantctl simulate: out of memory\n");
-        free(w);
-        free(st);
-        free(ids);
-        return TD_EXIT_USAGE;
-    }
-    uint64_t t = 0;
-    size_t ai = 0, seen = 0;
+    size_t n = narr ? narr : 1, ncq = td_queue_cq_count(q);
+    sim s = {q, arr, narr, lg, calloc(n, sizeof(sim_wl)), calloc(ncq ? ncq : 1, sizeof(cq_stats)),
+             ncq, calloc(n, sizeof(size_t)), 0, 0, 0};
     int rc = TD_EXIT_OK;
-    for (;;) {
-        uint64_t next = ai < narr ? arr[ai].submit_ns : NEVER;
-        for (size_t i = 0; i < ai; i++)
-            if (w[ids[i]].finish_ns != NEVER && w[ids[i]].finish_ns < next)
-                next = w[ids[i]].finish_ns;
-        if (next == NEVER || (until_ns != NEVER && next > until_ns))
-            break;
-        double dt = (double)(next - t) / NS;
-        for (size_t c = 0; c < ncq; c++) {
-            st[c].gpu_s += gpu_of(q, c, false) * dt;
-            st[c].borrowed_s += gpu_of(q, c, true) * dt;
-        }
-        t = next;
-        for (size_t i = 0; i < ai; i++) {
-            sim_wl *x = &w[ids[i]];
-            if (x->finish_ns == t) {
-                x->finish_ns = NEVER;
-                td_queue_finish(q, ids[i], t, NULL);
-            }
-        }
-        while (ai < narr && arr[ai].submit_ns == t) {
-            td_err err;
-            size_t id;
-            if (td_queue_submit(q, arr[ai].doc, arr[ai].m, t, &id, &err) != TD_OK) {
-                fprintf(stderr, "tenantctl simulate: %s\n", err.msg);
-                rc = TD_EXIT_USAGE;
-                goto out;
-            }
-            ids[ai] = id;
-            w[id].submit_ns = t;
-            w[id].runtime_ns = w[id].remaining_ns = arr[ai].runtime_ns;
-            w[id].finish_ns = NEVER;
-            /* simulate --server: a live admitted workload keeps its recorded
-             * flavors and nodes (Kueue's status.admission), not re-decided */
-            const json_t *rec = td_json_path(arr[ai].doc, "status.tenantd");
-            if (lg->origin_ns && rec && td_json_str(rec, "state") &&
-                strcmp(td_json_str(rec, "state"), "Admitted") == 0) {
-                if (td_queue_restore_admission(q, id, td_json_path(arr[ai].doc, "status.admission"),
-                                               t, json_is_true(json_object_get(rec, "borrowing")),
-                                               &err) != TD_OK) {
-                    fprintf(stderr, "tenantctl simulate: live workload %s: %s\n",
-                            td_queue_workload_key(q, id), err.msg);
-                    rc = TD_EXIT_USAGE;
-                    goto out;
-                }
-                w[id].admitted_ns = w[id].first_admit_ns = t;
-                w[id].ever_admitted = true;
-                w[id].finish_ns = t + w[id].remaining_ns;
-            }
-            ai++;
-        }
-        if (td_queue_schedule(q, t, NULL) != TD_OK) {
-            fprintf(stderr, "tenantctl simulate: out of memory\n");
-            rc = TD_EXIT_USAGE;
-            goto out;
-        }
-        const td_queue_event *ev;
-        size_t ne = td_queue_events(q, &ev);
-        for (; seen < ne; seen++) {
-            const td_queue_event *e = &ev[seen];
-            sim_wl *x = &w[e->workload];
-            cq_stats *s = &st[e->cluster_queue];
-            if (e->type == TD_QEV_ADMITTED) {
-                s->admitted++;
-                x->admitted_ns = t;
-                x->finish_ns = t + x->remaining_ns;
-                if (!x->ever_admitted) {
-                    x->ever_admitted = true;
-                    x->first_admit_ns = t;
-                    double *p = realloc(s->waits, (s->nwaits + 1) * sizeof *p);
-                    if (p) {
-                        s->waits = p;
-                        p[s->nwaits++] = (double)(t - x->submit_ns) / NS;
-                    }
-                }
-            } else if (e->type == TD_QEV_PREEMPTED) {
-                s->preempted++;
-                if (e->by != TD_QUEUE_NONE)
-                    st[td_queue_workload_cq(q, e->by)].caused++;
-                x->remaining_ns -= t - x->admitted_ns;
-                x->finish_ns = NEVER;
-            } else if (e->type == TD_QEV_FINISHED) {
-                s->finished++;
-            }
-        }
+    if (!s.w || !s.st || !s.ids) {
+        fprintf(stderr, "tenantctl simulate: out of memory\n");
+        rc = TD_EXIT_USAGE;
     }
-    if (until_ns != NEVER && until_ns > t) {
-        double dt = (double)(until_ns - t) / NS;
+    if (rc == TD_EXIT_OK)
+        rc = run_clock(&s, until_ns);
+    if (rc == TD_EXIT_OK && lg->dir)
+        rc = write_ledger(q, arr, s.ids, s.ai, s.t, lg);
+    if (rc == TD_EXIT_OK) {
+        double span_h = (double)s.t / NS / 3600.0, used_total = 0, nominal_total = 0;
         for (size_t c = 0; c < ncq; c++) {
-            st[c].gpu_s += gpu_of(q, c, false) * dt;
-            st[c].borrowed_s += gpu_of(q, c, true) * dt;
+            used_total += s.st[c].gpu_s / 3600.0;
+            nominal_total += gpu_nominal(q, c) * span_h;
         }
-        t = until_ns;
+        double util = nominal_total > 0 ? used_total / nominal_total : 0;
+        if (json)
+            print_json(&s, span_h, util);
+        else
+            print_table(&s, span_h, util);
     }
-    if (lg->dir && (rc = write_ledger(q, arr, ids, ai, t, lg)) != TD_EXIT_OK)
-        goto out;
-
-    const td_queue_event *ev;
-    size_t ne = td_queue_events(q, &ev);
-    double span_h = (double)t / NS / 3600.0, used_total = 0, nominal_total = 0;
-    for (size_t c = 0; c < ncq; c++) {
-        used_total += st[c].gpu_s / 3600.0;
-        nominal_total += gpu_nominal(q, c) * span_h;
-    }
-    double util = nominal_total > 0 ? used_total / nominal_total : 0;
-    if (json) {
-        json_t *root = json_object(), *events = json_array(), *queues = json_object();
-        for (size_t i = 0; i < ne; i++) {
-            const td_queue_event *e = &ev[i];
-            if (e->t_ns < lg->origin_ns)
-                continue;
-            json_t *o = json_object();
-            json_object_set_new(o, "t", json_real((double)(e->t_ns - lg->origin_ns) / NS));
-            json_object_set_new(o, "type", json_string(type_name(e->type)));
-            json_object_set_new(o, "workload", json_string(td_queue_workload_key(q, e->workload)));
-            json_object_set_new(o, "clusterQueue",
-                                json_string(td_queue_cq_name(q, e->cluster_queue)));
-            json_object_set_new(o, "flavors", flavors_json(e->flavors));
-            json_object_set_new(o, "podSetAssignments", pod_set_assignments_json(e->flavors));
-            json_object_set_new(o, "borrowing", json_boolean(e->borrowing));
-            if (e->type == TD_QEV_ADMITTED)
-                json_object_set_new(o, "placement", placement_json(e->placement));
-            if (e->type == TD_QEV_PREEMPTED || e->type == TD_QEV_REQUEUED ||
-                e->type == TD_QEV_WOULD_PREEMPT) {
-                json_object_set_new(o, "by", json_string(td_queue_workload_key(q, e->by)));
-                json_object_set_new(o, "level", json_string(e->level));
-            }
-            json_object_set_new(o, "reason", json_string(e->reason));
-            json_array_append_new(events, o);
-        }
-        for (size_t c = 0; c < ncq; c++) {
-            cq_stats *s = &st[c];
-            json_t *o = json_object();
-            json_object_set_new(o, "admitted", json_integer((json_int_t)s->admitted));
-            json_object_set_new(o, "finished", json_integer((json_int_t)s->finished));
-            json_object_set_new(o, "preemptedWorkloads", json_integer((json_int_t)s->preempted));
-            json_object_set_new(o, "preemptionsCaused", json_integer((json_int_t)s->caused));
-            json_object_set_new(o, "gpuHours", json_real(s->gpu_s / 3600.0));
-            json_object_set_new(o, "borrowedGpuHours", json_real(s->borrowed_s / 3600.0));
-            json_object_set_new(o, "nominalGpuHours", json_real(gpu_nominal(q, c) * span_h));
-            double mean = 0;
-            for (size_t k = 0; k < s->nwaits; k++)
-                mean += s->waits[k] / (double)s->nwaits;
-            json_object_set_new(o, "waitMean", json_real(mean));
-            json_object_set_new(o, "waitP50", json_real(percentile(s->waits, s->nwaits, 0.5)));
-            json_object_set_new(o, "waitP99", json_real(percentile(s->waits, s->nwaits, 0.99)));
-            json_object_set_new(queues, td_queue_cq_name(q, c), o);
-        }
-        json_t *pending = json_array();
-        for (size_t i = 0; i < td_queue_workload_count(q); i++)
-            if (td_queue_workload_state(q, i) == TD_WL_PENDING)
-                json_array_append_new(pending,
-                                      json_pack("{s:s,s:s}", "workload",
-                                                td_queue_workload_key(q, i), "reason",
-                                                td_queue_workload_reason(q, i)));
-        json_object_set_new(root, "events", events);
-        json_object_set_new(root, "queues", queues);
-        json_object_set_new(root, "pending", pending);
-        json_object_set_new(root, "utilization", json_real(util));
-        json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-        fputc('\n', stdout);
-        json_decref(root);
-    } else {
-        printf("%-9s %-10s %-24s %-14s %-34s %s\n", "TIME(s)", "EVENT", "WORKLOAD",
-               "CLUSTERQUEUE", "FLAVORS", "REASON");
-        for (size_t i = 0; i < ne; i++) {
-            const td_queue_event *e = &ev[i];
-            bool on = e->type == TD_QEV_ADMITTED && *e->placement;
-            if (e->t_ns < lg->origin_ns)
-                continue;
-            printf("%-9g %-10s %-24s %-14s %-34s %s%s%s%s%s%s\n",
-                   (double)(e->t_ns - lg->origin_ns) / NS,
-                   type_name(e->type), td_queue_workload_key(q, e->workload),
-                   td_queue_cq_name(q, e->cluster_queue), *e->flavors ? e->flavors : "-",
-                   e->reason, *e->level ? " [" : "", e->level, *e->level ? "]" : "",
-                   on ? "; placed on " : "", on ? e->placement : "");
-        }
-        printf("\n%-14s %8s %9s %6s %9s %9s %9s %12s %12s\n", "CLUSTERQUEUE", "ADMITTED",
-               "PREEMPTED", "CAUSED", "WAIT-MEAN", "WAIT-P50", "WAIT-P99", "GPU-H USED",
-               "GPU-H NOMINAL");
-        for (size_t c = 0; c < ncq; c++) {
-            cq_stats *s = &st[c];
-            double mean = 0;
-            for (size_t k = 0; k < s->nwaits; k++)
-                mean += s->waits[k] / (double)s->nwaits;
-            double p50 = percentile(s->waits, s->nwaits, 0.5);
-            double p99 = percentile(s->waits, s->nwaits, 0.99);
-            printf("%-14s %8zu %9zu %6zu %8.1fs %8.1fs %8.1fs %12.3f %12.3f\n",
-                   td_queue_cq_name(q, c), s->admitted, s->preempted, s->caused, mean, p50, p99,
-                   s->gpu_s / 3600.0, gpu_nominal(q, c) * span_h);
-            if (s->borrowed_s > 0)
-                printf("%-14s   of which borrowed: %.3f GPU-h\n", "", s->borrowed_s / 3600.0);
-        }
-        printf("GPU utilization of nominal quota: %.1f%% over %gs\n", util * 100.0,
-               (double)t / NS);
-        bool header = false;
-        for (size_t i = 0; i < td_queue_workload_count(q); i++)
-            if (td_queue_workload_state(q, i) == TD_WL_PENDING) {
-                if (!header)
-                    printf("\npending at the end:\n");
-                header = true;
-                printf("  %-24s %s\n", td_queue_workload_key(q, i), td_queue_workload_reason(q, i));
-            }
-    }
-out:
-    for (size_t c = 0; c < ncq; c++)
-        free(st[c].waits);
-    free(st);
-    free(w);
-    free(ids);
+    for (size_t c = 0; s.st && c < ncq; c++)
+        free(s.st[c].waits);
+    free(s.st);
+    free(s.w);
+    free(s.ids);
     return rc;
 }
 
-int td_cmd_simulate(int argc, char **argv)
+/* The command line of a local simulate. */
+typedef struct {
+    const char *configs[MAX_FILES], *file;
+    size_t nconfigs;
+    uint64_t until_ns;
+    bool json;
+    sim_ledger lg;
+} sim_opts;
+
+/* The flags into o; -1 to go on, else the exit status (messages printed). */
+static int parse_args(int argc, char **argv, sim_opts *o)
 {
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strcmp(argv[i], "--server") == 0 || strcmp(argv[i], "-s") == 0 ||
-            strncmp(argv[i], "--server=", 9) == 0)
-            return td_cmd_simulate_remote(argc, argv);
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'}, {"file", required_argument, NULL, 'f'},
         {"until", required_argument, NULL, 'u'},  {"format", required_argument, NULL, 'o'},
@@ -545,26 +619,17 @@ int td_cmd_simulate(int argc, char **argv)
         /* internal, for simulate --server (cmd_simulate_remote.c) */
         {"origin-ns", required_argument, NULL, 'O'},
         {NULL, 0, NULL, 0}};
-    const char *configs[MAX_FILES], *file = NULL;
-    size_t nconfigs = 0;
-    uint64_t until_ns = NEVER;
-    bool json = false;
-    sim_ledger lg = {NULL, 0, NULL, 0};
     const char *start = NULL;
     int c;
+    *o = (sim_opts){.until_ns = NEVER};
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:f:o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'c':
-            if (nconfigs == MAX_FILES) {
-                fprintf(stderr, "tenantctl simulate: at most %d -c files\n", MAX_FILES);
+            if (td_cli_add_file("simulate", o->configs, &o->nconfigs, MAX_FILES, optarg) != 0)
                 return TD_EXIT_USAGE;
-            }
-            configs[nconfigs++] = optarg;
             break;
-        case 'f':
-            file = optarg;
-            break;
+        case 'f': o->file = optarg; break;
         case 'u': {
             char *end;
             double d = strtod(optarg, &end);
@@ -573,129 +638,146 @@ int td_cmd_simulate(int argc, char **argv)
                         optarg);
                 return TD_EXIT_USAGE;
             }
-            until_ns = (uint64_t)llround(d * NS);
+            o->until_ns = (uint64_t)llround(d * NS);
             break;
         }
         case 'o':
-            if (strcmp(optarg, "json") != 0 && strcmp(optarg, "table") != 0) {
+            if (td_cli_choice(optarg, "table|json") < 0) {
                 fprintf(stderr, "tenantctl simulate: --format: must be table or json\n");
                 return TD_EXIT_USAGE;
             }
-            json = strcmp(optarg, "json") == 0;
+            o->json = td_cli_choice(optarg, "table|json") == 1;
             break;
-        case 'j':
-            json = true;
-            break;
-        case 'L':
-            lg.dir = optarg;
-            break;
-        case 'S':
-            start = optarg;
-            break;
-        case 'O':
-            lg.origin_ns = strtoull(optarg, NULL, 10);
-            break;
-        case 'h':
-            usage(stdout);
-            return TD_EXIT_OK;
-        default:
-            usage(stderr);
-            return TD_EXIT_USAGE;
+        case 'j': o->json = true; break;
+        case 'L': o->lg.dir = optarg; break;
+        case 'S': start = optarg; break;
+        case 'O': o->lg.origin_ns = strtoull(optarg, NULL, 10); break;
+        case 'h': usage(stdout); return TD_EXIT_OK;
+        default: usage(stderr); return TD_EXIT_USAGE;
         }
     }
-    if (!file || nconfigs == 0 || optind != argc) {
+    if (!o->file || o->nconfigs == 0 || optind != argc) {
         fprintf(stderr, "tenantctl simulate: -c PLATFORM and -f WORKLOADS are required\n");
         usage(stderr);
         return TD_EXIT_USAGE;
     }
+    td_err e;
+    if (!start) {
+        o->lg.start_ns = (int64_t)time(NULL) / 3600 * 3600 * 1000000000LL;
+    } else if (!o->lg.dir) {
+        fprintf(stderr, "tenantctl simulate: --start goes with --ledger DIR\n");
+        return TD_EXIT_USAGE;
+    } else if (td_rfc3339_parse(start, &o->lg.start_ns, &e) != TD_OK) {
+        fprintf(stderr, "tenantctl simulate: --start: %s\n", e.msg);
+        return TD_EXIT_USAGE;
+    }
+    return -1;
+}
 
-    if (start) {
-        td_err e;
-        if (!lg.dir) {
-            fprintf(stderr, "tenantctl simulate: --start goes with --ledger DIR\n");
-            return TD_EXIT_USAGE;
-        }
-        if (td_rfc3339_parse(start, &lg.start_ns, &e) != TD_OK) {
-            fprintf(stderr, "tenantctl simulate: --start: %s\n", e.msg);
-            return TD_EXIT_USAGE;
-        }
-    } else {
-        lg.start_ns = (int64_t)time(NULL) / 3600 * 3600 * 1000000000LL;
-    }
-    td_manifest *ms[MAX_FILES + 1] = {NULL};
-    size_t nm = 0;
-    td_config_builder *b = NULL;
-    td_queue *q = NULL;
-    arrival *arr = NULL;
-    size_t narr = 0;
+/* What a local simulate loads: the -c files then the -f file, the config
+ * builder that checks their envelopes and the queue sealed over them. */
+typedef struct {
+    td_manifest *ms[MAX_FILES + 1];
+    size_t nm;
+    td_config_builder *b;
+    td_queue *q;
+    arrival *arr;
+    size_t narr;
+} sim_input;
+
+static void input_fini(sim_input *in)
+{
+    free(in->arr);
+    td_queue_destroy(in->q);
+    td_config_builder_destroy(in->b);
+    for (size_t i = 0; i < in->nm; i++)
+        td_manifest_destroy(in->ms[i]);
+}
+
+/* Loads the files into in->b and in->q. The config layer checks every
+ * object's envelope; the queue the Kueue fields it acts on. Both name
+ * file:line. 0, or -1 with the message printed. */
+static int load_input(const sim_opts *o, sim_input *in)
+{
     td_err err;
-    int rc = TD_EXIT_USAGE;
-    for (size_t i = 0; i <= nconfigs; i++) {
-        if (td_manifest_load_file(i < nconfigs ? configs[i] : file, &ms[nm], &err) != TD_OK) {
-            fprintf(stderr, "tenantctl simulate: %s\n", err.msg);
-            goto out;
-        }
-        nm++;
+    for (size_t i = 0; i <= o->nconfigs; i++) {
+        if (td_manifest_load_file(i < o->nconfigs ? o->configs[i] : o->file, &in->ms[in->nm],
+                                  &err) != TD_OK)
+            goto fail;
+        in->nm++;
     }
-    /* The config layer checks every object's envelope; the queue the Kueue
-     * fields it acts on. Both name file:line. */
-    if (td_config_builder_create(NULL, &b, &err) != TD_OK || td_queue_create(&q, &err) != TD_OK) {
-        fprintf(stderr, "tenantctl simulate: %s\n", err.msg);
-        goto out;
+    if (td_config_builder_create(NULL, &in->b, &err) != TD_OK || td_queue_create(&in->q, &err) != TD_OK)
+        goto fail;
+    for (size_t i = 0; i < in->nm; i++) {
+        if (td_config_builder_add_manifest(in->b, in->ms[i], &err) != TD_OK)
+            goto fail;
+        for (size_t d = 0; d < td_manifest_count(in->ms[i]); d++)
+            if (td_queue_add_object(in->q, td_manifest_doc(in->ms[i], d), in->ms[i], &err) != TD_OK)
+                goto fail;
     }
-    for (size_t i = 0; i < nm; i++) {
-        if (td_config_builder_add_manifest(b, ms[i], &err) != TD_OK) {
-            fprintf(stderr, "tenantctl simulate: %s\n", err.msg);
-            goto out;
-        }
-        for (size_t d = 0; d < td_manifest_count(ms[i]); d++)
-            if (td_queue_add_object(q, td_manifest_doc(ms[i], d), ms[i], &err) != TD_OK) {
-                fprintf(stderr, "tenantctl simulate: %s\n", err.msg);
-                goto out;
-            }
-    }
-    if (td_queue_seal(q, &err) != TD_OK) {
-        fprintf(stderr, "tenantctl simulate: %s\n", err.msg);
-        goto out;
-    }
-    for (size_t i = 0; i < nm; i++)
-        for (size_t d = 0; d < td_manifest_count(ms[i]); d++) {
-            json_t *doc = td_manifest_doc(ms[i], d);
+    if (td_queue_seal(in->q, &err) != TD_OK)
+        goto fail;
+    return 0;
+fail:
+    fprintf(stderr, "tenantctl simulate: %s\n", err.msg);
+    return -1;
+}
+
+/* The Workloads of the files as arrivals, sorted by submit time then file
+ * order; the -f file's arrive after the live state (origin_ns). 0, or -1
+ * with the message printed. */
+static int collect_arrivals(const sim_opts *o, sim_input *in)
+{
+    for (size_t i = 0; i < in->nm; i++)
+        for (size_t d = 0; d < td_manifest_count(in->ms[i]); d++) {
+            json_t *doc = td_manifest_doc(in->ms[i], d);
             const char *kind = td_json_str(doc, "kind");
             if (!kind || strcmp(kind, "Workload") != 0)
                 continue;
-            arrival *p = realloc(arr, (narr + 1) * sizeof *p);
+            arrival *p = realloc(in->arr, (in->narr + 1) * sizeof *p);
             if (!p) {
                 fprintf(stderr, "tenantctl simulate: out of memory\n");
-                goto out;
+                return -1;
             }
-            arr = p;
-            arr[narr] = (arrival){ms[i], doc, 0, 0, narr};
-            if (parse_seconds(ms[i], doc, "tenantd.dev/submit-at-seconds", false,
-                              &arr[narr].submit_ns) != 0 ||
-                parse_seconds(ms[i], doc, "tenantd.dev/runtime-seconds", true,
-                              &arr[narr].runtime_ns) != 0)
-                goto out;
-            if (i == nconfigs) /* the -f file arrives after the live state */
-                arr[narr].submit_ns += lg.origin_ns;
-            narr++;
+            in->arr = p;
+            arrival *a = &p[in->narr];
+            *a = (arrival){in->ms[i], doc, 0, 0, in->narr};
+            if (parse_seconds(in->ms[i], doc, "tenantd.dev/submit-at-seconds", false,
+                              &a->submit_ns) != 0 ||
+                parse_seconds(in->ms[i], doc, "tenantd.dev/runtime-seconds", true,
+                              &a->runtime_ns) != 0)
+                return -1;
+            if (i == o->nconfigs) /* the -f file arrives after the live state */
+                a->submit_ns += o->lg.origin_ns;
+            in->narr++;
         }
-    qsort(arr, narr, sizeof *arr, cmp_arrival);
-    td_config *cfg = NULL;
-    if (lg.dir) {
-        if (td_config_builder_finish(b, &cfg, &err) != TD_OK) {
+    qsort(in->arr, in->narr, sizeof *in->arr, cmp_arrival);
+    return 0;
+}
+
+int td_cmd_simulate(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--server") == 0 || strcmp(argv[i], "-s") == 0 ||
+            strncmp(argv[i], "--server=", 9) == 0)
+            return td_cmd_simulate_remote(argc, argv);
+    sim_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc != -1)
+        return rc;
+    sim_input in = {{NULL}, 0, NULL, NULL, NULL, 0};
+    rc = TD_EXIT_USAGE;
+    if (load_input(&o, &in) == 0 && collect_arrivals(&o, &in) == 0) {
+        td_config *cfg = NULL;
+        td_err err;
+        if (o.lg.dir && td_config_builder_finish(in.b, &cfg, &err) != TD_OK) {
             fprintf(stderr, "tenantctl simulate: %s\n", err.msg);
-            goto out;
+        } else {
+            o.lg.cfg = cfg;
+            rc = run(in.q, in.arr, in.narr, o.until_ns, o.json, &o.lg);
         }
-        lg.cfg = cfg;
+        td_config_unref(cfg);
     }
-    rc = run(q, arr, narr, until_ns, json, &lg);
-    td_config_unref(cfg);
-out:
-    free(arr);
-    td_queue_destroy(q);
-    td_config_builder_destroy(b);
-    for (size_t i = 0; i < nm; i++)
-        td_manifest_destroy(ms[i]);
+    input_fini(&in);
     return rc;
 }

@@ -48,6 +48,32 @@ int td_cli_wants_help(int argc, char **argv)
     return 0;
 }
 
+int td_cli_add_file(const char *verb, const char **files, size_t *n, size_t max,
+                    const char *path)
+{
+    if (*n == max) {
+        fprintf(stderr, "tenantctl %s: at most %zu -c files\n", verb, max);
+        return -1;
+    }
+    files[(*n)++] = path;
+    return 0;
+}
+
+int td_cli_choice(const char *value, const char *choices)
+{
+    size_t len = strlen(value);
+    int i = 0;
+    for (const char *c = choices;; i++) {
+        const char *bar = strchr(c, '|');
+        size_t clen = bar ? (size_t)(bar - c) : strlen(c);
+        if (clen == len && strncmp(c, value, len) == 0)
+            return i;
+        if (!bar)
+            return -1;
+        c = bar + 1;
+    }
+}
+
 void td_cli_html_text(FILE *f, const char *s)
 {
     for (; *s; s++) {

@@ -542,10 +542,212 @@ static void free_frame(frame *f)
     memset(f, 0, sizeof *f);
 }
 
+/* The event handlers below: each takes the event, the innermost open
+ * container (NULL at the document's root) and whether that container is a
+ * mapping waiting for a key; 0, or -1 with b->st and the message set. */
+
+/* A scalar as the key of the mapping top: kept until its value comes (the
+ * merge key << noted); anchored, it is an anchor for an alias as a key. */
+static int on_key_scalar(builder *b, struct fy_event *e, frame *top, int line)
+{
+    td_manifest *m = b->m;
+    struct fy_token *t = e->scalar.value;
+    size_t klen;
+    char *key = scalar_text(m, t, &klen);
+    if (!key)
+        return oom(b);
+    if (memchr(key, '\0', klen)) {
+        free(key);
+        return fail(b, TD_EINVAL, "%s:%d: NUL byte in a scalar", m->name, line);
+    }
+    int merge = fy_token_scalar_style(t) == FYSS_PLAIN && !e->scalar.tag && strcmp(key, "<<") == 0;
+    if (merge && top->has_merge) {
+        free(key);
+        return fail(b, TD_EINVAL, "%s:%d: duplicate key \"<<\"", m->name, line);
+    }
+    top->has_merge |= merge;
+    b->bytes += klen;
+    top->key = key;
+    top->key_line = line;
+    top->key_is_merge = merge;
+    if (!e->scalar.anchor)
+        return 0;
+    char *name = token_name(e->scalar.anchor);
+    json_t *kv = json_string(key);
+    int rc = name && kv ? add_anchor(b, name, kv, 1, klen) : (free(name), oom(b));
+    json_decref(kv);
+    return rc;
+}
+
+static int on_scalar(builder *b, struct fy_event *e, frame *top, int want_key)
+{
+    struct fy_token *t = e->scalar.value;
+    int line = token_line(t);
+    if (!line)
+        line = top ? top->line : 1;
+    if (want_key)
+        return on_key_scalar(b, e, top, line);
+    json_t *v = scalar_value(b, t, e->scalar.tag != NULL, line);
+    if (!v)
+        return -1;
+    b->direct++;
+    size_t sbytes = json_is_string(v) ? json_string_length(v) : 0;
+    b->bytes += sbytes;
+    if (e->scalar.anchor) {
+        char *name = token_name(e->scalar.anchor);
+        if (!name || add_anchor(b, name, v, 1, sbytes) < 0) {
+            json_decref(v);
+            return name ? -1 : oom(b);
+        }
+    }
+    return place(b, v, line);
+}
+
+/* Whether the alias *name of anchor a may be expanded: the whole
+ * expansion, values and string bytes, is counted before anything is
+ * copied. 0, or -1 with the message set. */
+static int alias_allowed(builder *b, const anchor_ent *a, const char *name, int line)
+{
+    td_manifest *m = b->m;
+    if (a->nodes > alias_allowance(b) - b->copied)
+        return fail(b, TD_EINVAL,
+                    "%s:%d: excessive aliasing: *%s would add %zu values to the %zu that aliases "
+                    "added so far; aliases may add at most %zu here (%u times the %zu values "
+                    "written out, or %u)",
+                    m->name, line, name, a->nodes, b->copied, alias_allowance(b),
+                    TD_MANIFEST_ALIAS_RATIO, b->direct, TD_MANIFEST_ALIAS_MIN);
+    /* and their strings: a 1 MiB string aliased 10,000 times is few
+     * values but 10 GB */
+    if (a->bytes > byte_allowance(b) - b->copied_bytes)
+        return fail(b, TD_EINVAL,
+                    "%s:%d: excessive aliasing: *%s would add %zu bytes of strings to the %zu "
+                    "that aliases added so far; aliases may add at most %zu here (%u times the "
+                    "%zu bytes of the text, or %u)",
+                    m->name, line, name, a->bytes, b->copied_bytes, byte_allowance(b),
+                    TD_MANIFEST_ALIAS_RATIO, m->src_len, TD_MANIFEST_ALIAS_MIN_BYTES);
+    return 0;
+}
+
+/* An alias as a value: a copy of its anchor's value, within the allowance. */
+static int alias_value(builder *b, const anchor_ent *a, frame *top, int line)
+{
+    td_manifest *m = b->m;
+    b->copied += a->nodes;
+    b->copied_bytes += a->bytes;
+    b->bytes += a->bytes;
+    json_t *c = copy_tree(b, a->v, b->depth);
+    if (!c)
+        return -1;
+    /* a container that is a mapping's value takes its key's line */
+    int cline = td_manifest_line(m, c);
+    if (top && json_is_object(top->v) && (json_is_object(c) || json_is_array(c))) {
+        if (lines_put(m, c, top->key_line) < 0) {
+            json_decref(c);
+            return oom(b);
+        }
+        cline = top->key_line;
+    }
+    return place(b, c, cline ? cline : line);
+}
+
+static int on_alias(builder *b, struct fy_event *e, frame *top, int want_key)
+{
+    td_manifest *m = b->m;
+    int line = event_line(e);
+    if (!line)
+        line = top ? top->line : 1;
+    char *name = token_name(e->alias.anchor);
+    if (!name)
+        return oom(b);
+    anchor_ent *a = NULL;
+    int rc = 0;
+    if (b->flags & TD_MANIFEST_NO_ALIASES)
+        rc = fail(b, TD_EINVAL, "%s:%d: aliases are not accepted here (*%s): write the value out",
+                  m->name, line, name);
+    else if (!(a = find_anchor(b, name)))
+        rc = fail(b, TD_EINVAL, "%s:%d: alias *%s names no anchor (&%s) before it", m->name,
+                  line, name, name);
+    else if (want_key && !json_is_string(a->v))
+        rc = fail(b, TD_EINVAL, "%s:%d: mapping keys must be scalars (*%s is not a string)",
+                  m->name, line, name);
+    else if (!want_key)
+        rc = alias_allowed(b, a, name, line);
+    free(name);
+    if (rc < 0)
+        return rc;
+    if (!want_key)
+        return alias_value(b, a, top, line);
+    if (!(top->key = strdup(json_string_value(a->v))))
+        return oom(b);
+    top->key_line = line;
+    top->key_is_merge = 0;
+    return 0;
+}
+
+/* A sequence or mapping opens: a new frame, which takes the line of its
+ * key when it is a mapping's value (where a reader looks). */
+static int on_container_start(builder *b, struct fy_event *e, frame *top, int want_key)
+{
+    td_manifest *m = b->m;
+    int line = event_line(e);
+    if (want_key)
+        return fail(b, TD_EINVAL, "%s:%d: mapping keys must be scalars", m->name,
+                    line ? line : top->line);
+    if (b->depth >= MAX_DEPTH)
+        return fail(b, TD_EINVAL, "%s:%d: nesting deeper than %d levels", m->name,
+                    line ? line : top->line, MAX_DEPTH);
+    if (top && json_is_object(top->v))
+        line = top->key_line;
+    if (!line)
+        line = top ? top->line : 1;
+    int seq = e->type == FYET_SEQUENCE_START;
+    struct fy_token *at = seq ? e->sequence_start.anchor : e->mapping_start.anchor;
+    frame *f = &b->stack[b->depth];
+    memset(f, 0, sizeof *f);
+    f->v = seq ? json_array() : json_object();
+    f->line = line;
+    f->made_before = b->direct + b->copied;
+    f->bytes_before = b->bytes;
+    if (at && !(f->anchor = token_name(at))) {
+        json_decref(f->v);
+        return oom(b);
+    }
+    if (!f->v) {
+        free(f->anchor);
+        return oom(b);
+    }
+    b->direct++;
+    b->depth++;
+    return 0;
+}
+
+/* The innermost container closes: merge keys applied, its anchor noted
+ * with what it holds, and the container placed in its parent. */
+static int on_container_end(builder *b, frame *f)
+{
+    if (!f)
+        return 0;
+    if (f->merges && apply_merges(b, f) < 0)
+        return -1;
+    json_t *v = f->v;
+    char *anchor = f->anchor;
+    size_t nodes = b->direct + b->copied - f->made_before;
+    size_t bytes = b->bytes - f->bytes_before;
+    int line = f->line;
+    f->v = NULL;
+    f->anchor = NULL;
+    free_frame(f);
+    b->depth--;
+    if (anchor && add_anchor(b, anchor, v, nodes, bytes) < 0) {
+        json_decref(v);
+        return -1;
+    }
+    return place(b, v, line);
+}
+
 /* One event. 0, or -1 with b->st and the message set. */
 static int on_event(builder *b, struct fy_event *e)
 {
-    td_manifest *m = b->m;
     frame *top = b->depth ? &b->stack[b->depth - 1] : NULL;
     int want_key = top && json_is_object(top->v) && !top->key;
     switch (e->type) {
@@ -553,188 +755,13 @@ static int on_event(builder *b, struct fy_event *e)
         clear_anchors(b);
         b->root = NULL;
         return 0;
-    case FYET_SCALAR: {
-        struct fy_token *t = e->scalar.value;
-        int line = token_line(t);
-        if (!line)
-            line = top ? top->line : 1;
-        if (want_key) {
-            size_t klen;
-            char *key = scalar_text(m, t, &klen);
-            if (!key)
-                return oom(b);
-            if (memchr(key, '\0', klen)) {
-                free(key);
-                return fail(b, TD_EINVAL, "%s:%d: NUL byte in a scalar", m->name, line);
-            }
-            int merge =
-                fy_token_scalar_style(t) == FYSS_PLAIN && !e->scalar.tag && strcmp(key, "<<") == 0;
-            if (merge && top->has_merge) {
-                free(key);
-                return fail(b, TD_EINVAL, "%s:%d: duplicate key \"<<\"", m->name, line);
-            }
-            top->has_merge |= merge;
-            b->bytes += klen;
-            top->key = key;
-            top->key_line = line;
-            top->key_is_merge = merge;
-            if (e->scalar.anchor) { /* a key anchored for an alias as a key */
-                char *name = token_name(e->scalar.anchor);
-                json_t *kv = json_string(key);
-                int rc = name && kv ? add_anchor(b, name, kv, 1, klen) : (free(name), oom(b));
-                json_decref(kv);
-                return rc;
-            }
-            return 0;
-        }
-        json_t *v = scalar_value(b, t, e->scalar.tag != NULL, line);
-        if (!v)
-            return -1;
-        b->direct++;
-        size_t sbytes = json_is_string(v) ? json_string_length(v) : 0;
-        b->bytes += sbytes;
-        if (e->scalar.anchor) {
-            char *name = token_name(e->scalar.anchor);
-            if (!name || add_anchor(b, name, v, 1, sbytes) < 0) {
-                json_decref(v);
-                return name ? -1 : oom(b);
-            }
-        }
-        return place(b, v, line);
-    }
-    case FYET_ALIAS: {
-        int line = event_line(e);
-        if (!line)
-            line = top ? top->line : 1;
-        char *name = token_name(e->alias.anchor);
-        if (!name)
-            return oom(b);
-        if (b->flags & TD_MANIFEST_NO_ALIASES) {
-            fail(b, TD_EINVAL, "%s:%d: aliases are not accepted here (*%s): write the value out",
-                 m->name, line, name);
-            free(name);
-            return -1;
-        }
-        anchor_ent *a = find_anchor(b, name);
-        if (!a) {
-            fail(b, TD_EINVAL, "%s:%d: alias *%s names no anchor (&%s) before it", m->name, line,
-                 name, name);
-            free(name);
-            return -1;
-        }
-        if (want_key) {
-            if (!json_is_string(a->v)) {
-                fail(b, TD_EINVAL, "%s:%d: mapping keys must be scalars (*%s is not a string)",
-                     m->name, line, name);
-                free(name);
-                return -1;
-            }
-            free(name);
-            if (!(top->key = strdup(json_string_value(a->v))))
-                return oom(b);
-            top->key_line = line;
-            top->key_is_merge = 0;
-            return 0;
-        }
-        /* the whole expansion is counted before anything is copied */
-        if (a->nodes > alias_allowance(b) - b->copied) {
-            fail(b, TD_EINVAL,
-                 "%s:%d: excessive aliasing: *%s would add %zu values to the %zu that aliases "
-                 "added so far; aliases may add at most %zu here (%u times the %zu values "
-                 "written out, or %u)",
-                 m->name, line, name, a->nodes, b->copied, alias_allowance(b),
-                 TD_MANIFEST_ALIAS_RATIO, b->direct, TD_MANIFEST_ALIAS_MIN);
-            free(name);
-            return -1;
-        }
-        /* and their strings: a 1 MiB string aliased 10,000 times is few
-         * values but 10 GB */
-        if (a->bytes > byte_allowance(b) - b->copied_bytes) {
-            fail(b, TD_EINVAL,
-                 "%s:%d: excessive aliasing: *%s would add %zu bytes of strings to the %zu that "
-                 "aliases added so far; aliases may add at most %zu here (%u times the %zu "
-                 "bytes of the text, or %u)",
-                 m->name, line, name, a->bytes, b->copied_bytes, byte_allowance(b),
-                 TD_MANIFEST_ALIAS_RATIO, m->src_len, TD_MANIFEST_ALIAS_MIN_BYTES);
-            free(name);
-            return -1;
-        }
-        free(name);
-        b->copied += a->nodes;
-        b->copied_bytes += a->bytes;
-        b->bytes += a->bytes;
-        json_t *c = copy_tree(b, a->v, b->depth);
-        if (!c)
-            return -1;
-        /* a container that is a mapping's value takes its key's line */
-        int cline = td_manifest_line(m, c);
-        if (top && json_is_object(top->v) && (json_is_object(c) || json_is_array(c))) {
-            if (lines_put(m, c, top->key_line) < 0) {
-                json_decref(c);
-                return oom(b);
-            }
-            cline = top->key_line;
-        }
-        return place(b, c, cline ? cline : line);
-    }
+    case FYET_SCALAR: return on_scalar(b, e, top, want_key);
+    case FYET_ALIAS: return on_alias(b, e, top, want_key);
     case FYET_SEQUENCE_START:
-    case FYET_MAPPING_START: {
-        int line = event_line(e);
-        if (want_key)
-            return fail(b, TD_EINVAL, "%s:%d: mapping keys must be scalars", m->name,
-                        line ? line : top->line);
-        if (b->depth >= MAX_DEPTH)
-            return fail(b, TD_EINVAL, "%s:%d: nesting deeper than %d levels", m->name,
-                        line ? line : top->line, MAX_DEPTH);
-        /* Containers take the line of their key, where a reader looks. */
-        if (top && json_is_object(top->v))
-            line = top->key_line;
-        if (!line)
-            line = top ? top->line : 1;
-        int seq = e->type == FYET_SEQUENCE_START;
-        struct fy_token *at = seq ? e->sequence_start.anchor : e->mapping_start.anchor;
-        frame *f = &b->stack[b->depth];
-        memset(f, 0, sizeof *f);
-        f->v = seq ? json_array() : json_object();
-        f->line = line;
-        f->made_before = b->direct + b->copied;
-        f->bytes_before = b->bytes;
-        if (at && !(f->anchor = token_name(at))) {
-            json_decref(f->v);
-            return oom(b);
-        }
-        if (!f->v) {
-            free(f->anchor);
-            return oom(b);
-        }
-        b->direct++;
-        b->depth++;
-        return 0;
-    }
+    case FYET_MAPPING_START: return on_container_start(b, e, top, want_key);
     case FYET_SEQUENCE_END:
-    case FYET_MAPPING_END: {
-        frame *f = top;
-        if (!f)
-            return 0;
-        if (f->merges && apply_merges(b, f) < 0)
-            return -1;
-        json_t *v = f->v;
-        char *anchor = f->anchor;
-        size_t nodes = b->direct + b->copied - f->made_before;
-        size_t bytes = b->bytes - f->bytes_before;
-        int line = f->line;
-        f->v = NULL;
-        f->anchor = NULL;
-        free_frame(f);
-        b->depth--;
-        if (anchor && add_anchor(b, anchor, v, nodes, bytes) < 0) {
-            json_decref(v);
-            return -1;
-        }
-        return place(b, v, line);
-    }
-    default:
-        return 0;
+    case FYET_MAPPING_END: return on_container_end(b, top);
+    default: return 0;
     }
 }
 

@@ -465,209 +465,284 @@ static const char *weight_owner(const td_ledger_rec *recs, size_t n, int64_t fro
     return buf;
 }
 
-static td_status compute(const td_costpolicy *p, const td_ledger_rec *recs, size_t n,
-                         int64_t from_ns, int64_t to_ns, td_chargeback_by by,
-                         const td_pool_gpus *pools, size_t npools, owners *os,
-                         td_chargeback_report *rep, td_err *err)
+/* One report being computed: its inputs, the owners found so far, the GPU
+ * time held per pooled flavor (for idle capacity) and, once the owners are
+ * known, the shared items' allocation. */
+typedef struct {
+    const td_costpolicy *p;
+    const td_ledger_rec *recs;
+    size_t n;
+    int64_t from_ns, to_ns, period_ms;
+    td_chargeback_by by;
+    const td_pool_gpus *pools;
+    size_t npools;
+    owners *os;
+    td_chargeback_report *rep;
+    const char **flv; /* the pools' flavors, once each */
+    td_i128 *held;    /* GPU milli-ms held per flavor */
+    size_t nflv;
+    /* per owner (os order, after sorting): weights, parts and names for
+     * td_chargeback_allocate; per shared item and owner its cents (-1: none) */
+    int64_t *wts, *parts;
+    const char **names;
+    int64_t **shared_cents;
+} calc;
+
+static void pool_flavors(calc *c)
 {
-    int64_t period_ms = (to_ns - from_ns) / NS_PER_MS;
-    /* GPU milli-ms held per flavor, for idle capacity */
-    const char **flv = calloc(npools ? npools : 1, sizeof *flv);
-    td_i128 *held = calloc(npools ? npools : 1, sizeof *held);
-    size_t nflv = 0;
-    td_status st = TD_OK;
-    if (!flv || !held) {
-        st = td_err_set(err, TD_ENOMEM, "out of memory");
-        goto out;
-    }
-    if ((st = check_overlaps(recs, n, from_ns, to_ns, err)) != TD_OK)
-        goto out;
-    for (size_t i = 0; i < npools; i++) {
+    for (size_t i = 0; i < c->npools; i++) {
         size_t k;
-        for (k = 0; k < nflv; k++)
-            if (strcmp(flv[k], pools[i].flavor) == 0)
+        for (k = 0; k < c->nflv; k++)
+            if (strcmp(c->flv[k], c->pools[i].flavor) == 0)
                 break;
-        if (k == nflv)
-            flv[nflv++] = pools[i].flavor;
+        if (k == c->nflv)
+            c->flv[c->nflv++] = c->pools[i].flavor;
     }
-    for (size_t i = 0; i < n; i++) {
-        const td_ledger_rec *r = &recs[i];
-        measure ms[TD_CHARGE_MAX];
-        size_t nm;
-        if ((st = td__measures(p, r, from_ns, to_ns, ms, &nm, err)) != TD_OK)
-            goto out;
-        int in_period = r->kind == TD_LEDGER_REQUEST
-                            ? r->start_ns >= from_ns && r->start_ns < to_ns
-                            : r->start_ns < to_ns && r->end_ns > from_ns;
-        if (!in_period)
-            continue;
-        char key[TD_ITEM_MAX];
-        owner *w = owner_get(os, td_chargeback_owner(r, by, key, sizeof key), err);
-        if (!w) {
-            st = TD_ENOMEM;
-            goto out;
-        }
-        merge_label(w->sum.tenant, r->tenant, !w->labels_set);
-        merge_label(w->sum.team, r->team, !w->labels_set);
-        merge_label(w->sum.project, r->project, !w->labels_set);
-        merge_label(w->sum.environment, r->environment, !w->labels_set);
-        w->labels_set = 1;
-        for (size_t k = 0; k < nm; k++)
-            if ((st = add_measure(w, &ms[k], err)) != TD_OK)
-                goto out;
-        if (r->kind == TD_LEDGER_REQUEST) {
-            w->sum.requests += r->count > 0 ? r->count : 1;
-            w->sum.tokens_in += r->tokens_in;
-            w->sum.tokens_out += r->tokens_out;
-        } else {
-            int64_t s = r->start_ns > from_ns ? r->start_ns : from_ns;
-            int64_t e = r->end_ns < to_ns ? r->end_ns : to_ns;
-            int64_t dms = e > s ? (e - s) / NS_PER_MS : 0;
-            w->gpu_mms += (td_i128)r->gpu_milli * dms;
-            w->cpu_mms += (td_i128)r->cpu_milli * dms;
-            w->mem_bms += (td_i128)r->memory_bytes * dms;
-            for (size_t k = 0; k < nflv; k++)
-                if (strcmp(flv[k], r->flavor) == 0)
-                    held[k] += (td_i128)r->gpu_milli * dms;
-        }
+}
+
+/* Adds record r, if it falls in the period, to its owner: labels, priced
+ * measures, requests and tokens or resource time, and its flavor's GPU
+ * time held. */
+static td_status add_record(calc *c, const td_ledger_rec *r, td_err *err)
+{
+    measure ms[TD_CHARGE_MAX];
+    size_t nm;
+    td_status st = td__measures(c->p, r, c->from_ns, c->to_ns, ms, &nm, err);
+    if (st != TD_OK)
+        return st;
+    int in_period = r->kind == TD_LEDGER_REQUEST
+                        ? r->start_ns >= c->from_ns && r->start_ns < c->to_ns
+                        : r->start_ns < c->to_ns && r->end_ns > c->from_ns;
+    if (!in_period)
+        return TD_OK;
+    char key[TD_ITEM_MAX];
+    owner *w = owner_get(c->os, td_chargeback_owner(r, c->by, key, sizeof key), err);
+    if (!w)
+        return TD_ENOMEM;
+    merge_label(w->sum.tenant, r->tenant, !w->labels_set);
+    merge_label(w->sum.team, r->team, !w->labels_set);
+    merge_label(w->sum.project, r->project, !w->labels_set);
+    merge_label(w->sum.environment, r->environment, !w->labels_set);
+    w->labels_set = 1;
+    for (size_t k = 0; k < nm; k++)
+        if ((st = add_measure(w, &ms[k], err)) != TD_OK)
+            return st;
+    if (r->kind == TD_LEDGER_REQUEST) {
+        w->sum.requests += r->count > 0 ? r->count : 1;
+        w->sum.tokens_in += r->tokens_in;
+        w->sum.tokens_out += r->tokens_out;
+        return TD_OK;
     }
-    /* direct lines, one rounding each */
-    for (size_t i = 0; i < os->n; i++) {
-        owner *w = &os->v[i];
+    int64_t s = r->start_ns > c->from_ns ? r->start_ns : c->from_ns;
+    int64_t e = r->end_ns < c->to_ns ? r->end_ns : c->to_ns;
+    int64_t dms = e > s ? (e - s) / NS_PER_MS : 0;
+    w->gpu_mms += (td_i128)r->gpu_milli * dms;
+    w->cpu_mms += (td_i128)r->cpu_milli * dms;
+    w->mem_bms += (td_i128)r->memory_bytes * dms;
+    for (size_t k = 0; k < c->nflv; k++)
+        if (strcmp(c->flv[k], r->flavor) == 0)
+            c->held[k] += (td_i128)r->gpu_milli * dms;
+    return TD_OK;
+}
+
+/* Each owner's direct lines, one rounding each. */
+static td_status direct_sums(calc *c, td_err *err)
+{
+    for (size_t i = 0; i < c->os->n; i++) {
+        owner *w = &c->os->v[i];
         w->sum.gpu_milli_hours = (int64_t)td__div_round(w->gpu_mms, MS_PER_HOUR);
         w->sum.cpu_milli_hours = (int64_t)td__div_round(w->cpu_mms, MS_PER_HOUR);
         w->sum.mem_gib_milli_hours =
             (int64_t)td__div_round(w->mem_bms * 1000, (td_i128)MS_PER_HOUR << 30);
         for (size_t k = 0; k < w->naccs; k++) {
             int64_t cents, nano;
-            if ((st = acc_amount(&w->accs[k], &cents, &nano, err)) != TD_OK)
-                goto out;
+            td_status st = acc_amount(&w->accs[k], &cents, &nano, err);
+            if (st != TD_OK)
+                return st;
             w->direct_nano += nano;
             w->sum.direct_cents += cents;
         }
     }
-    /* shared items: owners named by weights join the report first */
+    return TD_OK;
+}
+
+/* Owners named by shared items' weights join the report (or, with shared
+ * items and no owner at all, "(unallocated)"); then the owners are sorted
+ * by name and the allocation's arrays made. */
+static td_status settle_owners(calc *c, td_err *err)
+{
+    const td_costpolicy *p = c->p;
+    owners *os = c->os;
     for (size_t s = 0; s < p->nshared; s++)
-        if (p->shared[s].rule == ALLOC_WEIGHTS)
-            for (size_t k = 0; k < p->shared[s].nweights; k++) {
-                char key[TD_ITEM_MAX];
-                if (p->shared[s].weights[k] > 0 &&
-                    !owner_get(os, weight_owner(recs, n, from_ns, to_ns, by,
-                                                p->shared[s].weight_names[k], key, sizeof key),
-                               err)) {
-                    st = TD_ENOMEM;
-                    goto out;
-                }
-            }
-    if (p->nshared && os->n == 0 && !owner_get(os, "(unallocated)", err)) {
-        st = TD_ENOMEM;
-        goto out;
-    }
-    qsort(os->v, os->n, sizeof *os->v, cmp_owner); /* the name table is stale from here */
-    rep->shared = calloc(p->nshared ? p->nshared : 1, sizeof *rep->shared);
-    int64_t *wts = calloc(os->n ? os->n : 1, sizeof *wts);
-    int64_t *parts = calloc(os->n ? os->n : 1, sizeof *parts);
-    const char **names = calloc(os->n ? os->n : 1, sizeof *names);
-    int64_t **shared_cents = calloc(p->nshared ? p->nshared : 1, sizeof *shared_cents);
-    if (!rep->shared || !wts || !parts || !names || !shared_cents) {
-        st = td_err_set(err, TD_ENOMEM, "out of memory");
-        goto out2;
-    }
-    for (size_t i = 0; i < os->n; i++)
-        names[i] = os->v[i].sum.owner;
-    for (size_t s = 0; s < p->nshared; s++) {
-        const shared_item *si = &p->shared[s];
-        td_chargeback_shared_sum *ss = &rep->shared[rep->nshared++];
-        snprintf(ss->name, sizeof ss->name, "%s", si->name);
-        snprintf(ss->kind, sizeof ss->kind, "%s", si->kind == SHARED_FIXED ? "fixed" : "idleGpu");
-        snprintf(ss->rule, sizeof ss->rule, "%s",
-                 si->rule == ALLOC_EVEN ? "even"
-                 : si->rule == ALLOC_WEIGHTS ? "weights" : "proportional");
-        if ((st = shared_amount(p, si, period_ms, pools, npools, flv, held, nflv,
-                                &ss->amount_cents, &ss->idle_gpu_milli_hours, err)) != TD_OK)
-            goto out2;
-        int any = 0;
-        for (size_t i = 0; i < os->n; i++) {
-            if (si->rule == ALLOC_PROPORTIONAL)
-                wts[i] = os->v[i].direct_nano;
-            else
-                wts[i] = si->rule == ALLOC_EVEN;
-        }
-        for (size_t k = 0; si->rule == ALLOC_WEIGHTS && k < si->nweights; k++) {
+        for (size_t k = 0; p->shared[s].rule == ALLOC_WEIGHTS && k < p->shared[s].nweights; k++) {
             char key[TD_ITEM_MAX];
-            const char *o = weight_owner(recs, n, from_ns, to_ns, by, si->weight_names[k], key,
-                                         sizeof key);
-            const char **hit = bsearch(&o, names, os->n, sizeof *names, cmp_name);
-            if (hit)
-                wts[hit - names] += si->weights[k];
+            if (p->shared[s].weights[k] > 0 &&
+                !owner_get(os,
+                           weight_owner(c->recs, c->n, c->from_ns, c->to_ns, c->by,
+                                        p->shared[s].weight_names[k], key, sizeof key),
+                           err))
+                return TD_ENOMEM;
         }
+    if (p->nshared && os->n == 0 && !owner_get(os, "(unallocated)", err))
+        return TD_ENOMEM;
+    qsort(os->v, os->n, sizeof *os->v, cmp_owner); /* the name table is stale from here */
+    size_t no = os->n ? os->n : 1, ns = p->nshared ? p->nshared : 1;
+    c->rep->shared = calloc(ns, sizeof *c->rep->shared);
+    c->wts = calloc(no, sizeof *c->wts);
+    c->parts = calloc(no, sizeof *c->parts);
+    c->names = calloc(no, sizeof *c->names);
+    c->shared_cents = calloc(ns, sizeof *c->shared_cents);
+    if (!c->rep->shared || !c->wts || !c->parts || !c->names || !c->shared_cents)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    for (size_t i = 0; i < os->n; i++)
+        c->names[i] = os->v[i].sum.owner;
+    return TD_OK;
+}
+
+/* The weights of shared item si per owner: direct cost (proportional), 1
+ * (even) or the named weights; all zero falls back to even. */
+static void shared_weights(calc *c, const shared_item *si)
+{
+    owners *os = c->os;
+    for (size_t i = 0; i < os->n; i++)
+        c->wts[i] = si->rule == ALLOC_PROPORTIONAL ? os->v[i].direct_nano : si->rule == ALLOC_EVEN;
+    for (size_t k = 0; si->rule == ALLOC_WEIGHTS && k < si->nweights; k++) {
+        char key[TD_ITEM_MAX];
+        const char *o = weight_owner(c->recs, c->n, c->from_ns, c->to_ns, c->by,
+                                     si->weight_names[k], key, sizeof key);
+        const char **hit = bsearch(&o, c->names, os->n, sizeof *c->names, cmp_name);
+        if (hit)
+            c->wts[hit - c->names] += si->weights[k];
+    }
+    int any = 0;
+    for (size_t i = 0; i < os->n; i++)
+        any |= c->wts[i] > 0;
+    if (!any) /* nobody used anything: proportional falls back to even */
         for (size_t i = 0; i < os->n; i++)
-            any |= wts[i] > 0;
-        if (!any) /* nobody used anything: proportional falls back to even */
-            for (size_t i = 0; i < os->n; i++)
-                wts[i] = 1;
-        if ((st = td_chargeback_allocate(ss->amount_cents, wts, names, os->n, parts, err)) !=
-            TD_OK)
-            goto out2;
-        if (!(shared_cents[s] = malloc(os->n * sizeof **shared_cents))) {
-            st = td_err_set(err, TD_ENOMEM, "out of memory");
-            goto out2;
-        }
-        for (size_t i = 0; i < os->n; i++) {
-            shared_cents[s][i] = wts[i] > 0 ? parts[i] : -1; /* -1: no line */
-            if (wts[i] > 0)
-                os->v[i].sum.shared_cents += parts[i];
-        }
-        rep->shared_cents += ss->amount_cents;
-    }
-    /* lines */
-    size_t cap = 0;
+            c->wts[i] = 1;
+}
+
+/* Shared item s: its amount, and its allocation to the owners. */
+static td_status allocate_shared(calc *c, size_t s, td_err *err)
+{
+    const shared_item *si = &c->p->shared[s];
+    owners *os = c->os;
+    td_chargeback_report *rep = c->rep;
+    td_chargeback_shared_sum *ss = &rep->shared[rep->nshared++];
+    snprintf(ss->name, sizeof ss->name, "%s", si->name);
+    snprintf(ss->kind, sizeof ss->kind, "%s", si->kind == SHARED_FIXED ? "fixed" : "idleGpu");
+    snprintf(ss->rule, sizeof ss->rule, "%s",
+             si->rule == ALLOC_EVEN      ? "even"
+             : si->rule == ALLOC_WEIGHTS ? "weights"
+                                         : "proportional");
+    td_status st = shared_amount(c->p, si, c->period_ms, c->pools, c->npools, c->flv, c->held,
+                                 c->nflv, &ss->amount_cents, &ss->idle_gpu_milli_hours, err);
+    if (st != TD_OK)
+        return st;
+    shared_weights(c, si);
+    if ((st = td_chargeback_allocate(ss->amount_cents, c->wts, c->names, os->n, c->parts, err)) !=
+        TD_OK)
+        return st;
+    if (!(c->shared_cents[s] = malloc(os->n * sizeof **c->shared_cents)))
+        return td_err_set(err, TD_ENOMEM, "out of memory");
     for (size_t i = 0; i < os->n; i++) {
-        owner *w = &os->v[i];
-        for (size_t k = 0; k < w->naccs; k++) {
-            int64_t cents, nano;
-            acc_amount(&w->accs[k], &cents, &nano, err);
-            int64_t qty = (int64_t)(w->accs[k].qty_num * 1000000 / w->accs[k].qty_den);
-            if ((st = push_line(rep, &cap, w, w->accs[k].item, w->accs[k].unit, qty, cents,
-                                false, err)) != TD_OK)
-                goto out2;
-        }
-        for (size_t s = 0; s < p->nshared; s++) {
-            if (shared_cents[s][i] < 0)
-                continue;
-            char item[TD_ITEM_MAX];
-            snprintf(item, sizeof item, "shared/%s", p->shared[s].name);
-            int64_t share_micro = rep->shared[s].amount_cents
-                                      ? shared_cents[s][i] * 1000000 / rep->shared[s].amount_cents
-                                      : 0;
-            if ((st = push_line(rep, &cap, w, item, "share", share_micro, shared_cents[s][i],
-                                true, err)) != TD_OK)
-                goto out2;
-        }
-        w->sum.total_cents = w->sum.direct_cents + w->sum.shared_cents;
-        rep->direct_cents += w->sum.direct_cents;
+        c->shared_cents[s][i] = c->wts[i] > 0 ? c->parts[i] : -1; /* -1: no line */
+        if (c->wts[i] > 0)
+            os->v[i].sum.shared_cents += c->parts[i];
     }
+    rep->shared_cents += ss->amount_cents;
+    return TD_OK;
+}
+
+/* Owner i's lines: one per priced item, one per shared item allocated to
+ * it; and its total. */
+static td_status owner_lines(calc *c, size_t i, size_t *cap, td_err *err)
+{
+    owner *w = &c->os->v[i];
+    td_chargeback_report *rep = c->rep;
+    td_status st;
+    for (size_t k = 0; k < w->naccs; k++) {
+        int64_t cents, nano;
+        acc_amount(&w->accs[k], &cents, &nano, err);
+        int64_t qty = (int64_t)(w->accs[k].qty_num * 1000000 / w->accs[k].qty_den);
+        if ((st = push_line(rep, cap, w, w->accs[k].item, w->accs[k].unit, qty, cents, false,
+                            err)) != TD_OK)
+            return st;
+    }
+    for (size_t s = 0; s < c->p->nshared; s++) {
+        if (c->shared_cents[s][i] < 0)
+            continue;
+        char item[TD_ITEM_MAX];
+        snprintf(item, sizeof item, "shared/%s", c->p->shared[s].name);
+        int64_t share_micro = rep->shared[s].amount_cents
+                                  ? c->shared_cents[s][i] * 1000000 / rep->shared[s].amount_cents
+                                  : 0;
+        if ((st = push_line(rep, cap, w, item, "share", share_micro, c->shared_cents[s][i], true,
+                            err)) != TD_OK)
+            return st;
+    }
+    w->sum.total_cents = w->sum.direct_cents + w->sum.shared_cents;
+    rep->direct_cents += w->sum.direct_cents;
+    return TD_OK;
+}
+
+/* The lines, sorted, the totals and the owners' sums into c->rep. */
+static td_status finish_report(calc *c, td_err *err)
+{
+    td_chargeback_report *rep = c->rep;
+    owners *os = c->os;
+    size_t cap = 0;
+    td_status st;
+    for (size_t i = 0; i < os->n; i++)
+        if ((st = owner_lines(c, i, &cap, err)) != TD_OK)
+            return st;
     qsort(rep->lines, rep->nlines, sizeof *rep->lines, cmp_line);
     for (size_t i = 0; i < rep->nlines; i++)
         rep->total_cents += rep->lines[i].amount_cents;
     rep->owners = calloc(os->n ? os->n : 1, sizeof *rep->owners);
-    if (!rep->owners) {
-        st = td_err_set(err, TD_ENOMEM, "out of memory");
-        goto out2;
-    }
+    if (!rep->owners)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
     for (size_t i = 0; i < os->n; i++)
         rep->owners[i] = os->v[i].sum;
     rep->nowners = os->n;
-out2:
-    for (size_t s = 0; shared_cents && s < p->nshared; s++)
-        free(shared_cents[s]);
-    free(shared_cents);
-    free(wts);
-    free(parts);
-    free(names);
-out:
-    free(flv);
-    free(held);
+    return TD_OK;
+}
+
+static td_status compute(const td_costpolicy *p, const td_ledger_rec *recs, size_t n,
+                         int64_t from_ns, int64_t to_ns, td_chargeback_by by,
+                         const td_pool_gpus *pools, size_t npools, owners *os,
+                         td_chargeback_report *rep, td_err *err)
+{
+    calc c = {.p = p, .recs = recs, .n = n, .from_ns = from_ns, .to_ns = to_ns,
+              .period_ms = (to_ns - from_ns) / NS_PER_MS, .by = by, .pools = pools,
+              .npools = npools, .os = os, .rep = rep};
+    c.flv = calloc(npools ? npools : 1, sizeof *c.flv);
+    c.held = calloc(npools ? npools : 1, sizeof *c.held);
+    td_status st = TD_OK;
+    if (!c.flv || !c.held)
+        st = td_err_set(err, TD_ENOMEM, "out of memory");
+    if (st == TD_OK)
+        st = check_overlaps(recs, n, from_ns, to_ns, err);
+    if (st == TD_OK)
+        pool_flavors(&c);
+    for (size_t i = 0; st == TD_OK && i < n; i++)
+        st = add_record(&c, &recs[i], err);
+    if (st == TD_OK)
+        st = direct_sums(&c, err);
+    if (st == TD_OK)
+        st = settle_owners(&c, err);
+    for (size_t s = 0; st == TD_OK && s < p->nshared; s++)
+        st = allocate_shared(&c, s, err);
+    if (st == TD_OK)
+        st = finish_report(&c, err);
+    for (size_t s = 0; c.shared_cents && s < p->nshared; s++)
+        free(c.shared_cents[s]);
+    free(c.shared_cents);
+    free(c.wts);
+    free(c.parts);
+    free(c.names);
+    free(c.flv);
+    free(c.held);
     return st;
 }
 

@@ -566,13 +566,12 @@ void td_control_release(void *prepared, void *user)
     free(pb);
 }
 
-static void handle_apply_or_submit(td_control *c, const td_http_request *req,
-                                   td_http_response *resp, const td_principal *p, int submit)
+/* The request's manifest, parsed on a prepare thread or here: here only
+ * without one (td_control_handle called directly), or when the credential
+ * came to be accepted between the two (an apply in between). NULL after
+ * replying why not (no object: 400). The caller destroys it. */
+static td_manifest *take_manifest(const td_http_request *req, td_http_response *resp, int submit)
 {
-    td_err err;
-    /* Parsed on a prepare thread; here only without one (td_control_handle
-     * called directly), or when the credential came to be accepted
-     * between the two (an apply in between) */
     parsed_body local = {0}, *pb = req->prepared;
     if (!pb || !pb->parsed) {
         int idx = yaml_body_index(req);
@@ -580,71 +579,88 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         parse_body(req, idx >= 0 ? idx : submit, pb); /* yaml_bodies[1] is /v1/workloads */
     }
     td_manifest *m = pb->m;
-    pb->m = NULL; /* ours now: destroyed below */
+    pb->m = NULL; /* the caller's now */
     if (!m) {
         reply_error(resp, pb->code ? pb->code : 500, pb->err.msg);
-        return;
+        return NULL;
     }
     if (td_manifest_count(m) == 0) {
         td_manifest_destroy(m);
         reply_error(resp, 400, "nothing to apply: the body holds no object");
-        return;
+        return NULL;
     }
-    td_config *prev = td_control_snapshot(c);
+    return m;
+}
+
+/* The queue's records on stored Workloads stay the daemon's: 0, or -1
+ * after replying (a submit into a foreign namespace is refused as such,
+ * before anything of the Workload stored there is told; 422 names its pod
+ * sets). */
+static int keep_statuses(const td_config *prev, const td_manifest *m, const td_principal *p,
+                         int submit, td_http_response *resp)
+{
+    td_err err;
     for (size_t i = 0; i < td_manifest_count(m); i++) {
         td_status ks = td_workloads_keep_status(prev, td_manifest_doc(m, i), &err);
-        if (ks != TD_OK) {
-            /* a foreign namespace is refused as such, before anything of
-             * the Workload stored there is told (422 names its pod sets) */
-            td_object_id id = td_object_identity(td_manifest_doc(m, i));
-            td_err aerr;
-            int code = submit ? td_authz_check(p, TD_AUTHZ_TENANT,
-                                               id.namespace_ ? id.namespace_ : "", &aerr)
-                              : 0;
-            td_config_unref(prev);
-            td_manifest_destroy(m);
-            reply_error(resp, code ? code : ks == TD_EINVAL ? 422 : 500, code ? aerr.msg : err.msg);
-            return;
-        }
-    }
-    for (size_t i = 0; submit && i < td_manifest_count(m); i++) {
-        /* A resubmission (a client's retry) keeps its place and, once
-         * finished, stays finished: never a second run. */
-        json_t *doc = td_manifest_doc(m, i);
-        td_object_id pid = td_object_identity(doc);
-        json_t *old = td_config_get(prev, "Workload", pid.namespace_, pid.name);
-        json_t *oann = td_json_path(old, "metadata.annotations");
-        json_t *meta = json_object_get(doc, "metadata");
-        /* tenantd's own annotations are the server's, as kube-apiserver
-         * ignores a client's creationTimestamp: a client's submitted-at
-         * would jump the queue, its finished-at end (and bill) a run. */
-        json_t *cann = json_object_get(meta, "annotations");
-        json_object_del(cann, TD_SUBMITTED_AT);
-        json_object_del(cann, TD_FINISHED_AT);
-        if (old && json_is_object(meta) && json_is_object(oann)) {
-            json_t *ann = json_object_get(meta, "annotations");
-            if (!ann) {
-                ann = json_object();
-                json_object_set_new(meta, "annotations", ann);
-            }
-            const char *keep[] = {TD_SUBMITTED_AT, TD_FINISHED_AT};
-            for (size_t k = 0; json_is_object(ann) && k < 2; k++)
-                if (json_object_get(oann, keep[k]))
-                    json_object_set(ann, keep[k], json_object_get(oann, keep[k]));
-        }
-        if (stamp_workload(doc, &err) != TD_OK) {
-            td_config_unref(prev);
-            td_manifest_destroy(m);
-            reply_error(resp, 400, err.msg);
-            return;
-        }
-        /* All or nothing: one Workload outside the caller's namespaces
-         * refuses the whole submission. */
+        if (ks == TD_OK)
+            continue;
         td_object_id id = td_object_identity(td_manifest_doc(m, i));
+        td_err aerr;
+        int code = submit ? td_authz_check(p, TD_AUTHZ_TENANT, id.namespace_ ? id.namespace_ : "",
+                                           &aerr)
+                          : 0;
+        reply_error(resp, code ? code : ks == TD_EINVAL ? 422 : 500, code ? aerr.msg : err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* tenantd's own annotations on a submitted Workload are the server's, as
+ * kube-apiserver ignores a client's creationTimestamp: a client's
+ * submitted-at would jump the queue, its finished-at end (and bill) a run.
+ * A resubmission (a client's retry) keeps its place and, once finished,
+ * stays finished: never a second run. */
+static void server_annotations(const td_config *prev, json_t *doc)
+{
+    td_object_id pid = td_object_identity(doc);
+    json_t *old = td_config_get(prev, "Workload", pid.namespace_, pid.name);
+    json_t *oann = td_json_path(old, "metadata.annotations");
+    json_t *meta = json_object_get(doc, "metadata");
+    json_t *cann = json_object_get(meta, "annotations");
+    json_object_del(cann, TD_SUBMITTED_AT);
+    json_object_del(cann, TD_FINISHED_AT);
+    if (!old || !json_is_object(meta) || !json_is_object(oann))
+        return;
+    json_t *ann = json_object_get(meta, "annotations");
+    if (!ann) {
+        ann = json_object();
+        json_object_set_new(meta, "annotations", ann);
+    }
+    const char *keep[] = {TD_SUBMITTED_AT, TD_FINISHED_AT};
+    for (size_t k = 0; json_is_object(ann) && k < 2; k++)
+        if (json_object_get(oann, keep[k]))
+            json_object_set(ann, keep[k], json_object_get(oann, keep[k]));
+}
+
+/* Each submitted Workload stamped and checked: all or nothing, one outside
+ * the caller's namespaces, or whose priority class its namespace may not
+ * use, refuses the whole submission. 0, or -1 after replying. */
+static int check_submission(const td_config *prev, td_manifest *m, const td_principal *p,
+                            td_http_response *resp)
+{
+    td_err err;
+    for (size_t i = 0; i < td_manifest_count(m); i++) {
+        json_t *doc = td_manifest_doc(m, i);
+        server_annotations(prev, doc);
+        if (stamp_workload(doc, &err) != TD_OK) {
+            reply_error(resp, 400, err.msg);
+            return -1;
+        }
+        td_object_id id = td_object_identity(doc);
         int code = td_authz_check(p, TD_AUTHZ_TENANT, id.namespace_ ? id.namespace_ : "", &err);
         /* its priority is its class's, a class its namespace may use */
         td_err perr;
-        td_status ps = code ? TD_OK : td_priority_workload(prev, td_manifest_doc(m, i), &perr);
+        td_status ps = code ? TD_OK : td_priority_workload(prev, doc, &perr);
         if (ps != TD_OK) {
             code = ps == TD_EFORBIDDEN ? 403 : 400;
             snprintf(err.msg, sizeof err.msg, "workloads.kueue.x-k8s.io \"%.60s\" is %s: %s",
@@ -652,23 +668,26 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
                      perr.msg);
         }
         if (code) {
-            td_config_unref(prev);
-            td_manifest_destroy(m);
             reply_error(resp, code, err.msg);
-            return;
+            return -1;
         }
     }
-    td_config_unref(prev);
+    return 0;
+}
+
+/* m's objects over the served ones, as one commit (whose scheduling pass
+ * must be able to take them too); result gets one row per object with what
+ * happened to it. */
+static td_status commit_manifest(td_control *c, td_manifest *m, json_t *result, td_err *err)
+{
     td_config *cur = td_control_snapshot(c);
     td_config_builder *b = NULL;
     td_config *next = NULL;
-    json_t *view = NULL;
-    json_t *result = json_array();
     json_t **objs = calloc(td_manifest_count(m), sizeof *objs);
-    td_status st = objs && result ? td_config_builder_create(cur, &b, &err) : TD_ENOMEM;
+    td_status st = objs && result ? td_config_builder_create(cur, &b, err) : TD_ENOMEM;
     for (size_t i = 0; st == TD_OK && i < td_manifest_count(m); i++) {
         json_t *doc = td_manifest_doc(m, i);
-        st = td_config_builder_add(b, doc, m, &err);
+        st = td_config_builder_add(b, doc, m, err);
         if (st != TD_OK)
             break;
         td_object_id id = td_object_identity(doc);
@@ -680,57 +699,77 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
                                                 "action", action));
     }
     if (st == TD_OK)
-        st = td_config_builder_finish(b, &next, &err);
-    /* The batch queue must be able to take the new objects too: the
-     * commit's scheduling pass refuses them otherwise. */
-    if (st == TD_OK) {
-        st = td_control_commit(c, next, objs, td_manifest_count(m), NULL, 0, &err);
-        next = NULL;
-    }
-    if (st == TD_OK && submit) {
-        /* what the pass decided, as it is served now */
-        td_config *now = td_control_snapshot(c);
-        json_decref(view);
-        view = NULL;
-        if (td_workloads_view(now, NULL, &view, &err) != TD_OK)
-            view = json_array();
-        /* a tenant's answer names no workload of another tenant either */
-        if (view && p->kind == TD_PRINCIPAL_TENANT)
-            view = tenant_view(now, p, view);
-        td_config_unref(now);
-        /* the submitted ones, by "namespace/name": one lookup per row, not
-         * one scan of the manifest (thousands of Workloads a submit) */
-        json_t *mine = json_array(), *submitted = json_object();
-        char key[600];
-        for (size_t k = 0; submitted && k < td_manifest_count(m); k++) {
-            td_object_id id = td_object_identity(td_manifest_doc(m, k));
-            snprintf(key, sizeof key, "%s/%s", id.namespace_, id.name);
-            json_object_set_new(submitted, key, json_true());
-        }
-        size_t i;
-        json_t *w;
-        json_array_foreach(view, i, w)
-        {
-            snprintf(key, sizeof key, "%s/%s", td_json_str(w, "namespace"),
-                     td_json_str(w, "name"));
-            if (json_object_get(submitted, key))
-                json_array_append(mine, w);
-        }
-        json_decref(submitted);
-        reply_json(resp, 200, json_pack("{s:o}", "workloads", mine));
-    } else if (st == TD_OK) {
-        reply_json(resp, 200, json_pack("{s:O}", "applied", result));
-    } else if (st == TD_ENOMEM) {
-        reply_error(resp, 500, "out of memory");
-    } else {
-        reply_error(resp, st == TD_EIO ? 503 : 400, err.msg);
-    }
-    td_config_unref(next);
-    json_decref(view);
-    json_decref(result);
+        st = td_config_builder_finish(b, &next, err);
+    if (st == TD_OK)
+        st = td_control_commit(c, next, objs, td_manifest_count(m), NULL, 0, err);
     free(objs);
     td_config_builder_destroy(b);
     td_config_unref(cur);
+    return st;
+}
+
+/* The answer to a submit: the submitted Workloads as the pass decided
+ * them, as they are served now (a tenant's answer names no workload of
+ * another tenant either). */
+static void reply_submitted(td_control *c, const td_manifest *m, const td_principal *p,
+                            td_http_response *resp)
+{
+    td_err err;
+    json_t *view = NULL;
+    td_config *now = td_control_snapshot(c);
+    if (td_workloads_view(now, NULL, &view, &err) != TD_OK)
+        view = json_array();
+    if (view && p->kind == TD_PRINCIPAL_TENANT)
+        view = tenant_view(now, p, view);
+    td_config_unref(now);
+    /* the submitted ones, by "namespace/name": one lookup per row, not
+     * one scan of the manifest (thousands of Workloads a submit) */
+    json_t *mine = json_array(), *submitted = json_object();
+    char key[600];
+    for (size_t k = 0; submitted && k < td_manifest_count(m); k++) {
+        td_object_id id = td_object_identity(td_manifest_doc(m, k));
+        snprintf(key, sizeof key, "%s/%s", id.namespace_, id.name);
+        json_object_set_new(submitted, key, json_true());
+    }
+    size_t i;
+    json_t *w;
+    json_array_foreach(view, i, w)
+    {
+        snprintf(key, sizeof key, "%s/%s", td_json_str(w, "namespace"), td_json_str(w, "name"));
+        if (json_object_get(submitted, key))
+            json_array_append(mine, w);
+    }
+    json_decref(submitted);
+    json_decref(view);
+    reply_json(resp, 200, json_pack("{s:o}", "workloads", mine));
+}
+
+static void handle_apply_or_submit(td_control *c, const td_http_request *req,
+                                   td_http_response *resp, const td_principal *p, int submit)
+{
+    td_manifest *m = take_manifest(req, resp, submit);
+    if (!m)
+        return;
+    td_config *prev = td_control_snapshot(c);
+    int refused = keep_statuses(prev, m, p, submit, resp) != 0 ||
+                  (submit && check_submission(prev, m, p, resp) != 0);
+    td_config_unref(prev);
+    if (refused) {
+        td_manifest_destroy(m);
+        return;
+    }
+    td_err err;
+    json_t *result = json_array();
+    td_status st = commit_manifest(c, m, result, &err);
+    if (st == TD_OK && submit)
+        reply_submitted(c, m, p, resp);
+    else if (st == TD_OK)
+        reply_json(resp, 200, json_pack("{s:O}", "applied", result));
+    else if (st == TD_ENOMEM)
+        reply_error(resp, 500, "out of memory");
+    else
+        reply_error(resp, st == TD_EIO ? 503 : 400, err.msg);
+    json_decref(result);
     td_manifest_destroy(m);
 }
 

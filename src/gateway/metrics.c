@@ -393,6 +393,220 @@ static bool pair_used(const route_chunk *ch, size_t i)
     return false;
 }
 
+/* What a render reads the names through. */
+typedef struct {
+    const td_metrics *m;
+    name_fn name_of;
+    void *arg;
+    const char **routes; /* each route slot's name, or NULL */
+} render_ctx;
+
+/* The series of one used tenant and route pair (route chunk ch, index i). */
+typedef void (*pair_fn)(buf *b, const char *tenant, const char *route, const route_chunk *ch,
+                        size_t i);
+
+static void pair_requests(buf *b, const char *tenant, const char *route, const route_chunk *ch,
+                          size_t i)
+{
+    for (int o = 0; o < TD_OUT_COUNT; o++) {
+        puts_(b, "tenantd_requests_total{");
+        put_label(b, "tenant", tenant, true);
+        put_label(b, "route", route, false);
+        put_label(b, "outcome", outcome_names[o], false);
+        printf_(b, "} %" PRIu64 "\n", load(&ch->requests[i][o]));
+    }
+}
+
+static void pair_cost(buf *b, const char *tenant, const char *route, const route_chunk *ch,
+                      size_t i)
+{
+    puts_(b, "tenantd_cost_units_total{");
+    put_label(b, "tenant", tenant, true);
+    put_label(b, "route", route, false);
+    puts_(b, "} ");
+    put_fixed(b, load(&ch->cost_micro[i]), (uint64_t)COST_SCALE, 6);
+    puts_(b, "\n");
+}
+
+static void pair_shed(buf *b, const char *tenant, const char *route, const route_chunk *ch,
+                      size_t i)
+{
+    for (int c = 0; c < TD_CRIT_COUNT; c++) {
+        puts_(b, "tenantd_shed_total{");
+        put_label(b, "tenant", tenant, true);
+        put_label(b, "route", route, false);
+        put_label(b, "criticality", td_criticality_name((td_criticality)c), false);
+        printf_(b, "} %" PRIu64 "\n", load(&ch->shed[i][c]));
+    }
+}
+
+/* The families with a series per tenant and route, in the order they are
+ * rendered. */
+static const struct {
+    const char *name, *type, *help;
+    pair_fn series;
+} pair_families[] = {
+    {"tenantd_requests_total", "counter",
+     "Requests finished at the gateway, by tenant, route and outcome.", pair_requests},
+    {"tenantd_cost_units_total", "counter",
+     "Cost units charged (after reconciliation), in the route's cost model.", pair_cost},
+    {"tenantd_shed_total", "counter",
+     "Requests shed (503), by tenant, route and the criticality they were served at.",
+     pair_shed},
+};
+
+/* Each pair family over the tenants and routes that had a request. */
+static void render_pairs(buf *b, const render_ctx *x)
+{
+    const td_metrics *m = x->m;
+    for (size_t f = 0; f < sizeof pair_families / sizeof pair_families[0]; f++) {
+        family(b, pair_families[f].name, pair_families[f].type, pair_families[f].help);
+        for (size_t t = 0; t <= m->max_tenants; t++) {
+            tenant_block *tb = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
+            const char *tenant =
+                tb ? slot_name(x->name_of, x->arg, 't', t, m->max_tenants) : NULL;
+            if (!tenant)
+                continue;
+            for (size_t r = 0; r <= m->max_routes; r++) {
+                route_chunk *ch =
+                    atomic_load_explicit(&tb->chunks[r / ROUTES_PER_CHUNK], memory_order_acquire);
+                if (!ch || !x->routes[r] || !pair_used(ch, r % ROUTES_PER_CHUNK))
+                    continue;
+                pair_families[f].series(b, tenant, x->routes[r], ch, r % ROUTES_PER_CHUNK);
+            }
+        }
+    }
+}
+
+static void render_latency(buf *b, const render_ctx *x)
+{
+    const td_metrics *m = x->m;
+    family(b, "tenantd_request_duration_seconds", "histogram",
+           "End-to-end latency of requests that reached the upstream.");
+    for (size_t t = 0; t <= m->max_tenants; t++) {
+        tenant_block *tb = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
+        uint64_t counts[NBUCKETS + 1] = {0}, total = 0;
+        for (int k = 0; tb && k <= NBUCKETS; k++)
+            total += counts[k] = load(&tb->buckets[k]);
+        /* a named tenant always; the unnamed slot only once observed */
+        const char *tenant = t == m->max_tenants && !total
+                                 ? NULL
+                                 : slot_name(x->name_of, x->arg, 't', t, m->max_tenants);
+        if (!tenant)
+            continue;
+        /* _count is the +Inf bucket, so the two always agree even while
+         * other threads observe. */
+        uint64_t cum = 0;
+        for (int k = 0; k <= NBUCKETS; k++) {
+            cum += counts[k];
+            puts_(b, "tenantd_request_duration_seconds_bucket{");
+            put_label(b, "tenant", tenant, true);
+            put_label(b, "le", k < NBUCKETS ? bucket_le[k] : "+Inf", false);
+            printf_(b, "} %" PRIu64 "\n", cum);
+        }
+        puts_(b, "tenantd_request_duration_seconds_sum{");
+        put_label(b, "tenant", tenant, true);
+        puts_(b, "} ");
+        put_fixed(b, tb ? load(&tb->sum_ns) : 0, 1000000000ULL, 9);
+        puts_(b, "\ntenantd_request_duration_seconds_count{");
+        put_label(b, "tenant", tenant, true);
+        printf_(b, "} %" PRIu64 "\n", total);
+    }
+}
+
+/* The criticality queues' depth per route, and the requests in flight per
+ * tenant. */
+static void render_gauges(buf *b, const render_ctx *x)
+{
+    const td_metrics *m = x->m;
+    family(b, "tenantd_queue_depth", "gauge", "Requests waiting in a route's criticality queue.");
+    for (size_t r = 0; r <= m->max_routes; r++) {
+        int64_t v[TD_CRIT_COUNT], any = 0;
+        for (int c = 0; c < TD_CRIT_COUNT; c++)
+            any |= v[c] = atomic_load_explicit(&m->queue[r][c], memory_order_relaxed);
+        if (!x->routes[r] || (r == m->max_routes && !any))
+            continue;
+        for (int c = 0; c < TD_CRIT_COUNT; c++) {
+            puts_(b, "tenantd_queue_depth{");
+            put_label(b, "route", x->routes[r], true);
+            put_label(b, "criticality", td_criticality_name((td_criticality)c), false);
+            printf_(b, "} %" PRId64 "\n", v[c]);
+        }
+    }
+    family(b, "tenantd_inflight", "gauge", "Requests of a tenant in flight to upstreams.");
+    for (size_t t = 0; t <= m->max_tenants; t++) {
+        int64_t v = atomic_load_explicit(&m->inflight[t], memory_order_relaxed);
+        const char *tenant = t == m->max_tenants && !v
+                                 ? NULL
+                                 : slot_name(x->name_of, x->arg, 't', t, m->max_tenants);
+        if (!tenant)
+            continue;
+        puts_(b, "tenantd_inflight{");
+        put_label(b, "tenant", tenant, true);
+        printf_(b, "} %" PRId64 "\n", v);
+    }
+}
+
+static void render_limits(buf *b, const render_ctx *x)
+{
+    static const char *const limit_names[TD_LIMIT_COUNT] = {"rate", "concurrency", "budget",
+                                                            "key_rate", "key_concurrency",
+                                                            "key_budget"};
+    const td_metrics *m = x->m;
+    family(b, "tenantd_limit_rejections_total", "counter",
+           "Requests a tenant's limit refused: mode=\"enforce\" got 429, mode=\"shadow\" "
+           "would have and went on.");
+    for (size_t t = 0; t <= m->max_tenants; t++) {
+        uint64_t any = 0;
+        for (int l = 0; l < TD_LIMIT_COUNT; l++)
+            any |= load(&m->limit_rej[t][l][0]) | load(&m->limit_rej[t][l][1]);
+        const char *tenant = t == m->max_tenants && !any
+                                 ? NULL
+                                 : slot_name(x->name_of, x->arg, 't', t, m->max_tenants);
+        for (int l = 0; tenant && l < TD_LIMIT_COUNT; l++)
+            for (int s = 0; s < 2; s++) {
+                uint64_t v = load(&m->limit_rej[t][l][s]);
+                puts_(b, "tenantd_limit_rejections_total{");
+                put_label(b, "tenant", tenant, true);
+                put_label(b, "limit", limit_names[l], false);
+                put_label(b, "mode", s ? "shadow" : "enforce", false);
+                printf_(b, "} %" PRIu64 "\n", v);
+            }
+    }
+}
+
+/* The gateway-wide series: shared limits' state and client connections.
+ * Always present, so that an alert can tell 0 from "not exported". */
+static void render_gateway(buf *b, const td_metrics *m)
+{
+    static const char *const conn_reasons[TD_CONN_REASON_COUNT] = {"per_address", "limit",
+                                                                   "evicted", "auth_timeout"};
+    family(b, "tenantd_shared_limit_degraded", "gauge",
+           "1 while shared (Redis) limits are unreachable and local limits decide.");
+    printf_(b, "tenantd_shared_limit_degraded %" PRId64 "\n",
+            atomic_load_explicit(&m->shared_degraded, memory_order_relaxed));
+    family(b, "tenantd_shared_limit_degradations_total", "counter",
+           "Times shared (Redis) limits became unreachable.");
+    printf_(b, "tenantd_shared_limit_degradations_total %" PRIu64 "\n",
+            load(&m->shared_degradations));
+    family(b, "tenantd_gateway_client_connections", "gauge",
+           "Client connections open on the data listener, by whether a valid key was seen.");
+    int64_t open = atomic_load_explicit(&m->conns_open, memory_order_relaxed);
+    int64_t unauth = atomic_load_explicit(&m->conns_unauth, memory_order_relaxed);
+    printf_(b, "tenantd_gateway_client_connections{state=\"authenticated\"} %" PRId64 "\n",
+            open - unauth);
+    printf_(b, "tenantd_gateway_client_connections{state=\"unauthenticated\"} %" PRId64 "\n",
+            unauth);
+    family(b, "tenantd_gateway_client_connection_limit", "gauge",
+           "Client connections the data listener holds at most (open files less the reserve).");
+    printf_(b, "tenantd_gateway_client_connection_limit %" PRIu64 "\n", load(&m->conn_limit));
+    family(b, "tenantd_gateway_connections_closed_total", "counter",
+           "Client connections the gateway refused or closed to keep descriptors for others.");
+    for (int i = 0; i < TD_CONN_REASON_COUNT; i++)
+        printf_(b, "tenantd_gateway_connections_closed_total{reason=\"%s\"} %" PRIu64 "\n",
+                conn_reasons[i], load(&m->conns_closed[i]));
+}
+
 td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, char **out,
                             size_t *len)
 {
@@ -404,184 +618,13 @@ td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, cha
         return TD_ENOMEM;
     for (size_t r = 0; r <= m->max_routes; r++)
         routes[r] = slot_name(name_of, arg, 'r', r, m->max_routes);
+    render_ctx x = {m, name_of, arg, routes};
     grow(&b, 1);
-
-    family(&b, "tenantd_requests_total", "counter",
-           "Requests finished at the gateway, by tenant, route and outcome.");
-    for (size_t t = 0; t <= m->max_tenants; t++) {
-        tenant_block *tb = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
-        const char *tenant = tb ? slot_name(name_of, arg, 't', t, m->max_tenants) : NULL;
-        if (!tenant)
-            continue;
-        for (size_t r = 0; r <= m->max_routes; r++) {
-            route_chunk *ch =
-                atomic_load_explicit(&tb->chunks[r / ROUTES_PER_CHUNK], memory_order_acquire);
-            if (!ch || !routes[r] || !pair_used(ch, r % ROUTES_PER_CHUNK))
-                continue;
-            for (int o = 0; o < TD_OUT_COUNT; o++) {
-                puts_(&b, "tenantd_requests_total{");
-                put_label(&b, "tenant", tenant, true);
-                put_label(&b, "route", routes[r], false);
-                put_label(&b, "outcome", outcome_names[o], false);
-                printf_(&b, "} %" PRIu64 "\n", load(&ch->requests[r % ROUTES_PER_CHUNK][o]));
-            }
-        }
-    }
-
-    family(&b, "tenantd_cost_units_total", "counter",
-           "Cost units charged (after reconciliation), in the route's cost model.");
-    for (size_t t = 0; t <= m->max_tenants; t++) {
-        tenant_block *tb = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
-        const char *tenant = tb ? slot_name(name_of, arg, 't', t, m->max_tenants) : NULL;
-        if (!tenant)
-            continue;
-        for (size_t r = 0; r <= m->max_routes; r++) {
-            route_chunk *ch =
-                atomic_load_explicit(&tb->chunks[r / ROUTES_PER_CHUNK], memory_order_acquire);
-            if (!ch || !routes[r] || !pair_used(ch, r % ROUTES_PER_CHUNK))
-                continue;
-            puts_(&b, "tenantd_cost_units_total{");
-            put_label(&b, "tenant", tenant, true);
-            put_label(&b, "route", routes[r], false);
-            puts_(&b, "} ");
-            put_fixed(&b, load(&ch->cost_micro[r % ROUTES_PER_CHUNK]), (uint64_t)COST_SCALE, 6);
-            puts_(&b, "\n");
-        }
-    }
-
-    family(&b, "tenantd_shed_total", "counter",
-           "Requests shed (503), by tenant, route and the criticality they were served at.");
-    for (size_t t = 0; t <= m->max_tenants; t++) {
-        tenant_block *tb = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
-        const char *tenant = tb ? slot_name(name_of, arg, 't', t, m->max_tenants) : NULL;
-        if (!tenant)
-            continue;
-        for (size_t r = 0; r <= m->max_routes; r++) {
-            route_chunk *ch =
-                atomic_load_explicit(&tb->chunks[r / ROUTES_PER_CHUNK], memory_order_acquire);
-            if (!ch || !routes[r] || !pair_used(ch, r % ROUTES_PER_CHUNK))
-                continue;
-            for (int c = 0; c < TD_CRIT_COUNT; c++) {
-                puts_(&b, "tenantd_shed_total{");
-                put_label(&b, "tenant", tenant, true);
-                put_label(&b, "route", routes[r], false);
-                put_label(&b, "criticality", td_criticality_name((td_criticality)c), false);
-                printf_(&b, "} %" PRIu64 "\n", load(&ch->shed[r % ROUTES_PER_CHUNK][c]));
-            }
-        }
-    }
-
-    family(&b, "tenantd_request_duration_seconds", "histogram",
-           "End-to-end latency of requests that reached the upstream.");
-    for (size_t t = 0; t <= m->max_tenants; t++) {
-        tenant_block *tb = atomic_load_explicit(&m->tenants[t], memory_order_acquire);
-        uint64_t counts[NBUCKETS + 1] = {0}, total = 0;
-        for (int k = 0; tb && k <= NBUCKETS; k++)
-            total += counts[k] = load(&tb->buckets[k]);
-        /* a named tenant always; the unnamed slot only once observed */
-        const char *tenant = t == m->max_tenants && !total
-                                 ? NULL
-                                 : slot_name(name_of, arg, 't', t, m->max_tenants);
-        if (!tenant)
-            continue;
-        /* _count is the +Inf bucket, so the two always agree even while
-         * other threads observe. */
-        uint64_t cum = 0;
-        for (int k = 0; k <= NBUCKETS; k++) {
-            cum += counts[k];
-            puts_(&b, "tenantd_request_duration_seconds_bucket{");
-            put_label(&b, "tenant", tenant, true);
-            put_label(&b, "le", k < NBUCKETS ? bucket_le[k] : "+Inf", false);
-            printf_(&b, "} %" PRIu64 "\n", cum);
-        }
-        puts_(&b, "tenantd_request_duration_seconds_sum{");
-        put_label(&b, "tenant", tenant, true);
-        puts_(&b, "} ");
-        put_fixed(&b, tb ? load(&tb->sum_ns) : 0, 1000000000ULL, 9);
-        puts_(&b, "\ntenantd_request_duration_seconds_count{");
-        put_label(&b, "tenant", tenant, true);
-        printf_(&b, "} %" PRIu64 "\n", total);
-    }
-
-    family(&b, "tenantd_queue_depth", "gauge", "Requests waiting in a route's criticality queue.");
-    for (size_t r = 0; r <= m->max_routes; r++) {
-        int64_t v[TD_CRIT_COUNT], any = 0;
-        for (int c = 0; c < TD_CRIT_COUNT; c++)
-            any |= v[c] = atomic_load_explicit(&m->queue[r][c], memory_order_relaxed);
-        if (!routes[r] || (r == m->max_routes && !any))
-            continue;
-        for (int c = 0; c < TD_CRIT_COUNT; c++) {
-            puts_(&b, "tenantd_queue_depth{");
-            put_label(&b, "route", routes[r], true);
-            put_label(&b, "criticality", td_criticality_name((td_criticality)c), false);
-            printf_(&b, "} %" PRId64 "\n", v[c]);
-        }
-    }
-
-    family(&b, "tenantd_inflight", "gauge", "Requests of a tenant in flight to upstreams.");
-    for (size_t t = 0; t <= m->max_tenants; t++) {
-        int64_t v = atomic_load_explicit(&m->inflight[t], memory_order_relaxed);
-        const char *tenant =
-            t == m->max_tenants && !v ? NULL : slot_name(name_of, arg, 't', t, m->max_tenants);
-        if (!tenant)
-            continue;
-        puts_(&b, "tenantd_inflight{");
-        put_label(&b, "tenant", tenant, true);
-        printf_(&b, "} %" PRId64 "\n", v);
-    }
-
-    static const char *const limit_names[TD_LIMIT_COUNT] = {"rate", "concurrency", "budget",
-                                                            "key_rate", "key_concurrency",
-                                                            "key_budget"};
-    family(&b, "tenantd_limit_rejections_total", "counter",
-           "Requests a tenant's limit refused: mode=\"enforce\" got 429, mode=\"shadow\" "
-           "would have and went on.");
-    for (size_t t = 0; t <= m->max_tenants; t++) {
-        uint64_t any = 0;
-        for (int l = 0; l < TD_LIMIT_COUNT; l++)
-            any |= load(&m->limit_rej[t][l][0]) | load(&m->limit_rej[t][l][1]);
-        const char *tenant =
-            t == m->max_tenants && !any ? NULL : slot_name(name_of, arg, 't', t, m->max_tenants);
-        for (int l = 0; tenant && l < TD_LIMIT_COUNT; l++)
-            for (int s = 0; s < 2; s++) {
-                uint64_t v = load(&m->limit_rej[t][l][s]);
-                puts_(&b, "tenantd_limit_rejections_total{");
-                put_label(&b, "tenant", tenant, true);
-                put_label(&b, "limit", limit_names[l], false);
-                put_label(&b, "mode", s ? "shadow" : "enforce", false);
-                printf_(&b, "} %" PRIu64 "\n", v);
-            }
-    }
-
-    /* Always present, so that an alert can tell 0 from "not exported". */
-    family(&b, "tenantd_shared_limit_degraded", "gauge",
-           "1 while shared (Redis) limits are unreachable and local limits decide.");
-    printf_(&b, "tenantd_shared_limit_degraded %" PRId64 "\n",
-            atomic_load_explicit(&m->shared_degraded, memory_order_relaxed));
-    family(&b, "tenantd_shared_limit_degradations_total", "counter",
-           "Times shared (Redis) limits became unreachable.");
-    printf_(&b, "tenantd_shared_limit_degradations_total %" PRIu64 "\n",
-            load(&m->shared_degradations));
-
-    family(&b, "tenantd_gateway_client_connections", "gauge",
-           "Client connections open on the data listener, by whether a valid key was seen.");
-    int64_t open = atomic_load_explicit(&m->conns_open, memory_order_relaxed);
-    int64_t unauth = atomic_load_explicit(&m->conns_unauth, memory_order_relaxed);
-    printf_(&b, "tenantd_gateway_client_connections{state=\"authenticated\"} %" PRId64 "\n",
-            open - unauth);
-    printf_(&b, "tenantd_gateway_client_connections{state=\"unauthenticated\"} %" PRId64 "\n",
-            unauth);
-    family(&b, "tenantd_gateway_client_connection_limit", "gauge",
-           "Client connections the data listener holds at most (open files less the reserve).");
-    printf_(&b, "tenantd_gateway_client_connection_limit %" PRIu64 "\n", load(&m->conn_limit));
-    static const char *const conn_reasons[TD_CONN_REASON_COUNT] = {"per_address", "limit",
-                                                                   "evicted", "auth_timeout"};
-    family(&b, "tenantd_gateway_connections_closed_total", "counter",
-           "Client connections the gateway refused or closed to keep descriptors for others.");
-    for (int i = 0; i < TD_CONN_REASON_COUNT; i++)
-        printf_(&b, "tenantd_gateway_connections_closed_total{reason=\"%s\"} %" PRIu64 "\n",
-                conn_reasons[i], load(&m->conns_closed[i]));
-
+    render_pairs(&b, &x);
+    render_latency(&b, &x);
+    render_gauges(&b, &x);
+    render_limits(&b, &x);
+    render_gateway(&b, m);
     free(routes);
     if (b.oom) {
         free(b.p);

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "daemon/control.h"
+#include "daemon/leader.h"
 #include "daemon/metering.h"
 #include "daemon/queueview.h"
 #include "daemon/workloads.h"
@@ -89,6 +90,7 @@ typedef struct {
     uv_timer_t sync;
     uv_poll_t *poll; /* NULL while not listening */
     bool syncing, sync_failing;
+    td_leader *leader; /* PostgreSQL: the scheduling lease; NULL: SQLite */
 } daemon_state;
 
 static void close_free(uv_handle_t *h)
@@ -128,6 +130,7 @@ static void on_signal(uv_signal_t *h, int signum)
     uv_signal_stop(&d->sighup);
     if (d->syncing)
         uv_timer_stop(&d->sync);
+    td_leader_stop(d->leader);
     if (d->metering) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -223,6 +226,12 @@ static void pick_up(daemon_state *d)
     size_t n = td_config_all(next, &all);
     td_control_adopt(d->control, next);
     fprintf(stderr, "tenantd: store: picked up a commit from another replica (%zu objects)\n", n);
+    td_leader_picked_up(d->leader); /* the leader schedules what it brought */
+}
+
+static void leader_refresh(void *ud)
+{
+    pick_up(ud);
 }
 
 static void on_store_readable(uv_poll_t *h, int status, int events)
@@ -770,6 +779,18 @@ int main(int argc, char **argv)
     uv_signal_start(&d.sigint, on_signal, SIGINT);
     uv_signal_start(&d.sigterm, on_signal, SIGTERM);
     uv_signal_start(&d.sighup, on_reload, SIGHUP);
+    if (database) {
+        /* one scheduling leader among the replicas (leader.h); this one
+         * leads at once if the lease is free */
+        d.store = store;
+        if (td_leader_start(&loop, database, replica_name, &control, leader_refresh, &d, &d.leader,
+                            &err) != TD_OK)
+        {
+            /* without it every replica would schedule, unfenced: stop */
+            fprintf(stderr, "tenantd: leader: %s; stopping\n", err.msg);
+            raise(SIGTERM);
+        }
+    }
     {
         /* A scheduling pass over the stored records, once both listeners
          * are up (requests wait in the backlog); it changes nothing unless
@@ -820,6 +841,7 @@ int main(int argc, char **argv)
      * its on_commit still prices into metering, freed after. */
     td_ledger_close(ledger);
     td_metering_destroy(metering);
+    td_leader_destroy(d.leader);
     td_control_fini(&control);
     td_gateway_destroy(gateway);
     if (alog && alog != stderr)

@@ -73,7 +73,9 @@ static void usage(FILE *f)
             "      --ledger on|off      meter every gateway request and batch interval into\n"
             "                           DIR/ledger.db (default on)\n"
             "      --ledger-retention DURATION  raw request records older than this are\n"
-            "                           compacted into hourly rollups (default 720h; 0 keeps all)\n\n"
+            "                           compacted into hourly rollups (default 720h; 0 keeps all)\n"
+            "      --ledger-spool-max N records waiting for --database's shared ledger at most\n"
+            "                           (default 1000000; the rest is counted, not shipped)\n\n"
             "The dashboard is GET /ui on the admin listener (its data: GET /v1/usage).\n");
 }
 
@@ -426,7 +428,7 @@ int main(int argc, char **argv)
 {
     enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
            O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE,
-           O_LEDGER, O_LEDGER_RETENTION, O_DATA_CERT, O_DATA_KEY, O_REPLICA_NAME, O_ADMIN_THREADS,
+           O_LEDGER, O_LEDGER_RETENTION, O_LEDGER_SPOOL_MAX, O_DATA_CERT, O_DATA_KEY, O_REPLICA_NAME, O_ADMIN_THREADS,
            O_UNAUTH_PER_ADDR, O_DATABASE };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -449,6 +451,7 @@ int main(int argc, char **argv)
         {"admin-token-file", required_argument, NULL, O_TOKEN_FILE},
         {"ledger", required_argument, NULL, O_LEDGER},
         {"ledger-retention", required_argument, NULL, O_LEDGER_RETENTION},
+        {"ledger-spool-max", required_argument, NULL, O_LEDGER_SPOOL_MAX},
         {"data-tls-cert", required_argument, NULL, O_DATA_CERT},
         {"data-tls-key", required_argument, NULL, O_DATA_KEY},
         {"unauth-conns-per-addr", required_argument, NULL, O_UNAUTH_PER_ADDR},
@@ -463,6 +466,7 @@ int main(int argc, char **argv)
     long workers = sysconf(_SC_NPROCESSORS_ONLN), replicas = 1, unauth_per_addr = 64;
     long admin_threads = workers;
     bool allow_x_tenant = false, ledger_on = true;
+    size_t spool_max = 0; /* TD_LEDGER_SPOOL_MAX */
     int64_t retention_ns = 720LL * 3600 * 1000000000LL;
     int c;
     /* Webhook reviews allocate their JSON from a per-request arena
@@ -513,6 +517,17 @@ int main(int argc, char **argv)
                 fprintf(stderr, "tenantd: --ledger-retention: %s\n", e.msg);
                 return 2;
             }
+            break;
+        }
+        case O_LEDGER_SPOOL_MAX: {
+            char *end;
+            long long v = strtoll(optarg, &end, 10);
+            if (!optarg[0] || *end || v < 1 || v > 1000000000LL) {
+                fprintf(stderr, "tenantd: --ledger-spool-max must be a number from 1 to "
+                                "1000000000\n");
+                return 2;
+            }
+            spool_max = (size_t)v;
             break;
         }
         case O_DATA_CERT: data_cert = optarg; break;
@@ -679,7 +694,10 @@ int main(int argc, char **argv)
                         &(td_ledger_opts){.max_buffered = 65536, .flush_ms = 50,
                                           .retention_ns = retention_ns,
                                           .on_commit = td_metering_on_commit,
-                                          .on_commit_ud = metering},
+                                          .on_commit_ud = metering,
+                                          .database = database,
+                                          .replica = replica_name,
+                                          .spool_max = spool_max},
                         &ledger, &err) != TD_OK)) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
         td_metering_destroy(metering);

@@ -28,7 +28,8 @@ typedef struct {
 /* Migration i takes the schema from version i to i + 1, in the transaction
  * that also records the new version. Version 2: the generation of each
  * row's last write (a scheduling pass writes only over rows it read) and
- * the scheduling lease (leader_pg.c). */
+ * the scheduling lease (leader_pg.c). Version 3: the shared ledger
+ * (ledger_pg.c). */
 static const char *const migrations[TD_STORE_PG_SCHEMA] = {
     "CREATE TABLE tenantd_objects ("
     "  id bigserial NOT NULL,"
@@ -42,6 +43,18 @@ static const char *const migrations[TD_STORE_PG_SCHEMA] = {
     "  id integer PRIMARY KEY CHECK (id = 1), holder text NOT NULL,"
     "  term bigint NOT NULL, expires_at timestamptz NOT NULL);"
     "INSERT INTO tenantd_leader VALUES (1, '', 0, '-infinity');",
+    "CREATE TABLE tenantd_ledger ("
+    "  id text PRIMARY KEY, replica text NOT NULL, kind smallint NOT NULL,"
+    "  rollup smallint NOT NULL, start_ns bigint NOT NULL, end_ns bigint NOT NULL,"
+    "  tenant text NOT NULL, team text NOT NULL, project text NOT NULL,"
+    "  environment text NOT NULL, route text NOT NULL, workload text NOT NULL,"
+    "  cluster_queue text NOT NULL, flavor text NOT NULL, outcome text NOT NULL,"
+    "  interruptible smallint NOT NULL, count bigint NOT NULL, tokens_in bigint NOT NULL,"
+    "  tokens_out bigint NOT NULL, gpu_milli_seconds bigint NOT NULL,"
+    "  gpu_milli bigint NOT NULL, cpu_milli bigint NOT NULL, memory_bytes bigint NOT NULL,"
+    "  storage_bytes bigint NOT NULL, gpu_used_milli bigint NOT NULL, api_key text NOT NULL,"
+    "  stored_at timestamptz NOT NULL DEFAULT now());"
+    "CREATE INDEX tenantd_ledger_start ON tenantd_ledger(start_ns);",
 };
 
 static int64_t mono_ns(void)

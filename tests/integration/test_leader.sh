@@ -168,14 +168,16 @@ grep -Eq "^burst +0 +$used " "$TMP/cq" && ok "the ClusterQueue counts $used admi
 refused=0
 for attempt in 1 2 3; do
     L=$(leader) T=$(term)
+    rm -f "$TMP/locked"
     psql -X -q -v ON_ERROR_STOP=1 "$PG_URL" >/dev/null 2>&1 <<SQL &
 BEGIN;
 UPDATE tenantd_leader SET term = term + 1, holder = 'intruder', expires_at = clock_timestamp() + interval '1 hour';
+\! touch $TMP/locked
 SELECT pg_sleep(2);
 COMMIT;
 SQL
     ppid=$!
-    sleep 0.1
+    for _ in $(seq 100); do [ -e "$TMP/locked" ] && break; sleep 0.01; done
     submit "$L" "stale-$attempt"; rc=$?
     wait $ppid
     if grep -q "a write of scheduling term $T refused: the term is $((T + 1)) now, held by intruder" "$TMP/$L/log"; then

@@ -145,7 +145,9 @@ static td_status commit_scheduled(td_control *c, td_config *next, json_t *const 
         }
     }
     td_config_builder_destroy(b);
-    if (st == TD_OK && term > 0)
+    /* a pass that changed nothing over nothing new writes nothing (no
+     * commit, no generation for the other replicas to pick up) */
+    if (st == TD_OK && term > 0 && (nobjs || nch || ndels))
         st = td_store_write_fenced(c->store, nch ? all : objs, nobjs, nch, dels, ndels, term, err);
     else if (st == TD_OK && (nobjs || nch || ndels))
         st = td_store_write(c->store, nch ? all : objs, nobjs + nch, dels, ndels, err);

@@ -192,9 +192,10 @@ static void on_reload(uv_signal_t *h, int signum)
 
 /* Another replica may have committed: if the store's generation moved past
  * what is served, every object is read again and served, as a SIGHUP or an
- * apply swaps the snapshot; nothing is written and no scheduling pass runs
- * (the committer ran its own). A store that cannot be read or whose objects
- * do not validate leaves the old snapshot serving, logged once. */
+ * apply swaps the snapshot; nothing is written here (the scheduling leader
+ * then runs a pass over what the commit brought: leader.h). A store that
+ * cannot be read or whose objects do not validate leaves the old snapshot
+ * serving, logged once. */
 static void pick_up(daemon_state *d)
 {
     td_err err;

@@ -470,14 +470,17 @@ static td_status write_batch(td_ledger *l, td_err *err)
             goto out;
         }
     }
+    /* counted before the commit: the shipper may send and subtract the
+     * rows as soon as they are committed, and the count must not wrap */
+    atomic_fetch_add(&l->counters.spooled, spooled);
     if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        atomic_fetch_sub(&l->counters.spooled, spooled);
         st = db_err(db, l->path, err, "cannot commit");
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         goto out;
     }
     atomic_fetch_add(&l->committed, l->pending - late);
     atomic_fetch_add(&l->dropped, late);
-    atomic_fetch_add(&l->counters.spooled, spooled);
     atomic_fetch_add(&l->counters.overflow, overflow);
 out:
     pthread_mutex_unlock(&l->dbmu);

@@ -312,13 +312,27 @@ static int append_queue_metrics(td_control *c, char **text, size_t *len)
                  ? append_text(text, len, td_queueview_metrics(v))
                  : 0;
     td_config_unref(cur);
-    char line[256];
+    char line[512];
     snprintf(line, sizeof line,
              "# HELP tenantd_queue_rebuilds_total Times the batch queue was rebuilt from the "
              "stored Workload records (once per commit; never per read).\n"
              "# TYPE tenantd_queue_rebuilds_total counter\n"
              "tenantd_queue_rebuilds_total %llu\n",
              td_workloads_rebuilds());
+    if (rc >= 0)
+        rc = append_text(text, len, line);
+    /* the scheduling leader (leader.h): loop thread, as /metrics is */
+    int64_t term = td_leader_term(c->leader);
+    snprintf(line, sizeof line,
+             "# HELP tenantd_scheduling_leader 1 while this replica runs the batch queue's "
+             "passes (always 1 without --database).\n"
+             "# TYPE tenantd_scheduling_leader gauge\n"
+             "tenantd_scheduling_leader %d\n"
+             "# HELP tenantd_scheduling_term The scheduling lease's term this replica holds "
+             "(0: none).\n"
+             "# TYPE tenantd_scheduling_term gauge\n"
+             "tenantd_scheduling_term %lld\n",
+             term != 0, (long long)(term > 0 ? term : 0));
     return rc < 0 ? rc : append_text(text, len, line);
 }
 

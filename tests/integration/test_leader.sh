@@ -86,6 +86,11 @@ expect_grep "A says it schedules" "$TMP/A/log" "this replica schedules the batch
 expect_grep "B names the leader" "$TMP/B/log" "leader: A schedules the batch queue"
 expect_no_grep "B does not lead" "$TMP/B/log" "this replica schedules"
 T_A=$(term)
+curl -s "http://127.0.0.1:$PORT_A/metrics" > "$TMP/m_a"
+curl -s "http://127.0.0.1:$PORT_B/metrics" > "$TMP/m_b"
+expect_grep "A's /metrics: the leader" "$TMP/m_a" "tenantd_scheduling_leader 1"
+expect_grep "with its term" "$TMP/m_a" "tenantd_scheduling_term $T_A"
+expect_grep "B's /metrics: not the leader" "$TMP/m_b" "tenantd_scheduling_leader 0"
 
 # --- a Workload submitted on B is admitted by A ---
 submit B on-b && ok "B acknowledged a submit" || not_ok "submit on B"

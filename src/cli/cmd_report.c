@@ -38,8 +38,9 @@ static void usage(FILE *f)
             "  -c, --config FILE  platform objects with the CostPolicy, NodePools, quotas and\n"
             "                     Routes (repeatable); default: the objects stored in\n"
             "                     DIR/tenantd.db\n"
-            "  --database URL     read the objects from tenantd's PostgreSQL database\n"
-            "                     instead (default $TENANTD_DATABASE); the ledger stays DIR's\n"
+            "  --database URL     read the objects and the shared ledger (every replica's\n"
+            "                     records) from tenantd's PostgreSQL database instead\n"
+            "                     (default $TENANTD_DATABASE); --data is then not needed\n"
             "  --from, --to TIME  the period [from, to): RFC 3339 (2026-12-01T00:00:00Z) or a\n"
             "                     date (2026-12-01 = its midnight UTC); default: this month\n"
             "                     so far\n"
@@ -102,10 +103,21 @@ int td_report_load(const char *verb, const td_report_flags *f, int need_policy,
     const char *data = f->data, *from = f->from, *to = f->to;
     td_err err;
     memset(in, 0, sizeof *in);
-    if (!data) {
-        fprintf(stderr, "tenantctl %s: --data DIR is required\n", verb);
+    /* PostgreSQL's objects and shared ledger (--database, $TENANTD_DATABASE),
+     * or DIR's */
+    const char *database = f->database;
+    if (!database && getenv("TENANTD_DATABASE") && getenv("TENANTD_DATABASE")[0])
+        database = getenv("TENANTD_DATABASE");
+    if (database && !td_store_is_url(database)) {
+        fprintf(stderr, "tenantctl %s: --database must be a postgres:// or postgresql:// URL\n",
+                verb);
         return TD_EXIT_USAGE;
     }
+    if (!data && !database) {
+        fprintf(stderr, "tenantctl %s: --data DIR (or --database URL) is required\n", verb);
+        return TD_EXIT_USAGE;
+    }
+    const char *ledger_at = database;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     int64_t now_ns = (int64_t)now.tv_sec * NS + now.tv_nsec;
@@ -145,17 +157,8 @@ int td_report_load(const char *verb, const td_report_flags *f, int need_policy,
             return TD_EXIT_USAGE;
         }
     } else {
-        /* the objects: PostgreSQL's (--database, $TENANTD_DATABASE) or DIR's */
-        const char *database = f->database;
-        if (!database && getenv("TENANTD_DATABASE") && getenv("TENANTD_DATABASE")[0])
-            database = getenv("TENANTD_DATABASE");
-        if (database && !td_store_is_url(database)) {
-            fprintf(stderr, "tenantctl %s: --database must be a postgres:// or postgresql:// URL\n",
-                    verb);
-            return TD_EXIT_USAGE;
-        }
         char path[4096];
-        snprintf(path, sizeof path, "%s/tenantd.db", data);
+        snprintf(path, sizeof path, "%s/tenantd.db", data ? data : ".");
         td_store *st = NULL;
         td_config_builder *b = NULL;
         if (!database && access(path, R_OK) != 0) {
@@ -190,7 +193,9 @@ int td_report_load(const char *verb, const td_report_flags *f, int need_policy,
         }
     }
     td_ledger_vec rv = {.max = MAX_RECORDS};
-    td_status s = td_ledger_read(data, in->from_ns, in->to_ns, td_ledger_vec_push, &rv, &err);
+    /* the ledger: every replica's, shared in PostgreSQL, with --database */
+    td_status s = td_ledger_read(ledger_at ? ledger_at : data, in->from_ns, in->to_ns,
+                                 td_ledger_vec_push, &rv, &err);
     if (s == TD_OK && rv.full) {
         s = TD_ENOMEM;
         snprintf(err.msg, sizeof err.msg, "more than %u records in the period, or out of memory",

@@ -12,6 +12,7 @@
 
 #include "daemon/dashboard.h"
 #include "daemon/explain.h"
+#include "daemon/leader.h"
 #include "daemon/metering.h"
 #include "daemon/queueview.h"
 #include "daemon/workloads.h"
@@ -31,6 +32,7 @@ void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway 
     c->store = store;
     c->gateway = gateway;
     c->metering = NULL;
+    c->leader = NULL;
     c->ready = 1;
     c->has_admin_token = 0;
     memset(c->admin_token_sha256, 0, sizeof c->admin_token_sha256);
@@ -77,8 +79,40 @@ static void catch_up_budgets(td_control *c)
                 n, e.msg);
 }
 
-td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,
-                            const td_object_id *dels, size_t ndels, td_err *err)
+/* Stores objs and dels as they are, with no pass, and serves next: a
+ * replica that is not the scheduling leader (the leader schedules them
+ * once it picks the commit up). Nothing to store: next is served. */
+static td_status commit_unscheduled(td_control *c, td_config *next, json_t *const *objs,
+                                    size_t nobjs, const td_object_id *dels, size_t ndels,
+                                    td_err *err)
+{
+    td_status st = nobjs || ndels ? td_store_write(c->store, objs, nobjs, dels, ndels, err) : TD_OK;
+    if (st != TD_OK) {
+        td_config_unref(next);
+        return st;
+    }
+    td_control_adopt(c, next);
+    return TD_OK;
+}
+
+/* The leader's term on every Workload its pass decided on: who wrote
+ * each decision, for explain and for a failover's audit. */
+static void stamp_term(json_t *changed, int64_t term)
+{
+    size_t i;
+    json_t *wl;
+    json_array_foreach(changed, i, wl)
+    {
+        json_t *rec = td_json_path(wl, "status.tenantd");
+        if (json_is_object(rec))
+            json_object_set_new(rec, "schedulingTerm", json_integer((json_int_t)term));
+    }
+}
+
+/* The pass over next and its commit, fenced by term when term > 0. */
+static td_status commit_scheduled(td_control *c, td_config *next, json_t *const *objs,
+                                  size_t nobjs, const td_object_id *dels, size_t ndels,
+                                  int64_t term, td_err *err)
 {
     /* The scheduling pass over what is about to be served: its decisions
      * (the Workloads whose status changed) go into the same transaction. */
@@ -91,6 +125,8 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
     td_queue *q = NULL;
     td_status st = td_workloads_pass(next, now_ns, &changed, &q, err);
     size_t nch = st == TD_OK ? json_array_size(changed) : 0;
+    if (nch && term > 0)
+        stamp_term(changed, term);
     if (nch) {
         td_config *final = NULL;
         all = malloc((nobjs + nch) * sizeof *all);
@@ -110,7 +146,11 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
         }
     }
     td_config_builder_destroy(b);
-    if (st == TD_OK)
+    /* a pass that changed nothing over nothing new writes nothing (no
+     * commit, no generation for the other replicas to pick up) */
+    if (st == TD_OK && term > 0 && (nobjs || nch || ndels))
+        st = td_store_write_fenced(c->store, nch ? all : objs, nobjs, nch, dels, ndels, term, err);
+    else if (st == TD_OK && (nobjs || nch || ndels))
         st = td_store_write(c->store, nch ? all : objs, nobjs + nch, dels, ndels, err);
     free(all);
     json_decref(changed);
@@ -127,6 +167,30 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
         fprintf(stderr, "tenantd: batch queue view: %s\n", qerr.msg);
     td_control_adopt(c, next);
     return TD_OK;
+}
+
+td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,
+                            const td_object_id *dels, size_t ndels, td_err *err)
+{
+    int64_t term = td_leader_term(c->leader);
+    if (term == 0)
+        return commit_unscheduled(c, next, objs, nobjs, dels, ndels, err);
+    if (term < 0)
+        return commit_scheduled(c, next, objs, nobjs, dels, ndels, 0, err);
+    td_config_ref(next); /* kept for a refused write */
+    td_status st = commit_scheduled(c, next, objs, nobjs, dels, ndels, term, err);
+    if (st != TD_EFORBIDDEN && st != TD_EAGAIN) {
+        td_config_unref(next);
+        return st;
+    }
+    /* Refused: the submit or apply is stored all the same, as on a replica
+     * that does not lead; the pass's decisions are made again by whoever
+     * leads, after it picks this commit up. */
+    fprintf(stderr, "tenantd: leader: %s; storing the objects without the pass's decisions\n",
+            err ? err->msg : "the scheduling pass's write was refused");
+    if (st == TD_EFORBIDDEN)
+        td_leader_refused(c->leader, term);
+    return commit_unscheduled(c, next, objs, nobjs, dels, ndels, err);
 }
 
 void td_control_adopt(td_control *c, td_config *next)
@@ -249,13 +313,27 @@ static int append_queue_metrics(td_control *c, char **text, size_t *len)
                  ? append_text(text, len, td_queueview_metrics(v))
                  : 0;
     td_config_unref(cur);
-    char line[256];
+    char line[512];
     snprintf(line, sizeof line,
              "# HELP tenantd_queue_rebuilds_total Times the batch queue was rebuilt from the "
              "stored Workload records (once per commit; never per read).\n"
              "# TYPE tenantd_queue_rebuilds_total counter\n"
              "tenantd_queue_rebuilds_total %llu\n",
              td_workloads_rebuilds());
+    if (rc >= 0)
+        rc = append_text(text, len, line);
+    /* the scheduling leader (leader.h): loop thread, as /metrics is */
+    int64_t term = td_leader_term(c->leader);
+    snprintf(line, sizeof line,
+             "# HELP tenantd_scheduling_leader 1 while this replica runs the batch queue's "
+             "passes (always 1 without --database).\n"
+             "# TYPE tenantd_scheduling_leader gauge\n"
+             "tenantd_scheduling_leader %d\n"
+             "# HELP tenantd_scheduling_term The scheduling lease's term this replica holds "
+             "(0: none).\n"
+             "# TYPE tenantd_scheduling_term gauge\n"
+             "tenantd_scheduling_term %lld\n",
+             term != 0, (long long)(term > 0 ? term : 0));
     return rc < 0 ? rc : append_text(text, len, line);
 }
 

@@ -16,6 +16,7 @@
 #include "io/store.h"
 
 struct td_metering;
+struct td_leader;
 
 typedef struct {
     /* owned reference; read it with td_control_snapshot: a reader on
@@ -29,6 +30,9 @@ typedef struct {
     /* borrowed; NULL: no ledger. Budgets an apply adds count its spend. */
     struct td_ledger *ledger;
     const char *data_dir;
+    /* borrowed; NULL: this replica always schedules, unfenced (SQLite).
+     * Else commits run the pass only while it holds the lease (leader.h). */
+    struct td_leader *leader;
     int ready;
     int has_admin_token;           /* the control API and /metrics need it */
     /* Admission decisions by rule: [rule][0 allowed, 1 denied, 2 shadow-denied];
@@ -46,7 +50,9 @@ void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway 
 
 /* Runs the batch queue's scheduling pass over next (td_workloads_pass),
  * stores objs (borrowed), the Workloads whose status the pass changed and
- * the deletions in one transaction, then makes next with those statuses
+ * the deletions in one transaction (fenced by the leader's term when there
+ * is a leader; a replica that is not the leader runs no pass and stores
+ * objs alone, as does the leader whose fenced write was refused), then makes next with those statuses
  * (taken over) the snapshot everyone sees and reloads the gateway from it.
  * On error (TD_EINVAL when the queue cannot take next's objects) nothing
  * changed and next is released. Loop thread only. */

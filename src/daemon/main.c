@@ -15,6 +15,7 @@
 
 #include "kinds/builtin.h"
 #include "daemon/control.h"
+#include "daemon/leader.h"
 #include "daemon/metering.h"
 #include "daemon/queueview.h"
 #include "daemon/workloads.h"
@@ -74,7 +75,9 @@ static void usage(FILE *f)
             "      --ledger on|off      meter every gateway request and batch interval into\n"
             "                           DIR/ledger.db (default on)\n"
             "      --ledger-retention DURATION  raw request records older than this are\n"
-            "                           compacted into hourly rollups (default 720h; 0 keeps all)\n\n"
+            "                           compacted into hourly rollups (default 720h; 0 keeps all)\n"
+            "      --ledger-spool-max N records waiting for --database's shared ledger at most\n"
+            "                           (default 1000000; the rest is counted, not shipped)\n\n"
             "The dashboard is GET /ui on the admin listener (its data: GET /v1/usage).\n");
 }
 
@@ -91,6 +94,7 @@ typedef struct {
     uv_timer_t sync;
     uv_poll_t *poll; /* NULL while not listening */
     bool syncing, sync_failing;
+    td_leader *leader; /* PostgreSQL: the scheduling lease; NULL: SQLite */
 } daemon_state;
 
 static void close_free(uv_handle_t *h)
@@ -130,6 +134,7 @@ static void on_signal(uv_signal_t *h, int signum)
     uv_signal_stop(&d->sighup);
     if (d->syncing)
         uv_timer_stop(&d->sync);
+    td_leader_stop(d->leader);
     if (d->metering) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -189,9 +194,10 @@ static void on_reload(uv_signal_t *h, int signum)
 
 /* Another replica may have committed: if the store's generation moved past
  * what is served, every object is read again and served, as a SIGHUP or an
- * apply swaps the snapshot; nothing is written and no scheduling pass runs
- * (the committer ran its own). A store that cannot be read or whose objects
- * do not validate leaves the old snapshot serving, logged once. */
+ * apply swaps the snapshot; nothing is written here (the scheduling leader
+ * then runs a pass over what the commit brought: leader.h). A store that
+ * cannot be read or whose objects do not validate leaves the old snapshot
+ * serving, logged once. */
 static void pick_up(daemon_state *d)
 {
     td_err err;
@@ -225,6 +231,12 @@ static void pick_up(daemon_state *d)
     size_t n = td_config_all(next, &all);
     td_control_adopt(d->control, next);
     fprintf(stderr, "tenantd: store: picked up a commit from another replica (%zu objects)\n", n);
+    td_leader_picked_up(d->leader); /* the leader schedules what it brought */
+}
+
+static void leader_refresh(void *ud)
+{
+    pick_up(ud);
 }
 
 static void on_store_readable(uv_poll_t *h, int status, int events)
@@ -425,13 +437,14 @@ typedef struct {
     long workers, replicas, unauth_per_addr, admin_threads;
     bool allow_x_tenant, ledger_on;
     int64_t retention_ns;
+    size_t spool_max; /* 0: TD_LEDGER_SPOOL_MAX */
     char token[4096]; /* the first line of --admin-token-file */
     size_t token_len;
 } daemon_opts;
 
 enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
        O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE,
-       O_LEDGER, O_LEDGER_RETENTION, O_DATA_CERT, O_DATA_KEY, O_REPLICA_NAME, O_ADMIN_THREADS,
+       O_LEDGER, O_LEDGER_RETENTION, O_LEDGER_SPOOL_MAX, O_DATA_CERT, O_DATA_KEY, O_REPLICA_NAME, O_ADMIN_THREADS,
        O_UNAUTH_PER_ADDR, O_DATABASE };
 
 static const struct option longopts[] = {
@@ -455,6 +468,7 @@ static const struct option longopts[] = {
     {"admin-token-file", required_argument, NULL, O_TOKEN_FILE},
     {"ledger", required_argument, NULL, O_LEDGER},
     {"ledger-retention", required_argument, NULL, O_LEDGER_RETENTION},
+    {"ledger-spool-max", required_argument, NULL, O_LEDGER_SPOOL_MAX},
     {"data-tls-cert", required_argument, NULL, O_DATA_CERT},
     {"data-tls-key", required_argument, NULL, O_DATA_KEY},
     {"unauth-conns-per-addr", required_argument, NULL, O_UNAUTH_PER_ADDR},
@@ -504,6 +518,17 @@ static int parse_checked_flag(int c, const char *arg, daemon_opts *o)
             return 2;
         }
         return GO_ON;
+    case O_LEDGER_SPOOL_MAX: {
+        char *end;
+        long long v = strtoll(arg, &end, 10);
+        if (!arg[0] || *end || v < 1 || v > 1000000000LL) {
+            fprintf(stderr, "tenantd: --ledger-spool-max must be a number from 1 to "
+                            "1000000000\n");
+            return 2;
+        }
+        o->spool_max = (size_t)v;
+        return GO_ON;
+    }
     case O_UNAUTH_PER_ADDR:
         if (!arg[0] || !long_in(arg, 0, 1000000, &o->unauth_per_addr)) {
             fprintf(stderr, "tenantd: --unauth-conns-per-addr must be a number from 0 (no "
@@ -665,6 +690,7 @@ static void stop(tenantd *t)
     td_proxy_stop(t->proxy);
     td_ledger_close(t->ledger);
     td_metering_destroy(t->metering);
+    td_leader_destroy(t->d.leader);
     if (t->control_inited)
         td_control_fini(&t->control);
     else
@@ -710,8 +736,10 @@ static int start_state(const daemon_opts *o, tenantd *t)
         host[sizeof host - 1] = '\0';
         snprintf(t->replica_name, sizeof t->replica_name, "%s:%s", host, dir ? dir : o->data);
         free(dir);
-        name = t->replica_name;
+    } else {
+        snprintf(t->replica_name, sizeof t->replica_name, "%s", name);
     }
+    name = t->replica_name;
     td_gateway_opts gopts = {o->allow_x_tenant};
     td_gw_backends redis_be;
     if (td_gateway_create(t->cfg, &gopts, &t->gateway, &err) != TD_OK ||
@@ -745,7 +773,10 @@ static int start_gateway(const daemon_opts *o, tenantd *t)
              rnd[2], rnd[3], rnd[4], rnd[5]);
     td_ledger_opts lopts = {.max_buffered = 65536, .flush_ms = 50,
                             .retention_ns = o->retention_ns,
-                            .on_commit = td_metering_on_commit};
+                            .on_commit = td_metering_on_commit,
+                            .database = o->database,
+                            .replica = t->replica_name,
+                            .spool_max = o->spool_max};
     td_status st = td_metering_create(&t->control, &t->metering, &err);
     lopts.on_commit_ud = t->metering;
     if (st == TD_OK && o->ledger_on)
@@ -878,6 +909,18 @@ static void run(const daemon_opts *o, tenantd *t)
     uv_signal_start(&d->sigint, on_signal, SIGINT);
     uv_signal_start(&d->sigterm, on_signal, SIGTERM);
     uv_signal_start(&d->sighup, on_reload, SIGHUP);
+    if (o->database) {
+        /* one scheduling leader among the replicas (leader.h); this one
+         * leads at once if the lease is free */
+        td_err err;
+        d->store = t->store;
+        if (td_leader_start(&t->loop, o->database, t->replica_name, &t->control, leader_refresh,
+                            d, &d->leader, &err) != TD_OK) {
+            /* without it every replica would schedule, unfenced: stop */
+            fprintf(stderr, "tenantd: leader: %s; stopping\n", err.msg);
+            raise(SIGTERM);
+        }
+    }
     pass_at_start(&t->control);
     d->metering = t->metering;
     if (o->database) {

@@ -651,6 +651,25 @@ td_status td_metering_metrics(td_metering *m, char **text, size_t *len)
                    "tenantd_ledger_dropped_total %llu\n",
                 (unsigned long long)td_ledger_committed(m->ledger),
                 (unsigned long long)td_ledger_dropped(m->ledger));
+        fprintf(f, "# HELP tenantd_ledger_spooled Records waiting in the spool for the shared "
+                   "ledger on PostgreSQL (0 without --database).\n"
+                   "# TYPE tenantd_ledger_spooled gauge\n"
+                   "tenantd_ledger_spooled %llu\n"
+                   "# HELP tenantd_ledger_shipped_total Records sent to the shared ledger.\n"
+                   "# TYPE tenantd_ledger_shipped_total counter\n"
+                   "tenantd_ledger_shipped_total %llu\n"
+                   "# HELP tenantd_ledger_spool_overflow_total Records the full spool could not "
+                   "take: in this replica's ledger, never sent to the shared one.\n"
+                   "# TYPE tenantd_ledger_spool_overflow_total counter\n"
+                   "tenantd_ledger_spool_overflow_total %llu\n"
+                   "# HELP tenantd_ledger_database_degraded 1 while PostgreSQL's shared ledger "
+                   "is unreachable (records spool meanwhile).\n"
+                   "# TYPE tenantd_ledger_database_degraded gauge\n"
+                   "tenantd_ledger_database_degraded %d\n",
+                (unsigned long long)td_ledger_spooled(m->ledger),
+                (unsigned long long)td_ledger_shipped(m->ledger),
+                (unsigned long long)td_ledger_spool_overflow(m->ledger),
+                td_ledger_database_degraded(m->ledger));
     }
     if (m->policy) {
         fprintf(f, "# HELP tenantd_cost_total Cost of the usage committed to the ledger (this "

@@ -26,6 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/ledger_internal.h"
+#include "io/store.h"
+
 #define HOUR_NS         3600000000000LL
 #define DEFAULT_BUFFER  16384
 #define DEFAULT_FLUSHMS 200
@@ -58,6 +61,13 @@ struct td_ledger {
     _Atomic uint64_t committed, dropped;
 
     unsigned char *fresh;     /* writer-only: pending record i was inserted (not a replay) */
+
+    /* With a shared ledger (opts.database): every new record is also put
+     * in the spool table, in the same transaction, for the shipper to send
+     * (ledger_pg.c); at most opts.spool_max wait there, the rest counted */
+    sqlite3_stmt *spool_ins;
+    td__ledger_ship *ship;
+    td__ledger_counters counters;
 };
 
 static const char schema_sql[] =
@@ -76,7 +86,25 @@ static const char schema_sql[] =
     "  api_key TEXT NOT NULL DEFAULT '') WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS records_start ON records(start_ns);";
 
-static const char cols[] =
+/* The shared ledger's outbox: what the shipper has yet to send, oldest
+ * first. A table of its own, so that the records' schema (and a reader of
+ * an older tenantd) is unchanged. */
+static const char spool_sql[] =
+    "CREATE TABLE IF NOT EXISTS spool ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  id TEXT NOT NULL, kind INTEGER NOT NULL, rollup INTEGER NOT NULL,"
+    "  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+    "  tenant TEXT NOT NULL, team TEXT NOT NULL, project TEXT NOT NULL,"
+    "  environment TEXT NOT NULL, route TEXT NOT NULL, workload TEXT NOT NULL,"
+    "  cluster_queue TEXT NOT NULL, flavor TEXT NOT NULL, outcome TEXT NOT NULL,"
+    "  interruptible INTEGER NOT NULL, count INTEGER NOT NULL,"
+    "  tokens_in INTEGER NOT NULL, tokens_out INTEGER NOT NULL,"
+    "  gpu_milli_seconds INTEGER NOT NULL, gpu_milli INTEGER NOT NULL,"
+    "  cpu_milli INTEGER NOT NULL, memory_bytes INTEGER NOT NULL,"
+    "  storage_bytes INTEGER NOT NULL, gpu_used_milli INTEGER NOT NULL,"
+    "  api_key TEXT NOT NULL);";
+
+const char td__ledger_cols[] =
     "id, kind, rollup, start_ns, end_ns, tenant, team, project, environment, route, workload,"
     " cluster_queue, flavor, outcome, interruptible, count, tokens_in, tokens_out,"
     " gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes, storage_bytes, gpu_used_milli, api_key";
@@ -170,6 +198,32 @@ static td_status migrate_v1(sqlite3 *db, const char *path, td_err *err)
 
 static void *writer_main(void *arg);
 
+/* The spool table and its insert, and how many records wait in it. */
+static td_status open_spool(td_ledger *l, td_err *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(l->db, spool_sql, NULL, NULL, &msg) != SQLITE_OK) {
+        td_status st = td_err_set(err, TD_EIO, "%s: cannot create the spool: %s", l->path,
+                                  msg ? msg : sqlite3_errmsg(l->db));
+        sqlite3_free(msg);
+        return st;
+    }
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO spool(%s) VALUES (?,?,0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+             td__ledger_cols);
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(l->db, sql, -1, &l->spool_ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(l->db, "SELECT count(*) FROM spool", -1, &q, NULL) != SQLITE_OK) {
+        sqlite3_finalize(q);
+        return db_err(l->db, l->path, err, "cannot prepare the spool");
+    }
+    if (sqlite3_step(q) == SQLITE_ROW)
+        atomic_store(&l->counters.spooled, (uint64_t)sqlite3_column_int64(q, 0));
+    sqlite3_finalize(q);
+    return TD_OK;
+}
+
 td_status td_ledger_open(const char *dir, const td_ledger_opts *opts, td_ledger **out, td_err *err)
 {
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -188,6 +242,9 @@ td_status td_ledger_open(const char *dir, const td_ledger_opts *opts, td_ledger 
         l->opts.retention_ns = opts->retention_ns > 0 ? opts->retention_ns : 0;
         l->opts.on_commit = opts->on_commit;
         l->opts.on_commit_ud = opts->on_commit_ud;
+        l->opts.database = opts->database;
+        l->opts.replica = opts->replica;
+        l->opts.spool_max = opts->spool_max ? opts->spool_max : TD_LEDGER_SPOOL_MAX;
     }
     l->cap = l->opts.max_buffered;
     size_t nbatch = l->cap < BATCH_MAX ? l->cap : BATCH_MAX;
@@ -234,11 +291,13 @@ td_status td_ledger_open(const char *dir, const td_ledger_opts *opts, td_ledger 
     snprintf(sql, sizeof sql,
              "INSERT OR IGNORE INTO records(%s) VALUES "
              "(?,?,0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-             cols);
+             td__ledger_cols);
     if (sqlite3_prepare_v2(l->db, sql, -1, &l->ins, NULL) != SQLITE_OK) {
         st = db_err(l->db, l->path, err, "cannot prepare");
         goto fail;
     }
+    if (l->opts.database && (st = open_spool(l, err)) != TD_OK)
+        goto fail;
     pthread_mutex_init(&l->mu, NULL);
     pthread_mutex_init(&l->dbmu, NULL);
     pthread_condattr_t ca;
@@ -256,9 +315,16 @@ td_status td_ledger_open(const char *dir, const td_ledger_opts *opts, td_ledger 
         goto fail;
     }
     l->thread_started = true;
+    if (l->opts.database &&
+        (st = td__ledger_ship_start(l->path, l->opts.database, l->opts.replica,
+                                    l->opts.spool_max, &l->counters, &l->ship, err)) != TD_OK) {
+        td_ledger_close(l);
+        return st;
+    }
     *out = l;
     return TD_OK;
 fail:
+    sqlite3_finalize(l->spool_ins);
     sqlite3_finalize(l->ins);
     sqlite3_close(l->db);
     free(l->ring);
@@ -292,6 +358,72 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s, size_t max)
     sqlite3_bind_text(st, i, s, (int)strnlen(s, max), SQLITE_STATIC);
 }
 
+void td__ledger_bind(sqlite3_stmt *s, const td_ledger_rec *r)
+{
+    int k = 1;
+    bind_text(s, k++, r->id, sizeof r->id);
+    sqlite3_bind_int(s, k++, (int)r->kind);
+    sqlite3_bind_int64(s, k++, r->start_ns);
+    sqlite3_bind_int64(s, k++, r->end_ns);
+    bind_text(s, k++, r->tenant, sizeof r->tenant);
+    bind_text(s, k++, r->team, sizeof r->team);
+    bind_text(s, k++, r->project, sizeof r->project);
+    bind_text(s, k++, r->environment, sizeof r->environment);
+    bind_text(s, k++, r->route, sizeof r->route);
+    bind_text(s, k++, r->workload, sizeof r->workload);
+    bind_text(s, k++, r->cluster_queue, sizeof r->cluster_queue);
+    bind_text(s, k++, r->flavor, sizeof r->flavor);
+    bind_text(s, k++, r->outcome, sizeof r->outcome);
+    sqlite3_bind_int(s, k++, r->interruptible ? 1 : 0);
+    sqlite3_bind_int64(s, k++, r->count > 0 ? r->count : 1);
+    sqlite3_bind_int64(s, k++, r->tokens_in);
+    sqlite3_bind_int64(s, k++, r->tokens_out);
+    sqlite3_bind_int64(s, k++, r->gpu_milli_seconds);
+    sqlite3_bind_int64(s, k++, r->gpu_milli);
+    sqlite3_bind_int64(s, k++, r->cpu_milli);
+    sqlite3_bind_int64(s, k++, r->memory_bytes);
+    sqlite3_bind_int64(s, k++, r->storage_bytes);
+    sqlite3_bind_int64(s, k++, r->gpu_used_milli);
+    bind_text(s, k++, r->api_key, sizeof r->api_key);
+}
+
+static void col_text(sqlite3_stmt *st, int i, char *dst, size_t n)
+{
+    const unsigned char *s = sqlite3_column_text(st, i);
+    snprintf(dst, n, "%s", s ? (const char *)s : "");
+}
+
+void td__ledger_row(sqlite3_stmt *q, td_ledger_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    int k = 0;
+    col_text(q, k++, r->id, sizeof r->id);
+    r->kind = sqlite3_column_int(q, k++) == 1 ? TD_LEDGER_INTERVAL : TD_LEDGER_REQUEST;
+    k++; /* rollup */
+    r->start_ns = sqlite3_column_int64(q, k++);
+    r->end_ns = sqlite3_column_int64(q, k++);
+    col_text(q, k++, r->tenant, sizeof r->tenant);
+    col_text(q, k++, r->team, sizeof r->team);
+    col_text(q, k++, r->project, sizeof r->project);
+    col_text(q, k++, r->environment, sizeof r->environment);
+    col_text(q, k++, r->route, sizeof r->route);
+    col_text(q, k++, r->workload, sizeof r->workload);
+    col_text(q, k++, r->cluster_queue, sizeof r->cluster_queue);
+    col_text(q, k++, r->flavor, sizeof r->flavor);
+    col_text(q, k++, r->outcome, sizeof r->outcome);
+    r->interruptible = sqlite3_column_int(q, k++) != 0;
+    r->count = sqlite3_column_int64(q, k++);
+    r->tokens_in = sqlite3_column_int64(q, k++);
+    r->tokens_out = sqlite3_column_int64(q, k++);
+    r->gpu_milli_seconds = sqlite3_column_int64(q, k++);
+    r->gpu_milli = sqlite3_column_int64(q, k++);
+    r->cpu_milli = sqlite3_column_int64(q, k++);
+    r->memory_bytes = sqlite3_column_int64(q, k++);
+    r->storage_bytes = sqlite3_column_int64(q, k++);
+    r->gpu_used_milli = sqlite3_column_int64(q, k++);
+    col_text(q, k++, r->api_key, sizeof r->api_key);
+}
+
 /* Writes the pending run, ring[head, head + pending), in one transaction.
  * Writer thread only: appenders never touch a reserved run, and only the
  * writer moves head. Late request records (older than the compacted
@@ -301,7 +433,7 @@ static td_status write_batch(td_ledger *l, td_err *err)
     const td_ledger_rec *batch = l->ring + l->head;
     pthread_mutex_lock(&l->dbmu);
     sqlite3 *db = l->db;
-    uint64_t late = 0;
+    uint64_t late = 0, spooled = 0, overflow = 0;
     td_status st = TD_OK;
     if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
         st = db_err(db, l->path, err, "cannot begin a transaction");
@@ -315,50 +447,45 @@ static td_status write_batch(td_ledger *l, td_err *err)
             continue;
         }
         sqlite3_stmt *s = l->ins;
-        int k = 1;
-        bind_text(s, k++, r->id, sizeof r->id);
-        sqlite3_bind_int(s, k++, (int)r->kind);
-        sqlite3_bind_int64(s, k++, r->start_ns);
-        sqlite3_bind_int64(s, k++, r->end_ns);
-        bind_text(s, k++, r->tenant, sizeof r->tenant);
-        bind_text(s, k++, r->team, sizeof r->team);
-        bind_text(s, k++, r->project, sizeof r->project);
-        bind_text(s, k++, r->environment, sizeof r->environment);
-        bind_text(s, k++, r->route, sizeof r->route);
-        bind_text(s, k++, r->workload, sizeof r->workload);
-        bind_text(s, k++, r->cluster_queue, sizeof r->cluster_queue);
-        bind_text(s, k++, r->flavor, sizeof r->flavor);
-        bind_text(s, k++, r->outcome, sizeof r->outcome);
-        sqlite3_bind_int(s, k++, r->interruptible ? 1 : 0);
-        sqlite3_bind_int64(s, k++, r->count > 0 ? r->count : 1);
-        sqlite3_bind_int64(s, k++, r->tokens_in);
-        sqlite3_bind_int64(s, k++, r->tokens_out);
-        sqlite3_bind_int64(s, k++, r->gpu_milli_seconds);
-        sqlite3_bind_int64(s, k++, r->gpu_milli);
-        sqlite3_bind_int64(s, k++, r->cpu_milli);
-        sqlite3_bind_int64(s, k++, r->memory_bytes);
-        sqlite3_bind_int64(s, k++, r->storage_bytes);
-        sqlite3_bind_int64(s, k++, r->gpu_used_milli);
-        bind_text(s, k++, r->api_key, sizeof r->api_key);
+        td__ledger_bind(s, r);
         int rc = sqlite3_step(s);
         l->fresh[i] = rc == SQLITE_DONE && sqlite3_changes(db) == 1;
         sqlite3_reset(s);
         sqlite3_clear_bindings(s);
+        if (rc == SQLITE_DONE && l->fresh[i] && l->spool_ins) {
+            /* for the shared ledger, within the spool's bound */
+            if (atomic_load(&l->counters.spooled) + spooled >= l->opts.spool_max) {
+                overflow++;
+            } else {
+                td__ledger_bind(l->spool_ins, r);
+                rc = sqlite3_step(l->spool_ins);
+                sqlite3_reset(l->spool_ins);
+                sqlite3_clear_bindings(l->spool_ins);
+                spooled++;
+            }
+        }
         if (rc != SQLITE_DONE) {
             st = db_err(db, l->path, err, "cannot write a ledger record");
             sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
             goto out;
         }
     }
+    /* counted before the commit: the shipper may send and subtract the
+     * rows as soon as they are committed, and the count must not wrap */
+    atomic_fetch_add(&l->counters.spooled, spooled);
     if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        atomic_fetch_sub(&l->counters.spooled, spooled);
         st = db_err(db, l->path, err, "cannot commit");
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         goto out;
     }
     atomic_fetch_add(&l->committed, l->pending - late);
     atomic_fetch_add(&l->dropped, late);
+    atomic_fetch_add(&l->counters.overflow, overflow);
 out:
     pthread_mutex_unlock(&l->dbmu);
+    if (st == TD_OK && spooled)
+        td__ledger_ship_wake(l->ship);
     if (st == TD_OK && l->opts.on_commit)
         for (size_t i = 0; i < l->pending; i++)
             if (l->fresh[i])
@@ -475,6 +602,26 @@ uint64_t td_ledger_dropped(const td_ledger *l)
     return atomic_load(&((td_ledger *)l)->dropped);
 }
 
+uint64_t td_ledger_spooled(const td_ledger *l)
+{
+    return atomic_load(&((td_ledger *)l)->counters.spooled);
+}
+
+uint64_t td_ledger_shipped(const td_ledger *l)
+{
+    return atomic_load(&((td_ledger *)l)->counters.shipped);
+}
+
+uint64_t td_ledger_spool_overflow(const td_ledger *l)
+{
+    return atomic_load(&((td_ledger *)l)->counters.overflow);
+}
+
+int td_ledger_database_degraded(const td_ledger *l)
+{
+    return atomic_load(&((td_ledger *)l)->counters.degraded);
+}
+
 /* With dbmu held. */
 static td_status compact_locked(td_ledger *l, int64_t now_ns, td_err *err)
 {
@@ -565,6 +712,9 @@ void td_ledger_close(td_ledger *l)
         pthread_mutex_destroy(&l->mu);
         pthread_mutex_destroy(&l->dbmu);
     }
+    /* after the writer's last commit: one more drain, then stop */
+    td__ledger_ship_stop(l->ship);
+    sqlite3_finalize(l->spool_ins);
     sqlite3_finalize(l->ins);
     sqlite3_close(l->db);
     free(l->ring);
@@ -575,15 +725,11 @@ void td_ledger_close(td_ledger *l)
 
 /* ---- the reader ---- */
 
-static void col_text(sqlite3_stmt *st, int i, char *dst, size_t n)
-{
-    const unsigned char *s = sqlite3_column_text(st, i);
-    snprintf(dst, n, "%s", s ? (const char *)s : "");
-}
-
 td_status td_ledger_read(const char *dir, int64_t from_ns, int64_t to_ns, td_ledger_cb cb,
                          void *ud, td_err *err)
 {
+    if (td_store_is_url(dir))
+        return td__ledger_pg_read(dir, from_ns, to_ns, cb, ud, err);
     char *path = join_path(dir);
     if (!path)
         return td_err_set(err, TD_ENOMEM, "out of memory");
@@ -610,7 +756,7 @@ td_status td_ledger_read(const char *dir, int64_t from_ns, int64_t to_ns, td_led
     char sql[1024];
     snprintf(sql, sizeof sql,
              "SELECT %s FROM records WHERE start_ns < ?1 AND end_ns >= ?2 ORDER BY start_ns, id",
-             version >= 2 ? cols : cols_v1);
+             version >= 2 ? td__ledger_cols : cols_v1);
     if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
         st = db_err(db, path, err, "cannot read records");
         goto out;
@@ -620,33 +766,7 @@ td_status td_ledger_read(const char *dir, int64_t from_ns, int64_t to_ns, td_led
     int rc;
     td_ledger_rec r;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        memset(&r, 0, sizeof r);
-        int k = 0;
-        col_text(q, k++, r.id, sizeof r.id);
-        r.kind = sqlite3_column_int(q, k++) == 1 ? TD_LEDGER_INTERVAL : TD_LEDGER_REQUEST;
-        k++; /* rollup */
-        r.start_ns = sqlite3_column_int64(q, k++);
-        r.end_ns = sqlite3_column_int64(q, k++);
-        col_text(q, k++, r.tenant, sizeof r.tenant);
-        col_text(q, k++, r.team, sizeof r.team);
-        col_text(q, k++, r.project, sizeof r.project);
-        col_text(q, k++, r.environment, sizeof r.environment);
-        col_text(q, k++, r.route, sizeof r.route);
-        col_text(q, k++, r.workload, sizeof r.workload);
-        col_text(q, k++, r.cluster_queue, sizeof r.cluster_queue);
-        col_text(q, k++, r.flavor, sizeof r.flavor);
-        col_text(q, k++, r.outcome, sizeof r.outcome);
-        r.interruptible = sqlite3_column_int(q, k++) != 0;
-        r.count = sqlite3_column_int64(q, k++);
-        r.tokens_in = sqlite3_column_int64(q, k++);
-        r.tokens_out = sqlite3_column_int64(q, k++);
-        r.gpu_milli_seconds = sqlite3_column_int64(q, k++);
-        r.gpu_milli = sqlite3_column_int64(q, k++);
-        r.cpu_milli = sqlite3_column_int64(q, k++);
-        r.memory_bytes = sqlite3_column_int64(q, k++);
-        r.storage_bytes = sqlite3_column_int64(q, k++);
-        r.gpu_used_milli = sqlite3_column_int64(q, k++);
-        col_text(q, k++, r.api_key, sizeof r.api_key);
+        td__ledger_row(q, &r);
         if (cb(&r, ud) != 0)
             break;
     }

@@ -39,7 +39,21 @@ typedef struct {
      * back into the ledger. */
     void (*on_commit)(const td_ledger_rec *r, void *ud);
     void *on_commit_ud;
+    /* The shared ledger of replicas: a PostgreSQL URL (whose schema the
+     * object store created), or NULL. Every new record is also spooled in
+     * DIR/ledger.db's spool table (same transaction) and shipped from there
+     * by a thread of its own, idempotently: a request record's id there is
+     * "REPLICA|ID" (replica, below, must be unique per replica), an
+     * interval's is its own (every replica meters the same intervals; the
+     * first stored wins). At most spool_max records wait (0: the default
+     * TD_LEDGER_SPOOL_MAX); past it a new record stays in this replica's
+     * ledger only, counted (td_ledger_spool_overflow). */
+    const char *database;
+    const char *replica;
+    size_t spool_max;
 } td_ledger_opts;
+
+#define TD_LEDGER_SPOOL_MAX 1000000
 
 /* Opens (creating) DIR/ledger.db and starts the writer thread. opts may be
  * NULL for defaults. TD_EIO naming the path; TD_EINVAL for a newer schema. */
@@ -52,6 +66,14 @@ td_status td_ledger_flush(td_ledger *l, td_err *err);
 /* Records committed and dropped so far. */
 uint64_t td_ledger_committed(const td_ledger *l);
 uint64_t td_ledger_dropped(const td_ledger *l);
+/* The shared ledger (opts.database): records waiting in the spool, records
+ * the shipper stored there (new or already there: a retry), new records
+ * that did not fit the spool, and 1 while the database is unreachable.
+ * All 0 without a database. */
+uint64_t td_ledger_spooled(const td_ledger *l);
+uint64_t td_ledger_shipped(const td_ledger *l);
+uint64_t td_ledger_spool_overflow(const td_ledger *l);
+int td_ledger_database_degraded(const td_ledger *l);
 /* Compacts now: raw request records that started before the hour
  * boundary at or below now_ns - retention_ns are summed into hourly rollups
  * (per hour x tenant x team/project/environment x route x api_key x
@@ -69,7 +91,8 @@ void td_ledger_close(td_ledger *l);
 
 /* ---- the reader (reports; any process) ---- */
 
-/* Calls cb for every record (raw or rollup) of DIR/ledger.db whose
+/* Calls cb for every record (raw or rollup) of DIR/ledger.db (or, when dir
+ * is a postgres:// URL, of the shared ledger there, every replica's) whose
  * [start_ns, end_ns] overlaps [from_ns, to_ns), in (start_ns, id) order,
  * on a read-only connection. cb returns non-zero to stop (TD_OK still).
  * TD_ENOTFOUND naming the path when there is no ledger; TD_EINVAL for a

@@ -88,8 +88,11 @@ td_status td_store_load(td_store *s, td_config_builder *b, td_err *err)
     return st;
 }
 
-td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs, const td_object_id *dels,
-                         size_t ndels, td_err *err)
+/* Writes objs (and dels) through the backend, fenced when fence is not
+ * NULL; keeps seen current when the commit lay right on top of it. */
+static td_status write_rows(td_store *s, json_t *const *objs, size_t nobjs,
+                            const td_object_id *dels, size_t ndels, td__store_fence *fence,
+                            td_err *err)
 {
     td__store_row *rows = calloc(nobjs ? nobjs : 1, sizeof *rows);
     if (!rows)
@@ -108,8 +111,12 @@ td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs, const t
         rows[n] = (td__store_row){id.kind, id.namespace_, id.name, body};
     }
     int64_t before = 0, after = 0;
-    if (st == TD_OK)
+    if (st == TD_OK && fence && s->ops->write_fenced) {
+        fence->seen = s->seen;
+        st = s->ops->write_fenced(s->be, rows, nobjs, dels, ndels, fence, &before, &after, err);
+    } else if (st == TD_OK) {
         st = s->ops->write(s->be, rows, nobjs, dels, ndels, &before, &after, err);
+    }
     /* Only a commit right on top of what this handle serves keeps it
      * current; one on top of another replica's commit leaves that one to
      * be picked up (td_store_changed then says so). */
@@ -119,6 +126,20 @@ td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs, const t
         free((char *)rows[i].body);
     free(rows);
     return st;
+}
+
+td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs, const td_object_id *dels,
+                         size_t ndels, td_err *err)
+{
+    return write_rows(s, objs, nobjs, dels, ndels, NULL, err);
+}
+
+td_status td_store_write_fenced(td_store *s, json_t *const *objs, size_t nobjs, size_t npass,
+                                const td_object_id *dels, size_t ndels, int64_t term,
+                                td_err *err)
+{
+    td__store_fence fence = {term, 0, nobjs};
+    return write_rows(s, objs, nobjs + npass, dels, ndels, &fence, err);
 }
 
 td_status td_store_changed(td_store *s, bool *changed, td_err *err)

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "core/config.h"
 #include "tenantd/status.h"
@@ -15,7 +16,7 @@ typedef struct td_store td_store;
 
 /* PostgreSQL's schema version this build writes (tenantd_schema); an older
  * tenantd refuses a newer one, a newer one migrates in a transaction. */
-#define TD_STORE_PG_SCHEMA 1
+#define TD_STORE_PG_SCHEMA 3
 
 /* 1 if where is a PostgreSQL URL (postgres:// or postgresql://). */
 bool td_store_is_url(const char *where);
@@ -37,6 +38,21 @@ td_status td_store_load(td_store *s, td_config_builder *b, td_err *err);
  * dels. All or nothing. */
 td_status td_store_write(td_store *s, json_t *const *objs, size_t nobjs, const td_object_id *dels,
                          size_t ndels, td_err *err);
+
+/* A scheduling pass's commit, fenced (PostgreSQL; on a store only this
+ * process writes it is td_store_write): objs[0..nobjs) (borrowed) are
+ * written as td_store_write does, objs[nobjs..nobjs + npass) are the
+ * Workloads the pass decided on, written only over the rows this handle
+ * last loaded (or wrote itself) and only while term is the current
+ * scheduling term in tenantd_leader (leader.h), checked under a lock on
+ * that row in the same transaction. Refused, nothing written:
+ * TD_EFORBIDDEN when term is stale (another replica leads now),
+ * TD_EAGAIN when a row the pass wrote was changed or deleted by another
+ * commit since (the caller stores objs alone and schedules again after
+ * picking that commit up). */
+td_status td_store_write_fenced(td_store *s, json_t *const *objs, size_t nobjs, size_t npass,
+                                const td_object_id *dels, size_t ndels, int64_t term,
+                                td_err *err);
 
 /* *changed = true if another process committed since this handle last
  * loaded (or wrote over exactly what it had loaded); always false for a

@@ -18,6 +18,13 @@ typedef struct {
  * the row is borrowed for the call. Non-TD_OK stops the read with it. */
 typedef td_status (*td__store_row_fn)(const td__store_row *row, void *ud, td_err *err);
 
+/* What a fenced write checks (td_store_write_fenced). */
+typedef struct td__store_fence {
+    int64_t term;         /* the scheduling term the writer holds */
+    int64_t seen;         /* the generation the writer's rows were read at */
+    size_t first_checked; /* ups from this index on are the pass's */
+} td__store_fence;
+
 typedef struct {
     /* "SQLite PATH", "PostgreSQL host:port/db": what errors name. */
     const char *(*name)(void *be);
@@ -40,6 +47,15 @@ typedef struct {
     td_status (*watch_drain)(void *be, int *notified, td_err *err);
     void (*watch_reset)(void *be);
     void (*close)(void *be);
+    /* As write, fenced (td_store_write_fenced): ups[fence->first_checked..]
+     * only over rows at most fence->seen (or written by this very commit),
+     * and only while fence->term is current. TD_EFORBIDDEN (stale term) or
+     * TD_EAGAIN (a row changed), nothing written. NULL: one process writes
+     * the store, and write serves. */
+    td_status (*write_fenced)(void *be, const td__store_row *ups, size_t nups,
+                              const td_object_id *dels, size_t ndels,
+                              const struct td__store_fence *fence, int64_t *before,
+                              int64_t *after, td_err *err);
 } td__store_backend;
 
 /* DIR/tenantd.db, SQLite in WAL mode (store_sqlite.c). */

@@ -26,7 +26,10 @@ typedef struct {
 } pg_store;
 
 /* Migration i takes the schema from version i to i + 1, in the transaction
- * that also records the new version. The ledger's tables come as version 2. */
+ * that also records the new version. Version 2: the generation of each
+ * row's last write (a scheduling pass writes only over rows it read) and
+ * the scheduling lease (leader_pg.c). Version 3: the shared ledger
+ * (ledger_pg.c). */
 static const char *const migrations[TD_STORE_PG_SCHEMA] = {
     "CREATE TABLE tenantd_objects ("
     "  id bigserial NOT NULL,"
@@ -35,6 +38,23 @@ static const char *const migrations[TD_STORE_PG_SCHEMA] = {
     "  PRIMARY KEY (kind, namespace, name));"
     "CREATE TABLE tenantd_generation (generation bigint NOT NULL);"
     "INSERT INTO tenantd_generation VALUES (0);",
+    "ALTER TABLE tenantd_objects ADD COLUMN generation bigint NOT NULL DEFAULT 0;"
+    "CREATE TABLE tenantd_leader ("
+    "  id integer PRIMARY KEY CHECK (id = 1), holder text NOT NULL,"
+    "  term bigint NOT NULL, expires_at timestamptz NOT NULL);"
+    "INSERT INTO tenantd_leader VALUES (1, '', 0, '-infinity');",
+    "CREATE TABLE tenantd_ledger ("
+    "  id text PRIMARY KEY, replica text NOT NULL, kind smallint NOT NULL,"
+    "  rollup smallint NOT NULL, start_ns bigint NOT NULL, end_ns bigint NOT NULL,"
+    "  tenant text NOT NULL, team text NOT NULL, project text NOT NULL,"
+    "  environment text NOT NULL, route text NOT NULL, workload text NOT NULL,"
+    "  cluster_queue text NOT NULL, flavor text NOT NULL, outcome text NOT NULL,"
+    "  interruptible smallint NOT NULL, count bigint NOT NULL, tokens_in bigint NOT NULL,"
+    "  tokens_out bigint NOT NULL, gpu_milli_seconds bigint NOT NULL,"
+    "  gpu_milli bigint NOT NULL, cpu_milli bigint NOT NULL, memory_bytes bigint NOT NULL,"
+    "  storage_bytes bigint NOT NULL, gpu_used_milli bigint NOT NULL, api_key text NOT NULL,"
+    "  stored_at timestamptz NOT NULL DEFAULT now());"
+    "CREATE INDEX tenantd_ledger_start ON tenantd_ledger(start_ns);",
 };
 
 static int64_t mono_ns(void)
@@ -270,10 +290,36 @@ static td_status exec_params(pg_store *s, const char *sql, int nparams, const ch
     return TD_OK;
 }
 
-static td_status pg_write(void *be, const td__store_row *ups, size_t nups, const td_object_id *dels,
-                          size_t ndels, int64_t *before, int64_t *after, td_err *err)
+/* One row of a fenced write that the pass decided on: an update of the
+ * row as this replica read it (generation at most seen) or as this very
+ * commit wrote it; never an insert, so a Workload deleted meanwhile stays
+ * deleted. TD_EAGAIN naming the object when no such row is there. */
+static td_status write_checked(pg_store *s, const td__store_row *row, const char *gen,
+                               const char *seen, td_err *err)
 {
-    pg_store *s = be;
+    const char *p[6] = {row->kind, row->namespace_, row->name, row->body, gen, seen};
+    PGresult *r = PQexecParams(s->conn,
+                               "UPDATE tenantd_objects SET body = $4, updated_at = now(), "
+                               "generation = $5::bigint WHERE kind = $1 AND namespace = $2 "
+                               "AND name = $3 AND (generation <= $6::bigint OR "
+                               "generation = $5::bigint)",
+                               6, NULL, p, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        return res_err(s, r, err, "cannot write a scheduled object");
+    bool hit = strcmp(PQcmdTuples(r), "1") == 0;
+    PQclear(r);
+    if (!hit)
+        return td_err_set(err, TD_EAGAIN,
+                          "%s: %s %s/%s was changed or deleted by another commit since "
+                          "generation %s; the pass's decisions were not written",
+                          s->name, row->kind, row->namespace_, row->name, seen);
+    return TD_OK;
+}
+
+static td_status write_tx(pg_store *s, const td__store_row *ups, size_t nups,
+                          const td_object_id *dels, size_t ndels, const td__store_fence *fence,
+                          int64_t *before, int64_t *after, td_err *err)
+{
     td_status st = begin(s, "BEGIN", err);
     if (st != TD_OK)
         return st;
@@ -284,13 +330,25 @@ static td_status pg_write(void *be, const td__store_row *ups, size_t nups, const
     if ((st = read_gen(s, r, after, err, "cannot lock tenantd_generation for the commit")) != TD_OK)
         goto fail;
     *before = *after - 1;
+    char gen[24], seen[24];
+    snprintf(gen, sizeof gen, "%lld", (long long)*after);
+    snprintf(seen, sizeof seen, "%lld", (long long)(fence ? fence->seen : 0));
+    /* the term, under a share lock that a takeover's update waits for:
+     * no new leader can begin until this commit is in or out */
+    if (fence && (st = td__lease_pg_check(s->conn, fence->term, s->name, err)) != TD_OK)
+        goto fail;
     for (size_t i = 0; i < nups; i++) {
-        const char *p[4] = {ups[i].kind, ups[i].namespace_, ups[i].name, ups[i].body};
-        if ((st = exec_params(s,
-                              "INSERT INTO tenantd_objects(kind, namespace, name, body) "
-                              "VALUES ($1, $2, $3, $4) ON CONFLICT (kind, namespace, name) "
-                              "DO UPDATE SET body = excluded.body, updated_at = now()",
-                              4, p, PGRES_COMMAND_OK, err, "cannot write an object")) != TD_OK)
+        const char *p[5] = {ups[i].kind, ups[i].namespace_, ups[i].name, ups[i].body, gen};
+        if (fence && i >= fence->first_checked)
+            st = write_checked(s, &ups[i], gen, seen, err);
+        else
+            st = exec_params(s,
+                             "INSERT INTO tenantd_objects(kind, namespace, name, body, generation) "
+                             "VALUES ($1, $2, $3, $4, $5::bigint) ON CONFLICT (kind, namespace, "
+                             "name) DO UPDATE SET body = excluded.body, updated_at = now(), "
+                             "generation = excluded.generation",
+                             5, p, PGRES_COMMAND_OK, err, "cannot write an object");
+        if (st != TD_OK)
             goto fail;
     }
     for (size_t i = 0; i < ndels; i++) {
@@ -301,8 +359,6 @@ static td_status pg_write(void *be, const td__store_row *ups, size_t nups, const
                               3, p, PGRES_COMMAND_OK, err, "cannot delete an object")) != TD_OK)
             goto fail;
     }
-    char gen[24];
-    snprintf(gen, sizeof gen, "%lld", (long long)*after);
     const char *p[1] = {gen};
     /* delivered to the listeners when, and only if, this commits */
     if ((st = exec_params(s, "SELECT pg_notify('" CHANNEL "', $1)", 1, p, PGRES_TUPLES_OK, err,
@@ -318,6 +374,20 @@ static td_status pg_write(void *be, const td__store_row *ups, size_t nups, const
 fail:
     rollback(s);
     return st;
+}
+
+static td_status pg_write(void *be, const td__store_row *ups, size_t nups, const td_object_id *dels,
+                          size_t ndels, int64_t *before, int64_t *after, td_err *err)
+{
+    return write_tx(be, ups, nups, dels, ndels, NULL, before, after, err);
+}
+
+static td_status pg_write_fenced(void *be, const td__store_row *ups, size_t nups,
+                                 const td_object_id *dels, size_t ndels,
+                                 const td__store_fence *fence, int64_t *before, int64_t *after,
+                                 td_err *err)
+{
+    return write_tx(be, ups, nups, dels, ndels, fence, before, after, err);
 }
 
 static td_status pg_generation(void *be, int64_t *gen, td_err *err)
@@ -383,5 +453,5 @@ static void pg_watch_reset(void *be)
 
 const td__store_backend td__store_pg = {
     pg_name,     pg_load,        pg_write,       pg_generation,
-    pg_watch_fd, pg_watch_drain, pg_watch_reset, pg_close,
+    pg_watch_fd, pg_watch_drain, pg_watch_reset, pg_close,      pg_write_fenced,
 };

@@ -164,5 +164,5 @@ rollback:
 
 /* No generation and no watch: this process is the only writer. */
 const td__store_backend td__store_sqlite = {
-    sqlite_name, sqlite_load, sqlite_write, NULL, NULL, NULL, NULL, sqlite_close,
+    sqlite_name, sqlite_load, sqlite_write, NULL, NULL, NULL, NULL, sqlite_close, NULL,
 };

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "io/lease.h"
+#include "kinds/builtin.h"
 #include "io/store.h"
 
 #define TEST_DB "tenantd_lease_test"
@@ -211,6 +212,9 @@ static int drop_db(void **state)
 
 int main(void)
 {
+    /* Workloads are namespaced by the registry's word (core/kind.h) */
+    if (td_kinds_register_builtin(NULL) != TD_OK)
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_stale_term_refused, fresh_db),
         cmocka_unit_test(test_pass_rows_checked),

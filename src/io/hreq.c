@@ -293,11 +293,13 @@ static int on_message_complete(http_parser *p)
     td_hreq *r = reader_of(p);
     r->in_request = 0;
     r->keep_alive = http_should_keep_alive(p) && !p->upgrade;
-    if (r->cb->on_request(r, r->user))
+    if (r->cb->on_request(r, r->user)) {
+        /* the request stays readable until td_hreq_resume */
         r->pause_asked = 1;
-    td__buf_clear(&r->body, KEEP_BYTES);
-    if (r->pause_asked)
         http_parser_pause(p, 1);
+    } else {
+        td__buf_clear(&r->body, KEEP_BYTES);
+    }
     return 0;
 }
 
@@ -376,6 +378,7 @@ void td_hreq_resume(td_hreq *r)
         return;
     r->pause_asked = 0;
     r->state = TD_HREQ_MORE;
+    td__buf_clear(&r->body, KEEP_BYTES);
     http_parser_pause(&r->parser, 0);
 }
 

@@ -90,7 +90,8 @@ typedef struct {
      * refuses the request (the reader stops in TD_HREQ_ERROR with it). */
     int (*on_head)(td_hreq *r, void *user);
     /* The request is complete, its body in r->body. 0 reads on; 1 pauses
-     * the reader after it (TD_HREQ_PAUSED) until td_hreq_resume. */
+     * the reader after it (TD_HREQ_PAUSED) until td_hreq_resume, with the
+     * request's fields kept readable until then. */
     int (*on_request)(td_hreq *r, void *user);
 } td_hreq_callbacks;
 

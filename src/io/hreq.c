@@ -100,6 +100,103 @@ size_t td__chunk_gate_execute(td__chunk_gate *g, http_parser *p, const http_pars
     return done;
 }
 
+void td__hdrs_init(td__hdrs *h, size_t max_bytes, size_t max_fields)
+{
+    memset(h, 0, sizeof *h);
+    td__buf_init(&h->buf, max_bytes + 2 * max_fields); /* and a NUL after each */
+    h->max = max_fields;
+}
+
+void td__hdrs_fini(td__hdrs *h)
+{
+    td__buf_fini(&h->buf);
+    free(h->ix);
+    h->ix = NULL;
+    h->n = h->cap = 0;
+}
+
+void td__hdrs_clear(td__hdrs *h)
+{
+    td__buf_clear(&h->buf, 64 * 1024);
+    h->n = 0;
+    h->in_value = 0;
+}
+
+/* Closes the field being read so that buf holds "name\0value\0" for it. */
+static td_status end_field(td__hdrs *h)
+{
+    td_status st = TD_OK;
+    if (h->in_value == 1) {
+        st = td__buf_append(&h->buf, "", 1);
+        if (st == TD_OK) {
+            h->ix[h->n - 1].value_off = h->buf.len;
+            st = td__buf_append(&h->buf, "", 1);
+        }
+    } else if (h->in_value == 2) {
+        st = td__buf_append(&h->buf, "", 1);
+    }
+    h->in_value = 0;
+    return st;
+}
+
+td_status td__hdrs_name(td__hdrs *h, const char *at, size_t n)
+{
+    if (h->in_value != 1) {
+        td_status st = end_field(h);
+        if (st != TD_OK)
+            return st;
+        if (h->n == h->max)
+            return TD_EQUOTA;
+        if (h->n == h->cap) {
+            size_t cap = h->cap ? h->cap * 2 : 16;
+            td__hdr_ix *ix = realloc(h->ix, cap * sizeof *ix);
+            if (!ix)
+                return TD_ENOMEM;
+            h->ix = ix;
+            h->cap = cap;
+        }
+        h->ix[h->n].name_off = h->buf.len;
+        h->ix[h->n].value_off = h->buf.len;
+        h->n++;
+        h->in_value = 1;
+    }
+    return td__buf_append(&h->buf, at, n);
+}
+
+td_status td__hdrs_value(td__hdrs *h, const char *at, size_t n)
+{
+    if (h->in_value == 1) {
+        td_status st = td__buf_append(&h->buf, "", 1);
+        if (st != TD_OK)
+            return st;
+        h->ix[h->n - 1].value_off = h->buf.len;
+        h->in_value = 2;
+    }
+    return td__buf_append(&h->buf, at, n);
+}
+
+td_status td__hdrs_end(td__hdrs *h)
+{
+    td_status st = end_field(h);
+    if (st != TD_OK)
+        return st;
+    for (size_t i = 0; i < h->n; i++) {
+        char *value = h->buf.p + h->ix[i].value_off;
+        size_t vlen = strlen(value);
+        while (vlen && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
+            value[--vlen] = '\0';
+    }
+    return TD_OK;
+}
+
+const char *td__hdrs_get(const td__hdrs *h, const char *name)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (strcasecmp(h->buf.p + h->ix[i].name_off, name) == 0)
+            return h->buf.p + h->ix[i].value_off;
+    return NULL;
+}
+
 /* ---- the reader's callbacks ---- */
 
 /* Buffers that a large request grew give their memory back past this. */
@@ -129,11 +226,9 @@ static int on_message_begin(http_parser *p)
 {
     td_hreq *r = reader_of(p);
     td__buf_clear(&r->url, KEEP_BYTES);
-    td__buf_clear(&r->hdr, KEEP_BYTES);
+    td__hdrs_clear(&r->hdrs);
     td__buf_clear(&r->body, KEEP_BYTES);
-    r->n_ix = 0;
     r->header_bytes = 0;
-    r->in_value = 0;
     r->headers_done = 0;
     r->expect_continue = 0;
     td__chunk_gate_reset(&r->gate);
@@ -160,42 +255,11 @@ static int on_url(http_parser *p, const char *at, size_t n)
     return st == TD_OK ? 0 : reject(r, status_for(st, 414), "the request target is too long");
 }
 
-/* Closes the field being read so that hdr holds "name\0value\0" for it. */
-static int end_field(td_hreq *r)
+static int hdrs_failed(td_hreq *r, td_status st)
 {
-    td_status st = TD_OK;
-    if (r->in_value == 1) {
-        st = td__buf_append(&r->hdr, "", 1);
-        if (st == TD_OK) {
-            r->ix[r->n_ix - 1].value_off = r->hdr.len;
-            st = td__buf_append(&r->hdr, "", 1);
-        }
-    } else if (r->in_value == 2) {
-        st = td__buf_append(&r->hdr, "", 1);
-    }
-    r->in_value = 0;
-    return st == TD_OK ? 0 : reject(r, status_for(st, 431), "the request headers are too large");
-}
-
-static int new_field(td_hreq *r)
-{
-    if (end_field(r))
-        return -1;
-    if (r->n_ix == r->lim.max_headers)
+    if (st == TD_EQUOTA && r->hdrs.n == r->hdrs.max)
         return reject(r, 431, "too many header fields");
-    if (r->n_ix == r->cap_ix) {
-        size_t cap = r->cap_ix ? r->cap_ix * 2 : 16;
-        td__hdr_ix *ix = realloc(r->ix, cap * sizeof *ix);
-        if (!ix)
-            return reject(r, 503, "out of memory");
-        r->ix = ix;
-        r->cap_ix = cap;
-    }
-    r->ix[r->n_ix].name_off = r->hdr.len;
-    r->ix[r->n_ix].value_off = r->hdr.len;
-    r->n_ix++;
-    r->in_value = 1;
-    return 0;
+    return reject(r, status_for(st, 431), "the request headers are too large");
 }
 
 static int on_header_field(http_parser *p, const char *at, size_t n)
@@ -207,10 +271,8 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
         return reject(r, 400, "a header field name holds a character outside a token");
     if (r->headers_done)
         return 0; /* a chunked body's trailer: counted, not kept */
-    if (r->in_value != 1 && new_field(r))
-        return -1;
-    td_status st = td__buf_append(&r->hdr, at, n);
-    return st == TD_OK ? 0 : reject(r, status_for(st, 431), "the request headers are too large");
+    td_status st = td__hdrs_name(&r->hdrs, at, n);
+    return st == TD_OK ? 0 : hdrs_failed(r, st);
 }
 
 static int on_header_value(http_parser *p, const char *at, size_t n)
@@ -222,37 +284,19 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
         return reject(r, 400, "a header field value holds a control character");
     if (r->headers_done)
         return 0;
-    td_status st = TD_OK;
-    if (r->in_value == 1) {
-        st = td__buf_append(&r->hdr, "", 1);
-        r->ix[r->n_ix - 1].value_off = r->hdr.len;
-        r->in_value = 2;
-    }
-    if (st == TD_OK)
-        st = td__buf_append(&r->hdr, at, n);
-    return st == TD_OK ? 0 : reject(r, status_for(st, 431), "the request headers are too large");
-}
-
-/* Trims the values' trailing whitespace (http_parser keeps it). */
-static void trim_values(td_hreq *r)
-{
-    for (size_t i = 0; i < r->n_ix; i++) {
-        char *value = r->hdr.p + r->ix[i].value_off;
-        size_t vlen = strlen(value);
-        while (vlen && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
-            value[--vlen] = '\0';
-    }
+    td_status st = td__hdrs_value(&r->hdrs, at, n);
+    return st == TD_OK ? 0 : hdrs_failed(r, st);
 }
 
 static int on_headers_complete(http_parser *p)
 {
     td_hreq *r = reader_of(p);
-    if (end_field(r))
-        return -1;
+    td_status st = td__hdrs_end(&r->hdrs);
+    if (st != TD_OK)
+        return hdrs_failed(r, st);
     if (p->http_major != 1 || p->http_minor > 1)
         return reject(r, 505, "HTTP/1.0 or HTTP/1.1 only");
     r->headers_done = 1;
-    trim_values(r);
     if (td__buf_append(&r->url, "", 0) != TD_OK || !r->url.p)
         return reject(r, 400, "no request target");
     int has_length = (p->flags & F_CONTENTLENGTH) != 0;
@@ -325,18 +369,15 @@ void td_hreq_init(td_hreq *r, const td_hreq_limits *lim, const td_hreq_callbacks
     r->user = user;
     td__buf_init(&r->url, lim->max_url < lim->max_header_bytes ? lim->max_url
                                                                 : lim->max_header_bytes);
-    td__buf_init(&r->hdr, lim->max_header_bytes + 2 * lim->max_headers);
+    td__hdrs_init(&r->hdrs, lim->max_header_bytes, lim->max_headers);
     td__buf_init(&r->body, lim->max_body);
 }
 
 void td_hreq_fini(td_hreq *r)
 {
     td__buf_fini(&r->url);
-    td__buf_fini(&r->hdr);
+    td__hdrs_fini(&r->hdrs);
     td__buf_fini(&r->body);
-    free(r->ix);
-    r->ix = NULL;
-    r->n_ix = r->cap_ix = 0;
 }
 
 static int reading_message(http_parser *p)
@@ -384,10 +425,7 @@ void td_hreq_resume(td_hreq *r)
 
 const char *td_hreq_header(const td_hreq *r, const char *name)
 {
-    for (size_t i = 0; i < r->n_ix; i++)
-        if (strcasecmp(r->hdr.p + r->ix[i].name_off, name) == 0)
-            return r->hdr.p + r->ix[i].value_off;
-    return NULL;
+    return td__hdrs_get(&r->hdrs, name);
 }
 
 const char *td_hreq_method(const td_hreq *r)

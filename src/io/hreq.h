@@ -28,6 +28,29 @@ typedef struct {
     size_t name_off, value_off; /* into a "name\0value\0..." buffer */
 } td__hdr_ix;
 
+/* A message's header fields as http_parser hands them over in pieces. */
+typedef struct {
+    td__buf buf; /* "name\0value\0" for every field */
+    td__hdr_ix *ix;
+    size_t n, cap;
+    size_t max;   /* fields */
+    int in_value; /* 0 before any field, 1 inside a name, 2 inside a value */
+} td__hdrs;
+
+/* Empty fields: at most max_fields, their names and values in max_bytes. */
+void td__hdrs_init(td__hdrs *h, size_t max_bytes, size_t max_fields);
+void td__hdrs_fini(td__hdrs *h);
+/* Forgets the fields (for the next message); keeps up to 64 KiB of memory. */
+void td__hdrs_clear(td__hdrs *h);
+/* Appends a piece of a field's name or of its value. TD_OK; TD_EQUOTA over
+ * a limit; TD_ENOMEM. */
+td_status td__hdrs_name(td__hdrs *h, const char *at, size_t n);
+td_status td__hdrs_value(td__hdrs *h, const char *at, size_t n);
+/* Closes the last field, and trims the values' trailing whitespace. */
+td_status td__hdrs_end(td__hdrs *h);
+/* The value of the first field called name (any case), or NULL. */
+const char *td__hdrs_get(const td__hdrs *h, const char *name);
+
 /* A strict check of a chunked body's framing (RFC 9112 7.1, http_chunked.c),
  * fed the body's raw bytes before http-parser is: chunk-size lines, the
  * chunk-ext grammar, the CRLF after each chunk's data and the trailer
@@ -111,10 +134,8 @@ struct td_hreq {
     void *user;
 
     /* the request being read, valid in the callbacks */
-    td__buf url; /* the target as sent, NUL-terminated */
-    td__buf hdr; /* "name\0value\0" for every header field */
-    td__hdr_ix *ix;
-    size_t n_ix, cap_ix;
+    td__buf url;   /* the target as sent, NUL-terminated */
+    td__hdrs hdrs; /* the header fields */
     td__buf body;
     int method;                  /* enum http_method */
     int http_major, http_minor;  /* 1.0 or 1.1 */
@@ -127,7 +148,6 @@ struct td_hreq {
     const char *err_text; /* why, for a message: static */
 
     size_t header_bytes;
-    int in_value;     /* 0 before any field, 1 inside a name, 2 inside a value */
     int headers_done; /* header callbacks now are trailers: counted, not kept */
     int pause_asked;
     td_hreq_state state;

@@ -226,15 +226,16 @@ static void dispatch(td__http_conn *c)
     int keep = r->keep_alive;
     int http10 = r->http_major == 1 && r->http_minor == 0;
 
-    if (r->n_ix) {
-        fields = malloc(r->n_ix * sizeof *fields);
+    const td__hdrs *h = &r->hdrs;
+    if (h->n) {
+        fields = malloc(h->n * sizeof *fields);
         if (!fields) {
             write_error(c, 503);
             return;
         }
-        for (size_t i = 0; i < r->n_ix; i++) {
-            fields[i].name = r->hdr.p + r->ix[i].name_off;
-            fields[i].value = r->hdr.p + r->ix[i].value_off;
+        for (size_t i = 0; i < h->n; i++) {
+            fields[i].name = h->buf.p + h->ix[i].name_off;
+            fields[i].value = h->buf.p + h->ix[i].value_off;
         }
     }
     td_http_request req = {
@@ -242,7 +243,7 @@ static void dispatch(td__http_conn *c)
         .version_major = r->http_major,
         .version_minor = r->http_minor,
         .headers = fields,
-        .n_headers = r->n_ix,
+        .n_headers = h->n,
         .body = r->body.p ? r->body.p : "",
         .body_len = r->body.len,
     };

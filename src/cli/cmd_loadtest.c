@@ -7,7 +7,6 @@
  * (no coordinated omission). Prints one row per tenant. */
 #include <errno.h>
 #include <getopt.h>
-#include <http_parser.h>
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -22,6 +21,7 @@
 #include <uv.h>
 
 #include "cli/cli.h"
+#include "io/hresp.h"
 #include "tenantd/client.h"
 #include "tenantd/config.h"
 #include "tenantd/critqueue.h"
@@ -105,12 +105,7 @@ struct lt_conn {
     int slot;
     int state;
     lt_req *req;
-    http_parser parser;
-    bool done, in_ra, field_done;
-    char field[32];
-    size_t field_len;
-    char ra[32];
-    size_t ra_len;
+    td_hresp resp; /* the response reader (io/hresp.h) */
     char body[BODY_KEEP + 1];
     size_t body_len;
     char rbuf[16384];
@@ -165,8 +160,6 @@ struct lt_run {
     bool progress;
     size_t n_secs; /* length of each tenant's per_sec; 0 without --html */
 };
-
-static http_parser_settings parser_settings;
 
 static uint64_t now_ns(void)
 {
@@ -367,6 +360,7 @@ static void conn_freed(uv_handle_t *h)
     lt_tenant *t = c->t;
     t->slots[c->slot] = NULL;
     t->open--;
+    td_hresp_fini(&c->resp);
     free(c);
     /* a freed slot may serve a request that waited for one */
     if (t->pending_head && !t->run->stopped) {
@@ -410,12 +404,8 @@ static void send_on(lt_conn *c, lt_req *r)
     c->req = r;
     r->conn = c;
     c->state = C_BUSY;
-    c->done = false;
-    c->in_ra = false;
-    c->field_done = false;
-    c->field_len = c->ra_len = c->body_len = 0;
-    http_parser_init(&c->parser, HTTP_RESPONSE);
-    c->parser.data = c;
+    c->body_len = 0;
+    td_hresp_start(&c->resp, 0);
     uv_buf_t b = uv_buf_init(t->wire[r->crit], (unsigned)t->wire_len[r->crit]);
     c->write.data = c;
     if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0)
@@ -437,38 +427,12 @@ static void conn_ready(lt_conn *c)
     }
 }
 
-static int on_header_field(http_parser *p, const char *at, size_t len)
+/* Keeps the body's first BODY_KEEP bytes, where a rejection's retry
+ * hint is. */
+static int on_body(td_hresp *resp, const char *at, size_t len, void *user)
 {
-    lt_conn *c = p->data;
-    if (c->field_done) {
-        c->field_len = 0;
-        c->field_done = false;
-    }
-    for (size_t i = 0; i < len && c->field_len + 1 < sizeof c->field; i++)
-        c->field[c->field_len++] = at[i];
-    c->field[c->field_len] = '\0';
-    return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t len)
-{
-    lt_conn *c = p->data;
-    if (!c->field_done) {
-        c->field_done = true;
-        c->in_ra = strcasecmp(c->field, "retry-after") == 0;
-        if (c->in_ra)
-            c->ra_len = 0;
-    }
-    if (c->in_ra)
-        for (size_t i = 0; i < len && c->ra_len + 1 < sizeof c->ra; i++)
-            c->ra[c->ra_len++] = at[i];
-    c->ra[c->ra_len] = '\0';
-    return 0;
-}
-
-static int on_body(http_parser *p, const char *at, size_t len)
-{
-    lt_conn *c = p->data;
+    lt_conn *c = user;
+    (void)resp;
     size_t n = BODY_KEEP - c->body_len;
     if (n > len)
         n = len;
@@ -477,40 +441,18 @@ static int on_body(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
-static int on_complete(http_parser *p)
-{
-    lt_conn *c = p->data;
-    c->done = true;
-    http_parser_pause(p, 1);
-    return 0;
-}
+static const td_hresp_callbacks reader_callbacks = {.on_body = on_body};
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+/* The response to c's request is complete: report it, and serve the next
+ * request on the connection when it stays open. */
+static void response_done(lt_conn *c, bool more_bytes)
 {
-    lt_conn *c = s->data;
-    if (c->state == C_CLOSING)
-        return;
-    if (nread < 0) {
-        conn_fail(c, TD_CLIENT_ECONNECT);
-        return;
-    }
-    if (nread == 0)
-        return;
-    if (!c->req) { /* bytes nobody asked for */
-        conn_close(c);
-        return;
-    }
-    size_t used = http_parser_execute(&c->parser, &parser_settings, buf->base, (size_t)nread);
-    if (!c->done) {
-        if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK || used != (size_t)nread)
-            conn_fail(c, TD_CLIENT_ECONNECT);
-        return;
-    }
-    int status = (int)c->parser.status_code;
-    bool keep = http_should_keep_alive(&c->parser) && used == (size_t)nread;
+    int status = c->resp.status;
+    bool keep = c->resp.keep_alive && !more_bytes;
     c->body[c->body_len] = '\0';
     uint64_t ra =
-        td_client_parse_retry_after(status, c->ra_len ? c->ra : NULL, c->body, c->body_len);
+        td_client_parse_retry_after(status, td_hresp_header(&c->resp, "retry-after"), c->body,
+                                    c->body_len);
     lt_req *r = c->req;
     c->req = NULL;
     if (keep)
@@ -520,6 +462,35 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     on_result(r, status, ra);
     if (keep && c->state == C_IDLE && !c->t->run->stopped)
         conn_ready(c);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    lt_conn *c = s->data;
+    if (c->state == C_CLOSING)
+        return;
+    if (nread < 0) {
+        /* a body delimited by the close is complete at it */
+        if (nread == UV_EOF && c->req)
+            td_hresp_eof(&c->resp);
+        if (c->req && td_hresp_status(&c->resp) == TD_HRESP_DONE)
+            response_done(c, true);
+        else
+            conn_fail(c, TD_CLIENT_ECONNECT);
+        return;
+    }
+    if (nread == 0)
+        return;
+    if (!c->req) { /* bytes nobody asked for */
+        conn_close(c);
+        return;
+    }
+    size_t used = td_hresp_feed(&c->resp, buf->base, (size_t)nread);
+    td_hresp_state st = td_hresp_status(&c->resp);
+    if (st == TD_HRESP_DONE)
+        response_done(c, used != (size_t)nread);
+    else if (st != TD_HRESP_MORE)
+        conn_fail(c, TD_CLIENT_ECONNECT);
 }
 
 static void on_connected(uv_connect_t *req, int status)
@@ -547,6 +518,8 @@ static void conn_open(lt_tenant *t, int slot, lt_req *r)
     c->t = t;
     c->slot = slot;
     c->state = C_CONNECTING;
+    static const td_hresp_limits limits = {.max_header_bytes = 64 * 1024, .max_headers = 256};
+    td_hresp_init(&c->resp, &limits, &reader_callbacks, c);
     c->req = r;
     r->conn = c;
     uv_tcp_init(t->run->loop, &c->tcp);
@@ -1384,11 +1357,6 @@ int td_cmd_loadtest(int argc, char **argv)
     }
 
     signal(SIGPIPE, SIG_IGN);
-    http_parser_settings_init(&parser_settings);
-    parser_settings.on_header_field = on_header_field;
-    parser_settings.on_header_value = on_header_value;
-    parser_settings.on_body = on_body;
-    parser_settings.on_message_complete = on_complete;
 
     uv_loop_t loop;
     uv_loop_init(&loop);

@@ -30,6 +30,8 @@ def norm(b):
     b = re.sub(rb'"id":"cmpl-\d+"', b'"id":"cmpl-X"', b)
     b = re.sub(rb'"retry_after_ms":\d+', b'"retry_after_ms":X', b)
     b = re.sub(rb"Retry-After: \d+", b"Retry-After: X", b)
+    b = re.sub(rb"retry-after-ms: \d+", b"retry-after-ms: X", b)
+    b = re.sub(rb"retry after \d+ ms", b"retry after X ms", b)
     return b
 body = b'{"prompt":"hello","max_tokens":1}'
 def post(key, path=b"/v1/completions", extra=b"", b=body):

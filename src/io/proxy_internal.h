@@ -283,11 +283,8 @@ struct px_conn {
     px_conn *ua_prev, *ua_next; /* that list, oldest first */
     uint64_t accepted_ms;       /* loop time of accept */
     uint8_t addr_key[16];       /* the client address as capped (IPv6: its /64) */
-    /* a chunked body's framing, checked ahead of the parser (as
-     * td__http_conn's ck_* in http_internal.h) */
-    unsigned ck_begin : 1, ck_on : 1, ck_final : 1;
-    size_t ck_scanned;
-    td__chunked ck;
+    /* a chunked body's framing, checked ahead of the parser (hreq.h) */
+    td__chunk_gate gate;
     /* The API key of the connection's last identified request and what it
      * resolved to in the view of generation auth_gen (0: none): a client
      * sending the same key again skips the SHA-256 and the lookup. Wiped

@@ -133,6 +133,11 @@ static td_status end_field(td__hdrs *h)
             st = td__buf_append(&h->buf, "", 1);
         }
     } else if (h->in_value == 2) {
+        /* http_parser keeps a value's trailing whitespace */
+        size_t start = h->ix[h->n - 1].value_off;
+        while (h->buf.len > start &&
+               (h->buf.p[h->buf.len - 1] == ' ' || h->buf.p[h->buf.len - 1] == '\t'))
+            h->buf.len--;
         st = td__buf_append(&h->buf, "", 1);
     }
     h->in_value = 0;
@@ -177,16 +182,7 @@ td_status td__hdrs_value(td__hdrs *h, const char *at, size_t n)
 
 td_status td__hdrs_end(td__hdrs *h)
 {
-    td_status st = end_field(h);
-    if (st != TD_OK)
-        return st;
-    for (size_t i = 0; i < h->n; i++) {
-        char *value = h->buf.p + h->ix[i].value_off;
-        size_t vlen = strlen(value);
-        while (vlen && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
-            value[--vlen] = '\0';
-    }
-    return TD_OK;
+    return end_field(h);
 }
 
 const char *td__hdrs_get(const td__hdrs *h, const char *name)

@@ -46,7 +46,7 @@ void td__hdrs_clear(td__hdrs *h);
  * a limit; TD_ENOMEM. */
 td_status td__hdrs_name(td__hdrs *h, const char *at, size_t n);
 td_status td__hdrs_value(td__hdrs *h, const char *at, size_t n);
-/* Closes the last field, and trims the values' trailing whitespace. */
+/* Closes the last field. Values come without their trailing whitespace. */
 td_status td__hdrs_end(td__hdrs *h);
 /* The value of the first field called name (any case), or NULL. */
 const char *td__hdrs_get(const td__hdrs *h, const char *name);

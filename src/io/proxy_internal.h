@@ -15,6 +15,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "io/hresp.h"
 #include "io/http_internal.h"
 #include "tenantd/cost.h"
 #include "tenantd/endpoints.h"
@@ -303,21 +304,13 @@ struct px_up {
     int ep; /* its endpoint in rs->eps */
     px_up *prev, *next; /* idle list */
     px_conn *c;         /* the client whose request it carries; NULL when idle */
-    http_parser parser;
-    td__buf hdr;
-    td__hdr_ix ix[PX_MAX_HEADERS];
-    size_t n_ix;
-    size_t header_bytes;
-    int in_value;
+    td_hresp resp;      /* the response reader (hresp.h) */
     uint64_t idle_since;
     unsigned closing : 1;
     unsigned connected : 1;
     unsigned reused : 1;    /* it served a request before this one */
     unsigned got_bytes : 1; /* any of this response arrived */
-    unsigned interim : 1;   /* the message being parsed is a 1xx */
-    unsigned msg_done : 1;  /* the response is complete */
     unsigned bad : 1;       /* not reusable */
-    unsigned keep : 1;      /* the response allows reuse */
     unsigned idle : 1;      /* in rs->idle */
     unsigned reading : 1;   /* uv_read_start is in effect */
     unsigned retry_5xx : 1; /* the endpoint answered 502/503: the request goes to another */

@@ -26,6 +26,7 @@ static int on_message_begin(http_parser *p)
     td_hresp *r = reader_of(p);
     td__hdrs_clear(&r->hdrs);
     r->header_bytes = 0;
+    r->headers_done = 0;
     r->interim = 0;
     return 0;
 }
@@ -50,6 +51,8 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
     td_hresp *r = reader_of(p);
     if (count_header_bytes(r, n))
         return -1;
+    if (r->headers_done)
+        return 0; /* a chunked body's trailer: counted, not kept */
     td_status st = td__hdrs_name(&r->hdrs, at, n);
     return st == TD_OK ? 0 : hdrs_failed(r, st);
 }
@@ -59,6 +62,8 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
     td_hresp *r = reader_of(p);
     if (count_header_bytes(r, n))
         return -1;
+    if (r->headers_done)
+        return 0;
     td_status st = td__hdrs_value(&r->hdrs, at, n);
     return st == TD_OK ? 0 : hdrs_failed(r, st);
 }
@@ -71,6 +76,7 @@ static int on_headers_complete(http_parser *p)
     td_status st = td__hdrs_end(&r->hdrs);
     if (st != TD_OK)
         return hdrs_failed(r, st);
+    r->headers_done = 1;
     if (p->status_code >= 100 && p->status_code < 200 && p->status_code != 101) {
         r->interim = 1; /* 100 Continue and friends precede the answer */
         return 0;

@@ -59,6 +59,7 @@ struct td_hresp {
     int interim;      /* a 1xx answer is being read */
     int got_bytes;    /* a byte of the response has come */
     size_t header_bytes;
+    int headers_done; /* header callbacks now are trailers: counted, not kept */
     int pause_asked;
     td_hresp_state state;
 };

@@ -77,6 +77,9 @@ static int on_headers_complete(http_parser *p)
     if (st != TD_OK)
         return hdrs_failed(r, st);
     r->headers_done = 1;
+    /* http_parser, built lenient, takes "HTTP/1.1 2 OK" */
+    if (p->status_code < 100 || p->status_code > 999)
+        return fail(r, "the status code is not three digits", 0);
     if (p->status_code >= 100 && p->status_code < 200 && p->status_code != 101) {
         r->interim = 1; /* 100 Continue and friends precede the answer */
         return 0;

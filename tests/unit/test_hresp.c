@@ -199,6 +199,8 @@ static const row rows[] = {
     {"a head cut by the close", {"HTTP/1.1 200 OK\r\nContent-Le"}, 0, 1, 0, COLLECT, "",
      TD_HRESP_ERROR},
     {"garbage", {"SMTP ready\r\n\r\n"}, 0, 0, 0, COLLECT, "", TD_HRESP_ERROR},
+    {"a status of one digit", {"HTTP/1.1 2 OK\r\nContent-Length: 0\r\n\r\n"}, 0, 0, 0, COLLECT,
+     "", TD_HRESP_ERROR},
     {"a bad chunk size", {CHUNKED "zz\r\n"}, 0, 0, 0, COLLECT, "", TD_HRESP_ERROR},
     {"too many fields", {"HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nE: 5\r\n\r\n"}, 0,
      0, 0, COLLECT, "", TD_HRESP_ERROR},

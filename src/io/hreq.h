@@ -1,8 +1,7 @@
-/* hreq.h - tenantd's one HTTP/1.1 request reader, the server side of the
- * admin listener and the simulated model server: http_parser wrapped once,
- * with header collection under limits, strict field characters, a strict
- * chunked-framing check ahead of the parser, body limits and keep-alive
- * rules. Bytes in, one callback per complete request; no sockets. */
+/* hreq.h - tenantd's one HTTP/1.1 request reader (admin listener, simmodel):
+ * http_parser wrapped once, with header limits, strict field characters, a
+ * strict chunked-framing check, body limits and keep-alive rules; bytes in,
+ * one callback per request. Also the pieces the gateway's parser shares. */
 #ifndef TENANTD_HREQ_H
 #define TENANTD_HREQ_H
 

@@ -1,8 +1,7 @@
-/* hresp.h - tenantd's one HTTP/1.1 response reader, the client side of
- * tenantctl's requests and the load generator: http_parser wrapped once,
- * with the status, header collection under limits, interim 1xx answers
- * skipped, Content-Length, chunked and close-delimited bodies, streamed
- * to a callback or collected under a limit. Bytes in; no sockets. */
+/* hresp.h - tenantd's one HTTP/1.1 response reader (gateway upstreams,
+ * http_client, loadtest): http_parser wrapped once, with the status, header
+ * limits, 1xx skipped, Content-Length, chunked and close-delimited bodies
+ * streamed to a callback or collected under a limit. Bytes in; no sockets. */
 #ifndef TENANTD_HRESP_H
 #define TENANTD_HRESP_H
 

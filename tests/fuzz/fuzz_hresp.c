@@ -1,8 +1,7 @@
-/* fuzz_hresp.c - libFuzzer target for the client side's response reader
- * (io/hresp.h): the input is one connection's bytes from a server, cut
- * into pieces as the network might deliver them, read as consecutive
- * responses (collected, or streamed with pauses, as the first byte picks),
- * then the server's close. Build with -DTD_FUZZ=ON (see fuzz_http.c). */
+/* fuzz_hresp.c - libFuzzer target for the response reader (io/hresp.h): one
+ * connection's bytes from a server in pieces, read as consecutive responses
+ * (collected, or streamed with pauses, as the first byte picks), then the
+ * close. Build with -DTD_FUZZ=ON (see fuzz_http.c). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,7 @@
-/* test_hreq.c - the HTTP/1.1 request reader (io/hreq.h), row by row: each
- * row's bytes go over a real 127.0.0.1 TCP connection as pieces (or byte
- * by byte), the reader reads them as they arrive, and what its callbacks
- * saw is compared with the row: pipelining, bodies, chunked framing,
- * limits, keep-alive, pauses. */
+/* test_hreq.c - the request reader (io/hreq.h) row by row: each row's bytes
+ * cross a real 127.0.0.1 TCP connection in pieces or byte by byte, and what
+ * the callbacks saw is compared with the row: pipelining, bodies, chunked
+ * framing, limits, keep-alive, pauses. */
 /* cmocka.h needs these before it */
 #include <setjmp.h>
 #include <stdarg.h>

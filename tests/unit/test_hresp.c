@@ -1,9 +1,7 @@
-/* test_hresp.c - the HTTP/1.1 response reader (io/hresp.h), row by row:
- * each row's response bytes go over a real 127.0.0.1 TCP connection as
- * pieces (or byte by byte), optionally followed by the server's close,
- * and what the reader made of them is compared with the row: lengths,
- * chunked and close-delimited bodies, 1xx, HEAD, pipelined answers,
- * limits, streaming with pauses. */
+/* test_hresp.c - the response reader (io/hresp.h) row by row: each row's
+ * bytes cross a real 127.0.0.1 TCP connection in pieces or byte by byte,
+ * maybe followed by the close: lengths, chunked and close-delimited bodies,
+ * 1xx, HEAD, pipelined answers, limits, streaming with pauses. */
 /* cmocka.h needs these before it */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -5,7 +5,7 @@
 # 1 per hour, so that every request past the first is a 429), a warm-up of
 # 300 requests, counters zeroed, then N (default 2000) requests through
 # bench/gateway_ir.py, all threads counted. Prints "proxied IR" and
-# "reject IR" per request.
+# "reject IR" per request; ONLY=proxied or ONLY=reject runs one of them.
 set -eu
 BUILD=$1
 N=${2:-2000}
@@ -70,5 +70,5 @@ run() { # NAME KEYS
     ir=$(awk '/^desc: Trigger: dump/ {d = 1} /^summary:/ && d {print $2; exit}' "$TMP"/cg."$1".*)
     echo "$1 $((ir / N)) Ir/request ($seen)"
 }
-run proxied key-a,key-b,key-c
-[ -n "${ONLY:-}" ] || run reject key-x
+[ "${ONLY:-}" = reject ] || run proxied key-a,key-b,key-c
+[ "${ONLY:-}" = proxied ] || run reject key-x

@@ -42,5 +42,4 @@ set(TD_PUBLIC_OWNER_client.h client)
 # to that one file); the check fails once an exception is no longer used,
 # so that it is deleted when its step lands.
 set(TD_LAYER_EXCEPTIONS
-  "src/simmodel/server.c|io/http_internal.h|s-http (issue 18 item 4): simmodel serves through io's shared HTTP server engine"
 )

@@ -7,7 +7,6 @@
  * (no coordinated omission). Prints one row per tenant. */
 #include <errno.h>
 #include <getopt.h>
-#include <http_parser.h>
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -22,6 +21,8 @@
 #include <uv.h>
 
 #include "cli/cli.h"
+#include "cli/htmlpage.h"
+#include "io/hresp.h"
 #include "tenantd/client.h"
 #include "core/config.h"
 #include "gateway/critqueue.h"
@@ -105,12 +106,7 @@ struct lt_conn {
     int slot;
     int state;
     lt_req *req;
-    http_parser parser;
-    bool done, in_ra, field_done;
-    char field[32];
-    size_t field_len;
-    char ra[32];
-    size_t ra_len;
+    td_hresp resp; /* the response reader (io/hresp.h) */
     char body[BODY_KEEP + 1];
     size_t body_len;
     char rbuf[16384];
@@ -165,8 +161,6 @@ struct lt_run {
     bool progress;
     size_t n_secs; /* length of each tenant's per_sec; 0 without --html */
 };
-
-static http_parser_settings parser_settings;
 
 static uint64_t now_ns(void)
 {
@@ -367,6 +361,7 @@ static void conn_freed(uv_handle_t *h)
     lt_tenant *t = c->t;
     t->slots[c->slot] = NULL;
     t->open--;
+    td_hresp_fini(&c->resp);
     free(c);
     /* a freed slot may serve a request that waited for one */
     if (t->pending_head && !t->run->stopped) {
@@ -410,12 +405,8 @@ static void send_on(lt_conn *c, lt_req *r)
     c->req = r;
     r->conn = c;
     c->state = C_BUSY;
-    c->done = false;
-    c->in_ra = false;
-    c->field_done = false;
-    c->field_len = c->ra_len = c->body_len = 0;
-    http_parser_init(&c->parser, HTTP_RESPONSE);
-    c->parser.data = c;
+    c->body_len = 0;
+    td_hresp_start(&c->resp, 0);
     uv_buf_t b = uv_buf_init(t->wire[r->crit], (unsigned)t->wire_len[r->crit]);
     c->write.data = c;
     if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0)
@@ -437,38 +428,12 @@ static void conn_ready(lt_conn *c)
     }
 }
 
-static int on_header_field(http_parser *p, const char *at, size_t len)
+/* Keeps the body's first BODY_KEEP bytes, where a rejection's retry
+ * hint is. */
+static int on_body(td_hresp *resp, const char *at, size_t len, void *user)
 {
-    lt_conn *c = p->data;
-    if (c->field_done) {
-        c->field_len = 0;
-        c->field_done = false;
-    }
-    for (size_t i = 0; i < len && c->field_len + 1 < sizeof c->field; i++)
-        c->field[c->field_len++] = at[i];
-    c->field[c->field_len] = '\0';
-    return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t len)
-{
-    lt_conn *c = p->data;
-    if (!c->field_done) {
-        c->field_done = true;
-        c->in_ra = strcasecmp(c->field, "retry-after") == 0;
-        if (c->in_ra)
-            c->ra_len = 0;
-    }
-    if (c->in_ra)
-        for (size_t i = 0; i < len && c->ra_len + 1 < sizeof c->ra; i++)
-            c->ra[c->ra_len++] = at[i];
-    c->ra[c->ra_len] = '\0';
-    return 0;
-}
-
-static int on_body(http_parser *p, const char *at, size_t len)
-{
-    lt_conn *c = p->data;
+    lt_conn *c = user;
+    (void)resp;
     size_t n = BODY_KEEP - c->body_len;
     if (n > len)
         n = len;
@@ -477,40 +442,18 @@ static int on_body(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
-static int on_complete(http_parser *p)
-{
-    lt_conn *c = p->data;
-    c->done = true;
-    http_parser_pause(p, 1);
-    return 0;
-}
+static const td_hresp_callbacks reader_callbacks = {.on_body = on_body};
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+/* The response to c's request is complete: report it, and serve the next
+ * request on the connection when it stays open. */
+static void response_done(lt_conn *c, bool more_bytes)
 {
-    lt_conn *c = s->data;
-    if (c->state == C_CLOSING)
-        return;
-    if (nread < 0) {
-        conn_fail(c, TD_CLIENT_ECONNECT);
-        return;
-    }
-    if (nread == 0)
-        return;
-    if (!c->req) { /* bytes nobody asked for */
-        conn_close(c);
-        return;
-    }
-    size_t used = http_parser_execute(&c->parser, &parser_settings, buf->base, (size_t)nread);
-    if (!c->done) {
-        if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK || used != (size_t)nread)
-            conn_fail(c, TD_CLIENT_ECONNECT);
-        return;
-    }
-    int status = (int)c->parser.status_code;
-    bool keep = http_should_keep_alive(&c->parser) && used == (size_t)nread;
+    int status = c->resp.status;
+    bool keep = c->resp.keep_alive && !more_bytes;
     c->body[c->body_len] = '\0';
     uint64_t ra =
-        td_client_parse_retry_after(status, c->ra_len ? c->ra : NULL, c->body, c->body_len);
+        td_client_parse_retry_after(status, td_hresp_header(&c->resp, "retry-after"), c->body,
+                                    c->body_len);
     lt_req *r = c->req;
     c->req = NULL;
     if (keep)
@@ -520,6 +463,35 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     on_result(r, status, ra);
     if (keep && c->state == C_IDLE && !c->t->run->stopped)
         conn_ready(c);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    lt_conn *c = s->data;
+    if (c->state == C_CLOSING)
+        return;
+    if (nread < 0) {
+        /* a body delimited by the close is complete at it */
+        if (nread == UV_EOF && c->req)
+            td_hresp_eof(&c->resp);
+        if (c->req && td_hresp_status(&c->resp) == TD_HRESP_DONE)
+            response_done(c, true);
+        else
+            conn_fail(c, TD_CLIENT_ECONNECT);
+        return;
+    }
+    if (nread == 0)
+        return;
+    if (!c->req) { /* bytes nobody asked for */
+        conn_close(c);
+        return;
+    }
+    size_t used = td_hresp_feed(&c->resp, buf->base, (size_t)nread);
+    td_hresp_state st = td_hresp_status(&c->resp);
+    if (st == TD_HRESP_DONE)
+        response_done(c, used != (size_t)nread);
+    else if (st != TD_HRESP_MORE)
+        conn_fail(c, TD_CLIENT_ECONNECT);
 }
 
 static void on_connected(uv_connect_t *req, int status)
@@ -547,6 +519,8 @@ static void conn_open(lt_tenant *t, int slot, lt_req *r)
     c->t = t;
     c->slot = slot;
     c->state = C_CONNECTING;
+    static const td_hresp_limits limits = {.max_header_bytes = 64 * 1024, .max_headers = 256};
+    td_hresp_init(&c->resp, &limits, &reader_callbacks, c);
     c->req = r;
     r->conn = c;
     uv_tcp_init(t->run->loop, &c->tcp);
@@ -840,20 +814,6 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* A round number at or above v, for a chart's top. */
-static double nice_top(double v)
-{
-    if (!(v > 0))
-        return 1;
-    double mag = pow(10, floor(log10(v)));
-    for (int i = 0; i < 4; i++) {
-        static const double steps[] = {1, 2, 5, 10};
-        if (v <= steps[i] * mag)
-            return steps[i] * mag;
-    }
-    return 10 * mag;
-}
-
 #define CW 640 /* chart width and height in px, plot area inside margins */
 #define CH 200
 #define ML 56
@@ -921,6 +881,117 @@ static const char *const kind_class[S_KINDS] = {"ok", "r429", "r503", "err", "dr
 static const char *const kind_label[S_KINDS] = {"ok", "429 rate-limited", "503 shed", "errors",
                                                 "dropped locally"};
 
+static const char loadtest_css[] =
+    "table{border-collapse:collapse}\n"
+    ".yes{color:#1a7f37;font-weight:bold}.no{color:#cf222e;font-weight:bold}\n"
+    ".tenant{display:flex;flex-wrap:wrap;gap:16px}\n"
+    ".grid{stroke:#ddd}.ylab{font-size:11px;text-anchor:end;fill:#555}"
+    ".xlab{font-size:11px;text-anchor:middle;fill:#555}.unit{font-size:11px;fill:#555}\n"
+    ".p50{fill:none;stroke:#0969da;stroke-width:2}.p99{fill:none;stroke:#cf222e;"
+    "stroke-width:2}.slo{stroke:#cf222e;stroke-dasharray:6 4;opacity:.6}\n"
+    ".ok{fill:#2da44e}.r429{fill:#fb8500}.r503{fill:#8250df}.err{fill:#cf222e}"
+    ".drop{fill:#8c959f}\n";
+
+/* The summary table, one row per tenant, and the charts' colour key. */
+static void html_summary(FILE *f, lt_run *run)
+{
+    static const char *const heads[] = {"tenant",  "client",  "offered", "sent",
+                                        "ok",      "429",     "503",     "errors",
+                                        "dropped", "retries", "success", "p50 ms",
+                                        "p95 ms",  "p99 ms",  "p99.9 ms", "SLO"};
+    td_htmlpage_table(f, NULL, heads, sizeof heads / sizeof heads[0]);
+    for (size_t i = 0; i < run->n; i++) {
+        lt_tenant *t = &run->t[i];
+        lt_stats *s = &t->st;
+        char p[4][16];
+        fmt_ms(p[0], sizeof p[0], pct_ms(s, 0.5));
+        fmt_ms(p[1], sizeof p[1], pct_ms(s, 0.95));
+        fmt_ms(p[2], sizeof p[2], pct_ms(s, 0.99));
+        fmt_ms(p[3], sizeof p[3], pct_ms(s, 0.999));
+        int met = slo_met(t);
+        fputs("<tr><td>", f);
+        td_htmlpage_text(f, t->spec->name);
+        fprintf(f,
+                "</td><td>%s</td><td>%llu</td><td>%llu</td><td>%llu</td><td>%llu</td>"
+                "<td>%llu</td><td>%llu</td><td>%llu</td><td>%llu</td><td>%.3f%%</td>"
+                "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td></tr>\n",
+                t->spec->abusive ? "abusive" : "wellBehaved", (unsigned long long)s->requests,
+                (unsigned long long)s->sent, (unsigned long long)s->ok, (unsigned long long)s->r429,
+                (unsigned long long)s->r503, (unsigned long long)s->errors,
+                (unsigned long long)s->dropped, (unsigned long long)s->retries,
+                100 * success_ratio(s), p[0], p[1], p[2], p[3],
+                met < 0 ? ""
+                : met   ? "yes"
+                        : "no",
+                met < 0 ? "-"
+                : met   ? "met"
+                        : "missed");
+    }
+    fputs("</table>\n", f);
+    static const char *const colours[] = {"#0969da", "#cf222e", "#2da44e", "#fb8500",
+                                          "#8250df", "#cf222e", "#8c959f"};
+    const char *labels[2 + S_KINDS] = {"p50", "p99 (dashed: the SLO's p99). Outcomes:"};
+    for (int k = 0; k < S_KINDS; k++)
+        labels[2 + k] = kind_label[k];
+    td_htmlpage_key(f, "Latency: ", colours, labels, 2 + S_KINDS, NULL);
+}
+
+/* t's latency chart: p50 and p99 per second, the SLO's p99 dashed. */
+static void html_latency(FILE *f, lt_tenant *t, size_t n_secs, double *p50, double *p99)
+{
+    double ph = CH - MT - MB;
+    latency_series(&t->st, n_secs, p50, p99);
+    double max = 0;
+    for (size_t k = 0; k < n_secs; k++)
+        if (!isnan(p99[k]) && p99[k] > max)
+            max = p99[k];
+    double slo_ms = t->spec->slo_p99_ns ? (double)t->spec->slo_p99_ns / 1e6 : 0;
+    double top = td_htmlpage_nice_top((slo_ms > max ? slo_ms : max) * 1.05);
+    td_htmlpage_svg_begin(f, NULL, CW, CH, "latency per second");
+    chart_frame(f, top, n_secs, "ms");
+    if (slo_ms > 0)
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"slo\"/>\n", ML,
+                MT + ph - ph * slo_ms / top, CW - MR, MT + ph - ph * slo_ms / top);
+    polyline(f, p50, n_secs, top, "p50");
+    polyline(f, p99, n_secs, top, "p99");
+    td_htmlpage_svg_end(f);
+}
+
+/* t's outcomes chart: attempts per second, stacked by outcome. */
+static void html_outcomes(FILE *f, lt_tenant *t, size_t n_secs)
+{
+    lt_stats *s = &t->st;
+    double pw = CW - ML - MR, ph = CH - MT - MB;
+    double most = 0;
+    for (size_t k = 0; k < n_secs; k++) {
+        double sum = 0;
+        for (int j = 0; j < S_KINDS; j++)
+            sum += s->per_sec[k][j];
+        if (sum > most)
+            most = sum;
+    }
+    double top = td_htmlpage_nice_top(most);
+    td_htmlpage_svg_begin(f, NULL, CW, CH, "outcomes per second");
+    chart_frame(f, top, n_secs, "/s");
+    double bw = pw / (double)n_secs;
+    for (size_t k = 0; k < n_secs; k++) {
+        double y = MT + ph;
+        for (int j = 0; j < S_KINDS; j++) {
+            uint32_t v = s->per_sec[k][j];
+            if (!v)
+                continue;
+            double h = ph * v / top;
+            y -= h;
+            fprintf(f,
+                    "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
+                    "<title>%zus: %u %s</title></rect>\n",
+                    kind_class[j], ML + bw * (double)k + 1, y, bw > 3 ? bw - 2 : bw, h, k, v,
+                    kind_label[j]);
+        }
+    }
+    td_htmlpage_svg_end(f);
+}
+
 /* Writes the report of run as one self-contained HTML page to f: the
  * summary table, then per tenant latency (p50, p99 per second) and
  * outcomes (stacked per second) as inline SVG. Sorts each tenant's
@@ -938,128 +1009,26 @@ static int write_html(FILE *f, lt_run *run, double secs, const char *target)
         free(p99);
         return -1;
     }
-    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>", f);
-    fputs("tenantctl loadtest</title>\n<style>\n"
-          "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}\n"
-          "table{border-collapse:collapse}td,th{padding:3px 8px;border-bottom:1px solid #ddd;"
-          "text-align:right}td:first-child,th:first-child{text-align:left}\n"
-          ".yes{color:#1a7f37;font-weight:bold}.no{color:#cf222e;font-weight:bold}\n"
-          ".tenant{display:flex;flex-wrap:wrap;gap:16px}svg{background:#fafafa;"
-          "border:1px solid #eee}\n"
-          ".grid{stroke:#ddd}.ylab{font-size:11px;text-anchor:end;fill:#555}"
-          ".xlab{font-size:11px;text-anchor:middle;fill:#555}.unit{font-size:11px;fill:#555}\n"
-          ".p50{fill:none;stroke:#0969da;stroke-width:2}.p99{fill:none;stroke:#cf222e;"
-          "stroke-width:2}.slo{stroke:#cf222e;stroke-dasharray:6 4;opacity:.6}\n"
-          ".ok{fill:#2da44e}.r429{fill:#fb8500}.r503{fill:#8250df}.err{fill:#cf222e}"
-          ".drop{fill:#8c959f}\n"
-          ".key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}\n"
-          "</style></head><body>\n<h1>tenantctl loadtest</h1>\n<p>Target ",
-          f);
-    td_cli_html_text(f, target);
+    td_htmlpage_begin(f, "tenantctl loadtest", loadtest_css, "tenantctl loadtest");
+    fputs("<p>Target ", f);
+    td_htmlpage_text(f, target);
     fprintf(f,
             "; %.1f s. Latency of successful requests, from their scheduled arrival "
             "(open loop: a slow answer does not hide load). Outcomes are attempts, retries "
             "included, by the second their answer came.</p>\n",
             secs);
-    fputs("<table><tr><th>tenant</th><th>client</th><th>offered</th><th>sent</th><th>ok</th>"
-          "<th>429</th><th>503</th><th>errors</th><th>dropped</th><th>retries</th>"
-          "<th>success</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>p99.9 ms</th>"
-          "<th>SLO</th></tr>\n",
-          f);
+    html_summary(f, run);
     for (size_t i = 0; i < run->n; i++) {
         lt_tenant *t = &run->t[i];
-        lt_stats *s = &t->st;
-        char p[4][16];
-        fmt_ms(p[0], sizeof p[0], pct_ms(s, 0.5));
-        fmt_ms(p[1], sizeof p[1], pct_ms(s, 0.95));
-        fmt_ms(p[2], sizeof p[2], pct_ms(s, 0.99));
-        fmt_ms(p[3], sizeof p[3], pct_ms(s, 0.999));
-        int met = slo_met(t);
-        fputs("<tr><td>", f);
-        td_cli_html_text(f, t->spec->name);
-        fprintf(f,
-                "</td><td>%s</td><td>%llu</td><td>%llu</td><td>%llu</td><td>%llu</td>"
-                "<td>%llu</td><td>%llu</td><td>%llu</td><td>%llu</td><td>%.3f%%</td>"
-                "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td></tr>\n",
-                t->spec->abusive ? "abusive" : "wellBehaved", (unsigned long long)s->requests,
-                (unsigned long long)s->sent, (unsigned long long)s->ok, (unsigned long long)s->r429,
-                (unsigned long long)s->r503, (unsigned long long)s->errors,
-                (unsigned long long)s->dropped, (unsigned long long)s->retries,
-                100 * success_ratio(s), p[0], p[1], p[2], p[3],
-                met < 0 ? ""
-                : met   ? "yes"
-                        : "no",
-                met < 0 ? "-"
-                : met   ? "met"
-                        : "missed");
-    }
-    fputs("</table>\n<p class=\"key\">Latency: <span style=\"background:#0969da\"></span>p50"
-          "<span style=\"background:#cf222e\"></span>p99 (dashed: the SLO's p99). Outcomes:",
-          f);
-    static const char *const colour[S_KINDS] = {"#2da44e", "#fb8500", "#8250df", "#cf222e",
-                                                "#8c959f"};
-    for (int k = 0; k < S_KINDS; k++)
-        fprintf(f, "<span style=\"background:%s\"></span>%s", colour[k], kind_label[k]);
-    fputs("</p>\n", f);
-
-    double pw = CW - ML - MR, ph = CH - MT - MB;
-    for (size_t i = 0; i < run->n; i++) {
-        lt_tenant *t = &run->t[i];
-        lt_stats *s = &t->st;
-        latency_series(s, n_secs, p50, p99);
-        double max = 0;
-        for (size_t k = 0; k < n_secs; k++)
-            if (!isnan(p99[k]) && p99[k] > max)
-                max = p99[k];
-        double slo_ms = t->spec->slo_p99_ns ? (double)t->spec->slo_p99_ns / 1e6 : 0;
-        double top = nice_top((slo_ms > max ? slo_ms : max) * 1.05);
         fputs("<h2>", f);
-        td_cli_html_text(f, t->spec->name);
+        td_htmlpage_text(f, t->spec->name);
         fprintf(f, " <small>(%s, %.0f requests/s offered)</small></h2>\n<div class=\"tenant\">\n",
                 t->spec->abusive ? "abusive" : "wellBehaved", t->spec->rate);
-        fprintf(f,
-                "<svg width=\"%d\" height=\"%d\" role=\"img\"><title>latency per second</title>\n",
-                CW, CH);
-        chart_frame(f, top, n_secs, "ms");
-        if (slo_ms > 0)
-            fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"slo\"/>\n", ML,
-                    MT + ph - ph * slo_ms / top, CW - MR, MT + ph - ph * slo_ms / top);
-        polyline(f, p50, n_secs, top, "p50");
-        polyline(f, p99, n_secs, top, "p99");
-        fputs("</svg>\n", f);
-
-        double most = 0;
-        for (size_t k = 0; k < n_secs; k++) {
-            double sum = 0;
-            for (int j = 0; j < S_KINDS; j++)
-                sum += s->per_sec[k][j];
-            if (sum > most)
-                most = sum;
-        }
-        top = nice_top(most);
-        fprintf(f,
-                "<svg width=\"%d\" height=\"%d\" role=\"img\"><title>outcomes per second</title>\n",
-                CW, CH);
-        chart_frame(f, top, n_secs, "/s");
-        double bw = pw / (double)n_secs;
-        for (size_t k = 0; k < n_secs; k++) {
-            double y = MT + ph;
-            for (int j = 0; j < S_KINDS; j++) {
-                uint32_t v = s->per_sec[k][j];
-                if (!v)
-                    continue;
-                double h = ph * v / top;
-                y -= h;
-                fprintf(f,
-                        "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
-                        "<title>%zus: %u %s</title></rect>\n",
-                        kind_class[j], ML + bw * (double)k + 1, y, bw > 3 ? bw - 2 : bw, h, k, v,
-                        kind_label[j]);
-            }
-        }
-        fputs("</svg>\n</div>\n", f);
+        html_latency(f, t, n_secs, p50, p99);
+        html_outcomes(f, t, n_secs);
+        fputs("</div>\n", f);
     }
-    fputs("</body></html>\n", f);
+    td_htmlpage_end(f);
     free(p50);
     free(p99);
     return ferror(f) ? -1 : 0;
@@ -1244,7 +1213,14 @@ static td_status parse_cli_duration(const char *s, uint64_t *out, td_err *err)
     return TD_OK;
 }
 
-int td_cmd_loadtest(int argc, char **argv)
+typedef struct {
+    const char *scen, *target, *dur, *format, *tmo, *html;
+    unsigned long long seed;
+    bool quiet;
+} lt_opts;
+
+/* Reads the flags into o. -1 to go on; otherwise the exit code. */
+static int parse_options(int argc, char **argv, lt_opts *o)
 {
     static const struct option longopts[] = {
         {"scenario", required_argument, NULL, 's'},
@@ -1259,39 +1235,36 @@ int td_cmd_loadtest(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *scen = NULL, *target = NULL, *dur = NULL, *format = "table", *tmo = NULL,
-               *html = NULL;
-    unsigned long long seed = 1;
-    bool quiet = false;
+    *o = (lt_opts){.format = "table", .seed = 1};
     int opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "s:t:d:f:qh", longopts, NULL)) != -1) {
         switch (opt) {
         case 's':
-            scen = optarg;
+            o->scen = optarg;
             break;
         case 't':
-            target = optarg;
+            o->target = optarg;
             break;
         case 'd':
-            dur = optarg;
+            o->dur = optarg;
             break;
         case 'f':
-            format = optarg;
+            o->format = optarg;
             break;
         case 'j':
-            format = "json";
+            o->format = "json";
             break;
         case 'T':
-            tmo = optarg;
+            o->tmo = optarg;
             break;
         case 'H':
-            html = optarg;
+            o->html = optarg;
             break;
         case 'S': {
             char *end;
             errno = 0;
-            seed = strtoull(optarg, &end, 10);
+            o->seed = strtoull(optarg, &end, 10);
             if (end == optarg || *end || errno) {
                 fprintf(stderr, "tenantctl loadtest: --seed %s: want a whole number\n", optarg);
                 return TD_EXIT_USAGE;
@@ -1299,7 +1272,7 @@ int td_cmd_loadtest(int argc, char **argv)
             break;
         }
         case 'q':
-            quiet = true;
+            o->quiet = true;
             break;
         case 'h':
             usage(stdout);
@@ -1313,68 +1286,192 @@ int td_cmd_loadtest(int argc, char **argv)
         fprintf(stderr, "tenantctl loadtest: unexpected argument \"%s\"\n", argv[optind]);
         return TD_EXIT_USAGE;
     }
-    if (!scen) {
+    if (!o->scen) {
         fprintf(stderr, "tenantctl loadtest: --scenario FILE|abusive is required\n");
         return TD_EXIT_USAGE;
     }
-    if (strcmp(format, "table") != 0 && strcmp(format, "json") != 0) {
-        fprintf(stderr, "tenantctl loadtest: --format %s: want table or json\n", format);
+    if (strcmp(o->format, "table") != 0 && strcmp(o->format, "json") != 0) {
+        fprintf(stderr, "tenantctl loadtest: --format %s: want table or json\n", o->format);
         return TD_EXIT_USAGE;
     }
+    return -1;
+}
+
+/* Loads the scenario into *sc and settles the target and the times. -1
+ * to go on (free sc after); otherwise the exit code (sc is freed). */
+static int load_run_scenario(lt_opts *o, scenario *sc, uint64_t *timeout_ns,
+                             uint64_t *duration_ns)
+{
     td_err err;
-    uint64_t timeout_ns = DEFAULT_TIMEOUT, duration_ns = 0;
-    if (tmo && parse_cli_duration(tmo, &timeout_ns, &err) != TD_OK) {
+    *timeout_ns = DEFAULT_TIMEOUT;
+    *duration_ns = 0;
+    if (o->tmo && parse_cli_duration(o->tmo, timeout_ns, &err) != TD_OK) {
         fprintf(stderr, "tenantctl loadtest: --timeout: %s\n", err.msg);
         return TD_EXIT_USAGE;
     }
-    if (dur && parse_cli_duration(dur, &duration_ns, &err) != TD_OK) {
+    if (o->dur && parse_cli_duration(o->dur, duration_ns, &err) != TD_OK) {
         fprintf(stderr, "tenantctl loadtest: --duration: %s\n", err.msg);
         return TD_EXIT_USAGE;
     }
-
     td_manifest *m = NULL;
-    td_status st = strcmp(scen, "abusive") == 0
+    td_status st = strcmp(o->scen, "abusive") == 0
                        ? td_manifest_parse("abusive (built-in)", builtin_abusive,
                                            sizeof builtin_abusive - 1, &m, &err)
-                       : td_manifest_load_file(scen, &m, &err);
-    scenario sc;
+                       : td_manifest_load_file(o->scen, &m, &err);
     if (st == TD_OK) {
-        st = load_scenario(m, &sc, &err);
+        st = load_scenario(m, sc, &err);
         td_manifest_destroy(m);
     }
     if (st != TD_OK) {
         fprintf(stderr, "tenantctl loadtest: %s\n", err.msg);
         return TD_EXIT_USAGE;
     }
-    if (!target)
-        target = sc.target;
-    if (!duration_ns)
-        duration_ns = sc.duration_ns;
-    if (!target || !duration_ns) {
+    if (!o->target)
+        o->target = sc->target;
+    if (!*duration_ns)
+        *duration_ns = sc->duration_ns;
+    if (!o->target || !*duration_ns) {
         fprintf(stderr, "tenantctl loadtest: %s\n",
-                !target ? "no target: give --target or spec.target"
-                        : "no duration: give --duration or spec.duration");
-        scenario_free(&sc);
+                !o->target ? "no target: give --target or spec.target"
+                           : "no duration: give --duration or spec.duration");
+        scenario_free(sc);
         return TD_EXIT_USAGE;
     }
+    return -1;
+}
 
+/* Each tenant's connections, series, request bytes and client. -1 and a
+ * message on failure. */
+static int setup_tenants(lt_run *run, const scenario *sc, unsigned long long seed,
+                         const char *hostport)
+{
+    td_err err;
+    for (size_t i = 0; i < sc->n; i++) {
+        lt_tenant *t = &run->t[i];
+        t->run = run;
+        t->spec = &sc->t[i];
+        t->rng = seed * 0x100000001b3ull + i * 0x9e3779b97f4a7c15ull + 1;
+        t->slots = calloc((size_t)t->spec->connections, sizeof *t->slots);
+        if (run->n_secs)
+            t->st.per_sec = calloc(run->n_secs, sizeof *t->st.per_sec);
+        if (!t->slots || (run->n_secs && !t->st.per_sec) || build_wire(t, hostport) != TD_OK) {
+            fprintf(stderr, "tenantctl loadtest: out of memory\n");
+            return -1;
+        }
+        if (!t->spec->abusive) {
+            td_client_opts o;
+            td_client_opts_default(&o);
+            o.seed = t->rng ^ 0x5bd1e995ull;
+            if (td_client_create(&o, &t->client, &err) != TD_OK) {
+                fprintf(stderr, "tenantctl loadtest: %s\n", err.msg);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Runs the load for duration_ns (and the drain after); returns the
+ * seconds it took. */
+static double run_load(lt_run *run, uint64_t duration_ns)
+{
+    run->start_ns = now_ns();
+    run->end_ns = run->start_ns + duration_ns;
+    for (size_t i = 0; i < run->n; i++) {
+        lt_tenant *t = &run->t[i];
+        uv_timer_init(run->loop, &t->arrivals);
+        t->arrivals.data = t;
+        t->next_arrival_ns =
+            run->start_ns + (uint64_t)(-log(1 - urand(&t->rng)) / t->spec->rate * 1e9);
+        uv_timer_start(&t->arrivals, on_arrivals, (t->next_arrival_ns - run->start_ns) / MS, 0);
+    }
+    uv_timer_init(run->loop, &run->tick);
+    run->tick.data = run;
+    uv_timer_start(&run->tick, on_tick, 50, 50);
+    uv_run(run->loop, UV_RUN_DEFAULT);
+    return (double)(now_ns() - run->start_ns) / 1e9;
+}
+
+/* Prints the results (and writes the HTML page to html_f, closing it);
+ * returns the exit code. */
+static int report(lt_run *run, const lt_opts *o, FILE *html_f, double secs)
+{
+    for (size_t i = 0; i < run->n; i++) {
+        lt_stats *s = &run->t[i].st;
+        if (s->n_lat)
+            qsort(s->lat_us, s->n_lat, sizeof *s->lat_us, cmp_u32);
+    }
+    if (strcmp(o->format, "json") == 0)
+        print_json(run, secs);
+    else
+        print_table(run, secs);
+    int rc = TD_EXIT_OK;
+    if (html_f) {
+        int w = write_html(html_f, run, secs, o->target);
+        if (fclose(html_f) != 0 || w != 0) {
+            fprintf(stderr, "tenantctl loadtest: --html %s: cannot write the report\n", o->html);
+            rc = TD_EXIT_USAGE;
+        }
+    }
+    for (size_t i = 0; i < run->n; i++) {
+        lt_tenant *t = &run->t[i];
+        if (t->st.r401)
+            fprintf(stderr,
+                    "tenantctl loadtest: tenant %s: %llu responses were 401: the gateway "
+                    "rejects its key\n",
+                    t->spec->name, (unsigned long long)t->st.r401);
+        if (slo_met(t) == 0)
+            rc = TD_EXIT_DENIED;
+    }
+    return rc;
+}
+
+static void free_tenants(lt_run *run, size_t n)
+{
+    if (!run->t)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        lt_tenant *t = &run->t[i];
+        td_client_destroy(t->client);
+        free(t->slots);
+        free(t->st.lat_us);
+        free(t->st.per_sec);
+        free(t->st.lat_at);
+        for (int c = 0; c < TD_CRIT_COUNT; c++)
+            free(t->wire[c]);
+    }
+    free(run->t);
+}
+
+int td_cmd_loadtest(int argc, char **argv)
+{
+    lt_opts o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    scenario sc;
+    uint64_t timeout_ns, duration_ns;
+    if ((rc = load_run_scenario(&o, &sc, &timeout_ns, &duration_ns)) >= 0)
+        return rc;
+
+    td_err err;
     lt_run run;
     memset(&run, 0, sizeof run);
     char hostport[300];
-    if (resolve_target(target, &run.addr, hostport, sizeof hostport, &err) != TD_OK) {
+    if (resolve_target(o.target, &run.addr, hostport, sizeof hostport, &err) != TD_OK) {
         fprintf(stderr, "tenantctl loadtest: %s\n", err.msg);
         scenario_free(&sc);
         return TD_EXIT_USAGE;
     }
-    if (probe_target(&run.addr, target, &err) != TD_OK) {
+    if (probe_target(&run.addr, o.target, &err) != TD_OK) {
         fprintf(stderr, "tenantctl loadtest: %s\n", err.msg);
         scenario_free(&sc);
         return TD_EXIT_UNAVAILABLE;
     }
     /* opened before the run, so that a bad path costs no load test */
     FILE *html_f = NULL;
-    if (html && !(html_f = fopen(html, "w"))) {
-        fprintf(stderr, "tenantctl loadtest: --html %s: %s\n", html, strerror(errno));
+    if (o.html && !(html_f = fopen(o.html, "w"))) {
+        fprintf(stderr, "tenantctl loadtest: --html %s: %s\n", o.html, strerror(errno));
         scenario_free(&sc);
         return TD_EXIT_USAGE;
     }
@@ -1384,11 +1481,6 @@ int td_cmd_loadtest(int argc, char **argv)
     }
 
     signal(SIGPIPE, SIG_IGN);
-    http_parser_settings_init(&parser_settings);
-    parser_settings.on_header_field = on_header_field;
-    parser_settings.on_header_value = on_header_value;
-    parser_settings.on_body = on_body;
-    parser_settings.on_message_complete = on_complete;
 
     uv_loop_t loop;
     uv_loop_init(&loop);
@@ -1396,95 +1488,19 @@ int td_cmd_loadtest(int argc, char **argv)
     run.sc = &sc;
     run.n = sc.n;
     run.timeout_ns = timeout_ns;
-    run.progress = !quiet && duration_ns >= 3 * SEC;
+    run.progress = !o.quiet && duration_ns >= 3 * SEC;
     run.t = calloc(sc.n, sizeof *run.t);
-    int rc = TD_EXIT_USAGE;
-    if (!run.t)
-        goto out;
-    for (size_t i = 0; i < sc.n; i++) {
-        lt_tenant *t = &run.t[i];
-        t->run = &run;
-        t->spec = &sc.t[i];
-        t->rng = seed * 0x100000001b3ull + i * 0x9e3779b97f4a7c15ull + 1;
-        t->slots = calloc((size_t)t->spec->connections, sizeof *t->slots);
-        if (run.n_secs)
-            t->st.per_sec = calloc(run.n_secs, sizeof *t->st.per_sec);
-        if (!t->slots || (run.n_secs && !t->st.per_sec) || build_wire(t, hostport) != TD_OK) {
-            fprintf(stderr, "tenantctl loadtest: out of memory\n");
-            goto out;
-        }
-        if (!t->spec->abusive) {
-            td_client_opts o;
-            td_client_opts_default(&o);
-            o.seed = t->rng ^ 0x5bd1e995ull;
-            if (td_client_create(&o, &t->client, &err) != TD_OK) {
-                fprintf(stderr, "tenantctl loadtest: %s\n", err.msg);
-                goto out;
-            }
-        }
-    }
-    run.start_ns = now_ns();
-    run.end_ns = run.start_ns + duration_ns;
-    for (size_t i = 0; i < sc.n; i++) {
-        lt_tenant *t = &run.t[i];
-        uv_timer_init(&loop, &t->arrivals);
-        t->arrivals.data = t;
-        t->next_arrival_ns =
-            run.start_ns + (uint64_t)(-log(1 - urand(&t->rng)) / t->spec->rate * 1e9);
-        uv_timer_start(&t->arrivals, on_arrivals, (t->next_arrival_ns - run.start_ns) / MS, 0);
-    }
-    uv_timer_init(&loop, &run.tick);
-    run.tick.data = &run;
-    uv_timer_start(&run.tick, on_tick, 50, 50);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    double secs = (double)(now_ns() - run.start_ns) / 1e9;
-
-    for (size_t i = 0; i < sc.n; i++) {
-        lt_stats *s = &run.t[i].st;
-        if (s->n_lat)
-            qsort(s->lat_us, s->n_lat, sizeof *s->lat_us, cmp_u32);
-    }
-    if (strcmp(format, "json") == 0)
-        print_json(&run, secs);
-    else
-        print_table(&run, secs);
-    rc = TD_EXIT_OK;
-    if (html_f) {
-        int w = write_html(html_f, &run, secs, target);
-        if (fclose(html_f) != 0 || w != 0) {
-            fprintf(stderr, "tenantctl loadtest: --html %s: cannot write the report\n", html);
-            rc = TD_EXIT_USAGE;
-        }
+    rc = TD_EXIT_USAGE;
+    if (run.t && setup_tenants(&run, &sc, o.seed, hostport) == 0) {
+        double secs = run_load(&run, duration_ns);
+        rc = report(&run, &o, html_f, secs);
         html_f = NULL;
     }
-    for (size_t i = 0; i < sc.n; i++) {
-        lt_tenant *t = &run.t[i];
-        if (t->st.r401)
-            fprintf(stderr,
-                    "tenantctl loadtest: tenant %s: %llu responses were 401: the gateway "
-                    "rejects its key\n",
-                    t->spec->name, (unsigned long long)t->st.r401);
-        if (slo_met(t) == 0)
-            rc = TD_EXIT_DENIED;
-    }
-out:
     if (html_f)
         fclose(html_f);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
-    if (run.t) {
-        for (size_t i = 0; i < sc.n; i++) {
-            lt_tenant *t = &run.t[i];
-            td_client_destroy(t->client);
-            free(t->slots);
-            free(t->st.lat_us);
-            free(t->st.per_sec);
-            free(t->st.lat_at);
-            for (int c = 0; c < TD_CRIT_COUNT; c++)
-                free(t->wire[c]);
-        }
-        free(run.t);
-    }
+    free_tenants(&run, sc.n);
     scenario_free(&sc);
     return rc;
 }

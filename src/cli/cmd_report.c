@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/htmlpage.h"
 #include "cost/chargeback.h"
 #include "core/config.h"
 #include "core/duration.h"
@@ -537,40 +538,23 @@ static int bucket_costs(const td_costpolicy *p, const td_chargeback_report *rep,
     return 0;
 }
 
-static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_report *rep,
-                       const td_rightsize *rs, const td_ledger_rec *recs, size_t n)
-{
-    char from[40], to[40], a[40], b[40], c[40];
-    td_report_time_format(rep->from_ns, from, sizeof from);
-    td_report_time_format(rep->to_ns, to, sizeof to);
-    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-          "<title>tenantd cost report</title>\n<style>\n"
-          "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}\n"
-          "table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 8px;border-bottom:1px "
-          "solid #ddd;text-align:right}td:first-child,th:first-child{text-align:left;"
-          "white-space:nowrap}\n"
-          "svg{background:#fafafa;border:1px solid #eee}.lab{font-size:11px;fill:#555}\n"
-          ".key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}\n"
-          ".quota{stroke:#cf222e;stroke-width:2}\n"
-          "</style></head><body>\n<h1>Cost report</h1>\n",
-          f);
-    fprintf(f, "<p>Period %s to %s, by %s, in %s. Total <b id=\"total\">", from, to,
-            by_name(rep->by), rep->currency);
-    money(a, sizeof a, rep->total_cents);
-    money(b, sizeof b, rep->direct_cents);
-    money(c, sizeof c, rep->shared_cents);
-    fprintf(f, "%s</b> = direct %s + shared %s.</p>\n", a, b, c);
+static const char report_css[] =
+    "table{border-collapse:collapse;margin:8px 0}td:first-child,th:first-child{"
+    "white-space:nowrap}\n"
+    ".lab{font-size:11px;fill:#555}\n"
+    ".quota{stroke:#cf222e;stroke-width:2}\n";
 
-    /* showback table */
-    fputs("<h2>Showback</h2>\n<table><tr><th>", f);
-    td_cli_html_text(f, by_name(rep->by));
-    fputs("</th><th>GPU-hours</th><th>CPU-hours</th><th>tokens</th><th>requests</th>"
-          "<th>direct</th><th>shared</th><th>total</th></tr>\n",
-          f);
+static void html_showback(FILE *f, const td_chargeback_report *rep)
+{
+    char a[40], b[40], c[40];
+    const char *const heads[] = {by_name(rep->by), "GPU-hours", "CPU-hours", "tokens",
+                                 "requests",       "direct",    "shared",    "total"};
+    fputs("<h2>Showback</h2>\n", f);
+    td_htmlpage_table(f, NULL, heads, sizeof heads / sizeof heads[0]);
     for (size_t i = 0; i < rep->nowners; i++) {
         const td_chargeback_owner_sum *o = &rep->owners[i];
         fputs("<tr><td>", f);
-        td_cli_html_text(f, o->owner);
+        td_htmlpage_text(f, o->owner);
         fixed(a, sizeof a, o->gpu_milli_hours, 1000, 3);
         fixed(b, sizeof b, o->cpu_milli_hours, 1000, 3);
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%lld</td><td>%lld</td>", a, b,
@@ -581,174 +565,197 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
         fprintf(f, "<td>%s</td><td>%s</td><td>%s</td></tr>\n", a, b, c);
     }
     fputs("</table>\n", f);
+}
 
-    /* stacked direct cost per owner per bucket */
+/* The bars of the stacked chart: cost[o * nb + b] of owner o in bucket b,
+ * scaled to maxv over H - 10 pixels above the baseline H. */
+static void html_cost_bars(FILE *f, const td_chargeback_report *rep, const double *cost,
+                           size_t nb, double maxv, int H, int L, double bw)
+{
+    for (size_t bi = 0; bi < nb; bi++) {
+        double y = H;
+        for (size_t o = 0; o < rep->nowners; o++) {
+            double h = cost[o * nb + bi] / maxv * (H - 10);
+            if (h <= 0)
+                continue;
+            y -= h;
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                       "fill=\"%s\"><title>",
+                    L + bi * bw + 1, y, bw > 2 ? bw - 1 : bw, h, palette[o % 10]);
+            td_htmlpage_text(f, rep->owners[o].owner);
+            fprintf(f, ": %.2f</title></rect>\n", cost[o * nb + bi]);
+        }
+    }
+}
+
+/* Direct cost per owner per time bucket, stacked. */
+static void html_cost_chart(FILE *f, const td_costpolicy *p, const td_chargeback_report *rep,
+                            const td_ledger_rec *recs, size_t n)
+{
     int64_t span = rep->to_ns - rep->from_ns;
     int64_t bucket = span > 2 * DAY_NS ? DAY_NS : HOUR_NS;
     while (span / bucket > 120)
         bucket *= 2;
     size_t nb = (size_t)((span + bucket - 1) / bucket);
     double *cost = calloc(rep->nowners * nb + 1, sizeof *cost);
-    if (cost && bucket_costs(p, rep, recs, n, bucket, nb, cost) == 0) {
-        double maxv = 0;
-        for (size_t bi = 0; bi < nb; bi++) {
-            double s = 0;
-            for (size_t o = 0; o < rep->nowners; o++)
-                s += cost[o * nb + bi];
-            if (s > maxv)
-                maxv = s;
-        }
-        if (maxv <= 0)
-            maxv = 1;
-        const int W = 900, H = 260, L = 70, B = 30;
-        double bw = (double)(W - L - 10) / (double)nb;
-        fprintf(f, "<h2>Direct cost per %s per %s (stacked)</h2>\n", by_name(rep->by),
-                bucket == DAY_NS ? "day" : bucket == HOUR_NS ? "hour" : "bucket");
-        fprintf(f, "<svg id=\"cost-chart\" width=\"%d\" height=\"%d\" role=\"img\">"
-                   "<title>direct cost over time</title>\n",
-                W, H + B);
-        for (int g = 0; g <= 4; g++) {
-            double y = H - (double)g * (H - 10) / 4;
-            fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                       "<text class=\"lab\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n",
-                    L, W - 10, y, y, L - 4, y + 4, maxv * g / 4);
-        }
-        for (size_t bi = 0; bi < nb; bi++) {
-            double y = H;
-            for (size_t o = 0; o < rep->nowners; o++) {
-                double h = cost[o * nb + bi] / maxv * (H - 10);
-                if (h <= 0)
-                    continue;
-                y -= h;
-                fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                           "fill=\"%s\"><title>",
-                        L + bi * bw + 1, y, bw > 2 ? bw - 1 : bw, h, palette[o % 10]);
-                td_cli_html_text(f, rep->owners[o].owner);
-                fprintf(f, ": %.2f</title></rect>\n", cost[o * nb + bi]);
-            }
-        }
-        for (size_t bi = 0; bi < nb; bi += (nb + 7) / 8) {
-            char t[40];
-            td_report_time_format(rep->from_ns + (int64_t)bi * bucket, t, sizeof t);
-            t[bucket >= DAY_NS ? 10 : 16] = '\0';
-            fprintf(f, "<text class=\"lab\" x=\"%.1f\" y=\"%d\">%s</text>\n", L + bi * bw, H + 18,
-                    t);
-        }
-        fputs("</svg>\n<p class=\"key\">", f);
-        for (size_t o = 0; o < rep->nowners; o++) {
-            fprintf(f, "<span style=\"background:%s\"></span>", palette[o % 10]);
-            td_cli_html_text(f, rep->owners[o].owner);
-        }
-        fputs("</p>\n", f);
+    const char **colours = calloc(rep->nowners + 1, sizeof *colours);
+    const char **labels = calloc(rep->nowners + 1, sizeof *labels);
+    if (!cost || !colours || !labels || bucket_costs(p, rep, recs, n, bucket, nb, cost) != 0)
+        goto out;
+    double maxv = 0;
+    for (size_t bi = 0; bi < nb; bi++) {
+        double s = 0;
+        for (size_t o = 0; o < rep->nowners; o++)
+            s += cost[o * nb + bi];
+        if (s > maxv)
+            maxv = s;
     }
+    if (maxv <= 0)
+        maxv = 1;
+    const int W = 900, H = 260, L = 70, B = 30;
+    double bw = (double)(W - L - 10) / (double)nb;
+    fprintf(f, "<h2>Direct cost per %s per %s (stacked)</h2>\n", by_name(rep->by),
+            bucket == DAY_NS ? "day" : bucket == HOUR_NS ? "hour" : "bucket");
+    td_htmlpage_svg_begin(f, "cost-chart", W, H + B, "direct cost over time");
+    for (int g = 0; g <= 4; g++) {
+        double y = H - (double)g * (H - 10) / 4;
+        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                   "<text class=\"lab\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n",
+                L, W - 10, y, y, L - 4, y + 4, maxv * g / 4);
+    }
+    html_cost_bars(f, rep, cost, nb, maxv, H, L, bw);
+    for (size_t bi = 0; bi < nb; bi += (nb + 7) / 8) {
+        char t[40];
+        td_report_time_format(rep->from_ns + (int64_t)bi * bucket, t, sizeof t);
+        t[bucket >= DAY_NS ? 10 : 16] = '\0';
+        fprintf(f, "<text class=\"lab\" x=\"%.1f\" y=\"%d\">%s</text>\n", L + bi * bw, H + 18, t);
+    }
+    td_htmlpage_svg_end(f);
+    for (size_t o = 0; o < rep->nowners; o++) {
+        colours[o] = palette[o % 10];
+        labels[o] = rep->owners[o].owner;
+    }
+    td_htmlpage_key(f, NULL, colours, labels, rep->nowners, NULL);
+out:
     free(cost);
+    free(colours);
+    free(labels);
+}
 
-    /* shared items */
-    if (rep->nshared) {
-        fputs("<h2>Shared costs</h2>\n<table><tr><th>item</th><th>kind</th><th>allocation</th>"
-              "<th>amount</th></tr>\n",
-              f);
-        for (size_t i = 0; i < rep->nshared; i++) {
-            fputs("<tr><td>", f);
-            td_cli_html_text(f, rep->shared[i].name);
-            money(a, sizeof a, rep->shared[i].amount_cents);
-            fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", rep->shared[i].kind,
-                    rep->shared[i].rule, a);
-        }
-        fputs("</table>\n", f);
+static void html_shared(FILE *f, const td_chargeback_report *rep)
+{
+    char a[40];
+    static const char *const heads[] = {"item", "kind", "allocation", "amount"};
+    if (!rep->nshared)
+        return;
+    fputs("<h2>Shared costs</h2>\n", f);
+    td_htmlpage_table(f, NULL, heads, 4);
+    for (size_t i = 0; i < rep->nshared; i++) {
+        fputs("<tr><td>", f);
+        td_htmlpage_text(f, rep->shared[i].name);
+        money(a, sizeof a, rep->shared[i].amount_cents);
+        fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", rep->shared[i].kind,
+                rep->shared[i].rule, a);
     }
+    fputs("</table>\n", f);
+}
 
-    /* utilisation vs quota */
-    if (rs && rs->nrows) {
-        double maxg = 1;
-        for (size_t i = 0; i < rs->nrows; i++) {
-            const td_rightsize_row *r = &rs->rows[i];
-            double v[3] = {r->gpu_requested.p95 / 1000.0, r->gpu_used.p95 / 1000.0,
-                           r->gpu_quota_milli / 1000.0};
-            for (int k = 0; k < 3; k++)
-                if (v[k] > maxg)
-                    maxg = v[k];
-        }
-        const int W = 900, L = 160, RH = 34;
-        int H = (int)rs->nrows * RH + 30;
-        fputs("<h2>GPU utilisation against quota (p95)</h2>\n", f);
-        fprintf(f, "<svg id=\"util-chart\" width=\"%d\" height=\"%d\" role=\"img\">"
-                   "<title>GPUs requested and used (p95) against quota</title>\n",
-                W, H);
-        double scale = (W - L - 20) / maxg;
-        fprintf(f, "<text class=\"lab\" x=\"%d\" y=\"%d\" text-anchor=\"end\">0 to %.3g GPUs</text>\n",
-                W - 20, H - 6, maxg);
-        for (size_t i = 0; i < rs->nrows; i++) {
-            const td_rightsize_row *r = &rs->rows[i];
-            int y = (int)i * RH + 10;
-            fprintf(f, "<text class=\"lab\" x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 6,
-                    y + 16);
-            td_cli_html_text(f, r->owner);
-            fprintf(f, "</text>\n<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"12\" "
-                       "fill=\"#9ec5fe\"><title>requested p95 %.3f GPUs</title></rect>\n"
-                       "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"12\" fill=\"#2da44e\">"
-                       "<title>used p95 %.3f GPUs%s</title></rect>\n",
-                    L, y, r->gpu_requested.p95 / 1000.0 * scale, r->gpu_requested.p95 / 1000.0, L,
-                    y + 13, r->gpu_used.p95 / 1000.0 * scale, r->gpu_used.p95 / 1000.0,
-                    r->gpu_used_estimated ? " (partly estimated from requests)" : "");
-            if (r->gpu_quota_milli >= 0) {
-                double x = L + r->gpu_quota_milli / 1000.0 * scale;
-                fprintf(f, "<line class=\"quota\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\">"
-                           "<title>quota %.3f GPUs</title></line>\n",
-                        x, x, y - 2, y + 27, r->gpu_quota_milli / 1000.0);
-            }
-        }
-        fputs("</svg>\n<p class=\"key\"><span style=\"background:#9ec5fe\"></span>requested "
-              "<span style=\"background:#2da44e\"></span>used <span "
-              "style=\"background:#cf222e\"></span>quota</p>\n",
-              f);
-        fputs("<h2>Right-sizing</h2>\n<table><tr><th>owner</th><th>GPU req p50/p95</th>"
-              "<th>GPU used p50/p95</th><th>GPU quota</th><th>recommended GPUs</th>"
-              "<th>CPU req p50/p95</th><th>recommended CPU</th><th>memory req p50/p95 (GiB)</th>"
-              "<th>recommended memory</th><th>interruptible candidate GPU-h</th>"
-              "<th>saving</th></tr>\n",
-              f);
-        for (size_t i = 0; i < rs->nrows; i++) {
-            const td_rightsize_row *r = &rs->rows[i];
-            char gq[32], cr[32], ig[32], sv[32], d[40];
-            fputs("<tr><td>", f);
-            td_cli_html_text(f, r->owner);
-            pctl_cell(a, sizeof a, r->gpu_requested, 1000);
-            pctl_cell(b, sizeof b, r->gpu_used, 1000);
-            pctl_cell(c, sizeof c, r->cpu_requested, 1000);
-            gib_cell(d, sizeof d, r->memory_requested);
-            quota_cell(gq, sizeof gq, r->gpu_quota_milli);
-            fixed(cr, sizeof cr, r->recommended_cpu_milli, 1000, 3);
-            fixed(ig, sizeof ig, r->interruptible_candidate_gpu_milli_hours, 1000, 3);
-            money(sv, sizeof sv, r->interruptible_saving_cents);
-            fprintf(f, "</td><td>%s</td><td>%s%s</td><td>%s</td><td>%lld</td><td>%s</td>"
-                       "<td>%s</td><td>%s</td><td>%lldGi</td><td>%s</td><td>%s</td></tr>\n",
-                    a, b, r->gpu_used_estimated ? "*" : "", gq, (long long)r->recommended_gpus,
-                    c, cr, d, (long long)(r->recommended_memory_bytes >> 30), ig, sv);
-        }
-        fputs("</table>\n<p>Recommended = p95 &times; 1.2, rounded up (GPUs from measured use, "
-              "CPU and memory from requests). * GPU use was unknown for some intervals; the "
-              "requested GPUs stand in. Interruptible candidates: GPU-hours that ran "
-              "non-interruptible outside the CostPolicy's protected environments.</p>\n",
-              f);
-        fputs("<p>Idle routes (scale-to-zero candidates):", f);
-        for (size_t i = 0; i < rs->nidle_routes; i++) {
-            fputc(' ', f);
-            td_cli_html_text(f, rs->idle_routes[i]);
-        }
-        fputs(rs->nidle_routes ? "</p>\n" : " none</p>\n", f);
+/* GPUs requested and used (p95) per owner as bars, the quota as a line. */
+static void html_utilisation(FILE *f, const td_rightsize *rs)
+{
+    double maxg = 1;
+    for (size_t i = 0; i < rs->nrows; i++) {
+        const td_rightsize_row *r = &rs->rows[i];
+        double v[3] = {r->gpu_requested.p95 / 1000.0, r->gpu_used.p95 / 1000.0,
+                       r->gpu_quota_milli / 1000.0};
+        for (int k = 0; k < 3; k++)
+            if (v[k] > maxg)
+                maxg = v[k];
     }
+    const int W = 900, L = 160, RH = 34;
+    int H = (int)rs->nrows * RH + 30;
+    fputs("<h2>GPU utilisation against quota (p95)</h2>\n", f);
+    td_htmlpage_svg_begin(f, "util-chart", W, H, "GPUs requested and used (p95) against quota");
+    double scale = (W - L - 20) / maxg;
+    fprintf(f, "<text class=\"lab\" x=\"%d\" y=\"%d\" text-anchor=\"end\">0 to %.3g GPUs</text>\n",
+            W - 20, H - 6, maxg);
+    for (size_t i = 0; i < rs->nrows; i++) {
+        const td_rightsize_row *r = &rs->rows[i];
+        int y = (int)i * RH + 10;
+        fprintf(f, "<text class=\"lab\" x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 6, y + 16);
+        td_htmlpage_text(f, r->owner);
+        fprintf(f, "</text>\n<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"12\" "
+                   "fill=\"#9ec5fe\"><title>requested p95 %.3f GPUs</title></rect>\n"
+                   "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"12\" fill=\"#2da44e\">"
+                   "<title>used p95 %.3f GPUs%s</title></rect>\n",
+                L, y, r->gpu_requested.p95 / 1000.0 * scale, r->gpu_requested.p95 / 1000.0, L,
+                y + 13, r->gpu_used.p95 / 1000.0 * scale, r->gpu_used.p95 / 1000.0,
+                r->gpu_used_estimated ? " (partly estimated from requests)" : "");
+        if (r->gpu_quota_milli >= 0) {
+            double x = L + r->gpu_quota_milli / 1000.0 * scale;
+            fprintf(f, "<line class=\"quota\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\">"
+                       "<title>quota %.3f GPUs</title></line>\n",
+                    x, x, y - 2, y + 27, r->gpu_quota_milli / 1000.0);
+        }
+    }
+    td_htmlpage_svg_end(f);
+    static const char *const colours[] = {"#9ec5fe", "#2da44e", "#cf222e"};
+    static const char *const labels[] = {"requested", "used", "quota"};
+    td_htmlpage_key(f, NULL, colours, labels, 3, " ");
+}
 
-    /* chargeback lines */
-    fputs("<h2>Chargeback</h2>\n<table id=\"lines\"><tr><th>owner</th><th>item</th>"
-          "<th>quantity</th><th>unit</th><th>amount</th></tr>\n",
+static void html_rightsizing(FILE *f, const td_rightsize *rs)
+{
+    static const char *const heads[] = {
+        "owner",           "GPU req p50/p95",          "GPU used p50/p95",
+        "GPU quota",       "recommended GPUs",         "CPU req p50/p95",
+        "recommended CPU", "memory req p50/p95 (GiB)", "recommended memory",
+        "interruptible candidate GPU-h", "saving"};
+    fputs("<h2>Right-sizing</h2>\n", f);
+    td_htmlpage_table(f, NULL, heads, sizeof heads / sizeof heads[0]);
+    for (size_t i = 0; i < rs->nrows; i++) {
+        const td_rightsize_row *r = &rs->rows[i];
+        char a[40], b[40], c[40], gq[32], cr[32], ig[32], sv[32], d[40];
+        fputs("<tr><td>", f);
+        td_htmlpage_text(f, r->owner);
+        pctl_cell(a, sizeof a, r->gpu_requested, 1000);
+        pctl_cell(b, sizeof b, r->gpu_used, 1000);
+        pctl_cell(c, sizeof c, r->cpu_requested, 1000);
+        gib_cell(d, sizeof d, r->memory_requested);
+        quota_cell(gq, sizeof gq, r->gpu_quota_milli);
+        fixed(cr, sizeof cr, r->recommended_cpu_milli, 1000, 3);
+        fixed(ig, sizeof ig, r->interruptible_candidate_gpu_milli_hours, 1000, 3);
+        money(sv, sizeof sv, r->interruptible_saving_cents);
+        fprintf(f, "</td><td>%s</td><td>%s%s</td><td>%s</td><td>%lld</td><td>%s</td>"
+                   "<td>%s</td><td>%s</td><td>%lldGi</td><td>%s</td><td>%s</td></tr>\n",
+                a, b, r->gpu_used_estimated ? "*" : "", gq, (long long)r->recommended_gpus, c,
+                cr, d, (long long)(r->recommended_memory_bytes >> 30), ig, sv);
+    }
+    fputs("</table>\n<p>Recommended = p95 &times; 1.2, rounded up (GPUs from measured use, "
+          "CPU and memory from requests). * GPU use was unknown for some intervals; the "
+          "requested GPUs stand in. Interruptible candidates: GPU-hours that ran "
+          "non-interruptible outside the CostPolicy's protected environments.</p>\n",
           f);
+    fputs("<p>Idle routes (scale-to-zero candidates):", f);
+    for (size_t i = 0; i < rs->nidle_routes; i++) {
+        fputc(' ', f);
+        td_htmlpage_text(f, rs->idle_routes[i]);
+    }
+    fputs(rs->nidle_routes ? "</p>\n" : " none</p>\n", f);
+}
+
+static void html_lines(FILE *f, const td_chargeback_report *rep)
+{
+    char a[40], b[40];
+    static const char *const heads[] = {"owner", "item", "quantity", "unit", "amount"};
+    fputs("<h2>Chargeback</h2>\n", f);
+    td_htmlpage_table(f, "lines", heads, 5);
     for (size_t i = 0; i < rep->nlines; i++) {
         const td_chargeback_line *l = &rep->lines[i];
         fputs("<tr><td>", f);
-        td_cli_html_text(f, l->owner);
+        td_htmlpage_text(f, l->owner);
         fputs("</td><td>", f);
-        td_cli_html_text(f, l->item);
+        td_htmlpage_text(f, l->item);
         fixed(a, sizeof a, l->quantity_micro, 1000000, 6);
         money(b, sizeof b, l->amount_cents);
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", a, l->unit, b);
@@ -757,9 +764,34 @@ static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_repo
     fprintf(f, "<tr><th>total</th><th></th><th></th><th></th><th>%s</th></tr>\n</table>\n", a);
     fputs("<p>Rounding: each line is rounded half up to the cent once; a shared item is "
           "rounded to the cent and split by the largest-remainder rule (ties to the owner "
-          "whose name sorts first), so the lines add up to the total exactly.</p>\n"
-          "</body></html>\n",
+          "whose name sorts first), so the lines add up to the total exactly.</p>\n",
           f);
+}
+
+/* The report as one self-contained HTML page (htmlpage.h): showback, the
+ * cost chart, shared items, utilisation and right-sizing, the lines. */
+static void write_html(FILE *f, const td_costpolicy *p, const td_chargeback_report *rep,
+                       const td_rightsize *rs, const td_ledger_rec *recs, size_t n)
+{
+    char from[40], to[40], a[40], b[40], c[40];
+    td_report_time_format(rep->from_ns, from, sizeof from);
+    td_report_time_format(rep->to_ns, to, sizeof to);
+    td_htmlpage_begin(f, "tenantd cost report", report_css, "Cost report");
+    fprintf(f, "<p>Period %s to %s, by %s, in %s. Total <b id=\"total\">", from, to,
+            by_name(rep->by), rep->currency);
+    money(a, sizeof a, rep->total_cents);
+    money(b, sizeof b, rep->direct_cents);
+    money(c, sizeof c, rep->shared_cents);
+    fprintf(f, "%s</b> = direct %s + shared %s.</p>\n", a, b, c);
+    html_showback(f, rep);
+    html_cost_chart(f, p, rep, recs, n);
+    html_shared(f, rep);
+    if (rs && rs->nrows) {
+        html_utilisation(f, rs);
+        html_rightsizing(f, rs);
+    }
+    html_lines(f, rep);
+    td_htmlpage_end(f);
 }
 
 int td_cmd_report(int argc, char **argv)

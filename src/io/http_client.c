@@ -1,7 +1,7 @@
 /* http_client.c - a small blocking HTTP/1.1 client for tenantctl and the
  * tests: one request per connection, over plain TCP or TLS (OpenSSL through
  * tls.c's memory-BIO engine, so that every send is MSG_NOSIGNAL and every
- * wait honours one deadline). Responses are parsed with http_parser. */
+ * wait honours one deadline). Responses are read by hresp.c. */
 #include "tenantd/http.h"
 
 #include <arpa/inet.h>
@@ -22,6 +22,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "io/hresp.h"
 #include "io/http_internal.h"
 
 #define DEFAULT_TIMEOUT_MS   30000
@@ -312,79 +313,34 @@ fail:
 
 /* ---- request and response ---- */
 
-typedef struct {
-    td__buf body;
-    int status;
-    int head;
-    int done;
-    int too_big;
-} response;
-
-static int on_resp_headers_complete(http_parser *p)
+/* Reads the response to the request just sent into r (its body collected
+ * under r's limit). TD_EIO naming the server when it is not valid HTTP,
+ * too large or cut short. */
+static td_status read_response(link_t *l, td_hresp *r, td_err *err)
 {
-    response *r = p->data;
-    r->status = p->status_code;
-    /* 1 tells http_parser that a response to HEAD has no body */
-    return r->head && p->status_code >= 200 ? 1 : 0;
-}
-
-static int on_resp_body(http_parser *p, const char *at, size_t n)
-{
-    response *r = p->data;
-    td_status st = td__buf_append(&r->body, at, n);
-    if (st != TD_OK) {
-        r->too_big = st == TD_EQUOTA;
-        return -1;
-    }
-    return 0;
-}
-
-static int on_resp_message_complete(http_parser *p)
-{
-    response *r = p->data;
-    if (p->status_code >= 100 && p->status_code < 200 && p->status_code != 101) {
-        r->body.len = 0; /* 100 Continue and friends precede the answer */
-        return 0;
-    }
-    r->done = 1;
-    http_parser_pause(p, 1);
-    return 0;
-}
-
-static const http_parser_settings response_settings = {
-    .on_headers_complete = on_resp_headers_complete,
-    .on_body = on_resp_body,
-    .on_message_complete = on_resp_message_complete,
-};
-
-static td_status read_response(link_t *l, response *r, td_err *err)
-{
-    http_parser p;
     char buf[16 * 1024];
-    http_parser_init(&p, HTTP_RESPONSE);
-    p.data = r;
-    while (!r->done) {
+    while (td_hresp_status(r) == TD_HRESP_MORE) {
         size_t got = 0;
         td_status st = link_read(l, buf, sizeof buf, &got, err);
         if (st != TD_OK)
             return st;
-        http_parser_execute(&p, &response_settings, buf, got);
-        if (r->done)
-            break;
-        enum http_errno e = HTTP_PARSER_ERRNO(&p);
-        if (r->too_big)
-            return td_err_set(err, TD_EIO, "response from %s is larger than %zu bytes", l->where,
-                              r->body.max);
-        if (e != HPE_OK)
-            return td_err_set(err, TD_EIO, "malformed response from %s: %s", l->where,
-                              http_errno_description(e));
-        if (got == 0)
-            return td_err_set(err, TD_EIO,
-                              "%s closed the connection before the response was "
-                              "complete",
-                              l->where);
+        if (got == 0) {
+            td_hresp_eof(r);
+            if (td_hresp_status(r) == TD_HRESP_MORE)
+                return td_err_set(err, TD_EIO,
+                                  "%s closed the connection before the response was "
+                                  "complete",
+                                  l->where);
+        } else {
+            td_hresp_feed(r, buf, got);
+        }
     }
-    return TD_OK;
+    if (td_hresp_status(r) == TD_HRESP_DONE)
+        return TD_OK; /* (bytes after it, with Connection: close, are ignored) */
+    if (r->too_big)
+        return td_err_set(err, TD_EIO, "response from %s is larger than %zu bytes", l->where,
+                          r->body.max);
+    return td_err_set(err, TD_EIO, "malformed response from %s: %s", l->where, r->err_text);
 }
 
 static int is_token(const char *s)
@@ -439,7 +395,7 @@ td_status td_http_request_do(const char *url, const char *method, const char *co
     struct http_parser_url u;
     char host[256], where[300];
     td__buf target, req;
-    response r;
+    td_hresp r;
     link_t l = {.fd = -1};
     td_status st;
 
@@ -476,11 +432,13 @@ td_status td_http_request_do(const char *url, const char *method, const char *co
 
     td__buf_init(&target, 64 * 1024);
     td__buf_init(&req, SIZE_MAX);
-    td__buf_init(&r.body, opts && opts->max_response ? opts->max_response : DEFAULT_MAX_RESPONSE);
-    r.status = 0;
-    r.head = strcmp(method, "HEAD") == 0;
-    r.done = 0;
-    r.too_big = 0;
+    static const td_hresp_callbacks collect = {0};
+    td_hresp_limits lim = {
+        .max_header_bytes = 4 * TD_HTTP_MAX_HEADER_BYTES,
+        .max_headers = 8 * TD_HTTP_MAX_HEADERS,
+        .max_body = opts && opts->max_response ? opts->max_response : DEFAULT_MAX_RESPONSE};
+    td_hresp_init(&r, &lim, &collect, NULL);
+    td_hresp_start(&r, strcmp(method, "HEAD") == 0);
     if (u.field_set & (1 << UF_PATH))
         st = td__buf_append(&target, url + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
     else
@@ -541,6 +499,6 @@ out:
     td__tls_destroy(l.tls);
     td__buf_fini(&target);
     td__buf_fini(&req);
-    td__buf_fini(&r.body);
+    td_hresp_fini(&r);
     return st;
 }

@@ -14,84 +14,19 @@
 #include "tenantd/http.h"
 #include "tenantd/status.h"
 
-/* ---- bounded growable buffer ---- */
-
-typedef struct {
-    char *p; /* NULL until the first append; always NUL-terminated after */
-    size_t len;
-    size_t cap;
-    size_t max; /* appends that would pass max fail */
-} td__buf;
-
-/* An empty buffer that will refuse to grow past max bytes. */
-void td__buf_init(td__buf *b, size_t max);
-void td__buf_fini(td__buf *b);
-/* Appends n bytes of d. TD_OK; TD_EQUOTA if len + n > max; TD_ENOMEM. On
- * failure b is unchanged. */
-td_status td__buf_append(td__buf *b, const void *d, size_t n);
-td_status td__buf_printf(td__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Hands the bytes to the caller (free them) and leaves b empty. */
-char *td__buf_take(td__buf *b, size_t *len);
+/* The byte buffer (http_buf.h), the request reader and the pieces it
+ * shares with the gateway (hreq.h). */
+#include "io/http_buf.h"
+#include "io/hreq.h"
 
 /* ---- one connection's HTTP/1.1 request processing ---- */
 
-/* 1 if s[0..n) holds only token characters (RFC 9110 5.1: a field name).
- * http-parser, built lenient, lets a space into a name ("Transfer-Encoding
- * : chunked"), which an upstream may read otherwise: a smuggling vector. */
-int td__http_token_chars(const char *s, size_t n);
-
-/* 1 if s[0..n) holds no control byte but HTAB (no NUL, CR, LF: a lenient
- * parser passes obs-fold and bare LF through inside a value). */
-int td__http_value_chars(const char *s, size_t n);
-
-typedef struct {
-    size_t name_off, value_off; /* into hdr */
-} td__hdr_ix;
-
-/* A strict check of a chunked body's framing (RFC 9112 7.1, http_chunked.c),
- * fed the body's raw bytes before http-parser is: chunk-size lines, the
- * chunk-ext grammar, the CRLF after each chunk's data and the trailer
- * lines must all be exact, a bare LF anywhere is refused. A chunk-size
- * line (with its extensions) longer than TD_HTTP_CHUNK_LINE_MAX is refused
- * too: http-parser bounds neither. */
-#define TD_HTTP_CHUNK_LINE_MAX 4096
-typedef struct {
-    int state;
-    uint64_t left; /* the chunk's size while on its line, then its bytes still due */
-    size_t line;   /* bytes of the chunk-size line so far */
-} td__chunked;
-
-void td__chunked_init(td__chunked *ck);
-/* Checks n more bytes of the body. 0: all n are valid framing and more is
- * due; 1: the message ends after the first *used bytes (the rest belong to
- * the next one); -1: invalid (400). Once 1 or -1, it stays so. */
-int td__chunked_scan(td__chunked *ck, const char *data, size_t n, size_t *used);
-
 /* Private to http_server.c; here so that callers can embed it. */
 typedef struct {
-    http_parser parser;
+    td_hreq rq; /* the request reader */
     size_t max_body;
     td_http_handler handler;
     void *user;
-
-    td__buf url;
-    td__buf hdr; /* "name\0value\0" for every header field */
-    td__hdr_ix *ix;
-    size_t n_ix, cap_ix;
-    td__buf body;
-    size_t header_bytes;
-    int in_value;     /* the last header callback was for a value */
-    int headers_done; /* header callbacks now are trailers, ignored */
-    int in_request;   /* a request has begun and is not complete yet */
-    unsigned long begun; /* requests begun on this connection */
-    int err_status;   /* 4xx/5xx our callbacks chose when they failed */
-    /* A chunked body's framing, checked ahead of the parser: ck_begin is
-     * set at its headers (the parser pauses there), ck_on while its body
-     * is read; ck_scanned bytes past the parser's position are checked,
-     * ck_final once they reach the message's end. */
-    td__chunked ck;
-    int ck_begin, ck_on, ck_final;
-    size_t ck_scanned;
 
     int stop;        /* process no more requests (closing or closed) */
     int close_after; /* close the connection once out has been written */

@@ -1,7 +1,7 @@
 /* http_server.c - tenantd's HTTP/1.1 server on a libuv loop: keep-alive,
- * pipelining, Content-Length and chunked request bodies, limits on header
- * and body size, idle timeouts, optional TLS through tls.c. The request
- * processing (td__http_conn) knows nothing of sockets, so the unit tests and
+ * pipelining, idle timeouts, optional TLS through tls.c; requests are read
+ * by hreq.c (limits, chunked bodies). The request processing
+ * (td__http_conn) knows nothing of sockets, so the unit tests and
  * the fuzzer drive it with plain buffers. Responses after the first of a
  * loop iteration are written together at its end (queue_flush): one
  * wake-up of the client per batch rather than one per response. */
@@ -24,85 +24,6 @@
 
 #include "io/http_internal.h"
 
-/* ---- td__buf ---- */
-
-void td__buf_init(td__buf *b, size_t max)
-{
-    b->p = NULL;
-    b->len = 0;
-    b->cap = 0;
-    b->max = max;
-}
-
-void td__buf_fini(td__buf *b)
-{
-    free(b->p);
-    td__buf_init(b, b->max);
-}
-
-td_status td__buf_append(td__buf *b, const void *d, size_t n)
-{
-    if (n > b->max || b->len > b->max - n)
-        return TD_EQUOTA;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap = cap > SIZE_MAX / 2 ? b->len + n + 1 : cap * 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return TD_ENOMEM;
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->p + b->len, d, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return TD_OK;
-}
-
-td_status td__buf_printf(td__buf *b, const char *fmt, ...)
-{
-    char small[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return TD_EINVAL;
-    if ((size_t)n < sizeof small)
-        return td__buf_append(b, small, (size_t)n);
-    char *big = malloc((size_t)n + 1);
-    if (!big)
-        return TD_ENOMEM;
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    td_status st = td__buf_append(b, big, (size_t)n);
-    free(big);
-    return st;
-}
-
-char *td__buf_take(td__buf *b, size_t *len)
-{
-    char *p = b->p;
-    *len = b->len;
-    td__buf_init(b, b->max);
-    return p;
-}
-
-/* Empties b, giving back memory a large request left behind. */
-static void buf_clear(td__buf *b)
-{
-    if (b->cap > 64 * 1024) {
-        td__buf_fini(b);
-    } else {
-        b->len = 0;
-        if (b->p)
-            b->p[0] = '\0';
-    }
-}
-
 /* ---- request processing ---- */
 
 #define OUT_MAX ((size_t)1 << 30)
@@ -110,244 +31,49 @@ static void buf_clear(td__buf *b)
  * or a TLS record's plaintext) each time, as reading stops meanwhile. */
 #define PENDING_IN_MAX ((size_t)1 << 20)
 
-static int on_message_begin(http_parser *p);
-static int on_url(http_parser *p, const char *at, size_t n);
-static int on_header_field(http_parser *p, const char *at, size_t n);
-static int on_header_value(http_parser *p, const char *at, size_t n);
-static int on_headers_complete(http_parser *p);
-static int on_body(http_parser *p, const char *at, size_t n);
-static int on_message_complete(http_parser *p);
+static void buf_clear(td__buf *b)
+{
+    td__buf_clear(b, 64 * 1024);
+}
 
-static const http_parser_settings request_settings = {
-    .on_message_begin = on_message_begin,
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_headers_complete,
-    .on_body = on_body,
-    .on_message_complete = on_message_complete,
-};
+static int on_head(td_hreq *r, void *user);
+static int on_request(td_hreq *r, void *user);
+
+static const td_hreq_callbacks reader_callbacks = {.on_head = on_head, .on_request = on_request};
 
 void td__http_conn_init(td__http_conn *c, size_t max_body, td_http_handler h, void *user)
 {
     memset(c, 0, sizeof *c);
-    http_parser_init(&c->parser, HTTP_REQUEST);
-    c->parser.data = c;
+    td_hreq_limits lim = {.max_url = TD_HTTP_MAX_HEADER_BYTES,
+                          .max_header_bytes = TD_HTTP_MAX_HEADER_BYTES,
+                          .max_headers = TD_HTTP_MAX_HEADERS,
+                          .max_body = max_body};
+    td_hreq_init(&c->rq, &lim, &reader_callbacks, c);
     c->max_body = max_body;
     c->handler = h;
     c->user = user;
-    td__buf_init(&c->url, TD_HTTP_MAX_HEADER_BYTES);
-    td__buf_init(&c->hdr, TD_HTTP_MAX_HEADER_BYTES + 2 * TD_HTTP_MAX_HEADERS);
-    td__buf_init(&c->body, max_body);
     td__buf_init(&c->out, OUT_MAX);
     td__buf_init(&c->pending_in, PENDING_IN_MAX);
 }
 
 void td__http_conn_fini(td__http_conn *c)
 {
-    td__buf_fini(&c->url);
-    td__buf_fini(&c->hdr);
-    td__buf_fini(&c->body);
+    td_hreq_fini(&c->rq);
     td__buf_fini(&c->out);
     td__buf_fini(&c->pending_in);
-    free(c->ix);
-    c->ix = NULL;
-    c->n_ix = c->cap_ix = 0;
 }
 
-static td__http_conn *conn_of(http_parser *p)
+/* curl sends Expect for larger bodies and waits a second for this unless
+ * it comes. */
+static int on_head(td_hreq *r, void *user)
 {
-    return p->data;
-}
-
-/* Records why a callback stops the parser; the caller answers with it. */
-static int reject(td__http_conn *c, int status)
-{
-    if (!c->err_status)
-        c->err_status = status;
-    return -1;
-}
-
-static int status_for(td_status st, int if_too_big)
-{
-    return st == TD_EQUOTA ? if_too_big : 503;
-}
-
-static int on_message_begin(http_parser *p)
-{
-    td__http_conn *c = conn_of(p);
-    buf_clear(&c->url);
-    buf_clear(&c->hdr);
-    buf_clear(&c->body);
-    c->n_ix = 0;
-    c->header_bytes = 0;
-    c->in_value = 0;
-    c->headers_done = 0;
-    c->ck_begin = c->ck_on = 0;
-    c->in_request = 1;
-    c->begun++;
-    return 0;
-}
-
-int td__http_token_chars(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              (ch && strchr("!#$%&'*+-.^_`|~", ch))))
-            return 0;
-    }
-    return 1;
-}
-
-int td__http_value_chars(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
-            return 0;
-    }
-    return 1;
-}
-
-static int count_header_bytes(td__http_conn *c, size_t n)
-{
-    if (n > TD_HTTP_MAX_HEADER_BYTES - c->header_bytes)
-        return reject(c, 431);
-    c->header_bytes += n;
-    return 0;
-}
-
-static int on_url(http_parser *p, const char *at, size_t n)
-{
-    td__http_conn *c = conn_of(p);
-    if (n > TD_HTTP_MAX_HEADER_BYTES - c->header_bytes)
-        return reject(c, 414);
-    c->header_bytes += n;
-    td_status st = td__buf_append(&c->url, at, n);
-    return st == TD_OK ? 0 : reject(c, status_for(st, 414));
-}
-
-/* in_value: 0 before any field, 1 inside a name, 2 inside a value. Closes
- * the field being read so that hdr holds "name\0value\0" for it. */
-static int end_field(td__http_conn *c)
-{
-    td_status st = TD_OK;
-    if (c->in_value == 1) {
-        st = td__buf_append(&c->hdr, "", 1);
-        if (st == TD_OK) {
-            c->ix[c->n_ix - 1].value_off = c->hdr.len;
-            st = td__buf_append(&c->hdr, "", 1);
-        }
-    } else if (c->in_value == 2) {
-        st = td__buf_append(&c->hdr, "", 1);
-    }
-    c->in_value = 0;
-    return st == TD_OK ? 0 : reject(c, status_for(st, 431));
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t n)
-{
-    td__http_conn *c = conn_of(p);
-    if (count_header_bytes(c, n))
-        return -1;
-    if (!td__http_token_chars(at, n))
-        return reject(c, 400);
-    if (c->headers_done)
-        return 0; /* a chunked body's trailer: counted, not kept */
-    if (c->in_value != 1) {
-        if (end_field(c))
-            return -1;
-        if (c->n_ix == TD_HTTP_MAX_HEADERS)
-            return reject(c, 431);
-        if (c->n_ix == c->cap_ix) {
-            size_t cap = c->cap_ix ? c->cap_ix * 2 : 16;
-            td__hdr_ix *ix = realloc(c->ix, cap * sizeof *ix);
-            if (!ix)
-                return reject(c, 503);
-            c->ix = ix;
-            c->cap_ix = cap;
-        }
-        c->ix[c->n_ix].name_off = c->hdr.len;
-        c->ix[c->n_ix].value_off = c->hdr.len;
-        c->n_ix++;
-        c->in_value = 1;
-    }
-    td_status st = td__buf_append(&c->hdr, at, n);
-    return st == TD_OK ? 0 : reject(c, status_for(st, 431));
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t n)
-{
-    td__http_conn *c = conn_of(p);
-    if (count_header_bytes(c, n))
-        return -1;
-    if (!td__http_value_chars(at, n))
-        return reject(c, 400);
-    if (c->headers_done)
-        return 0;
-    if (c->in_value == 1) {
-        td_status st = td__buf_append(&c->hdr, "", 1);
-        if (st != TD_OK)
-            return reject(c, status_for(st, 431));
-        c->ix[c->n_ix - 1].value_off = c->hdr.len;
-        c->in_value = 2;
-    }
-    td_status st = td__buf_append(&c->hdr, at, n);
-    return st == TD_OK ? 0 : reject(c, status_for(st, 431));
-}
-
-/* Looks a header up in what has been parsed so far (names are complete
- * once headers are). */
-static const char *find_header(const td__http_conn *c, const char *name)
-{
-    for (size_t i = 0; i < c->n_ix; i++)
-        if (strcasecmp(c->hdr.p + c->ix[i].name_off, name) == 0)
-            return c->hdr.p + c->ix[i].value_off;
-    return NULL;
-}
-
-static int on_headers_complete(http_parser *p)
-{
-    td__http_conn *c = conn_of(p);
-    if (end_field(c))
-        return -1;
-    if (p->http_major != 1 || p->http_minor > 1)
-        return reject(c, 505);
-    c->headers_done = 1;
-    int has_length = (p->flags & F_CONTENTLENGTH) != 0;
-    int chunked = (p->flags & F_CHUNKED) != 0;
-    /* RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message may be
-     * framed otherwise by a 1.0 hop in front; nginx and Envoy refuse it */
-    if (p->http_minor == 0 && find_header(c, "transfer-encoding"))
-        return reject(c, 400);
-    if (has_length && p->content_length > c->max_body)
-        return reject(c, 413);
-    if (has_length || chunked) {
-        const char *expect = find_header(c, "expect");
-        /* curl sends Expect for larger bodies and waits a second for this
-         * unless it comes; a body that is already too big got 413 above. */
-        if (expect && strncasecmp(expect, "100-continue", 12) == 0 && p->http_major == 1 &&
-            p->http_minor >= 1 && (chunked || p->content_length > 0)) {
-            static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-            td_status st = td__buf_append(&c->out, cont, sizeof cont - 1);
-            if (st != TD_OK)
-                return reject(c, 503);
-        }
-    }
-    if (chunked) {
-        /* the feed loop checks the body's framing before the parser reads it */
-        c->ck_begin = 1;
-        http_parser_pause(p, 1);
+    td__http_conn *c = user;
+    if (r->expect_continue) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (td__buf_append(&c->out, cont, sizeof cont - 1) != TD_OK)
+            return 503;
     }
     return 0;
-}
-
-static int on_body(http_parser *p, const char *at, size_t n)
-{
-    td__http_conn *c = conn_of(p);
-    td_status st = td__buf_append(&c->body, at, n);
-    return st == TD_OK ? 0 : reject(c, status_for(st, 413));
 }
 
 static const char *reason_phrase(int status)
@@ -494,42 +220,34 @@ static void split_target(char *url, const char **path, const char **query)
 
 static void dispatch(td__http_conn *c)
 {
-    http_parser *p = &c->parser;
+    td_hreq *r = &c->rq;
     td_http_header_field *fields = NULL;
-    int head = p->method == HTTP_HEAD;
-    int keep = http_should_keep_alive(p) && !p->upgrade;
-    int http10 = p->http_major == 1 && p->http_minor == 0;
+    int head = r->method == HTTP_HEAD;
+    int keep = r->keep_alive;
+    int http10 = r->http_major == 1 && r->http_minor == 0;
 
-    if (c->n_ix) {
-        fields = malloc(c->n_ix * sizeof *fields);
+    const td__hdrs *h = &r->hdrs;
+    if (h->n) {
+        fields = malloc(h->n * sizeof *fields);
         if (!fields) {
             write_error(c, 503);
             return;
         }
-        for (size_t i = 0; i < c->n_ix; i++) {
-            char *value = c->hdr.p + c->ix[i].value_off;
-            size_t vlen = strlen(value);
-            while (vlen && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
-                value[--vlen] = '\0';
-            fields[i].name = c->hdr.p + c->ix[i].name_off;
-            fields[i].value = value;
+        for (size_t i = 0; i < h->n; i++) {
+            fields[i].name = h->buf.p + h->ix[i].name_off;
+            fields[i].value = h->buf.p + h->ix[i].value_off;
         }
     }
     td_http_request req = {
-        .method = http_method_str((enum http_method)p->method),
-        .version_major = p->http_major,
-        .version_minor = p->http_minor,
+        .method = td_hreq_method(r),
+        .version_major = r->http_major,
+        .version_minor = r->http_minor,
         .headers = fields,
-        .n_headers = c->n_ix,
-        .body = c->body.p ? c->body.p : "",
-        .body_len = c->body.len,
+        .n_headers = h->n,
+        .body = r->body.p ? r->body.p : "",
+        .body_len = r->body.len,
     };
-    if (td__buf_append(&c->url, "", 0) != TD_OK || !c->url.p) {
-        free(fields);
-        write_error(c, 400);
-        return;
-    }
-    split_target(c->url.p, &req.path, &req.query);
+    split_target(r->url.p, &req.path, &req.query);
 
     td_http_response resp = {0};
     c->handler(&req, &resp, c->user);
@@ -566,16 +284,15 @@ static void dispatch(td__http_conn *c)
     }
 }
 
-static int on_message_complete(http_parser *p)
+/* The reader's request callback: answer it, and pause the reader when
+ * the answer comes later or the connection ends. */
+static int on_request(td_hreq *r, void *user)
 {
-    td__http_conn *c = conn_of(p);
-    c->in_request = 0;
+    td__http_conn *c = user;
+    (void)r;
     if (!c->stop)
         dispatch(c);
-    buf_clear(&c->body);
-    if (c->stop || c->deferred)
-        http_parser_pause(p, 1);
-    return 0;
+    return c->stop || c->deferred;
 }
 
 /* Keeps input that arrived behind a deferred request for its resumption;
@@ -587,64 +304,6 @@ static void keep_pending(td__http_conn *c, const char *data, size_t n)
         c->later_keep = 0;
 }
 
-/* http_parser_execute over data[0..n) for td__http_conn_feed, with a
- * chunked body's framing checked (td__chunked_scan) before the parser
- * reads it. Returns the bytes the parser consumed; its errno says why it
- * stopped. An invalid framing is an error (400) of the parser. */
-static size_t parse_checked(td__http_conn *c, const char *data, size_t n)
-{
-    size_t done = 0;
-    while (done < n) {
-        size_t avail = n - done;
-        if (c->ck_on) {
-            if (!c->ck_final && c->ck_scanned < avail) {
-                size_t m;
-                int r = td__chunked_scan(&c->ck, data + done + c->ck_scanned, avail - c->ck_scanned,
-                                         &m);
-                if (r < 0) {
-                    reject(c, 400);
-                    c->parser.http_errno = HPE_INVALID_CHUNK_SIZE;
-                    return done;
-                }
-                c->ck_scanned += m;
-                c->ck_final = r;
-            }
-            if (avail > c->ck_scanned)
-                avail = c->ck_scanned;
-        }
-        size_t k = http_parser_execute(&c->parser, &request_settings, data + done, avail);
-        done += k;
-        if (c->ck_on) {
-            c->ck_scanned -= k;
-            if (c->ck_final && c->ck_scanned == 0)
-                c->ck_on = 0;
-        }
-        enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
-        if (e == HPE_PAUSED && c->ck_begin && !c->stop && !c->deferred) {
-            /* paused at the headers' end: the parser has yet to take
-             * their last LF; the body's framing is checked from after it */
-            c->ck_begin = 0;
-            http_parser_pause(&c->parser, 0);
-            if (done < n && data[done] == '\n') {
-                done += http_parser_execute(&c->parser, &request_settings, data + done, 1);
-                if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK)
-                    return done;
-            }
-            /* (an upgrade without a body would have ended the message) */
-            if (c->in_request) {
-                td__chunked_init(&c->ck);
-                c->ck_on = 1;
-                c->ck_final = 0;
-                c->ck_scanned = 0;
-            }
-            continue;
-        }
-        if (e != HPE_OK || c->parser.upgrade || k < avail)
-            return done;
-    }
-    return done;
-}
-
 void td__http_conn_feed(td__http_conn *c, const char *data, size_t n)
 {
     if (c->stop || n == 0)
@@ -653,22 +312,26 @@ void td__http_conn_feed(td__http_conn *c, const char *data, size_t n)
         keep_pending(c, data, n);
         return;
     }
-    size_t used = parse_checked(c, data, n);
-    enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
-    if (e == HPE_PAUSED && c->deferred && !c->stop) {
-        keep_pending(c, data + used, n - used);
-    } else if (e == HPE_PAUSED) {
-        c->stop = 1;
-        c->close_after = 1;
-    } else if (e != HPE_OK) {
-        int status = c->err_status;
-        if (!status)
-            status = e == HPE_HEADER_OVERFLOW ? 431 : 400;
-        write_error(c, status);
-    } else if (c->parser.upgrade) {
+    size_t used = td_hreq_feed(&c->rq, data, n);
+    switch (td_hreq_status(&c->rq)) {
+    case TD_HREQ_MORE:
+        break;
+    case TD_HREQ_PAUSED:
+        if (c->deferred && !c->stop) {
+            keep_pending(c, data + used, n - used);
+        } else {
+            c->stop = 1;
+            c->close_after = 1;
+        }
+        break;
+    case TD_HREQ_ERROR:
+        write_error(c, c->rq.err_status);
+        break;
+    case TD_HREQ_UPGRADE:
         /* what follows is a protocol we do not speak */
         c->stop = 1;
         c->close_after = 1;
+        break;
     }
 }
 
@@ -702,7 +365,7 @@ void td__http_conn_resume(td__http_conn *c, td_http_response *resp)
         c->close_after = 1;
         return;
     }
-    http_parser_pause(&c->parser, 0);
+    td_hreq_resume(&c->rq);
     size_t n;
     char *in = td__buf_take(&c->pending_in, &n);
     if (in)
@@ -903,7 +566,7 @@ static void on_timer(uv_timer_t *t)
         uv_timer_start(&c->timer, on_timer, c->srv->idle_ms, 0);
         return;
     }
-    if (!c->closing && !c->finishing && c->core.in_request && !c->core.stop &&
+    if (!c->closing && !c->finishing && c->core.rq.in_request && !c->core.stop &&
         (!c->tls || td__tls_handshake_done(c->tls))) {
         /* a request begun and not complete in time (slowloris): 408 */
         write_error(&c->core, 408);
@@ -925,13 +588,13 @@ static void restart_idle(conn *c)
     if (c->closing || c->finishing)
         return;
     uint64_t ms = c->srv->idle_ms;
-    if (c->core.in_request) {
+    if (c->core.rq.in_request) {
         uint64_t now = uv_now(c->srv->loop);
-        if (c->begun_seen != c->core.begun) {
-            c->begun_seen = c->core.begun;
+        if (c->begun_seen != c->core.rq.begun) {
+            c->begun_seen = c->core.rq.begun;
             c->req_start_ms = now;
         }
-        uint64_t end = c->req_start_ms + (c->core.headers_done ? TD_HTTP_REQUEST_TIMEOUT_MS
+        uint64_t end = c->req_start_ms + (c->core.rq.headers_done ? TD_HTTP_REQUEST_TIMEOUT_MS
                                                                : TD_HTTP_HEADER_TIMEOUT_MS);
         uint64_t left = end > now ? end - now : 1;
         if (left < ms)

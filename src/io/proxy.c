@@ -369,7 +369,7 @@ static int on_message_begin(http_parser *p)
     r->in_value = 0;
     r->headers_done = 0;
     r->err_status = 0;
-    c->ck_begin = c->ck_on = 0;
+    td__chunk_gate_reset(&c->gate);
     r->state = RQ_READING;
     r->t_start = px_now();
     if (c->timer_mode != TM_HEADER)
@@ -551,10 +551,10 @@ static int on_headers_complete(http_parser *p)
     px_req_headers(c);
     if (c->rq.tenant && !c->authed)
         px_conn_authenticated(c); /* a valid key; a wrong one leaves it on the clock */
-    if (p->flags & F_CHUNKED)
-        c->ck_begin = 1; /* conn_process checks the body's framing first */
-    if (c->stop || c->ck_begin)
+    if (c->stop)
         http_parser_pause(p, 1);
+    else if (p->flags & F_CHUNKED)
+        td__chunk_gate_arm(&c->gate, p); /* the body's framing is checked first */
     return 0;
 }
 
@@ -610,6 +610,12 @@ static void parse_error(px_conn *c, enum http_errno e)
     px_req_end(c, TD_OUT_BAD_REQUEST);
 }
 
+/* For the chunk check: the message whose headers ended is still read. */
+static int reading_message(http_parser *p)
+{
+    return conn_of(p)->rq.state == RQ_READING;
+}
+
 /* Parses what input there is while no request is in progress. data (n
  * bytes, borrowed) is new input; what is not parsed now is kept. */
 static void conn_process(px_conn *c, const char *data, size_t n)
@@ -630,51 +636,17 @@ static void conn_process(px_conn *c, const char *data, size_t n)
     size_t start = data ? 0 : c->in_off, len = data ? n : c->in.len - c->in_off, done = 0;
     c->in_parser = 1;
     while (!c->stop && !c->closing && !busy(c) && done < len) {
-        const char *at = base + start + done;
-        size_t avail = len - done;
-        if (c->ck_on) {
-            /* a chunked body: the parser reads only what the strict
-             * check has passed, and nothing past the message's end */
-            if (!c->ck_final && c->ck_scanned < avail) {
-                size_t m;
-                int rc = td__chunked_scan(&c->ck, at + c->ck_scanned, avail - c->ck_scanned, &m);
-                if (rc < 0) {
-                    refuse(c, 400);
-                    parse_error(c, HPE_INVALID_CHUNK_SIZE);
-                    break;
-                }
-                c->ck_scanned += m;
-                c->ck_final = rc == 1;
-            }
-            if (avail > c->ck_scanned)
-                avail = c->ck_scanned;
-        }
-        size_t k = http_parser_execute(&c->parser, &request_settings, at, avail);
-        done += k;
-        if (c->ck_on) {
-            c->ck_scanned -= k;
-            if (c->ck_final && c->ck_scanned == 0)
-                c->ck_on = 0;
+        int bad;
+        done += td__chunk_gate_execute(&c->gate, &c->parser, &request_settings, base + start + done,
+                                       len - done, reading_message, &bad);
+        if (bad) {
+            refuse(c, 400);
+            parse_error(c, HPE_INVALID_CHUNK_SIZE);
+            break;
         }
         enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
         if (e == HPE_PAUSED) {
             http_parser_pause(&c->parser, 0);
-            if (c->ck_begin && !c->stop) {
-                /* paused at the headers' end, before their last LF: the
-                 * parser takes it, the check starts after it */
-                c->ck_begin = 0;
-                if (done < len && base[start + done] == '\n')
-                    done +=
-                        http_parser_execute(&c->parser, &request_settings, base + start + done, 1);
-                /* (an upgrade without a body would have ended the message) */
-                if (c->rq.state == RQ_READING) {
-                    td__chunked_init(&c->ck);
-                    c->ck_on = 1;
-                    c->ck_final = 0;
-                    c->ck_scanned = 0;
-                }
-            }
-            c->ck_begin = 0;
             continue;
         }
         if (e != HPE_OK) {

@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "gateway/decide.h"
+#include "io/hresp.h"
 #include "io/http_internal.h"
 #include "gateway/estimate.h"
 #include "gateway/endpoints.h"
@@ -281,11 +282,8 @@ struct px_conn {
     px_conn *ua_prev, *ua_next; /* that list, oldest first */
     uint64_t accepted_ms;       /* loop time of accept */
     uint8_t addr_key[16];       /* the client address as capped (IPv6: its /64) */
-    /* a chunked body's framing, checked ahead of the parser (as
-     * td__http_conn's ck_* in http_internal.h) */
-    unsigned ck_begin : 1, ck_on : 1, ck_final : 1;
-    size_t ck_scanned;
-    td__chunked ck;
+    /* a chunked body's framing, checked ahead of the parser (hreq.h) */
+    td__chunk_gate gate;
     /* The API key of the connection's last identified request and what it
      * resolved to (td_gw_decide_auth): a client sending the same key again
      * skips the SHA-256 and the lookup. Wiped when the connection is freed. */
@@ -299,21 +297,13 @@ struct px_up {
     int ep; /* its endpoint in rs->eps */
     px_up *prev, *next; /* idle list */
     px_conn *c;         /* the client whose request it carries; NULL when idle */
-    http_parser parser;
-    td__buf hdr;
-    td__hdr_ix ix[PX_MAX_HEADERS];
-    size_t n_ix;
-    size_t header_bytes;
-    int in_value;
+    td_hresp resp;      /* the response reader (hresp.h) */
     uint64_t idle_since;
     unsigned closing : 1;
     unsigned connected : 1;
     unsigned reused : 1;    /* it served a request before this one */
     unsigned got_bytes : 1; /* any of this response arrived */
-    unsigned interim : 1;   /* the message being parsed is a 1xx */
-    unsigned msg_done : 1;  /* the response is complete */
     unsigned bad : 1;       /* not reusable */
-    unsigned keep : 1;      /* the response allows reuse */
     unsigned idle : 1;      /* in rs->idle */
     unsigned reading : 1;   /* uv_read_start is in effect */
     unsigned retry_5xx : 1; /* the endpoint answered 502/503: the request goes to another */

@@ -529,7 +529,7 @@ static void on_up_closed(uv_handle_t *h)
 {
     px_up *u = h->data;
     px_route *rs = u->rs;
-    td__buf_fini(&u->hdr);
+    td_hresp_fini(&u->resp);
     free(u);
     rs->n_conns--;
     maybe_free(rs);
@@ -549,6 +549,10 @@ static void up_close(px_up *u)
     uv_close((uv_handle_t *)&u->tcp, on_up_closed);
 }
 
+static int r_head(td_hresp *resp, void *user);
+static int r_body(td_hresp *resp, const char *at, size_t n, void *user);
+static const td_hresp_callbacks response_callbacks = {.on_head = r_head, .on_body = r_body};
+
 static px_up *up_new(px_route *rs, int ep)
 {
     px_up *u = calloc(1, sizeof *u);
@@ -556,8 +560,11 @@ static px_up *up_new(px_route *rs, int ep)
         return NULL;
     u->rs = rs;
     u->ep = ep;
-    td__buf_init(&u->hdr, PX_HEADER_MAX + 2 * PX_MAX_HEADERS);
+    static const td_hresp_limits limits = {.max_header_bytes = PX_HEADER_MAX,
+                                           .max_headers = PX_MAX_HEADERS};
+    td_hresp_init(&u->resp, &limits, &response_callbacks, u);
     if (uv_tcp_init(&rs->w->loop, &u->tcp) < 0) {
+        td_hresp_fini(&u->resp);
         free(u);
         return NULL;
     }
@@ -711,7 +718,7 @@ static void up_complete(px_up *u)
     c->up_paused = 0;
     px_ep *e = &rs->eps[u->ep];
     int reuse =
-        u->keep && !u->bad && !rs->retired && !rs->w->stopping && e->n_idle < (size_t)rs->cap + 4;
+        u->resp.keep_alive && !u->bad && !rs->retired && !rs->w->stopping && e->n_idle < (size_t)rs->cap + 4;
     if (reuse) {
         u->reused = 1;
         u->idle = 1;
@@ -780,65 +787,6 @@ static void up_complete(px_up *u)
 }
 
 /* ---- the response ---- */
-
-static int end_field(px_up *u)
-{
-    td_status st = TD_OK;
-    if (u->in_value == 1) {
-        st = td__buf_append(&u->hdr, "", 1);
-        if (st == TD_OK) {
-            u->ix[u->n_ix - 1].value_off = u->hdr.len;
-            st = td__buf_append(&u->hdr, "", 1);
-        }
-    } else if (u->in_value == 2) {
-        st = td__buf_append(&u->hdr, "", 1);
-    }
-    u->in_value = 0;
-    return st == TD_OK ? 0 : -1;
-}
-
-static int r_message_begin(http_parser *p)
-{
-    px_up *u = p->data;
-    buf_clear(&u->hdr);
-    u->n_ix = 0;
-    u->header_bytes = 0;
-    u->in_value = 0;
-    u->interim = 0;
-    return 0;
-}
-
-static int r_header_field(http_parser *p, const char *at, size_t n)
-{
-    px_up *u = p->data;
-    if (n > PX_HEADER_MAX - u->header_bytes)
-        return -1;
-    u->header_bytes += n;
-    if (u->in_value != 1) {
-        if (end_field(u) || u->n_ix == PX_MAX_HEADERS)
-            return -1;
-        u->ix[u->n_ix].name_off = u->hdr.len;
-        u->ix[u->n_ix].value_off = u->hdr.len;
-        u->n_ix++;
-        u->in_value = 1;
-    }
-    return td__buf_append(&u->hdr, at, n) == TD_OK ? 0 : -1;
-}
-
-static int r_header_value(http_parser *p, const char *at, size_t n)
-{
-    px_up *u = p->data;
-    if (n > PX_HEADER_MAX - u->header_bytes)
-        return -1;
-    u->header_bytes += n;
-    if (u->in_value == 1) {
-        if (td__buf_append(&u->hdr, "", 1) != TD_OK)
-            return -1;
-        u->ix[u->n_ix - 1].value_off = u->hdr.len;
-        u->in_value = 2;
-    }
-    return td__buf_append(&u->hdr, at, n) == TD_OK ? 0 : -1;
-}
 
 /* name is in the comma-separated token list (case-insensitive). */
 static int in_token_list(const char *list, const char *name)
@@ -948,35 +896,31 @@ static td_status append_uint_field(td__buf *b, const char *name, size_t nlen, ui
     return append_field(b, name, nlen, num, fmt_u64(num, v));
 }
 
-static int r_headers_complete(http_parser *p)
+/* The reader's on_head: the response's head is rewritten for the client
+ * into c->out. 1 pauses the reader (a 5xx to retry elsewhere); -1 fails. */
+static int r_head(td_hresp *resp, void *user)
 {
-    px_up *u = p->data;
+    px_up *u = user;
     px_conn *c = u->c;
     px_req *r = &c->rq;
-    if (end_field(u))
-        return -1;
-    int status = p->status_code;
-    if (status >= 100 && status < 200) {
-        if (status == 101)
-            return -1; /* we asked for no upgrade */
-        u->interim = 1;
-        return 0;
-    }
+    const td__hdrs *h = &resp->hdrs;
+    int status = resp->status;
+    if (status == 101)
+        return -1; /* we asked for no upgrade (other 1xx the reader skips) */
     /* a pool endpoint that answers 502 or 503 (overloaded, or a gateway of
      * its own that failed) before the client heard anything: the request
      * goes to another endpoint if it has not been retried (on_up_read) */
     if ((status == 502 || status == 503) && u->rs->is_pool && !r->retried && u->rs->neps > 1 &&
         px_now() < r->deadline_ns) {
         u->retry_5xx = 1;
-        http_parser_pause(p, 1);
-        return 0;
+        return 1;
     }
     ep_report(u->rs, u->ep, status < 500);
     r->resp_status = status;
     const char *connection = NULL, *ctype = NULL, *encoding = NULL;
-    for (size_t i = 0; i < u->n_ix; i++) {
-        const char *name = u->hdr.p + u->ix[i].name_off;
-        const char *value = u->hdr.p + u->ix[i].value_off;
+    for (size_t i = 0; i < h->n; i++) {
+        const char *name = h->buf.p + h->ix[i].name_off;
+        const char *value = h->buf.p + h->ix[i].value_off;
         if ((name[0] | 0x20) != 'c')
             continue; /* all three start with c */
         if (!connection && strcasecmp(name, "connection") == 0)
@@ -997,12 +941,10 @@ static int r_headers_complete(http_parser *p)
         st = td__buf_append(o, reason, strlen(reason));
     if (st == TD_OK)
         st = td__buf_append(o, "\r\n", 2);
-    for (size_t i = 0; st == TD_OK && i < u->n_ix; i++) {
-        const char *name = u->hdr.p + u->ix[i].name_off;
-        char *value = u->hdr.p + u->ix[i].value_off;
+    for (size_t i = 0; st == TD_OK && i < h->n; i++) {
+        const char *name = h->buf.p + h->ix[i].name_off;
+        const char *value = h->buf.p + h->ix[i].value_off; /* trimmed by the reader */
         size_t nlen = strlen(name), vlen = strlen(value);
-        while (vlen && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
-            value[--vlen] = '\0';
         if (hop_by_hop(name, nlen, connection) ||
             (nlen >= 10 && strncasecmp(name, "x-tenantd-", 10) == 0))
             continue;
@@ -1013,7 +955,7 @@ static int r_headers_complete(http_parser *p)
         st = append_field(o, name, nlen, value, vlen);
     }
     int no_body = r->method == HTTP_HEAD || status == 204 || status == 304;
-    if (!no_body && ((p->flags & F_CHUNKED) || !(p->flags & F_CONTENTLENGTH))) {
+    if (!no_body && (resp->chunked || !resp->has_length)) {
         if (r->http_minor >= 1) {
             r->resp_chunked = 1;
             if (st == TD_OK)
@@ -1052,7 +994,7 @@ static int r_headers_complete(http_parser *p)
         r->scan_on && sse && r->route->cost_model == TD_COST_TOKENS && (r->bud.n || r->bud.nkey);
     uint64_t silence_ms = r->route->timeout_ns / 1000000;
     px_timer_set(c, TM_STREAM, silence_ms ? silence_ms : 30000);
-    return r->method == HTTP_HEAD ? 1 : 0;
+    return 0;
 }
 
 /* Appends n body bytes for the client, chunk-framed when we chunk. */
@@ -1081,8 +1023,8 @@ static int forward_body(px_req *r, td__buf *o, const char *at, size_t n)
 
 /* The stream is to be cut (its budget has no room): forwards at[0..n) up
  * to the end of the event in progress, then marks the cut (done in
- * on_up_read, after the parser stops). */
-static int finish_event_then_cut(http_parser *p, px_req *r, td__buf *o, const char *at, size_t n)
+ * on_up_read, after the reader pauses: 1). */
+static int finish_event_then_cut(px_req *r, td__buf *o, const char *at, size_t n)
 {
     size_t k = td_cost_scanner_feed_to_event_end(&r->scan, at, n);
     if (forward_body(r, o, at, k) < 0)
@@ -1090,19 +1032,19 @@ static int finish_event_then_cut(http_parser *p, px_req *r, td__buf *o, const ch
     r->cut_slack += k;
     if (td_cost_scanner_at_event_end(&r->scan) || r->cut_slack > PX_CUT_SLACK) {
         r->budget_cut = 1;
-        http_parser_pause(p, 1);
+        return 1;
     }
     return 0;
 }
 
-static int r_body(http_parser *p, const char *at, size_t n)
+/* The reader's on_body: a piece of the body, forwarded (and counted). */
+static int r_body(td_hresp *resp, const char *at, size_t n, void *user)
 {
-    px_up *u = p->data;
+    px_up *u = user;
     px_req *r = &u->c->rq;
-    if (u->interim)
-        return 0;
+    (void)resp;
     if (r->cut_pending)
-        return finish_event_then_cut(p, r, &u->c->out, at, n);
+        return finish_event_then_cut(r, &u->c->out, at, n);
     if (r->cut_check) {
         /* Count the piece before forwarding it: when its tokens would pass
          * what the budgets hold for the request and they have no room for
@@ -1113,7 +1055,7 @@ static int r_body(http_parser *p, const char *at, size_t n)
         double counted = td_cost_counted_tokens(&next, r->prompt_est);
         if (counted > r->covered_tokens && px_budget_extend(u->c, counted) != 0) {
             r->cut_pending = 1;
-            return finish_event_then_cut(p, r, &u->c->out, at, n);
+            return finish_event_then_cut(r, &u->c->out, at, n);
         }
         r->scan = next;
     } else if (r->scan_on) {
@@ -1122,19 +1064,15 @@ static int r_body(http_parser *p, const char *at, size_t n)
     return forward_body(r, &u->c->out, at, n);
 }
 
-static int r_message_complete(http_parser *p)
+/* The response is complete: the client's chunked body is ended, the
+ * upstream connection let go. */
+static void r_done(px_up *u)
 {
-    px_up *u = p->data;
-    if (u->interim) {
-        u->interim = 0;
-        return 0;
+    if (u->c->rq.resp_chunked && td__buf_append(&u->c->out, "0\r\n\r\n", 5) != TD_OK) {
+        up_fail(u);
+        return;
     }
-    if (u->c->rq.resp_chunked && td__buf_append(&u->c->out, "0\r\n\r\n", 5) != TD_OK)
-        return -1;
-    u->keep = http_should_keep_alive(p) != 0;
-    u->msg_done = 1;
-    http_parser_pause(p, 1);
-    return 0;
+    up_complete(u);
 }
 
 /* The budget had no room for the next piece of a stream: the upstream is
@@ -1176,15 +1114,6 @@ static void cut_stream(px_up *u)
         px_conn_request_done(c);
 }
 
-static const http_parser_settings response_settings = {
-    .on_message_begin = r_message_begin,
-    .on_header_field = r_header_field,
-    .on_header_value = r_header_value,
-    .on_headers_complete = r_headers_complete,
-    .on_body = r_body,
-    .on_message_complete = r_message_complete,
-};
-
 static void on_up_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     px_up *u = st->data;
@@ -1200,9 +1129,9 @@ static void on_up_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         if (nread == UV_EOF && u->got_bytes && !u->retry_5xx) {
             u->bad = 1;
-            http_parser_execute(&u->parser, &response_settings, NULL, 0);
-            if (u->msg_done) {
-                up_complete(u);
+            td_hresp_eof(&u->resp);
+            if (td_hresp_status(&u->resp) == TD_HRESP_DONE) {
+                r_done(u);
                 return;
             }
         }
@@ -1212,7 +1141,7 @@ static void on_up_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     u->got_bytes = 1;
     if (!c->rq.t_first_byte)
         c->rq.t_first_byte = px_now();
-    size_t k = http_parser_execute(&u->parser, &response_settings, buf->base, (size_t)nread);
+    size_t k = td_hresp_feed(&u->resp, buf->base, (size_t)nread);
     if (u->retry_5xx) {
         up_fail(u);
         return;
@@ -1221,14 +1150,14 @@ static void on_up_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         cut_stream(u);
         return;
     }
-    if (u->msg_done) {
+    td_hresp_state rs = td_hresp_status(&u->resp);
+    if (rs == TD_HRESP_DONE) {
         if (k != (size_t)nread)
             u->bad = 1; /* bytes after the response: do not reuse */
-        http_parser_pause(&u->parser, 0);
-        up_complete(u);
+        r_done(u);
         return;
     }
-    if (HTTP_PARSER_ERRNO(&u->parser) != HPE_OK) {
+    if (rs != TD_HRESP_MORE) {
         up_fail(u);
         return;
     }
@@ -1420,13 +1349,8 @@ static void attach(px_up *u, px_conn *c)
 {
     u->c = c;
     c->rq.up = u;
-    http_parser_init(&u->parser, HTTP_RESPONSE);
-    u->parser.data = u;
-    u->got_bytes = u->msg_done = u->interim = u->keep = u->retry_5xx = 0;
-    u->n_ix = 0;
-    u->header_bytes = 0;
-    u->in_value = 0;
-    buf_clear(&u->hdr);
+    td_hresp_start(&u->resp, c->rq.method == HTTP_HEAD);
+    u->got_bytes = u->retry_5xx = 0;
 }
 
 void px_forward(px_conn *c)

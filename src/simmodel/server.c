@@ -5,7 +5,6 @@
  * a GPU slot (gpu.c) for its service time, measured by a uv timer. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <http_parser.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -16,7 +15,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "io/http_internal.h"
+#include "io/hreq.h"
+#include "tenantd/http.h"
 #include "simmodel/simmodel.h"
 
 #define MAX_BODY        (4u << 20)
@@ -38,8 +38,7 @@ typedef enum {
     FAULT_UNKNOWN
 } fault;
 
-/* A growable byte buffer with a maximum fixed at creation (the admin
- * listener's, from io/http_internal.h). */
+/* A growable byte buffer with a maximum fixed at creation (io/http_buf.h). */
 typedef td__buf buf;
 
 typedef struct conn conn;
@@ -71,20 +70,10 @@ struct conn {
     int reading;
     int driving;
 
-    http_parser parser;
-    buf in; /* received, not yet parsed */
+    td_hreq rq; /* the request reader (io/hreq.h) */
+    buf in;     /* received, not yet parsed */
     size_t in_off;
-
-    /* the request being parsed */
-    buf url, body;
-    char hdr_field[32];
-    size_t hdr_field_len;
-    int hdr_in_value;
-    enum { HDR_OTHER, HDR_FAULT, HDR_EXPECT } hdr;
-    char fault_value[64];
-    size_t fault_len;
-    int expect_continue;
-    int limit_status; /* 413 or 414 when the request broke a limit */
+    char fault_value[64]; /* the request's X-Simmodel-Fault */
 
     /* the request being answered */
     int active;     /* parsed and not yet answered: parsing is paused */
@@ -101,16 +90,6 @@ struct conn {
     unsigned emitted;            /* stream chunks written */
 };
 
-/* ---- buffers ---- */
-
-/* Empties b, giving back memory a big request grew it to. */
-static void buf_reset(buf *b)
-{
-    if (b->cap > 65536)
-        td__buf_fini(b);
-    b->len = 0;
-}
-
 /* ---- closing ---- */
 
 static void start_next_job(td_sim_job *job);
@@ -122,8 +101,7 @@ static void on_handle_closed(uv_handle_t *h)
     if (--c->handles_open > 0)
         return;
     td__buf_fini(&c->in);
-    td__buf_fini(&c->url);
-    td__buf_fini(&c->body);
+    td_hreq_fini(&c->rq);
     free(c);
 }
 
@@ -463,7 +441,7 @@ static void serve_inference(conn *c, td_sim_kind kind, int slow)
 {
     td_sim_server *s = c->srv;
     td_err err;
-    if (td_sim_request_parse(kind, c->body.p ? c->body.p : "", c->body.len,
+    if (td_sim_request_parse(kind, c->rq.body.p ? c->rq.body.p : "", c->rq.body.len,
                              s->cfg.default_max_tokens, &c->req, &err) != TD_OK) {
         respond_error(c, 400, "invalid_request_error", "%s", err.msg);
         return;
@@ -618,12 +596,12 @@ static void dispatch(conn *c)
         return;
     }
 
-    char *path = c->url.p ? c->url.p : "";
+    char *path = c->rq.url.p ? c->rq.url.p : "";
     char *q = strchr(path, '?');
     if (q)
         *q = '\0';
-    int get = c->parser.method == HTTP_GET;
-    int post = c->parser.method == HTTP_POST;
+    int get = c->rq.method == HTTP_GET;
+    int post = c->rq.method == HTTP_POST;
     static const struct {
         const char *path;
         td_sim_kind kind;
@@ -670,131 +648,53 @@ static void response_done(conn *c)
         conn_linger(c);
         return;
     }
-    buf_reset(&c->url);
-    buf_reset(&c->body);
-    http_parser_pause(&c->parser, 0);
+    td_hreq_resume(&c->rq);
     conn_drive(c);
 }
 
 /* ---- parsing ---- */
 
-static conn *conn_of(http_parser *p)
+/* The request's head is read: the fault it asks for, and 100 Continue
+ * when the client waits for it. */
+static int on_head(td_hreq *r, void *user)
 {
-    return p->data;
-}
-
-static int on_message_begin(http_parser *p)
-{
-    conn *c = conn_of(p);
-    c->url.len = 0;
-    c->body.len = 0;
-    c->hdr_field_len = 0;
-    c->hdr_in_value = 0;
-    c->hdr = HDR_OTHER;
-    c->fault_value[0] = '\0';
-    c->fault_len = 0;
-    c->expect_continue = 0;
-    c->limit_status = 0;
-    return 0;
-}
-
-static int on_url(http_parser *p, const char *at, size_t n)
-{
-    conn *c = conn_of(p);
-    if (td__buf_append(&c->url, at, n) != TD_OK) {
-        c->limit_status = 414;
-        http_parser_pause(p, 1);
-    }
-    return 0;
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t n)
-{
-    conn *c = conn_of(p);
-    if (c->hdr_in_value) {
-        c->hdr_in_value = 0;
-        c->hdr_field_len = 0;
-    }
-    size_t room = sizeof c->hdr_field - 1 - c->hdr_field_len;
-    size_t take = n < room ? n : room;
-    memcpy(c->hdr_field + c->hdr_field_len, at, take);
-    c->hdr_field_len += take;
-    if (take < n)
-        c->hdr_field_len = sizeof c->hdr_field - 1; /* too long to be one we know */
-    c->hdr_field[c->hdr_field_len] = '\0';
-    return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t n)
-{
-    conn *c = conn_of(p);
-    if (!c->hdr_in_value) {
-        c->hdr_in_value = 1;
-        if (!strcasecmp(c->hdr_field, "x-simmodel-fault")) {
-            c->hdr = HDR_FAULT;
-            c->fault_len = 0;
-        } else if (!strcasecmp(c->hdr_field, "expect")) {
-            c->hdr = HDR_EXPECT;
-            c->expect_continue = n >= 12 && !strncasecmp(at, "100-continue", 12);
-        } else {
-            c->hdr = HDR_OTHER;
-        }
-    }
-    if (c->hdr == HDR_FAULT) {
-        size_t room = sizeof c->fault_value - 1 - c->fault_len;
-        size_t take = n < room ? n : room;
-        memcpy(c->fault_value + c->fault_len, at, take);
-        c->fault_len += take;
-        c->fault_value[c->fault_len] = '\0';
-    }
-    return 0;
-}
-
-static int on_headers_complete(http_parser *p)
-{
-    conn *c = conn_of(p);
-    c->http10 = p->http_major == 1 && p->http_minor == 0;
-    if (p->content_length != ULLONG_MAX && p->content_length > MAX_BODY) {
-        c->limit_status = 413;
-        http_parser_pause(p, 1);
-        return 0;
-    }
-    if (c->expect_continue && !c->http10) {
+    conn *c = user;
+    const char *f = td_hreq_header(r, "x-simmodel-fault");
+    snprintf(c->fault_value, sizeof c->fault_value, "%s", f ? f : "");
+    c->http10 = r->http_major == 1 && r->http_minor == 0;
+    if (r->expect_continue) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         conn_write(c, cont, sizeof cont - 1);
     }
     return 0;
 }
 
-static int on_body(http_parser *p, const char *at, size_t n)
+/* The request is complete: conn_drive answers it, one at a time. */
+static int on_request(td_hreq *r, void *user)
 {
-    conn *c = conn_of(p);
-    td_status st = td__buf_append(&c->body, at, n);
-    if (st != TD_OK) {
-        c->limit_status = st == TD_EQUOTA ? 413 : 500;
-        http_parser_pause(p, 1);
-    }
-    return 0;
-}
-
-static int on_message_complete(http_parser *p)
-{
-    conn *c = conn_of(p);
+    conn *c = user;
     c->active = 1;
-    c->keep_alive = http_should_keep_alive(p);
-    http_parser_pause(p, 1);
-    return 0;
+    c->keep_alive = r->keep_alive;
+    return 1;
 }
 
-static const http_parser_settings SETTINGS = {
-    .on_message_begin = on_message_begin,
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_headers_complete,
-    .on_body = on_body,
-    .on_message_complete = on_message_complete,
-};
+static const td_hreq_callbacks READER = {.on_head = on_head, .on_request = on_request};
+
+/* Answers input the reader refused, and ends the connection after. */
+static void respond_bad_request(conn *c)
+{
+    int status = c->rq.err_status;
+    c->keep_alive = 0;
+    c->active = 1;
+    if (status == 413 || status == 414)
+        respond_error(c, status, "invalid_request_error",
+                      status == 413 ? "the request body is over %u bytes"
+                                    : "the URL is over %u bytes",
+                      status == 414 ? MAX_URL : MAX_BODY);
+    else
+        respond_error(c, status, status >= 500 ? "server_error" : "invalid_request_error",
+                      "bad HTTP request: %s", c->rq.err_text);
+}
 
 /* ---- reading ---- */
 
@@ -834,27 +734,15 @@ static void conn_drive(conn *c)
     c->driving = 1;
     while (c->state == CONN_OPEN && !c->active && c->in_off < c->in.len) {
         size_t avail = c->in.len - c->in_off;
-        size_t n = http_parser_execute(&c->parser, &SETTINGS, c->in.p + c->in_off, avail);
+        size_t n = td_hreq_feed(&c->rq, c->in.p + c->in_off, avail);
         c->in_off += n;
-        enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
-        if (e == HPE_PAUSED && c->limit_status) {
-            c->keep_alive = 0;
-            c->active = 1;
-            respond_error(c, c->limit_status, "invalid_request_error",
-                          c->limit_status == 413   ? "the request body is over %u bytes"
-                          : c->limit_status == 414 ? "the URL is over %u bytes"
-                                                   : "out of memory (%u)",
-                          c->limit_status == 414 ? MAX_URL : MAX_BODY);
-        } else if (e == HPE_PAUSED && c->active) {
+        td_hreq_state st = td_hreq_status(&c->rq);
+        if (st == TD_HREQ_ERROR)
+            respond_bad_request(c);
+        else if (st == TD_HREQ_PAUSED && c->active)
             dispatch(c);
-        } else if (e != HPE_OK) {
-            c->keep_alive = 0;
-            c->active = 1;
-            respond_error(c, e == HPE_HEADER_OVERFLOW ? 431 : 400, "invalid_request_error",
-                          "bad HTTP request: %s", http_errno_description(e));
-        } else if (n < avail) {
+        else if (st == TD_HREQ_UPGRADE || n < avail)
             conn_close(c, 0);
-        }
     }
     if (c->state != CONN_CLOSED) {
         if (c->in_off == c->in.len) {
@@ -894,10 +782,13 @@ static void on_connection(uv_stream_t *listener, int status)
     uv_timer_init(s->loop, &c->timer);
     c->handles_open = 2;
     td__buf_init(&c->in, MAX_BODY + MAX_URL + READ_HIGH_WATER + READ_BUF_SIZE);
-    td__buf_init(&c->url, MAX_URL);
-    td__buf_init(&c->body, MAX_BODY);
-    http_parser_init(&c->parser, HTTP_REQUEST);
-    c->parser.data = c;
+    /* the header limits pass what the gateway forwards (its own limits
+     * plus the fields it adds) */
+    static const td_hreq_limits limits = {.max_url = MAX_URL,
+                                          .max_header_bytes = 4 * TD_HTTP_MAX_HEADER_BYTES,
+                                          .max_headers = 4 * TD_HTTP_MAX_HEADERS,
+                                          .max_body = MAX_BODY};
+    td_hreq_init(&c->rq, &limits, &READER, c);
     c->next = s->conns;
     if (s->conns)
         s->conns->prev = c;

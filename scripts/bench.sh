@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench.sh BUILD_DIR - `make bench`: every performance claim in DESIGN.md
+# bench.sh BUILD_DIR - `make bench`: every performance target (docs/performance.md)
 # measured side by side with its peer in one run on this machine, then
 # bench/results/latest.json and docs/benchmarks.md written from the figures.
 # QUICK=1 shortens every run (whole suite <= 2 min; full <= 10 min).

@@ -1,6 +1,6 @@
 /* pg_conn.c - connections of tenantd's PostgreSQL backends: the server's
- * printable name, and connect with every wait bounded (DESIGN.md: bounded
- * waits on every dependency). */
+ * printable name, and connect with every wait bounded (a dependency that
+ * hangs must never hang tenantd). */
 #include <stdio.h>
 #include <string.h>
 

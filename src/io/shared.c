@@ -40,8 +40,8 @@
  * earlier; refunds can lift a lease above C but only by what that replica
  * was charged before, so net charged cost obeys the same bound.
  *
- * Failure is handled open on purpose (DESIGN.md "Fail closed or open on
- * purpose"): when a Redis call fails, times out (timeout_ms, default 50) or
+ * Failure is handled open on purpose (docs/replicas.md, what each outage
+ * does): when a Redis call fails, times out (timeout_ms, default 50) or
  * returns an error, the replica is degraded: it logs one line, decides with
  * a local td_limiter at rate/N and burst/N, and reconnects with backoff
  * (25 ms doubling to 250 ms) until Redis answers again, then logs one line

@@ -151,7 +151,7 @@ def render(overlay, path, outdir):
                and not any("--database" in a or "postgres" in a for a in args),
                f"{overlay}: TENANTD_DATABASE from Secret tenantd-database key url, not in args")
         report("emptyDir" in data,
-               f"{overlay}: --data (the ledger) is per replica (emptyDir, until issue 22 item 3)")
+               f"{overlay}: --data (the ledger spool) is per replica (emptyDir)")
 
     # the Service and the webhooks that call it
     svc = one(docs, "Service", "tenantd")

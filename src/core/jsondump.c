@@ -294,3 +294,20 @@ bool td_json_dump_compact(td_jbuf *b, const json_t *v)
         return false;
     return dump_value(b, v, 0) && !b->failed;
 }
+
+void td_json_escape_to(char *dst, size_t cap, const char *s)
+{
+    size_t k = 0;
+    for (; *s && k + 7 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            dst[k++] = '\\';
+            dst[k++] = (char)ch;
+        } else if (ch < 0x20) {
+            k += (size_t)snprintf(dst + k, cap - k, "\\u%04x", ch);
+        } else {
+            dst[k++] = (char)ch;
+        }
+    }
+    dst[k] = '\0';
+}

@@ -50,4 +50,9 @@ bool td_jbuf_string(td_jbuf *b, const char *s, size_t n);
  * meaningful. Borrows v. */
 bool td_json_dump_compact(td_jbuf *b, const json_t *v);
 
+/* Writes the JSON string contents of s (quotes, backslashes and control
+ * bytes escaped; no surrounding quotes) into dst (cap >= 1 bytes),
+ * NUL-terminated; cut at a whole character when it would not fit. */
+void td_json_escape_to(char *dst, size_t cap, const char *s);
+
 #endif

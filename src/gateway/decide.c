@@ -12,6 +12,7 @@
 
 #include "gateway/estimate.h"
 #include "core/limiter.h"
+#include "core/jsondump.h"
 
 #define DEFAULT_TIMEOUT_NS 30000000000ULL
 #define RETRY_1S           1000000000ULL
@@ -81,24 +82,6 @@ td_gw_path_verdict td_gw_decide_path(const td_gw_config *c, const td_gw_tenant *
 }
 
 /* ---- refusals ---- */
-
-/* JSON string contents of s (quotes and controls escaped), bounded. */
-static void json_escape(char *dst, size_t cap, const char *s)
-{
-    size_t k = 0;
-    for (; *s && k + 7 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') {
-            dst[k++] = '\\';
-            dst[k++] = (char)ch;
-        } else if (ch < 0x20) {
-            k += (size_t)snprintf(dst + k, cap - k, "\\u%04x", ch);
-        } else {
-            dst[k++] = (char)ch;
-        }
-    }
-    dst[k] = '\0';
-}
 
 /* A refusal with an OpenAI error body; the message, fields and detail are
  * the caller's to fill. */
@@ -222,7 +205,7 @@ static bool decide_model(const td_gw_request *rq, bool bodyless, td_gw_verdict *
         refuse(v, 403, TD_GW_FORM_ERROR, TD_OUT_BAD_REQUEST, "model_not_allowed",
                "model_not_allowed", level);
         char esc[200];
-        json_escape(esc, sizeof esc, t->name);
+        td_json_escape_to(esc, sizeof esc, t->name);
         snprintf(v->fields, sizeof v->fields, ",\"tenant\":\"%s\"", esc);
         v->param = "model";
         v->header = "x-should-retry: false\r\n";

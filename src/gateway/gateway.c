@@ -402,27 +402,12 @@ static td_status split_hostport(const char *addr, char **host, uint16_t *port)
     return TD_OK;
 }
 
-static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err *err)
+/* The pool: spec.upstream.endpoints[] or the one spec.upstream.address
+ * (first, already copied to r->upstream). */
+static td_status route_endpoints(td_gw_route *r, const char *name, json_t *eps, const char *first,
+                                 td_err *err)
 {
-    const char *name = td_json_str(obj, "metadata.name");
-    json_t *s = json_object_get(obj, "spec");
-    r->name = strdup(name);
-    /* spec.match.pathPrefix may be left out when spec.match.models says
-     * which requests the route serves: every path then */
-    const char *prefix = td_json_str(s, "match.pathPrefix");
-    r->path_prefix = strdup(prefix ? prefix : "/");
-    if (parse_models(td_json_path(s, "match.models"), &r->models, &r->nmodels) != TD_OK)
-        return td_err_set(err, TD_ENOMEM, "out of memory");
-    json_t *eps = td_json_path(s, "upstream.endpoints");
-    r->pool = json_is_array(eps);
-    const char *first = r->pool ? td_json_str(json_array_get(eps, 0), "address")
-                                : td_json_str(s, "upstream.address");
-    r->upstream = first ? strdup(first) : NULL;
-    if (!r->name || !r->path_prefix || (first && !r->upstream))
-        return td_err_set(err, TD_ENOMEM, "out of memory");
-    td_status st = slot_of(&g->routes, name, &r->slot);
-    if (st != TD_OK)
-        return td_err_set(err, st, "Route %s: more than %d routes", name, TD_GW_MAX_ROUTES);
+    td_status st;
     size_t ne = r->pool ? json_array_size(eps) : 1;
     if (ne == 0 || ne > TD_EP_MAX)
         return td_err_set(err, TD_EINVAL, "Route %s: spec.upstream.endpoints: 1 to %d endpoints",
@@ -450,10 +435,12 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
         if (e->weight < 1)
             e->weight = 1;
     }
-    st = split_hostport(r->upstream, &r->upstream_host, &r->upstream_port);
-    if (st != TD_OK)
-        return td_err_set(err, st, "Route %s: spec.upstream.address \"%s\" is not HOST:PORT", name,
-                          r->upstream);
+    return TD_OK;
+}
+
+/* spec.upstream.healthCheck, when given: active checks of each endpoint. */
+static td_status route_health_check(td_gw_route *r, const char *name, json_t *s, td_err *err)
+{
     json_t *hc = td_json_path(s, "upstream.healthCheck");
     if (json_is_object(hc)) {
         r->health_check = true;
@@ -474,6 +461,12 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
         r->hc_unhealthy = (uint32_t)num_or(json_object_get(hc, "unhealthyThreshold"), 2);
         r->hc_healthy = (uint32_t)num_or(json_object_get(hc, "healthyThreshold"), 1);
     }
+    return TD_OK;
+}
+
+/* spec.upstream.balance, and what queueDepth scrapes. */
+static td_status route_balance(td_gw_route *r, const char *name, json_t *s, td_err *err)
+{
     r->balance = TD_BALANCE_LEAST_REQUESTS;
     const char *bal = td_json_str(s, "upstream.balance");
     if (bal && td_balance_parse(bal, &r->balance) != TD_OK)
@@ -496,19 +489,12 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
         if (!r->metrics_path || !r->waiting_metric || !r->kv_metric)
             return td_err_set(err, TD_ENOMEM, "out of memory");
     }
-    r->capacity = (uint32_t)num_or(td_json_path(s, "upstream.capacity"), 64);
-    r->queue = (uint32_t)num_or(td_json_path(s, "upstream.queue"), 256);
-    const char *model = td_json_str(s, "cost.model");
-    r->cost_model = !model || strcmp(model, "tokens") == 0 ? TD_COST_TOKENS
-                    : strcmp(model, "gpuSeconds") == 0     ? TD_COST_GPU_SECONDS
-                                                           : TD_COST_REQUESTS;
-    r->default_gpu_seconds = num_or(td_json_path(s, "cost.gpuSecondsEstimate"), 1);
-    r->max_output_tokens = (uint32_t)num_or(td_json_path(s, "cost.maxOutputTokens"), 0);
-    int64_t timeout = 30000000000LL;
-    const char *ts = td_json_str(s, "timeout");
-    if (ts && td_duration_parse(ts, &timeout, err) != TD_OK)
-        return td_err_prefix(err, TD_EINVAL, "Route %s: spec.timeout", name);
-    r->timeout_ns = (uint64_t)timeout;
+    return TD_OK;
+}
+
+/* spec.methods (default GET, POST) and the Allow header a 405 carries. */
+static td_status route_methods(td_gw_route *r, const char *name, json_t *s, td_err *err)
+{
     /* spec.methods: the config validated the names (no TRACE, CONNECT) */
     static const char *const defaults[] = {"GET", "POST"};
     json_t *ms = json_object_get(s, "methods");
@@ -539,6 +525,12 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
             strcat(r->allow, ", ");
         strcat(r->allow, r->methods[i]);
     }
+    return TD_OK;
+}
+
+/* spec.upstream.authorization.fromEnv: the header the upstream gets. */
+static td_status route_authorization(td_gw_route *r, const char *name, json_t *s, td_err *err)
+{
     /* The upstream's own credential comes from the environment, so that
      * the secret stays out of the config text (and out of the stored
      * objects and the control API that show it). */
@@ -561,6 +553,55 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
             return td_err_set(err, TD_ENOMEM, "out of memory");
     }
     return TD_OK;
+}
+
+static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err *err)
+{
+    const char *name = td_json_str(obj, "metadata.name");
+    json_t *s = json_object_get(obj, "spec");
+    r->name = strdup(name);
+    /* spec.match.pathPrefix may be left out when spec.match.models says
+     * which requests the route serves: every path then */
+    const char *prefix = td_json_str(s, "match.pathPrefix");
+    r->path_prefix = strdup(prefix ? prefix : "/");
+    if (parse_models(td_json_path(s, "match.models"), &r->models, &r->nmodels) != TD_OK)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    json_t *eps = td_json_path(s, "upstream.endpoints");
+    r->pool = json_is_array(eps);
+    const char *first = r->pool ? td_json_str(json_array_get(eps, 0), "address")
+                                : td_json_str(s, "upstream.address");
+    r->upstream = first ? strdup(first) : NULL;
+    if (!r->name || !r->path_prefix || (first && !r->upstream))
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    td_status st = slot_of(&g->routes, name, &r->slot);
+    if (st != TD_OK)
+        return td_err_set(err, st, "Route %s: more than %d routes", name, TD_GW_MAX_ROUTES);
+    st = route_endpoints(r, name, eps, first, err);
+    if (st != TD_OK)
+        return st;
+    st = split_hostport(r->upstream, &r->upstream_host, &r->upstream_port);
+    if (st != TD_OK)
+        return td_err_set(err, st, "Route %s: spec.upstream.address \"%s\" is not HOST:PORT", name,
+                          r->upstream);
+    if ((st = route_health_check(r, name, s, err)) != TD_OK ||
+        (st = route_balance(r, name, s, err)) != TD_OK)
+        return st;
+    r->capacity = (uint32_t)num_or(td_json_path(s, "upstream.capacity"), 64);
+    r->queue = (uint32_t)num_or(td_json_path(s, "upstream.queue"), 256);
+    const char *model = td_json_str(s, "cost.model");
+    r->cost_model = !model || strcmp(model, "tokens") == 0 ? TD_COST_TOKENS
+                    : strcmp(model, "gpuSeconds") == 0     ? TD_COST_GPU_SECONDS
+                                                           : TD_COST_REQUESTS;
+    r->default_gpu_seconds = num_or(td_json_path(s, "cost.gpuSecondsEstimate"), 1);
+    r->max_output_tokens = (uint32_t)num_or(td_json_path(s, "cost.maxOutputTokens"), 0);
+    int64_t timeout = 30000000000LL;
+    const char *ts = td_json_str(s, "timeout");
+    if (ts && td_duration_parse(ts, &timeout, err) != TD_OK)
+        return td_err_prefix(err, TD_EINVAL, "Route %s: spec.timeout", name);
+    r->timeout_ns = (uint64_t)timeout;
+    if ((st = route_methods(r, name, s, err)) != TD_OK)
+        return st;
+    return route_authorization(r, name, s, err);
 }
 
 /* Longest prefix first; at the same prefix length, a route that matches

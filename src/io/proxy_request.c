@@ -16,6 +16,7 @@
 
 #include "io/proxy_internal.h"
 #include "core/reqpath.h"
+#include "core/jsondump.h"
 
 /* ---- config views per worker ---- */
 
@@ -137,24 +138,6 @@ void px_respond(px_conn *c, int status, const char *extra, const char *body)
     r->status = status;
 }
 
-/* JSON string contents of s (quotes and controls escaped), bounded. */
-static void json_escape(char *dst, size_t cap, const char *s)
-{
-    size_t k = 0;
-    for (; *s && k + 7 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') {
-            dst[k++] = '\\';
-            dst[k++] = (char)ch;
-        } else if (ch < 0x20) {
-            k += (size_t)snprintf(dst + k, cap - k, "\\u%04x", ch);
-        } else {
-            dst[k++] = (char)ch;
-        }
-    }
-    dst[k] = '\0';
-}
-
 /* An OpenAI-shaped error (docs/gateway.md "Errors"): message escaped here;
  * fields (may be NULL) is tenantd's own members, rendered JSON without
  * braces (",\"tenant\":\"x\""), kept beside message; param NULL or the
@@ -163,7 +146,7 @@ static void respond_error(px_conn *c, int status, const char *code, const char *
                           const char *param, const char *fields, const char *extra)
 {
     char esc[600], body[1200], pq[80];
-    json_escape(esc, sizeof esc, msg);
+    td_json_escape_to(esc, sizeof esc, msg);
     if (param)
         snprintf(pq, sizeof pq, "\"%s\"", param);
     snprintf(body, sizeof body,
@@ -232,7 +215,7 @@ static void respond_shed(px_conn *c, const char *why)
 {
     note_refusal(c, 503, why, false, NULL, NULL);
     char fields[300], esc[200], msg[160];
-    json_escape(esc, sizeof esc, c->rq.tenant ? c->rq.tenant->name : "");
+    td_json_escape_to(esc, sizeof esc, c->rq.tenant ? c->rq.tenant->name : "");
     snprintf(fields, sizeof fields, ",\"reason\":\"%s\",\"tenant\":\"%s\"", why, esc);
     snprintf(msg, sizeof msg, "%s",
              strcmp(why, "deadline") == 0
@@ -253,7 +236,7 @@ static void level_tail(char *dst, size_t cap, const td_gw_key *k)
         return;
     }
     char esc[100];
-    json_escape(esc, sizeof esc, k->name);
+    td_json_escape_to(esc, sizeof esc, k->name);
     snprintf(dst, cap, ",\"level\":\"key\",\"key\":\"%s\"}}", esc);
 }
 
@@ -270,7 +253,7 @@ static void respond_limited(px_conn *c, const char *error, uint64_t retry_ns, co
     const td_rate *rate = k ? &k->rate : &c->rq.tenant->rate;
     char who[120] = "", esc[100];
     if (k) {
-        json_escape(esc, sizeof esc, k->name);
+        td_json_escape_to(esc, sizeof esc, k->name);
         snprintf(who, sizeof who, "key %s of ", esc);
     }
     respond_limited_body(c, error, retry_ns, rate, who, tail);
@@ -290,7 +273,7 @@ static void respond_model_limited(px_conn *c, const char *error, uint64_t retry_
         snprintf(detail, sizeof detail, "model %.100s: in flight at its limit %u", ml->model,
                  ml->concurrency);
     note_refusal(c, 429, error, false, NULL, detail);
-    json_escape(esc, sizeof esc, ml->model);
+    td_json_escape_to(esc, sizeof esc, ml->model);
     snprintf(tail, sizeof tail, ",\"level\":\"model\",\"model\":\"%s\"}}", esc);
     snprintf(who, sizeof who, "model %s of ", esc);
     respond_limited_body(c, error, retry_ns, &ml->rate, who, tail);
@@ -303,7 +286,7 @@ static void respond_limited_body(px_conn *c, const char *error, uint64_t retry_n
                                  const td_rate *rate, const char *who, const char *tail)
 {
     char esc[200];
-    json_escape(esc, sizeof esc, c->rq.tenant->name);
+    td_json_escape_to(esc, sizeof esc, c->rq.tenant->name);
     if (retry_ns == TD_LIMITER_NEVER) {
         /* The estimate alone is over the tenant's burst: waiting will not
          * help, so no Retry-After, and x-should-retry: false keeps the
@@ -396,12 +379,12 @@ static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k
              "%sroute %s: %s budget %s %s, spent %s, this request's estimate %s; resets at %s", who,
              r->route->name, td_period_name(b->period), amount, cur, sp, est, resets);
     note_refusal(c, 429, "budget_exceeded", false, k, detail);
-    json_escape(esc, sizeof esc, r->tenant->name);
+    td_json_escape_to(esc, sizeof esc, r->tenant->name);
     level_tail(tail, sizeof tail, k);
     tail[strlen(tail) - 2] = '\0'; /* without its closing braces */
     char body[1400], extra[120], msg[500];
     int64_t wait_s = end - now_s > 0 ? end - now_s : 1;
-    json_escape(msg, sizeof msg, detail);
+    td_json_escape_to(msg, sizeof msg, detail);
     snprintf(body, sizeof body,
              "{\"error\":{\"message\":\"budget exceeded: %s\",\"type\":\"insufficient_quota\","
              "\"code\":\"budget_exceeded\",\"param\":null,\"tenant\":\"%s\"%s,"
@@ -961,7 +944,7 @@ static int connection_check(px_req *r)
                  (int)(badlen > 64 ? 64 : badlen), bad);
     else
         snprintf(msg, sizeof msg, "Connection names %zu fields (at most 9)", ntok);
-    json_escape(esc, sizeof esc, msg);
+    td_json_escape_to(esc, sizeof esc, msg);
     snprintf(r->reject_body, sizeof r->reject_body,
              "{\"error\":{\"message\":\"%s\",\"type\":\"invalid_request_error\",\"code\":"
              "\"bad_request\",\"param\":null,\"reason\":\"bad_connection\"}}",
@@ -1005,7 +988,7 @@ static int normalize_target(px_req *r)
         return 0;
     }
     char esc[300];
-    json_escape(esc, sizeof esc, err.msg);
+    td_json_escape_to(esc, sizeof esc, err.msg);
     snprintf(r->reject_body, sizeof r->reject_body,
              "{\"error\":{\"message\":\"%s\",\"type\":\"invalid_request_error\",\"code\":"
              "\"bad_request\",\"param\":null,\"reason\":\"bad_path\"}}",
@@ -1075,7 +1058,7 @@ void px_req_headers(px_conn *c)
             } else {
                 r->keep_alive = 0;
                 char esc[200];
-                json_escape(esc, sizeof esc, r->tenant->name);
+                td_json_escape_to(esc, sizeof esc, r->tenant->name);
                 snprintf(r->reject_body, sizeof r->reject_body,
                          "{\"error\":{\"message\":\"tenant %s has its maxConnections open; reuse "
                          "one\",\"type\":\"rate_limit_error\",\"code\":\"too_many_connections\","

@@ -76,53 +76,75 @@ static void catch_up_budgets(td_control *c)
                 n, e.msg);
 }
 
+/* next with the statuses in changed (borrowed) set: *final, and in *all
+ * objs followed by them, what the store writes (a new array). */
+static td_status with_statuses(td_config *next, json_t *const *objs, size_t nobjs,
+                               const json_t *changed, td_config **final, json_t ***all,
+                               td_err *err)
+{
+    size_t nch = json_array_size(changed);
+    td_config_builder *b = NULL;
+    json_t **a = malloc((nobjs + nch + 1) * sizeof *a);
+    td_status st = a ? td_config_builder_create(next, &b, err)
+                     : td_err_set(err, TD_ENOMEM, "out of memory");
+    for (size_t i = 0; st == TD_OK && i < nch; i++)
+        st = td_config_builder_add(b, json_array_get(changed, i), NULL, err);
+    if (st == TD_OK)
+        st = td_config_builder_finish(b, final, err);
+    td_config_builder_destroy(b);
+    if (st != TD_OK) {
+        free(a);
+        return st;
+    }
+    if (nobjs)
+        memcpy(a, objs, nobjs * sizeof *a);
+    for (size_t i = 0; i < nch; i++)
+        a[nobjs + i] = json_array_get(changed, i);
+    *all = a;
+    return TD_OK;
+}
+
 td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,
                             const td_object_id *dels, size_t ndels, td_err *err)
 {
-    /* The scheduling pass over what is about to be served: its decisions
-     * (the Workloads whose status changed) go into the same transaction. */
+    /* The scheduling pass over what is about to be served, on the queue
+     * kept between commits (workloads.h): its decisions (the Workloads
+     * whose status changed) go into the same transaction. A scheduling
+     * leader checks that it still leads here, before deciding anything. */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t now_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
     json_t *changed = NULL;
     json_t **all = NULL;
-    td_config_builder *b = NULL;
-    td_queue *q = NULL;
-    td_status st = td_workloads_pass(next, now_ns, &changed, &q, err);
+    td_wlqueue *lq = td_workloads_live();
+    td_config *cur = td_control_snapshot(c);
+    td_status st = td_workloads_commit(lq, cur, next, objs, nobjs, ndels, now_ns, &changed, err);
+    td_config_unref(cur);
     size_t nch = st == TD_OK ? json_array_size(changed) : 0;
     if (nch) {
         td_config *final = NULL;
-        all = malloc((nobjs + nch) * sizeof *all);
-        st = all ? td_config_builder_create(next, &b, err)
-                 : td_err_set(err, TD_ENOMEM, "out of memory");
-        for (size_t i = 0; st == TD_OK && i < nch; i++)
-            st = td_config_builder_add(b, json_array_get(changed, i), NULL, err);
-        if (st == TD_OK)
-            st = td_config_builder_finish(b, &final, err);
+        st = with_statuses(next, objs, nobjs, changed, &final, &all, err);
         if (st == TD_OK) {
             td_config_unref(next);
             next = final;
-            if (nobjs)
-                memcpy(all, objs, nobjs * sizeof *all);
-            for (size_t i = 0; i < nch; i++)
-                all[nobjs + i] = json_array_get(changed, i);
         }
     }
-    td_config_builder_destroy(b);
+    /* one transaction: the change and the records it decided (a leader
+     * writes it under its fencing term) */
     if (st == TD_OK)
         st = td_store_write(c->store, nch ? all : objs, nobjs + nch, dels, ndels, err);
     free(all);
     json_decref(changed);
     if (st != TD_OK) {
-        td_queue_destroy(q);
+        td_workloads_abandon(lq);
         td_config_unref(next);
         return st;
     }
-    /* The pass's queue is what next's records say: readers get it from the
-     * snapshot, and none rebuilds it. Without memory for it, next's first
-     * reader rebuilds it from the records. */
+    /* The kept queue is what next's records say: readers get it through
+     * the snapshot's view, and none rebuilds it. */
+    td_workloads_publish(lq, next);
     td_err qerr;
-    if (td_queueview_attach(next, q, &qerr) != TD_OK)
+    if (td_queueview_attach_live(next, lq, &qerr) != TD_OK)
         fprintf(stderr, "tenantd: batch queue view: %s\n", qerr.msg);
     td_control_adopt(c, next);
     return TD_OK;
@@ -154,6 +176,7 @@ void td_control_fini(td_control *c)
 {
     td_config_unref(atomic_exchange(&c->snapshot, NULL));
     pthread_mutex_destroy(&c->snapshot_lock);
+    td_workloads_live_release(td_workloads_live());
 }
 
 td_config *td_control_snapshot(td_control *c)
@@ -686,8 +709,15 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         td_config *now = td_control_snapshot(c);
         json_decref(view);
         view = NULL;
-        if (td_workloads_view(now, NULL, &view, &err) != TD_OK)
+        /* the submitted ones' records alone: not a walk of every stored one */
+        size_t nm = td_manifest_count(m);
+        td_object_id *ids = malloc((nm ? nm : 1) * sizeof *ids);
+        for (size_t k = 0; ids && k < nm; k++)
+            ids[k] = td_object_identity(td_manifest_doc(m, k));
+        if ((!ids || td_workloads_view_some(now, ids, nm, &view, &err) != TD_OK) &&
+            td_workloads_view(now, NULL, &view, &err) != TD_OK)
             view = json_array();
+        free(ids);
         /* a tenant's answer names no workload of another tenant either */
         if (view && p->kind == TD_PRINCIPAL_TENANT)
             view = tenant_view(now, p, view);

@@ -44,8 +44,10 @@ void td_control_set_admin_token(td_control *c, const char *token, size_t len);
 /* Takes over cfg. gateway may be NULL. */
 void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway);
 
-/* Runs the batch queue's scheduling pass over next (td_workloads_pass),
- * stores objs (borrowed), the Workloads whose status the pass changed and
+/* Runs the batch queue's scheduling pass over next on the queue kept
+ * between commits (td_workloads_commit: only what changed is decided and
+ * written; an apply of the queue's objects or a delete rebuilds it), stores
+ * objs (borrowed), the Workloads whose status the pass changed and
  * the deletions in one transaction, then makes next with those statuses
  * (taken over) the snapshot everyone sees and reloads the gateway from it.
  * On error (TD_EINVAL when the queue cannot take next's objects) nothing

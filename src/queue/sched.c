@@ -2526,6 +2526,7 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
         return TD_ENOMEM;
     }
     td_status st = TD_OK;
+    bool cut = false; /* the budget ran out */
     q->in_pass = true;
     size_t ncache = 0; /* heads[0, ncache) hold cache fields to free */
     /* Each round ends when no head can move; a round is repeated only when
@@ -2639,13 +2640,26 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
             }
             free_head_cache(heads, ncache);
             ncache = 0;
-            if (budget < n)
+            if (budget < n) {
+                cut = true;
                 goto done;
+            }
             budget -= n;
         }
     }
 done:
     q->in_pass = false;
+    /* On release, a pass cut short by its bounds (policies that evict one
+     * another) leaves what it had not tried where a finished one would:
+     * parked, and no wake pending, as a rebuild from the records has it. */
+    if (q->on_release && st == TD_OK && (q->freed || cut)) {
+        for (size_t i = 0; i < q->ncqs; i++)
+            q->cqs[i].woken = false;
+        q->freed = false;
+        td_err e;
+        if (td_queue_park_all(q, &e) != TD_OK)
+            st = TD_ENOMEM;
+    }
     free_head_cache(heads, ncache);
     free(heads);
     free(usebuf);
@@ -3112,7 +3126,9 @@ td_status td_queue_park_all(td_queue *q, td_err *err)
     for (size_t i = 0; i < q->ncqs; i++) {
         cluster_queue *c = &q->cqs[i];
         if (c->strict_fifo) {
-            c->blocked = c->heap.n > 0;
+            c->blocked = false;
+            for (size_t k = 0; k < c->heap.n && !c->blocked; k++)
+                c->blocked = q->wls[c->heap.v[k]].state == TD_WL_PENDING;
             continue;
         }
         while (c->heap.n) {

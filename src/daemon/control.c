@@ -1070,7 +1070,11 @@ static void h_finish(td_control *c, const td_http_request *req, td_http_response
     }
     td_err err;
     json_t *view = NULL, *mine = NULL;
-    td_status st = td_workloads_view(cur, ns, &view, &err);
+    /* its row alone (its record), not the view of every stored workload */
+    td_object_id wid = {"Workload", ns, name};
+    td_status st = td_workloads_view_some(cur, &wid, 1, &view, &err);
+    if (st == TD_ENOTFOUND)
+        st = td_workloads_view(cur, ns, &view, &err);
     size_t i;
     json_t *w;
     json_array_foreach(view, i, w) if (strcmp(td_json_str(w, "name"), name) == 0) mine = w;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tenantd/intervals.h"
 #include "tenantd/queue.h"
 
 static const char *const setup_kinds[] = {"ResourceFlavor", "Cohort", "ClusterQueue",
@@ -688,13 +689,21 @@ static bool is_setup_kind(const char *kind)
     return kind && strcmp(kind, "Configuration") == 0;
 }
 
-/* wl equals old but for the finished-at annotation it adds: a finish. */
+/* wl equals old but for the finished-at annotation it adds (and the GPU
+ * utilization a finish may report): a finish. */
 static bool only_finished(const json_t *old, const json_t *wl)
 {
     if (!annotation_ns(wl, TD_FINISHED_AT) || annotation_ns(old, TD_FINISHED_AT))
         return false;
     json_t *c = json_deep_copy(wl);
-    json_object_del(td_json_path(c, "metadata.annotations"), TD_FINISHED_AT);
+    json_t *ann = td_json_path(c, "metadata.annotations");
+    json_object_del(ann, TD_FINISHED_AT);
+    const json_t *util = json_object_get(td_json_path(old, "metadata.annotations"),
+                                         TD_GPU_UTILIZATION);
+    if (util)
+        json_object_set(ann, TD_GPU_UTILIZATION, (json_t *)util);
+    else
+        json_object_del(ann, TD_GPU_UTILIZATION);
     bool same = c && json_equal(c, (json_t *)old);
     json_decref(c);
     return same;

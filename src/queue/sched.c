@@ -2510,6 +2510,43 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, 
     return park(q, id, why);
 }
 
+/* Quota was released: the parked workloads of the ClusterQueues it may
+ * serve (on release: those woken; else all) are tried again, and their
+ * StrictFIFO heads unblocked. -1 out of memory. */
+static int requeue_released(td_queue *q)
+{
+    for (size_t i = 0; i < q->ncqs; i++) {
+        cluster_queue *c = &q->cqs[i];
+        if (q->on_release && !c->woken)
+            continue;
+        c->woken = false;
+        c->blocked = false;
+        for (size_t k = 0; k < c->inadmissible.n; k++) {
+            size_t id = c->inadmissible.v[k];
+            if (q->wls[id].inadmissible) {
+                q->wls[id].inadmissible = false;
+                if (td__queue_push_pending(q, id) != 0)
+                    return -1;
+            }
+        }
+        c->inadmissible.n = 0;
+    }
+    q->freed = false;
+    return 0;
+}
+
+/* On release, a pass cut short by its bounds (policies that evict one
+ * another) leaves what it had not tried where a finished one would:
+ * parked, and no wake pending, as a rebuild from the records has it. */
+static td_status settle(td_queue *q)
+{
+    for (size_t i = 0; i < q->ncqs; i++)
+        q->cqs[i].woken = false;
+    q->freed = false;
+    td_err e;
+    return td_queue_park_all(q, &e) == TD_OK ? TD_OK : TD_ENOMEM;
+}
+
 td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
 {
     size_t admitted = 0;
@@ -2536,26 +2573,9 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
     for (int round = 0; round < 64; round++) {
         if (round > 0 && !q->freed)
             break;
-        if (q->freed) {
-            for (size_t i = 0; i < q->ncqs; i++) {
-                cluster_queue *c = &q->cqs[i];
-                if (q->on_release && !c->woken)
-                    continue;
-                c->woken = false;
-                c->blocked = false;
-                for (size_t k = 0; k < c->inadmissible.n; k++) {
-                    size_t id = c->inadmissible.v[k];
-                    if (q->wls[id].inadmissible) {
-                        q->wls[id].inadmissible = false;
-                        if (td__queue_push_pending(q, id) != 0) {
-                            st = TD_ENOMEM;
-                            goto done;
-                        }
-                    }
-                }
-                c->inadmissible.n = 0;
-            }
-            q->freed = false;
+        if (q->freed && requeue_released(q) != 0) {
+            st = TD_ENOMEM;
+            goto done;
         }
         /* on release, a blocked StrictFIFO head waits for one (above) */
         for (size_t i = 0; !q->on_release && i < q->ncqs; i++)
@@ -2649,17 +2669,8 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
     }
 done:
     q->in_pass = false;
-    /* On release, a pass cut short by its bounds (policies that evict one
-     * another) leaves what it had not tried where a finished one would:
-     * parked, and no wake pending, as a rebuild from the records has it. */
-    if (q->on_release && st == TD_OK && (q->freed || cut)) {
-        for (size_t i = 0; i < q->ncqs; i++)
-            q->cqs[i].woken = false;
-        q->freed = false;
-        td_err e;
-        if (td_queue_park_all(q, &e) != TD_OK)
-            st = TD_ENOMEM;
-    }
+    if (q->on_release && st == TD_OK && (q->freed || cut))
+        st = settle(q);
     free_head_cache(heads, ncache);
     free(heads);
     free(usebuf);

@@ -136,13 +136,26 @@ def main():
         f.write(platform())
     d = Daemon(binary, tmp, cfg)
     d.start()
+    try:
+        run(d, n, quick, rnd, tmp)
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        subprocess.run(["rm", "-rf", tmp])
+
+
+def run(d, n, quick, rnd, tmp):
     # the stored workloads, submitted in batches
     t_load = time.monotonic()
-    batch = 2000
+    batch = 1000
     for i in range(0, n, batch):
         docs = [workload(f"wl-{k}", f"cq-{rnd.randrange(NCQ)}", 1 + rnd.randrange(4),
                          rnd.randrange(3)) for k in range(i, min(n, i + batch))]
+        t0 = time.monotonic()
         d.post("/v1/workloads", "---\n".join(docs).encode())
+        if os.environ.get("BENCH_SUBMIT_VERBOSE"):
+            print(f"  stored {i + len(docs)}: batch {time.monotonic() - t0:.2f} s",
+                  file=sys.stderr, flush=True)
     load_s = time.monotonic() - t_load
     # one-workload submits, one after the other
     lat = []
@@ -181,7 +194,6 @@ def main():
     d.post("/v1/workloads", workload("after-restart", f"cq-{rnd.randrange(NCQ)}", 1, 0).encode())
     restart_s = time.monotonic() - t0
     d.stop()
-    subprocess.run(["rm", "-rf", tmp])
     print(json.dumps({
         "stored": n, "stored_end": stored, "cluster_queues": NCQ + 1, "load_s": round(load_s, 2),
         "submit_p50_ms": round(pct(lat, 50), 2), "submit_p99_ms": round(pct(lat, 99), 2),

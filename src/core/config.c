@@ -1620,6 +1620,31 @@ static size_t entry_lower_bound(const entry *items, size_t n, const char *key)
     return lo;
 }
 
+/* Sorts what was added into the sorted part once it outgrows it (a load
+ * that adds every object): adds stay O(log n) amortized. 0, or -1 out of
+ * memory (then nothing changed). */
+static int builder_compact(td_config_builder *b)
+{
+    size_t m = b->n - b->nsorted;
+    if (m <= 64 || m <= b->nsorted)
+        return 0;
+    entry *tmp = malloc(b->n * sizeof *tmp);
+    if (!tmp)
+        return -1;
+    qsort(b->items + b->nsorted, m, sizeof *b->items, entry_cmp);
+    size_t i = 0, j = b->nsorted, k = 0;
+    while (i < b->nsorted && j < b->n)
+        tmp[k++] = strcmp(b->items[i].key, b->items[j].key) <= 0 ? b->items[i++] : b->items[j++];
+    while (i < b->nsorted)
+        tmp[k++] = b->items[i++];
+    while (j < b->n)
+        tmp[k++] = b->items[j++];
+    memcpy(b->items, tmp, b->n * sizeof *tmp);
+    free(tmp);
+    b->nsorted = b->n;
+    return 0;
+}
+
 /* Binary search over the base's part, a scan of what was added since:
  * a commit of a few objects over a large snapshot stays cheap. */
 static size_t builder_find(const td_config_builder *b, const char *key)
@@ -1653,7 +1678,12 @@ td_status td_config_builder_add(td_config_builder *b, json_t *obj, const td_mani
         json_decref(copy);
         return td_err_set(err, TD_ENOMEM, "out of memory");
     }
-    size_t at = builder_find(b, json_string_value(kref));
+    size_t at = builder_compact(b) == 0 ? builder_find(b, json_string_value(kref)) : (size_t)-1;
+    if (at == (size_t)-1 && b->n - b->nsorted > 64 && b->n - b->nsorted > b->nsorted) {
+        json_decref(kref); /* no memory to keep the search fast */
+        json_decref(copy);
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
     if (at != (size_t)-1) {
         json_decref(kref);
         json_decref(b->items[at].obj);
@@ -1958,8 +1988,10 @@ td_status td_config_builder_finish(td_config_builder *b, td_config **out, td_err
         td_config_unref(c);
         return td_err_set(err, TD_ENOMEM, "out of memory");
     }
-    memcpy(rest, c->items, ws * sizeof *rest);
-    memcpy(rest + ws, c->items + we, (c->n - we) * sizeof *rest);
+    if (c->n) {
+        memcpy(rest, c->items, ws * sizeof *rest);
+        memcpy(rest + ws, c->items + we, (c->n - we) * sizeof *rest);
+    }
     td_status st = cross_check(rest, c->n - (we - ws), err);
     free(rest);
     if (st != TD_OK) {

@@ -115,6 +115,12 @@ class Daemon:
                     vals[line.split(":")[0]] = int(line.split()[1])
         return vals
 
+    def cpu_ms(self):
+        """tenantd's CPU time so far (user + system), ms."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=120)
@@ -159,30 +165,37 @@ def run(d, n, quick, rnd, tmp):
     load_s = time.monotonic() - t_load
     # one-workload submits, one after the other
     lat = []
+    cpu0 = d.cpu_ms()
     for k in range(60 if quick else 300):
         body = workload(f"one-{k}", f"cq-{rnd.randrange(NCQ)}", 1 + rnd.randrange(4),
                         rnd.randrange(3)).encode()
         t0 = time.monotonic()
         d.post("/v1/workloads", body)
         lat.append((time.monotonic() - t0) * 1000)
+    submit_cpu = (d.cpu_ms() - cpu0) / len(lat)
     # batched: BATCH workloads per request
     nb, per = (5, 100) if quick else (20, 100)
+    cpu0 = d.cpu_ms()
     t0 = time.monotonic()
     for b in range(nb):
         docs = [workload(f"b{b}-{k}", f"cq-{rnd.randrange(NCQ)}", 1 + rnd.randrange(4),
                          rnd.randrange(3)) for k in range(per)]
         d.post("/v1/workloads", "---\n".join(docs).encode())
     batched = nb * per / (time.monotonic() - t0)
+    batched_cpu = nb * per / max((d.cpu_ms() - cpu0) / 1000.0, 1e-3)
     # finish-to-admission on "solo" (1 GPU): one runs, the next waits
     fin = []
+    fin_cpu = []
     admitted_ok = 0
     d.post("/v1/workloads", workload("solo-0", "solo", 1, 0).encode())
     for k in range(1, (10 if quick else 40) + 1):
         rows = d.post("/v1/workloads", workload(f"solo-{k}", "solo", 1, 0).encode())["workloads"]
         waiting = rows and rows[0]["state"] == "Pending"
         t0 = time.monotonic()
+        c0 = d.cpu_ms()
         d.post(f"/v1/workloads/finish?namespace=ns&name=solo-{k - 1}")
         fin.append((time.monotonic() - t0) * 1000)
+        fin_cpu.append(d.cpu_ms() - c0)
         st, body = d.get(f"/v1/explain/workload?namespace=ns&name=solo-{k}")
         if waiting and st == 200 and json.loads(body).get("state") == "Admitted":
             admitted_ok += 1
@@ -197,7 +210,10 @@ def run(d, n, quick, rnd, tmp):
     print(json.dumps({
         "stored": n, "stored_end": stored, "cluster_queues": NCQ + 1, "load_s": round(load_s, 2),
         "submit_p50_ms": round(pct(lat, 50), 2), "submit_p99_ms": round(pct(lat, 99), 2),
-        "submit_n": len(lat), "batched_per_s": round(batched, 1), "batch": per,
+        "submit_n": len(lat), "submit_cpu_ms": round(submit_cpu, 2),
+        "batched_per_s": round(batched, 1), "batched_per_cpu_s": round(batched_cpu, 1),
+        "batch": per, "finish_cpu_ms": round(sum(fin_cpu) / len(fin_cpu), 2),
+        "load_avg": round(os.getloadavg()[0], 1),
         "finish_admit_p50_ms": round(pct(fin, 50), 2),
         "finish_admit_p99_ms": round(pct(fin, 99), 2),
         "finish_admitted": f"{admitted_ok}/{len(fin)}", "rss_kb": rss.get("VmRSS", -1),

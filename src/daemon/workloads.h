@@ -1,10 +1,9 @@
 /* workloads.h - the batch queue behind the daemon. As Kueue does, each
  * decision is written on the stored Workload (status.admission, conditions,
- * and tenantd's record in status.tenantd) by a scheduling pass. The queue
- * those records describe (admitted workloads on their recorded flavors and
- * nodes) is the pass's own, hung on the snapshot it published
- * (queueview.h); a replay rebuilds it from the records through the
- * scheduler `tenantctl simulate` uses, without deciding anything. */
+ * and tenantd's record in status.tenantd) by a scheduling pass over the
+ * queue kept in memory between commits (td_wlqueue), whose view hangs on
+ * the snapshot it published (queueview.h); a replay rebuilds it from the
+ * records through the scheduler `tenantctl simulate` uses. */
 #ifndef TENANTD_DAEMON_WORKLOADS_H
 #define TENANTD_DAEMON_WORKLOADS_H
 

@@ -20,6 +20,7 @@
 
 #include "io/lease.h"
 #include "io/store.h"
+#include "kinds/builtin.h"
 
 #define TEST_DB "tenantd_lease_test"
 
@@ -211,6 +212,13 @@ static int drop_db(void **state)
 
 int main(void)
 {
+    /* the store names a Workload by its namespace only once the kinds are
+     * registered (Workload is namespaced: kind.h) */
+    td_err err;
+    if (td_kinds_register_builtin(&err) != TD_OK) {
+        fprintf(stderr, "kinds: %s\n", err.msg);
+        return 1;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_stale_term_refused, fresh_db),
         cmocka_unit_test(test_pass_rows_checked),

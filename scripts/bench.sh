@@ -435,9 +435,19 @@ done
 
 section_done queue
 
+# ---- 6. the batch queue daemon: submit latency at N stored (issue 24) ----
+echo "queue daemon: submits, finish -> admission, RSS and restart with N stored workloads"
+: > "$TMP/submit.jsonl"
+if [ "$QUICK" = 1 ]; then SUBMIT_NS="1000"; SUBMIT_Q=--quick; else SUBMIT_NS="1000 10000 100000"; SUBMIT_Q=; fi
+for n in $SUBMIT_NS; do
+    python3 bench/bench_submit.py "$BUILD/tenantd" "$n" $SUBMIT_Q >> "$TMP/submit.jsonl" ||
+        echo "bench_submit $n failed" >&2
+done
+section_done queue-daemon
+
 VERSIONS="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), haproxy $(haproxy -v | awk 'NR==1 {print $3}'), $(wrk -v 2>&1 | awk 'NR==1 {print $1, $2}'), redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
 python3 bench/report.py --records "$REC" --limiter "$TMP/limiter.json" --shared "$TMP/shared.jsonl" \
-    --queue "$TMP/queue.jsonl" --ledger "$TMP/ledger.jsonl" --admit "$TMP/admit.jsonl" \
+    --queue "$TMP/queue.jsonl" --submit "$TMP/submit.jsonl" --ledger "$TMP/ledger.jsonl" --admit "$TMP/admit.jsonl" \
     --machine "$MACHINE" --versions "$VERSIONS" --quick "$QUICK" --reps "$REPS" --dur "$DUR" \
     --conns "$CONNS" --abuse-rate "$ABUSE_RATE" --pinning "${PIN_PROXY:+proxy: $PIN_PROXY; wrk: $PIN_WRK; simmodel unpinned}" \
     --json bench/results/latest.json --doc docs/benchmarks.md

@@ -29,7 +29,8 @@
 typedef td_status (*td_kind_validate_fn)(td_vctx *v);
 
 /* Checks rules across the objects of a finished snapshot: objs are all its
- * objects sorted by (kind, namespace, name), borrowed. TD_EINVAL with err
+ * objects but the Workloads (no rule reads one, and there may be a hundred
+ * thousand), sorted by (kind, namespace, name), borrowed. TD_EINVAL with err
  * naming the object and field, as "Tenant b: spec.namespaces: ...". */
 typedef td_status (*td_kind_check_fn)(json_t *const *objs, size_t n, td_err *err);
 

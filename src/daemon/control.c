@@ -33,6 +33,7 @@ void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway 
     c->gateway = gateway;
     c->metering = NULL;
     c->leader = NULL;
+    c->queue_term = -1;
     c->ready = 1;
     c->has_admin_token = 0;
     memset(c->admin_token_sha256, 0, sizeof c->admin_token_sha256);
@@ -79,9 +80,30 @@ static void catch_up_budgets(td_control *c)
                 n, e.msg);
 }
 
+/* Makes next (taken over) the snapshot everyone sees and reloads the
+ * gateway from it: the end of every commit. */
+static void serve(td_control *c, td_config *next)
+{
+    pthread_mutex_lock(&c->snapshot_lock);
+    td_config *old = atomic_exchange(&c->snapshot, next);
+    pthread_mutex_unlock(&c->snapshot_lock);
+    td_config_unref(old);
+    /* Config validation already accepted every Tenant and Route, so a reload
+     * fails only for lack of memory or slots; the store is the truth then,
+     * and the next reload catches the gateway up. */
+    td_err err;
+    if (c->gateway && td_gateway_reload(c->gateway, next, &err) != TD_OK)
+        fprintf(stderr, "tenantd: gateway reload failed: %s\n", err.msg);
+    else if (c->gateway)
+        catch_up_budgets(c);
+}
+
 /* Stores objs and dels as they are, with no pass, and serves next: a
  * replica that is not the scheduling leader (the leader schedules them
- * once it picks the commit up). Nothing to store: next is served. */
+ * once it picks the commit up). Nothing to store: next is served. The
+ * queue kept between commits is dropped: the leader writes the decisions
+ * on these objects, and this replica's next pass (once it leads) rebuilds
+ * from the records it wrote. */
 static td_status commit_unscheduled(td_control *c, td_config *next, json_t *const *objs,
                                     size_t nobjs, const td_object_id *dels, size_t ndels,
                                     td_err *err)
@@ -91,7 +113,8 @@ static td_status commit_unscheduled(td_control *c, td_config *next, json_t *cons
         td_config_unref(next);
         return st;
     }
-    td_control_adopt(c, next);
+    td_workloads_abandon(td_workloads_live());
+    serve(c, next);
     return TD_OK;
 }
 
@@ -109,45 +132,67 @@ static void stamp_term(json_t *changed, int64_t term)
     }
 }
 
-/* The pass over next and its commit, fenced by term when term > 0. */
+/* next with the statuses in changed (borrowed) set: *final, and in *all
+ * objs followed by them, what the store writes (a new array). */
+static td_status with_statuses(td_config *next, json_t *const *objs, size_t nobjs,
+                               const json_t *changed, td_config **final, json_t ***all,
+                               td_err *err)
+{
+    size_t nch = json_array_size(changed);
+    td_config_builder *b = NULL;
+    json_t **a = malloc((nobjs + nch + 1) * sizeof *a);
+    td_status st = a ? td_config_builder_create(next, &b, err)
+                     : td_err_set(err, TD_ENOMEM, "out of memory");
+    for (size_t i = 0; st == TD_OK && i < nch; i++)
+        st = td_config_builder_add(b, json_array_get(changed, i), NULL, err);
+    if (st == TD_OK)
+        st = td_config_builder_finish(b, final, err);
+    td_config_builder_destroy(b);
+    if (st != TD_OK) {
+        free(a);
+        return st;
+    }
+    if (nobjs)
+        memcpy(a, objs, nobjs * sizeof *a);
+    for (size_t i = 0; i < nch; i++)
+        a[nobjs + i] = json_array_get(changed, i);
+    *all = a;
+    return TD_OK;
+}
+
+/* The pass over next on the queue kept between commits (workloads.h) and
+ * its commit, fenced by term when term > 0. A write that fails (a refused
+ * term among the reasons) drops the kept queue, which the pass already
+ * moved on: the next pass rebuilds it from the records. */
 static td_status commit_scheduled(td_control *c, td_config *next, json_t *const *objs,
                                   size_t nobjs, const td_object_id *dels, size_t ndels,
                                   int64_t term, td_err *err)
 {
-    /* The scheduling pass over what is about to be served: its decisions
-     * (the Workloads whose status changed) go into the same transaction. */
+    /* its decisions (the Workloads whose status changed) go into the same
+     * transaction as the change */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t now_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
     json_t *changed = NULL;
     json_t **all = NULL;
-    td_config_builder *b = NULL;
-    td_queue *q = NULL;
-    td_status st = td_workloads_pass(next, now_ns, &changed, &q, err);
+    td_wlqueue *lq = td_workloads_live();
+    td_config *cur = td_control_snapshot(c);
+    td_status st = td_workloads_commit(lq, cur, next, objs, nobjs, ndels, now_ns, &changed, err);
+    td_config_unref(cur);
     size_t nch = st == TD_OK ? json_array_size(changed) : 0;
     if (nch && term > 0)
         stamp_term(changed, term);
     if (nch) {
         td_config *final = NULL;
-        all = malloc((nobjs + nch) * sizeof *all);
-        st = all ? td_config_builder_create(next, &b, err)
-                 : td_err_set(err, TD_ENOMEM, "out of memory");
-        for (size_t i = 0; st == TD_OK && i < nch; i++)
-            st = td_config_builder_add(b, json_array_get(changed, i), NULL, err);
-        if (st == TD_OK)
-            st = td_config_builder_finish(b, &final, err);
+        st = with_statuses(next, objs, nobjs, changed, &final, &all, err);
         if (st == TD_OK) {
             td_config_unref(next);
             next = final;
-            if (nobjs)
-                memcpy(all, objs, nobjs * sizeof *all);
-            for (size_t i = 0; i < nch; i++)
-                all[nobjs + i] = json_array_get(changed, i);
         }
     }
-    td_config_builder_destroy(b);
-    /* a pass that changed nothing over nothing new writes nothing (no
-     * commit, no generation for the other replicas to pick up) */
+    /* one transaction: the change and the records it decided. A pass that
+     * changed nothing over nothing new writes nothing (no commit, no
+     * generation for the other replicas to pick up). */
     if (st == TD_OK && term > 0 && (nobjs || nch || ndels))
         st = td_store_write_fenced(c->store, nch ? all : objs, nobjs, nch, dels, ndels, term, err);
     else if (st == TD_OK && (nobjs || nch || ndels))
@@ -155,17 +200,17 @@ static td_status commit_scheduled(td_control *c, td_config *next, json_t *const 
     free(all);
     json_decref(changed);
     if (st != TD_OK) {
-        td_queue_destroy(q);
+        td_workloads_abandon(lq);
         td_config_unref(next);
         return st;
     }
-    /* The pass's queue is what next's records say: readers get it from the
-     * snapshot, and none rebuilds it. Without memory for it, next's first
-     * reader rebuilds it from the records. */
+    /* The kept queue is what next's records say: readers get it through
+     * the snapshot's view, and none rebuilds it. */
+    td_workloads_publish(lq, next);
     td_err qerr;
-    if (td_queueview_attach(next, q, &qerr) != TD_OK)
+    if (td_queueview_attach_live(next, lq, &qerr) != TD_OK)
         fprintf(stderr, "tenantd: batch queue view: %s\n", qerr.msg);
-    td_control_adopt(c, next);
+    serve(c, next);
     return TD_OK;
 }
 
@@ -173,6 +218,13 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
                             const td_object_id *dels, size_t ndels, td_err *err)
 {
     int64_t term = td_leader_term(c->leader);
+    if (term != c->queue_term) {
+        /* Leadership gained, lost, or held again under a new term: another
+         * leader may have written decisions meanwhile, so the kept queue is
+         * not trusted; this commit's pass rebuilds it from the records. */
+        td_workloads_abandon(td_workloads_live());
+        c->queue_term = term;
+    }
     if (term == 0)
         return commit_unscheduled(c, next, objs, nobjs, dels, ndels, err);
     if (term < 0)
@@ -185,7 +237,8 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
     }
     /* Refused: the submit or apply is stored all the same, as on a replica
      * that does not lead; the pass's decisions are made again by whoever
-     * leads, after it picks this commit up. */
+     * leads, after it picks this commit up (commit_scheduled dropped the
+     * kept queue: it held the refused decisions). */
     fprintf(stderr, "tenantd: leader: %s; storing the objects without the pass's decisions\n",
             err ? err->msg : "the scheduling pass's write was refused");
     if (st == TD_EFORBIDDEN)
@@ -195,18 +248,10 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
 
 void td_control_adopt(td_control *c, td_config *next)
 {
-    pthread_mutex_lock(&c->snapshot_lock);
-    td_config *old = atomic_exchange(&c->snapshot, next);
-    pthread_mutex_unlock(&c->snapshot_lock);
-    td_config_unref(old);
-    /* Config validation already accepted every Tenant and Route, so a reload
-     * fails only for lack of memory or slots; the store is the truth then,
-     * and the next reload catches the gateway up. */
-    td_err err;
-    if (c->gateway && td_gateway_reload(c->gateway, next, &err) != TD_OK)
-        fprintf(stderr, "tenantd: gateway reload failed: %s\n", err.msg);
-    else if (c->gateway)
-        catch_up_budgets(c);
+    /* another replica's commit (or a reload): its records are not what the
+     * kept queue says; the next pass rebuilds it from them */
+    td_workloads_abandon(td_workloads_live());
+    serve(c, next);
 }
 
 void td_control_set_admin_token(td_control *c, const char *token, size_t len)
@@ -219,6 +264,7 @@ void td_control_fini(td_control *c)
 {
     td_config_unref(atomic_exchange(&c->snapshot, NULL));
     pthread_mutex_destroy(&c->snapshot_lock);
+    td_workloads_live_release(td_workloads_live());
 }
 
 td_config *td_control_snapshot(td_control *c)
@@ -795,8 +841,15 @@ static void reply_submitted(td_control *c, const td_manifest *m, const td_princi
     td_err err;
     json_t *view = NULL;
     td_config *now = td_control_snapshot(c);
-    if (td_workloads_view(now, NULL, &view, &err) != TD_OK)
+    /* the submitted ones' records alone: not a walk of every stored one */
+    size_t nm = td_manifest_count(m);
+    td_object_id *ids = malloc((nm ? nm : 1) * sizeof *ids);
+    for (size_t k = 0; ids && k < nm; k++)
+        ids[k] = td_object_identity(td_manifest_doc(m, k));
+    if ((!ids || td_workloads_view_some(now, ids, nm, &view, &err) != TD_OK) &&
+        td_workloads_view(now, NULL, &view, &err) != TD_OK)
         view = json_array();
+    free(ids);
     if (view && p->kind == TD_PRINCIPAL_TENANT)
         view = tenant_view(now, p, view);
     td_config_unref(now);
@@ -1142,7 +1195,11 @@ static void h_finish(td_control *c, const td_http_request *req, td_http_response
     }
     td_err err;
     json_t *view = NULL, *mine = NULL;
-    td_status st = td_workloads_view(cur, ns, &view, &err);
+    /* its row alone (its record), not the view of every stored workload */
+    td_object_id wid = {"Workload", ns, name};
+    td_status st = td_workloads_view_some(cur, &wid, 1, &view, &err);
+    if (st == TD_ENOTFOUND)
+        st = td_workloads_view(cur, ns, &view, &err);
     size_t i;
     json_t *w;
     json_array_foreach(view, i, w) if (strcmp(td_json_str(w, "name"), name) == 0) mine = w;

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "core/config.h"
 #include "gateway/gateway.h"
@@ -33,6 +34,9 @@ typedef struct {
     /* borrowed; NULL: this replica always schedules, unfenced (SQLite).
      * Else commits run the pass only while it holds the lease (leader.h). */
     struct td_leader *leader;
+    /* the leader's term (td_leader_term) the queue kept between commits
+     * was last used under: a commit under another drops it first */
+    int64_t queue_term;
     int ready;
     int has_admin_token;           /* the control API and /metrics need it */
     /* Admission decisions by rule: [rule][0 allowed, 1 denied, 2 shadow-denied];
@@ -48,11 +52,15 @@ void td_control_set_admin_token(td_control *c, const char *token, size_t len);
 /* Takes over cfg. gateway may be NULL. */
 void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway *gateway);
 
-/* Runs the batch queue's scheduling pass over next (td_workloads_pass),
- * stores objs (borrowed), the Workloads whose status the pass changed and
+/* Runs the batch queue's scheduling pass over next on the queue kept
+ * between commits (td_workloads_commit: only what changed is decided and
+ * written; an apply of the queue's objects or a delete rebuilds it), stores
+ * objs (borrowed), the Workloads whose status the pass changed and
  * the deletions in one transaction (fenced by the leader's term when there
  * is a leader; a replica that is not the leader runs no pass and stores
- * objs alone, as does the leader whose fenced write was refused), then makes next with those statuses
+ * objs alone, as does the leader whose fenced write was refused, and its
+ * kept queue is dropped: the next pass rebuilds it from the records), then
+ * makes next with those statuses
  * (taken over) the snapshot everyone sees and reloads the gateway from it.
  * On error (TD_EINVAL when the queue cannot take next's objects) nothing
  * changed and next is released. Loop thread only. */
@@ -62,8 +70,9 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
 /* Makes next (taken over), just loaded from the store after another
  * replica committed, the snapshot everyone sees and reloads the gateway
  * from it, as td_control_commit does, but stores nothing and runs no
- * scheduling pass (its queue view is rebuilt by its first reader). Loop
- * thread only. */
+ * scheduling pass (its queue view is rebuilt by its first reader, and the
+ * queue kept between commits is dropped: the next pass rebuilds it from
+ * the records the other replica wrote). Loop thread only. */
 void td_control_adopt(td_control *c, td_config *next);
 void td_control_fini(td_control *c);
 

@@ -370,6 +370,11 @@ const td_history *td_metering_history(const td_metering *m)
     return m->history;
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 void td_metering_tick(td_metering *m, int64_t now_ns)
 {
     td_config *cfg = td_control_snapshot(m->c);
@@ -420,11 +425,20 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
         if (strcmp(v.v[i].outcome, "running") != 0 &&
             (m->last_tick_ns == 0 || v.v[i].end_ns >= m->last_tick_ns - 10000000000LL))
             td_ledger_append(m->ledger, &v.v[i]);
-    /* running at the last tick and gone from the replay: deleted, finished now */
+    /* running at the last tick and gone from the replay: deleted, finished
+     * now (the replay's ids sorted once: not one scan of them per run) */
+    const char **ids = m->ledger && m->nrunning ? malloc((v.n ? v.n : 1) * sizeof *ids) : NULL;
+    for (size_t k = 0; ids && k < v.n; k++)
+        ids[k] = v.v[k].id;
+    if (ids && v.n)
+        qsort(ids, v.n, sizeof *ids, cmp_id);
     for (size_t i = 0; m->ledger && i < m->nrunning; i++) {
+        const char *key = m->running[i].id;
         bool present = false;
-        for (size_t k = 0; k < v.n && !present; k++)
-            present = strcmp(v.v[k].id, m->running[i].id) == 0;
+        if (ids)
+            present = bsearch(&key, ids, v.n, sizeof *ids, cmp_id) != NULL;
+        for (size_t k = 0; !ids && k < v.n && !present; k++)
+            present = strcmp(v.v[k].id, key) == 0;
         if (!present) {
             td_ledger_rec r = m->running[i];
             r.end_ns = now_ns;
@@ -432,6 +446,7 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
             td_ledger_append(m->ledger, &r);
         }
     }
+    free(ids);
     size_t nrun = 0;
     for (size_t i = 0; i < v.n; i++)
         if (strcmp(v.v[i].outcome, "running") == 0)

@@ -1,6 +1,7 @@
 /* queueview.c - the batch queue view hung on a config snapshot (see
- * queueview.h). Everything a reader asks of it is computed here, once, when
- * the view is made: a scrape or a GET copies what is already there. */
+ * queueview.h). Everything a reader asks of it is computed here, once, by
+ * its first reader: a scrape or a GET copies what is already there, and a
+ * commit pays nothing for views nobody reads. */
 #include "daemon/queueview.h"
 
 #include <stdarg.h>
@@ -11,10 +12,23 @@
 #include "daemon/workloads.h"
 #include "core/strbuf.h"
 
+#define TRY_VIEW(x)                                                                            \
+    do {                                                                                       \
+        td_status s_ = (x);                                                                    \
+        if (s_ != TD_OK)                                                                       \
+            return s_;                                                                         \
+    } while (0)
+
 struct td_queueview {
     td_config_attachment hdr;
-    td_queue *q;
-    json_t **wls; /* by queue id, borrowed from the snapshot */
+    const td_config *cfg; /* the snapshot it hangs on */
+    /* the queue kept between commits while it is cfg's (generation gen);
+     * once a commit moves it on, a replay of cfg's records (own) */
+    td_wlqueue *live;
+    unsigned long long gen;
+    td_queue *own;
+    const td_queue *q; /* live's or own; NULL until the first reader */
+    json_t **wls;      /* by queue id of q, borrowed from the snapshot */
     size_t nwls;
     json_t *cq_status;
     char *metrics;
@@ -23,7 +37,7 @@ struct td_queueview {
 static void view_destroy(td_config_attachment *a)
 {
     td_queueview *v = (td_queueview *)a;
-    td_queue_destroy(v->q);
+    td_queue_destroy(v->own);
     free(v->wls);
     json_decref(v->cq_status);
     free(v->metrics);
@@ -193,80 +207,98 @@ static td_status metrics_of(const td_queue *q, const json_t *cq_status, char **o
     return TD_OK;
 }
 
-/* The view of q (taken over) with wls (taken over) by queue id. NULL out
- * of memory, q and wls freed. */
-static td_queueview *view_make(td_queue *q, json_t **wls, size_t nwls)
+/* cfg's Workloads by id of q: a new array, NULL out of memory. */
+static json_t **by_queue_id(const td_config *cfg, const td_queue *q, size_t *nq)
 {
-    td_queueview *v = calloc(1, sizeof *v);
-    if (!v) {
-        td_queue_destroy(q);
-        free(wls);
-        return NULL;
-    }
-    v->hdr.destroy = view_destroy;
-    v->q = q;
-    v->wls = wls;
-    v->nwls = nwls;
-    v->cq_status = cq_status_of(q);
-    if (!v->cq_status || metrics_of(q, v->cq_status, &v->metrics) != TD_OK) {
-        view_destroy(&v->hdr);
-        return NULL;
-    }
-    return v;
-}
-
-td_status td_queueview_attach(const td_config *cfg, td_queue *q, td_err *err)
-{
-    size_t nq = td_queue_workload_count(q);
-    json_t **by_id = calloc(nq ? nq : 1, sizeof *by_id);
-    if (!by_id) {
-        td_queue_destroy(q);
-        return td_err_set(err, TD_ENOMEM, "out of memory");
-    }
+    *nq = td_queue_workload_count(q);
+    json_t **by_id = calloc(*nq ? *nq : 1, sizeof *by_id);
     json_t *const *wls;
     size_t n = td_config_list(cfg, "Workload", NULL, &wls);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; by_id && i < n; i++) {
         const char *ns = td_json_str(wls[i], "metadata.namespace");
         const char *name = td_json_str(wls[i], "metadata.name");
         char key[600];
         snprintf(key, sizeof key, "%s/%s", ns && *ns ? ns : "default", name ? name : "");
         size_t id = td_queue_workload_find(q, key);
-        if (id < nq)
+        if (id < *nq)
             by_id[id] = wls[i];
     }
-    td_queueview *v = view_make(q, by_id, nq);
+    return by_id;
+}
+
+/* Makes v ready for its readers: its queue (the live one while it is
+ * v's snapshot's, else a replay of the records), the workloads by id, the
+ * ClusterQueue status and the series, each computed once. */
+static td_status view_ready(td_queueview *v, td_err *err)
+{
+    unsigned long long gen = 0;
+    const td_queue *live = v->live ? td_workloads_live_queue(v->live, v->cfg, &gen) : NULL;
+    if (!v->own && (!live || gen != v->gen)) {
+        /* the kept queue moved on (or never was this snapshot's) */
+        json_t **by_id = NULL;
+        size_t nq = 0;
+        td_queue *q = NULL;
+        TRY_VIEW(td_workloads_replay(v->cfg, &q, &by_id, &nq, err));
+        free(v->wls);
+        v->own = q;
+        v->q = q;
+        v->wls = by_id;
+        v->nwls = nq;
+    } else if (!v->own && !v->q) {
+        v->q = live;
+    }
+    if (!v->wls && !(v->wls = by_queue_id(v->cfg, v->q, &v->nwls)))
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    if (!v->cq_status && !(v->cq_status = cq_status_of(v->q)))
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    if (!v->metrics && metrics_of(v->q, v->cq_status, &v->metrics) != TD_OK)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    return TD_OK;
+}
+
+static td_queueview *view_new(const td_config *cfg, td_wlqueue *live)
+{
+    td_queueview *v = calloc(1, sizeof *v);
+    if (!v)
+        return NULL;
+    v->hdr.destroy = view_destroy;
+    v->cfg = cfg;
+    v->live = live;
+    v->gen = live ? td_workloads_live_gen(live) : 0;
+    return v;
+}
+
+td_status td_queueview_attach_live(const td_config *cfg, td_wlqueue *lq, td_err *err)
+{
+    td_queueview *v = view_new(cfg, lq);
     if (!v)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     td_config_attachment_offer(cfg, TD_CONFIG_ATTACH_QUEUE, &v->hdr);
     return TD_OK;
 }
 
-/* The build of td_config_attachment_get cannot report why it failed: the
- * calling thread's outcome goes here. */
-static _Thread_local td_status build_status;
-static _Thread_local td_err build_err;
+td_status td_queueview_attach(const td_config *cfg, td_queue *q, td_err *err)
+{
+    td_wlqueue *lq = td_workloads_live();
+    td_workloads_adopt(lq, (td_config *)cfg, q);
+    return td_queueview_attach_live(cfg, lq, err);
+}
 
 static td_config_attachment *view_build(const td_config *cfg)
 {
-    td_queue *q = NULL;
-    json_t **by_id = NULL;
-    size_t nq = 0;
-    build_status = td_workloads_replay(cfg, &q, &by_id, &nq, &build_err);
-    if (build_status != TD_OK)
-        return NULL;
-    td_queueview *v = view_make(q, by_id, nq);
-    if (!v)
-        build_status = td_err_set(&build_err, TD_ENOMEM, "out of memory");
+    td_queueview *v = view_new(cfg, NULL);
     return v ? &v->hdr : NULL;
 }
 
 td_status td_queueview_get(const td_config *cfg, const td_queueview **out, td_err *err)
 {
-    build_status = TD_ENOMEM; /* unless a build runs and says otherwise */
-    snprintf(build_err.msg, sizeof build_err.msg, "out of memory");
+    td_err e;
     td_config_attachment *a = td_config_attachment_get(cfg, TD_CONFIG_ATTACH_QUEUE, view_build);
     if (!a)
-        return td_err_set(err, build_status, "%s", build_err.msg);
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    td_status st = view_ready((td_queueview *)a, &e);
+    if (st != TD_OK)
+        return td_err_set(err, st, "%s", e.msg);
     *out = (const td_queueview *)a;
     return TD_OK;
 }

@@ -247,6 +247,7 @@ void td_queue_destroy(td_queue *q)
         free(co->guaranteed);
     }
     free(q->cohorts);
+    free(q->touched.v);
     for (size_t i = 0; i < q->ncohort_defs; i++)
         free_cq(&q->cohort_defs[i]);
     free(q->cohort_defs);

@@ -187,6 +187,35 @@ td_status td_queue_restore_pending(td_queue *q, size_t id, const char *evicted,
  * an unknown workload or ClusterQueue. */
 td_status td_queue_restore_event(td_queue *q, const td_queue_event *ev, td_err *err);
 
+/* ---- requeue on release (a queue kept between the daemon's commits) ------ */
+
+/* With on set, q waits as Kueue's queue manager does between passes: a
+ * workload found inadmissible stays parked, and a StrictFIFO ClusterQueue
+ * whose head did not fit stays blocked, until something is released that
+ * it may use: a finish or a preemption in its cohort tree (its
+ * ClusterQueue alone without a cohort), or nodes of a flavor it covers. A
+ * workload queued between passes is tried at the next one (a StrictFIFO
+ * queue unblocks for it). Ties in queue time go by key, so that a queue
+ * rebuilt from records orders as the one kept in memory. Off (the
+ * default): every pass retries every pending workload, as the simulator
+ * does. Set it before the first submission. */
+void td_queue_requeue_on_release(td_queue *q, bool on);
+
+/* Parks every pending workload waiting to be tried, as a pass leaves them
+ * (BestEffortFIFO: parked; StrictFIFO: its queue blocked): a queue rebuilt
+ * from records is then where the pass that wrote them left it. TD_ENOMEM. */
+td_status td_queue_park_all(td_queue *q, td_err *err);
+
+/* Puts parked workload id back to be tried at the next pass (a StrictFIFO
+ * queue is unblocked). TD_EINVAL if it is not pending in a ClusterQueue. */
+td_status td_queue_requeue(td_queue *q, size_t id, td_err *err);
+
+/* Pending workloads whose reason a pass changed without an event (parked
+ * again with another reason), since the last td_queue_touched_clear; the
+ * array is borrowed until q changes. Only with requeue on release. */
+size_t td_queue_touched(const td_queue *q, const size_t **ids);
+void td_queue_touched_clear(td_queue *q);
+
 /* Queue time (submission, or the last eviction), admission time (0 unless
  * admitted), whether admitted above nominal quota, the "Evicted by" record
  * of a requeued workload ("" if none), and the id of "namespace/name"

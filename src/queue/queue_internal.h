@@ -124,6 +124,7 @@ typedef struct {
     idvec sorted;
     bool sorted_ok;
     bool blocked; /* StrictFIFO head did not fit in this round */
+    bool woken;   /* requeue on release: quota or nodes it may use were freed */
 } cluster_queue;
 
 typedef struct {
@@ -183,6 +184,7 @@ typedef struct {
     char *flavors;
     char *evicted; /* "Evicted by ns/x (Level) at Ts; requeued" until admitted again */
     bool shadow_noted; /* its shadow preemption is recorded (until admitted) */
+    bool touched;      /* in td_queue.touched: its reason changed without an event */
     /* the preemption oracle's last answers for it (sched.c): valid while
      * its cohort tree's version is the one recorded */
     struct {
@@ -203,6 +205,12 @@ struct td_queue {
     fs_strategy fs_strategies[2];
     size_t nfs_strategies;
     bool freed; /* quota was released since inadmissible workloads were parked */
+    /* td_queue_requeue_on_release: parked workloads and blocked StrictFIFO
+     * heads wait, across passes, for a release in their cohort tree (or on
+     * their flavors' nodes), as Kueue's queue manager requeues them */
+    bool on_release;
+    bool in_pass;
+    idvec touched; /* pending workloads whose reason a pass changed */
     smap resource_ids, flavor_ids, cq_ids, lq_ids, pc_values, wpc_values, wl_ids;
     char **resource_names;
     td_qformat *resource_formats;

@@ -40,6 +40,13 @@ static bool before(const td_queue *q, size_t a, size_t b)
         return x->priority > y->priority;
     if (x->queue_ns != y->queue_ns)
         return x->queue_ns < y->queue_ns;
+    /* Requeued on release (the daemon): a queue rebuilt from records gets
+     * other ids than the one kept in memory, so ties go by key. */
+    if (q->on_release) {
+        int k = strcmp(x->key, y->key);
+        if (k)
+            return k < 0;
+    }
     return x->seq < y->seq;
 }
 
@@ -48,6 +55,9 @@ int td__queue_push_pending(td_queue *q, size_t id)
     idvec *h = &q->cqs[q->wls[id].cq].heap;
     if (td__idvec_push(h, id) != 0)
         return -1;
+    /* an arrival between passes is a new head to try */
+    if (q->on_release && !q->in_pass)
+        q->cqs[q->wls[id].cq].blocked = false;
     size_t i = h->n - 1;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -895,6 +905,38 @@ static uint64_t tree_version_of(const td_queue *q, const cluster_queue *c)
     if (!q->tree_version)
         return 0;
     return q->tree_version[c->cohort != QNONE ? c->root : q->ncohorts + (size_t)(c - q->cqs)];
+}
+
+/* Requeue on release: every ClusterQueue of c's cohort tree (c alone
+ * without a cohort) may use what was released; and with nodes, every
+ * ClusterQueue covering a flavor in as (npodsets * nres, may be NULL). */
+static void wake(td_queue *q, const cluster_queue *c, const int16_t *as, size_t npodsets)
+{
+    if (!q->on_release)
+        return;
+    q->freed = true;
+    if (c->cohort == QNONE) {
+        q->cqs[c - q->cqs].woken = true;
+    } else {
+        const cohort *root = &q->cohorts[c->root];
+        for (size_t k = 0; k < root->nall; k++)
+            q->cqs[root->all_members[k]].woken = true;
+    }
+    size_t nres = q->nres ? q->nres : 1;
+    for (size_t i = 0; as && i < npodsets * nres; i++) {
+        int f = as[i];
+        if (f < 0 || !q->flavor_node_n || !q->flavor_node_n[f])
+            continue;
+        for (size_t m = 0; m < q->ncqs; m++)
+            for (size_t r = 0; !q->cqs[m].woken && r < q->nres; r++)
+                q->cqs[m].woken = q->cqs[m].has && q->cqs[m].has[(size_t)f * nres + r];
+    }
+}
+
+static void touch(td_queue *q, size_t id)
+{
+    if (!q->wls[id].touched && td__idvec_push(&q->touched, id) == 0)
+        q->wls[id].touched = true;
 }
 
 static void remove_admitted(td_queue *q, workload *w)
@@ -2357,6 +2399,15 @@ static int park(td_queue *q, size_t id, const char *reason)
 {
     workload *w = &q->wls[id];
     cluster_queue *c = &q->cqs[w->cq];
+    if (q->on_release && !w->touched) {
+        size_t ne = w->evicted ? strlen(w->evicted) : 0;
+        bool same = w->evicted ? strncmp(w->reason, w->evicted, ne) == 0 &&
+                                     strncmp(w->reason + ne, ": ", 2) == 0 &&
+                                     strcmp(w->reason + ne + 2, reason) == 0
+                               : strcmp(w->reason, reason) == 0;
+        if (!same)
+            touch(q, id);
+    }
     if (w->evicted) {
         size_t n = strlen(w->evicted) + strlen(reason) + 3;
         char *r = malloc(n);
@@ -2439,11 +2490,14 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, 
             ++*nadmitted;
         /* The minimal set can free more than the preemptor takes: then
          * parked workloads deserve another look in this pass. */
+        bool freed = rc == 0; /* evicted for nothing: cannot happen, stay safe */
         for (size_t k = 0; rc == 1 && k < nuse; k++)
             if (available(q, c, use[k].fr) > 0)
-                q->freed = true;
-        if (rc == 0)
-            q->freed = true; /* evicted for nothing: cannot happen, stay safe */
+                freed = true;
+        if (freed) {
+            q->freed = true;
+            wake(q, c, as, w->npodsets);
+        }
     }
     free(as);
     free(use);
@@ -2454,6 +2508,43 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, 
         snprintf(why + n, sizeof why - n, "; %s", q->shadow_note);
     }
     return park(q, id, why);
+}
+
+/* Quota was released: the parked workloads of the ClusterQueues it may
+ * serve (on release: those woken; else all) are tried again, and their
+ * StrictFIFO heads unblocked. -1 out of memory. */
+static int requeue_released(td_queue *q)
+{
+    for (size_t i = 0; i < q->ncqs; i++) {
+        cluster_queue *c = &q->cqs[i];
+        if (q->on_release && !c->woken)
+            continue;
+        c->woken = false;
+        c->blocked = false;
+        for (size_t k = 0; k < c->inadmissible.n; k++) {
+            size_t id = c->inadmissible.v[k];
+            if (q->wls[id].inadmissible) {
+                q->wls[id].inadmissible = false;
+                if (td__queue_push_pending(q, id) != 0)
+                    return -1;
+            }
+        }
+        c->inadmissible.n = 0;
+    }
+    q->freed = false;
+    return 0;
+}
+
+/* On release, a pass cut short by its bounds (policies that evict one
+ * another) leaves what it had not tried where a finished one would:
+ * parked, and no wake pending, as a rebuild from the records has it. */
+static td_status settle(td_queue *q)
+{
+    for (size_t i = 0; i < q->ncqs; i++)
+        q->cqs[i].woken = false;
+    q->freed = false;
+    td_err e;
+    return td_queue_park_all(q, &e) == TD_OK ? TD_OK : TD_ENOMEM;
 }
 
 td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
@@ -2472,6 +2563,8 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
         return TD_ENOMEM;
     }
     td_status st = TD_OK;
+    bool cut = false; /* the budget ran out */
+    q->in_pass = true;
     size_t ncache = 0; /* heads[0, ncache) hold cache fields to free */
     /* Each round ends when no head can move; a round is repeated only when
      * quota was released (a preemption freed more than it needed). The
@@ -2480,24 +2573,12 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
     for (int round = 0; round < 64; round++) {
         if (round > 0 && !q->freed)
             break;
-        if (q->freed) {
-            for (size_t i = 0; i < q->ncqs; i++) {
-                cluster_queue *c = &q->cqs[i];
-                for (size_t k = 0; k < c->inadmissible.n; k++) {
-                    size_t id = c->inadmissible.v[k];
-                    if (q->wls[id].inadmissible) {
-                        q->wls[id].inadmissible = false;
-                        if (td__queue_push_pending(q, id) != 0) {
-                            st = TD_ENOMEM;
-                            goto done;
-                        }
-                    }
-                }
-                c->inadmissible.n = 0;
-            }
-            q->freed = false;
+        if (q->freed && requeue_released(q) != 0) {
+            st = TD_ENOMEM;
+            goto done;
         }
-        for (size_t i = 0; i < q->ncqs; i++)
+        /* on release, a blocked StrictFIFO head waits for one (above) */
+        for (size_t i = 0; !q->on_release && i < q->ncqs; i++)
             q->cqs[i].blocked = false;
         for (;;) {
             size_t n = 0;
@@ -2579,12 +2660,17 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
             }
             free_head_cache(heads, ncache);
             ncache = 0;
-            if (budget < n)
+            if (budget < n) {
+                cut = true;
                 goto done;
+            }
             budget -= n;
         }
     }
 done:
+    q->in_pass = false;
+    if (q->on_release && st == TD_OK && (q->freed || cut))
+        st = settle(q);
     free_head_cache(heads, ncache);
     free(heads);
     free(usebuf);
@@ -2601,6 +2687,7 @@ td_status td_queue_finish(td_queue *q, size_t id, uint64_t now_ns, td_err *err)
     td_queue_event *e = new_event(q);
     if (!e)
         return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    wake(q, &q->cqs[w->cq], w->nplacement ? w->assignment : NULL, w->npodsets);
     remove_admitted(q, w);
     q->freed = true;
     w->state = TD_WL_FINISHED;
@@ -2959,6 +3046,11 @@ td_status td_queue_restore_event(td_queue *q, const td_queue_event *ev, td_err *
     if (!e)
         return td_err_set(err, TD_ENOMEM, "queue: out of memory");
     *e = *ev;
+    /* a shadow preemption is told once per preemptor until it is admitted */
+    if (ev->type == TD_QEV_WOULD_PREEMPT && ev->by != QNONE)
+        q->wls[ev->by].shadow_noted = true;
+    else if (ev->type == TD_QEV_ADMITTED)
+        q->wls[ev->workload].shadow_noted = false;
     return TD_OK;
 }
 
@@ -3031,4 +3123,68 @@ const char *td_queue_workload_evicted(const td_queue *q, size_t id)
 size_t td_queue_workload_find(const td_queue *q, const char *key)
 {
     return key ? td__smap_get(&q->wl_ids, key) : QNONE;
+}
+
+/* ---- requeue on release (the daemon's queue, kept between commits) -------- */
+
+void td_queue_requeue_on_release(td_queue *q, bool on)
+{
+    q->on_release = on;
+}
+
+td_status td_queue_park_all(td_queue *q, td_err *err)
+{
+    for (size_t i = 0; i < q->ncqs; i++) {
+        cluster_queue *c = &q->cqs[i];
+        if (c->strict_fifo) {
+            c->blocked = false;
+            for (size_t k = 0; k < c->heap.n && !c->blocked; k++)
+                c->blocked = q->wls[c->heap.v[k]].state == TD_WL_PENDING;
+            continue;
+        }
+        while (c->heap.n) {
+            size_t id = heap_pop(q, &c->heap);
+            if (q->wls[id].state != TD_WL_PENDING || q->wls[id].inadmissible)
+                continue;
+            if (td__idvec_push(&c->inadmissible, id) != 0) {
+                td__queue_push_pending(q, id); /* room: it was just popped */
+                return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+            }
+            q->wls[id].inadmissible = true;
+        }
+    }
+    return TD_OK;
+}
+
+td_status td_queue_requeue(td_queue *q, size_t id, td_err *err)
+{
+    if (id >= q->nwls || q->wls[id].state != TD_WL_PENDING || q->wls[id].cq == QNONE)
+        return td_err_set(err, TD_EINVAL, "queue: workload %zu is not pending in a ClusterQueue",
+                          id);
+    workload *w = &q->wls[id];
+    cluster_queue *c = &q->cqs[w->cq];
+    if (c->strict_fifo) {
+        c->blocked = false;
+        return TD_OK;
+    }
+    if (!w->inadmissible)
+        return TD_OK;
+    if (td__queue_push_pending(q, id) != 0)
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
+    /* its parked entry drops out when the list is next requeued */
+    w->inadmissible = false;
+    return TD_OK;
+}
+
+size_t td_queue_touched(const td_queue *q, const size_t **ids)
+{
+    *ids = q->touched.v;
+    return q->touched.n;
+}
+
+void td_queue_touched_clear(td_queue *q)
+{
+    for (size_t k = 0; k < q->touched.n; k++)
+        q->wls[q->touched.v[k]].touched = false;
+    q->touched.n = 0;
 }

@@ -4,8 +4,8 @@
 # finish, apply of a smaller quota, delete, SIGHUP and a restart (which
 # rebuilds the view from the records: the same numbers). Then with 20,000
 # workloads stored: scrapes, ClusterQueue GETs, explain and the metering
-# tick rebuild nothing (tenantd_queue_rebuilds_total stays), a commit
-# rebuilds once, and 50 scrapes take less time than 3 one-workload commits.
+# tick rebuild nothing (tenantd_queue_rebuilds_total stays), nor do
+# one-workload commits (the queue is kept in memory between commits).
 . "$(dirname "$0")/lib.sh"
 obj() { # KIND NAME [NAMESPACE]: an object's head; the body follows
     printf -- '---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: %s\nmetadata: {name: %s%s}\n' "$1" "$2" "${3:+, namespace: $3}"
@@ -171,11 +171,12 @@ for i in 1 2 3; do
 done
 t3=$(date +%s%N)
 r2=$(rebuilds)
-[ "$r2" = $((r1 + 3)) ] && ok "3 commits rebuild 3 times ($r1 -> $r2)" || not_ok "3 commits: tenantd_queue_rebuilds_total $r1 -> $r2"
+[ "$r2" = "$r1" ] && ok "3 submits rebuild nothing: the queue is kept between commits ($r1 -> $r2)" ||
+    not_ok "3 commits: tenantd_queue_rebuilds_total $r1 -> $r2"
 scrape_ms=$(((t1 - t0) / 1000000)) commit_ms=$(((t3 - t2) / 1000000))
 echo "    50 scrapes: $scrape_ms ms; 3 one-workload commits over 20,000 workloads: $commit_ms ms"
-[ "$scrape_ms" -lt "$commit_ms" ] && ok "50 scrapes ($scrape_ms ms) take less than 3 commits ($commit_ms ms)" ||
-    not_ok "50 scrapes ($scrape_ms ms) not faster than 3 commits ($commit_ms ms)"
+[ "$scrape_ms" -lt 10000 ] && ok "50 scrapes take $scrape_ms ms (< 10 s: nothing rebuilt per scrape)" ||
+    not_ok "50 scrapes took $scrape_ms ms"
 state "the 3 wait too" "train: 20001 5 7 5 2; serve: 0 0 0 2 0" "train InClusterQueue 1"
 TD_START_TENTHS=600 # loading 20,000 objects under ASan on a busy machine
 restart_same "restart with 20,003 workloads: the rebuilt view equals the one the commits made"

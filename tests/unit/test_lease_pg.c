@@ -21,6 +21,7 @@
 #include "io/lease.h"
 #include "kinds/builtin.h"
 #include "io/store.h"
+#include "kinds/builtin.h"
 
 #define TEST_DB "tenantd_lease_test"
 

@@ -21,7 +21,6 @@
 #include "io/lease.h"
 #include "kinds/builtin.h"
 #include "io/store.h"
-#include "kinds/builtin.h"
 
 #define TEST_DB "tenantd_lease_test"
 

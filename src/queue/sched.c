@@ -648,6 +648,197 @@ static bool can_preempt_while_borrowing(const td_queue *q, const cluster_queue *
 
 static int oracle(td_queue *q, const workload *w, int fr, int64_t val, gmode *out);
 
+/* Grows the scratch space assign_flavors writes for w; -1 out of memory. */
+static int assign_scratch(td_queue *q, const workload *w, assign_out *o)
+{
+    size_t need = w->npodsets * (q->nres ? q->nres : 1);
+    if (need > q->scratch_assign_cap) {
+        int16_t *p = realloc(q->scratch_assign, need * sizeof *p);
+        if (!p)
+            return -1;
+        q->scratch_assign = p;
+        q->scratch_assign_cap = need;
+    }
+    if (q->nfr > q->scratch_use_cap) {
+        fr_use *p = realloc(q->scratch_use, q->nfr * sizeof *p);
+        if (!p)
+            return -1;
+        q->scratch_use = p;
+        q->scratch_use_cap = q->nfr;
+    }
+    o->use = q->scratch_use;
+    return 0;
+}
+
+/* true (o says why: no fit) when no flavor can be tried at all: the
+ * ClusterQueue is inactive, w is misconfigured or asks for a resource no
+ * ClusterQueue knows. */
+static bool assign_refused(const td_queue *q, const workload *w, const cluster_queue *c,
+                           assign_out *o)
+{
+    if (c->inactive)
+        snprintf(o->reason, sizeof o->reason, "ClusterQueue %s is inactive", c->name);
+    else if (w->misconfigured)
+        snprintf(o->reason, sizeof o->reason, "%s", w->misconfigured);
+    else if (w->unknown_resource)
+        snprintf(o->reason, sizeof o->reason,
+                 "couldn't assign flavors to pod set %s: resource %s unavailable in ClusterQueue",
+                 w->podset_names[0], w->unknown_resource);
+    else
+        return false;
+    (void)q;
+    o->mode = MODE_NOFIT;
+    return true;
+}
+
+/* The mode of one resource r in flavor f when need more of it is asked
+ * (after what earlier pod sets of w took, q->acc): no fit past the
+ * potential, a fit (with its borrowing height) within what is unused,
+ * else preemption as the oracle says, where preemption may make room.
+ * Appends the reason to why (cap bytes). -1 out of memory. */
+static int resource_mode(td_queue *q, workload *w, cluster_queue *c, int f, int r, int64_t need,
+                         bool skip_oracle, assign_out *o, char *why, size_t cap, gmode *m)
+{
+    int fr = f * (int)q->nres + r;
+    int64_t val = sat_add(q->acc[fr], need);
+    int64_t pot = potential(q, c, fr), avail = available(q, c, fr);
+    char a[TD_QUANTITY_STR_MAX], b[TD_QUANTITY_STR_MAX], d[TD_QUANTITY_STR_MAX];
+    bool may_reclaim;
+    if (val > pot) {
+        *m = (gmode){PM_NOFIT, 0};
+        td__queue_fmt(q, r, q->acc[fr], a, sizeof a);
+        td__queue_fmt(q, r, need, b, sizeof b);
+        td__queue_fmt(q, r, pot, d, sizeof d);
+        append(why, cap,
+               "%sinsufficient quota for %s in flavor %s, previously considered "
+               "podsets requests (%s) + current podset request (%s) > maximum "
+               "capacity (%s)",
+               *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a, b, d);
+        return 0;
+    }
+    m->pm = PM_FIT;
+    m->borrow = borrow_height(q, c, fr, val, &may_reclaim);
+    if (val <= avail)
+        return 0;
+    td__queue_fmt(q, r, val - avail, a, sizeof a);
+    append(why, cap, "%sinsufficient unused quota for %s in flavor %s, %s more needed",
+           *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a);
+    if (!(c->nominal[fr] >= val || may_reclaim || can_preempt_while_borrowing(q, c))) {
+        m->pm = PM_NOFIT;
+        return 0;
+    }
+    if (skip_oracle) {
+        m->pm = PM_PREEMPT;
+        o->oracle_skipped = true;
+        return 0;
+    }
+    return oracle(q, w, fr, val, m) != 0 ? -1 : 0;
+}
+
+/* The mode of group grp's resources of pod set i (requests req) in flavor
+ * f, the worst of them by c's preference, into *rep: 1; 0 when the flavor
+ * is skipped (a taint the pod set does not tolerate, or nodes its pods
+ * never fit), with why appended; -1 out of memory. */
+static int flavor_mode(td_queue *q, workload *w, cluster_queue *c, size_t i, const int64_t *req,
+                       const resource_group *grp, int f, bool skip_oracle, assign_out *o,
+                       char *why, size_t cap, gmode *rep)
+{
+    const taint *tn = untolerated(q, w, i, f);
+    if (tn) {
+        append(why, cap, "%suntolerated taint {%s %s %s <nil>} in flavor %s", *why ? RSEP : "",
+               tn->key, tn->value ? tn->value : "", tn->effect, q->flavor_names[f]);
+        return 0;
+    }
+    if (q->flavor_node_n[f] && never_fits(q, w, i, grp, f, why, cap))
+        return 0;
+    *rep = (gmode){PM_FIT, 0};
+    for (size_t k = 0; k < grp->nresources && rep->pm != PM_NOFIT; k++) {
+        int r = grp->resources[k];
+        gmode m;
+        if (req[r] == 0)
+            continue;
+        if (resource_mode(q, w, c, f, r, req[r], skip_oracle, o, why, cap, &m) != 0)
+            return -1;
+        if (preferred(*rep, m, c->preference))
+            *rep = m;
+    }
+    /* With NodePools a flavor fits only if the pods have room now, as
+     * Kueue's topology-aware assignment decides: else preemption may make
+     * room, or the next flavor has it. */
+    if (rep->pm == PM_FIT && q->flavor_node_n[f] && !group_room_now(q, w, i, grp, f, why, cap))
+        rep->pm = PM_PREEMPT;
+    return 1;
+}
+
+/* Chooses group grp's flavor for pod set i: the first at which
+ * flavorFungibility stops the search, else the preferred one seen.
+ * *best is its index in grp->flavors (-1: none could be tried). -1 out of
+ * memory. */
+static int pick_flavor(td_queue *q, workload *w, cluster_queue *c, size_t i, const int64_t *req,
+                       const resource_group *grp, bool skip_oracle, assign_out *o, char *why,
+                       size_t cap, int *best, gmode *best_mode)
+{
+    *best = -1;
+    *best_mode = (gmode){PM_NOFIT, INT32_MAX};
+    for (size_t fi = 0; fi < grp->nflavors; fi++) {
+        gmode rep;
+        int st = flavor_mode(q, w, c, i, req, grp, grp->flavors[fi], skip_oracle, o, why, cap,
+                             &rep);
+        if (st < 0)
+            return -1;
+        if (st == 0)
+            continue;
+        if (!try_next_flavor(rep, c)) {
+            *best = (int)fi;
+            *best_mode = rep;
+            break;
+        }
+        if (preferred(rep, *best_mode, c->preference)) {
+            *best = (int)fi;
+            *best_mode = rep;
+        }
+    }
+    return 0;
+}
+
+/* Takes group grp's requested resources of a pod set (req) in flavor f:
+ * as[] says which flavor each resource got, q->acc what w took so far. */
+static void take_flavor(td_queue *q, const int64_t *req, const resource_group *grp, int f,
+                        int16_t *as, assign_out *o)
+{
+    for (size_t k = 0; k < grp->nresources; k++) {
+        int r = grp->resources[k];
+        if (req[r] == 0)
+            continue;
+        int fr = f * (int)q->nres + r;
+        as[r] = (int16_t)f;
+        if (q->acc[fr] == 0) {
+            o->use[o->nuse].fr = fr;
+            o->use[o->nuse++].v = 0;
+        }
+        q->acc[fr] = sat_add(q->acc[fr], req[r]);
+    }
+}
+
+/* true (o says why: no fit) when pod set i asks for a resource c has no
+ * group for; as[] is reset to "no flavor". */
+static bool resource_unavailable(const td_queue *q, const workload *w, const cluster_queue *c,
+                                 size_t i, const int64_t *req, int16_t *as, assign_out *o)
+{
+    for (size_t r = 0; r < q->nres; r++) {
+        as[r] = -1;
+        if (req[r] > 0 && c->group_of_resource[r] < 0) {
+            o->mode = MODE_NOFIT;
+            snprintf(o->reason, sizeof o->reason,
+                     "couldn't assign flavors to pod set %s: resource %s unavailable in "
+                     "ClusterQueue",
+                     w->podset_names[i], q->resource_names[r]);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Assigns a flavor to every requested resource of every pod set of w in c,
  * as Kueue's flavor assigner does, into q->scratch_assign and o->use:
  * flavors in the listed order; one with a taint the pod set does not
@@ -676,53 +867,15 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
     o->oracle_skipped = false;
     o->reason[0] = '\0';
     o->nuse = 0;
-    size_t need = w->npodsets * (nres ? nres : 1);
-    if (need > q->scratch_assign_cap) {
-        int16_t *p = realloc(q->scratch_assign, need * sizeof *p);
-        if (!p)
-            return -1;
-        q->scratch_assign = p;
-        q->scratch_assign_cap = need;
-    }
-    if (q->nfr > q->scratch_use_cap) {
-        fr_use *p = realloc(q->scratch_use, q->nfr * sizeof *p);
-        if (!p)
-            return -1;
-        q->scratch_use = p;
-        q->scratch_use_cap = q->nfr;
-    }
-    o->use = q->scratch_use;
-    if (c->inactive) {
-        o->mode = MODE_NOFIT;
-        snprintf(o->reason, sizeof o->reason, "ClusterQueue %s is inactive", c->name);
+    if (assign_scratch(q, w, o) != 0)
+        return -1;
+    if (assign_refused(q, w, c, o))
         return 0;
-    }
-    if (w->misconfigured) {
-        o->mode = MODE_NOFIT;
-        snprintf(o->reason, sizeof o->reason, "%s", w->misconfigured);
-        return 0;
-    }
-    if (w->unknown_resource) {
-        o->mode = MODE_NOFIT;
-        snprintf(o->reason, sizeof o->reason,
-                 "couldn't assign flavors to pod set %s: resource %s unavailable in ClusterQueue",
-                 w->podset_names[0], w->unknown_resource);
-        return 0;
-    }
     for (size_t i = 0; i < w->npodsets && o->mode != MODE_NOFIT; i++) {
         const int64_t *req = w->requests + i * nres;
         int16_t *as = q->scratch_assign + i * nres;
-        for (size_t r = 0; r < nres; r++) {
-            as[r] = -1;
-            if (req[r] > 0 && c->group_of_resource[r] < 0) {
-                o->mode = MODE_NOFIT;
-                snprintf(o->reason, sizeof o->reason,
-                         "couldn't assign flavors to pod set %s: resource %s unavailable in "
-                         "ClusterQueue",
-                         w->podset_names[i], q->resource_names[r]);
-                break;
-            }
-        }
+        if (resource_unavailable(q, w, c, i, req, as, o))
+            break;
         for (size_t g = 0; g < c->ngroups && o->mode != MODE_NOFIT; g++) {
             const resource_group *grp = &c->groups[g];
             bool any = false;
@@ -730,83 +883,12 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
                 any |= req[grp->resources[k]] > 0;
             if (!any)
                 continue;
-            int best = -1;
-            gmode best_mode = {PM_NOFIT, INT32_MAX};
+            int best;
+            gmode best_mode;
             char why[1024] = "";
-            for (size_t fi = 0; fi < grp->nflavors; fi++) {
-                int f = grp->flavors[fi];
-                const taint *tn = untolerated(q, w, i, f);
-                if (tn) {
-                    append(why, sizeof why, "%suntolerated taint {%s %s %s <nil>} in flavor %s",
-                           *why ? RSEP : "", tn->key, tn->value ? tn->value : "", tn->effect,
-                           q->flavor_names[f]);
-                    continue;
-                }
-                if (q->flavor_node_n[f] && never_fits(q, w, i, grp, f, why, sizeof why))
-                    continue;
-                gmode rep = {PM_FIT, 0};
-                for (size_t k = 0; k < grp->nresources && rep.pm != PM_NOFIT; k++) {
-                    int r = grp->resources[k];
-                    if (req[r] == 0)
-                        continue;
-                    int fr = f * (int)nres + r;
-                    int64_t val = sat_add(q->acc[fr], req[r]);
-                    int64_t pot = potential(q, c, fr), avail = available(q, c, fr);
-                    char a[TD_QUANTITY_STR_MAX], b[TD_QUANTITY_STR_MAX], d[TD_QUANTITY_STR_MAX];
-                    gmode m;
-                    bool may_reclaim;
-                    if (val > pot) {
-                        m = (gmode){PM_NOFIT, 0};
-                        td__queue_fmt(q, r, q->acc[fr], a, sizeof a);
-                        td__queue_fmt(q, r, req[r], b, sizeof b);
-                        td__queue_fmt(q, r, pot, d, sizeof d);
-                        append(why, sizeof why,
-                               "%sinsufficient quota for %s in flavor %s, previously considered "
-                               "podsets requests (%s) + current podset request (%s) > maximum "
-                               "capacity (%s)",
-                               *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a, b,
-                               d);
-                    } else {
-                        m.pm = PM_FIT;
-                        m.borrow = borrow_height(q, c, fr, val, &may_reclaim);
-                        if (val > avail) {
-                            td__queue_fmt(q, r, val - avail, a, sizeof a);
-                            append(why, sizeof why,
-                                   "%sinsufficient unused quota for %s in flavor %s, %s more "
-                                   "needed",
-                                   *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a);
-                            if (c->nominal[fr] >= val || may_reclaim ||
-                                can_preempt_while_borrowing(q, c)) {
-                                if (skip_oracle) {
-                                    m.pm = PM_PREEMPT;
-                                    o->oracle_skipped = true;
-                                }
-                                else if (oracle(q, w, fr, val, &m) != 0)
-                                    return -1;
-                            } else {
-                                m.pm = PM_NOFIT;
-                            }
-                        }
-                    }
-                    if (preferred(rep, m, c->preference))
-                        rep = m;
-                }
-                /* With NodePools a flavor fits only if the pods have room
-                 * now, as Kueue's topology-aware assignment decides: else
-                 * preemption may make room, or the next flavor has it. */
-                if (rep.pm == PM_FIT && q->flavor_node_n[f] &&
-                    !group_room_now(q, w, i, grp, f, why, sizeof why))
-                    rep.pm = PM_PREEMPT;
-                if (!try_next_flavor(rep, c)) {
-                    best = (int)fi;
-                    best_mode = rep;
-                    break;
-                }
-                if (preferred(rep, best_mode, c->preference)) {
-                    best = (int)fi;
-                    best_mode = rep;
-                }
-            }
+            if (pick_flavor(q, w, c, i, req, grp, skip_oracle, o, why, sizeof why, &best,
+                            &best_mode) != 0)
+                return -1;
             fit_mode gm = best_mode.pm == PM_FIT     ? MODE_FIT
                           : best_mode.pm == PM_NOFIT ? MODE_NOFIT
                                                      : MODE_PREEMPT;
@@ -823,23 +905,10 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
                 if (best < 0)
                     break;
             }
-            bool best_borrow = gm == MODE_FIT && best_mode.borrow > 0;
-            o->borrowing |= best_borrow;
+            o->borrowing |= gm == MODE_FIT && best_mode.borrow > 0;
             if (best_mode.borrow > o->borrow_level)
                 o->borrow_level = best_mode.borrow;
-            int f = grp->flavors[best];
-            for (size_t k = 0; k < grp->nresources; k++) {
-                int r = grp->resources[k];
-                if (req[r] == 0)
-                    continue;
-                int fr = f * (int)nres + r;
-                as[r] = (int16_t)f;
-                if (q->acc[fr] == 0) {
-                    o->use[o->nuse].fr = fr;
-                    o->use[o->nuse++].v = 0;
-                }
-                q->acc[fr] = sat_add(q->acc[fr], req[r]);
-            }
+            take_flavor(q, req, grp, grp->flavors[best], as, o);
         }
     }
     for (size_t k = 0; k < o->nuse; k++) {

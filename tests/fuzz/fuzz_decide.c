@@ -19,6 +19,7 @@
 #include "gateway/decide.h"
 #include "core/config.h"
 #include "core/reqpath.h"
+#include "kinds/builtin.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -81,7 +82,8 @@ static td_gateway *gateway(void)
     snprintf(yaml, sizeof yaml, platform_fmt, a, ci, cust);
     td_config *c = NULL;
     td_err err;
-    if (td_config_load_text("fuzz.yaml", yaml, strlen(yaml), &c, &err) != TD_OK ||
+    if (td_kinds_register_builtin(&err) != TD_OK ||
+        td_config_load_text("fuzz.yaml", yaml, strlen(yaml), &c, &err) != TD_OK ||
         td_gateway_create(c, NULL, &gw, &err) != TD_OK) {
         fprintf(stderr, "fuzz_decide: %s\n", err.msg);
         abort();

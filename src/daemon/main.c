@@ -61,6 +61,9 @@ static void usage(FILE *f)
             "      --unauth-conns-per-addr N  gateway connections one client address (IPv6: its\n"
             "                           /64) may hold before a request shows a valid API key\n"
             "                           (default 64; 0: no cap); each must show one within 10 s\n"
+            "      --tarpit-after N     hold the Nth and later 429s in a row that a connection\n"
+            "                           asked for before their Retry-After (default 3; 0: off;\n"
+            "                           docs/gateway.md, \"Clients that retry at once\")\n"
             "      --admin-listen ADDR  admin listener (default 127.0.0.1:8081; port 0 = any)\n"
             "      --admin-threads N    event loops serving the admin listener (default: cores);\n"
             "                           admission reviews and health checks are answered on\n"
@@ -434,7 +437,7 @@ typedef struct {
     const char *data, *listen, *cert, *key, *client_ca, *port_file, *data_listen, *redis,
         *access_log, *data_port_file, *token_file, *data_cert, *data_key, *replica_name,
         *database;
-    long workers, replicas, unauth_per_addr, admin_threads;
+    long workers, replicas, unauth_per_addr, admin_threads, tarpit_after;
     bool allow_x_tenant, ledger_on;
     int64_t retention_ns;
     size_t spool_max; /* 0: TD_LEDGER_SPOOL_MAX */
@@ -445,7 +448,7 @@ typedef struct {
 enum { O_LISTEN = 1, O_CERT, O_KEY, O_CLIENT_CA, O_PORT_FILE, O_DATA_LISTEN, O_WORKERS,
        O_REDIS, O_REPLICAS, O_XTENANT, O_ACCESS_LOG, O_DATA_PORT_FILE, O_TOKEN_FILE,
        O_LEDGER, O_LEDGER_RETENTION, O_LEDGER_SPOOL_MAX, O_DATA_CERT, O_DATA_KEY, O_REPLICA_NAME, O_ADMIN_THREADS,
-       O_UNAUTH_PER_ADDR, O_DATABASE };
+       O_UNAUTH_PER_ADDR, O_DATABASE, O_TARPIT_AFTER };
 
 static const struct option longopts[] = {
     {"config", required_argument, NULL, 'c'},
@@ -472,6 +475,7 @@ static const struct option longopts[] = {
     {"data-tls-cert", required_argument, NULL, O_DATA_CERT},
     {"data-tls-key", required_argument, NULL, O_DATA_KEY},
     {"unauth-conns-per-addr", required_argument, NULL, O_UNAUTH_PER_ADDR},
+    {"tarpit-after", required_argument, NULL, O_TARPIT_AFTER},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
@@ -536,6 +540,12 @@ static int parse_checked_flag(int c, const char *arg, daemon_opts *o)
             return 2;
         }
         return GO_ON;
+    case O_TARPIT_AFTER:
+        if (!arg[0] || !long_in(arg, 0, 1000, &o->tarpit_after)) {
+            fprintf(stderr, "tenantd: --tarpit-after must be a number from 0 (off) to 1000\n");
+            return 2;
+        }
+        return GO_ON;
     case O_ADMIN_THREADS:
         if (!long_in(arg, 1, (long)TD_HTTP_MAX_LOOPS, &o->admin_threads)) {
             fprintf(stderr, "tenantd: --admin-threads must be a number from 1 to %u\n",
@@ -594,6 +604,7 @@ static int parse_options(int argc, char **argv, daemon_opts *o)
     o->workers = o->admin_threads = sysconf(_SC_NPROCESSORS_ONLN);
     o->replicas = 1;
     o->unauth_per_addr = 64;
+    o->tarpit_after = 3;
     o->ledger_on = true;
     o->retention_ns = 720LL * 3600 * 1000000000LL;
     int c, rc;
@@ -797,7 +808,15 @@ static int start_gateway(const daemon_opts *o, tenantd *t)
                            t->ledger,
                            t->replica_id,
                            NULL,
-                           o->unauth_per_addr ? (int)o->unauth_per_addr : -1};
+                           o->unauth_per_addr ? (int)o->unauth_per_addr : -1,
+                           NULL};
+    td_flood_opts flood;
+    td_flood_opts_default(&flood);
+    if (o->tarpit_after == 0)
+        flood.tarpit_after = flood.close_after = 0;
+    else /* closed after 29 held answers, as with the default 3 and 32 */
+        flood.tarpit_after = (uint32_t)o->tarpit_after, flood.close_after = flood.tarpit_after + 29;
+    popts.flood = &flood;
     st = o->data_cert ? td_tls_server_ctx(o->data_cert, o->data_key, NULL, &data_tls, &err)
                       : TD_OK;
     popts.tls = data_tls;

@@ -55,6 +55,7 @@ struct td_metrics {
     _Atomic int64_t conns_open, conns_unauth;
     _Atomic uint64_t conn_limit;
     _Atomic uint64_t conns_closed[TD_CONN_REASON_COUNT];
+    _Atomic uint64_t tarpitted;
 };
 
 static const char *const outcome_names[TD_OUT_COUNT] = {
@@ -225,6 +226,11 @@ void td_metrics_conn_closed(td_metrics *m, td_conn_reason why)
 {
     if ((unsigned)why < TD_CONN_REASON_COUNT)
         atomic_fetch_add_explicit(&m->conns_closed[why], 1, memory_order_relaxed);
+}
+
+void td_metrics_tarpitted(td_metrics *m)
+{
+    atomic_fetch_add_explicit(&m->tarpitted, 1, memory_order_relaxed);
 }
 
 void td_metrics_conns_add(td_metrics *m, int open_delta, int unauth_delta)
@@ -579,8 +585,8 @@ static void render_limits(buf *b, const render_ctx *x)
  * Always present, so that an alert can tell 0 from "not exported". */
 static void render_gateway(buf *b, const td_metrics *m)
 {
-    static const char *const conn_reasons[TD_CONN_REASON_COUNT] = {"per_address", "limit",
-                                                                   "evicted", "auth_timeout"};
+    static const char *const conn_reasons[TD_CONN_REASON_COUNT] = {
+        "per_address", "limit", "evicted", "auth_timeout", "ignored_retry_after"};
     family(b, "tenantd_shared_limit_degraded", "gauge",
            "1 while shared (Redis) limits are unreachable and local limits decide.");
     printf_(b, "tenantd_shared_limit_degraded %" PRId64 "\n",
@@ -605,6 +611,9 @@ static void render_gateway(buf *b, const td_metrics *m)
     for (int i = 0; i < TD_CONN_REASON_COUNT; i++)
         printf_(b, "tenantd_gateway_connections_closed_total{reason=\"%s\"} %" PRIu64 "\n",
                 conn_reasons[i], load(&m->conns_closed[i]));
+    family(b, "tenantd_gateway_tarpitted_total", "counter",
+           "429s held back before they were sent, to a connection that kept retrying at once.");
+    printf_(b, "tenantd_gateway_tarpitted_total %" PRIu64 "\n", load(&m->tarpitted));
 }
 
 td_status td_metrics_render(const td_metrics *m, name_fn name_of, void *arg, char **out,

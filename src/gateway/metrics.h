@@ -81,9 +81,12 @@ typedef enum {
     TD_CONN_LIMIT,           /* refused: at the cap, nothing unauthenticated to evict */
     TD_CONN_EVICTED,         /* the oldest unauthenticated one, closed for a new one */
     TD_CONN_AUTH_TIMEOUT,    /* no valid key within the deadline */
+    TD_CONN_IGNORED_RETRY_AFTER, /* kept retrying 429s before their Retry-After (flood.h) */
     TD_CONN_REASON_COUNT
 } td_conn_reason;
 void td_metrics_conn_closed(td_metrics *m, td_conn_reason why);
+/* One 429 held back before it was sent (flood.h): tenantd_gateway_tarpitted_total. */
+void td_metrics_tarpitted(td_metrics *m);
 void td_metrics_conns_add(td_metrics *m, int open_delta, int unauth_delta);
 void td_metrics_conn_limit(td_metrics *m, uint64_t limit);
 

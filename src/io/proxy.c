@@ -74,9 +74,10 @@ static void buf_clear(td__buf *b)
     }
 }
 
+/* Working for the client, or holding its answer: nothing more is parsed. */
 static int busy(const px_conn *c)
 {
-    return c->rq.state == RQ_QUEUED || c->rq.state == RQ_UPSTREAM;
+    return c->rq.state == RQ_QUEUED || c->rq.state == RQ_UPSTREAM || c->held;
 }
 
 /* ---- connection lifetime ---- */
@@ -191,6 +192,8 @@ static void conn_finish(px_conn *c)
         px_conn_close(c);
 }
 
+static void tarpit_release(px_conn *c);
+
 static void on_timer(uv_timer_t *t)
 {
     px_conn *c = t->data;
@@ -225,6 +228,9 @@ static void on_timer(uv_timer_t *t)
             break;
         }
         px_conn_close(c);
+        break;
+    case TM_TARPIT:
+        tarpit_release(c);
         break;
     case TM_IDLE:
         if (c->rq.state == RQ_IDLE && uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0) {
@@ -292,6 +298,8 @@ int px_flush(px_conn *c)
 {
     if (c->closing)
         return -1;
+    if (c->held)
+        return 0; /* the held answer goes out when its timer fires */
     if (c->tls && tls_seal(c) < 0) {
         px_conn_close(c);
         return -1;
@@ -567,11 +575,51 @@ static int on_body(http_parser *p, const char *at, size_t n)
     return st == TD_OK ? 0 : refuse(c, st == TD_EQUOTA ? 413 : 503);
 }
 
+/* After an answer made at once: a rate or concurrency 429 to a client
+ * that keeps retrying before its Retry-After is held on the connection's
+ * timer (no thread waits, nothing more is read into the parser), and at
+ * the end of a long streak the connection is closed (gateway/flood.h). */
+static void flood_check(px_conn *c, uint64_t arrived_ns, uint32_t tenant)
+{
+    td_proxy *p = c->w->p;
+    uint64_t hold_ns = 0;
+    td_flood_action a = td_flood_answer(&p->flood, &c->flood, arrived_ns, tenant,
+                                        c->refusal_retry_ns != 0, c->refusal_retry_ns, px_now(),
+                                        &hold_ns);
+    c->refusal_retry_ns = 0;
+    if (a == TD_FLOOD_ANSWER)
+        return;
+    c->held = 1;
+    c->close_held = a == TD_FLOOD_CLOSE;
+    td_metrics_tarpitted(p->metrics);
+    px_timer_set(c, TM_TARPIT, (hold_ns + 999999) / 1000000);
+}
+
+static void tarpit_release(px_conn *c)
+{
+    c->held = 0;
+    if (c->close_held) {
+        c->stop = 1;
+        td_metrics_conn_closed(c->w->p->metrics, TD_CONN_IGNORED_RETRY_AFTER);
+    }
+    if (px_flush(c) < 0)
+        return;
+    if (c->stop)
+        conn_finish(c);
+    else
+        px_conn_request_done(c);
+}
+
 static int on_message_complete(http_parser *p)
 {
     px_conn *c = conn_of(p);
     px_timer_set(c, TM_NONE, 0);
+    uint64_t arrived_ns = c->rq.t_start;
+    uint32_t tenant = c->rq.tenant ? c->rq.tenant->slot + 1 : 0;
+    c->refusal_retry_ns = 0;
     px_req_message(c);
+    if (!busy(c) && !c->stop && !c->closing)
+        flood_check(c, arrived_ns, tenant);
     if (busy(c) || c->stop)
         http_parser_pause(p, 1);
     return 0;
@@ -685,7 +733,7 @@ static void conn_process(px_conn *c, const char *data, size_t n)
         conn_finish(c);
         return;
     }
-    if (c->rq.state == RQ_IDLE && !c->stop)
+    if (c->rq.state == RQ_IDLE && !c->stop && !c->held)
         px_timer_set(c, TM_IDLE, PX_IDLE_TIMEOUT_MS);
     /* a client pipelining far ahead waits for us */
     size_t pending = c->in.len - c->in_off;
@@ -1057,6 +1105,10 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
                          : o->unauth_per_addr < 0 ? 0
                                                   : (unsigned)o->unauth_per_addr;
     p->auth_timeout_ms = PX_AUTH_TIMEOUT_MS;
+    if (o->flood)
+        p->flood = *o->flood;
+    else
+        td_flood_opts_default(&p->flood);
     p->conn_limit = conn_limit_now();
     td_metrics_conn_limit(p->metrics, p->conn_limit);
     /* each worker holds its share: a worker never looks at another's

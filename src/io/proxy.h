@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gateway/flood.h"
 #include "gateway/gateway.h"
 #include "io/ledger.h"
 #include "tenantd/status.h"
@@ -31,6 +32,10 @@ typedef struct {
      * client connections together stay a reserve below the open-file
      * limit (td_proxy_conn_limit). */
     int unauth_per_addr;
+    /* What a client retrying 429s before their Retry-After costs itself
+     * (gateway/flood.h: answers held, then the connection closed); NULL:
+     * td_flood_opts_default. Copied. */
+    const td_flood_opts *flood;
 } td_proxy_opts;
 
 /* Binds, then starts the worker threads. g is borrowed and must outlive

@@ -19,6 +19,7 @@
 #include "io/hresp.h"
 #include "io/http_internal.h"
 #include "gateway/estimate.h"
+#include "gateway/flood.h"
 #include "gateway/endpoints.h"
 #include "gateway/gateway.h"
 #include "tenantd/http.h"
@@ -83,6 +84,7 @@ struct td_proxy {
     unsigned unauth_per_addr;    /* 0: no cap */
     uint64_t auth_timeout_ms;
     size_t conn_limit;           /* over all workers */
+    td_flood_opts flood;         /* what retrying 429s at once costs a connection */
 };
 
 /* A worker's reference to one config view, counted per request without
@@ -162,6 +164,7 @@ typedef enum {
     TM_UPSTREAM, /* the request's deadline while waiting for response headers */
     TM_STREAM,   /* silence from the upstream while streaming the body */
     TM_LINGER,
+    TM_TARPIT, /* a held 429 is sent (gateway/flood.h) */
 } px_timer_mode;
 
 /* The request being served on a connection (one at a time: pipelined
@@ -279,6 +282,8 @@ struct px_conn {
     unsigned authed : 1;      /* a request on it showed a valid key */
     unsigned in_unauth : 1;   /* in w's list of unauthenticated connections */
     unsigned addr_held : 1;   /* holds one of its address's unauthenticated places */
+    unsigned held : 1;        /* its answer (a 429) waits for the TM_TARPIT timer */
+    unsigned close_held : 1;  /* ... and then the connection is closed */
     px_conn *ua_prev, *ua_next; /* that list, oldest first */
     uint64_t accepted_ms;       /* loop time of accept */
     uint8_t addr_key[16];       /* the client address as capped (IPv6: its /64) */
@@ -288,6 +293,10 @@ struct px_conn {
      * resolved to (td_gw_decide_auth): a client sending the same key again
      * skips the SHA-256 and the lookup. Wiped when the connection is freed. */
     td_gw_key_cache auth;
+    /* the refusal streak (gateway/flood.h), and the Retry-After of the
+     * answer being sent if it is a rate or concurrency 429 (else 0) */
+    td_flood_conn flood;
+    uint64_t refusal_retry_ns;
 };
 
 struct px_up {

@@ -1274,6 +1274,9 @@ void px_req_message(px_conn *c)
     count_limits(c, &v);
     if (v.status) {
         respond_refusal(c, &v, (int64_t)wall.tv_sec);
+        /* for the flood defence (proxy.c, flood_check) */
+        if (v.form == TD_GW_FORM_LIMITED && v.retry_after_ns != TD_LIMITER_NEVER)
+            c->refusal_retry_ns = v.retry_after_ns ? v.retry_after_ns : 1;
         px_req_end(c, v.outcome);
         return;
     }

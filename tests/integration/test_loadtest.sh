@@ -1,8 +1,8 @@
 # test_loadtest.sh - `tenantctl loadtest` against the real tenantd in front
 # of the real simmodel, with examples/scenarios/gateway.yaml as the platform:
 # the built-in abusive scenario for a few seconds (the abuser is held to
-# mostly 429s, the well-behaved tenants keep >= 99.9% success with few local
-# drops, exit 0), the example scenario file and the built-in agree, JSON
+# its limit and answered mostly 429s, the well-behaved tenants keep >= 99.9%
+# success with few local drops, exit 0), the example scenario file and the built-in agree, JSON
 # output, and bad input (exit 2 with file:line; unreachable target exit 3).
 . "$(dirname "$0")/lib.sh"
 
@@ -23,8 +23,12 @@ expect_grep "a progress line each second on stderr" "$TMP/progress" "loadtest:  
 # columns: TENANT CLIENT OFFERED SENT OK 429 503 ERRORS DROPPED RETRIES SUCCESS P50 P95 P99 P999 SLO
 row() { awk -v t="$1" '$1 == t' "$TMP/table"; }
 read -r _ _ offered sent okn r429 _ _ _ _ _ <<<"$(row abuser)"
-if [ -n "${sent:-}" ] && [ "$sent" -gt 0 ] && [ $((r429 * 10)) -ge $((sent * 8)) ]; then
-    ok "the abuser gets mostly 429s ($r429 of $sent sent, $okn ok of $offered offered)"
+# Its answers are mostly 429s, and it is served no more than its limit
+# grants over the run and the drain (5/s for 6 + 3 s, a burst of 5). Since
+# its 429s are held once it retries before Retry-After (docs/gateway.md),
+# many of its sent attempts are still waiting when the run ends.
+if [ -n "${sent:-}" ] && [ "$sent" -gt 0 ] && [ "$r429" -gt $((okn * 3 / 2)) ] && [ "$okn" -le 50 ]; then
+    ok "the abuser gets mostly 429s ($r429 429s, $okn ok of $offered offered, $sent sent)"
 else
     not_ok "abuser: $(row abuser)"
 fi

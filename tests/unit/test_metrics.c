@@ -221,6 +221,11 @@ static const char *const empty_parts[] = {
     "tenantd_gateway_connections_closed_total{reason=\"limit\"} 0\n",
     "tenantd_gateway_connections_closed_total{reason=\"evicted\"} 0\n",
     "tenantd_gateway_connections_closed_total{reason=\"auth_timeout\"} 0\n",
+    "tenantd_gateway_connections_closed_total{reason=\"ignored_retry_after\"} 0\n",
+    "# HELP tenantd_gateway_tarpitted_total 429s held back before they were sent, to a connection "
+    "that kept retrying at once.\n",
+    "# TYPE tenantd_gateway_tarpitted_total counter\n",
+    "tenantd_gateway_tarpitted_total 0\n",
 };
 
 static void test_render_empty(void **state)
@@ -297,6 +302,9 @@ static void test_render_exact(void **state)
     td_metrics_conn_closed(m, TD_CONN_EVICTED);
     for (int i = 0; i < 3; i++)
         td_metrics_conn_closed(m, TD_CONN_AUTH_TIMEOUT);
+    td_metrics_conn_closed(m, TD_CONN_IGNORED_RETRY_AFTER);
+    td_metrics_tarpitted(m);
+    td_metrics_tarpitted(m);
     td_metrics_conn_closed(m, TD_CONN_REASON_COUNT); /* out of range: ignored */
     td_metrics_shared_degraded(m, 1);
 
@@ -598,6 +606,11 @@ static void test_render_exact(void **state)
         "tenantd_gateway_connections_closed_total{reason=\"limit\"} 0\n",
         "tenantd_gateway_connections_closed_total{reason=\"evicted\"} 1\n",
         "tenantd_gateway_connections_closed_total{reason=\"auth_timeout\"} 3\n",
+        "tenantd_gateway_connections_closed_total{reason=\"ignored_retry_after\"} 1\n",
+            "# HELP tenantd_gateway_tarpitted_total 429s held back before they were sent, to a connection "
+        "that kept retrying at once.\n",
+        "# TYPE tenantd_gateway_tarpitted_total counter\n",
+        "tenantd_gateway_tarpitted_total 2\n",
     };
     static char want[65536];
     want[0] = '\0';

@@ -8,10 +8,11 @@
 # event loop does not slow the others' measurement). Prints one line:
 #   FLOOD sys base_p50 base_p99 base_success flood_p50 flood_p99
 #         flood_success abuser_attempts_per_s abuser_429 cpu_us_per_attempt
-#         abuser_accepted
+#         abuser_accepted cpu_pct
 # (p50/p99: the worst of the three tenants, ms; success: the lowest; CPU:
 # SYS's utime+stime over the abuser's run, less the others' share measured
-# in the baseline, divided by the abuser's attempts.)
+# in the baseline, divided by the abuser's attempts; cpu_pct: SYS's CPU over
+# the abuser's run in % of one core, the others' share included.)
 set -euo pipefail
 BUILD=${1:?usage: flood.sh BUILD_DIR SYS [SECS] [WORKERS]}
 SYS=${2:?usage: flood.sh BUILD_DIR SYS [SECS] [WORKERS]}
@@ -93,7 +94,7 @@ http {
   limit_req_zone \$key_norm  zone=norm:10m rate=50r/s;
   limit_req_zone \$key_abuse zone=abuse:1m rate=20r/s;
   limit_req_status 429;
-  upstream up { server 127.0.0.1:$SIM max_conns=8; keepalive 64; }
+  upstream up { server 127.0.0.1:$SIM; keepalive 64; } # no max_conns: without a queue (nginx Plus) it answers 502
   server {
     listen 127.0.0.1:$PORT;
     location / {
@@ -176,16 +177,16 @@ t1=$(cpu_ticks $SYS_PIDS)
 read -r bp50 bp99 bsucc bn <<<"$(others_figs "$TMP/base.json")"
 base_ticks_per_req=$(awk -v d=$((t1 - t0)) -v n="$bn" 'BEGIN { print (n > 0 ? d / n : 0) }')
 
-t0=$(cpu_ticks $SYS_PIDS)
+t0=$(cpu_ticks $SYS_PIDS) w0=$(date +%s%N)
 lt "$TMP/abuser.yaml" $((SECS + 2)) "$TMP/abuser.json" &
 AB=$!
 sleep 1
 lt "$TMP/others.yaml" "$SECS" "$TMP/flood.json"
 wait $AB
-t1=$(cpu_ticks $SYS_PIDS)
+t1=$(cpu_ticks $SYS_PIDS) w1=$(date +%s%N)
 read -r fp50 fp99 fsucc fn <<<"$(others_figs "$TMP/flood.json")"
 python3 - "$TMP/abuser.json" "$SYS" $((t1 - t0)) "$base_ticks_per_req" "$fn" "$TICK_US" \
-    "$bp50" "$bp99" "$bsucc" "$fp50" "$fp99" "$fsucc" <<'P'
+    "$bp50" "$bp99" "$bsucc" "$fp50" "$fp99" "$fsucc" $(((w1 - w0) / 1000)) <<'P'
 import json, sys
 a = json.load(open(sys.argv[1]))
 ab, dur = a["tenants"]["abuser"], a["durationS"]
@@ -193,5 +194,6 @@ sys_, ticks, base_tpr, fn, tick_us = sys.argv[2], int(sys.argv[3]), float(sys.ar
 net = max(ticks - base_tpr * fn, 0) * tick_us
 att = ab["sent"]
 print("FLOOD", sys_, *sys.argv[7:13], "%.1f" % (att / dur), ab["rateLimited"],
-      "%.2f" % (net / att if att else -1), ab["accepted"])
+      "%.2f" % (net / att if att else -1), ab["accepted"],
+      "%.1f" % (ticks * tick_us * 100 / int(sys.argv[13])))
 P

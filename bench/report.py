@@ -10,7 +10,8 @@ import sys
 import time
 
 ap = argparse.ArgumentParser()
-for a in ("records", "limiter", "shared", "queue", "submit", "ledger", "admit", "machine", "versions", "json", "doc", "pinning"):
+for a in ("records", "limiter", "shared", "queue", "submit", "ledger", "admit", "machine", "versions", "json", "doc", "pinning",
+          "binary"):
     ap.add_argument("--" + a, default="")
 for a in ("quick", "reps", "dur", "conns", "abuse-rate"):
     ap.add_argument("--" + a, type=int, default=0)
@@ -31,8 +32,18 @@ runs = {}
 gw_ledger = []  # records committed and dropped, requests and wrk's microseconds per metered run
 wh_open = {}  # offered rate -> bench_loadgen runs against the HTTPS webhook (per core)
 wh_open2 = {}  # the same against 2 admin threads, nothing pinned (the whole machine)
+flood = {}  # s-flood: system -> bench/flood.sh runs
+FLOOD_FIELDS = ("base_p50_ms", "base_p99_ms", "base_success", "flood_p50_ms", "flood_p99_ms",
+                "flood_success", "abuser_attempts_per_s", "abuser_429", "cpu_us_per_attempt",
+                "abuser_accepted", "cpu_pct")
 for line in open(o.records):
     f = line.split()
+    if f and f[0] == "flood":
+        if len(f) >= 5 + len(FLOOD_FIELDS):
+            flood.setdefault(f[1], []).append(dict(zip(FLOOD_FIELDS, (float(x) for x in f[5:]))))
+        else:
+            failures.append("flood %s: run %s produced no result" % (f[1], f[4] if len(f) > 4 else "?"))
+        continue
     if f and f[0] in ("webhook-open", "webhook-open2"):
         dest = wh_open if f[0] == "webhook-open" else wh_open2
         if len(f) >= 17:
@@ -212,6 +223,69 @@ table("Gateway reject path: every request over its tenant's limit (closed loop)"
       "floor (`bench/bench_floor.c reject`) finds each request's end (headers + Content-Length) "
       "and writes a fixed keep-alive 429 of the size of tenantd's; its ratios are against the "
       "byte forwarder's phase A.")
+
+# ---- s-flood: the gateway at defaults, and the flood phase ----
+gd = {s: agg("gateway-defaults", s, "A", "all") for s in systems}
+result["gateway_defaults"] = gd
+rows = []
+tdd = gd["tenantd"]
+for s in systems:
+    a, pinned = gd[s], gw[s]["A/all"]
+    if not a:
+        rows.append([s] + ["n/a"] * 6)
+        failures.append("gateway at defaults: %s produced no result" % s)
+        continue
+    rows.append([s, fmt_rng(a["rps"]), "%.2f" % med(a, "p50_ms"), "%.2f" % med(a, "p99_ms"), cpu(a),
+                 "%s / %s" % (fmt_rng(pinned["rps"]) if pinned else "n/a", cpu(pinned) if pinned else "n/a"),
+                 "-" if s == "tenantd" else "%s / %s / %s" % (
+                     rfmt(ratio(med(tdd, "rps"), med(a, "rps"))),
+                     rfmt(ratio(med(tdd, "p99_ms"), med(a, "p99_ms"))),
+                     rfmt(ratio(med(a, "cpu_us_per_req"), med(tdd, "cpu_us_per_req"))))])
+table("Gateway at defaults: as many workers as cores, nothing pinned (phase A's load)",
+      ["system", "req/s median [min-max]", "p50 ms", "p99 ms", "CPU us/req (all threads)",
+       "pinned one-worker table: req/s / CPU us/req", "tenantd ratio: req/s / p99 / CPU efficiency"],
+      rows,
+      "As users start them: tenantd with no tuning flag (`--workers` defaults to the cores), nginx "
+      "`worker_processes auto`, haproxy `nbthread` = cores; wrk, simmodel and the proxy share "
+      "the cores unpinned, so req/s is the whole machine's; CPU per request (utime + stime of "
+      "all the proxy's threads and processes / requests) is the proxy's own cost. Ratios as in "
+      "phase A. Targets (issue 26): >= 1.3x nginx and >= 1.1x haproxy req/s, CPU per request "
+      "<= 0.75x nginx's, p99 <= both.")
+
+FLOOD_SYS = [("tenantd", "tenantd (defaults)"), ("tenantd-off", "tenantd --tarpit-after 0"),
+             ("nginx", "nginx (limit_req per key)"), ("haproxy", "haproxy (stick-table per key)")]
+result["flood"] = {}
+rows = []
+for s, label in FLOOD_SYS:
+    rs = flood.get(s)
+    if not rs:
+        rows.append([label] + ["n/a"] * 7)
+        failures.append("flood: %s produced no result" % s)
+        continue
+    a = {k: stat([r[k] for r in rs]) for k in FLOOD_FIELDS}
+    result["flood"][s] = a
+    p99r = ratio(med(a, "flood_p99_ms"), med(a, "base_p99_ms"))
+    rows.append([label, "%.1f / %.1f" % (med(a, "base_p50_ms"), med(a, "base_p99_ms")),
+                 "%.1f / %.1f" % (med(a, "flood_p50_ms"), med(a, "flood_p99_ms")),
+                 rfmt(p99r) + (" (<= 1.2x)" if p99r and p99r <= 1.2 else " (> 1.2x)" if p99r else ""),
+                 "%.2f%%" % (100 * min(r["flood_success"] for r in rs)),
+                 fmt_rng(a["abuser_attempts_per_s"]),
+                 "%.1f" % med(a, "cpu_us_per_attempt"), "%.0f%%" % med(a, "cpu_pct")])
+table("Flood: an abuser with 64 connections retrying every 429 at once beside three tenants",
+      ["system", "others alone p50 / p99 ms", "others in the flood p50 / p99 ms", "p99 flood / alone",
+       "others' lowest success", "abuser attempts/s median [min-max]", "CPU us per attempt",
+       "system CPU during the flood (% of a core)"], rows,
+      "`bench/flood.sh BUILD SYS SECS WORKERS`: simmodel at 50 ms a request; three tenants at 20 "
+      "requests/s each (`tenantctl loadtest`, client library, 4 connections each) measured alone "
+      "and then beside an abuser limited to 20 requests/s offering 400/s over 64 connections, "
+      "retrying every 429 at once (`client: abusive`, a second loadtest process), every system "
+      "with as many workers as cores, unpinned. tenantd: Route capacity 8, the abuser's "
+      "concurrency 2; nginx `limit_req` 20 r/s burst 20 nodelay on the abuser's key (no "
+      "`max_conns`: open-source nginx has no upstream queue and would answer 502); haproxy "
+      "stick-table `http_req_rate(1s)` > 20 denied with 429, server `maxconn 8`. p50/p99: the "
+      "worst of the three tenants; CPU per attempt: the system's CPU over the abuser's run less "
+      "the others' share measured alone, per abuser attempt. Target (issue 26): the others' p99 "
+      "<= 1.2x alone and 100% success.")
 
 # ---- limiter ----
 try:
@@ -590,7 +664,8 @@ doc = ["# Benchmarks", "",
        "shared 2-core machine are noisy: read the ratios, which compare systems measured in the "
        "same run." % o.reps, "",
        "## Machine", "", "- " + o.machine, "- " + o.versions,
-       "- CPU placement: " + (o.pinning or "none (fewer than 2 cpus or no taskset)"), "",
+       "- CPU placement: " + (o.pinning or "none (fewer than 2 cpus or no taskset)"),
+       "- timed binary: " + (o.binary or "not recorded"), "",
        "## Commands", "",
        "- load: `wrk -t1 -c%d -d%ds --timeout 5s -s bench/wrk_keys.lua` (POST /v1/completions, "
        "`{\"prompt\":\"hello\",\"max_tokens\":1}`, `Authorization: Bearer` rotating over the keys)"

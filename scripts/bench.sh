@@ -44,8 +44,20 @@ for t in wrk nginx haproxy redis-server cc curl; do
     command -v $t >/dev/null || { echo "bench: $t is missing and could not be installed" >&2; exit 1; }
 done
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" -j "$NCPU" --target tenantd simmodel td_core td_admission td_gateway td_queue td_cost td_io td_client td_kinds -- -s --no-print-directory ||
+# s-flood: never time a sanitizer build (issue 26: a benchmark that picked up
+# the ASan binary read 0.55-0.75x nginx); say which binary is timed
+BENCH_SAN=$(awk -F= '/^TD_SANITIZE:/ {print $2}' "$BUILD/CMakeCache.txt")
+case "${BENCH_SAN^^}" in ON | 1 | TRUE | YES | Y)
+    echo "bench: $BUILD is a sanitizer build (TD_SANITIZE=$BENCH_SAN): its timings mislead; use a fresh build directory (default build-bench)" >&2
+    exit 1 ;;
+esac
+cmake --build "$BUILD" -j "$NCPU" --target tenantd tenantctl simmodel td_core td_admission td_gateway td_queue td_cost td_io td_client td_kinds -- -s --no-print-directory ||
     { echo "bench: the Release build failed" >&2; exit 1; }
+if grep -qa -e __asan_init -e __ubsan_handle "$BUILD/tenantd"; then
+    echo "bench: $BUILD/tenantd is built with a sanitizer: its timings mislead" >&2; exit 1
+fi
+BENCH_BIN="$BUILD/tenantd (CMAKE_BUILD_TYPE=$(awk -F= '/^CMAKE_BUILD_TYPE:/ {print $2}' "$BUILD/CMakeCache.txt"), TD_SANITIZE=${BENCH_SAN:-OFF}, $(git rev-parse --short HEAD 2>/dev/null || echo no-git)$(git diff --quiet HEAD 2>/dev/null || echo +changes))"
+echo "timing $BENCH_BIN"
 CFLAGS_B="-O2 -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc"
 # the per-layer libraries, as one group (their cross-layer exceptions make cycles)
 TD_A="-Wl,--start-group $(for u in core admission gateway queue cost io client kinds; do printf '%s ' "$BUILD/libtd_$u.a"; done)-Wl,--end-group"
@@ -258,6 +270,66 @@ for rep in $(seq "$REPS"); do
 done
 section_done gateway
 
+# ---- 1b. (s-flood) the gateway at defaults, as users start it: nothing
+# pinned, every system with as many workers as cores (tenantd with no
+# tuning flag, nginx worker_processes auto, haproxy nbthread = cores), wrk
+# unpinned, phase A's load. CPU per request over all the system's threads.
+TDDP="$TMP/tdd.port"
+"$BUILD/tenantd" --data "$TMP/tdddata" --config "$TMP/td.yaml" --admin-listen 127.0.0.1:0 \
+    --listen 127.0.0.1:0 --listen-port-file "$TDDP" 2>"$TMP/tdd.err" &
+PIDS+=($!)
+TDD_PID=$!
+wait_file "$TDDP"
+NGD=$(free_port)
+sed -e 's/^worker_processes 1;/worker_processes auto;/' -e "s/listen 127.0.0.1:$NG;/listen 127.0.0.1:$NGD;/" \
+    -e "s#^pid .*#pid $TMP/nginxd.pid;#" "$TMP/nginx.conf" >"$TMP/nginxd.conf"
+nginx -c "$TMP/nginxd.conf" -p "$TMP" &
+PIDS+=($!)
+NGD_PID=$!
+wait_port "$NGD" "nginx (defaults)"
+HAD=$(free_port)
+sed -e "s/nbthread 1/nbthread $NCPU/" -e "s/bind 127.0.0.1:$HA\$/bind 127.0.0.1:$HAD/" \
+    "$TMP/haproxy.cfg" >"$TMP/haproxyd.cfg"
+haproxy -db -f "$TMP/haproxyd.cfg" 2>"$TMP/haproxyd.err" &
+PIDS+=($!)
+HAD_PID=$!
+wait_port "$HAD" "haproxy (defaults)" || { cat "$TMP/haproxyd.err" >&2; exit 1; }
+sleep 0.2
+declare -A DPORT=([tenantd]=$(cat "$TDDP") [nginx]=$NGD [haproxy]=$HAD)
+declare -A DPROC=([tenantd]=$TDD_PID [nginx]="$NGD_PID $(pgrep -P "$NGD_PID" | tr '\n' ' ')" [haproxy]=$HAD_PID)
+echo "gateway at defaults: $NCPU workers each, nothing pinned; $REPS x ${DUR}s"
+for rep in $(seq "$REPS"); do
+    for sys in tenantd nginx haproxy; do
+        p=${DPORT[$sys]}
+        warm_up && PIN_WRK="" wrk_run warm key-a,key-b,key-c "$p" "$WARM" "$CONNS" >/dev/null
+        t0=$(cpu_ticks ${DPROC[$sys]})
+        line=$(PIN_WRK="" wrk_run D key-a,key-b,key-c "$p" "$DUR" "$CONNS")
+        record gateway-defaults "$sys" A all "$rep" $line $(cpu_per_req "$t0" "${line%% *}" ${DPROC[$sys]})
+    done
+done
+kill "$TDD_PID" "$NGD_PID" "$HAD_PID" 2>/dev/null || true
+section_done gateway-defaults
+
+# ---- 1c. (s-flood) the flood phase (bench/flood.sh): three tenants at
+# 20/s through a 50 ms upstream, alone and beside an abuser at 20x its
+# 20/s limit over 64 connections retrying each 429 at once; tenantd at its
+# defaults, tenantd with the flood defence off, nginx (limit_req per key)
+# and haproxy (stick-table per key), as many workers as cores, unpinned.
+if [ "$QUICK" = 1 ]; then FLOOD_S=4 FLOOD_REPS=1; else FLOOD_S=8 FLOOD_REPS=$REPS; fi
+echo "flood: $FLOOD_REPS x (${FLOOD_S}s alone + ${FLOOD_S}s beside the abuser) per system"
+for rep in $(seq "$FLOOD_REPS"); do
+    for sys in tenantd tenantd-off nginx haproxy; do
+        if [ "$sys" = tenantd-off ]; then
+            line=$(TD_FLOOD_FLAGS="--tarpit-after 0" bash bench/flood.sh "$BUILD" tenantd "$FLOOD_S" "$NCPU" |
+                awk '/^FLOOD/ {$1 = $2 = ""; print}') || true
+        else
+            line=$(bash bench/flood.sh "$BUILD" "$sys" "$FLOOD_S" "$NCPU" | awk '/^FLOOD/ {$1 = $2 = ""; print}') || true
+        fi
+        record flood "$sys" F all "$rep" $line
+    done
+done
+section_done flood
+
 # ---- 6b. metering on vs off: the same tenantd (--ledger on, the default,
 # as above) against one started with --ledger off, phase A's load, runs
 # interleaved. The ledger's committed records during each run come from
@@ -450,4 +522,4 @@ python3 bench/report.py --records "$REC" --limiter "$TMP/limiter.json" --shared 
     --queue "$TMP/queue.jsonl" --submit "$TMP/submit.jsonl" --ledger "$TMP/ledger.jsonl" --admit "$TMP/admit.jsonl" \
     --machine "$MACHINE" --versions "$VERSIONS" --quick "$QUICK" --reps "$REPS" --dur "$DUR" \
     --conns "$CONNS" --abuse-rate "$ABUSE_RATE" --pinning "${PIN_PROXY:+proxy: $PIN_PROXY; wrk: $PIN_WRK; simmodel unpinned}" \
-    --json bench/results/latest.json --doc docs/benchmarks.md
+    --json bench/results/latest.json --doc docs/benchmarks.md --binary "$BENCH_BIN"

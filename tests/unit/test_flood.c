@@ -62,8 +62,8 @@ static void run(const scenario *sc)
                                             st->retry_ms * MS, (st->at + st->work) * MS, &hold);
         if (a != st->want || hold != st->want_hold_ms * MS || s.streak != st->want_streak) {
             fail_msg("%s, step %zu: action %d hold %llu ms streak %u; want %d, %llu ms, %u",
-                     sc->name, i, (int)a, (unsigned long long)(hold / MS), s.streak,
-                     (int)st->want, (unsigned long long)st->want_hold_ms, st->want_streak);
+                     sc->name, i, (int)a, (unsigned long long)(hold / MS), s.streak, (int)st->want,
+                     (unsigned long long)st->want_hold_ms, st->want_streak);
         }
     }
 }
@@ -127,7 +127,7 @@ static void test_table(void **state)
          {{0, 0, 1, 1, 100, TD_FLOOD_ANSWER, 0, 0},
           {1, 0, 1, 1, 100, TD_FLOOD_ANSWER, 0, 1},
           {2, 0, 1, 1, 100, TD_FLOOD_ANSWER, 0, 2},
-          {3, 0, 1, 1, 100, TD_FLOOD_HOLD, 100, 3}, /* sent at 103, retry at 203 */
+          {3, 0, 1, 1, 100, TD_FLOOD_HOLD, 100, 3},   /* sent at 103, retry at 203 */
           {150, 0, 1, 1, 100, TD_FLOOD_HOLD, 100, 4}, /* early: 150 < 203 */
           {351, 0, 1, 1, 100, TD_FLOOD_ANSWER, 0, 0}},
          6},

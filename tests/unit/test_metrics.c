@@ -607,8 +607,8 @@ static void test_render_exact(void **state)
         "tenantd_gateway_connections_closed_total{reason=\"evicted\"} 1\n",
         "tenantd_gateway_connections_closed_total{reason=\"auth_timeout\"} 3\n",
         "tenantd_gateway_connections_closed_total{reason=\"ignored_retry_after\"} 1\n",
-            "# HELP tenantd_gateway_tarpitted_total 429s held back before they were sent, to a connection "
-        "that kept retrying at once.\n",
+        "# HELP tenantd_gateway_tarpitted_total 429s held back before they were sent, to a "
+        "connection that kept retrying at once.\n",
         "# TYPE tenantd_gateway_tarpitted_total counter\n",
         "tenantd_gateway_tarpitted_total 2\n",
     };

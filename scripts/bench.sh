@@ -43,14 +43,15 @@ fi
 for t in wrk nginx haproxy redis-server cc curl; do
     command -v $t >/dev/null || { echo "bench: $t is missing and could not be installed" >&2; exit 1; }
 done
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 # s-flood: never time a sanitizer build (issue 26: a benchmark that picked up
-# the ASan binary read 0.55-0.75x nginx); say which binary is timed
-BENCH_SAN=$(awk -F= '/^TD_SANITIZE:/ {print $2}' "$BUILD/CMakeCache.txt")
+# the ASan binary read 0.55-0.75x nginx); checked before configuring, so that
+# a sanitizer build directory is left as it is; say which binary is timed
+BENCH_SAN=$(awk -F= '/^TD_SANITIZE:/ {print $2}' "$BUILD/CMakeCache.txt" 2>/dev/null)
 case "${BENCH_SAN^^}" in ON | 1 | TRUE | YES | Y)
     echo "bench: $BUILD is a sanitizer build (TD_SANITIZE=$BENCH_SAN): its timings mislead; use a fresh build directory (default build-bench)" >&2
     exit 1 ;;
 esac
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$NCPU" --target tenantd tenantctl simmodel td_core td_admission td_gateway td_queue td_cost td_io td_client td_kinds -- -s --no-print-directory ||
     { echo "bench: the Release build failed" >&2; exit 1; }
 if grep -qa -e __asan_init -e __ubsan_handle "$BUILD/tenantd"; then
@@ -61,6 +62,8 @@ echo "timing $BENCH_BIN"
 CFLAGS_B="-O2 -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc"
 # the per-layer libraries, as one group (their cross-layer exceptions make cycles)
 TD_A="-Wl,--start-group $(for u in core admission gateway queue cost io client kinds; do printf '%s ' "$BUILD/libtd_$u.a"; done)-Wl,--end-group"
+# s-flood: libtd_io holds the PostgreSQL store and lease, which need libpq
+TD_A="$TD_A $(pkg-config --libs libpq 2>/dev/null || echo -lpq)"
 cc $CFLAGS_B bench/bench_floor.c -o "$BUILD/bench_floor"
 cc $CFLAGS_B bench/bench_limiter.c src/core/limiter.c -lpthread -lm -o "$BUILD/bench_limiter"
 cc $CFLAGS_B bench/bench_shared.c $TD_A -lhiredis -lpthread -lm -o "$BUILD/bench_shared"

@@ -140,10 +140,10 @@ static bool lists_star(const json_t *a)
            strcmp(json_string_value(json_array_get(a, 0)), "*") == 0;
 }
 
-static td_status v_origins(td_vctx *v, const json_t *a)
+static td_status v_origins(td_vctx *v, const json_t *c, const json_t *a)
 {
     if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > 64)
-        return td_vfail(v, a, "spec.cors.allowOrigins",
+        return td_vfail(v, a ? a : c, "spec.cors.allowOrigins",
                         "required: a list of 1 to 64 origins (\"https://app.example.com\", "
                         "\"https://*.example.com\", or \"*\")");
     size_t i;
@@ -175,7 +175,7 @@ td_status td_gw_cors_validate(td_vctx *v, const json_t *c)
         return td_vfail(v, c, "spec.cors", "must be a mapping (allowOrigins, allowMethods, ...)");
     TD_TRY(td_v_fields(v, c, "spec.cors", fields));
     const json_t *origins = json_object_get(c, "allowOrigins");
-    TD_TRY(v_origins(v, origins));
+    TD_TRY(v_origins(v, c, origins));
     TD_TRY(v_list(v, json_object_get(c, "allowMethods"), "spec.cors.allowMethods", true));
     TD_TRY(v_list(v, json_object_get(c, "allowHeaders"), "spec.cors.allowHeaders", false));
     TD_TRY(v_list(v, json_object_get(c, "exposeHeaders"), "spec.cors.exposeHeaders", false));

@@ -215,8 +215,24 @@ void td_gw_cors_destroy(td_gw_cors *c)
     free(c);
 }
 
-/* The strings of a validated list joined by ", ", then tail (may be NULL);
- * NULL (and *ok kept) for an absent list without a tail. */
+/* true if the ", " list l names name (without case). */
+static bool listed(const char *l, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = l; p && *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == n && strncasecmp(p, name, n) == 0)
+            return true;
+        p += k;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    return false;
+}
+
+/* The strings of a validated list joined by ", ", but those tail names,
+ * then tail (may be NULL); NULL (and *ok kept) for an absent list without
+ * a tail. */
 static char *join(const json_t *a, const char *tail, bool *ok)
 {
     size_t n = tail ? strlen(tail) + 1 : 1;
@@ -231,11 +247,14 @@ static char *join(const json_t *a, const char *tail, bool *ok)
     }
     s[0] = '\0';
     for (size_t i = 0; i < json_array_size(a); i++) {
-        if (i)
+        const char *e = json_string_value(json_array_get(a, i));
+        if (listed(tail, e))
+            continue;
+        if (s[0])
             strcat(s, ", ");
-        strcat(s, json_string_value(json_array_get(a, i)));
+        strcat(s, e);
     }
-    if (tail && json_array_size(a))
+    if (tail && s[0])
         strcat(s, ", ");
     if (tail)
         strcat(s, tail);

@@ -13,11 +13,14 @@
 #include "core/validate.h"
 #include "tenantd/status.h"
 
-/* The response headers tenantd itself sets that a browser app must be able
- * to read (the retry advice of a 429, the cost estimate): always exposed to
- * an allowed origin, beside spec.cors.exposeHeaders. */
+/* The response headers a browser app must be able to read whatever the
+ * Route says: tenantd's own (the retry advice of a 429 or 503, the cost
+ * estimate, why a request was shed) and the upstream's request id, which
+ * the OpenAI SDKs report. Always exposed to an allowed origin, after
+ * spec.cors.exposeHeaders. */
 #define TD_GW_CORS_OWN_EXPOSED                                                                     \
-    "retry-after, retry-after-ms, x-should-retry, x-tenantd-cost-estimate"
+    "retry-after, retry-after-ms, x-should-retry, x-request-id, x-tenantd-cost-estimate, "        \
+    "x-tenantd-shed"
 
 /* Room for every line td_gw_cors_preflight or td_gw_cors_actual writes. */
 #define TD_GW_CORS_HEADERS_MAX 4096

@@ -29,7 +29,7 @@ spec:
     allowOrigins: ["https://app.example.com", "https://*.tools.example.com"]
     allowMethods: [GET, POST]
     allowHeaders: [authorization, content-type]
-    exposeHeaders: [x-request-id]
+    exposeHeaders: [x-trace-id, x-request-id]
     maxAge: 600
     allowCredentials: true
 ---
@@ -120,7 +120,7 @@ check "200 through tenantd" "$(status_of "$TMP/h")" 200
 check "200: Allow-Origin" "$(head_of "$TMP/h" access-control-allow-origin)" "https://app.example.com"
 check "200: Allow-Credentials" "$(head_of "$TMP/h" access-control-allow-credentials)" true
 check "200: Expose-Headers, tenantd's own included" "$(head_of "$TMP/h" access-control-expose-headers)" \
-    "x-request-id, retry-after, retry-after-ms, x-should-retry, x-tenantd-cost-estimate"
+    "x-trace-id, retry-after, retry-after-ms, x-should-retry, x-request-id, x-tenantd-cost-estimate, x-tenantd-shed"
 curl -s -o /dev/null -D "$TMP/h" "$D/v1/chat/completions" -H "Authorization: Bearer key-web" \
     -H "Origin: https://evil.example" -H "Content-Type: application/json" -d "$CHAT"
 check "200, other origin: served, no Allow-Origin" "$(head_of "$TMP/h" access-control-allow-origin)" ""

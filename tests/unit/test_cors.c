@@ -90,7 +90,7 @@ static void test_origins(void **state)
 #define FULL                                                                                       \
     "{\"allowOrigins\": [\"https://app.example.com\"], \"allowMethods\": [\"GET\", \"POST\"], "   \
     "\"allowHeaders\": [\"authorization\", \"content-type\"], \"exposeHeaders\": "                \
-    "[\"x-request-id\"], \"maxAge\": 600, \"allowCredentials\": true}"
+    "[\"x-trace-id\", \"X-Request-Id\"], \"maxAge\": 600, \"allowCredentials\": true}"
 #define STARS                                                                                      \
     "{\"allowOrigins\": [\"*\"], \"allowMethods\": [\"*\"], \"allowHeaders\": [\"*\"], "          \
     "\"exposeHeaders\": [\"*\"]}"
@@ -167,10 +167,10 @@ static void test_actual(void **state)
     static const struct {
         const char *name, *policy, *origin, *lines;
     } cases[] = {
-        {"credentials, an exposed header", FULL, ORIGIN,
+        {"credentials, exposed headers (one of tenantd's once)", FULL, ORIGIN,
          "Access-Control-Allow-Origin: " ORIGIN "\r\n"
          "Access-Control-Allow-Credentials: true\r\n"
-         "Access-Control-Expose-Headers: x-request-id, " TD_GW_CORS_OWN_EXPOSED "\r\n"
+         "Access-Control-Expose-Headers: x-trace-id, " TD_GW_CORS_OWN_EXPOSED "\r\n"
          "Vary: Origin\r\n"},
         {"origins only: tenantd's own headers exposed", EXACT, ORIGIN,
          "Access-Control-Allow-Origin: " ORIGIN "\r\n"

@@ -3,7 +3,9 @@
 # that records what reached it: CORS preflights answered by tenantd per
 # Route (allowed, denied, no key needed, never forwarded, not counted for
 # a tenant), Access-Control-* on 200, 401 and 429 answers (the upstream's
-# own replaced), validation of spec.cors; gzip request bodies inflated and
+# own replaced), headless Chromium's fetch() from an allowed origin (the
+# chat and a 429's code and retry-after-ms readable) and from another
+# (blocked), validation of spec.cors; gzip request bodies inflated and
 # forwarded without Content-Encoding, a decompression bomb 413, a corrupt
 # stream 400, br 415, each in OpenAI's error shape.
 . "$(dirname "$0")/lib.sh"
@@ -16,6 +18,11 @@ python3 "$HERE/echo_upstream.py" "$TMP/echoport" "$TMP/received" &
 PIDS+=("$!")
 wait_file "$TMP/echoport" 100 || { not_ok "echo upstream did not start"; finish; exit 1; }
 ECHO="127.0.0.1:$(cat "$TMP/echoport")"
+# the browser app's page, served from another origin than tenantd's
+PAGE_PORT=$(free_port)
+python3 -m http.server "$PAGE_PORT" --bind 127.0.0.1 --directory "$HERE/cors_page" >/dev/null 2>&1 &
+PIDS+=("$!")
+wait_port "$PAGE_PORT" 100 || { not_ok "the page server did not start"; finish; exit 1; }
 
 cat > "$TMP/cors.yaml" <<Y
 apiVersion: tenantd.dev/v1alpha1
@@ -26,7 +33,7 @@ spec:
   upstream: {address: "$SIM"}
   cost: {model: tokens}
   cors:
-    allowOrigins: ["https://app.example.com", "https://*.tools.example.com"]
+    allowOrigins: ["https://app.example.com", "https://*.tools.example.com", "http://127.0.0.1:$PAGE_PORT"]
     allowMethods: [GET, POST]
     allowHeaders: [authorization, content-type]
     exposeHeaders: [x-trace-id, x-request-id]
@@ -63,7 +70,7 @@ metadata: {name: tight}
 spec:
   namespaces: [tight]
   apiKeys: [{sha256: "$(sha key-tight)"}]
-  gateway: {rate: {cost: 1, per: 60s, burst: 1}}
+  gateway: {rate: {cost: 6, per: 60s, burst: 6}}   # one chat request (4 tokens), then 429
 Y
 start_tenantd "$TMP/data" --config "$TMP/cors.yaml" || { finish; exit 1; }
 D="http://127.0.0.1:$TD_DATA_PORT"
@@ -133,10 +140,39 @@ for i in 1 2; do
 done
 check "429 carries Allow-Origin" "$(status_of "$TMP/h") $(head_of "$TMP/h" access-control-allow-origin)" "429 https://app.example.com"
 check "429 exposes retry-after-ms" "$(head_of "$TMP/h" access-control-expose-headers | grep -c retry-after-ms)" 1
-expect_grep "429 body readable: OpenAI's error shape" "$TMP/b" '"type":"rate_limit_error"'
+check "429 has retry-after-ms to read" "$(head_of "$TMP/h" retry-after-ms | grep -c '^[0-9]')" 1
+expect_grep "429 body readable: OpenAI's error shape" "$TMP/b" '"type":"rate_limit_error","code":"rate_limited"'
 curl -s -o /dev/null -D "$TMP/h" "$D/echo/x" -H "Authorization: Bearer key-web" \
     -H "Origin: https://anyone.example" -H "Content-Type: application/json" -d '{}'
 check "the upstream's own Allow-Origin replaced by the route's" "$(grep -ci '^access-control-allow-origin' "$TMP/h") $(head_of "$TMP/h" access-control-allow-origin)" "1 *"
+
+# ---- a real browser: headless Chromium runs the page's fetch() calls ----
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+in_browser() { # PAGE_ORIGIN: the page's #out as Chromium left it
+    local profile
+    profile=$(mktemp -d "$TMP/profile.XXXXXX")
+    timeout 90 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$profile" --virtual-time-budget=8000 --dump-dom \
+        "$1/page.html?td=$D" 2>>"$TMP/chromium.log" |
+        python3 -c "import sys,re,html; m=re.search(r'<pre id=\"out\">(.*?)</pre>', sys.stdin.read(), re.S); print(html.unescape(m.group(1)) if m else 'no page')"
+}
+if [ -z "$CHROMIUM" ]; then
+    echo "# chromium is not installed: the browser checks are left out (scripts/install-deps.sh installs it)"
+else
+    in_browser "http://127.0.0.1:$PAGE_PORT" > "$TMP/browser"
+    python3 - "$TMP/browser" > "$TMP/browser.txt" <<'PY'
+import json, sys
+o = json.loads(open(sys.argv[1]).read())
+c, l = o["chat"], o["limited"]
+print(c["status"], c["tokens"], l["status"], l["code"], l["retryMs"] is not None)
+PY
+    check "browser on an allowed origin: preflight passed, chat read, a 429's code and retry-after-ms read" \
+        "$(cat "$TMP/browser.txt" 2>/dev/null || cat "$TMP/browser")" "200 3 429 rate_limited True"
+    in_browser "http://localhost:$PAGE_PORT" > "$TMP/browser"
+    check "browser on another origin (localhost): the call is blocked" \
+        "$(cat "$TMP/browser")" '{"chat":{"status":"blocked"},"limited":{"status":"blocked"}}'
+fi
 
 # ---- spec.cors validation ----
 bad_cors() { # NAME CORS WANT: applying the echo Route with spec.cors CORS is refused
@@ -206,8 +242,11 @@ check "identity: forwarded as it is" "$(cat "$TMP/code")" 200
 
 # ---- the preflights were counted for no tenant ----
 curl -s "http://127.0.0.1:$TD_PORT/metrics" > "$TMP/metrics"
-# web's requests on chat: the two 200s and the gzip body, none of the five preflights
+# web's requests on chat: the two 200s by curl, the browser's and the gzip
+# body (without chromium, one fewer), none of the preflights
+WANT=4
+[ -z "$CHROMIUM" ] && WANT=3
 expect_grep "preflights are counted for no tenant" "$TMP/metrics" \
-    'tenantd_requests_total{tenant="web",route="chat",outcome="accepted"} 3'
+    "tenantd_requests_total{tenant=\"web\",route=\"chat\",outcome=\"accepted\"} $WANT"
 stop_tenantd
 finish

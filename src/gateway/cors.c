@@ -1,8 +1,7 @@
-/* cors.c - a Route's CORS policy (cors.h). Origins are matched as Gateway
- * API's HTTPCORSFilter matches them (exact, "*", or a "*." subdomain
- * pattern); a "*" in allowMethods or allowHeaders echoes what the preflight
- * asked for, as Envoy's CORS filter does, because a literal "*" never
- * covers Authorization, the header every tenantd client sends. */
+/* cors.c - a Route's CORS policy (cors.h). A "*" in allowMethods or
+ * allowHeaders echoes what the preflight asked for, as Envoy's filter
+ * does: a literal "*" never covers Authorization, which every tenantd
+ * client sends. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,7 @@
-/* cors.h - a Route's CORS policy (spec.cors, as Gateway API's HTTPCORSFilter
- * and Envoy's CORS filter read it) and the decisions the data listener
- * takes with it: the answer to a browser's preflight, and the
- * Access-Control-* lines every other response of an allowed origin carries.
- * Pure: header lines come out as text for io to write. */
+/* cors.h - a Route's CORS policy (spec.cors, read as Gateway API's
+ * HTTPCORSFilter and Envoy's CORS filter read theirs): the answer to a
+ * preflight and the Access-Control-* lines of every other answer to an
+ * allowed origin, as text for io to write. Pure. */
 #ifndef TENANTD_CORS_H
 #define TENANTD_CORS_H
 

@@ -1,8 +1,7 @@
 /* test_gunzip.c - gzip request bodies (io/gunzip.c), table-driven: the
- * Content-Encoding values a request may carry, and inflation under a bound:
- * exact fits, one byte over, a bomb stopped early, several members,
- * trailing bytes, truncation, other wrappers. Inputs are made with zlib's
- * own deflate, so every case is a real stream. */
+ * Content-Encoding verdicts, and inflation under a bound (exact fits, one
+ * byte over, a bomb, several members, trailing bytes, truncation, other
+ * wrappers) of real streams made with zlib's deflate. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
 # already present. Idempotent; run as root (or with sudo available).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libfyaml-dev libjansson-dev libsqlite3-dev
-      libuv1-dev libhttp-parser-dev libssl-dev libcmocka-dev libhiredis-dev libpq-dev
+      libuv1-dev libhttp-parser-dev libssl-dev libcmocka-dev libhiredis-dev libpq-dev zlib1g-dev
       curl openssl sqlite3 clang libclang-rt-14-dev redis-server valgrind
       chromium python3 python3-yaml prometheus postgresql)
 # kubectl renders deploy/ in tests/integration/test_deploy.sh (kustomize v4+,

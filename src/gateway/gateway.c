@@ -192,6 +192,7 @@ static void view_free(view *v)
         free(r->methods);
         free(r->allow);
         models_free(r->models, r->nmodels);
+        td_gw_cors_destroy(r->cors);
         if (r->upstream_authorization)
             OPENSSL_cleanse(r->upstream_authorization, strlen(r->upstream_authorization));
         free(r->upstream_authorization);
@@ -600,6 +601,8 @@ static td_status build_route(td_gateway *g, json_t *obj, td_gw_route *r, td_err 
         return td_err_prefix(err, TD_EINVAL, "Route %s: spec.timeout", name);
     r->timeout_ns = (uint64_t)timeout;
     if ((st = route_methods(r, name, s, err)) != TD_OK)
+        return st;
+    if ((st = td_gw_cors_build(json_object_get(s, "cors"), name, &r->cors, err)) != TD_OK)
         return st;
     return route_authorization(r, name, s, err);
 }

@@ -15,6 +15,7 @@
 
 #include "gateway/backends.h"
 #include "gateway/budget.h"
+#include "gateway/cors.h"
 #include "cost/chargeback.h"
 #include "core/config.h"
 #include "gateway/critqueue.h"
@@ -146,6 +147,7 @@ typedef struct {
      * a trailing '*' a prefix); NULL (nmodels 0): any request on its path */
     char **models;
     size_t nmodels;
+    td_gw_cors *cors; /* spec.cors, or NULL: no CORS headers, preflights not answered */
 } td_gw_route;
 
 typedef struct td_gw_config td_gw_config;
@@ -208,6 +210,12 @@ const td_gw_tenant *td_gw_tenant_by_name(const td_gw_config *c, const char *name
 /* The route with the longest path prefix matching path (normalized, see
  * reqpath.h) on a segment boundary, or NULL. */
 const td_gw_route *td_gw_route_match(const td_gw_config *c, const char *path);
+/* The CORS policy of a request on path (normalized) before its route is
+ * known (a preflight has no body to route by model with; a refusal may
+ * come before the route): the first route in order whose prefix matches
+ * with spec.cors, among those up to the first that takes the path whatever
+ * the model. NULL: none (cors.c). */
+const td_gw_cors *td_gw_cors_for_path(const td_gw_config *c, const char *path);
 
 /* ---- models (models.c): which route serves a model, who may use it ---- */
 

@@ -11,6 +11,7 @@
 
 #include "gateway/kinds_internal.h"
 #include "gateway/budget.h"
+#include "gateway/cors.h"
 #include "cost/chargeback.h"
 #include "core/config.h"
 #include "core/duration.h"
@@ -814,7 +815,8 @@ static td_status route_cost(td_vctx *v, const json_t *s)
 static td_status validate_route(td_vctx *v)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
-    static const char *const spec[] = {"match", "upstream", "cost", "timeout", "methods", NULL};
+    static const char *const spec[] = {"match",   "upstream", "cost", "timeout",
+                                       "methods", "cors",     NULL};
     TD_TRY(td_v_fields(v, v->obj, "", top));
     json_t *s = json_object_get(v->obj, "spec");
     if (!json_is_object(s))
@@ -823,6 +825,7 @@ static td_status validate_route(td_vctx *v)
     TD_TRY(route_match(v, s));
     TD_TRY(route_methods(v, s));
     TD_TRY(route_upstream(v, s));
+    TD_TRY(td_gw_cors_validate(v, json_object_get(s, "cors")));
     return route_cost(v, s);
 }
 

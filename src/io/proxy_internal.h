@@ -249,6 +249,13 @@ typedef struct {
     int64_t tokens_in, tokens_out, gpu_milli_seconds;
     const char *outcome_name; /* for the access log */
     int status;               /* what the client got */
+    /* CORS and the body's Content-Encoding (proxy_request.c) */
+    const td_gw_cors *cors; /* the route's policy (the path's before the route), or NULL */
+    const char *h_origin;   /* Origin, in hdr, or NULL; cleared when the request ends */
+    int preflight;          /* a CORS preflight tenantd answers itself (204) */
+    int path_normalized;    /* normalize_target has run (it runs once) */
+    int body_gzip;          /* Content-Encoding: gzip: inflated before the decision */
+    int body_inflated;      /* body holds the inflated bytes: sent without Content-Encoding */
 } px_req;
 
 struct px_conn {

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "io/proxy_internal.h"
+#include "io/gunzip.h"
 #include "core/reqpath.h"
 #include "core/jsondump.h"
 
@@ -105,8 +106,12 @@ void px_respond(px_conn *c, int status, const char *extra, const char *body)
         keep ? (r->http_minor == 0 ? "Connection: keep-alive\r\n" : "") : "Connection: close\r\n";
     size_t wlen = strlen(why), dlen = strlen(date), clen = strlen(conn);
     size_t elen = extra ? strlen(extra) : 0;
+    /* a browser app reads tenantd's own refusals too (a 429's retry advice) */
+    char cors[TD_GW_CORS_HEADERS_MAX];
+    size_t corslen = r->preflight ? 0 : td_gw_cors_actual(r->cors, r->h_origin, cors, sizeof cors);
+    int empty = status == 204; /* no Content-Type, Content-Length or body (RFC 9110 8.6) */
     /* fixed parts: 9 + 3 + 1 + 2 + 8 (Date) + 2 + 32 (Content-Type) + 16 + 20 + 2 + 2 */
-    size_t need = 128 + wlen + dlen + clen + elen;
+    size_t need = 128 + wlen + dlen + clen + elen + corslen;
     char small[512], *head = need <= sizeof small ? small : malloc(need);
     td_status st = TD_ENOMEM;
     if (head) {
@@ -120,18 +125,22 @@ void px_respond(px_conn *c, int status, const char *extra, const char *body)
             d = put(d, date, dlen);
             d = PUT_LIT(d, "\r\n");
         }
-        d = PUT_LIT(d, "Content-Type: application/json\r\nContent-Length: ");
-        d += fmt_u64(d, blen);
-        d = PUT_LIT(d, "\r\n");
+        if (!empty) {
+            d = PUT_LIT(d, "Content-Type: application/json\r\nContent-Length: ");
+            d += fmt_u64(d, blen);
+            d = PUT_LIT(d, "\r\n");
+        }
         d = put(d, conn, clen);
         if (elen)
             d = put(d, extra, elen);
+        if (corslen)
+            d = put(d, cors, corslen);
         d = PUT_LIT(d, "\r\n");
         st = td__buf_append(&c->out, head, (size_t)(d - head));
         if (head != small)
             free(head);
     }
-    if (st == TD_OK && r->method != HTTP_HEAD)
+    if (st == TD_OK && r->method != HTTP_HEAD && !empty)
         st = td__buf_append(&c->out, body, blen);
     if (!keep || st != TD_OK)
         c->stop = 1;
@@ -780,6 +789,8 @@ void px_req_end(px_conn *c, int outcome)
     }
     r->state = RQ_IDLE;
     r->headers_done = 0;
+    r->cors = NULL;
+    r->h_origin = NULL; /* it points into hdr, which the next request reuses */
     r->tenant = NULL;
     r->key = NULL;
     r->route = NULL;
@@ -960,6 +971,8 @@ static int connection_check(px_req *r)
  * have no place in a target). 0, or -1 with a 400 set as the refusal. */
 static int normalize_target(px_req *r)
 {
+    if (r->path_normalized)
+        return 0;
     char *u = r->url.p;
     size_t len = r->url.len, off = 0;
     td_err err;
@@ -985,6 +998,7 @@ static int normalize_target(px_req *r)
         r->url.len = off + n_out;
         u[r->url.len] = '\0';
         r->path_len = plen;
+        r->path_normalized = 1;
         return 0;
     }
     char esc[300];
@@ -995,6 +1009,72 @@ static int normalize_target(px_req *r)
              esc);
     set_reject(r, 400, r->reject_body, TD_OUT_BAD_REQUEST);
     return -1;
+}
+
+/* ---- CORS and the body's coding ---- */
+
+/* The value of the first field named name (lower case) in r, or NULL.
+ * Every request asks for two names: the first byte spares most compares. */
+static const char *req_header(const px_req *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_ix; i++) {
+        const char *n = r->hdr.p + r->ix[i].name_off;
+        if ((n[0] | 0x20) == name[0] && strcasecmp(n, name) == 0)
+            return r->hdr.p + r->ix[i].value_off;
+    }
+    return NULL;
+}
+
+/* The CORS policy of r's normalized path (td_gw_cors_for_path). */
+static const td_gw_cors *path_cors(px_req *r, const td_gw_config *cfg)
+{
+    char *end = r->url.p + r->path_off + r->path_len;
+    char saved = *end;
+    *end = '\0';
+    const td_gw_cors *p = td_gw_cors_for_path(cfg, r->url.p + r->path_off);
+    *end = saved;
+    return p;
+}
+
+/* A browser's preflight (OPTIONS with Origin and
+ * Access-Control-Request-Method) on a path with a CORS policy is answered
+ * by tenantd, before and without any key: 1 (r->preflight set, or a bad
+ * target refused), 0 for any other request. */
+static int cors_preflight(px_req *r, const td_gw_config *cfg)
+{
+    if (r->method != HTTP_OPTIONS || !r->h_origin ||
+        !req_header(r, "access-control-request-method"))
+        return 0;
+    if (normalize_target(r) != 0)
+        return 1;
+    r->cors = path_cors(r, cfg);
+    r->preflight = r->cors != NULL;
+    return r->preflight;
+}
+
+/* Content-Encoding: none or identity, gzip (inflated at the message), or
+ * refused with 415 before the body is used. */
+static void content_coding(px_req *r)
+{
+    td_coding coding = TD_CODING_IDENTITY;
+    char bad[40] = "";
+    for (size_t i = 0; i < r->n_ix; i++) {
+        const char *n = r->hdr.p + r->ix[i].name_off;
+        if ((n[0] | 0x20) == 'c' && strcasecmp(n, "content-encoding") == 0)
+            td_gunzip_coding(r->hdr.p + r->ix[i].value_off, &coding, bad, sizeof bad);
+    }
+    r->body_gzip = coding == TD_CODING_GZIP;
+    if (coding != TD_CODING_OTHER)
+        return;
+    char msg[200], esc[260];
+    snprintf(msg, sizeof msg,
+             "Content-Encoding %s is not supported: send the body as it is, or with gzip", bad);
+    td_json_escape_to(esc, sizeof esc, msg);
+    snprintf(r->reject_body, sizeof r->reject_body,
+             "{\"error\":{\"message\":\"%s\",\"type\":\"invalid_request_error\",\"code\":"
+             "\"unsupported_media_type\",\"param\":null}}",
+             esc);
+    set_reject(r, 415, r->reject_body, TD_OUT_BAD_REQUEST);
 }
 
 void px_req_headers(px_conn *c)
@@ -1034,13 +1114,16 @@ void px_req_headers(px_conn *c)
     r->crit = TD_CRIT_CRITICAL;
     r->deadline_ns = 0;
     r->t_decided = r->t_started = r->t_first_byte = r->t_end = 0;
+    r->cors = NULL;
+    r->h_origin = req_header(r, "origin");
+    r->preflight = r->path_normalized = r->body_gzip = r->body_inflated = 0;
     r->cfg = cfg_acquire(w);
     if (!r->cfg) {
         set_reject(r, 503,
                    PX_ERROR_BODY("tenantd is out of memory; retry later", "server_error",
                                  "overloaded"),
                    TD_OUT_SHED);
-    } else {
+    } else if (!cors_preflight(r, r->cfg->c)) {
         const td_gw_config *cfg = r->cfg->c;
         /* (a) who: a Bearer key, or in demo mode only, a trusted name */
         r->tenant = td_gw_decide_auth(cfg, r->h_auth, r->h_xtenant, td_gateway_allow_x_tenant(p->g),
@@ -1093,6 +1176,13 @@ void px_req_headers(px_conn *c)
                 set_reject(r, 405, METHOD_BODY, TD_OUT_BAD_REQUEST);
             }
         }
+    }
+    if (r->cfg && !r->preflight) {
+        /* the path's policy already for a refusal before the route (a 401) */
+        if (r->h_origin && normalize_target(r) == 0)
+            r->cors = r->route && r->route->cors ? r->route->cors : path_cors(r, r->cfg->c);
+        if (!r->reject_status)
+            content_coding(r);
     }
     http_parser *hp = &c->parser;
     int has_body = (hp->flags & F_CHUNKED) || ((hp->flags & F_CONTENTLENGTH) && hp->content_length);
@@ -1219,6 +1309,42 @@ static void enqueue(px_conn *c, uint64_t timeout_ns, uint64_t now)
     }
 }
 
+/* Replaces a gzip body by its inflation, bounded by the maximum body size
+ * (--max-body): 0; or -1, the request answered (413 past the bound, 400 a
+ * corrupt stream, 503 out of memory) and ended. */
+static int inflate_body(px_conn *c)
+{
+    px_req *r = &c->rq;
+    char *out = NULL;
+    size_t n = 0;
+    td_err err;
+    td_status st = td_gunzip(r->body.p, r->body.len, c->w->p->max_body, &out, &n, &err);
+    if (st == TD_OK) {
+        td__buf_clear(&r->body, 0);
+        st = td__buf_append(&r->body, out, n);
+        free(out);
+    }
+    if (st == TD_OK) {
+        r->body_inflated = 1;
+        return 0;
+    }
+    if (st == TD_EQUOTA) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "the gzip request body inflates to more than the gateway accepts (%zu bytes)",
+                 c->w->p->max_body);
+        respond_error(c, 413, "body_too_large", msg, NULL, NULL, NULL);
+    } else if (st == TD_EINVAL) {
+        respond_error(c, 400, "bad_request", err.msg, NULL, ",\"reason\":\"bad_gzip\"", NULL);
+    } else {
+        respond_shed(c, "overload");
+        px_req_end(c, TD_OUT_SHED);
+        return -1;
+    }
+    px_req_end(c, TD_OUT_BAD_REQUEST);
+    return -1;
+}
+
 /* The whole request is here: a refusal decided at the headers is
  * answered; otherwise the gateway decides (td_gw_decide) and the request
  * is refused, or queued and forwarded. */
@@ -1235,6 +1361,16 @@ void px_req_message(px_conn *c)
         answer_models(c);
         return;
     }
+    if (r->preflight) {
+        char hdrs[TD_GW_CORS_HEADERS_MAX];
+        td_gw_cors_preflight(r->cors, r->h_origin, req_header(r, "access-control-request-method"),
+                             req_header(r, "access-control-request-headers"), hdrs, sizeof hdrs);
+        px_respond(c, 204, hdrs, "");
+        px_req_end(c, TD_OUT_ACCEPTED);
+        return;
+    }
+    if (r->body_gzip && inflate_body(c) != 0)
+        return;
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     uint64_t now = px_now();
@@ -1262,6 +1398,8 @@ void px_req_message(px_conn *c)
     td_gw_decide(p->g, &rq, &r->bud, &v);
     *end = saved;
     r->route = v.route;
+    if (v.route)
+        r->cors = v.route->cors; /* routed by model: that route's policy */
     r->estimate = v.estimate;
     r->actual = v.refund ? 0 : v.estimate;
     r->prompt_est = v.prompt_tokens;

@@ -941,12 +941,19 @@ static int r_head(td_hresp *resp, void *user)
         st = td__buf_append(o, reason, strlen(reason));
     if (st == TD_OK)
         st = td__buf_append(o, "\r\n", 2);
+    /* an allowed origin gets the route's CORS lines in place of any the
+     * upstream set: two Access-Control-Allow-Origin fail in a browser */
+    char cors[TD_GW_CORS_HEADERS_MAX];
+    size_t ncors = td_gw_cors_actual(r->cors, r->h_origin, cors, sizeof cors);
+    if (st == TD_OK && ncors)
+        st = td__buf_append(o, cors, ncors);
     for (size_t i = 0; st == TD_OK && i < h->n; i++) {
         const char *name = h->buf.p + h->ix[i].name_off;
         const char *value = h->buf.p + h->ix[i].value_off; /* trimmed by the reader */
         size_t nlen = strlen(name), vlen = strlen(value);
         if (hop_by_hop(name, nlen, connection) ||
-            (nlen >= 10 && strncasecmp(name, "x-tenantd-", 10) == 0))
+            (nlen >= 10 && strncasecmp(name, "x-tenantd-", 10) == 0) ||
+            (ncors && nlen > 15 && strncasecmp(name, "access-control-", 15) == 0))
             continue;
         if (nlen == 13 && strcasecmp(name, "x-gpu-seconds") == 0 && vlen < sizeof r->gpu_hdr) {
             memcpy(r->gpu_hdr, value, vlen + 1);
@@ -1230,7 +1237,8 @@ static td_status build_head(px_conn *c, td__buf *h)
             (nlen == 19 && strcasecmp(name, "proxy-authorization") == 0) ||
             (nlen == 8 && strcasecmp(name, "x-tenant") == 0) ||
             (nlen == 13 && strcasecmp(name, "x-criticality") == 0) ||
-            (nlen >= 10 && strncasecmp(name, "x-tenantd-", 10) == 0))
+            (nlen >= 10 && strncasecmp(name, "x-tenantd-", 10) == 0) ||
+            (r->body_inflated && nlen == 16 && strcasecmp(name, "content-encoding") == 0))
             continue;
         st = append_field(h, name, nlen, value, strlen(value));
     }

@@ -152,6 +152,19 @@ static td_status output_tokens(json_t *root, unsigned dflt, unsigned *out, td_er
     return TD_OK;
 }
 
+/* An embedding's "encoding_format": absent, null or "float" (JSON numbers),
+ * or "base64" (the OpenAI SDKs' default); anything else is refused as the
+ * OpenAI API refuses it. */
+static td_status encoding_format(json_t *root, int *base64, td_err *err)
+{
+    json_t *v = json_object_get(root, "encoding_format");
+    const char *s = json_string_value(v);
+    *base64 = s && strcmp(s, "base64") == 0;
+    if (!v || json_is_null(v) || *base64 || (s && strcmp(s, "float") == 0))
+        return TD_OK;
+    return td_err_set(err, TD_EINVAL, "'encoding_format' must be \"float\" or \"base64\"");
+}
+
 td_status td_sim_request_parse(td_sim_kind kind, const char *body, size_t len,
                                unsigned default_max_tokens, td_sim_request *out, td_err *err)
 {
@@ -213,6 +226,8 @@ td_status td_sim_request_parse(td_sim_kind kind, const char *body, size_t len,
         break;
     case TD_SIM_EMBEDDING:
         st = text_or_tokens(root, "input", &r.prompt_tokens, &r.n_inputs, err);
+        if (st == TD_OK)
+            st = encoding_format(root, &r.base64, err);
         break;
     }
     if (st != TD_OK)
@@ -285,14 +300,50 @@ static char *envelope(const td_sim_request *r, const td_sim_reply *y, int chunk,
     return s;
 }
 
+/* Component d of input i's vector: the same numbers in both encodings. */
+static double embedding_value(unsigned i, unsigned d)
+{
+    double x = (double)((i * 7 + d * 13) % 17) / 17.0 - 0.5;
+    return round(x * 1e4) / 1e4;
+}
+
+/* Input i's vector as OpenAI's "base64" encoding sends it: the float32
+ * values, little-endian whatever the host, in standard base64. */
+static json_t *embedding_base64(unsigned i)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    unsigned char raw[EMBEDDING_DIMS * 4];
+    for (unsigned d = 0; d < EMBEDDING_DIMS; d++) {
+        float f = (float)embedding_value(i, d);
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        for (unsigned k = 0; k < 4; k++)
+            raw[d * 4 + k] = (unsigned char)(u >> (8 * k));
+    }
+    char out[(sizeof raw + 2) / 3 * 4 + 1];
+    size_t o = 0;
+    for (size_t k = 0; k < sizeof raw; k += 3) {
+        uint32_t v = (uint32_t)raw[k] << 16;
+        if (k + 1 < sizeof raw)
+            v |= (uint32_t)raw[k + 1] << 8;
+        if (k + 2 < sizeof raw)
+            v |= raw[k + 2];
+        out[o++] = b64[(v >> 18) & 63];
+        out[o++] = b64[(v >> 12) & 63];
+        out[o++] = k + 1 < sizeof raw ? b64[(v >> 6) & 63] : '=';
+        out[o++] = k + 2 < sizeof raw ? b64[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return json_string(out);
+}
+
 static json_t *embeddings(const td_sim_request *r)
 {
     json_t *data = json_array();
     for (unsigned i = 0; data && i < r->n_inputs; i++) {
-        json_t *vec = json_array();
-        for (unsigned d = 0; vec && d < EMBEDDING_DIMS; d++) {
-            double x = (double)((i * 7 + d * 13) % 17) / 17.0 - 0.5;
-            if (json_array_append_new(vec, json_real(round(x * 1e4) / 1e4)) != 0) {
+        json_t *vec = r->base64 ? embedding_base64(i) : json_array();
+        for (unsigned d = 0; vec && !r->base64 && d < EMBEDDING_DIMS; d++) {
+            if (json_array_append_new(vec, json_real(embedding_value(i, d))) != 0) {
                 json_decref(vec);
                 vec = NULL;
             }

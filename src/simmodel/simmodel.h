@@ -69,6 +69,7 @@ typedef struct {
     unsigned output_tokens;       /* max_tokens, the default, or 0 for embeddings */
     unsigned n_inputs;            /* embeddings: vectors to return */
     int stream;                   /* "stream": true (not for embeddings) */
+    int base64; /* embeddings: "encoding_format": "base64" (little-endian float32) */
 } td_sim_request;
 
 /* Reads an OpenAI request body of the given kind. Prompt text is
@@ -76,7 +77,8 @@ typedef struct {
  * "prompt" (a string, array of strings, or token arrays) for completions
  * (each takes the other's field when its own is missing), "input" (a
  * string, array of strings, or token arrays) for embeddings; characters
- * are Unicode code points. TD_EINVAL with a message fit for an OpenAI
+ * are Unicode code points; an embedding's "encoding_format" is "float"
+ * (the default) or "base64". TD_EINVAL with a message fit for an OpenAI
  * error body when the JSON or a field is bad. Borrows body. */
 td_status td_sim_request_parse(td_sim_kind kind, const char *body, size_t len,
                                unsigned default_max_tokens, td_sim_request *out, td_err *err);

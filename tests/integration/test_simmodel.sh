@@ -68,6 +68,22 @@ expect_grep "embeddings: object" "$TMP/b" '"object":"list"'
 expect_grep "embeddings: two vectors" "$TMP/b" '"index":1,"embedding":['
 expect_grep "embeddings: usage" "$TMP/b" '"prompt_tokens":3,"completion_tokens":0,"total_tokens":3'
 expect_grep "embeddings: X-GPU-Seconds" "$TMP/h" "X-GPU-Seconds: 0.000150"
+# encoding_format base64 (the OpenAI SDKs' default): the same vectors as
+# little-endian float32, base64
+"${C[@]}" -o "$TMP/bf" -d '{"input":["abcdefgh","xyz"],"model":"emb","encoding_format":"float"}' "$URL/v1/embeddings"
+"${C[@]}" -o "$TMP/b64" -d '{"input":["abcdefgh","xyz"],"model":"emb","encoding_format":"base64"}' "$URL/v1/embeddings"
+python3 - "$TMP/bf" "$TMP/b64" > "$TMP/emb" <<'PY' && ok "embeddings: base64 decodes to the float vectors" || { not_ok "embeddings: base64"; cat "$TMP/emb" "$TMP/b64"; }
+import base64, json, struct, sys
+f = json.load(open(sys.argv[1]))["data"]
+b = json.load(open(sys.argv[2]))["data"]
+for x, y in zip(f, b):
+    raw = base64.b64decode(y["embedding"])
+    got = struct.unpack("<%df" % (len(raw) // 4), raw)
+    want = [struct.unpack("<f", struct.pack("<f", v))[0] for v in x["embedding"]]
+    assert list(got) == want and len(want) == 8, (got, want)
+PY
+"${C[@]}" -D "$TMP/h" -o "$TMP/b" -d '{"input":"x","encoding_format":"int8"}' "$URL/v1/embeddings"
+[ "$(code_of "$TMP/h")" = 400 ] && ok "embeddings: an unknown encoding_format is 400" || not_ok "encoding_format int8: $(head -1 "$TMP/h")"
 
 # ---- streaming ----
 "${C[@]}" -N -D "$TMP/hs" -o "$TMP/stream" \

@@ -57,6 +57,23 @@ async function main() {
   check(JSON.stringify(ids) === JSON.stringify(["llama-3-8b"]), "models.list(): the tenant's models",
     JSON.stringify(ids));
 
+  // embeddings: the SDK asks for base64 by default and decodes the
+  // little-endian float32 array; the values simmodel computes for input i,
+  // component d (request.c's embedding_value), as float32
+  const want = (i) => Array.from({ length: 8 }, (_, d) =>
+    Math.fround(Math.round((((i * 7 + d * 13) % 17) / 17 - 0.5) * 1e4) / 1e4));
+  const emb = await sdk.embeddings.create({ model: "llama-3-8b", input: ["one", "two"] });
+  check(emb.data?.length === 2 && JSON.stringify(emb.data[1].embedding) === JSON.stringify(want(1)),
+    "embeddings.create (base64 by default): the vectors simmodel sent",
+    JSON.stringify(emb.data?.map((e) => e.embedding)));
+  const embRaw = await sdk.embeddings.create({ model: "llama-3-8b", input: "one" }).asResponse();
+  const rawBody = await embRaw.json();
+  check(typeof rawBody.data?.[0]?.embedding === "string",
+    "embeddings: what went over the wire was base64", JSON.stringify(rawBody.data?.[0]));
+  const embF = await sdk.embeddings.create({ model: "llama-3-8b", input: "one", encoding_format: "float" });
+  check(JSON.stringify(embF.data?.[0]?.embedding?.map(Math.fround)) === JSON.stringify(want(0)),
+    "embeddings with encoding_format float: JSON numbers", JSON.stringify(embF.data?.[0]));
+
   // a 429 as RateLimitError with tenantd's message, code and type
   const tight0 = client("key-tight", { maxRetries: 0 });
   await tight0.chat.completions.create(chat("llama-3-8b", 10)); // 11 of its 20

@@ -47,8 +47,11 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$NCPU" --target tenantd simmodel td_core td_admission td_gateway td_queue td_cost td_io td_client td_kinds -- -s --no-print-directory ||
     { echo "bench: the Release build failed" >&2; exit 1; }
 CFLAGS_B="-O2 -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc"
-# the per-layer libraries, as one group (their cross-layer exceptions make cycles)
-TD_A="-Wl,--start-group $(for u in core admission gateway queue cost io client kinds; do printf '%s ' "$BUILD/libtd_$u.a"; done)-Wl,--end-group"
+# the per-layer libraries, top unit first: each calls only the ones after it
+# (cmake/layers.cmake), so one pass of the linker resolves them; then what
+# they link (CMakeLists.txt's DEPS: libpq for the ledger on PostgreSQL too)
+TD_A="$(for u in kinds client io admission queue gateway cost core; do printf '%s ' "$BUILD/libtd_$u.a"; done)"
+TD_A="$TD_A $(pkg-config --libs libfyaml jansson sqlite3 libuv openssl hiredis libpq) -lhttp_parser -lpthread -lm"
 cc $CFLAGS_B bench/bench_floor.c -o "$BUILD/bench_floor"
 cc $CFLAGS_B bench/bench_limiter.c src/core/limiter.c -lpthread -lm -o "$BUILD/bench_limiter"
 cc $CFLAGS_B bench/bench_shared.c $TD_A -lhiredis -lpthread -lm -o "$BUILD/bench_shared"

@@ -87,6 +87,28 @@ foreach(unit ${TD_UNITS})
     endforeach()
   endforeach()
 endforeach()
+# What an outside program sees: each public header compiles alone, strict,
+# with include/ as its only root, and declares no td__ internals.
+file(GLOB public RELATIVE ${TD_SOURCE_DIR}/include ${TD_SOURCE_DIR}/include/tenantd/*.h)
+foreach(h ${public})
+  string(MAKE_C_IDENTIFIER "public_${h}" name)
+  file(WRITE ${dir}/${name}.c "#include \"${h}\"\nint main(void) { return 0; }\n")
+  execute_process(
+    COMMAND ${TD_CC} -std=c11 -Wall -Wextra -Werror -pedantic -fsyntax-only
+            -I${TD_SOURCE_DIR}/include ${dir}/${name}.c
+    RESULT_VARIABLE rc ERROR_VARIABLE err)
+  math(EXPR n "${n} + 1")
+  file(READ ${TD_SOURCE_DIR}/include/${h} text)
+  if(NOT rc EQUAL 0)
+    string(REGEX REPLACE "\n.*" "" err "${err}")
+    message("include/${h} does not compile alone with include/ as its root: ${err}")
+    math(EXPR bad "${bad} + 1")
+  elseif(text MATCHES "td__")
+    message("include/${h} declares td__ internals: they belong in src/")
+    math(EXPR bad "${bad} + 1")
+  endif()
+endforeach()
+
 if(bad GREATER 0)
   message(FATAL_ERROR "layers: ${bad} of ${n} include probes went the wrong way")
 endif()

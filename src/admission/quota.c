@@ -988,11 +988,100 @@ static td_status compute_used(quota *q, const td_resources *restricted, const po
     return s;
 }
 
+/* CheckRequest's first pass: which quotas the pod concerns (its scopes
+ * match and the quota tracks a resource pods use), each checked for the
+ * fields the pod must set and for usage it can be compared with; sets
+ * interesting[i] and *n. TD_EFORBIDDEN or TD_EINVAL with err set (return
+ * as is); another failure with err unset. msg is scratch, left empty. */
+static td_status select_quotas(const pod_info *pod, quota *qs, size_t nq,
+                               const pod_info *used_pods, const td_resources *usages,
+                               size_t nused, bool from_status, bool *interesting, size_t *n,
+                               td_strbuf *msg, td_err *err)
+{
+    for (size_t i = 0; i < nq; i++) {
+        bool match;
+        td_status s = quota_scopes_match(&qs[i], pod, &match, err);
+        if (s != TD_OK)
+            return s;
+        const td_resources *restricted = &qs[i].restricted;
+        if (!match || restricted->n == 0)
+            continue;
+        if ((s = constraints(restricted, pod, msg)) != TD_OK)
+            return td_err_set(err, s, "checking resource quotas: %s", td_strerror(s));
+        if (msg->len > 0)
+            return td_err_set(err, TD_EFORBIDDEN, "failed quota: %s: must specify %s",
+                              qs[i].name, td_strbuf_str(msg));
+        if (from_status && !has_usage_stats(&qs[i], restricted)) {
+            for (size_t k = 0; k < restricted->n; k++) {
+                if (k > 0)
+                    td_strbuf_append(msg, ",");
+                td_strbuf_append(msg, restricted->items[k].name);
+            }
+            return td_err_set(err, TD_EFORBIDDEN, "status unknown for quota: %s, resources: %s",
+                              qs[i].name, td_strbuf_str(msg));
+        }
+        if (!from_status &&
+            (s = compute_used(&qs[i], restricted, used_pods, usages, nused, err)) != TD_OK)
+            return s;
+        interesting[i] = true;
+        (*n)++;
+    }
+    return TD_OK;
+}
+
+/* "exceeded quota: NAME, requested: ..., used: ..., limited: ..." into msg
+ * for q, whose exceeded limits are exceeded. TD_ENOMEM if it did not fit. */
+static td_status exceeded_message(const quota *q, const td_resources *requested,
+                                  const td_resources *exceeded, td_strbuf *msg)
+{
+    td_resources tmp;
+    td_resources_init(&tmp);
+    td_strbuf_append(msg, "exceeded quota: ");
+    td_strbuf_append(msg, q->name);
+    td_strbuf_append(msg, ", requested: ");
+    td_status s = mask(requested, exceeded, &tmp);
+    pretty_print(msg, &tmp);
+    td_strbuf_append(msg, ", used: ");
+    if (s == TD_OK)
+        s = mask(&q->used, exceeded, &tmp);
+    pretty_print(msg, &tmp);
+    td_strbuf_append(msg, ", limited: ");
+    if (s == TD_OK)
+        s = mask(&q->hard, exceeded, &tmp);
+    pretty_print(msg, &tmp);
+    td_resources_fini(&tmp);
+    return s != TD_OK || msg->failed ? TD_ENOMEM : TD_OK;
+}
+
+/* The limits of q that used + delta would pass, into *exceeded (emptied
+ * first), and the part of delta q tracks into *requested. */
+static td_status over_limits(const quota *q, const td_resources *delta, td_resources *requested,
+                             td_resources *exceeded)
+{
+    td_resources new_usage;
+    td_resources_init(&new_usage);
+    clear(exceeded);
+    td_status s = mask(delta, &q->hard, requested);
+    if (s == TD_OK)
+        s = td_resources_copy(&new_usage, &q->used);
+    if (s == TD_OK)
+        s = td_resources_add(&new_usage, requested);
+    for (size_t k = 0; k < requested->n && s == TD_OK; k++) {
+        const char *name = requested->items[k].name;
+        const td_quantity *now = td_resources_get(&new_usage, name);
+        const td_quantity *hard = td_resources_get(&q->hard, name);
+        if (now != NULL && hard != NULL && td_quantity_cmp(now, hard) > 0)
+            s = td_resources_set(exceeded, name, hard);
+    }
+    td_resources_fini(&new_usage);
+    return s;
+}
+
 /* The admission check proper, on parsed input. */
 static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info *used_pods,
                        const td_resources *usages, size_t nused, bool from_status, td_err *err)
 {
-    td_resources usage, delta, requested, new_usage, exceeded, tmp;
+    td_resources usage, delta, requested, exceeded;
     bool *interesting = NULL;
     size_t i, ninteresting = 0;
     td_status s = TD_OK;
@@ -1003,49 +1092,16 @@ static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info
     td_resources_init(&usage);
     td_resources_init(&delta);
     td_resources_init(&requested);
-    td_resources_init(&new_usage);
     td_resources_init(&exceeded);
-    td_resources_init(&tmp);
     interesting = calloc(nq, sizeof *interesting);
     if (interesting == NULL) {
         s = TD_ENOMEM;
         goto out;
     }
-
-    for (i = 0; i < nq; i++) {
-        bool match;
-        s = quota_scopes_match(&qs[i], pod, &match, err);
-        if (s != TD_OK)
-            goto out_err;
-        const td_resources *restricted = &qs[i].restricted;
-        if (!match || restricted->n == 0)
-            continue;
-        s = constraints(restricted, pod, &msg);
-        if (s != TD_OK)
-            goto out;
-        if (msg.len > 0) {
-            s = td_err_set(err, TD_EFORBIDDEN, "failed quota: %s: must specify %s", qs[i].name,
-                           td_strbuf_str(&msg));
-            goto out_err;
-        }
-        if (from_status && !has_usage_stats(&qs[i], restricted)) {
-            for (size_t k = 0; k < restricted->n; k++) {
-                if (k > 0)
-                    td_strbuf_append(&msg, ",");
-                td_strbuf_append(&msg, restricted->items[k].name);
-            }
-            s = td_err_set(err, TD_EFORBIDDEN, "status unknown for quota: %s, resources: %s",
-                           qs[i].name, td_strbuf_str(&msg));
-            goto out_err;
-        }
-        if (!from_status) {
-            s = compute_used(&qs[i], restricted, used_pods, usages, nused, err);
-            if (s != TD_OK)
-                goto out_err;
-        }
-        interesting[i] = true;
-        ninteresting++;
-    }
+    s = select_quotas(pod, qs, nq, used_pods, usages, nused, from_status, interesting,
+                      &ninteresting, &msg, err);
+    if (s != TD_OK)
+        goto out_err;
 
     s = pod_usage(pod, &usage);
     if (s != TD_OK)
@@ -1073,49 +1129,16 @@ static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info
         goto out;
 
     for (i = 0; i < nq; i++) {
-        const quota *q = &qs[i];
-        size_t k;
         if (!interesting[i])
             continue;
-        s = mask(&delta, &q->hard, &requested);
-        td_resources_fini(&new_usage);
-        if (s == TD_OK)
-            s = td_resources_copy(&new_usage, &q->used);
-        else
-            td_resources_init(&new_usage);
-        if (s == TD_OK)
-            s = td_resources_add(&new_usage, &requested);
-        clear(&exceeded);
-        for (k = 0; k < requested.n && s == TD_OK; k++) {
-            const char *name = requested.items[k].name;
-            const td_quantity *now = td_resources_get(&new_usage, name);
-            const td_quantity *hard = td_resources_get(&q->hard, name);
-            if (now != NULL && hard != NULL && td_quantity_cmp(now, hard) > 0)
-                s = td_resources_set(&exceeded, name, hard);
-        }
-        td_resources_fini(&new_usage);
-        td_resources_init(&new_usage);
+        s = over_limits(&qs[i], &delta, &requested, &exceeded);
         if (s != TD_OK)
             goto out;
         if (exceeded.n == 0)
             continue;
-        td_strbuf_append(&msg, "exceeded quota: ");
-        td_strbuf_append(&msg, q->name);
-        td_strbuf_append(&msg, ", requested: ");
-        s = mask(&requested, &exceeded, &tmp);
-        pretty_print(&msg, &tmp);
-        td_strbuf_append(&msg, ", used: ");
-        if (s == TD_OK)
-            s = mask(&q->used, &exceeded, &tmp);
-        pretty_print(&msg, &tmp);
-        td_strbuf_append(&msg, ", limited: ");
-        if (s == TD_OK)
-            s = mask(&q->hard, &exceeded, &tmp);
-        pretty_print(&msg, &tmp);
-        if (s != TD_OK || msg.failed) {
-            s = TD_ENOMEM;
+        s = exceeded_message(&qs[i], &requested, &exceeded, &msg);
+        if (s != TD_OK)
             goto out;
-        }
         s = td_err_set(err, TD_EFORBIDDEN, "%s", td_strbuf_str(&msg));
         goto out_err;
     }
@@ -1131,9 +1154,7 @@ out_err:
     td_resources_fini(&usage);
     td_resources_fini(&delta);
     td_resources_fini(&requested);
-    td_resources_fini(&new_usage);
     td_resources_fini(&exceeded);
-    td_resources_fini(&tmp);
     return s;
 }
 

@@ -231,22 +231,6 @@ fail:
     return s;
 }
 
-static bool any_pod_level(const td_resources *r)
-{
-    size_t i;
-
-    for (i = 0; i < r->n; i++)
-        if (td__pod_level_resource(r->items[i].name))
-            return true;
-    return false;
-}
-
-/* resourcehelper.IsPodLevelResourcesSet. */
-static bool pod_level_set(const td__pod *p)
-{
-    return p->has_pod_resources && (any_pod_level(&p->pod_requests) || any_pod_level(&p->pod_limits));
-}
-
 static bool positive_cpu_or_memory(const td_resources *r)
 {
     const td_quantity *cpu = td_resources_get(r, "cpu");
@@ -907,7 +891,7 @@ static td_status constraints(const td_resources *restricted, const pod_info *pi,
     size_t i, j, n;
     bool any = false;
 
-    if (pod_level_set(p) || total == 0)
+    if (td__pod_level_set(p) || total == 0)
         return TD_OK;
     names = malloc(total * sizeof *names);
     if (names == NULL)
@@ -1196,7 +1180,7 @@ static td_status quota_precompute(quota *q, bool from_status)
 static unsigned containers_missing(const td__pod *p)
 {
     unsigned missing = 0;
-    if (pod_level_set(p))
+    if (td__pod_level_set(p))
         return 0;
     for (size_t j = 0; j < p->ncontainers + p->ninit_containers; j++) {
         const td__pod_container *c =

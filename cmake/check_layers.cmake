@@ -1,17 +1,26 @@
 # check_layers.cmake - every #include "..." under src/ against the layer
 # table of layers.cmake: a file may include its own unit's headers and the
 # public headers of the units its unit depends on, never another unit's
-# *_internal.h. Prints file:line and both units for each include that
-# breaks the rule and is not a listed exception, and each exception that no
-# longer matches an include (delete it); fails if there is either.
+# *_internal.h; and the table itself has no cycle (the libraries link along
+# it). Prints file:line and both units for each include that breaks the
+# rule, or the cycle; fails if there is either.
 #   cmake -DTD_SOURCE_DIR=. -P cmake/check_layers.cmake       (make layers)
 # TD_PLANT="src/core/x.c:1:#include \"gateway/budget.h\"" adds one line to
-# check as if it were in the tree (the check's own test).
+# check as if it were in the tree, TD_PLANT_DEP="core:gateway" one edge to
+# the table (the check's own tests).
 cmake_minimum_required(VERSION 3.18)
 if(NOT TD_SOURCE_DIR)
   get_filename_component(TD_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
 endif()
 include(${TD_SOURCE_DIR}/cmake/layers.cmake)
+if(TD_PLANT_DEP MATCHES "^([^:]+):([^:]+)$")
+  list(APPEND TD_UNIT_DEPS_${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
+endif()
+td_layers_cycle(cycle)
+if(cycle)
+  message(FATAL_ERROR "cmake/layers.cmake: the layers make a cycle (${cycle}); "
+                      "a unit's deps may only point down")
+endif()
 
 execute_process(
   COMMAND grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"" src
@@ -29,7 +38,6 @@ string(REGEX REPLACE "[][;]" "_" out "${out}")
 string(REGEX REPLACE "\n$" "" out "${out}")
 string(REPLACE "\n" ";" lines "${out}")
 
-set(used "")
 set(bad 0)
 set(n 0)
 foreach(l ${lines})
@@ -73,32 +81,12 @@ foreach(l ${lines})
   if(why STREQUAL "")
     continue()
   endif()
-  set(exception OFF)
-  foreach(e ${TD_LAYER_EXCEPTIONS})
-    if(e MATCHES "^([^|]+)\\|([^|]+)\\|" AND CMAKE_MATCH_1 STREQUAL file
-       AND CMAKE_MATCH_2 STREQUAL h)
-      set(exception ON)
-      list(APPEND used "${file}|${h}")
-    endif()
-  endforeach()
-  if(NOT exception)
-    message("${file}:${line}: ${unit} includes ${h}, ${why}")
-    math(EXPR bad "${bad} + 1")
-  endif()
+  message("${file}:${line}: ${unit} includes ${h}, ${why}")
+  math(EXPR bad "${bad} + 1")
 endforeach()
 
-set(nexc 0)
-foreach(e ${TD_LAYER_EXCEPTIONS})
-  string(REGEX MATCH "^[^|]+\\|[^|]+" key "${e}")
-  if(NOT key IN_LIST used)
-    message("cmake/layers.cmake: exception ${key} matches no include any more: delete it")
-    math(EXPR bad "${bad} + 1")
-  else()
-    math(EXPR nexc "${nexc} + 1")
-  endif()
-endforeach()
 if(bad GREATER 0)
   message(FATAL_ERROR "layers: ${bad} problem(s) in ${n} include lines")
 endif()
-message("layers: ${n} include lines under src/ follow cmake/layers.cmake "
-        "(${nexc} named exceptions in use)")
+message("layers: ${n} include lines under src/ follow cmake/layers.cmake, "
+        "which has no cycle")

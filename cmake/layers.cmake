@@ -36,10 +36,63 @@ set(TD_PUBLIC_OWNER_status.h core)
 set(TD_PUBLIC_OWNER_http.h io)
 set(TD_PUBLIC_OWNER_client.h client)
 
-# Upward includes that are known and have a named step that removes them:
-# "file|included header|what removes it". The include root of the file's
-# unit gets that one header, so the build stays green (the check holds it
-# to that one file); the check fails once an exception is no longer used,
-# so that it is deleted when its step lands.
-set(TD_LAYER_EXCEPTIONS
-)
+# The libraries link along this table too: td_<unit> links td_<dep> for
+# each of its deps, a program links its unit's deps, and nothing is
+# linked as a group the linker rescans. An upward call therefore has
+# nothing to resolve it, and a cycle in the table stops the configure
+# step (td_layers_cycle below; `make layers` checks it too).
+
+# Sets out (in the caller's scope) to "" when the table has no cycle, else
+# to one cycle as "a -> b -> a". A unit's deps must name units.
+function(td_layers_cycle out)
+  foreach(start ${TD_UNITS})
+    # breadth-first from start's deps, remembering how each unit was reached
+    set(queue ${TD_UNIT_DEPS_${start}})
+    set(seen ${queue})
+    foreach(d ${queue})
+      set(via_${d} ${start})
+    endforeach()
+    while(queue)
+      list(POP_FRONT queue u)
+      if(u STREQUAL start)
+        set(path ${start})
+        set(x ${via_${start}})
+        while(NOT x STREQUAL start)
+          list(PREPEND path ${x})
+          set(x ${via_${x}})
+        endwhile()
+        list(PREPEND path ${start})
+        string(REPLACE ";" " -> " path "${path}")
+        set(${out} "${path}" PARENT_SCOPE)
+        return()
+      endif()
+      foreach(d ${TD_UNIT_DEPS_${u}})
+        if(NOT d IN_LIST seen)
+          list(APPEND seen ${d})
+          list(APPEND queue ${d})
+          set(via_${d} ${u})
+        endif()
+      endforeach()
+    endwhile()
+  endforeach()
+  set(${out} "" PARENT_SCOPE)
+endfunction()
+
+# Sets out to the units of deps (a list) that no other unit of deps already
+# uses: what a target links so that the rest comes through them, e.g. for
+# daemon's deps only kinds. The table must have no cycle.
+function(td_layers_top out)
+  set(top "")
+  foreach(d ${ARGN})
+    set(covered OFF)
+    foreach(e ${ARGN})
+      if(NOT e STREQUAL d AND d IN_LIST TD_UNIT_DEPS_${e})
+        set(covered ON)
+      endif()
+    endforeach()
+    if(NOT covered)
+      list(APPEND top ${d})
+    endif()
+  endforeach()
+  set(${out} "${top}" PARENT_SCOPE)
+endfunction()

@@ -60,10 +60,12 @@ fi
 BENCH_BIN="$BUILD/tenantd (CMAKE_BUILD_TYPE=$(awk -F= '/^CMAKE_BUILD_TYPE:/ {print $2}' "$BUILD/CMakeCache.txt"), TD_SANITIZE=${BENCH_SAN:-OFF}, $(git rev-parse --short HEAD 2>/dev/null || echo no-git)$(git diff --quiet HEAD 2>/dev/null || echo +changes))"
 echo "timing $BENCH_BIN"
 CFLAGS_B="-O2 -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc"
-# the per-layer libraries, as one group (their cross-layer exceptions make cycles)
-TD_A="-Wl,--start-group $(for u in core admission gateway queue cost io client kinds; do printf '%s ' "$BUILD/libtd_$u.a"; done)-Wl,--end-group"
-# s-flood: libtd_io holds the PostgreSQL store and lease, which need libpq
-TD_A="$TD_A $(pkg-config --libs libpq 2>/dev/null || echo -lpq)"
+# the per-layer libraries, top unit first: each calls only the ones after it
+# (cmake/layers.cmake), so one pass of the linker resolves them; then what
+# they link (CMakeLists.txt's DEPS: libpq for the ledger on PostgreSQL, zlib
+# for gzip request bodies)
+TD_A="$(for u in kinds client io admission queue gateway cost core; do printf '%s ' "$BUILD/libtd_$u.a"; done)"
+TD_A="$TD_A $(pkg-config --libs libfyaml jansson sqlite3 libuv openssl hiredis libpq zlib) -lhttp_parser -lpthread -lm"
 cc $CFLAGS_B bench/bench_floor.c -o "$BUILD/bench_floor"
 cc $CFLAGS_B bench/bench_limiter.c src/core/limiter.c -lpthread -lm -o "$BUILD/bench_limiter"
 cc $CFLAGS_B bench/bench_shared.c $TD_A -lhiredis -lpthread -lm -o "$BUILD/bench_shared"

@@ -1,12 +1,14 @@
 /* kinds.c - admission's kinds: Kubernetes' own (Namespace, ResourceQuota,
  * LimitRange, PriorityClass, RuntimeClass, Pod and the kinds stored as
- * given) and AdmissionPolicy, validated as Kubernetes validates them, and
- * the isolation tiers' rules across objects (tenancy.h). */
+ * given) and AdmissionPolicy, validated as Kubernetes validates them (a
+ * ResourceQuota by quota.c, which parses it), and the isolation tiers'
+ * rules across objects (tenancy.h). */
 #include <stdio.h>
 #include <string.h>
 
 #include "admission/kinds.h"
 #include "admission/admit.h"
+#include "admission/quota.h"
 #include "core/config.h"
 #include "core/kind.h"
 #include "admission/tenancy.h"
@@ -20,76 +22,6 @@ static td_status validate_namespace(td_vctx *v)
                         "\"%s\" is not a valid namespace name (a DNS-1123 label: lowercase "
                         "letters, digits and '-', at most 63)",
                         name);
-    return TD_OK;
-}
-
-static const char *const quota_scopes[] = {"Terminating",
-                                           "NotTerminating",
-                                           "BestEffort",
-                                           "NotBestEffort",
-                                           "PriorityClass",
-                                           "CrossNamespacePodAffinity",
-                                           NULL};
-
-static td_status check_scope_exprs(td_vctx *v, const json_t *exprs, const char *base);
-
-static td_status validate_quota(td_vctx *v)
-{
-    json_t *spec = td_json_path(v->obj, "spec");
-    if (spec && !json_is_object(spec))
-        return td_vfail(v, spec, "spec", "must be a mapping");
-    TD_TRY(td_v_quantity_map(v, td_json_path(v->obj, "spec.hard"), "spec.hard"));
-    json_t *scopes = td_json_path(v->obj, "spec.scopes");
-    TD_TRY(td_v_string_array(v, scopes, "spec.scopes"));
-    size_t i;
-    json_t *x;
-    json_array_foreach(scopes, i, x)
-    {
-        if (!td_in_list(json_string_value(x), quota_scopes))
-            return td_vfail(v, x, "spec.scopes", "unsupported scope \"%s\"", json_string_value(x));
-    }
-    return check_scope_exprs(v, td_json_path(v->obj, "spec.scopeSelector.matchExpressions"),
-                             "spec.scopeSelector.matchExpressions");
-}
-
-/* ScopedResourceSelectorRequirements (a ResourceQuota's scopeSelector, the
- * ResourceQuota admission's limitedResources[].matchScopes), as
- * Kubernetes validates them. */
-static td_status check_scope_exprs(td_vctx *v, const json_t *exprs, const char *base)
-{
-    size_t i;
-    json_t *x;
-    if (exprs && !json_is_array(exprs))
-        return td_vfail(v, exprs, base, "must be a list");
-    json_array_foreach(exprs, i, x)
-    {
-        char f[128];
-        snprintf(f, sizeof f, "%s[%zu]", base, i);
-        const char *scope = td_json_str(x, "scopeName");
-        const char *op = td_json_str(x, "operator");
-        json_t *values = json_object_get(x, "values");
-        if (!td_in_list(scope, quota_scopes))
-            return td_vfail(v, x, f, "unsupported scopeName \"%s\"", scope ? scope : "");
-        if (!op || !(strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0 ||
-                     strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0))
-            return td_vfail(v, x, f, "operator must be In, NotIn, Exists or DoesNotExist");
-        TD_TRY(td_v_string_array(v, values, f));
-        int want_values = strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0;
-        size_t nv = json_array_size(values);
-        if (want_values && nv == 0)
-            return td_vfail(v, x, f,
-                            "must be at least one value when `operator` is 'In' or 'NotIn' "
-                            "for scope selector");
-        if (!want_values && nv)
-            return td_vfail(v, x, f, "must be no value when `operator` is '%s'", op);
-        if (strcmp(scope, "PriorityClass") != 0 &&
-            !(strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0))
-            return td_vfail(
-                v, x, f,
-                "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, "
-                "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, "
-                "ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity");
-    }
     return TD_OK;
 }
 
@@ -214,7 +146,7 @@ static td_status validate_admission_policy(td_vctx *v)
         snprintf(g, sizeof g, "%s.matchContains", f);
         TD_TRY(td_v_string_array(v, json_object_get(lr, "matchContains"), g));
         snprintf(g, sizeof g, "%s.matchScopes", f);
-        TD_TRY(check_scope_exprs(v, json_object_get(lr, "matchScopes"), g));
+        TD_TRY(td_quota_validate_scope_exprs(v, json_object_get(lr, "matchScopes"), g));
     }
     json_t *inh = json_object_get(s, "inheritLabelsFromNamespace");
     if (inh && !json_is_boolean(inh))
@@ -322,8 +254,8 @@ static td_status tenancy_cross_check(json_t *const *objs, size_t n, td_err *err)
  * tenancy rules after the gateway's Tenant rules (ranks 20, 30). */
 static const td_kind_def kinds[] = {
     {"Namespace", "v1", false, "ns,namespace,namespaces", validate_namespace, NULL, 0, NULL},
-    {"ResourceQuota", "v1", true, "quota,resourcequota,resourcequotas", validate_quota, NULL, 0,
-     NULL},
+    {"ResourceQuota", "v1", true, "quota,resourcequota,resourcequotas", td_quota_validate, NULL,
+     0, NULL},
     {"LimitRange", "v1", true, "limits,limitrange,limitranges", validate_limitrange, NULL, 0, NULL},
     {"PriorityClass", "scheduling.k8s.io/v1", false, "pc,priorityclass,priorityclasses",
      validate_priorityclass, priority_cross_check, 10, NULL},

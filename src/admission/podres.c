@@ -457,6 +457,12 @@ static bool any_pod_level(const td_resources *r)
     return false;
 }
 
+bool td__pod_level_set(const td__pod *p)
+{
+    return p->has_pod_resources &&
+           (any_pod_level(&p->pod_requests) || any_pod_level(&p->pod_limits));
+}
+
 static void clear(td_resources *r)
 {
     td_resources_fini(r);

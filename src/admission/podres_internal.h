@@ -101,6 +101,10 @@ const td_resources *td__pod_aggregate_kept(const td__pod *p, unsigned flags, boo
  * hugepages-*). */
 bool td__pod_level_resource(const char *name);
 
+/* resourcehelper.IsPodLevelResourcesSet: p has spec.resources with a
+ * request or limit of a pod-level resource. */
+bool td__pod_level_set(const td__pod *p);
+
 /* Parses a JSON ResourceList (an object of name -> quantity; null or absent
  * is empty) into out (initialised by the caller, added to). path names the
  * object in messages: `PATH.NAME: "2x" is not a quantity`. TD_EINVAL or

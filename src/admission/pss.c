@@ -575,6 +575,33 @@ static int apparmor_annotation_allowed(const char *v)
     return v[0] == '\0' || strcmp(v, "runtime/default") == 0 || strncmp(v, "localhost/", 10) == 0;
 }
 
+/* The shape several checks share: the containers whose securityContext
+ * bad() holds for, and pod (the pod-level securityContext's verdict, 0
+ * where the check has none). If any: "REASON (SETTERS MUST)" into m and
+ * TD_EFORBIDDEN; else TD_OK. */
+static td_status setters_check(pss_ctx *x, msgbuf *m, int pod, int (*bad)(const json_t *sc),
+                               const char *reason, const char *must)
+{
+    strv ctrs = {0};
+    for (size_t i = 0; i < x->nctr; i++) {
+        const json_t *c = ctr(x, i);
+        if (bad(ctr_sc(c)) && sv_push(&ctrs, ctr_name(c))) {
+            sv_fini(&ctrs);
+            return TD_ENOMEM;
+        }
+    }
+    if (!pod && !ctrs.n)
+        return TD_OK;
+    mb_reason(m, reason);
+    mb_put(m, " (");
+    mb_setters(m, pod, &ctrs);
+    mb_put(m, " ");
+    mb_put(m, must);
+    mb_put(m, ")");
+    sv_fini(&ctrs);
+    return TD_EFORBIDDEN;
+}
+
 /* check_appArmorProfile.go */
 static td_status check_apparmor(pss_ctx *x, msgbuf *m)
 {
@@ -837,26 +864,15 @@ out:
 }
 
 /* check_privileged.go */
+static int sets_privileged(const json_t *sc)
+{
+    return jtrue(sc, "privileged");
+}
+
 static td_status check_privileged(pss_ctx *x, msgbuf *m)
 {
-    strv ctrs = {0};
-    size_t i;
-
-    for (i = 0; i < x->nctr; i++) {
-        const json_t *c = ctr(x, i);
-        if (jtrue(ctr_sc(c), "privileged") && sv_push(&ctrs, ctr_name(c))) {
-            sv_fini(&ctrs);
-            return TD_ENOMEM;
-        }
-    }
-    if (!ctrs.n)
-        return TD_OK;
-    mb_reason(m, "privileged");
-    mb_put(m, " (");
-    mb_containers(m, &ctrs);
-    mb_put(m, " must not set securityContext.privileged=true)");
-    sv_fini(&ctrs);
-    return TD_EFORBIDDEN;
+    return setters_check(x, m, 0, sets_privileged, "privileged",
+                         "must not set securityContext.privileged=true");
 }
 
 /* procMount_1_0, shared by check_procMount_baseline.go (which skips it for
@@ -1141,55 +1157,31 @@ static td_status check_sysctls(pss_ctx *x, msgbuf *m)
 }
 
 /* check_windowsHostProcess.go */
+static int sets_host_process(const json_t *sc)
+{
+    return jtrue(jobj(sc, "windowsOptions"), "hostProcess");
+}
+
 static td_status check_windows_host_process(pss_ctx *x, msgbuf *m)
 {
-    strv ctrs = {0};
-    int pod = jtrue(jobj(x->psc, "windowsOptions"), "hostProcess");
-    size_t i;
-
-    for (i = 0; i < x->nctr; i++) {
-        const json_t *c = ctr(x, i);
-        if (jtrue(jobj(ctr_sc(c), "windowsOptions"), "hostProcess") &&
-            sv_push(&ctrs, ctr_name(c))) {
-            sv_fini(&ctrs);
-            return TD_ENOMEM;
-        }
-    }
-    if (!pod && !ctrs.n)
-        return TD_OK;
-    mb_reason(m, "hostProcess");
-    mb_put(m, " (");
-    mb_setters(m, pod, &ctrs);
-    mb_put(m, " must not set securityContext.windowsOptions.hostProcess=true)");
-    sv_fini(&ctrs);
-    return TD_EFORBIDDEN;
+    return setters_check(x, m, sets_host_process(x->psc), sets_host_process, "hostProcess",
+                         "must not set securityContext.windowsOptions.hostProcess=true");
 }
 
 /* ----------------------------------------------------- restricted checks */
 
 /* check_allowPrivilegeEscalation.go: 1.8, and 1.25 (Windows exempt) */
+static int escalation_allowed(const json_t *sc)
+{
+    return !jfalse(sc, "allowPrivilegeEscalation");
+}
+
 static td_status check_allow_privilege_escalation(pss_ctx *x, msgbuf *m)
 {
-    strv ctrs = {0};
-    size_t i;
-
     if (windows_exempt(x))
         return TD_OK;
-    for (i = 0; i < x->nctr; i++) {
-        const json_t *c = ctr(x, i);
-        if (!jfalse(ctr_sc(c), "allowPrivilegeEscalation") && sv_push(&ctrs, ctr_name(c))) {
-            sv_fini(&ctrs);
-            return TD_ENOMEM;
-        }
-    }
-    if (!ctrs.n)
-        return TD_OK;
-    mb_reason(m, "allowPrivilegeEscalation != false");
-    mb_put(m, " (");
-    mb_containers(m, &ctrs);
-    mb_put(m, " must set securityContext.allowPrivilegeEscalation=false)");
-    sv_fini(&ctrs);
-    return TD_EFORBIDDEN;
+    return setters_check(x, m, 0, escalation_allowed, "allowPrivilegeEscalation != false",
+                         "must set securityContext.allowPrivilegeEscalation=false");
 }
 
 /* check_capabilities_restricted.go: 1.22, and 1.25 (Windows exempt) */
@@ -1362,28 +1354,10 @@ static int is_uid0(const json_t *sc)
 /* check_runAsUser.go: 1.23, and 1.35 (relaxed in a user namespace) */
 static td_status check_run_as_user(pss_ctx *x, msgbuf *m)
 {
-    strv ctrs = {0};
-    int pod;
-    size_t i;
-
     if (userns_relaxed(x))
         return TD_OK;
-    pod = is_uid0(x->psc);
-    for (i = 0; i < x->nctr; i++) {
-        const json_t *c = ctr(x, i);
-        if (is_uid0(ctr_sc(c)) && sv_push(&ctrs, ctr_name(c))) {
-            sv_fini(&ctrs);
-            return TD_ENOMEM;
-        }
-    }
-    if (!pod && !ctrs.n)
-        return TD_OK;
-    mb_reason(m, "runAsUser=0");
-    mb_put(m, " (");
-    mb_setters(m, pod, &ctrs);
-    mb_put(m, " must not set runAsUser=0)");
-    sv_fini(&ctrs);
-    return TD_EFORBIDDEN;
+    return setters_check(x, m, is_uid0(x->psc), is_uid0, "runAsUser=0",
+                         "must not set runAsUser=0");
 }
 
 /* check_seccompProfile_restricted.go: 1.19, and 1.25 (Windows exempt) */

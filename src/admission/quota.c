@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "admission/podres_internal.h"
+#include "core/config.h"
 #include "core/resources.h"
 #include "core/strbuf.h"
+#include "core/validate.h"
 
 #define STRBUF_MAX (1u << 20) /* longest message built */
 
@@ -227,22 +229,6 @@ static td_status pod_info_rest(const json_t *pod, pod_info *pi, td_err *err)
     return TD_OK;
 fail:
     return s;
-}
-
-static bool any_pod_level(const td_resources *r)
-{
-    size_t i;
-
-    for (i = 0; i < r->n; i++)
-        if (td__pod_level_resource(r->items[i].name))
-            return true;
-    return false;
-}
-
-/* resourcehelper.IsPodLevelResourcesSet. */
-static bool pod_level_set(const td__pod *p)
-{
-    return p->has_pod_resources && (any_pod_level(&p->pod_requests) || any_pod_level(&p->pod_limits));
 }
 
 static bool positive_cpu_or_memory(const td_resources *r)
@@ -492,138 +478,254 @@ static void quotas_free(quota *qs, size_t n)
     free(qs);
 }
 
-static td_status quota_parse(const json_t *obj, size_t index, bool from_status, quota *q,
-                             td_err *err)
+/* ---- the one parse of a ResourceQuota ---- */
+
+/* Which hard limits and usage a parse reads. The admission check reads
+ * one side (PARSE_STATUS: status.hard and status.used, as kube-apiserver's
+ * plugin does; PARSE_PODS: spec.hard, usage counted from pods); the
+ * config's validation (PARSE_VALIDATE) reads every side and adds the API
+ * server's own rules: spec.hard not negative, known scopes and operators. */
+typedef enum { PARSE_PODS, PARSE_STATUS, PARSE_VALIDATE } parse_mode;
+
+static const char *const quota_scopes[] = {"Terminating",
+                                           "NotTerminating",
+                                           "BestEffort",
+                                           "NotBestEffort",
+                                           "PriorityClass",
+                                           "CrossNamespacePodAffinity",
+                                           NULL};
+
+static bool scope_known(const char *name)
 {
-    const json_t *meta, *name, *spec, *status, *scopes, *sel, *exprs, *hard;
-    char where[128], path[512];
+    for (const char *const *p = quota_scopes; name && *p; p++)
+        if (strcmp(name, *p) == 0)
+            return true;
+    return false;
+}
+
+/* The value of a quantity as written, for a message. */
+static const char *quantity_text(const json_t *val, char *buf, size_t n)
+{
+    if (json_is_string(val))
+        return json_string_value(val);
+    if (json_is_integer(val))
+        snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(val));
+    else
+        snprintf(buf, n, "%.15g", json_real_value(val));
+    return buf;
+}
+
+/* Parses the resource list m (field names it) into *out, which the caller
+ * has initialised and finishes. validate: a null value is no quantity and
+ * a negative one is refused, as the API server's validation does; else a
+ * null is zero and negatives pass (the check reports them). */
+static td_status parse_list(td_vctx *v, const json_t *m, const char *field, bool validate,
+                            td_resources *out)
+{
+    const char *name;
+    json_t *val;
+    if (m == NULL || json_is_null(m))
+        return TD_OK;
+    if (!json_is_object(m))
+        return td_vfail(v, m, field, "must be a map of resource name to quantity");
+    json_object_foreach((json_t *)m, name, val)
+    {
+        char f[512], buf[64];
+        td_quantity q;
+        td_err qe;
+        snprintf(f, sizeof f, "%s.%s", field, name);
+        if (validate && json_is_null(val))
+            return td_vfail(v, val, f, "must be a quantity such as \"500m\" or \"8Gi\"");
+        /* its message is ": MSG", after the empty path */
+        if (td__quantity_parse_json(val, "", &q, &qe) != TD_OK)
+            return td_vfail(v, val, f, "%s", qe.msg + 2);
+        if (validate && td_quantity_sign(&q) < 0)
+            return td_vfail(v, val, f, "\"%s\" must not be negative",
+                            quantity_text(val, buf, sizeof buf));
+        td_status s = td_resources_set(out, name, &q);
+        if (s == TD_ENOMEM)
+            return td_err_set(v->err, TD_ENOMEM, "out of memory");
+        if (s != TD_OK)
+            return td_vfail(v, val, f, "invalid resource name");
+    }
+    return TD_OK;
+}
+
+/* The selectors: spec.scopes as Exists, then the scopeSelector's
+ * expressions (getScopeSelectorsFromQuota). Types only: what the scopes
+ * and operators mean is checked by the validation or when matching. */
+static td_status parse_selectors(td_vctx *v, const json_t *spec, quota *q)
+{
+    const json_t *scopes = spec ? json_object_get(spec, "scopes") : NULL;
+    const json_t *sel = spec ? json_object_get(spec, "scopeSelector") : NULL;
+    const json_t *exprs = json_is_object(sel) ? json_object_get(sel, "matchExpressions") : NULL;
     size_t nscopes = 0, nexprs = 0, i, j;
-    td_status s;
+    const json_t *x;
+    char f[128];
 
-    q->name = "";
-    q->selectors = NULL;
-    q->nselectors = 0;
-    td_resources_init(&q->hard);
-    td_resources_init(&q->used);
-    td_resources_init(&q->headroom);
-    if (!json_is_object(obj))
-        return td_err_set(err, TD_EINVAL, "quotas[%zu]: must be an object", index);
-    meta = json_object_get(obj, "metadata");
-    name = json_is_object(meta) ? json_object_get(meta, "name") : NULL;
-    if (json_is_string(name))
-        q->name = json_string_value(name);
-    snprintf(where, sizeof where, "ResourceQuota \"%.64s\"", q->name);
-
-    spec = json_object_get(obj, "spec");
-    status = json_object_get(obj, "status");
-    if (spec != NULL && !json_is_null(spec) && !json_is_object(spec))
-        return td_err_set(err, TD_EINVAL, "%s: spec: must be an object", where);
-    if (status != NULL && !json_is_null(status) && !json_is_object(status))
-        return td_err_set(err, TD_EINVAL, "%s: status: must be an object", where);
-    if (!json_is_object(spec))
-        spec = NULL;
-    if (!json_is_object(status))
-        status = NULL;
-
-    scopes = spec ? json_object_get(spec, "scopes") : NULL;
     if (scopes != NULL && !json_is_null(scopes)) {
         if (!json_is_array(scopes))
-            return td_err_set(err, TD_EINVAL, "%s: spec.scopes: must be an array", where);
+            return td_vfail(v, scopes, "spec.scopes", "must be a list");
         nscopes = json_array_size(scopes);
     }
-    sel = spec ? json_object_get(spec, "scopeSelector") : NULL;
-    exprs = json_is_object(sel) ? json_object_get(sel, "matchExpressions") : NULL;
     if (sel != NULL && !json_is_null(sel) && !json_is_object(sel))
-        return td_err_set(err, TD_EINVAL, "%s: spec.scopeSelector: must be an object", where);
+        return td_vfail(v, sel, "spec.scopeSelector", "must be a mapping");
     if (exprs != NULL && !json_is_null(exprs)) {
         if (!json_is_array(exprs))
-            return td_err_set(err, TD_EINVAL,
-                              "%s: spec.scopeSelector.matchExpressions: must be an array", where);
+            return td_vfail(v, exprs, "spec.scopeSelector.matchExpressions", "must be a list");
         nexprs = json_array_size(exprs);
     }
-    if (nscopes + nexprs > 0) {
-        q->selectors = calloc(nscopes + nexprs, sizeof *q->selectors);
-        if (q->selectors == NULL)
-            return td_err_set(err, TD_ENOMEM, "out of memory");
+    if (nscopes + nexprs > 0 && !(q->selectors = calloc(nscopes + nexprs, sizeof *q->selectors)))
+        return td_err_set(v->err, TD_ENOMEM, "out of memory");
+    json_array_foreach(nscopes ? scopes : NULL, i, x)
+    {
+        snprintf(f, sizeof f, "spec.scopes[%zu]", i);
+        if (!json_is_string(x))
+            return td_vfail(v, x, f, "must be a string");
+        scope_selector *ss = &q->selectors[q->nselectors++];
+        ss->scope_name = json_string_value(x);
+        ss->op = "Exists";
+        selector_resolve(ss);
     }
-    /* getScopeSelectorsFromQuota: scopes as Exists, then the expressions. */
-    for (i = 0; i < nscopes; i++) {
-        const json_t *v = json_array_get(scopes, i);
-        if (!json_is_string(v)) {
-            s = td_err_set(err, TD_EINVAL, "%s: spec.scopes[%zu]: must be a string", where, i);
-            goto fail;
-        }
-        q->selectors[q->nselectors].scope_name = json_string_value(v);
-        q->selectors[q->nselectors].op = "Exists";
-        selector_resolve(&q->selectors[q->nselectors]);
-        q->nselectors++;
-    }
-    for (i = 0; i < nexprs; i++) {
-        const json_t *e = json_array_get(exprs, i);
-        const json_t *sn, *op, *values;
-        scope_selector *ss = &q->selectors[q->nselectors];
-        snprintf(path, sizeof path, "%s: spec.scopeSelector.matchExpressions[%zu]", where, i);
-        if (!json_is_object(e)) {
-            s = td_err_set(err, TD_EINVAL, "%s: must be an object", path);
-            goto fail;
-        }
-        sn = json_object_get(e, "scopeName");
-        op = json_object_get(e, "operator");
-        values = json_object_get(e, "values");
-        if (!json_is_string(sn) || !json_is_string(op)) {
-            s = td_err_set(err, TD_EINVAL, "%s: scopeName and operator must be strings", path);
-            goto fail;
-        }
-        if (values != NULL && !json_is_null(values)) {
-            const json_t *v;
-            if (!json_is_array(values)) {
-                s = td_err_set(err, TD_EINVAL, "%s.values: must be an array", path);
-                goto fail;
-            }
-            json_array_foreach(values, j, v) if (!json_is_string(v))
-            {
-                s = td_err_set(err, TD_EINVAL, "%s.values[%zu]: must be a string", path, j);
-                goto fail;
-            }
-        } else {
+    json_array_foreach(nexprs ? exprs : NULL, i, x)
+    {
+        snprintf(f, sizeof f, "spec.scopeSelector.matchExpressions[%zu]", i);
+        if (!json_is_object(x))
+            return td_vfail(v, x, f, "must be a mapping");
+        const json_t *sn = json_object_get(x, "scopeName"), *op = json_object_get(x, "operator");
+        const json_t *values = json_object_get(x, "values"), *y;
+        if (!json_is_string(sn) || !json_is_string(op))
+            return td_vfail(v, x, f, "scopeName and operator must be strings");
+        if (json_is_null(values))
             values = NULL;
-        }
+        if (values && !json_is_array(values))
+            return td_vfail(v, values, f, "values: must be a list");
+        json_array_foreach(values, j, y) if (!json_is_string(y))
+            return td_vfail(v, y, f, "values[%zu]: must be a string", j);
+        scope_selector *ss = &q->selectors[q->nselectors++];
         ss->scope_name = json_string_value(sn);
         ss->op = json_string_value(op);
         ss->values = values;
         selector_resolve(ss);
-        q->nselectors++;
-    }
-
-    /* The controller copies spec.hard into status.hard; admission reads
-     * status. Read whichever side the usage comes from, else the other. */
-    {
-        const json_t *primary = from_status ? status : spec;
-        const json_t *secondary = from_status ? spec : status;
-        const char *pname = from_status ? "status.hard" : "spec.hard";
-        const char *sname = from_status ? "spec.hard" : "status.hard";
-        hard = primary ? json_object_get(primary, "hard") : NULL;
-        if (hard == NULL || json_is_null(hard)) {
-            hard = secondary ? json_object_get(secondary, "hard") : NULL;
-            pname = sname;
-        }
-        snprintf(path, sizeof path, "%s: %s", where, pname);
-        s = td__resources_parse(hard, path, &q->hard, err);
-        if (s != TD_OK)
-            goto fail;
-    }
-    if (from_status) {
-        snprintf(path, sizeof path, "%s: status.used", where);
-        s = td__resources_parse(status ? json_object_get(status, "used") : NULL, path, &q->used,
-                                err);
-        if (s != TD_OK)
-            goto fail;
     }
     return TD_OK;
-fail:
-    quota_fini(q);
-    q->selectors = NULL;
+}
+
+/* The hard limits and usage mode reads (see parse_mode). The controller
+ * copies spec.hard into status.hard and admission reads status: the check
+ * reads whichever side its usage comes from, else the other. */
+static td_status parse_limits(td_vctx *v, const json_t *spec, const json_t *status,
+                              parse_mode mode, quota *q)
+{
+    const json_t *sh = spec ? json_object_get(spec, "hard") : NULL;
+    const json_t *th = status ? json_object_get(status, "hard") : NULL;
+    const json_t *used = status ? json_object_get(status, "used") : NULL;
+    if (mode == PARSE_VALIDATE) {
+        td_resources other;
+        td_resources_init(&other);
+        td_status s = parse_list(v, sh, "spec.hard", true, &q->hard);
+        if (s == TD_OK)
+            s = parse_list(v, th, "status.hard", false, &other);
+        if (s == TD_OK)
+            s = parse_list(v, used, "status.used", false, &q->used);
+        td_resources_fini(&other);
+        return s;
+    }
+    bool st = mode == PARSE_STATUS;
+    const json_t *hard = st ? th : sh;
+    const char *field = st ? "status.hard" : "spec.hard";
+    if (hard == NULL || json_is_null(hard)) {
+        hard = st ? sh : th;
+        field = st ? "spec.hard" : "status.hard";
+    }
+    TD_TRY(parse_list(v, hard, field, false, &q->hard));
+    return st ? parse_list(v, used, "status.used", false, &q->used) : TD_OK;
+}
+
+/* Parses obj into *q (which it initialises; finished here on failure).
+ * Errors go through v: the config's "FILE:LINE: ResourceQuota NS/NAME:
+ * FIELD: MSG", or the check's "ResourceQuota \"NAME\": FIELD: MSG". */
+static td_status quota_parse(td_vctx *v, parse_mode mode, quota *q)
+{
+    const json_t *obj = v->obj;
+    const json_t *spec = json_object_get(obj, "spec"), *status = json_object_get(obj, "status");
+    const char *name = td_json_str(obj, "metadata.name");
+    td_status s;
+
+    memset(q, 0, sizeof *q);
+    q->name = name ? name : "";
+    td_resources_init(&q->hard);
+    td_resources_init(&q->used);
+    td_resources_init(&q->restricted);
+    td_resources_init(&q->headroom);
+    if (spec != NULL && !json_is_null(spec) && !json_is_object(spec))
+        s = td_vfail(v, spec, "spec", "must be a mapping");
+    else if (status != NULL && !json_is_null(status) && !json_is_object(status))
+        s = td_vfail(v, status, "status", "must be a mapping");
+    else if ((s = parse_selectors(v, json_is_object(spec) ? spec : NULL, q)) == TD_OK)
+        s = parse_limits(v, json_is_object(spec) ? spec : NULL,
+                         json_is_object(status) ? status : NULL, mode, q);
+    if (s != TD_OK)
+        quota_fini(q);
     return s;
+}
+
+/* The API server's rules on a scope selector's requirements, for a
+ * ResourceQuota's scopeSelector and the limitedResources' matchScopes. */
+td_status td_quota_validate_scope_exprs(td_vctx *v, const json_t *exprs, const char *base)
+{
+    size_t i;
+    json_t *x;
+    if (exprs && !json_is_array(exprs))
+        return td_vfail(v, exprs, base, "must be a list");
+    json_array_foreach(exprs, i, x)
+    {
+        char f[128];
+        snprintf(f, sizeof f, "%s[%zu]", base, i);
+        const char *scope = td_json_str(x, "scopeName");
+        const char *op = td_json_str(x, "operator");
+        json_t *values = json_object_get(x, "values");
+        if (!scope_known(scope))
+            return td_vfail(v, x, f, "unsupported scopeName \"%s\"", scope ? scope : "");
+        if (!op || !(strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0 ||
+                     strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0))
+            return td_vfail(v, x, f, "operator must be In, NotIn, Exists or DoesNotExist");
+        TD_TRY(td_v_string_array(v, values, f));
+        int want_values = strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0;
+        size_t nv = json_array_size(values);
+        if (want_values && nv == 0)
+            return td_vfail(v, x, f,
+                            "must be at least one value when `operator` is 'In' or 'NotIn' "
+                            "for scope selector");
+        if (!want_values && nv)
+            return td_vfail(v, x, f, "must be no value when `operator` is '%s'", op);
+        if (strcmp(scope, "PriorityClass") != 0 &&
+            !(strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0))
+            return td_vfail(
+                v, x, f,
+                "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, "
+                "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, "
+                "ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity");
+    }
+    return TD_OK;
+}
+
+td_status td_quota_validate(td_vctx *v)
+{
+    quota q;
+    TD_TRY(quota_parse(v, PARSE_VALIDATE, &q));
+    quota_fini(&q);
+    size_t i;
+    json_t *x;
+    json_array_foreach(td_json_path(v->obj, "spec.scopes"), i, x)
+    {
+        if (!scope_known(json_string_value(x)))
+            return td_vfail(v, x, "spec.scopes", "unsupported scope \"%s\"",
+                            json_string_value(x));
+    }
+    return td_quota_validate_scope_exprs(
+        v, td_json_path(v->obj, "spec.scopeSelector.matchExpressions"),
+        "spec.scopeSelector.matchExpressions");
 }
 
 /* Go's %v of a ScopedResourceSelectorRequirement: {PriorityClass In [a b]}. */
@@ -789,7 +891,7 @@ static td_status constraints(const td_resources *restricted, const pod_info *pi,
     size_t i, j, n;
     bool any = false;
 
-    if (pod_level_set(p) || total == 0)
+    if (td__pod_level_set(p) || total == 0)
         return TD_OK;
     names = malloc(total * sizeof *names);
     if (names == NULL)
@@ -870,11 +972,100 @@ static td_status compute_used(quota *q, const td_resources *restricted, const po
     return s;
 }
 
+/* CheckRequest's first pass: which quotas the pod concerns (its scopes
+ * match and the quota tracks a resource pods use), each checked for the
+ * fields the pod must set and for usage it can be compared with; sets
+ * interesting[i] and *n. TD_EFORBIDDEN or TD_EINVAL with err set (return
+ * as is); another failure with err unset. msg is scratch, left empty. */
+static td_status select_quotas(const pod_info *pod, quota *qs, size_t nq,
+                               const pod_info *used_pods, const td_resources *usages,
+                               size_t nused, bool from_status, bool *interesting, size_t *n,
+                               td_strbuf *msg, td_err *err)
+{
+    for (size_t i = 0; i < nq; i++) {
+        bool match;
+        td_status s = quota_scopes_match(&qs[i], pod, &match, err);
+        if (s != TD_OK)
+            return s;
+        const td_resources *restricted = &qs[i].restricted;
+        if (!match || restricted->n == 0)
+            continue;
+        if ((s = constraints(restricted, pod, msg)) != TD_OK)
+            return td_err_set(err, s, "checking resource quotas: %s", td_strerror(s));
+        if (msg->len > 0)
+            return td_err_set(err, TD_EFORBIDDEN, "failed quota: %s: must specify %s",
+                              qs[i].name, td_strbuf_str(msg));
+        if (from_status && !has_usage_stats(&qs[i], restricted)) {
+            for (size_t k = 0; k < restricted->n; k++) {
+                if (k > 0)
+                    td_strbuf_append(msg, ",");
+                td_strbuf_append(msg, restricted->items[k].name);
+            }
+            return td_err_set(err, TD_EFORBIDDEN, "status unknown for quota: %s, resources: %s",
+                              qs[i].name, td_strbuf_str(msg));
+        }
+        if (!from_status &&
+            (s = compute_used(&qs[i], restricted, used_pods, usages, nused, err)) != TD_OK)
+            return s;
+        interesting[i] = true;
+        (*n)++;
+    }
+    return TD_OK;
+}
+
+/* "exceeded quota: NAME, requested: ..., used: ..., limited: ..." into msg
+ * for q, whose exceeded limits are exceeded. TD_ENOMEM if it did not fit. */
+static td_status exceeded_message(const quota *q, const td_resources *requested,
+                                  const td_resources *exceeded, td_strbuf *msg)
+{
+    td_resources tmp;
+    td_resources_init(&tmp);
+    td_strbuf_append(msg, "exceeded quota: ");
+    td_strbuf_append(msg, q->name);
+    td_strbuf_append(msg, ", requested: ");
+    td_status s = mask(requested, exceeded, &tmp);
+    pretty_print(msg, &tmp);
+    td_strbuf_append(msg, ", used: ");
+    if (s == TD_OK)
+        s = mask(&q->used, exceeded, &tmp);
+    pretty_print(msg, &tmp);
+    td_strbuf_append(msg, ", limited: ");
+    if (s == TD_OK)
+        s = mask(&q->hard, exceeded, &tmp);
+    pretty_print(msg, &tmp);
+    td_resources_fini(&tmp);
+    return s != TD_OK || msg->failed ? TD_ENOMEM : TD_OK;
+}
+
+/* The limits of q that used + delta would pass, into *exceeded (emptied
+ * first), and the part of delta q tracks into *requested. */
+static td_status over_limits(const quota *q, const td_resources *delta, td_resources *requested,
+                             td_resources *exceeded)
+{
+    td_resources new_usage;
+    td_resources_init(&new_usage);
+    clear(exceeded);
+    td_status s = mask(delta, &q->hard, requested);
+    if (s == TD_OK)
+        s = td_resources_copy(&new_usage, &q->used);
+    if (s == TD_OK)
+        s = td_resources_add(&new_usage, requested);
+    for (size_t k = 0; k < requested->n && s == TD_OK; k++) {
+        const char *name = requested->items[k].name;
+        const td_quantity *now = td_resources_get(&new_usage, name);
+        const td_quantity *hard = td_resources_get(&q->hard, name);
+        if (now != NULL && hard != NULL && td_quantity_cmp(now, hard) > 0)
+            s = td_resources_set(exceeded, name, hard);
+    }
+    td_resources_fini(&new_usage);
+    return s;
+}
+
 /* The admission check proper, on parsed input. */
 static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info *used_pods,
                        const td_resources *usages, size_t nused, bool from_status, td_err *err)
 {
-    td_resources usage, delta, requested, new_usage, exceeded, tmp;
+    td_resources usage, delta, requested, exceeded;
     bool *interesting = NULL;
     size_t i, ninteresting = 0;
     td_status s = TD_OK;
@@ -885,49 +1076,16 @@ static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info
     td_resources_init(&usage);
     td_resources_init(&delta);
     td_resources_init(&requested);
-    td_resources_init(&new_usage);
     td_resources_init(&exceeded);
-    td_resources_init(&tmp);
     interesting = calloc(nq, sizeof *interesting);
     if (interesting == NULL) {
         s = TD_ENOMEM;
         goto out;
     }
-
-    for (i = 0; i < nq; i++) {
-        bool match;
-        s = quota_scopes_match(&qs[i], pod, &match, err);
-        if (s != TD_OK)
-            goto out_err;
-        const td_resources *restricted = &qs[i].restricted;
-        if (!match || restricted->n == 0)
-            continue;
-        s = constraints(restricted, pod, &msg);
-        if (s != TD_OK)
-            goto out;
-        if (msg.len > 0) {
-            s = td_err_set(err, TD_EFORBIDDEN, "failed quota: %s: must specify %s", qs[i].name,
-                           td_strbuf_str(&msg));
-            goto out_err;
-        }
-        if (from_status && !has_usage_stats(&qs[i], restricted)) {
-            for (size_t k = 0; k < restricted->n; k++) {
-                if (k > 0)
-                    td_strbuf_append(&msg, ",");
-                td_strbuf_append(&msg, restricted->items[k].name);
-            }
-            s = td_err_set(err, TD_EFORBIDDEN, "status unknown for quota: %s, resources: %s",
-                           qs[i].name, td_strbuf_str(&msg));
-            goto out_err;
-        }
-        if (!from_status) {
-            s = compute_used(&qs[i], restricted, used_pods, usages, nused, err);
-            if (s != TD_OK)
-                goto out_err;
-        }
-        interesting[i] = true;
-        ninteresting++;
-    }
+    s = select_quotas(pod, qs, nq, used_pods, usages, nused, from_status, interesting,
+                      &ninteresting, &msg, err);
+    if (s != TD_OK)
+        goto out_err;
 
     s = pod_usage(pod, &usage);
     if (s != TD_OK)
@@ -955,49 +1113,16 @@ static td_status check(const pod_info *pod, quota *qs, size_t nq, const pod_info
         goto out;
 
     for (i = 0; i < nq; i++) {
-        const quota *q = &qs[i];
-        size_t k;
         if (!interesting[i])
             continue;
-        s = mask(&delta, &q->hard, &requested);
-        td_resources_fini(&new_usage);
-        if (s == TD_OK)
-            s = td_resources_copy(&new_usage, &q->used);
-        else
-            td_resources_init(&new_usage);
-        if (s == TD_OK)
-            s = td_resources_add(&new_usage, &requested);
-        clear(&exceeded);
-        for (k = 0; k < requested.n && s == TD_OK; k++) {
-            const char *name = requested.items[k].name;
-            const td_quantity *now = td_resources_get(&new_usage, name);
-            const td_quantity *hard = td_resources_get(&q->hard, name);
-            if (now != NULL && hard != NULL && td_quantity_cmp(now, hard) > 0)
-                s = td_resources_set(&exceeded, name, hard);
-        }
-        td_resources_fini(&new_usage);
-        td_resources_init(&new_usage);
+        s = over_limits(&qs[i], &delta, &requested, &exceeded);
         if (s != TD_OK)
             goto out;
         if (exceeded.n == 0)
             continue;
-        td_strbuf_append(&msg, "exceeded quota: ");
-        td_strbuf_append(&msg, q->name);
-        td_strbuf_append(&msg, ", requested: ");
-        s = mask(&requested, &exceeded, &tmp);
-        pretty_print(&msg, &tmp);
-        td_strbuf_append(&msg, ", used: ");
-        if (s == TD_OK)
-            s = mask(&q->used, &exceeded, &tmp);
-        pretty_print(&msg, &tmp);
-        td_strbuf_append(&msg, ", limited: ");
-        if (s == TD_OK)
-            s = mask(&q->hard, &exceeded, &tmp);
-        pretty_print(&msg, &tmp);
-        if (s != TD_OK || msg.failed) {
-            s = TD_ENOMEM;
+        s = exceeded_message(&qs[i], &requested, &exceeded, &msg);
+        if (s != TD_OK)
             goto out;
-        }
         s = td_err_set(err, TD_EFORBIDDEN, "%s", td_strbuf_str(&msg));
         goto out_err;
     }
@@ -1013,9 +1138,7 @@ out_err:
     td_resources_fini(&usage);
     td_resources_fini(&delta);
     td_resources_fini(&requested);
-    td_resources_fini(&new_usage);
     td_resources_fini(&exceeded);
-    td_resources_fini(&tmp);
     return s;
 }
 
@@ -1057,7 +1180,7 @@ static td_status quota_precompute(quota *q, bool from_status)
 static unsigned containers_missing(const td__pod *p)
 {
     unsigned missing = 0;
-    if (pod_level_set(p))
+    if (td__pod_level_set(p))
         return 0;
     for (size_t j = 0; j < p->ncontainers + p->ninit_containers; j++) {
         const td__pod_container *c =
@@ -1244,13 +1367,19 @@ static td_status quotas_parse(json_t *const *quotas, size_t nquotas, bool from_s
     if (qs == NULL)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     for (i = 0; i < nquotas; i++) {
-        td_status s = quota_parse(quotas[i], i, from_status, &qs[i], err);
-        td_resources_init(&qs[i].restricted);
+        td_status s;
+        if (!json_is_object(quotas[i])) {
+            s = td_err_set(err, TD_EINVAL, "quotas[%zu]: must be a mapping", i);
+        } else {
+            const char *name = td_json_str(quotas[i], "metadata.name");
+            td_vctx v = {.obj = quotas[i], .kind = "ResourceQuota", .err = err};
+            snprintf(v.who, sizeof v.who, "ResourceQuota \"%.64s\"", name ? name : "");
+            s = quota_parse(&v, from_status ? PARSE_STATUS : PARSE_PODS, &qs[i]);
+        }
         if (s == TD_OK && restricted_resources(&qs[i], &qs[i].restricted) != TD_OK) {
             quota_fini(&qs[i]);
             s = td_err_set(err, TD_ENOMEM, "out of memory");
         }
-        td_resources_init(&qs[i].headroom);
         if (s == TD_OK && quota_precompute(&qs[i], from_status) != TD_OK) {
             quota_fini(&qs[i]);
             s = td_err_set(err, TD_ENOMEM, "out of memory");

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "core/validate.h"
 #include "tenantd/status.h"
 
 struct td__pod; /* admission/podres_internal.h */
@@ -68,5 +69,22 @@ void td_quotas_destroy(td_quotas *qs);
 td_status td_quota_check_parsed(const json_t *pod, const struct td__pod *parsed_pod,
                                 const td_quotas *qs, json_t *const *used_pods, size_t nused,
                                 td_err *err);
+
+/* The config's validation of a ResourceQuota (its td_kind_def validator):
+ * the parse td_quotas_parse and td_quota_check run, over every side
+ * (spec.hard, status.hard, status.used), plus the API server's rules:
+ * spec.hard not negative, known scopes, scope selector requirements as
+ * td_quota_validate_scope_exprs. So a quota in a snapshot always parses
+ * for admission, and each mistake has one message, as
+ * "FILE:LINE: ResourceQuota NS/NAME: FIELD: MSG"; td_quota_check says the
+ * same as "ResourceQuota \"NAME\": FIELD: MSG". Fails through td_vfail. */
+td_status td_quota_validate(td_vctx *v);
+
+/* The API server's rules on the scope selector requirements exprs (a list
+ * or NULL; base names it in messages): known scopeName, an operator of In,
+ * NotIn, Exists, DoesNotExist, values only and at least one with In and
+ * NotIn, only Exists or DoesNotExist for scopes other than PriorityClass.
+ * For a quota's scopeSelector and AdmissionPolicy's limitedResources. */
+td_status td_quota_validate_scope_exprs(td_vctx *v, const json_t *exprs, const char *base);
 
 #endif

@@ -72,6 +72,63 @@ static int collect_pods(const td_manifest *m, json_t *arr)
     return 0;
 }
 
+/* What the offline verbs (admit, explain pod) load: the platform, the one
+ * document to decide and the pods already running (--used). */
+typedef struct {
+    td_config *cfg;
+    td_manifest *input, *used;
+    json_t *pods;       /* holds the used pods */
+    td_admit_opts opts; /* used_pods: malloc'd, pointing into pods */
+} offline;
+
+/* Loads o (zeroed by the caller) for verb; what names the one document
+ * expected in file. 0, or -1 with the reason on stderr; either way the
+ * caller runs offline_fini. */
+static int offline_load(offline *o, const char *verb, const char *what,
+                        const char *const *configs, size_t nconfigs, const char *file,
+                        const char *used)
+{
+    td_err err;
+    if (td_config_load_files(configs, nconfigs, &o->cfg, &err) != TD_OK ||
+        td_manifest_load_file(file, &o->input, &err) != TD_OK) {
+        fprintf(stderr, "tenantctl %s: %s\n", verb, err.msg);
+        return -1;
+    }
+    if (td_manifest_count(o->input) != 1) {
+        fprintf(stderr, "tenantctl %s: %s: expected one %s, found %zu documents\n", verb,
+                td_manifest_name(o->input), what, td_manifest_count(o->input));
+        return -1;
+    }
+    if (!used)
+        return 0;
+    if (td_manifest_load_file(used, &o->used, &err) != TD_OK) {
+        fprintf(stderr, "tenantctl %s: %s\n", verb, err.msg);
+        return -1;
+    }
+    if (!(o->pods = json_array()) || collect_pods(o->used, o->pods) < 0)
+        return -1;
+    o->opts.has_used = true;
+    o->opts.nused = json_array_size(o->pods);
+    json_t **p = o->opts.nused ? calloc(o->opts.nused, sizeof *p) : NULL;
+    if (o->opts.nused && !p) {
+        fprintf(stderr, "tenantctl %s: out of memory\n", verb);
+        return -1;
+    }
+    for (size_t i = 0; i < o->opts.nused; i++)
+        p[i] = json_array_get(o->pods, i);
+    o->opts.used_pods = p;
+    return 0;
+}
+
+static void offline_fini(offline *o)
+{
+    free((void *)o->opts.used_pods);
+    json_decref(o->pods);
+    td_manifest_destroy(o->input);
+    td_manifest_destroy(o->used);
+    td_config_unref(o->cfg);
+}
+
 /* The decision and each JSONPatch operation on its own line. */
 static int print_summary(const td_config *cfg, json_t *input, const td_admit_opts *opts)
 {
@@ -111,45 +168,40 @@ static int print_summary(const td_config *cfg, json_t *input, const td_admit_opt
     return rc;
 }
 
-int td_cmd_admit(int argc, char **argv)
+/* tenantctl admit's flags. */
+typedef struct {
+    const char *file, *used, *output;
+    const char *configs[64];
+    size_t nconfigs;
+    td_review_mode mode;
+    int quiet;
+} admit_flags;
+
+/* Reads argv into *f. -1 to go on, else the exit status to return. */
+static int admit_parse(int argc, char **argv, admit_flags *f)
 {
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strcmp(argv[i], "--server") == 0 || strcmp(argv[i], "-s") == 0 ||
-            strncmp(argv[i], "--server=", 9) == 0)
-            return td_cmd_admit_remote(argc, argv);
     static const struct option longopts[] = {
         {"file", required_argument, NULL, 'f'}, {"config", required_argument, NULL, 'c'},
         {"used", required_argument, NULL, 'u'}, {"mode", required_argument, NULL, 'm'},
         {"quiet", no_argument, NULL, 'q'},      {"help", no_argument, NULL, 'h'},
         {"output", required_argument, NULL, 'o'},
         {NULL, 0, NULL, 0}};
-    const char *file = NULL, *used = NULL, *mode_s = "both", *output = "review";
-    const char *configs[64];
-    size_t nconfigs = 0;
-    int quiet = 0, c;
+    const char *mode_s = "both";
+    int c;
+    f->output = "review";
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "f:c:o:qh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'f':
-            file = optarg;
-            break;
+        case 'f': f->file = optarg; break;
+        case 'u': f->used = optarg; break;
+        case 'm': mode_s = optarg; break;
+        case 'q': f->quiet = 1; break;
+        case 'o': f->output = optarg; break;
         case 'c':
-            if (td_cli_add_file("admit", configs, &nconfigs, sizeof configs / sizeof configs[0],
-                                optarg) != 0)
+            if (td_cli_add_file("admit", f->configs, &f->nconfigs,
+                                sizeof f->configs / sizeof f->configs[0], optarg) != 0)
                 return TD_EXIT_USAGE;
-            break;
-        case 'u':
-            used = optarg;
-            break;
-        case 'm':
-            mode_s = optarg;
-            break;
-        case 'q':
-            quiet = 1;
-            break;
-        case 'o':
-            output = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -161,79 +213,45 @@ int td_cmd_admit(int argc, char **argv)
             return TD_EXIT_USAGE;
         }
     }
-    if (!file || optind < argc) {
+    if (!f->file || optind < argc) {
         fprintf(stderr, "tenantctl admit: %s\n",
-                !file ? "-f POD.yaml is required" : "unexpected argument");
+                !f->file ? "-f POD.yaml is required" : "unexpected argument");
         usage(stderr);
         return TD_EXIT_USAGE;
     }
-    if (td_cli_choice(output, "review|summary") < 0) {
+    if (td_cli_choice(f->output, "review|summary") < 0) {
         fprintf(stderr, "tenantctl admit: -o must be review or summary\n");
         return TD_EXIT_USAGE;
     }
-    td_review_mode mode;
-    if (strcmp(mode_s, "both") == 0)
-        mode = TD_REVIEW_MUTATE_AND_VALIDATE;
-    else if (strcmp(mode_s, "mutate") == 0)
-        mode = TD_REVIEW_MUTATE;
-    else if (strcmp(mode_s, "validate") == 0)
-        mode = TD_REVIEW_VALIDATE;
-    else {
+    static const td_review_mode modes[] = {TD_REVIEW_MUTATE_AND_VALIDATE, TD_REVIEW_MUTATE,
+                                           TD_REVIEW_VALIDATE};
+    int m = td_cli_choice(mode_s, "both|mutate|validate");
+    if (m < 0) {
         fprintf(stderr, "tenantctl admit: --mode must be both, mutate or validate\n");
         return TD_EXIT_USAGE;
     }
+    f->mode = modes[m];
+    return -1;
+}
 
-    int rc = TD_EXIT_USAGE;
-    td_err err;
-    td_config *cfg = NULL;
-    td_manifest *input = NULL, *usedm = NULL;
-    json_t *pods = json_array(), *out = NULL;
-    if (td_config_load_files(configs, nconfigs, &cfg, &err) != TD_OK) {
-        fprintf(stderr, "tenantctl admit: %s\n", err.msg);
-        goto done;
-    }
-    if (td_manifest_load_file(file, &input, &err) != TD_OK) {
-        fprintf(stderr, "tenantctl admit: %s\n", err.msg);
-        goto done;
-    }
-    if (td_manifest_count(input) != 1) {
-        fprintf(stderr, "tenantctl admit: %s: expected one Pod or AdmissionReview, found %zu "
-                        "documents\n",
-                td_manifest_name(input), td_manifest_count(input));
-        goto done;
-    }
-    td_admit_opts opts = {0};
-    if (used) {
-        if (td_manifest_load_file(used, &usedm, &err) != TD_OK) {
-            fprintf(stderr, "tenantctl admit: %s\n", err.msg);
-            goto done;
-        }
-        if (collect_pods(usedm, pods) < 0)
-            goto done;
-        opts.has_used = true;
-        opts.nused = json_array_size(pods);
-        opts.used_pods = opts.nused ? (json_t *const *)calloc(opts.nused, sizeof(json_t *)) : NULL;
-        for (size_t i = 0; i < opts.nused; i++)
-            ((json_t **)opts.used_pods)[i] = json_array_get(pods, i);
-    }
-    if (strcmp(output, "summary") == 0) {
-        rc = print_summary(cfg, td_manifest_doc(input, 0), &opts);
-        free((void *)opts.used_pods);
-        goto done;
-    }
+/* Prints the AdmissionReview response for doc on stdout and, unless quiet,
+ * its warnings and a one-line summary on stderr. Returns the exit status. */
+static int print_review(const td_config *cfg, json_t *doc, td_review_mode mode,
+                        const td_admit_opts *opts, int quiet)
+{
     int code = 0;
-    if (td_admission_review(cfg, td_manifest_doc(input, 0), mode, &opts, &out, &code) != TD_OK) {
+    json_t *out = NULL;
+    if (td_admission_review(cfg, doc, mode, opts, &out, &code) != TD_OK) {
         fprintf(stderr, "tenantctl admit: out of memory\n");
-        free((void *)opts.used_pods);
-        goto done;
+        return TD_EXIT_USAGE;
     }
-    free((void *)opts.used_pods);
     json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     fputc('\n', stdout);
     json_t *resp = json_object_get(out, "response");
     const char *msg = td_json_str(resp, "status.message");
     size_t wi;
     json_t *w;
+    int rc;
     json_array_foreach(quiet ? NULL : json_object_get(resp, "warnings"), wi, w)
         fprintf(stderr, "warning: %s\n", json_string_value(w)); /* as kubectl prints them */
     if (json_is_true(json_object_get(resp, "allowed"))) {
@@ -247,12 +265,29 @@ int td_cmd_admit(int argc, char **argv)
         if (!quiet)
             fprintf(stderr, "%s: %s\n", code == 400 ? "bad input" : "denied", msg ? msg : "");
     }
-done:
     json_decref(out);
-    json_decref(pods);
-    td_manifest_destroy(input);
-    td_manifest_destroy(usedm);
-    td_config_unref(cfg);
+    return rc;
+}
+
+int td_cmd_admit(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--server") == 0 || strcmp(argv[i], "-s") == 0 ||
+            strncmp(argv[i], "--server=", 9) == 0)
+            return td_cmd_admit_remote(argc, argv);
+    admit_flags f = {0};
+    int rc = admit_parse(argc, argv, &f);
+    if (rc >= 0)
+        return rc;
+    offline o = {0};
+    rc = TD_EXIT_USAGE;
+    if (offline_load(&o, "admit", "Pod or AdmissionReview", f.configs, f.nconfigs, f.file,
+                     f.used) == 0) {
+        json_t *doc = td_manifest_doc(o.input, 0);
+        rc = strcmp(f.output, "summary") == 0 ? print_summary(o.cfg, doc, &o.opts)
+                                              : print_review(o.cfg, doc, f.mode, &o.opts, f.quiet);
+    }
+    offline_fini(&o);
     return rc;
 }
 
@@ -302,43 +337,21 @@ int td_cmd_explain_pod(int argc, char **argv)
                                   : "-o must be table or json");
         return TD_EXIT_USAGE;
     }
-    int rc = TD_EXIT_USAGE;
-    td_err err;
-    td_config *cfg = NULL;
-    td_manifest *input = NULL, *usedm = NULL;
-    json_t *pods = json_array();
-    td_admit_opts opts = {0};
-    opts.trace = true;
-    if (td_config_load_files(configs, nconfigs, &cfg, &err) != TD_OK ||
-        td_manifest_load_file(file, &input, &err) != TD_OK ||
-        (used && td_manifest_load_file(used, &usedm, &err) != TD_OK)) {
-        fprintf(stderr, "tenantctl explain pod: %s\n", err.msg);
-        goto done;
+    offline o = {0};
+    if (offline_load(&o, "explain pod", "Pod", configs, nconfigs, file, used) < 0) {
+        offline_fini(&o);
+        return TD_EXIT_USAGE;
     }
-    if (td_manifest_count(input) != 1) {
-        fprintf(stderr, "tenantctl explain pod: %s: expected one Pod, found %zu documents\n",
-                td_manifest_name(input), td_manifest_count(input));
-        goto done;
-    }
-    if (usedm) {
-        if (collect_pods(usedm, pods) < 0)
-            goto done;
-        opts.has_used = true;
-        opts.nused = json_array_size(pods);
-        opts.used_pods = opts.nused ? (json_t *const *)calloc(opts.nused, sizeof(json_t *)) : NULL;
-        for (size_t i = 0; i < opts.nused; i++)
-            ((json_t **)opts.used_pods)[i] = json_array_get(pods, i);
-    }
-    json_t *pod = td_manifest_doc(input, 0);
+    o.opts.trace = true;
+    json_t *pod = td_manifest_doc(o.input, 0);
     const char *ns = NULL;
     if (td_json_str(pod, "kind") && strcmp(td_json_str(pod, "kind"), "AdmissionReview") == 0) {
         ns = td_json_str(pod, "request.namespace");
         pod = td_json_path(pod, "request.object");
     }
     td_admit_result r;
-    td_admit_pod(cfg, pod, ns, &opts, &r);
-    free((void *)opts.used_pods);
-    rc = r.allowed ? TD_EXIT_OK : r.code == 400 ? TD_EXIT_USAGE : TD_EXIT_DENIED;
+    td_admit_pod(o.cfg, pod, ns, &o.opts, &r);
+    int rc = r.allowed ? TD_EXIT_OK : r.code == 400 ? TD_EXIT_USAGE : TD_EXIT_DENIED;
     if (strcmp(output, "json") == 0) {
         json_t *o = json_pack("{s:b, s:i, s:s?, s:s, s:O?}", "allowed", r.allowed, "code", r.code,
                               "rule", r.rule, "message", r.message, "steps", r.trace);
@@ -385,10 +398,6 @@ int td_cmd_explain_pod(int argc, char **argv)
             printf("\n%s\n", r.message);
     }
     td_admit_result_fini(&r);
-done:
-    json_decref(pods);
-    td_manifest_destroy(input);
-    td_manifest_destroy(usedm);
-    td_config_unref(cfg);
+    offline_fini(&o);
     return rc;
 }

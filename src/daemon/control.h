@@ -13,7 +13,7 @@
 
 #include "core/config.h"
 #include "gateway/gateway.h"
-#include "tenantd/http.h"
+#include "io/http_server.h"
 #include "io/store.h"
 
 struct td_metering;

@@ -73,20 +73,33 @@ static int scope(const td_http_request *req, const td_principal *p, char *buf, s
     return 0;
 }
 
-void td_dashboard_usage(td_control *c, const td_http_request *req, td_http_response *resp,
-                        const td_principal *p)
+/* The prologue of the readings of usage: the caller's scope (see scope)
+ * into *only (in tenant, n bytes), and a running metering. true to go on;
+ * false with the refusal answered in resp. */
+static bool usage_prologue(const td_control *c, const td_http_request *req,
+                           td_http_response *resp, const td_principal *p, char *tenant, size_t n,
+                           const char **only)
 {
-    char tenant[256], msg[128];
-    const char *only;
-    int code = scope(req, p, tenant, sizeof tenant, &only, msg, sizeof msg);
+    char msg[128];
+    int code = scope(req, p, tenant, n, only, msg, sizeof msg);
     if (code) {
         reply_error(resp, code, msg);
-        return;
+        return false;
     }
     if (!c->metering) {
         reply_error(resp, 503, "metering is not running");
-        return;
+        return false;
     }
+    return true;
+}
+
+void td_dashboard_usage(td_control *c, const td_http_request *req, td_http_response *resp,
+                        const td_principal *p)
+{
+    char tenant[256];
+    const char *only;
+    if (!usage_prologue(c, req, resp, p, tenant, sizeof tenant, &only))
+        return;
     json_t *u = td_metering_usage(c->metering, only, now_realtime_ns());
     if (!u)
         reply_error(resp, 500, "out of memory");
@@ -371,17 +384,10 @@ static json_t *budgets_json(td_control *c, const char *only, int64_t now_ns)
 void td_dashboard_get(td_control *c, const td_http_request *req, td_http_response *resp,
                       const td_principal *p)
 {
-    char tenant[256], msg[128];
+    char tenant[256];
     const char *only;
-    int code = scope(req, p, tenant, sizeof tenant, &only, msg, sizeof msg);
-    if (code) {
-        reply_error(resp, code, msg);
+    if (!usage_prologue(c, req, resp, p, tenant, sizeof tenant, &only))
         return;
-    }
-    if (!c->metering) {
-        reply_error(resp, 503, "metering is not running");
-        return;
-    }
     int64_t now_ns = now_realtime_ns();
     json_t *root = td_metering_usage(c->metering, only, now_ns);
     json_t *principal =

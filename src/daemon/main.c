@@ -22,7 +22,7 @@
 #include "core/config.h"
 #include "core/duration.h"
 #include "gateway/gateway.h"
-#include "tenantd/http.h"
+#include "io/http_server.h"
 #include "core/jsonarena.h"
 #include "io/proxy.h"
 #include "io/shared_budget.h"

@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "tenantd/http.h"
+#include "io/http_server.h"
 #include "tenantd/status.h"
 
 /* The byte buffer (http_buf.h), the request reader and the pieces it

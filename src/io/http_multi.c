@@ -24,7 +24,7 @@
  * loop as a hand-over; so the work never holds up a loop's other
  * connections (health checks, webhook reviews, other tenants' requests)
  * nor the caller's loop. */
-#include "tenantd/http.h"
+#include "io/http_server.h"
 
 #include <errno.h>
 #include <netinet/in.h>

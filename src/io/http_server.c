@@ -5,7 +5,7 @@
  * the fuzzer drive it with plain buffers. Responses after the first of a
  * loop iteration are written together at its end (queue_flush): one
  * wake-up of the client per batch rather than one per response. */
-#include "tenantd/http.h"
+#include "io/http_server.h"
 
 #include <errno.h>
 #include <limits.h>

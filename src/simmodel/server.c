@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "io/hreq.h"
-#include "tenantd/http.h"
+#include "io/http_server.h"
 #include "simmodel/simmodel.h"
 
 #define MAX_BODY        (4u << 20)

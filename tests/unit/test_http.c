@@ -28,6 +28,7 @@
 #include <openssl/ssl.h>
 
 #include "io/http_internal.h"
+#include "io/http_server.h"
 #include "tenantd/http.h"
 #include "io/tls.h"
 

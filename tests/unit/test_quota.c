@@ -23,6 +23,8 @@
 
 #include "admission/podres_internal.h"
 #include "admission/quota.h"
+#include "core/config.h"
+#include "kinds/builtin.h"
 
 static json_t *J(const char *s)
 {
@@ -373,7 +375,7 @@ static const struct {
      "[" POD("a", CPU("1"), "") "," POD("b", MEM("1Zi"), "") "]", TD_EINVAL,
      "used_pods[1] \"b\": spec.containers[0].resources.requests.memory: \"1Zi\" is not a quantity"},
     {"scopes not an array", POD("p", "", ""), "[{'metadata':{'name':'q'},'spec':{'scopes':'BestEffort'}}]", NULL,
-     TD_EINVAL, "ResourceQuota \"q\": spec.scopes: must be an array"},
+     TD_EINVAL, "ResourceQuota \"q\": spec.scopes: must be a list"},
     {"deadline not an integer", POD_EXTRA("p", "", "", "'activeDeadlineSeconds':'30'"), "[]", NULL, TD_EINVAL,
      "spec.activeDeadlineSeconds: must be an integer"},
 };
@@ -514,10 +516,98 @@ static void test_extended_name_lengths(void **state)
     assert_int_equal(check_extended(TD_RESOURCE_NAME_MAX - 1, false), TD_OK);
 }
 
+/* One parse, one message per mistake: a malformed ResourceQuota is refused
+ * when the config is loaded with the message td_quota_check gives, the
+ * object named the config's way ("c.yaml:1: ResourceQuota a/q: ") rather
+ * than the check's ("ResourceQuota \"q\": "). The quota is written as JSON,
+ * which is YAML too; from_status: the check reads status (no used pods). */
+static const struct {
+    const char *name;
+    const char *spec_status; /* members after metadata */
+    bool from_status;
+    const char *msg; /* FIELD: MSG */
+} one_message_rows[] = {
+    {"spec.hard quantity", "'spec':{'hard':{'cpu':'2x'}}", false,
+     "spec.hard.cpu: \"2x\" is not a quantity"},
+    {"spec.hard boolean", "'spec':{'hard':{'cpu':true}}", false,
+     "spec.hard.cpu: must be a quantity, not a boolean"},
+    {"spec.hard a list", "'spec':{'hard':['cpu']}", false,
+     "spec.hard: must be a map of resource name to quantity"},
+    {"status.hard quantity", "'status':{'hard':{'pods':'lots'},'used':{'pods':'1'}}", true,
+     "status.hard.pods: \"lots\" is not a quantity"},
+    {"status.used quantity", "'status':{'hard':{'pods':'2'},'used':{'pods':'1x'}}", true,
+     "status.used.pods: \"1x\" is not a quantity"},
+    {"spec a list", "'spec':[1]", false, "spec: must be a mapping"},
+    {"status a string", "'status':'ok'", true, "status: must be a mapping"},
+    {"scopes a string", "'spec':{'scopes':'BestEffort'}", false, "spec.scopes: must be a list"},
+    {"scope a number", "'spec':{'scopes':[1]}", false, "spec.scopes[0]: must be a string"},
+    {"selector a list", "'spec':{'scopeSelector':[]}", false,
+     "spec.scopeSelector: must be a mapping"},
+    {"expressions a mapping", "'spec':{'scopeSelector':{'matchExpressions':{}}}", false,
+     "spec.scopeSelector.matchExpressions: must be a list"},
+    {"expression a string", "'spec':{'scopeSelector':{'matchExpressions':['x']}}", false,
+     "spec.scopeSelector.matchExpressions[0]: must be a mapping"},
+    {"operator missing", "'spec':{'scopeSelector':{'matchExpressions':[{'scopeName':'BestEffort'}]}}",
+     false, "spec.scopeSelector.matchExpressions[0]: scopeName and operator must be strings"},
+    {"values a string",
+     "'spec':{'scopeSelector':{'matchExpressions':[{'scopeName':'PriorityClass','operator':'In',"
+     "'values':'high'}]}}",
+     false, "spec.scopeSelector.matchExpressions[0]: values: must be a list"},
+    {"value a number",
+     "'spec':{'scopeSelector':{'matchExpressions':[{'scopeName':'PriorityClass','operator':'In',"
+     "'values':['a',2]}]}}",
+     false, "spec.scopeSelector.matchExpressions[0]: values[1]: must be a string"},
+};
+
+static void test_one_message(void **state)
+{
+    (void)state;
+    td_err err;
+    assert_int_equal(td_kinds_register_builtin(&err), TD_OK);
+    int failed = 0;
+    for (size_t i = 0; i < sizeof one_message_rows / sizeof one_message_rows[0]; i++) {
+        char text[1024], want[512];
+        snprintf(text, sizeof text,
+                 "{'apiVersion':'v1','kind':'ResourceQuota','metadata':{'name':'q',"
+                 "'namespace':'a'},%s}",
+                 one_message_rows[i].spec_status);
+        json_t *q = J(text);
+        for (char *p = text; *p; p++)
+            if (*p == '\'')
+                *p = '"';
+        json_t *pod = J("{'metadata':{'name':'p'},'spec':{'containers':[{'name':'a'}]}}");
+        json_t *objs[1] = {q};
+        td_err cerr = {{0}}, lerr = {{0}};
+        json_t *no_pods[1] = {NULL}; /* usage from pods, of which there are none */
+        td_status cst = td_quota_check(pod, objs, 1, one_message_rows[i].from_status ? NULL : no_pods,
+                                       0, &cerr);
+        td_config *c = NULL;
+        td_status lst = td_config_load_text("c.yaml", text, strlen(text), &c, &lerr);
+        td_config_unref(c);
+        snprintf(want, sizeof want, "ResourceQuota \"q\": %s", one_message_rows[i].msg);
+        if (cst != TD_EINVAL || strcmp(cerr.msg, want) != 0) {
+            print_message("%s: check\n  got  %s\n  want %s\n", one_message_rows[i].name,
+                          cerr.msg, want);
+            failed++;
+        }
+        snprintf(want, sizeof want, "c.yaml:1: ResourceQuota a/q: %s", one_message_rows[i].msg);
+        if (lst != TD_EINVAL || strcmp(lerr.msg, want) != 0) {
+            print_message("%s: config\n  got  %s\n  want %s\n", one_message_rows[i].name,
+                          lerr.msg, want);
+            failed++;
+        }
+        json_decref(pod);
+        json_decref(q);
+    }
+    if (failed)
+        fail_msg("%d check(s) failed", failed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_one_message),
         cmocka_unit_test(test_extended_name_lengths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -319,7 +319,7 @@ static td_status pg_load(void *be, td__store_row_fn fn, void *ud, int64_t *gen, 
     }
     for (int i = 0, n = PQntuples(r); st == TD_OK && i < n; i++) {
         td__store_row row = {PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
-                             PQgetvalue(r, i, 3)};
+                             PQgetvalue(r, i, 3), NULL};
         st = fn(&row, ud, err);
     }
     PQclear(r);
@@ -366,6 +366,24 @@ static td_status write_checked(pg_store *s, const td__store_row *row, const char
     return TD_OK;
 }
 
+/* A client's expectation of the row's version (td_store_expect), checked
+ * under the commit's lock on tenantd_generation: no other replica's write
+ * can come between the check and this commit. */
+static td_status check_expect(pg_store *s, const td__store_row *row, td_err *err)
+{
+    const char *p[3] = {row->kind, row->namespace_, row->name};
+    PGresult *r = run(s,
+                      "SELECT body FROM tenantd_objects WHERE kind = $1 AND namespace = $2 "
+                      "AND name = $3",
+                      3, p);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return res_err(s, r, err, "cannot read an object's version");
+    td_status st = td__store_check_expect(s->name, row, PQntuples(r) ? PQgetvalue(r, 0, 0) : NULL,
+                                          err);
+    PQclear(r);
+    return st;
+}
+
 static td_status write_tx(pg_store *s, const td__store_row *ups, size_t nups,
                           const td_object_id *dels, size_t ndels, const td__store_fence *fence,
                           int64_t *before, int64_t *after, td_err *err)
@@ -390,6 +408,8 @@ static td_status write_tx(pg_store *s, const td__store_row *ups, size_t nups,
         goto fail;
     for (size_t i = 0; i < nups; i++) {
         const char *p[5] = {ups[i].kind, ups[i].namespace_, ups[i].name, ups[i].body, gen};
+        if (ups[i].expect && (st = check_expect(s, &ups[i], err)) != TD_OK)
+            goto fail;
         if (fence && i >= fence->first_checked)
             st = write_checked(s, &ups[i], gen, seen, err);
         else

@@ -4,6 +4,7 @@
  * second connection that LISTENs. Every wait is bounded (pg_conn.c);
  * parameters are always bound. */
 #include <libpq-fe.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,10 @@
  * waiting: it may hold the loop this long at most, once per outage (the
  * connection is cut, and connections are then made without waiting). */
 #define CHECK_MS 1000
+/* A connection made without a caller waiting advances this long at most
+ * per call: a living server completes it in one (a few ms), a silent one
+ * costs the loop no more than this. */
+#define STEP_MS 100
 
 typedef struct {
     PGconn *conn;    /* reads and writes, on the caller's thread */
@@ -130,7 +135,7 @@ static td_status ensure_background(pg_store *s, td_err *err)
             return td_err_set(err, TD_ENOMEM, "%s: cannot connect: out of memory", s->name);
         s->pending_since = mono_ns();
     }
-    int r = td__pg_connect_step(s->pending, 0);
+    int r = td__pg_connect_step(s->pending, STEP_MS);
     if (r == 1) {
         PQfinish(s->conn);
         s->conn = s->pending;
@@ -511,10 +516,14 @@ static int pg_watch_fd(void *be)
         s->listen_since = mono_ns();
     }
     bool late = mono_ns() - s->listen_since > (int64_t)TD_PG_CONNECT_MS * 1000000;
-    int r = td__pg_connect_step(s->listen, 0);
+    int r = td__pg_connect_step(s->listen, STEP_MS);
     if (r == 1 && !s->listen_sent) {
         s->listen_sent = PQsendQuery(s->listen, "LISTEN " CHANNEL) == 1;
         r = s->listen_sent && PQflush(s->listen) >= 0 ? 1 : -1;
+    }
+    if (r == 1) {
+        struct pollfd pfd = {PQsocket(s->listen), POLLIN, 0};
+        poll(&pfd, 1, STEP_MS); /* LISTEN's answer: a few ms from a living server */
     }
     if (r == 1 && PQconsumeInput(s->listen) && !PQisBusy(s->listen)) {
         PGresult *res = PQgetResult(s->listen);

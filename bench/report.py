@@ -643,6 +643,79 @@ def limits_section():
         ""]
 
 
+# ---- tenantd on PostgreSQL (bench/bench_pg.py; s-pg's block) ----
+def pg_section():
+    import os
+    path = os.environ.get("BENCH_PG_JSONL", "")
+    rows = [json.loads(l) for l in open(path) if l.strip()] if path and os.path.exists(path) else []
+    if not path:
+        return
+    if not rows:
+        failures.append("postgres benchmark produced no result")
+        return
+    result["postgres"] = rows
+    srv = next((r for r in rows if r.get("kind") == "pg-server"), {})
+    gw_rows = []
+    for store in ("sqlite", "postgres"):
+        g = [r for r in rows if r.get("kind") == "pg-gateway" and r["store"] == store]
+        if not g:
+            failures.append("postgres: no gateway run on the %s store" % store)
+            continue
+        gw_rows.append([store, fmt_rng(stat([r["rps"] for r in g])),
+                        fmt_rng(stat([r["cpu_us_per_req"] for r in g]), "%.1f"),
+                        fmt_rng(stat([r["p99_us"] / 1000 for r in g]), "%.1f"),
+                        fmt_rng(stat([r["ledger_records_per_s"] for r in g]), "%.1f"),
+                        fmt_rng(stat([r.get("shipped_per_s") for r in g]), "%.1f")])
+    table("PostgreSQL: the gateway on a PostgreSQL store vs SQLite",
+          ["store", "req/s", "tenantd CPU us/req", "p99 ms", "ledger records/s", "shipped/s"], gw_rows,
+          "`bench/bench_pg.py`: two tenantd `--workers 1 --admin-threads 1`, ledger on, one with "
+          "`--database` on PostgreSQL %s (also the lease and the shipper), wrk -c32 phase A's load, "
+          "runs interleaved; the gateway's ledger rolls requests up, hence few records/s. Load "
+          "average at the start: %s." % (srv.get("version", "?"), srv.get("load", "?")))
+    lrows = []
+    for mode, db in (("SQLite alone", False), ("shipped to PostgreSQL", True), ("after an outage", True)):
+        g = [r for r in rows if r.get("kind") == "pg-ledger" and r["database"] == db and
+             (r["mode"] == "outage") == (mode == "after an outage")]
+        if not g:
+            continue
+        for r in g:
+            if db and r["rows_in_pg"] != r["records"]:
+                failures.append("postgres: ledger run shipped %s of %s records" % (r["rows_in_pg"], r["records"]))
+        lrows.append([mode, fmt_rng(stat([r["committed_per_s"] for r in g])),
+                      fmt_rng(stat([r["drain_per_s"] for r in g])) if db else "-",
+                      fmt_rng(stat([r["end_to_end_per_s"] for r in g])) if db else "-",
+                      "%d/%d" % (sum(r["rows_in_pg"] for r in g), sum(r["records"] for r in g)) if db else "-"])
+    table("PostgreSQL: ledger records/s, SQLite alone vs shipped",
+          ["run", "committed/s (SQLite)", "shipped/s (drain)", "end to end/s", "rows in PostgreSQL"], lrows,
+          "`bench/bench_ledger_pg.c`: td_ledger fed by one producer (at most the run's record count), "
+          "flushed; the drain is timed from the shipper's first batch after the flush until the spool "
+          "is empty (outage: PostgreSQL stopped while records were written, started after).")
+    d = [r for r in rows if r.get("kind") == "pg-drain"]
+    for r in d:
+        if r["non2xx_during_outage"] or r["shipped"] < r["spooled"]:
+            failures.append("postgres: gateway outage run %s: %s non-200, %s of %s spooled shipped" % (
+                r["rep"], r["non2xx_during_outage"], r["shipped"], r["spooled"]))
+    t = next((r for r in rows if r.get("kind") == "pg-takeover-summary"), None)
+    trows = []
+    if t:
+        trows.append(["SIGKILL of the leader -> new term", t["n"], "%.0f" % t["min_ms"],
+                      "%.0f" % t["median_ms"], "%.0f" % t["max_ms"]])
+    if d:
+        trows.append(["gateway through an outage: spool drained after the return (ms)", len(d),
+                      "%.0f" % min(r["drain_s"] * 1000 for r in d),
+                      "%.0f" % statistics.median(r["drain_s"] * 1000 for r in d),
+                      "%.0f" % max(r["drain_s"] * 1000 for r in d)])
+    if not t:
+        failures.append("postgres: no takeover measured")
+    table("PostgreSQL: takeover and recovery (ms)", ["what", "n", "min", "median", "max"], trows,
+          "Three replicas; the leader SIGKILLed and restarted, each kill timed until a new term is in "
+          "tenantd_leader (psql polled every 10 ms). The bound is lease 3 s + tick 1 s. Gateway "
+          "outage: %s requests answered, all 200, while PostgreSQL was stopped." % (
+              "/".join(str(r["requests_during_outage"]) for r in d) or "n/a"))
+
+
+pg_section()
+
 doc_limits = limits_section()
 
 for s in systems:

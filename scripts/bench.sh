@@ -522,6 +522,23 @@ for n in $SUBMIT_NS; do
 done
 section_done queue-daemon
 
+# ---- 7. tenantd on PostgreSQL beside SQLite (issue 22; bench/bench_pg.py,
+# its own real server; s-pg's block) ----
+echo "postgres: gateway on a PostgreSQL store vs SQLite, ledger shipped, spool drain, takeover"
+bash scripts/install-deps.sh postgresql postgresql-client >/dev/null 2>&1 || true
+export BENCH_PG_JSONL="$TMP/pg.jsonl"
+: > "$BENCH_PG_JSONL"
+if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 &&
+    cc $CFLAGS_B $(pkg-config --cflags libpq) bench/bench_ledger_pg.c $TD_A \
+        $(pkg-config --libs jansson libfyaml sqlite3 libpq libuv hiredis openssl) -lpthread -lm \
+        -o "$BUILD/bench_ledger_pg"; then
+    python3 bench/bench_pg.py "$BUILD" "$BENCH_PG_JSONL" $([ "$QUICK" = 1 ] && echo --quick) ||
+        echo "bench_pg failed" >&2
+else
+    echo "bench_pg: no PostgreSQL server or bench_ledger_pg did not build" >&2
+fi
+section_done postgres
+
 VERSIONS="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), haproxy $(haproxy -v | awk 'NR==1 {print $3}'), $(wrk -v 2>&1 | awk 'NR==1 {print $1, $2}'), redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
 python3 bench/report.py --records "$REC" --limiter "$TMP/limiter.json" --shared "$TMP/shared.jsonl" \
     --queue "$TMP/queue.jsonl" --submit "$TMP/submit.jsonl" --ledger "$TMP/ledger.jsonl" --admit "$TMP/admit.jsonl" \

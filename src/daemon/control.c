@@ -799,6 +799,44 @@ static int check_submission(const td_config *prev, td_manifest *m, const td_prin
     return 0;
 }
 
+/* An apply naming metadata.resourceVersion commits only over that version
+ * of the object (store.h); the field is the server's, never stored. */
+static td_status take_version(td_control *c, json_t *doc, td_err *err)
+{
+    json_t *meta = json_object_get(doc, "metadata");
+    json_t *rv = json_object_get(meta, "resourceVersion");
+    if (!rv)
+        return TD_OK;
+    td_object_id id = td_object_identity(doc);
+    if (!json_is_string(rv))
+        return td_err_set(err, TD_EINVAL, "%s %s%s%s: metadata.resourceVersion must be a string",
+                          id.kind, id.namespace_ ? id.namespace_ : "",
+                          id.namespace_ && *id.namespace_ ? "/" : "", id.name);
+    td_status st = *json_string_value(rv) && c->store
+                       ? td_store_expect(c->store, id, json_string_value(rv), err)
+                       : TD_OK;
+    json_object_del(meta, "resourceVersion");
+    return st;
+}
+
+/* obj as served, with its metadata.resourceVersion (a new reference; obj,
+ * shared with the snapshot, is not changed). */
+static json_t *with_version(json_t *obj)
+{
+    char rv[TD_STORE_RV_LEN];
+    json_t *meta = json_object_get(obj, "metadata");
+    json_t *copy = json_is_object(meta) ? json_copy(obj) : NULL;
+    json_t *mcopy = copy ? json_copy(meta) : NULL;
+    if (!mcopy) {
+        json_decref(copy);
+        return json_incref(obj);
+    }
+    td_store_resource_version(obj, rv);
+    json_object_set_new(mcopy, "resourceVersion", json_string(rv));
+    json_object_set_new(copy, "metadata", mcopy);
+    return copy;
+}
+
 /* m's objects over the served ones, as one commit (whose scheduling pass
  * must be able to take them too); result gets one row per object with what
  * happened to it. */
@@ -811,7 +849,9 @@ static td_status commit_manifest(td_control *c, td_manifest *m, json_t *result, 
     td_status st = objs && result ? td_config_builder_create(cur, &b, err) : TD_ENOMEM;
     for (size_t i = 0; st == TD_OK && i < td_manifest_count(m); i++) {
         json_t *doc = td_manifest_doc(m, i);
-        st = td_config_builder_add(b, doc, m, err);
+        st = take_version(c, doc, err);
+        if (st == TD_OK)
+            st = td_config_builder_add(b, doc, m, err);
         if (st != TD_OK)
             break;
         td_object_id id = td_object_identity(doc);
@@ -826,6 +866,8 @@ static td_status commit_manifest(td_control *c, td_manifest *m, json_t *result, 
         st = td_config_builder_finish(b, &next, err);
     if (st == TD_OK)
         st = td_control_commit(c, next, objs, td_manifest_count(m), NULL, 0, err);
+    if (c->store)
+        td_store_expect_clear(c->store);
     free(objs);
     td_config_builder_destroy(b);
     td_config_unref(cur);
@@ -899,7 +941,7 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
     else if (st == TD_ENOMEM)
         reply_error(resp, 500, "out of memory");
     else
-        reply_error(resp, st == TD_EIO ? 503 : 400, err.msg);
+        reply_error(resp, st == TD_EIO ? 503 : st == TD_EEXIST ? 409 : 400, err.msg);
     json_decref(result);
     td_manifest_destroy(m);
 }
@@ -969,6 +1011,9 @@ static void handle_objects(td_control *c, const td_http_request *req, td_http_re
                 }
             }
         }
+        /* each with its version, as kube-apiserver serves them */
+        for (size_t k = 0; k < json_array_size(items); k++)
+            json_array_set_new(items, k, with_version(json_array_get(items, k)));
         if (*name && json_array_size(items) == 0) {
             char msg[700];
             snprintf(msg, sizeof msg, "%s %s%s%s not found", kind, ns, *ns ? "/" : "", name);

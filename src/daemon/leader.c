@@ -1,10 +1,20 @@
-/* leader.c - the daemon's side of the scheduling lease: a timer renews it
- * (or tries to take it) every TD_LEASE_TICK_MS; on becoming the leader the
- * replica picks up the store and runs a pass, so that what the previous
- * leader left unscheduled (acknowledged submits among it) is decided; it
- * logs one line per change of leadership. */
+/* leader.c - the daemon's side of the scheduling lease: a thread of its own
+ * renews it (or tries to take it) every TD_LEASE_TICK_MS and hands each
+ * outcome to the loop; on becoming the leader the replica picks up the
+ * store and runs a pass, so that what the previous leader left unscheduled
+ * (acknowledged submits among it) is decided; it logs one line per change
+ * of leadership.
+ *
+ * Why a thread and not libpq's non-blocking API on the loop: the lease is
+ * a few statements a second on a connection of its own, so a thread keeps
+ * them plain sequential code, and its renewals keep their rhythm however
+ * busy the loop is (a long apply or pass would otherwise delay a renewal
+ * and lose the lease, or delay a follower's takeover). The loop never
+ * waits on it: it reads the outcome handed over, and schedules only while
+ * the last renewal it was told of is younger than the lease. */
 #include "daemon/leader.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,15 +23,30 @@
 
 #include "io/lease.h"
 
+/* One tick's outcome, handed from the lease thread to the loop. */
+typedef struct {
+    td_status st;
+    int64_t term, valid_until;
+    char holder[256];
+    char err[256];
+} tick_result;
+
 struct td_leader {
-    uv_timer_t timer;
-    td_lease *lease;
+    uv_async_t async;
+    td_lease *lease; /* the thread's while it runs */
     td_control *control;
     td_leader_refresh_fn refresh;
     void *ud;
-    int64_t term;     /* scheduling under it now; 0: not the leader */
-    bool failing;     /* the last tick could not reach the server */
-    char holder[256]; /* who leads, as last seen */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    bool running, stopping, fresh; /* under mu; fresh: result not yet seen */
+    tick_result result;            /* under mu */
+    /* the loop's own, from the results seen */
+    int64_t term;        /* scheduling under it now; 0: not the leader */
+    int64_t valid_until; /* monotonic ns: the term is certainly current until */
+    bool failing;        /* the last tick could not reach the server */
+    char holder[256];    /* who leads, as last seen */
 };
 
 static int64_t mono_ns(void)
@@ -42,42 +67,106 @@ static void run_pass(td_leader *l)
                 (long long)l->term, err.msg);
 }
 
-static void tick(td_leader *l)
+/* Asks the server once (the lease thread, or the starting thread before
+ * the thread exists). */
+static void ask(td_lease *lease, tick_result *r)
 {
-    td_err err;
-    char holder[sizeof l->holder];
-    int64_t term = 0, before = l->term;
-    td_status st = td_lease_tick(l->lease, &term, holder, sizeof holder, &err);
-    if (st != TD_OK && !l->failing)
-        fprintf(stderr, "tenantd: leader: %s (%s)\n", err.msg,
-                term ? "keeping the term until the lease expires" : "not scheduling");
-    if (st == TD_OK && l->failing)
+    td_err err = {{0}};
+    r->term = 0;
+    r->st = td_lease_tick(lease, &r->term, r->holder, sizeof r->holder, &err);
+    r->valid_until = td_lease_valid_until(lease);
+    snprintf(r->err, sizeof r->err, "%s", err.msg);
+}
+
+/* The loop takes a tick's outcome: logs the changes, and on becoming the
+ * leader picks up the store and runs a pass. */
+static void apply_result(td_leader *l, const tick_result *r)
+{
+    int64_t before = l->term;
+    if (r->st != TD_OK && !l->failing)
+        fprintf(stderr, "tenantd: leader: %s (%s)\n", r->err,
+                r->term ? "keeping the term until the lease expires" : "not scheduling");
+    if (r->st == TD_OK && l->failing)
         fprintf(stderr, "tenantd: leader: the scheduling lease is reachable again\n");
-    l->failing = st != TD_OK;
-    l->term = term;
-    if (term && term != before) {
+    l->failing = r->st != TD_OK;
+    l->term = r->term;
+    l->valid_until = r->valid_until;
+    if (r->term && r->term != before) {
         fprintf(stderr, "tenantd: leader: this replica schedules the batch queue now (term %lld, "
                         "lease %d ms)\n",
-                (long long)term, TD_LEASE_MS);
+                (long long)r->term, TD_LEASE_MS);
         /* what the last leader left: commits it never scheduled */
         if (l->refresh)
             l->refresh(l->ud);
         if (l->term)
             run_pass(l);
-    } else if (!term && before) {
+    } else if (!r->term && before) {
         fprintf(stderr, "tenantd: leader: no longer the scheduling leader (term %lld; leader "
                         "now: %s)\n",
-                (long long)before, st == TD_OK ? holder : "unknown, the server is unreachable");
-    } else if (st == TD_OK && !term && strcmp(holder, l->holder) != 0) {
-        fprintf(stderr, "tenantd: leader: %s schedules the batch queue\n", holder);
+                (long long)before,
+                r->st == TD_OK ? r->holder : "unknown, the server is unreachable");
+    } else if (r->st == TD_OK && !r->term && strcmp(r->holder, l->holder) != 0) {
+        fprintf(stderr, "tenantd: leader: %s schedules the batch queue\n", r->holder);
     }
-    if (st == TD_OK)
-        snprintf(l->holder, sizeof l->holder, "%s", holder);
+    if (r->st == TD_OK)
+        snprintf(l->holder, sizeof l->holder, "%s", r->holder);
 }
 
-static void on_tick(uv_timer_t *t)
+static void on_result(uv_async_t *a)
 {
-    tick(t->data);
+    td_leader *l = a->data;
+    tick_result r;
+    pthread_mutex_lock(&l->mu);
+    bool fresh = l->fresh;
+    r = l->result;
+    l->fresh = false;
+    pthread_mutex_unlock(&l->mu);
+    if (fresh)
+        apply_result(l, &r);
+}
+
+/* The lease thread: a tick, its outcome to the loop, a wait until the next
+ * tick or a stop; at the stop, the lease given up. */
+static void *lease_main(void *arg)
+{
+    td_leader *l = arg;
+    tick_result r;
+    pthread_mutex_lock(&l->mu);
+    while (!l->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t ns = ts.tv_nsec + (int64_t)TD_LEASE_TICK_MS * 1000000LL;
+        ts.tv_sec += (time_t)(ns / 1000000000LL);
+        ts.tv_nsec = (long)(ns % 1000000000LL);
+        while (!l->stopping && pthread_cond_timedwait(&l->wake, &l->mu, &ts) == 0)
+            ;
+        if (l->stopping)
+            break;
+        pthread_mutex_unlock(&l->mu);
+        ask(l->lease, &r);
+        pthread_mutex_lock(&l->mu);
+        l->result = r;
+        l->fresh = true;
+        uv_async_send(&l->async);
+    }
+    pthread_mutex_unlock(&l->mu);
+    td_lease_close(l->lease); /* gives the lease up if held */
+    l->lease = NULL;
+    return NULL;
+}
+
+/* Ends the lease thread, which gives the lease up: bounded by one tick's
+ * waits and the release's (lease.h). */
+static void stop_thread(td_leader *l)
+{
+    if (!l->running)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->stopping = true;
+    pthread_cond_signal(&l->wake);
+    pthread_mutex_unlock(&l->mu);
+    pthread_join(l->thread, NULL);
+    l->running = false;
 }
 
 td_status td_leader_start(uv_loop_t *loop, const char *url, const char *name, td_control *control,
@@ -94,31 +183,49 @@ td_status td_leader_start(uv_loop_t *loop, const char *url, const char *name, td
     l->control = control;
     l->refresh = refresh;
     l->ud = ud;
-    uv_timer_init(loop, &l->timer);
-    l->timer.data = l;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    uv_async_init(loop, &l->async, on_result);
+    l->async.data = l;
     control->leader = l;
-    tick(l);
-    uv_timer_start(&l->timer, on_tick, TD_LEASE_TICK_MS, TD_LEASE_TICK_MS);
+    /* the first tick before serving: a replica starting alone leads at once */
+    tick_result r;
+    ask(l->lease, &r);
+    apply_result(l, &r);
+    if (pthread_create(&l->thread, NULL, lease_main, l) != 0) {
+        fprintf(stderr, "tenantd: leader: cannot start the lease thread; not scheduling\n");
+        td_lease_close(l->lease);
+        l->lease = NULL;
+        l->term = 0;
+    } else {
+        l->running = true;
+    }
     *out = l;
     return TD_OK;
 }
 
 void td_leader_stop(td_leader *l)
 {
-    if (!l || !l->lease)
+    if (!l || l->stopping)
         return;
-    uv_timer_stop(&l->timer);
-    td_lease_close(l->lease); /* gives the lease up if held */
-    l->lease = NULL;
+    stop_thread(l);
+    l->stopping = true;
     l->term = 0;
-    uv_close((uv_handle_t *)&l->timer, NULL);
+    uv_close((uv_handle_t *)&l->async, NULL);
 }
 
 void td_leader_destroy(td_leader *l)
 {
     if (!l)
         return;
+    stop_thread(l);
     td_lease_close(l->lease);
+    pthread_cond_destroy(&l->wake);
+    pthread_mutex_destroy(&l->mu);
     free(l);
 }
 
@@ -128,7 +235,7 @@ int64_t td_leader_term(const td_leader *l)
         return -1;
     /* a term whose lease may have expired unrenewed is not used: another
      * replica may have taken it over (its write would be refused anyway) */
-    if (l->term && (!l->lease || mono_ns() >= td_lease_valid_until(l->lease)))
+    if (l->term && mono_ns() >= l->valid_until)
         return 0;
     return l->term;
 }

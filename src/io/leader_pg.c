@@ -16,6 +16,9 @@
 
 #define RETRY_NS 2000000000LL /* between reconnects to a lost server */
 #define LEASE    "interval '3 seconds'" /* TD_LEASE_MS */
+/* Each wait of a tick, on tenantd's clock: a renewal that takes longer is
+ * worth nothing, the lease being 3 s. */
+#define WAIT_MS 1500
 
 struct td_lease {
     PGconn *conn;
@@ -59,10 +62,10 @@ void td_lease_close(td_lease *l)
         char term[24];
         snprintf(term, sizeof term, "%lld", (long long)l->term);
         const char *p[2] = {term, l->holder};
-        PQclear(PQexecParams(l->conn,
-                             "UPDATE tenantd_leader SET expires_at = '-infinity' "
-                             "WHERE id = 1 AND term = $1::bigint AND holder = $2",
-                             2, NULL, p, NULL, NULL, 0));
+        PQclear(td__pg_exec(l->conn,
+                            "UPDATE tenantd_leader SET expires_at = '-infinity' "
+                            "WHERE id = 1 AND term = $1::bigint AND holder = $2",
+                            2, p, WAIT_MS));
     }
     PQfinish(l->conn);
     free(l->url);
@@ -82,7 +85,7 @@ static td_status ensure(td_lease *l, td_err *err)
     if (mono_ns() < l->retry_at)
         return td_err_set(err, TD_EIO, "%s: not connected; next attempt within 2 s", l->name);
     PQfinish(l->conn);
-    l->conn = td__pg_connect(l->url, l->name, err);
+    l->conn = td__pg_connect(l->url, l->name, WAIT_MS, err);
     if (!l->conn) {
         l->retry_at = mono_ns() + RETRY_NS;
         return TD_EIO;
@@ -95,11 +98,11 @@ static td_status ensure(td_lease *l, td_err *err)
 static td_status update_term(td_lease *l, const char *sql, int n, const char *const *p,
                              int64_t *got, td_err *err, const char *what)
 {
-    PGresult *r = PQexecParams(l->conn, sql, n, NULL, p, NULL, NULL, 0);
+    PGresult *r = td__pg_exec(l->conn, sql, n, p, WAIT_MS);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         char line[200];
         td_status st = td_err_set(err, TD_EIO, "%s: %s: %s", l->name, what,
-                                  td__pg_one_line(PQresultErrorMessage(r), line, sizeof line));
+                                  td__pg_res_msg(l->conn, r, WAIT_MS, line, sizeof line));
         PQclear(r);
         if (PQstatus(l->conn) == CONNECTION_BAD) {
             PQfinish(l->conn);
@@ -149,7 +152,8 @@ td_status td_lease_tick(td_lease *l, int64_t *term, char *leader, size_t n, td_e
     if (leader && n) {
         snprintf(leader, n, "%s", got ? l->holder : "?");
         if (!got) {
-            PGresult *r = PQexec(l->conn, "SELECT holder FROM tenantd_leader WHERE id = 1");
+            PGresult *r = td__pg_exec(l->conn, "SELECT holder FROM tenantd_leader WHERE id = 1",
+                                      0, NULL, WAIT_MS);
             if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
                 snprintf(leader, n, "%s", PQgetvalue(r, 0, 0));
             PQclear(r);
@@ -161,10 +165,11 @@ td_status td_lease_tick(td_lease *l, int64_t *term, char *leader, size_t n, td_e
 td_status td__lease_pg_check(PGconn *c, int64_t term, const char *name, td_err *err)
 {
     char line[200];
-    PGresult *r = PQexec(c, "SELECT term, holder FROM tenantd_leader WHERE id = 1 FOR SHARE");
+    PGresult *r = td__pg_exec(c, "SELECT term, holder FROM tenantd_leader WHERE id = 1 FOR SHARE",
+                              0, NULL, TD_PG_WAIT_MS);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         td_status st = td_err_set(err, TD_EIO, "%s: cannot read the scheduling term: %s", name,
-                                  td__pg_one_line(PQresultErrorMessage(r), line, sizeof line));
+                                  td__pg_res_msg(c, r, TD_PG_WAIT_MS, line, sizeof line));
         PQclear(r);
         return st;
     }

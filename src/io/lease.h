@@ -26,7 +26,7 @@ typedef struct td_lease td_lease;
 td_status td_lease_open(const char *url, const char *holder, td_lease **out, td_err *err);
 
 /* Releases the lease if held (a successor need not wait for its expiry),
- * then closes. NULL: nothing. Blocking, bounded as every call here. */
+ * then closes. NULL: nothing. Blocking, at most 1.5 s. */
 void td_lease_close(td_lease *l);
 
 /* Renews the lease if this handle holds it, else takes it if it expired
@@ -34,7 +34,8 @@ void td_lease_close(td_lease *l);
  * *term: the term held now (0: not held); leader (n bytes, may be NULL):
  * who holds it. TD_EIO naming the server when it cannot be asked: the
  * caller keeps its term only until the lease it last renewed expires
- * (td_lease_valid_until). Blocking, at most a statement (5 s). */
+ * (td_lease_valid_until). Blocking, each wait (connect, statement) at most
+ * 1.5 s on tenantd's clock: the daemon calls it on a thread of its own. */
 td_status td_lease_tick(td_lease *l, int64_t *term, char *leader, size_t n, td_err *err);
 
 /* The monotonic time (ns) until which the term held is certainly still

@@ -5,12 +5,14 @@
  * from the spool once PostgreSQL committed them; and the reader of
  * `tenantctl report --database`. PostgreSQL down: records wait in the
  * spool (bounded by ledger.c), one log line per transition. */
+#include <errno.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "io/ledger_internal.h"
@@ -19,12 +21,15 @@
 #define BATCH      500
 #define TICK_MS    250
 #define RETRY_MS   1000
+#define STOP_MS    2000 /* a shipper that hangs on a silent server is cut then */
 
 struct td__ledger_ship {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t wake;
-    bool stop, woken;
+    bool stop, woken, exited;
+    int sock;    /* conn's socket, for a stop to cut (under mu); -1: none */
+    int wait_ms; /* bound of BEGIN and COMMIT */
     char *path, *url, *replica;
     char name[512];
     size_t spool_max;
@@ -109,15 +114,25 @@ static td_status read_spool(td__ledger_ship *s, size_t *n, td_err *err)
 
 static td_status pg_exec(td__ledger_ship *s, const char *sql, td_err *err)
 {
-    PGresult *r = PQexec(s->conn, sql);
+    PGresult *r = td__pg_exec(s->conn, sql, 0, NULL, s->wait_ms);
     td_status st = TD_OK;
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         char line[200];
         st = td_err_set(err, TD_EIO, "%s: %s: %s", s->name, sql,
-                        td__pg_one_line(PQresultErrorMessage(r), line, sizeof line));
+                        td__pg_res_msg(s->conn, r, s->wait_ms, line, sizeof line));
     }
     PQclear(r);
     return st;
+}
+
+/* Replaces the connection, publishing its socket for a stop to cut. */
+static void set_conn(td__ledger_ship *s, PGconn *c)
+{
+    pthread_mutex_lock(&s->mu);
+    PQfinish(s->conn);
+    s->conn = c;
+    s->sock = c ? PQsocket(c) : -1;
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* One batch: PostgreSQL first (one transaction), then out of the spool.
@@ -129,8 +144,8 @@ static td_status ship_batch(td__ledger_ship *s, size_t *n, td_err *err)
     if (st != TD_OK || *n == 0)
         return st;
     if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
-        PQfinish(s->conn);
-        if (!(s->conn = td__pg_connect(s->url, s->name, err)))
+        set_conn(s, td__pg_connect(s->url, s->name, TD_PG_CONNECT_MS, err));
+        if (!s->conn)
             return TD_EIO;
     }
     st = pg_exec(s, "BEGIN", err);
@@ -140,11 +155,9 @@ static td_status ship_batch(td__ledger_ship *s, size_t *n, td_err *err)
         st = pg_exec(s, "COMMIT", err);
     if (st != TD_OK) {
         if (PQstatus(s->conn) == CONNECTION_OK)
-            PQclear(PQexec(s->conn, "ROLLBACK"));
-        else {
-            PQfinish(s->conn);
-            s->conn = NULL;
-        }
+            PQclear(td__pg_exec(s->conn, "ROLLBACK", 0, NULL, s->wait_ms));
+        else
+            set_conn(s, NULL);
         return st;
     }
     sqlite3_stmt *del = NULL;
@@ -212,6 +225,8 @@ static void *ship_main(void *arg)
         if (atomic_load(&s->counters->degraded))
             s->woken = false;
     }
+    s->exited = true;
+    pthread_cond_broadcast(&s->wake);
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }
@@ -242,6 +257,8 @@ td_status td__ledger_ship_start(const char *path, const char *url, const char *r
     s->seqs = calloc(BATCH, sizeof *s->seqs);
     s->counters = counters;
     s->spool_max = spool_max;
+    s->sock = -1;
+    s->wait_ms = TD_PG_WAIT_MS;
     td_status st = TD_OK;
     if (!s->path || !s->url || !s->replica || !s->batch || !s->seqs)
         st = td_err_set(err, TD_ENOMEM, "out of memory");
@@ -286,12 +303,26 @@ void td__ledger_ship_stop(td__ledger_ship *s)
 {
     if (!s)
         return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += STOP_MS / 1000;
     pthread_mutex_lock(&s->mu);
     s->stop = true;
-    pthread_cond_signal(&s->wake);
+    pthread_cond_broadcast(&s->wake);
+    while (!s->exited && pthread_cond_timedwait(&s->wake, &s->mu, &ts) != ETIMEDOUT)
+        ;
+    /* still in a batch: the server does not answer; cut its connection */
+    bool cut = !s->exited && s->sock >= 0;
+    if (cut)
+        shutdown(s->sock, SHUT_RDWR);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
-    if (atomic_load(&s->counters->spooled) > 0 && !drain(s))
+    s->wait_ms = STOP_MS;
+    if (cut)
+        fprintf(stderr, "tenantd: ledger: %s did not answer within %d ms; its connection was "
+                        "cut\n",
+                s->name, STOP_MS);
+    if (atomic_load(&s->counters->spooled) > 0 && (cut || !drain(s)))
         fprintf(stderr, "tenantd: ledger: %llu records stay spooled in %s for the next start\n",
                 (unsigned long long)atomic_load(&s->counters->spooled), s->path);
     pthread_cond_destroy(&s->wake);
@@ -306,7 +337,7 @@ td_status td__ledger_pg_read(const char *url, int64_t from_ns, int64_t to_ns, td
     td_status st = td__pg_name(url, name, sizeof name, err);
     if (st != TD_OK)
         return st;
-    PGconn *c = td__pg_connect(url, name, err);
+    PGconn *c = td__pg_connect(url, name, TD_PG_CONNECT_MS, err);
     if (!c)
         return TD_EIO;
     char sql[1024], from[24], to[24];

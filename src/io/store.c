@@ -4,10 +4,19 @@
  * committed. */
 #include "io/store.h"
 
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/store_internal.h"
+
+/* One expectation of td_store_expect. */
+typedef struct {
+    char *kind, *namespace_, *name;
+    char rv[TD_STORE_RV_LEN];
+} expectation;
 
 struct td_store {
     const td__store_backend *ops;
@@ -15,6 +24,8 @@ struct td_store {
     /* the generation of what this handle serves: the one it loaded, or the
      * one its own commit made when that commit followed it directly */
     int64_t seen;
+    expectation *expect; /* td_store_expect's, until td_store_expect_clear */
+    size_t nexpect;
 };
 
 bool td_store_is_url(const char *where)
@@ -47,6 +58,7 @@ void td_store_close(td_store *s)
 {
     if (!s)
         return;
+    td_store_expect_clear(s);
     s->ops->close(s->be);
     free(s);
 }
@@ -88,6 +100,106 @@ td_status td_store_load(td_store *s, td_config_builder *b, td_err *err)
     return st;
 }
 
+void td_store_resource_version(const json_t *obj, char rv[TD_STORE_RV_LEN])
+{
+    /* a shallow copy without the field: obj may be shared with readers */
+    json_t *meta = json_object_get(obj, "metadata");
+    json_t *copy = json_is_object(meta) && json_object_get(meta, "resourceVersion")
+                       ? json_copy((json_t *)obj)
+                       : NULL;
+    json_t *mcopy = copy ? json_copy(meta) : NULL;
+    if (mcopy) {
+        json_object_del(mcopy, "resourceVersion");
+        json_object_set_new(copy, "metadata", mcopy);
+    }
+    char *text = json_dumps(copy ? copy : obj, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(copy);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (!text || !EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL) || n < 8) {
+        snprintf(rv, TD_STORE_RV_LEN, "0");
+    } else {
+        for (int i = 0; i < 8; i++)
+            snprintf(rv + 2 * i, 3, "%02x", md[i]);
+    }
+    free(text);
+}
+
+td_status td__store_check_expect(const char *name, const td__store_row *row, const char *stored,
+                                 td_err *err)
+{
+    char now[TD_STORE_RV_LEN] = "";
+    json_t *obj = stored ? json_loads(stored, 0, NULL) : NULL;
+    if (obj)
+        td_store_resource_version(obj, now);
+    json_decref(obj);
+    if (!stored)
+        return td_err_set(err, TD_EEXIST,
+                          "%s: %s %s%s%s: resourceVersion \"%s\" names a version that is gone: "
+                          "the object is not stored (deleted meanwhile?); nothing was applied",
+                          name, row->kind, row->namespace_, *row->namespace_ ? "/" : "", row->name,
+                          row->expect);
+    if (strcmp(now, row->expect) != 0)
+        return td_err_set(err, TD_EEXIST,
+                          "%s: %s %s%s%s was changed by another apply: resourceVersion \"%s\" "
+                          "is stale, the stored one is \"%s\"; nothing was applied (get it "
+                          "again, then apply over that)",
+                          name, row->kind, row->namespace_, *row->namespace_ ? "/" : "", row->name,
+                          row->expect, now);
+    return TD_OK;
+}
+
+td_status td_store_expect(td_store *s, td_object_id id, const char *rv, td_err *err)
+{
+    expectation *v = realloc(s->expect, (s->nexpect + 1) * sizeof *v);
+    if (!v)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    s->expect = v;
+    expectation *e = &v[s->nexpect];
+    e->kind = strdup(id.kind ? id.kind : "");
+    e->namespace_ = strdup(id.namespace_ ? id.namespace_ : "");
+    e->name = strdup(id.name ? id.name : "");
+    snprintf(e->rv, sizeof e->rv, "%s", rv);
+    if (!e->kind || !e->namespace_ || !e->name) {
+        free(e->kind);
+        free(e->namespace_);
+        free(e->name);
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
+    s->nexpect++;
+    return TD_OK;
+}
+
+void td_store_expect_clear(td_store *s)
+{
+    for (size_t i = 0; s && i < s->nexpect; i++) {
+        free(s->expect[i].kind);
+        free(s->expect[i].namespace_);
+        free(s->expect[i].name);
+    }
+    if (s) {
+        free(s->expect);
+        s->expect = NULL;
+        s->nexpect = 0;
+    }
+}
+
+/* The version a write of id must find stored, or NULL. Only the first row
+ * of a write for id (the client's object; a pass's record of it may follow
+ * in the same commit) is checked: used marks those taken. */
+static const char *expected(const td_store *s, td_object_id id, bool *used)
+{
+    for (size_t i = 0; i < s->nexpect; i++) {
+        const expectation *e = &s->expect[i];
+        if (!used[i] && strcmp(e->kind, id.kind) == 0 && strcmp(e->name, id.name) == 0 &&
+            strcmp(e->namespace_, id.namespace_ ? id.namespace_ : "") == 0) {
+            used[i] = true;
+            return e->rv;
+        }
+    }
+    return NULL;
+}
+
 /* Writes objs (and dels) through the backend, fenced when fence is not
  * NULL; keeps seen current when the commit lay right on top of it. */
 static td_status write_rows(td_store *s, json_t *const *objs, size_t nobjs,
@@ -95,8 +207,12 @@ static td_status write_rows(td_store *s, json_t *const *objs, size_t nobjs,
                             td_err *err)
 {
     td__store_row *rows = calloc(nobjs ? nobjs : 1, sizeof *rows);
-    if (!rows)
+    bool *used = calloc(s->nexpect ? s->nexpect : 1, sizeof *used);
+    if (!rows || !used) {
+        free(rows);
+        free(used);
         return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
     td_status st = TD_OK;
     size_t n = 0;
     for (; n < nobjs; n++) {
@@ -108,7 +224,9 @@ static td_status write_rows(td_store *s, json_t *const *objs, size_t nobjs,
             st = td_err_set(err, TD_ENOMEM, "out of memory");
             break;
         }
-        rows[n] = (td__store_row){id.kind, id.namespace_, id.name, body};
+        /* the pass's own rows (fenced) never carry a client's expectation */
+        const char *expect = fence && n >= fence->first_checked ? NULL : expected(s, id, used);
+        rows[n] = (td__store_row){id.kind, id.namespace_, id.name, body, expect};
     }
     int64_t before = 0, after = 0;
     if (st == TD_OK && fence && s->ops->write_fenced) {
@@ -125,6 +243,7 @@ static td_status write_rows(td_store *s, json_t *const *objs, size_t nobjs,
     for (size_t i = 0; i < n; i++)
         free((char *)rows[i].body);
     free(rows);
+    free(used);
     return st;
 }
 

@@ -54,6 +54,24 @@ td_status td_store_write_fenced(td_store *s, json_t *const *objs, size_t nobjs, 
                                 const td_object_id *dels, size_t ndels, int64_t term,
                                 td_err *err);
 
+/* Optimistic concurrency, as Kubernetes' metadata.resourceVersion: an
+ * object's version is a digest of it as stored (its fields in any order,
+ * without metadata.resourceVersion itself), the same on every replica and
+ * either backend. An apply naming one commits only while the stored object
+ * still has it; without one, the last writer wins (as kubectl apply). */
+#define TD_STORE_RV_LEN 17 /* 16 hex digits and the NUL */
+
+/* obj's version into rv. obj is only read. */
+void td_store_resource_version(const json_t *obj, char rv[TD_STORE_RV_LEN]);
+
+/* Until td_store_expect_clear, a write of the object named id commits only
+ * while the stored one's version is rv (strings copied); else the whole
+ * write is refused, nothing written: TD_EEXIST naming the object and both
+ * versions (HTTP 409), or naming it as gone when it is not stored. Loop
+ * thread, as the writes. TD_ENOMEM. */
+td_status td_store_expect(td_store *s, td_object_id id, const char *rv, td_err *err);
+void td_store_expect_clear(td_store *s);
+
 /* *changed = true if another process committed since this handle last
  * loaded (or wrote over exactly what it had loaded); always false for a
  * store only this process writes (SQLite). */

@@ -12,7 +12,14 @@
 /* One stored object: its identity and its body as compact JSON. */
 typedef struct {
     const char *kind, *namespace_, *name, *body;
+    const char *expect; /* the stored version it must have (td_store_expect), or NULL */
 } td__store_row;
+
+/* A backend, in the write's transaction, for a row with expect: stored is
+ * the object's body as stored now (NULL: none). TD_OK when it matches;
+ * else TD_EEXIST naming the object (name: the store's, for the message). */
+td_status td__store_check_expect(const char *name, const td__store_row *row, const char *stored,
+                                 td_err *err);
 
 /* Called with each stored row, in the order objects were first written;
  * the row is borrowed for the call. Non-TD_OK stops the read with it. */

@@ -4,6 +4,7 @@
  * second connection that LISTENs. Every wait is bounded (pg_conn.c);
  * parameters are always bound. */
 #include <libpq-fe.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +16,22 @@
 
 #define RETRY_NS 2000000000LL /* between reconnects to a lost server */
 #define CHANNEL  "tenantd_objects"
+/* The version check runs on the daemon's loop every second for nobody
+ * waiting: it may hold the loop this long at most, once per outage (the
+ * connection is cut, and connections are then made without waiting). */
+#define CHECK_MS 1000
+/* A connection made without a caller waiting advances this long at most
+ * per call: a living server completes it in one (a few ms), a silent one
+ * costs the loop no more than this. */
+#define STEP_MS 100
 
 typedef struct {
-    PGconn *conn;   /* reads and writes, on the caller's thread */
-    PGconn *listen; /* LISTEN only; NULL until watched, or after it was lost */
+    PGconn *conn;    /* reads and writes, on the caller's thread */
+    PGconn *pending; /* a connection being made for conn without waiting */
+    PGconn *listen;  /* LISTEN only; NULL until watched, or after it was lost */
+    bool listening;  /* listen connected and its LISTEN acknowledged */
+    bool listen_sent;
+    int64_t pending_since, listen_since; /* monotonic ns */
     char *url;
     char name[512];                         /* "PostgreSQL host:port/db": no user, no password */
     int64_t conn_retry_at, listen_retry_at; /* monotonic ns; 0: now */
@@ -74,18 +87,23 @@ static td_status conn_err(pg_store *s, PGconn *c, td_err *err, const char *what)
 static td_status res_err(pg_store *s, PGresult *r, td_err *err, const char *what)
 {
     char line[200];
-    td_status st = td_err_set(
-        err, TD_EIO, "%s: %s: %s", s->name, what,
-        td__pg_one_line(r ? PQresultErrorMessage(r) : PQerrorMessage(s->conn), line, sizeof line));
+    td_status st = td_err_set(err, TD_EIO, "%s: %s: %s", s->name, what,
+                              td__pg_res_msg(s->conn, r, TD_PG_WAIT_MS, line, sizeof line));
     PQclear(r);
     return st;
+}
+
+/* A statement someone waits for (an apply, a load): TD_PG_WAIT_MS. */
+static PGresult *run(pg_store *s, const char *sql, int n, const char *const *p)
+{
+    return td__pg_exec(s->conn, sql, n, p, TD_PG_WAIT_MS);
 }
 
 /* Runs sql (no parameters; constant text only) expecting want. */
 static td_status exec_ok(pg_store *s, const char *sql, ExecStatusType want, td_err *err,
                          const char *what)
 {
-    PGresult *r = PQexec(s->conn, sql);
+    PGresult *r = run(s, sql, 0, NULL);
     if (PQresultStatus(r) != want)
         return res_err(s, r, err, what);
     PQclear(r);
@@ -94,27 +112,64 @@ static td_status exec_ok(pg_store *s, const char *sql, ExecStatusType want, td_e
 
 static void rollback(pg_store *s)
 {
-    PQclear(PQexec(s->conn, "ROLLBACK"));
+    PQclear(run(s, "ROLLBACK", 0, NULL));
+}
+
+static void connect_failed(pg_store *s, const char *msg)
+{
+    size_t skip = strlen(s->name) + 2; /* "NAME: " */
+    s->conn_retry_at = mono_ns() + RETRY_NS;
+    snprintf(s->last_err, sizeof s->last_err, "%s", strlen(msg) > skip ? msg + skip : msg);
+}
+
+/* A background check's connection: made without waiting, one step per
+ * call, so that a server that does not answer never holds the daemon's
+ * loop. TD_OK once connected. */
+static td_status ensure_background(pg_store *s, td_err *err)
+{
+    if (!s->pending) {
+        if (mono_ns() < s->conn_retry_at)
+            return td_err_set(err, TD_EIO, "%s: not connected (%s); next attempt within 2 s",
+                              s->name, s->last_err);
+        if (!(s->pending = td__pg_connect_start(s->url)))
+            return td_err_set(err, TD_ENOMEM, "%s: cannot connect: out of memory", s->name);
+        s->pending_since = mono_ns();
+    }
+    int r = td__pg_connect_step(s->pending, STEP_MS);
+    if (r == 1) {
+        PQfinish(s->conn);
+        s->conn = s->pending;
+        s->pending = NULL;
+        return TD_OK;
+    }
+    if (r == 0 && mono_ns() - s->pending_since < (int64_t)TD_PG_CONNECT_MS * 1000000)
+        return td_err_set(err, TD_EIO, "%s: connecting", s->name);
+    char line[200], msg[256];
+    snprintf(msg, sizeof msg, "%s: cannot connect: %s", s->name,
+             r == 0 ? "no answer within the connect bound"
+                    : td__pg_one_line(PQerrorMessage(s->pending), line, sizeof line));
+    PQfinish(s->pending);
+    s->pending = NULL;
+    connect_failed(s, msg);
+    return td_err_set(err, TD_EIO, "%s", msg);
 }
 
 /* The connection, reconnected if it was lost. The background checks
- * (throttle) try at most once per RETRY_NS, so that a server that is down
- * costs the daemon's loop no blocking connect every second; an apply or a
- * load, which someone waits for, always tries. */
-static td_status ensure(pg_store *s, bool throttle, td_err *err)
+ * (background) connect without waiting and at most once per RETRY_NS; an
+ * apply or a load, which someone waits for, always tries, waiting at most
+ * TD_PG_CONNECT_MS. */
+static td_status ensure(pg_store *s, bool background, td_err *err)
 {
     if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
         return TD_OK;
-    if (throttle && mono_ns() < s->conn_retry_at)
-        return td_err_set(err, TD_EIO, "%s: not connected (%s); next attempt within 2 s", s->name,
-                          s->last_err);
+    if (background)
+        return ensure_background(s, err);
+    PQfinish(s->pending); /* this one waits, with its own bound */
+    s->pending = NULL;
     td_err e;
-    PGconn *c = td__pg_connect(s->url, s->name, &e);
+    PGconn *c = td__pg_connect(s->url, s->name, TD_PG_CONNECT_MS, &e);
     if (!c) {
-        s->conn_retry_at = mono_ns() + RETRY_NS;
-        size_t skip = strlen(s->name) + 2; /* "NAME: " */
-        snprintf(s->last_err, sizeof s->last_err, "%s",
-                 strlen(e.msg) > skip ? e.msg + skip : e.msg);
+        connect_failed(s, e.msg);
         if (err)
             *err = e;
         return TD_EIO;
@@ -132,12 +187,13 @@ static td_status begin(pg_store *s, const char *sql, td_err *err)
     td_status st = ensure(s, false, err);
     if (st != TD_OK)
         return st;
-    PGresult *r = PQexec(s->conn, sql);
+    PGresult *r = run(s, sql, 0, NULL);
     if (PQresultStatus(r) == PGRES_COMMAND_OK) {
         PQclear(r);
         return TD_OK;
     }
-    if (PQstatus(s->conn) != CONNECTION_BAD)
+    /* no answer at all: the server hangs, a second wait would too */
+    if (!r || PQstatus(s->conn) != CONNECTION_BAD)
         return res_err(s, r, err, "cannot begin a transaction");
     PQclear(r);
     if ((st = ensure(s, false, err)) != TD_OK)
@@ -153,7 +209,7 @@ static td_status migrate(pg_store *s, td_err *err)
     td_status st = begin(s, "BEGIN", err);
     if (st != TD_OK)
         return st;
-    PGresult *r = PQexec(s->conn, "SELECT pg_advisory_xact_lock(7310575183640944996)");
+    PGresult *r = run(s, "SELECT pg_advisory_xact_lock(7310575183640944996)", 0, NULL);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         st = res_err(s, r, err, "cannot lock the schema");
         goto fail;
@@ -162,7 +218,7 @@ static td_status migrate(pg_store *s, td_err *err)
     if ((st = exec_ok(s, "CREATE TABLE IF NOT EXISTS tenantd_schema (version integer NOT NULL)",
                       PGRES_COMMAND_OK, err, "cannot create tenantd_schema")) != TD_OK)
         goto fail;
-    r = PQexec(s->conn, "SELECT coalesce(max(version), 0) FROM tenantd_schema");
+    r = run(s, "SELECT coalesce(max(version), 0) FROM tenantd_schema", 0, NULL);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         st = res_err(s, r, err, "cannot read the schema version");
         goto fail;
@@ -186,9 +242,8 @@ static td_status migrate(pg_store *s, td_err *err)
         char ver[16];
         snprintf(ver, sizeof ver, "%d", TD_STORE_PG_SCHEMA);
         const char *p[1] = {ver};
-        PQclear(PQexec(s->conn, "DELETE FROM tenantd_schema"));
-        r = PQexecParams(s->conn, "INSERT INTO tenantd_schema(version) VALUES ($1::integer)", 1,
-                         NULL, p, NULL, NULL, 0);
+        PQclear(run(s, "DELETE FROM tenantd_schema", 0, NULL));
+        r = run(s, "INSERT INTO tenantd_schema(version) VALUES ($1::integer)", 1, p);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             st = res_err(s, r, err, "cannot record the schema version");
             goto fail;
@@ -207,6 +262,7 @@ static void pg_close(void *be)
     if (!s)
         return;
     PQfinish(s->conn);
+    PQfinish(s->pending);
     PQfinish(s->listen);
     free(s->url);
     free(s);
@@ -254,13 +310,13 @@ static td_status pg_load(void *be, td__store_row_fn fn, void *ud, int64_t *gen, 
     td_status st = begin(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
     if (st != TD_OK)
         return st;
-    if ((st = read_gen(s, PQexec(s->conn, "SELECT generation FROM tenantd_generation"), gen, err,
+    if ((st = read_gen(s, run(s, "SELECT generation FROM tenantd_generation", 0, NULL), gen, err,
                        "cannot read tenantd_generation")) != TD_OK) {
         rollback(s);
         return st;
     }
     PGresult *r =
-        PQexec(s->conn, "SELECT kind, namespace, name, body FROM tenantd_objects ORDER BY id");
+        run(s, "SELECT kind, namespace, name, body FROM tenantd_objects ORDER BY id", 0, NULL);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         st = res_err(s, r, err, "cannot read objects");
         rollback(s);
@@ -268,7 +324,7 @@ static td_status pg_load(void *be, td__store_row_fn fn, void *ud, int64_t *gen, 
     }
     for (int i = 0, n = PQntuples(r); st == TD_OK && i < n; i++) {
         td__store_row row = {PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
-                             PQgetvalue(r, i, 3)};
+                             PQgetvalue(r, i, 3), NULL};
         st = fn(&row, ud, err);
     }
     PQclear(r);
@@ -283,7 +339,7 @@ static td_status pg_load(void *be, td__store_row_fn fn, void *ud, int64_t *gen, 
 static td_status exec_params(pg_store *s, const char *sql, int nparams, const char *const *p,
                              ExecStatusType want, td_err *err, const char *what)
 {
-    PGresult *r = PQexecParams(s->conn, sql, nparams, NULL, p, NULL, NULL, 0);
+    PGresult *r = run(s, sql, nparams, p);
     if (PQresultStatus(r) != want)
         return res_err(s, r, err, what);
     PQclear(r);
@@ -298,12 +354,11 @@ static td_status write_checked(pg_store *s, const td__store_row *row, const char
                                const char *seen, td_err *err)
 {
     const char *p[6] = {row->kind, row->namespace_, row->name, row->body, gen, seen};
-    PGresult *r = PQexecParams(s->conn,
-                               "UPDATE tenantd_objects SET body = $4, updated_at = now(), "
-                               "generation = $5::bigint WHERE kind = $1 AND namespace = $2 "
-                               "AND name = $3 AND (generation <= $6::bigint OR "
-                               "generation = $5::bigint)",
-                               6, NULL, p, NULL, NULL, 0);
+    PGresult *r = run(s,
+                      "UPDATE tenantd_objects SET body = $4, updated_at = now(), "
+                      "generation = $5::bigint WHERE kind = $1 AND namespace = $2 "
+                      "AND name = $3 AND (generation <= $6::bigint OR generation = $5::bigint)",
+                      6, p);
     if (PQresultStatus(r) != PGRES_COMMAND_OK)
         return res_err(s, r, err, "cannot write a scheduled object");
     bool hit = strcmp(PQcmdTuples(r), "1") == 0;
@@ -316,6 +371,24 @@ static td_status write_checked(pg_store *s, const td__store_row *row, const char
     return TD_OK;
 }
 
+/* A client's expectation of the row's version (td_store_expect), checked
+ * under the commit's lock on tenantd_generation: no other replica's write
+ * can come between the check and this commit. */
+static td_status check_expect(pg_store *s, const td__store_row *row, td_err *err)
+{
+    const char *p[3] = {row->kind, row->namespace_, row->name};
+    PGresult *r = run(s,
+                      "SELECT body FROM tenantd_objects WHERE kind = $1 AND namespace = $2 "
+                      "AND name = $3",
+                      3, p);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return res_err(s, r, err, "cannot read an object's version");
+    td_status st = td__store_check_expect(s->name, row, PQntuples(r) ? PQgetvalue(r, 0, 0) : NULL,
+                                          err);
+    PQclear(r);
+    return st;
+}
+
 static td_status write_tx(pg_store *s, const td__store_row *ups, size_t nups,
                           const td_object_id *dels, size_t ndels, const td__store_fence *fence,
                           int64_t *before, int64_t *after, td_err *err)
@@ -325,8 +398,9 @@ static td_status write_tx(pg_store *s, const td__store_row *ups, size_t nups,
         return st;
     /* first: the row lock on the generation orders concurrent applies of
      * all replicas, and says whether another one committed in between */
-    PGresult *r = PQexec(s->conn, "UPDATE tenantd_generation SET generation = generation + 1 "
-                                  "RETURNING generation");
+    PGresult *r = run(s, "UPDATE tenantd_generation SET generation = generation + 1 "
+                                  "RETURNING generation",
+                      0, NULL);
     if ((st = read_gen(s, r, after, err, "cannot lock tenantd_generation for the commit")) != TD_OK)
         goto fail;
     *before = *after - 1;
@@ -339,6 +413,8 @@ static td_status write_tx(pg_store *s, const td__store_row *ups, size_t nups,
         goto fail;
     for (size_t i = 0; i < nups; i++) {
         const char *p[5] = {ups[i].kind, ups[i].namespace_, ups[i].name, ups[i].body, gen};
+        if (ups[i].expect && (st = check_expect(s, &ups[i], err)) != TD_OK)
+            goto fail;
         if (fence && i >= fence->first_checked)
             st = write_checked(s, &ups[i], gen, seen, err);
         else
@@ -364,7 +440,7 @@ static td_status write_tx(pg_store *s, const td__store_row *ups, size_t nups,
     if ((st = exec_params(s, "SELECT pg_notify('" CHANNEL "', $1)", 1, p, PGRES_TUPLES_OK, err,
                           "cannot notify the other replicas")) != TD_OK)
         goto fail;
-    r = PQexec(s->conn, "COMMIT");
+    r = run(s, "COMMIT", 0, NULL);
     if (PQresultStatus(r) != PGRES_COMMAND_OK)
         return res_err(s, r, err,
                        "cannot commit (if the connection was lost, the apply may "
@@ -390,42 +466,80 @@ static td_status pg_write_fenced(void *be, const td__store_row *ups, size_t nups
     return write_tx(be, ups, nups, dels, ndels, fence, before, after, err);
 }
 
+/* The version check of the daemon's loop: at most CHECK_MS per call. */
 static td_status pg_generation(void *be, int64_t *gen, td_err *err)
 {
     pg_store *s = be;
+    const char *sql = "SELECT generation FROM tenantd_generation";
     td_status st = ensure(s, true, err);
     if (st != TD_OK)
         return st;
-    st = read_gen(s, PQexec(s->conn, "SELECT generation FROM tenantd_generation"), gen, err,
-                  "cannot read tenantd_generation");
-    if (st != TD_OK && PQstatus(s->conn) == CONNECTION_BAD) {
-        s->conn_retry_at = 0; /* a read: retried once on a new connection */
-        if ((st = ensure(s, true, err)) == TD_OK)
-            st = read_gen(s, PQexec(s->conn, "SELECT generation FROM tenantd_generation"), gen, err,
-                          "cannot read tenantd_generation");
+    PGresult *r = td__pg_exec(s->conn, sql, 0, NULL, CHECK_MS);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+        *gen = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+        return TD_OK;
     }
+    char line[200];
+    st = td_err_set(err, TD_EIO, "%s: cannot read tenantd_generation: %s", s->name,
+                    td__pg_res_msg(s->conn, r, CHECK_MS, line, sizeof line));
+    /* a server restarted since: try a new connection at once (next call) */
+    if (r && PQstatus(s->conn) == CONNECTION_BAD)
+        s->conn_retry_at = 0;
+    else if (!r)
+        connect_failed(s, err ? err->msg : "no answer");
+    PQclear(r);
     return st;
 }
 
+static void listen_drop(pg_store *s)
+{
+    PQfinish(s->listen);
+    s->listen = NULL;
+    s->listening = s->listen_sent = false;
+}
+
+/* The listener's connection and its LISTEN, made one step per call without
+ * waiting (the daemon calls this every second until it returns a
+ * descriptor): -1 until LISTEN is acknowledged. */
 static int pg_watch_fd(void *be)
 {
     pg_store *s = be;
+    if (s->listening)
+        return PQsocket(s->listen);
     if (!s->listen) {
         if (mono_ns() < s->listen_retry_at)
             return -1;
         s->listen_retry_at = mono_ns() + RETRY_NS;
-        PGconn *c = td__pg_connect(s->url, s->name, NULL);
-        PGresult *r = c ? PQexec(c, "LISTEN " CHANNEL) : NULL;
-        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-            PQclear(r);
-            PQfinish(c);
+        if (!(s->listen = td__pg_connect_start(s->url)))
             return -1;
-        }
-        PQclear(r);
-        PQsetnonblocking(c, 1);
-        s->listen = c;
+        s->listen_since = mono_ns();
     }
-    return PQsocket(s->listen);
+    bool late = mono_ns() - s->listen_since > (int64_t)TD_PG_CONNECT_MS * 1000000;
+    int r = td__pg_connect_step(s->listen, STEP_MS);
+    if (r == 1 && !s->listen_sent) {
+        s->listen_sent = PQsendQuery(s->listen, "LISTEN " CHANNEL) == 1;
+        r = s->listen_sent && PQflush(s->listen) >= 0 ? 1 : -1;
+    }
+    if (r == 1) {
+        struct pollfd pfd = {PQsocket(s->listen), POLLIN, 0};
+        poll(&pfd, 1, STEP_MS); /* LISTEN's answer: a few ms from a living server */
+    }
+    if (r == 1 && PQconsumeInput(s->listen) && !PQisBusy(s->listen)) {
+        PGresult *res = PQgetResult(s->listen);
+        bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+        PQclear(res);
+        while (ok && (res = PQgetResult(s->listen)))
+            PQclear(res);
+        if (ok) {
+            s->listening = true;
+            return PQsocket(s->listen);
+        }
+        r = -1;
+    }
+    if (r < 0 || late || PQstatus(s->listen) == CONNECTION_BAD)
+        listen_drop(s);
+    return -1;
 }
 
 static td_status pg_watch_drain(void *be, int *notified, td_err *err)
@@ -446,9 +560,7 @@ static td_status pg_watch_drain(void *be, int *notified, td_err *err)
 
 static void pg_watch_reset(void *be)
 {
-    pg_store *s = be;
-    PQfinish(s->listen);
-    s->listen = NULL;
+    listen_drop(be);
 }
 
 const td__store_backend td__store_pg = {

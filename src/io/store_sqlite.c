@@ -94,7 +94,7 @@ static td_status sqlite_load(void *be, td__store_row_fn fn, void *ud, int64_t *g
         const char *body = (const char *)sqlite3_column_text(st, 3);
         td__store_row row = {(const char *)sqlite3_column_text(st, 0),
                              (const char *)sqlite3_column_text(st, 1),
-                             (const char *)sqlite3_column_text(st, 2), body ? body : ""};
+                             (const char *)sqlite3_column_text(st, 2), body ? body : "", NULL};
         if ((rc = fn(&row, ud, err)) != TD_OK)
             break;
     }
@@ -102,6 +102,29 @@ static td_status sqlite_load(void *be, td__store_row_fn fn, void *ud, int64_t *g
         rc = db_err(s, err, "cannot read objects");
     sqlite3_finalize(st);
     return rc;
+}
+
+/* A client's expectation of the row's version (td_store_expect), in the
+ * write's transaction (BEGIN IMMEDIATE: no other writer meanwhile). */
+static td_status check_expect(sqlite_store *s, const td__store_row *row, td_err *err)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT body FROM objects WHERE kind=? AND namespace=? AND name=?",
+                           -1, &q, NULL) != SQLITE_OK)
+        return db_err(s, err, "cannot read an object's version");
+    sqlite3_bind_text(q, 1, row->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, row->namespace_, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, row->name, -1, SQLITE_STATIC);
+    int r = sqlite3_step(q);
+    td_status st = r == SQLITE_ROW || r == SQLITE_DONE
+                       ? td__store_check_expect(s->name, row,
+                                                r == SQLITE_ROW
+                                                    ? (const char *)sqlite3_column_text(q, 0)
+                                                    : NULL,
+                                                err)
+                       : db_err(s, err, "cannot read an object's version");
+    sqlite3_finalize(q);
+    return st;
 }
 
 static td_status sqlite_write(void *be, const td__store_row *ups, size_t nups,
@@ -125,6 +148,8 @@ static td_status sqlite_write(void *be, const td__store_row *ups, size_t nups,
         goto rollback;
     }
     for (size_t i = 0; i < nups; i++) {
+        if (ups[i].expect && (rc = check_expect(s, &ups[i], err)) != TD_OK)
+            goto rollback;
         sqlite3_bind_text(up, 1, ups[i].kind, -1, SQLITE_STATIC);
         sqlite3_bind_text(up, 2, ups[i].namespace_, -1, SQLITE_STATIC);
         sqlite3_bind_text(up, 3, ups[i].name, -1, SQLITE_STATIC);

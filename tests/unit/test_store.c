@@ -1,6 +1,7 @@
 /* test_store.c - the object store's API over its backends: which backend a
  * `where` picks, the SQLite backend's round trip (upsert, delete,
- * reopen, a stored row that is not JSON), and the PostgreSQL backend's
+ * reopen, a stored row that is not JSON), resourceVersion (a digest of
+ * the content; an expectation refusing a stale write), and the PostgreSQL backend's
  * refusals that need no server (a URL libpq cannot parse, a port where
  * nothing listens: named, without the password). The PostgreSQL round trip
  * and the pick-up across replicas run on a real server in
@@ -140,6 +141,91 @@ static void test_sqlite_round_trip(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* resourceVersion: a digest of the object's content, whatever the order of
+ * its fields and its own metadata.resourceVersion. */
+static void test_resource_version(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *a, *b;
+        bool same;
+    } rows[] = {
+        {"the same object", "{\"kind\":\"K\",\"metadata\":{\"name\":\"x\"}}",
+         "{\"kind\":\"K\",\"metadata\":{\"name\":\"x\"}}", true},
+        {"fields in another order", "{\"kind\":\"K\",\"metadata\":{\"name\":\"x\",\"namespace\":\"n\"}}",
+         "{\"metadata\":{\"namespace\":\"n\",\"name\":\"x\"},\"kind\":\"K\"}", true},
+        {"its own version ignored", "{\"kind\":\"K\",\"metadata\":{\"name\":\"x\"}}",
+         "{\"kind\":\"K\",\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"abc\"}}", true},
+        {"a value changed", "{\"kind\":\"K\",\"spec\":{\"cpu\":\"1\"}}",
+         "{\"kind\":\"K\",\"spec\":{\"cpu\":\"2\"}}", false},
+        {"a field added", "{\"kind\":\"K\"}", "{\"kind\":\"K\",\"spec\":{}}", false},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        json_t *a = json_loads(rows[i].a, 0, NULL), *b = json_loads(rows[i].b, 0, NULL);
+        char ra[TD_STORE_RV_LEN], rb[TD_STORE_RV_LEN];
+        td_store_resource_version(a, ra);
+        td_store_resource_version(b, rb);
+        assert_int_equal(strlen(ra), 16);
+        if ((strcmp(ra, rb) == 0) != rows[i].same)
+            fail_msg("%s: %s vs %s", rows[i].name, ra, rb);
+        json_decref(a);
+        json_decref(b);
+    }
+}
+
+/* An expectation on the SQLite store: a stale or gone version refuses the
+ * whole write (nothing stored); the current one commits. */
+static void test_sqlite_expect(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/td-store-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    td_err err;
+    td_store *s = NULL;
+    assert_int_equal(td_store_open(dir, &s, &err), TD_OK);
+    json_t *a1 = ns("a", "1"), *a2 = ns("a", "2"), *z = ns("z", "1");
+    assert_int_equal(td_store_write(s, &a1, 1, NULL, 0, &err), TD_OK);
+    char cur[TD_STORE_RV_LEN];
+    td_store_resource_version(a1, cur);
+    td_object_id ida = {"Namespace", "", "a"}, idz = {"Namespace", "", "z"};
+    static const struct {
+        const char *name, *rv;
+        int gone;
+        td_status want;
+        const char *msg;
+    } rows[] = {
+        {"stale", "0123456789abcdef", 0, TD_EEXIST, "Namespace a was changed by another apply"},
+        {"gone", "0123456789abcdef", 1, TD_EEXIST, "Namespace z: resourceVersion"},
+        {"current", NULL, 0, TD_OK, NULL},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        json_t *objs[2] = {rows[i].gone ? z : a2, a2};
+        assert_int_equal(td_store_expect(s, rows[i].gone ? idz : ida, rows[i].rv ? rows[i].rv : cur,
+                                         &err),
+                         TD_OK);
+        td_status st = td_store_write(s, objs, rows[i].gone ? 2 : 1, NULL, 0, &err);
+        td_store_expect_clear(s);
+        if (st != rows[i].want || (rows[i].msg && !strstr(err.msg, rows[i].msg)))
+            fail_msg("%s: status %d, %s", rows[i].name, st, err.msg);
+        /* refused: a is still as first written */
+        td_config *c = load_all(s);
+        json_t *got = td_config_get(c, "Namespace", "", "a");
+        char rv[TD_STORE_RV_LEN];
+        td_store_resource_version(got, rv);
+        td_store_resource_version(st == TD_OK ? a2 : a1, cur);
+        if (strcmp(rv, cur) != 0)
+            fail_msg("%s: stored a is not what it should be", rows[i].name);
+        td_config_unref(c);
+    }
+    td_store_close(s);
+    json_decref(a1);
+    json_decref(a2);
+    json_decref(z);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_pg_bad_url(void **state)
 {
     (void)state;
@@ -194,6 +280,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_is_url),
         cmocka_unit_test(test_sqlite_round_trip),
+        cmocka_unit_test(test_resource_version),
+        cmocka_unit_test(test_sqlite_expect),
         cmocka_unit_test(test_pg_bad_url),
         cmocka_unit_test(test_pg_unreachable),
     };

@@ -7,7 +7,12 @@
  * a row, never more than half the pool at once); the thresholds of active
  * health checks. Pure: time comes in as now_ns, randomness from a seed the
  * caller gives. Single-owner: each gateway worker has its own pool state
- * (as it has its own share of the route's queue). */
+ * (as it has its own share of the route's queue).
+ *
+ * Membership: each slot of a pool came from one configured endpoint (its
+ * source); a source that is a DNS name gives one slot per address it
+ * resolves to (td_ep_resolved), and an address that vanishes is drained:
+ * no new requests, its slot freed once nothing is in flight there. */
 #ifndef TENANTD_ENDPOINTS_H
 #define TENANTD_ENDPOINTS_H
 
@@ -18,6 +23,18 @@
 #include "tenantd/status.h"
 
 #define TD_EP_MAX 64 /* endpoints in one pool */
+#define TD_EP_KEY 20 /* bytes of an address key (opaque here) */
+
+/* Where a slot is in its life: FREE slots hold nothing (ep[i] of a pool
+ * of n may be free when a name's addresses shrank); DRAINING ones take no
+ * new request and wait for their in-flight ones to end. */
+typedef enum { TD_EP_ACTIVE = 0, TD_EP_DRAINING = 1, TD_EP_FREE = 2 } td_ep_member;
+
+/* An endpoint's address as the caller encodes it (family, port, address
+ * bytes, zero padded): compared bytewise, never interpreted. */
+typedef struct {
+    uint8_t b[TD_EP_KEY];
+} td_ep_key;
 
 typedef enum {
     TD_BALANCE_LEAST_REQUESTS = 0,
@@ -54,7 +71,24 @@ typedef struct {
      * requests in flight there at that moment */
     double waiting, kv_usage;
     uint32_t inflight_at_scrape;
+    /* membership */
+    td_ep_member member;
+    uint32_t src;  /* the configured endpoint it came from */
+    td_ep_key key; /* its address (all zero: not known yet) */
+    /* totals since it joined, for explain and /metrics */
+    uint64_t requests;       /* td_ep_start calls */
+    uint64_t ejections_total;
 } td_ep;
+
+/* What td_ep_resolved changed: slots that joined (new, or back from
+ * draining: the caller sets their address), slots that began draining
+ * (the caller closes their idle connections), and addresses left out for
+ * want of a free slot. */
+typedef struct {
+    size_t joined[TD_EP_MAX], njoined;
+    size_t drained[TD_EP_MAX], ndrained;
+    size_t dropped;
+} td_ep_change;
 
 typedef struct {
     td_ep ep[TD_EP_MAX];
@@ -71,8 +105,8 @@ typedef struct {
 td_status td_ep_pool_init(td_ep_pool *p, size_t n, const uint32_t *w, td_balance b,
                           const td_ep_policy *pol, uint64_t seed);
 
-/* true if endpoint i may be picked at now_ns: not ejected (or its ejection
- * has run out) and not marked unhealthy. */
+/* true if endpoint i may be picked at now_ns: an active member, not
+ * ejected (or its ejection has run out) and not marked unhealthy. */
 bool td_ep_available(const td_ep_pool *p, size_t i, uint64_t now_ns);
 
 /* The endpoint for the next request, or -1 when none is available.
@@ -114,6 +148,28 @@ void td_ep_scraped(td_ep_pool *p, size_t i, double waiting, double kv_usage);
  * is 0 when kv_name has none). Lines that do not parse are skipped. */
 td_status td_ep_parse_metrics(const char *text, size_t len, const char *waiting_name,
                               const char *kv_name, double *waiting, double *kv);
+
+/* Sets the address key of slot i (the source's first address, known when
+ * the pool is made) without changing any other state. */
+void td_ep_set_key(td_ep_pool *p, size_t i, const td_ep_key *key);
+
+/* A lookup of source src (weight w, 0 counts as 1) answered keys[0..n):
+ * the source's active slots whose address is among them stay as they are
+ * (in flight, ejection, health, scrape kept); the others start draining;
+ * each address not among them rejoins its draining slot if it has one
+ * (its state kept) or takes a free slot (fresh state; the pool grows up
+ * to TD_EP_MAX slots), else it is counted in ch->dropped. Repeated keys
+ * count once. TD_EINVAL for n == 0 (a lookup that found nothing: the
+ * caller keeps the last good set) and nothing changes. */
+td_status td_ep_resolved(td_ep_pool *p, uint32_t src, uint32_t w, const td_ep_key *keys, size_t n,
+                         td_ep_change *ch);
+
+/* Frees slot i if it is draining and nothing is in flight there (the
+ * caller has closed its connections); true if it was freed. */
+bool td_ep_reclaim(td_ep_pool *p, size_t i);
+
+/* Active members of the pool. */
+size_t td_ep_members(const td_ep_pool *p);
 
 /* Endpoints ejected at now_ns. */
 size_t td_ep_ejected(const td_ep_pool *p, uint64_t now_ns);

@@ -474,6 +474,11 @@ static td_status route_balance(td_gw_route *r, const char *name, json_t *s, td_e
                           "Route %s: spec.upstream.balance \"%s\" is not leastRequests, "
                           "roundRobin or queueDepth",
                           name, bal);
+    int64_t re = 5000000000LL; /* spec.upstream.resolveEvery: names looked up again */
+    const char *res = td_json_str(s, "upstream.resolveEvery");
+    if (res && td_duration_parse(res, &re, err) != TD_OK)
+        return td_err_prefix(err, TD_EINVAL, "Route %s: spec.upstream.resolveEvery", name);
+    r->resolve_every_ns = re > 0 ? (uint64_t)re : 5000000000ULL;
     if (r->balance == TD_BALANCE_QUEUE_DEPTH) {
         int64_t se = 1000000000LL;
         const char *ses = td_json_str(s, "upstream.scrapeEvery");

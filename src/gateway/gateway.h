@@ -125,6 +125,9 @@ typedef struct {
     /* balance queueDepth: spec.upstream.scrapeEvery (default 1 s) and
      * spec.upstream.metrics {path, waiting, kvCache} (vLLM's by default) */
     uint64_t scrape_every_ns;
+    /* spec.upstream.resolveEvery (default 5 s): how often an endpoint whose
+     * host is a DNS name is looked up again (each address an endpoint) */
+    uint64_t resolve_every_ns;
     char *metrics_path, *waiting_metric, *kv_metric;
     uint32_t queue;      /* waiting behind them (default 256) */
     td_cost_model cost_model;

@@ -100,21 +100,38 @@ struct px_cfg {
  * the old one lives on (retired) until its requests and connections end. */
 typedef struct px_check px_check;
 
-/* One endpoint of a route's pool as a worker serves it: its address
- * (resolved once, when the route state is made), its idle connections and
- * its active health check. */
+/* One configured endpoint of a route (spec.upstream.endpoints[i] or the
+ * address): an IP address is one slot of the pool; a DNS name is one slot
+ * per address it resolves to, looked up again every resolveEvery off the
+ * worker's loop (uv_getaddrinfo). */
 typedef struct {
     char *host;
+    uint16_t port;
+    uint32_t weight;
+    int is_name;           /* host is not an IP address: re-resolved */
+    int failing;           /* its last lookup failed (logged once per transition) */
+    uint64_t next_ns;      /* when the next lookup starts */
+    uint64_t resolved_ns;  /* the last good answer (0: none yet) */
+    uint64_t lookups_failed;
+    void *gai;             /* the lookup in flight, or NULL */
+} px_src;
+
+/* One slot of a route's pool as a worker serves it (see endpoints.h): its
+ * address, its idle connections and its active health check. */
+typedef struct {
+    const char *host; /* its source's */
     uint16_t port;
     uint32_t weight;
     struct sockaddr_storage addr;
     int addr_ok;
     px_up *idle; /* most recently used first */
     size_t n_idle;
+    size_t n_conns;      /* open to it, idle or busy */
     px_check *hc;       /* the check in flight, or NULL */
     uint64_t hc_next_ns; /* when the next check starts */
     px_check *sc;       /* the metrics scrape in flight (queueDepth), or NULL */
     uint64_t sc_next_ns;
+    uint64_t scraped_ns; /* the last scrape that answered (0: none) */
 } px_ep;
 
 struct px_route {
@@ -123,8 +140,13 @@ struct px_route {
     uint64_t generation; /* the config generation it was last matched against */
     uint32_t route_capacity, route_queue; /* as configured, to notice changes */
     uint32_t cap;                         /* this worker's share of an endpoint's capacity */
-    px_ep *eps;    /* neps, as the route's endpoints */
+    px_ep *eps;    /* neps slots (TD_EP_MAX when a source is a name); pool.n in use */
     size_t neps;
+    px_src *srcs;  /* nsrcs, as the route's endpoints */
+    size_t nsrcs;
+    int has_names;
+    uint64_t resolve_every_ns;
+    size_t n_lookups; /* uv_getaddrinfo in flight */
     int is_pool;   /* spec.upstream.endpoints (else the one address) */
     td_ep_pool pool; /* choice, ejection: this worker's view */
     td_critqueue *q; /* capacity cap * neps */

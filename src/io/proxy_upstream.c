@@ -45,8 +45,9 @@ static void up_close(px_up *u);
 static void route_free(px_route *rs)
 {
     td_critqueue_destroy(rs->q);
-    for (size_t i = 0; rs->eps && i < rs->neps; i++)
-        free(rs->eps[i].host);
+    for (size_t i = 0; rs->srcs && i < rs->nsrcs; i++)
+        free(rs->srcs[i].host);
+    free(rs->srcs);
     free(rs->eps);
     free(rs->hc_path);
     free(rs->metrics_path);
@@ -59,7 +60,7 @@ static void check_done(px_check *k, int ok);
 
 static void maybe_free(px_route *rs)
 {
-    if (!rs->retired || rs->refs || rs->n_conns || rs->n_checks || rs->pumping)
+    if (!rs->retired || rs->refs || rs->n_conns || rs->n_checks || rs->n_lookups || rs->pumping)
         return;
     px_worker *w = rs->w;
     for (px_route **pp = &w->retired; *pp; pp = &(*pp)->next_retired)
@@ -70,18 +71,26 @@ static void maybe_free(px_route *rs)
     route_free(rs);
 }
 
-/* Closes the idle connections, and the health checks in flight (their
- * results no longer matter: the state is retired or the worker stops). */
+/* Closes slot i's idle connections and its checks in flight (their
+ * results no longer matter: it drains, the state is retired or the worker
+ * stops). */
+static void close_slot(px_route *rs, size_t i)
+{
+    while (rs->eps[i].idle)
+        up_close(rs->eps[i].idle);
+    if (rs->eps[i].hc)
+        check_done(rs->eps[i].hc, 0);
+    if (rs->eps[i].sc)
+        check_done(rs->eps[i].sc, 0);
+}
+
 static void close_idle(px_route *rs)
 {
-    for (size_t i = 0; i < rs->neps; i++) {
-        while (rs->eps[i].idle)
-            up_close(rs->eps[i].idle);
-        if (rs->eps[i].hc)
-            check_done(rs->eps[i].hc, 0);
-        if (rs->eps[i].sc)
-            check_done(rs->eps[i].sc, 0);
-    }
+    for (size_t i = 0; i < rs->pool.n; i++)
+        close_slot(rs, i);
+    for (size_t i = 0; i < rs->nsrcs; i++)
+        if (rs->srcs[i].gai)
+            uv_cancel((uv_req_t *)rs->srcs[i].gai); /* its callback still runs */
 }
 
 static void retire(px_route *rs)
@@ -96,32 +105,244 @@ static void retire(px_route *rs)
     maybe_free(rs);
 }
 
-/* Resolves host once, when the route state is made. A name costs one
- * blocking getaddrinfo on the worker's loop (an IP address costs none). */
-static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss)
+#define PX_ADDRS_MAX 128 /* addresses of one lookup looked at */
+
+/* The address key of sa (family, port, address bytes) for endpoints.c. */
+static td_ep_key addr_key(const struct sockaddr_storage *sa)
+{
+    td_ep_key k;
+    memset(&k, 0, sizeof k);
+    k.b[0] = (uint8_t)sa->ss_family;
+    if (sa->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
+        memcpy(k.b + 1, &a->sin6_port, 2);
+        memcpy(k.b + 3, &a->sin6_addr, 16);
+    } else {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
+        memcpy(k.b + 1, &a->sin_port, 2);
+        memcpy(k.b + 3, &a->sin_addr, 4);
+    }
+    return k;
+}
+
+/* An IP address literal: its one address, no lookup. */
+static int ip_literal(const char *host, uint16_t port, struct sockaddr_storage *ss)
 {
     memset(ss, 0, sizeof *ss);
-    if (uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0 ||
-        uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss) == 0)
-        return 0;
+    return uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0 ||
+           uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss) == 0;
+}
+
+/* The TCP addresses of a getaddrinfo answer with the port set, at most
+ * max, repeats left out; how many. */
+static size_t answer_addrs(const struct addrinfo *res, uint16_t port, struct sockaddr_storage *out,
+                           size_t max)
+{
+    size_t n = 0;
+    for (const struct addrinfo *a = res; a && n < max; a = a->ai_next) {
+        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
+            a->ai_addrlen > sizeof out[n])
+            continue;
+        memset(&out[n], 0, sizeof out[n]);
+        memcpy(&out[n], a->ai_addr, a->ai_addrlen);
+        if (out[n].ss_family == AF_INET6)
+            ((struct sockaddr_in6 *)&out[n])->sin6_port = htons(port);
+        else
+            ((struct sockaddr_in *)&out[n])->sin_port = htons(port);
+        td_ep_key k = addr_key(&out[n]);
+        size_t j = 0;
+        while (j < n && memcmp(addr_key(&out[j]).b, k.b, TD_EP_KEY) != 0)
+            j++;
+        if (j == n)
+            n++;
+    }
+    return n;
+}
+
+/* Source src answered addrs[0..n): the pool's membership follows (see
+ * td_ep_resolved); slots that join get their address, slots that start
+ * draining lose their idle connections and checks. */
+static void apply_answer(px_route *rs, size_t src, const struct sockaddr_storage *addrs, size_t n)
+{
+    td_ep_key keys[PX_ADDRS_MAX];
+    for (size_t i = 0; i < n; i++)
+        keys[i] = addr_key(&addrs[i]);
+    px_src *s = &rs->srcs[src];
+    td_ep_change ch;
+    if (td_ep_resolved(&rs->pool, (uint32_t)src, s->weight, keys, n, &ch) != TD_OK)
+        return;
+    for (size_t k = 0; k < ch.njoined; k++) {
+        px_ep *e = &rs->eps[ch.joined[k]];
+        size_t a = 0;
+        while (a < n && memcmp(keys[a].b, rs->pool.ep[ch.joined[k]].key.b, TD_EP_KEY) != 0)
+            a++;
+        if (a == n)
+            continue;
+        if (!e->host) /* a fresh slot (a draining one that rejoins keeps its timers) */
+            memset(e, 0, sizeof *e);
+        e->host = s->host;
+        e->port = s->port;
+        e->weight = s->weight;
+        e->addr = addrs[a];
+        e->addr_ok = 1;
+    }
+    for (size_t k = 0; k < ch.ndrained; k++)
+        close_slot(rs, ch.drained[k]);
+    if (rs->w->index == 0 && (ch.njoined || ch.ndrained || ch.dropped))
+        fprintf(stderr,
+                "tenantd: gateway: %s:%u now gives %zu address(es): %zu joined, %zu draining%s\n",
+                s->host, s->port, n, ch.njoined, ch.ndrained,
+                ch.dropped ? ", some left out (at most 64 endpoints per Route)" : "");
+}
+
+/* The first lookup of a name, when a worker first serves the Route: made
+ * at once (as nginx resolves at configuration), every later one off the
+ * loop (start_lookup). A failure leaves the slot without an address: its
+ * requests fail over to the others. */
+static void first_lookup(px_route *rs, size_t src)
+{
+    px_src *s = &rs->srcs[src];
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
-        return -1;
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    if (ss->ss_family == AF_INET6)
-        ((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-    else
-        ((struct sockaddr_in *)ss)->sin_port = htons(port);
+    s->next_ns = px_now() + rs->resolve_every_ns;
+    if (getaddrinfo(s->host, NULL, &hints, &res) != 0 || !res) {
+        s->failing = 1;
+        s->lookups_failed++;
+        return;
+    }
+    struct sockaddr_storage addrs[PX_ADDRS_MAX];
+    size_t n = answer_addrs(res, s->port, addrs, PX_ADDRS_MAX);
     freeaddrinfo(res);
-    return 0;
+    if (n == 0)
+        return;
+    s->resolved_ns = px_now();
+    /* slot src is the source's own until then: the first address keeps it */
+    rs->eps[src].addr = addrs[0];
+    rs->eps[src].addr_ok = 1;
+    td_ep_key k0 = addr_key(&addrs[0]);
+    td_ep_set_key(&rs->pool, src, &k0);
+    apply_answer(rs, src, addrs, n);
+}
+
+typedef struct {
+    uv_getaddrinfo_t req;
+    px_route *rs;
+    size_t src;
+} px_lookup;
+
+static void on_lookup(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+    px_lookup *l = req->data;
+    px_route *rs = l->rs;
+    px_src *s = &rs->srcs[l->src];
+    s->gai = NULL;
+    rs->n_lookups--;
+    if (!rs->retired && !rs->w->stopping && status != UV_ECANCELED) {
+        struct sockaddr_storage addrs[PX_ADDRS_MAX];
+        size_t n = status == 0 ? answer_addrs(res, s->port, addrs, PX_ADDRS_MAX) : 0;
+        if (n) {
+            s->resolved_ns = px_now();
+            apply_answer(rs, l->src, addrs, n);
+        } else {
+            s->lookups_failed++;
+        }
+        if (s->failing != !n && rs->w->index == 0)
+            fprintf(stderr,
+                    n ? "tenantd: gateway: %s:%u resolves again%s\n"
+                      : "tenantd: gateway: looking up %s:%u failed (%s); keeping its last "
+                        "addresses\n",
+                    s->host, s->port, n ? "" : uv_strerror(status ? status : UV_EAI_NODATA));
+        s->failing = !n;
+    }
+    if (res)
+        uv_freeaddrinfo(res);
+    free(l);
+    maybe_free(rs);
+}
+
+/* Looks source src up again on libuv's thread pool: the worker's loop
+ * never waits for a resolver. */
+static void start_lookup(px_route *rs, size_t src, uint64_t now_ns)
+{
+    px_src *s = &rs->srcs[src];
+    s->next_ns = now_ns + rs->resolve_every_ns;
+    px_lookup *l = calloc(1, sizeof *l);
+    if (!l)
+        return;
+    l->rs = rs;
+    l->src = src;
+    l->req.data = l;
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (uv_getaddrinfo(&rs->w->loop, &l->req, on_lookup, s->host, NULL, &hints) < 0) {
+        free(l);
+        return;
+    }
+    s->gai = &l->req;
+    rs->n_lookups++;
+}
+
+/* Lookups due, and draining slots with nothing left freed. */
+static void resolve_tick(px_route *rs, uint64_t now_ns)
+{
+    for (size_t i = 0; i < rs->nsrcs; i++)
+        if (rs->srcs[i].is_name && !rs->srcs[i].gai && now_ns >= rs->srcs[i].next_ns)
+            start_lookup(rs, i, now_ns);
+    for (size_t i = 0; i < rs->pool.n; i++) {
+        px_ep *e = &rs->eps[i];
+        if (rs->pool.ep[i].member == TD_EP_DRAINING && !e->n_conns && !e->hc && !e->sc &&
+            td_ep_reclaim(&rs->pool, i)) {
+            e->host = NULL;
+            e->addr_ok = 0;
+        }
+    }
 }
 
 static uint32_t share(uint32_t total, unsigned workers)
 {
     return (uint32_t)(((uint64_t)total + workers - 1) / workers);
+}
+
+/* The route's sources and their first slots (slot i is source i's). */
+static int route_sources(px_route *rs, const td_gw_route *r, size_t ne, uint32_t *weights)
+{
+    int ok = 1;
+    for (size_t i = 0; i < ne; i++) {
+        px_src *s = &rs->srcs[i];
+        const td_gw_endpoint *ge = r->nendpoints ? &r->endpoints[i] : NULL;
+        s->host = strdup(ge ? ge->host : r->upstream_host ? r->upstream_host : "");
+        s->port = ge ? ge->port : r->upstream_port;
+        s->weight = ge && ge->weight ? ge->weight : 1;
+        weights[i] = s->weight;
+        if (!s->host) {
+            ok = 0;
+            continue;
+        }
+        px_ep *e = &rs->eps[i];
+        e->host = s->host;
+        e->port = s->port;
+        e->weight = s->weight;
+        e->addr_ok = ip_literal(s->host, s->port, &e->addr);
+        s->is_name = !e->addr_ok;
+        rs->has_names |= s->is_name;
+    }
+    return ok;
+}
+
+/* Whether any source of r is a name (its pool may grow to TD_EP_MAX). */
+static int route_has_names(const td_gw_route *r, size_t ne)
+{
+    struct sockaddr_storage ss;
+    for (size_t i = 0; i < ne; i++) {
+        const char *h = r->nendpoints ? r->endpoints[i].host : r->upstream_host;
+        if (!ip_literal(h ? h : "", 0, &ss))
+            return 1;
+    }
+    return 0;
 }
 
 static px_route *route_new(px_worker *w, const td_gw_route *r)
@@ -141,27 +362,17 @@ static px_route *route_new(px_worker *w, const td_gw_route *r)
     rs->route_queue = r->queue;
     rs->cap = cap ? cap : 1;
     rs->is_pool = r->pool;
-    rs->eps = calloc(ne, sizeof *rs->eps);
-    if (!rs->eps) {
-        free(rs);
+    rs->resolve_every_ns = r->resolve_every_ns > 100000000ULL ? r->resolve_every_ns : 100000000ULL;
+    rs->neps = route_has_names(r, ne) ? TD_EP_MAX : ne;
+    rs->eps = calloc(rs->neps, sizeof *rs->eps);
+    rs->srcs = calloc(ne, sizeof *rs->srcs);
+    if (!rs->eps || !rs->srcs) {
+        route_free(rs);
         return NULL;
     }
-    rs->neps = ne;
+    rs->nsrcs = ne;
     uint32_t weights[TD_EP_MAX];
-    int ok = 1;
-    for (size_t i = 0; i < ne; i++) {
-        px_ep *e = &rs->eps[i];
-        const td_gw_endpoint *ge = r->nendpoints ? &r->endpoints[i] : NULL;
-        e->host = strdup(ge ? ge->host : r->upstream_host ? r->upstream_host : "");
-        e->port = ge ? ge->port : r->upstream_port;
-        e->weight = ge ? ge->weight : 1;
-        weights[i] = e->weight;
-        if (!e->host)
-            ok = 0;
-    }
-    /* the route's queue admits up to each endpoint's share times the
-     * endpoints: capacity is per endpoint (issue 19 item 3) */
-    uint64_t qcap = (uint64_t)rs->cap * ne;
+    int ok = route_sources(rs, r, ne, weights);
     td_ep_policy pol = {0};
     if (r->health_check) {
         rs->hc_path = strdup(r->hc_path ? r->hc_path : "/health");
@@ -181,24 +392,37 @@ static px_route *route_new(px_worker *w, const td_gw_route *r)
         if (!rs->metrics_path || !rs->waiting_metric || !rs->kv_metric)
             ok = 0;
     }
-    if (!ok || qcap > UINT32_MAX ||
-        td_ep_pool_init(&rs->pool, ne, weights, r->balance, &pol,
-                        px_now() ^ ((uint64_t)w->index << 32) ^ r->slot) != TD_OK ||
-        td_critqueue_create((uint32_t)qcap, queue, &rs->q) != TD_OK) {
+    if (!ok || td_ep_pool_init(&rs->pool, ne, weights, r->balance, &pol,
+                               px_now() ^ ((uint64_t)w->index << 32) ^ r->slot) != TD_OK) {
         route_free(rs);
         return NULL;
     }
-    for (size_t i = 0; i < ne; i++)
-        rs->eps[i].addr_ok = resolve(rs->eps[i].host, rs->eps[i].port, &rs->eps[i].addr) == 0;
+    for (size_t i = 0; i < ne; i++) {
+        td_ep_key k = addr_key(&rs->eps[i].addr);
+        if (rs->eps[i].addr_ok)
+            td_ep_set_key(&rs->pool, i, &k);
+        else if (rs->srcs[i].is_name)
+            first_lookup(rs, i);
+    }
+    /* the route's queue admits up to each endpoint's share times the
+     * endpoints: capacity is per endpoint (issue 19 item 3); a name counts
+     * the addresses of its first answer */
+    uint64_t qcap = (uint64_t)rs->cap * (td_ep_members(&rs->pool) ? td_ep_members(&rs->pool) : 1);
+    if (qcap > UINT32_MAX || td_critqueue_create((uint32_t)qcap, queue, &rs->q) != TD_OK) {
+        route_free(rs);
+        return NULL;
+    }
     return rs;
 }
 
 static int same_route(const px_route *rs, const td_gw_route *r)
 {
     size_t ne = r->nendpoints ? r->nendpoints : 1;
-    if (rs->route_capacity != r->capacity || rs->route_queue != r->queue || rs->neps != ne ||
+    if (rs->route_capacity != r->capacity || rs->route_queue != r->queue || rs->nsrcs != ne ||
         rs->is_pool != (int)r->pool || rs->pool.balance != r->balance ||
-        (rs->hc_path != NULL) != r->health_check)
+        (rs->hc_path != NULL) != r->health_check ||
+        rs->resolve_every_ns !=
+            (r->resolve_every_ns > 100000000ULL ? r->resolve_every_ns : 100000000ULL))
         return 0;
     if (rs->hc_path &&
         (strcmp(rs->hc_path, r->hc_path ? r->hc_path : "/health") != 0 ||
@@ -216,8 +440,9 @@ static int same_route(const px_route *rs, const td_gw_route *r)
     for (size_t i = 0; i < ne; i++) {
         const td_gw_endpoint *ge = r->nendpoints ? &r->endpoints[i] : NULL;
         const char *host = ge ? ge->host : r->upstream_host ? r->upstream_host : "";
-        if (rs->eps[i].port != (ge ? ge->port : r->upstream_port) ||
-            rs->eps[i].weight != (ge ? ge->weight : 1) || strcmp(rs->eps[i].host, host) != 0)
+        uint32_t weight = ge && ge->weight ? ge->weight : 1;
+        if (rs->srcs[i].port != (ge ? ge->port : r->upstream_port) ||
+            rs->srcs[i].weight != weight || strcmp(rs->srcs[i].host, host) != 0)
             return 0;
     }
     return 1;
@@ -279,7 +504,7 @@ void px_routes_free(px_worker *w)
 
 static void sweep(px_route *rs, uint64_t now_ns)
 {
-    for (size_t i = 0; i < rs->neps; i++) {
+    for (size_t i = 0; i < rs->pool.n; i++) {
         px_up *u = rs->eps[i].idle;
         while (u) {
             px_up *next = u->next;
@@ -351,8 +576,10 @@ static void scrape_result(px_check *k, int ok)
         return;
     double waiting, kv;
     if (td_ep_parse_metrics(end, k->body.len - (size_t)(end - p), rs->waiting_metric, rs->kv_metric,
-                            &waiting, &kv) == TD_OK)
+                            &waiting, &kv) == TD_OK) {
         td_ep_scraped(&rs->pool, (size_t)k->ep, waiting, kv);
+        rs->eps[k->ep].scraped_ns = px_now();
+    }
 }
 
 /* The check's result (once): counted unless the state is retired. */
@@ -481,10 +708,14 @@ void px_routes_check(px_worker *w, uint64_t now_ns)
 {
     for (size_t r = 0; r < TD_GW_MAX_ROUTES; r++) {
         px_route *rs = w->routes[r];
-        if (!rs || (!rs->hc_path && !rs->metrics_path))
+        if (!rs || (!rs->hc_path && !rs->metrics_path && !rs->has_names))
             continue;
-        for (size_t i = 0; i < rs->neps; i++) {
+        if (rs->has_names)
+            resolve_tick(rs, now_ns);
+        for (size_t i = 0; i < rs->pool.n; i++) {
             px_ep *e = &rs->eps[i];
+            if (rs->pool.ep[i].member != TD_EP_ACTIVE)
+                continue;
             if (rs->hc_path) {
                 if (e->hc && now_ns >= e->hc->deadline_ns)
                     check_done(e->hc, 0);
@@ -530,6 +761,7 @@ static void on_up_closed(uv_handle_t *h)
     px_up *u = h->data;
     px_route *rs = u->rs;
     td_hresp_fini(&u->resp);
+    rs->eps[u->ep].n_conns--;
     free(u);
     rs->n_conns--;
     maybe_free(rs);
@@ -571,6 +803,7 @@ static px_up *up_new(px_route *rs, int ep)
     u->tcp.data = u;
     u->connect_req.data = u;
     rs->n_conns++;
+    rs->eps[ep].n_conns++;
     return u;
 }
 
@@ -622,7 +855,7 @@ void px_ep_release(px_conn *c)
 /* A passive outcome of endpoint ep of rs (see endpoints.h). */
 static void ep_report(px_route *rs, int ep, int ok)
 {
-    if (ep >= 0 && (size_t)ep < rs->neps)
+    if (ep >= 0 && (size_t)ep < rs->pool.n)
         td_ep_report(&rs->pool, (size_t)ep, ok != 0, px_now());
 }
 
@@ -718,7 +951,8 @@ static void up_complete(px_up *u)
     c->up_paused = 0;
     px_ep *e = &rs->eps[u->ep];
     int reuse =
-        u->resp.keep_alive && !u->bad && !rs->retired && !rs->w->stopping && e->n_idle < (size_t)rs->cap + 4;
+        u->resp.keep_alive && !u->bad && !rs->retired && !rs->w->stopping &&
+        e->n_idle < (size_t)rs->cap + 4 && rs->pool.ep[u->ep].member == TD_EP_ACTIVE;
     if (reuse) {
         u->reused = 1;
         u->idle = 1;
@@ -910,7 +1144,7 @@ static int r_head(td_hresp *resp, void *user)
     /* a pool endpoint that answers 502 or 503 (overloaded, or a gateway of
      * its own that failed) before the client heard anything: the request
      * goes to another endpoint if it has not been retried (on_up_read) */
-    if ((status == 502 || status == 503) && u->rs->is_pool && !r->retried && u->rs->neps > 1 &&
+    if ((status == 502 || status == 503) && u->rs->is_pool && !r->retried && td_ep_members(&u->rs->pool) > 1 &&
         px_now() < r->deadline_ns) {
         u->retry_5xx = 1;
         return 1;
@@ -1368,7 +1602,7 @@ void px_forward(px_conn *c)
     }
     /* a retry leaves the endpoint that failed, unless it is the only one
      * (a stale pooled connection is retried on the same endpoint) */
-    uint32_t cap = rs->neps > 1 ? rs->cap : 0;
+    uint32_t cap = td_ep_members(&rs->pool) > 1 ? rs->cap : 0;
     int ep = td_ep_pick(&rs->pool, now, r->ep_failed, true, cap);
     if (ep < 0) {
         respond_unavailable(c, td_ep_wait_ns(&rs->pool, now));

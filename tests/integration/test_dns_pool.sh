@@ -1,0 +1,133 @@
+# test_dns_pool.sh - an endpoint given as a DNS name is a headless
+# Service: every address the name resolves to is an endpoint, looked up
+# again every spec.upstream.resolveEvery off the workers' loops. The
+# name comes from a hosts file bind-mounted over /etc/hosts in a mount
+# namespace of tenantd's own (root and unshare needed, else skipped); three
+# simmodels listen on 127.0.0.2, .3 and .4 at the one port the Route
+# names. An address removed from the file is drained under load with no
+# client error (its requests in flight finish, its connections close, it
+# gets no new ones); a lookup that fails keeps the last set; the address
+# put back gets traffic again.
+. "$(dirname "$0")/lib.sh"
+LOAD="$(dirname "$0")/pools_load.py"
+if [ "$(id -u)" != 0 ] || ! command -v unshare >/dev/null ||
+    ! unshare --mount true 2>/dev/null; then
+    echo "skipped: needs root and unshare --mount to give tenantd a hosts file of its own"
+    exit 77
+fi
+
+HOSTS="$TMP/hosts"
+# rewritten in place (cat >), never renamed: the bind mount pins the inode
+hosts() {
+    { echo "127.0.0.1 localhost"; for a in "$@"; do echo "$a fleet.test"; done; } > "$HOSTS"
+}
+hosts 127.0.0.2 127.0.0.3 127.0.0.4
+got=$(unshare --mount sh -c 'mount --bind "$0" /etc/hosts && getent ahosts fleet.test' "$HOSTS" |
+    awk '/STREAM/ {print $1}' | sort | tr '\n' ' ')
+[ "$got" = "127.0.0.2 127.0.0.3 127.0.0.4 " ] && ok "the hosts file gives fleet.test three addresses" ||
+    { not_ok "getent ahosts fleet.test through the bind mount: '$got'"; finish; exit 1; }
+
+P=$(free_port)
+declare -A SIMPID
+for a in 2 3 4; do
+    rm -f "$TMP/simport"
+    "$TD_BIN/simmodel" --listen "127.0.0.$a:$P" --port-file "$TMP/simport" --slots 64 \
+        --default-max-tokens 20 --ms-per-token 5 2>>"$TMP/sim.log" &
+    SIMPID[$a]=$!
+    PIDS+=("$!")
+    wait_file "$TMP/simport" 100 "$!" || { not_ok "simmodel on 127.0.0.$a:$P did not start"; finish; exit 1; }
+done
+
+cat > "$TMP/platform.yaml" <<Y
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: alpha}
+spec:
+  namespaces: [alpha-prod]
+  apiKeys: [{sha256: "$(sha key-alpha)"}]
+  gateway: {rate: {cost: 100000000, per: 1s, burst: 100000000}, concurrency: 1000}
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: chat}
+spec:
+  match: {pathPrefix: /v1/chat/}
+  upstream:
+    endpoints: [{address: "fleet.test:$P", weight: 2}]
+    resolveEvery: 200ms
+    capacity: 32
+  cost: {model: tokens}
+  timeout: 10s
+Y
+cat > "$TMP/wrap.sh" <<'W'
+#!/bin/sh
+# tenantd with $HOSTS over /etc/hosts, in a mount namespace of its own
+exec unshare --mount sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$TD_HOSTS" "$TD_REAL" "$@"
+W
+chmod +x "$TMP/wrap.sh"
+export TD_HOSTS="$HOSTS" TD_REAL="$TENANTD"
+TENANTD="$TMP/wrap.sh"
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
+GW="127.0.0.1:$TD_DATA_PORT"
+
+served() { curl -sS --max-time 5 "http://127.0.0.$1:$P/stats" | sed 's/.*"served":\([0-9]*\).*/\1/'; }
+conns_to() { ss -Htn state established "( dst 127.0.0.$1 and dport = :$P )" 2>/dev/null | wc -l; }
+spread() { S2=$(served 2); S3=$(served 3); S4=$(served 4); }
+
+# 1. every address is an endpoint
+spread
+out=$(python3 "$LOAD" "$GW" /v1/chat/completions key-alpha 8 2 0 20 2>"$TMP/load1.err")
+d2=$(($(served 2) - S2)); d3=$(($(served 3) - S3)); d4=$(($(served 4) - S4))
+echo "# three addresses: $out; served .2=$d2 .3=$d3 .4=$d4"
+case "$out" in *" errors=0 "*) ok "three addresses: no errors" ;; *) not_ok "three addresses: $out"; head -5 "$TMP/load1.err" ;; esac
+[ "$d2" -gt 20 ] && [ "$d3" -gt 20 ] && [ "$d4" -gt 20 ] &&
+    ok "each address of the name gets traffic (.2=$d2 .3=$d3 .4=$d4)" || not_ok "spread .2=$d2 .3=$d3 .4=$d4"
+
+# 2. .4 leaves the file under load: drained with no client error
+spread
+python3 "$LOAD" "$GW" /v1/chat/completions key-alpha 8 4 0 20 >"$TMP/load2.out" 2>"$TMP/load2.err" &
+LP=$!
+sleep 1
+[ "$(conns_to 4)" -gt 0 ] && ok "connections to .4 open under load ($(conns_to 4))" || not_ok "no connection to .4 under load"
+hosts 127.0.0.2 127.0.0.3
+sleep 1 # a lookup (200 ms) and the last requests there (100 ms each)
+mid4=$(served 4)
+wait "$LP"
+out=$(cat "$TMP/load2.out")
+end4=$(served 4); d4=$((end4 - S4)); after=$((end4 - mid4))
+echo "# .4 removed: $out; .4 served $d4 in all, $after after the drain"
+case "$out" in *" errors=0 "*) ok "drain under load: no client errors" ;; *) not_ok "drain: $out"; head -5 "$TMP/load2.err" ;; esac
+[ "$d4" -gt 0 ] && [ "$after" = 0 ] && ok ".4 drained: no new request after its address went ($d4 before)" ||
+    not_ok ".4 still served $after after its removal"
+sleep 0.5
+n4=$(conns_to 4)
+[ "$n4" = 0 ] && ok "the connections to .4 are closed" || not_ok "$n4 connections to .4 left open"
+expect_grep "the change is logged" "$TMP/tenantd.log" "fleet.test:$P now gives 2 address(es): 0 joined, 1 draining"
+
+# 3. a lookup that fails keeps the last good set
+hosts
+sleep 0.6
+spread
+out=$(python3 "$LOAD" "$GW" /v1/chat/completions key-alpha 4 1 0 20 2>"$TMP/load3.err")
+d2=$(($(served 2) - S2)); d3=$(($(served 3) - S3)); d4=$(($(served 4) - S4))
+echo "# name gone from the file: $out; served .2=$d2 .3=$d3 .4=$d4"
+case "$out" in *" errors=0 "*) ok "failed lookup: the last set still serves" ;; *) not_ok "failed lookup: $out" ;; esac
+[ "$d2" -gt 0 ] && [ "$d3" -gt 0 ] && [ "$d4" = 0 ] && ok "failed lookup: .2 and .3 kept (.2=$d2 .3=$d3)" ||
+    not_ok "failed lookup spread .2=$d2 .3=$d3 .4=$d4"
+expect_grep "the failure is logged" "$TMP/tenantd.log" "looking up fleet.test:$P failed"
+nfail=$(grep -c "looking up fleet.test:$P failed" "$TMP/tenantd.log")
+[ "$nfail" = 1 ] && ok "logged once, not once per lookup" || not_ok "the failure logged $nfail times"
+
+# 4. .4 back: it joins and gets traffic again
+hosts 127.0.0.2 127.0.0.3 127.0.0.4
+sleep 0.6
+spread
+out=$(python3 "$LOAD" "$GW" /v1/chat/completions key-alpha 8 2 0 20 2>"$TMP/load4.err")
+d4=$(($(served 4) - S4))
+echo "# .4 back: $out; .4 served $d4"
+case "$out" in *" errors=0 "*) ok "back: no errors" ;; *) not_ok "back: $out" ;; esac
+[ "$d4" -gt 20 ] && ok ".4 gets traffic again ($d4)" || not_ok ".4 served $d4 after it came back"
+expect_grep "recovery is logged" "$TMP/tenantd.log" "fleet.test:$P resolves again"
+
+stop_tenantd
+finish

@@ -476,3 +476,56 @@ td_status td_ep_parse_metrics(const char *text, size_t len, const char *waiting_
     *kv = u;
     return found ? TD_OK : TD_ENOTFOUND;
 }
+
+const char *td_ep_view_state(const td_ep_view *v)
+{
+    return v->member != TD_EP_ACTIVE ? "draining"
+           : v->unhealthy            ? "unhealthy"
+           : v->ejected_for_ns       ? "ejected"
+                                     : "healthy";
+}
+
+/* Folds b (another worker's view of the same endpoint) into a. */
+static void merge_into(td_ep_view *a, const td_ep_view *b)
+{
+    a->workers += b->workers ? b->workers : 1;
+    a->inflight += b->inflight;
+    a->requests += b->requests;
+    a->ejections += b->ejections;
+    a->lookups_failed += b->lookups_failed;
+    a->unhealthy |= b->unhealthy;
+    a->lookup_failing |= b->lookup_failing;
+    if (b->member != TD_EP_ACTIVE)
+        a->member = b->member;
+    if (b->ejected_for_ns > a->ejected_for_ns)
+        a->ejected_for_ns = b->ejected_for_ns;
+    if (b->failures > a->failures)
+        a->failures = b->failures;
+    if (b->scraped && (!a->scraped || b->scrape_age_ns < a->scrape_age_ns)) {
+        a->scraped = true;
+        a->waiting = b->waiting;
+        a->kv_usage = b->kv_usage;
+        a->scrape_age_ns = b->scrape_age_ns;
+    }
+    if (b->resolved_age_ns && (!a->resolved_age_ns || b->resolved_age_ns < a->resolved_age_ns))
+        a->resolved_age_ns = b->resolved_age_ns;
+}
+
+size_t td_ep_views_merge(td_ep_view *v, size_t n)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < m && !(v[j].route == v[i].route && strcmp(v[j].address, v[i].address) == 0))
+            j++;
+        if (j == m) {
+            v[m] = v[i];
+            if (!v[m].workers)
+                v[m].workers = 1;
+            m++;
+        } else {
+            merge_into(&v[j], &v[i]);
+        }
+    }
+    return m;
+}

@@ -98,6 +98,45 @@ typedef struct {
     uint64_t rng; /* xorshift64* state, never 0 */
 } td_ep_pool;
 
+/* One endpoint slot as one gateway worker sees it, for `tenantctl explain
+ * request` and /metrics (the state is per worker: views are published by
+ * each worker and merged by the reader). */
+typedef struct {
+    uint32_t route;  /* route slot */
+    uint32_t worker; /* the gateway worker's index */
+    uint32_t workers; /* after td_ep_views_merge: how many were merged */
+    char address[64]; /* the address connected to, "127.0.0.2:8000" */
+    char source[128]; /* the endpoint as configured, "fleet.test:8000" */
+    bool from_name;   /* source is a DNS name */
+    td_ep_member member;
+    bool unhealthy;           /* marked by health checks */
+    uint64_t ejected_for_ns;  /* left of its ejection at the snapshot (0: not ejected) */
+    uint32_t inflight, failures;
+    uint64_t requests, ejections;
+    bool scraped; /* queueDepth: a scrape has answered */
+    double waiting, kv_usage;
+    uint64_t scrape_age_ns;   /* at the snapshot */
+    uint64_t resolved_age_ns; /* of the source's last good lookup (0: none or not a name) */
+    uint64_t lookups_failed;
+    bool lookup_failing;
+    uint64_t snapshot_age_ns; /* filled in by the reader */
+} td_ep_view;
+
+/* Gives a malloc'd array of the views of every worker, *out, and its
+ * length (0 and NULL when there are none or out of memory). */
+typedef size_t (*td_ep_view_fn)(void *ctx, td_ep_view **out);
+
+/* The state of an endpoint view in one word: "draining", "unhealthy",
+ * "ejected" or "healthy". */
+const char *td_ep_view_state(const td_ep_view *v);
+
+/* Merges views of the same route and address (one per worker) into the
+ * first of them, in place: in flight, requests and ejections summed; the
+ * longest ejection, the most consecutive failures, the most recent scrape
+ * and lookup; unhealthy or draining if any worker says so; workers counts
+ * them. Returns the new length; order of first appearance is kept. */
+size_t td_ep_views_merge(td_ep_view *v, size_t n);
+
 /* Sets up p for n endpoints (1..TD_EP_MAX) with weights w (NULL: all 1;
  * a weight of 0 counts as 1), balance b, policy pol (NULL: defaults; zero
  * fields take their defaults) and the RNG seed (0 is replaced). TD_EINVAL

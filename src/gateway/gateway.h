@@ -284,6 +284,14 @@ td_metrics *td_gateway_metrics(td_gateway *g);
 const td_gw_rate_backend *td_gateway_shared(td_gateway *g);
 td_recent *td_gateway_recent(td_gateway *g);
 
+/* The endpoint state of the gateway's workers (see td_ep_view): fn is set
+ * by the proxy when it starts and unset (NULL) before it stops; ctx is
+ * borrowed. td_gateway_endpoint_view calls it under a lock, so that an
+ * unset waits for a reader: a malloc'd array in *out and its length (0
+ * and NULL when no proxy runs). Any thread. */
+void td_gateway_set_endpoint_view(td_gateway *g, td_ep_view_fn fn, void *ctx);
+size_t td_gateway_endpoint_view(td_gateway *g, td_ep_view **out);
+
 /* Client connections per tenant (counted from a connection's first request
  * of the tenant until it closes): true and counted if slot had fewer than
  * max open (0: unlimited, still counted); false otherwise. Every true is

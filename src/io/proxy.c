@@ -1138,6 +1138,10 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
             return TD_EIO;
         }
     }
+    if (px_views_start(p) != TD_OK) {
+        td_proxy_stop(p);
+        return td_err_set(err, TD_ENOMEM, "out of memory starting the gateway");
+    }
     /* Signals go to the daemon's main thread, not to a worker. */
     sigset_t all, old;
     sigfillset(&all);
@@ -1170,6 +1174,7 @@ void td_proxy_stop(td_proxy *p)
 {
     if (!p)
         return;
+    px_views_unhook(p);
     for (unsigned i = 0; i < p->nworkers; i++) {
         px_worker *w = p->workers[i];
         if (w && w->thread_started)
@@ -1192,6 +1197,7 @@ void td_proxy_stop(td_proxy *p)
         free(w);
     }
     free(p->workers);
+    px_views_free(p);
     SSL_CTX_free(p->tls);
     px_addrs_destroy(p->addrs);
     free(p);

@@ -83,6 +83,7 @@ struct td_proxy {
     unsigned unauth_per_addr;    /* 0: no cap */
     uint64_t auth_timeout_ms;
     size_t conn_limit;           /* over all workers */
+    struct px_views *views;      /* endpoint state published by the workers (proxy_upstream.c) */
 };
 
 /* A worker's reference to one config view, counted per request without
@@ -458,6 +459,13 @@ void px_routes_check(px_worker *w, uint64_t now_ns);
 void px_forward(px_conn *c);
 /* Detaches and closes the request's upstream connection, if any. */
 void px_up_abandon(px_conn *c);
+/* Endpoint views (see td_ep_view): each worker publishes its pools' state
+ * every tick; the gateway reads them through td_gateway_endpoint_view.
+ * start after the workers exist, unhook before they stop, free after. */
+td_status px_views_start(td_proxy *p);
+void px_views_unhook(td_proxy *p);
+void px_views_free(td_proxy *p);
+
 /* The request no longer counts in flight at its endpoint (its end). */
 void px_ep_release(px_conn *c);
 /* The client's backlog drained: read the upstream again. */

@@ -704,6 +704,8 @@ static void check_start(px_route *rs, size_t i, int scrape, uint64_t now_ns)
         check_done(k, 0);
 }
 
+static void views_publish(px_worker *w, uint64_t now_ns);
+
 void px_routes_check(px_worker *w, uint64_t now_ns)
 {
     for (size_t r = 0; r < TD_GW_MAX_ROUTES; r++) {
@@ -734,6 +736,172 @@ void px_routes_check(px_worker *w, uint64_t now_ns)
             }
         }
     }
+    views_publish(w, now_ns);
+}
+
+/* ---- endpoint views (explain, /metrics) ---- */
+
+typedef struct {
+    pthread_mutex_t mu;
+    td_ep_view *v;
+    size_t n;
+    uint64_t at_ns;
+} px_view_slot;
+
+struct px_views {
+    unsigned n;
+    px_view_slot *w; /* one per worker */
+};
+
+static void fmt_addr(const struct sockaddr_storage *ss, char *out, size_t cap)
+{
+    char ip[INET6_ADDRSTRLEN] = "";
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        uv_ip6_name(a, ip, sizeof ip);
+        snprintf(out, cap, "[%s]:%u", ip, ntohs(a->sin6_port));
+    } else {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        uv_ip4_name(a, ip, sizeof ip);
+        snprintf(out, cap, "%s:%u", ip, ntohs(a->sin_port));
+    }
+}
+
+/* Endpoint slot i of rs as a view at now_ns. */
+static void view_of(const px_route *rs, size_t i, uint64_t now_ns, td_ep_view *v)
+{
+    const px_ep *e = &rs->eps[i];
+    const td_ep *p = &rs->pool.ep[i];
+    const px_src *s = p->src < rs->nsrcs ? &rs->srcs[p->src] : NULL;
+    memset(v, 0, sizeof *v);
+    v->route = rs->slot;
+    v->worker = rs->w->index;
+    if (e->addr_ok)
+        fmt_addr(&e->addr, v->address, sizeof v->address);
+    else
+        snprintf(v->address, sizeof v->address, "%s:%u (unresolved)", e->host ? e->host : "",
+                 e->port);
+    if (s) {
+        snprintf(v->source, sizeof v->source, "%s:%u", s->host, s->port);
+        v->from_name = s->is_name != 0;
+        v->resolved_age_ns = s->is_name && s->resolved_ns ? now_ns - s->resolved_ns : 0;
+        v->lookups_failed = s->lookups_failed;
+        v->lookup_failing = s->failing != 0;
+    }
+    v->member = p->member;
+    v->unhealthy = p->unhealthy;
+    v->ejected_for_ns = p->ejected_until_ns > now_ns ? p->ejected_until_ns - now_ns : 0;
+    v->inflight = p->inflight;
+    v->failures = p->failures;
+    v->requests = p->requests;
+    v->ejections = p->ejections_total;
+    v->scraped = e->scraped_ns != 0;
+    v->waiting = p->waiting;
+    v->kv_usage = p->kv_usage;
+    v->scrape_age_ns = e->scraped_ns ? now_ns - e->scraped_ns : 0;
+}
+
+/* This worker's pools as views, replacing what it published last. */
+static void views_publish(px_worker *w, uint64_t now_ns)
+{
+    struct px_views *vs = w->p->views;
+    if (!vs || w->index >= vs->n)
+        return;
+    size_t n = 0;
+    for (size_t r = 0; r < TD_GW_MAX_ROUTES; r++)
+        if (w->routes[r])
+            for (size_t i = 0; i < w->routes[r]->pool.n; i++)
+                n += w->routes[r]->pool.ep[i].member != TD_EP_FREE;
+    td_ep_view *v = n ? malloc(n * sizeof *v) : NULL;
+    if (n && !v)
+        return; /* the last view stays */
+    size_t k = 0;
+    for (size_t r = 0; r < TD_GW_MAX_ROUTES; r++)
+        for (size_t i = 0; w->routes[r] && i < w->routes[r]->pool.n; i++)
+            if (w->routes[r]->pool.ep[i].member != TD_EP_FREE)
+                view_of(w->routes[r], i, now_ns, &v[k++]);
+    px_view_slot *s = &vs->w[w->index];
+    pthread_mutex_lock(&s->mu);
+    td_ep_view *old = s->v;
+    s->v = v;
+    s->n = k;
+    s->at_ns = now_ns;
+    pthread_mutex_unlock(&s->mu);
+    free(old);
+}
+
+/* td_ep_view_fn: every worker's last views, aged to now. */
+static size_t views_read(void *ctx, td_ep_view **out)
+{
+    struct px_views *vs = ctx;
+    size_t n = 0, cap = 0;
+    td_ep_view *all = NULL;
+    uint64_t now = px_now();
+    for (unsigned i = 0; i < vs->n; i++) {
+        px_view_slot *s = &vs->w[i];
+        pthread_mutex_lock(&s->mu);
+        if (n + s->n > cap) {
+            size_t nc = n + s->n + 16;
+            td_ep_view *g = realloc(all, nc * sizeof *g);
+            if (!g) {
+                pthread_mutex_unlock(&s->mu);
+                break;
+            }
+            all = g;
+            cap = nc;
+        }
+        uint64_t age = now > s->at_ns ? now - s->at_ns : 0;
+        for (size_t k = 0; k < s->n; k++) {
+            td_ep_view *v = &all[n++];
+            *v = s->v[k];
+            v->snapshot_age_ns = age;
+            v->ejected_for_ns = v->ejected_for_ns > age ? v->ejected_for_ns - age : 0;
+            if (v->scraped)
+                v->scrape_age_ns += age;
+            if (v->resolved_age_ns)
+                v->resolved_age_ns += age;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    *out = all;
+    return n;
+}
+
+td_status px_views_start(td_proxy *p)
+{
+    struct px_views *vs = calloc(1, sizeof *vs);
+    if (vs)
+        vs->w = calloc(p->nworkers, sizeof *vs->w);
+    if (!vs || !vs->w) {
+        free(vs);
+        return TD_ENOMEM;
+    }
+    vs->n = p->nworkers;
+    for (unsigned i = 0; i < vs->n; i++)
+        pthread_mutex_init(&vs->w[i].mu, NULL);
+    p->views = vs;
+    td_gateway_set_endpoint_view(p->g, views_read, vs);
+    return TD_OK;
+}
+
+void px_views_unhook(td_proxy *p)
+{
+    if (p->views)
+        td_gateway_set_endpoint_view(p->g, NULL, NULL);
+}
+
+void px_views_free(td_proxy *p)
+{
+    struct px_views *vs = p->views;
+    if (!vs)
+        return;
+    for (unsigned i = 0; i < vs->n; i++) {
+        pthread_mutex_destroy(&vs->w[i].mu);
+        free(vs->w[i].v);
+    }
+    free(vs->w);
+    free(vs);
+    p->views = NULL;
 }
 
 /* ---- upstream connections ---- */

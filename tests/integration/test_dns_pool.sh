@@ -67,7 +67,9 @@ W
 chmod +x "$TMP/wrap.sh"
 export TD_HOSTS="$HOSTS" TD_REAL="$TENANTD"
 TENANTD="$TMP/wrap.sh"
-start_tenantd "$TMP/data" --config "$TMP/platform.yaml" || { finish; exit 1; }
+printf 'admin-secret-0123456789\n' > "$TMP/admin.token"
+start_tenantd "$TMP/data" --config "$TMP/platform.yaml" --admin-token-file "$TMP/admin.token" ||
+    { finish; exit 1; }
 GW="127.0.0.1:$TD_DATA_PORT"
 
 served() { curl -sS --max-time 5 "http://127.0.0.$1:$P/stats" | sed 's/.*"served":\([0-9]*\).*/\1/'; }
@@ -82,6 +84,29 @@ echo "# three addresses: $out; served .2=$d2 .3=$d3 .4=$d4"
 case "$out" in *" errors=0 "*) ok "three addresses: no errors" ;; *) not_ok "three addresses: $out"; head -5 "$TMP/load1.err" ;; esac
 [ "$d2" -gt 20 ] && [ "$d3" -gt 20 ] && [ "$d4" -gt 20 ] &&
     ok "each address of the name gets traffic (.2=$d2 .3=$d3 .4=$d4)" || not_ok "spread .2=$d2 .3=$d3 .4=$d4"
+
+# explain and /metrics: each address an endpoint, resolved from the name
+ADM=(-s --max-time 5 -H "Authorization: Bearer admin-secret-0123456789")
+curl "${ADM[@]}" -o "$TMP/ex1.json" "http://127.0.0.1:$TD_PORT/v1/explain/request?tenant=alpha"
+python3 - "$TMP/ex1.json" "$P" <<'PY' && ok "explain: three endpoints from fleet.test, healthy, requests summed over workers" ||
+import json, sys
+o = json.load(open(sys.argv[1])); p = sys.argv[2]
+eps = [r for r in o["routes"] if r["route"] == "chat"][0]["endpoints"]
+assert sorted(e["address"] for e in eps) == ["127.0.0.%d:%s" % (a, p) for a in (2, 3, 4)], eps
+for e in eps:
+    assert e["resolvedFrom"] == "fleet.test:" + p and e["state"] == "healthy", e
+    assert e["requests"] > 20 and e["inFlight"] == 0 and not e["lookupFailing"], e
+    assert e["resolvedMsAgo"] < 2000 and e["workers"], e
+PY
+    not_ok "explain: $(cat "$TMP/ex1.json")"
+"$TENANTCTL" explain request --tenant alpha --server "http://127.0.0.1:$TD_PORT" \
+    --token-file "$TMP/admin.token" > "$TMP/ex1.txt" 2>&1
+expect_grep "the table shows an endpoint and its name" "$TMP/ex1.txt" "127.0.0.4:$P"
+expect_grep "the table says where it came from" "$TMP/ex1.txt" "from fleet.test:$P"
+curl "${ADM[@]}" -o "$TMP/m1.txt" "http://127.0.0.1:$TD_PORT/metrics"
+expect_grep "/metrics: per-endpoint requests" "$TMP/m1.txt" "tenantd_gateway_endpoint_requests_total{route=\"chat\",endpoint=\"127.0.0.4:$P\"}"
+expect_grep "/metrics: per-endpoint health" "$TMP/m1.txt" "tenantd_gateway_endpoint_healthy{route=\"chat\",endpoint=\"127.0.0.2:$P\"} 1"
+expect_grep "/metrics: lookup failures per name" "$TMP/m1.txt" "tenantd_gateway_dns_lookup_failures_total{route=\"chat\",name=\"fleet.test:$P\"} 0"
 
 # 2. .4 leaves the file under load: drained with no client error
 spread
@@ -115,6 +140,17 @@ case "$out" in *" errors=0 "*) ok "failed lookup: the last set still serves" ;; 
 [ "$d2" -gt 0 ] && [ "$d3" -gt 0 ] && [ "$d4" = 0 ] && ok "failed lookup: .2 and .3 kept (.2=$d2 .3=$d3)" ||
     not_ok "failed lookup spread .2=$d2 .3=$d3 .4=$d4"
 expect_grep "the failure is logged" "$TMP/tenantd.log" "looking up fleet.test:$P failed"
+curl "${ADM[@]}" -o "$TMP/ex2.json" "http://127.0.0.1:$TD_PORT/v1/explain/request?tenant=alpha"
+python3 - "$TMP/ex2.json" "$P" <<'PY' && ok "explain: .4 gone, .2 and .3 kept with lookups failing" || not_ok "explain after: $(cat "$TMP/ex2.json")"
+import json, sys
+o = json.load(open(sys.argv[1])); p = sys.argv[2]
+eps = [r for r in o["routes"] if r["route"] == "chat"][0]["endpoints"]
+assert sorted(e["address"] for e in eps) == ["127.0.0.%d:%s" % (a, p) for a in (2, 3)], eps
+assert all(e["lookupFailing"] for e in eps), eps
+PY
+curl "${ADM[@]}" -o "$TMP/m2.txt" "http://127.0.0.1:$TD_PORT/metrics"
+grep -q "tenantd_gateway_dns_lookup_failures_total{route=\"chat\",name=\"fleet.test:$P\"} [1-9]" "$TMP/m2.txt" &&
+    ok "/metrics counts the failed lookups" || not_ok "/metrics: $(grep dns_lookup "$TMP/m2.txt")"
 nfail=$(grep -c "looking up fleet.test:$P failed" "$TMP/tenantd.log")
 [ "$nfail" = 1 ] && ok "logged once, not once per lookup" || not_ok "the failure logged $nfail times"
 

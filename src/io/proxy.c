@@ -1014,7 +1014,7 @@ static td_status worker_init(px_worker *w, td_err *err)
     w->stop_async.data = w;
     uv_timer_init(&w->loop, &w->tick);
     w->tick.data = w;
-    uv_timer_start(&w->tick, on_tick, PX_METER_FLUSH_MS, PX_METER_FLUSH_MS);
+    uv_timer_start(&w->tick, on_tick, 0, PX_METER_FLUSH_MS); /* at once: DNS routes warm up */
     uv_check_init(&w->loop, &w->log_check);
     w->log_check.data = w;
     if (w->p->access_log)

@@ -150,7 +150,8 @@ struct px_route {
     size_t n_lookups; /* uv_getaddrinfo in flight */
     int is_pool;   /* spec.upstream.endpoints (else the one address) */
     td_ep_pool pool; /* choice, ejection: this worker's view */
-    td_critqueue *q; /* capacity cap * neps */
+    td_critqueue *q; /* capacity cap * active endpoints (qcap_now), at most qcap_max */
+    uint32_t qcap_now, qcap_max;
     size_t n_idle;  /* over all endpoints */
     size_t n_conns; /* upstream connections open, idle or busy */
     size_t n_checks; /* health-check connections open */
@@ -355,6 +356,7 @@ struct px_worker {
     uv_async_t stop_async;
     uv_timer_t tick;
     unsigned ticks;
+    uint64_t warm_generation; /* the config whose DNS routes were made ahead (proxy_upstream.c) */
     uv_check_t log_check;
     int fd;
     int stopping;

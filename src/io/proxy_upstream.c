@@ -159,6 +159,25 @@ static size_t answer_addrs(const struct addrinfo *res, uint16_t port, struct soc
     return n;
 }
 
+static uint32_t share(uint32_t total, unsigned workers);
+
+/* The queue admits each endpoint's share of the capacity times the
+ * active endpoints (capacity is per endpoint); when that grew, requests
+ * waiting may start now. */
+static void pool_resized(px_route *rs)
+{
+    size_t m = td_ep_members(&rs->pool);
+    uint64_t want = (uint64_t)rs->cap * (m ? m : 1);
+    uint32_t before = rs->qcap_now;
+    if (want > rs->qcap_max)
+        want = rs->qcap_max;
+    if (want == before || td_critqueue_set_capacity(rs->q, (uint32_t)want) != TD_OK)
+        return;
+    rs->qcap_now = (uint32_t)want;
+    if (want > before)
+        px_route_pump(rs);
+}
+
 /* Source src answered addrs[0..n): the pool's membership follows (see
  * td_ep_resolved); slots that join get their address, slots that start
  * draining lose their idle connections and checks. */
@@ -168,6 +187,14 @@ static void apply_answer(px_route *rs, size_t src, const struct sockaddr_storage
     for (size_t i = 0; i < n; i++)
         keys[i] = addr_key(&addrs[i]);
     px_src *s = &rs->srcs[src];
+    /* the source's own slot, made before any answer: the first address */
+    for (size_t i = 0; i < rs->pool.n; i++)
+        if (rs->pool.ep[i].src == src && rs->pool.ep[i].member == TD_EP_ACTIVE &&
+            !rs->eps[i].addr_ok && rs->eps[i].host) {
+            rs->eps[i].addr = addrs[0];
+            rs->eps[i].addr_ok = 1;
+            td_ep_set_key(&rs->pool, i, &keys[0]);
+        }
     td_ep_change ch;
     if (td_ep_resolved(&rs->pool, (uint32_t)src, s->weight, keys, n, &ch) != TD_OK)
         return;
@@ -188,42 +215,46 @@ static void apply_answer(px_route *rs, size_t src, const struct sockaddr_storage
     }
     for (size_t k = 0; k < ch.ndrained; k++)
         close_slot(rs, ch.drained[k]);
-    if (rs->w->index == 0 && (ch.njoined || ch.ndrained || ch.dropped))
+    if (rs->w->index == 0 && (ch.njoined || ch.ndrained || ch.dropped) && s->resolved_ns)
         fprintf(stderr,
                 "tenantd: gateway: %s:%u now gives %zu address(es): %zu joined, %zu draining%s\n",
                 s->host, s->port, n, ch.njoined, ch.ndrained,
                 ch.dropped ? ", some left out (at most 64 endpoints per Route)" : "");
+    pool_resized(rs);
 }
 
-/* The first lookup of a name, when a worker first serves the Route: made
- * at once (as nginx resolves at configuration), every later one off the
- * loop (start_lookup). A failure leaves the slot without an address: its
- * requests fail over to the others. */
-static void first_lookup(px_route *rs, size_t src)
+/* A replaced route state's answers (a reload that changed the Route) for
+ * the new one's names: no lookup to wait for, state of the addresses
+ * starts afresh. */
+static void inherit_answers(px_route *n, const px_route *old)
 {
-    px_src *s = &rs->srcs[src];
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    s->next_ns = px_now() + rs->resolve_every_ns;
-    if (getaddrinfo(s->host, NULL, &hints, &res) != 0 || !res) {
-        s->failing = 1;
-        s->lookups_failed++;
-        return;
+    for (size_t j = 0; j < n->nsrcs; j++) {
+        px_src *s = &n->srcs[j];
+        for (size_t k = 0; s->is_name && k < old->nsrcs; k++) {
+            const px_src *o = &old->srcs[k];
+            if (!o->resolved_ns || o->port != s->port || strcmp(o->host, s->host) != 0)
+                continue;
+            struct sockaddr_storage addrs[TD_EP_MAX];
+            size_t na = 0;
+            for (size_t i = 0; i < old->pool.n; i++)
+                if (old->pool.ep[i].src == k && old->pool.ep[i].member == TD_EP_ACTIVE &&
+                    old->eps[i].addr_ok)
+                    addrs[na++] = old->eps[i].addr;
+            if (!na)
+                continue;
+            apply_answer(n, j, addrs, na);
+            s->resolved_ns = o->resolved_ns;
+            s->next_ns = o->next_ns;
+            break;
+        }
     }
-    struct sockaddr_storage addrs[PX_ADDRS_MAX];
-    size_t n = answer_addrs(res, s->port, addrs, PX_ADDRS_MAX);
-    freeaddrinfo(res);
-    if (n == 0)
-        return;
-    s->resolved_ns = px_now();
-    /* slot src is the source's own until then: the first address keeps it */
-    rs->eps[src].addr = addrs[0];
-    rs->eps[src].addr_ok = 1;
-    td_ep_key k0 = addr_key(&addrs[0]);
-    td_ep_set_key(&rs->pool, src, &k0);
-    apply_answer(rs, src, addrs, n);
+}
+
+/* A source whose first lookup has not answered yet. */
+static int pending(const px_route *rs, size_t slot)
+{
+    const px_src *s = &rs->srcs[rs->pool.ep[slot].src];
+    return s->is_name && !s->resolved_ns && !s->failing;
 }
 
 typedef struct {
@@ -243,8 +274,8 @@ static void on_lookup(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         struct sockaddr_storage addrs[PX_ADDRS_MAX];
         size_t n = status == 0 ? answer_addrs(res, s->port, addrs, PX_ADDRS_MAX) : 0;
         if (n) {
-            s->resolved_ns = px_now();
             apply_answer(rs, l->src, addrs, n);
+            s->resolved_ns = px_now();
         } else {
             s->lookups_failed++;
         }
@@ -401,14 +432,17 @@ static px_route *route_new(px_worker *w, const td_gw_route *r)
         td_ep_key k = addr_key(&rs->eps[i].addr);
         if (rs->eps[i].addr_ok)
             td_ep_set_key(&rs->pool, i, &k);
-        else if (rs->srcs[i].is_name)
-            first_lookup(rs, i);
     }
     /* the route's queue admits up to each endpoint's share times the
-     * endpoints: capacity is per endpoint (issue 19 item 3); a name counts
-     * the addresses of its first answer */
-    uint64_t qcap = (uint64_t)rs->cap * (td_ep_members(&rs->pool) ? td_ep_members(&rs->pool) : 1);
-    if (qcap > UINT32_MAX || td_critqueue_create((uint32_t)qcap, queue, &rs->q) != TD_OK) {
+     * endpoints: capacity is per endpoint (issue 19 item 3); with names,
+     * as many as their addresses (made for the most, set as they come) */
+    uint64_t qmax = (uint64_t)rs->cap * rs->neps;
+    if (qmax > (1u << 28))
+        qmax = 1u << 28;
+    rs->qcap_max = (uint32_t)qmax;
+    rs->qcap_now = (uint32_t)((uint64_t)rs->cap * ne < qmax ? (uint64_t)rs->cap * ne : qmax);
+    if (td_critqueue_create(rs->qcap_max, queue, &rs->q) != TD_OK ||
+        td_critqueue_set_capacity(rs->q, rs->qcap_now) != TD_OK) {
         route_free(rs);
         return NULL;
     }
@@ -465,6 +499,10 @@ px_route *px_route_get(px_worker *w, const td_gw_config *cfg, const td_gw_route 
     if (!n)
         return NULL;
     n->generation = cfg->generation;
+    if (rs && n->has_names)
+        inherit_answers(n, rs);
+    if (n->has_names)
+        resolve_tick(n, px_now()); /* the lookups not inherited start now */
     if (rs)
         retire(rs);
     w->routes[r->slot] = n;
@@ -669,7 +707,7 @@ static void check_start(px_route *rs, size_t i, int scrape, uint64_t now_ns)
 {
     px_ep *e = &rs->eps[i];
     if (!e->addr_ok) {
-        if (!scrape)
+        if (!scrape && !pending(rs, i)) /* a name that does not resolve fails its checks */
             td_ep_check(&rs->pool, i, false, now_ns);
         return;
     }
@@ -706,8 +744,29 @@ static void check_start(px_route *rs, size_t i, int scrape, uint64_t now_ns)
 
 static void views_publish(px_worker *w, uint64_t now_ns);
 
+/* Route states for every Route of a new config whose endpoints include a
+ * DNS name, made ahead of their first request: their lookups start now,
+ * so that requests find addresses rather than a lookup under way. */
+static void warm_up(px_worker *w)
+{
+    const td_gw_config *c = td_gateway_config(w->p->g, &w->held);
+    if (!c || c->generation == w->warm_generation)
+        return;
+    w->warm_generation = c->generation;
+    for (size_t i = 0; i < c->nroutes; i++) {
+        const td_gw_route *r = &c->routes[i];
+        size_t ne = r->nendpoints ? r->nendpoints : 1;
+        if (r->slot >= TD_GW_MAX_ROUTES || !route_has_names(r, ne))
+            continue;
+        px_route *rs = px_route_get(w, c, r);
+        if (rs)
+            px_route_unref(rs);
+    }
+}
+
 void px_routes_check(px_worker *w, uint64_t now_ns)
 {
+    warm_up(w);
     for (size_t r = 0; r < TD_GW_MAX_ROUTES; r++) {
         px_route *rs = w->routes[r];
         if (!rs || (!rs->hc_path && !rs->metrics_path && !rs->has_names))
@@ -1772,8 +1831,13 @@ void px_forward(px_conn *c)
      * (a stale pooled connection is retried on the same endpoint) */
     uint32_t cap = td_ep_members(&rs->pool) > 1 ? rs->cap : 0;
     int ep = td_ep_pick(&rs->pool, now, r->ep_failed, true, cap);
+    if (ep >= 0 && pending(rs, (size_t)ep)) /* a name not looked up yet: another */
+        ep = td_ep_pick(&rs->pool, now, ep, false, cap);
+    if (ep >= 0 && pending(rs, (size_t)ep))
+        ep = -1;
     if (ep < 0) {
-        respond_unavailable(c, td_ep_wait_ns(&rs->pool, now));
+        /* nothing to send to; a name's first lookup is due in milliseconds */
+        respond_unavailable(c, rs->has_names ? 1 : td_ep_wait_ns(&rs->pool, now));
         return;
     }
     px_ep *e = &rs->eps[ep];

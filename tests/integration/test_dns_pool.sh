@@ -58,6 +58,17 @@ spec:
     capacity: 32
   cost: {model: tokens}
   timeout: 10s
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
+metadata: {name: narrow}
+spec:
+  match: {pathPrefix: /v1/completions}
+  upstream:
+    endpoints: [{address: "fleet.test:$P"}]
+    capacity: 2
+  cost: {model: tokens}
+  timeout: 10s
 Y
 cat > "$TMP/wrap.sh" <<'W'
 #!/bin/sh
@@ -85,6 +96,15 @@ case "$out" in *" errors=0 "*) ok "three addresses: no errors" ;; *) not_ok "thr
 [ "$d2" -gt 20 ] && [ "$d3" -gt 20 ] && [ "$d4" -gt 20 ] &&
     ok "each address of the name gets traffic (.2=$d2 .3=$d3 .4=$d4)" || not_ok "spread .2=$d2 .3=$d3 .4=$d4"
 
+# 1b. capacity is per endpoint: two in flight at each of the three
+# addresses (one per worker), so 8 clients of 100 ms requests get about
+# 6 at a time, not the 2 of one endpoint (about 40 in 2 s)
+out=$(python3 "$LOAD" "$GW" /v1/completions key-alpha 8 2 0 20 2>"$TMP/load1b.err")
+n=$(echo "$out" | sed 's/ok=\([0-9]*\).*/\1/')
+echo "# capacity 2 per endpoint, 8 clients for 2 s: $out"
+[ "$n" -gt 70 ] && ok "the queue admits capacity times the name's addresses ($n requests)" ||
+    not_ok "capacity did not follow the addresses: $out"
+
 # explain and /metrics: each address an endpoint, resolved from the name
 ADM=(-s --max-time 5 -H "Authorization: Bearer admin-secret-0123456789")
 sleep 0.6 # the workers publish their pools every 250 ms
@@ -94,6 +114,7 @@ import json, sys
 o = json.load(open(sys.argv[1])); p = sys.argv[2]
 eps = [r for r in o["routes"] if r["route"] == "chat"][0]["endpoints"]
 assert sorted(e["address"] for e in eps) == ["127.0.0.%d:%s" % (a, p) for a in (2, 3, 4)], eps
+assert [r for r in o["routes"] if r["route"] == "narrow"][0]["capacityPerEndpoint"] == 2
 for e in eps:
     assert e["resolvedFrom"] == "fleet.test:" + p and e["state"] == "healthy", e
     assert e["requests"] > 5 and e["inFlight"] == 0 and not e["lookupFailing"], e

@@ -483,6 +483,59 @@ static void test_membership_keeps_state(void **st)
     assert_int_equal(td_ep_members(&p), 1 + ch.njoined); /* the IP endpoint stays */
 }
 
+/* Views of two workers merge per route and address: counts summed, the
+ * worst state and the freshest scrape kept, other routes apart. */
+static void test_views_merge(void **st)
+{
+    (void)st;
+    td_ep_view v[5];
+    memset(v, 0, sizeof v);
+    static const struct {
+        uint32_t route, worker;
+        const char *addr;
+        uint32_t inflight;
+        uint64_t requests, ejected_for, scrape_age;
+        bool unhealthy;
+    } rows[] = {
+        {1, 0, "10.0.0.1:80", 2, 10, 0, 300, false},
+        {1, 0, "10.0.0.2:80", 1, 5, 0, 0, false},
+        {1, 1, "10.0.0.1:80", 3, 7, 2 * S, 100, false},
+        {2, 1, "10.0.0.1:80", 4, 1, 0, 0, false}, /* another route */
+        {1, 1, "10.0.0.2:80", 0, 6, 0, 0, true},
+    };
+    for (size_t i = 0; i < 5; i++) {
+        v[i].route = rows[i].route;
+        v[i].worker = rows[i].worker;
+        snprintf(v[i].address, sizeof v[i].address, "%s", rows[i].addr);
+        v[i].inflight = rows[i].inflight;
+        v[i].requests = rows[i].requests;
+        v[i].ejected_for_ns = rows[i].ejected_for;
+        v[i].scraped = rows[i].scrape_age != 0;
+        v[i].scrape_age_ns = rows[i].scrape_age;
+        v[i].waiting = (double)i;
+        v[i].unhealthy = rows[i].unhealthy;
+    }
+    assert_string_equal(td_ep_view_state(&v[0]), "healthy");
+    assert_string_equal(td_ep_view_state(&v[2]), "ejected");
+    assert_string_equal(td_ep_view_state(&v[4]), "unhealthy");
+    assert_int_equal(td_ep_views_merge(v, 5), 3);
+    assert_string_equal(v[0].address, "10.0.0.1:80");
+    assert_int_equal(v[0].workers, 2);
+    assert_int_equal(v[0].inflight, 5);
+    assert_int_equal(v[0].requests, 17);
+    assert_int_equal(v[0].ejected_for_ns, 2 * S);
+    assert_int_equal(v[0].scrape_age_ns, 100); /* worker 1's, the freshest */
+    assert_true(v[0].waiting == 2);
+    assert_string_equal(td_ep_view_state(&v[0]), "ejected");
+    assert_string_equal(v[1].address, "10.0.0.2:80");
+    assert_int_equal(v[1].requests, 11);
+    assert_string_equal(td_ep_view_state(&v[1]), "unhealthy");
+    assert_int_equal(v[2].route, 2);
+    assert_int_equal(v[2].inflight, 4);
+    v[1].member = TD_EP_DRAINING;
+    assert_string_equal(td_ep_view_state(&v[1]), "draining");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_wait),
         cmocka_unit_test(test_membership_table),
         cmocka_unit_test(test_membership_keeps_state),
+        cmocka_unit_test(test_views_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -137,6 +137,7 @@ typedef struct {
 
 struct px_route {
     px_worker *w;
+    char *name; /* the Route's, for the log */
     uint32_t slot;
     uint64_t generation; /* the config generation it was last matched against */
     uint32_t route_capacity, route_queue; /* as configured, to notice changes */

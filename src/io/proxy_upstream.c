@@ -45,6 +45,7 @@ static void up_close(px_up *u);
 static void route_free(px_route *rs)
 {
     td_critqueue_destroy(rs->q);
+    free(rs->name);
     for (size_t i = 0; rs->srcs && i < rs->nsrcs; i++)
         free(rs->srcs[i].host);
     free(rs->srcs);
@@ -217,8 +218,9 @@ static void apply_answer(px_route *rs, size_t src, const struct sockaddr_storage
         close_slot(rs, ch.drained[k]);
     if (rs->w->index == 0 && (ch.njoined || ch.ndrained || ch.dropped) && s->resolved_ns)
         fprintf(stderr,
-                "tenantd: gateway: %s:%u now gives %zu address(es): %zu joined, %zu draining%s\n",
-                s->host, s->port, n, ch.njoined, ch.ndrained,
+                "tenantd: gateway: Route %s: %s:%u now gives %zu address(es): %zu joined, "
+                "%zu draining%s\n",
+                rs->name, s->host, s->port, n, ch.njoined, ch.ndrained,
                 ch.dropped ? ", some left out (at most 64 endpoints per Route)" : "");
     pool_resized(rs);
 }
@@ -281,10 +283,10 @@ static void on_lookup(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         }
         if (s->failing != !n && rs->w->index == 0)
             fprintf(stderr,
-                    n ? "tenantd: gateway: %s:%u resolves again%s\n"
-                      : "tenantd: gateway: looking up %s:%u failed (%s); keeping its last "
-                        "addresses\n",
-                    s->host, s->port, n ? "" : uv_strerror(status ? status : UV_EAI_NODATA));
+                    n ? "tenantd: gateway: Route %s: %s:%u resolves again%s\n"
+                      : "tenantd: gateway: Route %s: looking up %s:%u failed (%s); keeping its "
+                        "last addresses\n",
+                    rs->name, s->host, s->port, n ? "" : uv_strerror(status ? status : UV_EAI_NODATA));
         s->failing = !n;
     }
     if (res)
@@ -389,6 +391,7 @@ static px_route *route_new(px_worker *w, const td_gw_route *r)
     uint32_t queue = share(r->queue, n);
     rs->w = w;
     rs->slot = r->slot;
+    rs->name = strdup(r->name ? r->name : "");
     rs->route_capacity = r->capacity;
     rs->route_queue = r->queue;
     rs->cap = cap ? cap : 1;
@@ -397,7 +400,7 @@ static px_route *route_new(px_worker *w, const td_gw_route *r)
     rs->neps = route_has_names(r, ne) ? TD_EP_MAX : ne;
     rs->eps = calloc(rs->neps, sizeof *rs->eps);
     rs->srcs = calloc(ne, sizeof *rs->srcs);
-    if (!rs->eps || !rs->srcs) {
+    if (!rs->eps || !rs->srcs || !rs->name) {
         route_free(rs);
         return NULL;
     }

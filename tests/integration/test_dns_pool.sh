@@ -149,7 +149,7 @@ case "$out" in *" errors=0 "*) ok "drain under load: no client errors" ;; *) not
 sleep 0.5
 n4=$(conns_to 4)
 [ "$n4" = 0 ] && ok "the connections to .4 are closed" || not_ok "$n4 connections to .4 left open"
-expect_grep "the change is logged" "$TMP/tenantd.log" "fleet.test:$P now gives 2 address(es): 0 joined, 1 draining"
+expect_grep "the change is logged" "$TMP/tenantd.log" "Route chat: fleet.test:$P now gives 2 address(es): 0 joined, 1 draining"
 
 # 3. a lookup that fails keeps the last good set
 hosts
@@ -161,7 +161,7 @@ echo "# name gone from the file: $out; served .2=$d2 .3=$d3 .4=$d4"
 case "$out" in *" errors=0 "*) ok "failed lookup: the last set still serves" ;; *) not_ok "failed lookup: $out" ;; esac
 [ "$d2" -gt 0 ] && [ "$d3" -gt 0 ] && [ "$d4" = 0 ] && ok "failed lookup: .2 and .3 kept (.2=$d2 .3=$d3)" ||
     not_ok "failed lookup spread .2=$d2 .3=$d3 .4=$d4"
-expect_grep "the failure is logged" "$TMP/tenantd.log" "looking up fleet.test:$P failed"
+expect_grep "the failure is logged" "$TMP/tenantd.log" "Route chat: looking up fleet.test:$P failed"
 curl "${ADM[@]}" -o "$TMP/ex2.json" "http://127.0.0.1:$TD_PORT/v1/explain/request?tenant=alpha"
 python3 - "$TMP/ex2.json" "$P" <<'PY' && ok "explain: .4 gone, .2 and .3 kept with lookups failing" || not_ok "explain after: $(cat "$TMP/ex2.json")"
 import json, sys
@@ -173,8 +173,8 @@ PY
 curl "${ADM[@]}" -o "$TMP/m2.txt" "http://127.0.0.1:$TD_PORT/metrics"
 grep -q "tenantd_gateway_dns_lookup_failures_total{route=\"chat\",name=\"fleet.test:$P\"} [1-9]" "$TMP/m2.txt" &&
     ok "/metrics counts the failed lookups" || not_ok "/metrics: $(grep dns_lookup "$TMP/m2.txt")"
-nfail=$(grep -c "looking up fleet.test:$P failed" "$TMP/tenantd.log")
-[ "$nfail" = 1 ] && ok "logged once, not once per lookup" || not_ok "the failure logged $nfail times"
+nfail=$(grep -c "Route chat: looking up fleet.test:$P failed" "$TMP/tenantd.log")
+[ "$nfail" = 1 ] && ok "logged once per Route, not once per lookup" || not_ok "the failure logged $nfail times"
 
 # 4. .4 back: it joins and gets traffic again
 hosts 127.0.0.2 127.0.0.3 127.0.0.4
@@ -185,7 +185,7 @@ d4=$(($(served 4) - S4))
 echo "# .4 back: $out; .4 served $d4"
 case "$out" in *" errors=0 "*) ok "back: no errors" ;; *) not_ok "back: $out" ;; esac
 [ "$d4" -gt 20 ] && ok ".4 gets traffic again ($d4)" || not_ok ".4 served $d4 after it came back"
-expect_grep "recovery is logged" "$TMP/tenantd.log" "fleet.test:$P resolves again"
+expect_grep "recovery is logged" "$TMP/tenantd.log" "Route chat: fleet.test:$P resolves again"
 
 stop_tenantd
 finish

@@ -160,8 +160,6 @@ static size_t answer_addrs(const struct addrinfo *res, uint16_t port, struct soc
     return n;
 }
 
-static uint32_t share(uint32_t total, unsigned workers);
-
 /* The queue admits each endpoint's share of the capacity times the
  * active endpoints (capacity is per endpoint); when that grew, requests
  * waiting may start now. */
@@ -286,7 +284,8 @@ static void on_lookup(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
                     n ? "tenantd: gateway: Route %s: %s:%u resolves again%s\n"
                       : "tenantd: gateway: Route %s: looking up %s:%u failed (%s); keeping its "
                         "last addresses\n",
-                    rs->name, s->host, s->port, n ? "" : uv_strerror(status ? status : UV_EAI_NODATA));
+                    rs->name, s->host, s->port,
+                    n ? "" : uv_strerror(status ? status : UV_EAI_NODATA));
         s->failing = !n;
     }
     if (res)

@@ -117,7 +117,8 @@ static void print_routes(const json_t *o)
             json_array_foreach(json_object_get(e, "workers"), k, w)
             {
                 if (strcmp(td_json_str(w, "state"), td_json_str(e, "state")) != 0)
-                    printf("; worker %lld: %s", (long long)json_integer_value(json_object_get(w, "worker")),
+                    printf("; worker %lld: %s",
+                           (long long)json_integer_value(json_object_get(w, "worker")),
                            td_json_str(w, "state"));
             }
             printf("\n");

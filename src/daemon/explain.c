@@ -57,7 +57,8 @@ static json_t *endpoint_json(const td_ep_view *m, const td_ep_view *raw, size_t 
     if (!o)
         return NULL;
     if (m->ejected_for_ns)
-        json_object_set_new(o, "ejectedForMs", json_integer((json_int_t)(m->ejected_for_ns / 1000000)));
+        json_object_set_new(o, "ejectedForMs",
+                            json_integer((json_int_t)(m->ejected_for_ns / 1000000)));
     if (m->from_name) {
         json_object_set_new(o, "resolvedFrom", json_string(m->source));
         if (m->resolved_age_ns)

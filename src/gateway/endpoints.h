@@ -76,7 +76,7 @@ typedef struct {
     uint32_t src;  /* the configured endpoint it came from */
     td_ep_key key; /* its address (all zero: not known yet) */
     /* totals since it joined, for explain and /metrics */
-    uint64_t requests;       /* td_ep_start calls */
+    uint64_t requests; /* td_ep_start calls */
     uint64_t ejections_total;
 } td_ep;
 
@@ -102,15 +102,15 @@ typedef struct {
  * request` and /metrics (the state is per worker: views are published by
  * each worker and merged by the reader). */
 typedef struct {
-    uint32_t route;  /* route slot */
-    uint32_t worker; /* the gateway worker's index */
+    uint32_t route;   /* route slot */
+    uint32_t worker;  /* the gateway worker's index */
     uint32_t workers; /* after td_ep_views_merge: how many were merged */
     char address[64]; /* the address connected to, "127.0.0.2:8000" */
     char source[128]; /* the endpoint as configured, "fleet.test:8000" */
     bool from_name;   /* source is a DNS name */
     td_ep_member member;
-    bool unhealthy;           /* marked by health checks */
-    uint64_t ejected_for_ns;  /* left of its ejection at the snapshot (0: not ejected) */
+    bool unhealthy;          /* marked by health checks */
+    uint64_t ejected_for_ns; /* left of its ejection at the snapshot (0: not ejected) */
     uint32_t inflight, failures;
     uint64_t requests, ejections;
     bool scraped; /* queueDepth: a scrape has answered */

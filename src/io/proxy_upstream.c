@@ -141,8 +141,7 @@ static size_t answer_addrs(const struct addrinfo *res, uint16_t port, struct soc
 {
     size_t n = 0;
     for (const struct addrinfo *a = res; a && n < max; a = a->ai_next) {
-        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
-            a->ai_addrlen > sizeof out[n])
+        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof out[n])
             continue;
         memset(&out[n], 0, sizeof out[n]);
         memcpy(&out[n], a->ai_addr, a->ai_addrlen);
@@ -1179,9 +1178,8 @@ static void up_complete(px_up *u)
     r->up = NULL;
     c->up_paused = 0;
     px_ep *e = &rs->eps[u->ep];
-    int reuse =
-        u->resp.keep_alive && !u->bad && !rs->retired && !rs->w->stopping &&
-        e->n_idle < (size_t)rs->cap + 4 && rs->pool.ep[u->ep].member == TD_EP_ACTIVE;
+    int reuse = u->resp.keep_alive && !u->bad && !rs->retired && !rs->w->stopping &&
+                e->n_idle < (size_t)rs->cap + 4 && rs->pool.ep[u->ep].member == TD_EP_ACTIVE;
     if (reuse) {
         u->reused = 1;
         u->idle = 1;
@@ -1373,8 +1371,8 @@ static int r_head(td_hresp *resp, void *user)
     /* a pool endpoint that answers 502 or 503 (overloaded, or a gateway of
      * its own that failed) before the client heard anything: the request
      * goes to another endpoint if it has not been retried (on_up_read) */
-    if ((status == 502 || status == 503) && u->rs->is_pool && !r->retried && td_ep_members(&u->rs->pool) > 1 &&
-        px_now() < r->deadline_ns) {
+    if ((status == 502 || status == 503) && u->rs->is_pool && !r->retried &&
+        td_ep_members(&u->rs->pool) > 1 && px_now() < r->deadline_ns) {
         u->retry_5xx = 1;
         return 1;
     }

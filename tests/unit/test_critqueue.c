@@ -111,11 +111,11 @@ static void test_set_capacity(void **state)
         int want;     /* outcome, or the id started (-1 none) */
     } rows[] = {
         {0, 1, TD_CQ_START}, {0, 2, TD_CQ_QUEUED}, {0, 3, TD_CQ_QUEUED}, {0, 4, TD_CQ_QUEUED},
-        {1, 3, 0},           /* grown: two start at the next pops */
-        {2, 0, 2},           /* 1 finished: 2 starts, and 3 as well below */
-        {1, 1, 0},           /* shrunk under the 2 in flight */
-        {2, 0, -1},          /* one finished: still 1 in flight, at capacity */
-        {2, 0, 4},           /* none in flight: 4 starts */
+        {1, 3, 0},  /* grown: two start at the next pops */
+        {2, 0, 2},  /* 1 finished: 2 starts, and 3 as well below */
+        {1, 1, 0},  /* shrunk under the 2 in flight */
+        {2, 0, -1}, /* one finished: still 1 in flight, at capacity */
+        {2, 0, 4},  /* none in flight: 4 starts */
     };
     td_cq_item it;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

@@ -385,9 +385,9 @@ static void test_membership_table(void **st)
         {{3, 1, 0}, {-1}, "A1D2A3", 0, 1},       /* 2 vanished: draining, order ignored */
         {{0}, {-1}, "A1D2A3", 0, 0},             /* a failed lookup keeps the last set */
         {{1, 2, 3, 0}, {-1}, "A1A2A3", 1, 0},    /* 2 back before it drained: its slot */
-        {{1, 3, 0}, {1, -1}, "A1..A3", 0, 1},     /* 2 vanished and drained: slot free */
+        {{1, 3, 0}, {1, -1}, "A1..A3", 0, 1},    /* 2 vanished and drained: slot free */
         {{1, 3, 4, 4, 0}, {-1}, "A1A4A3", 1, 0}, /* 4 takes the free slot, once */
-        {{5, 0}, {0, 1, -1}, "....D3A5", 1, 3},    /* all change; 3 still busy (in flight) */
+        {{5, 0}, {0, 1, -1}, "....D3A5", 1, 3},  /* all change; 3 still busy (in flight) */
     };
     td_ep_pool p = pool(1, NULL, TD_BALANCE_LEAST_REQUESTS);
     td_ep_key k1 = key(1);

@@ -104,7 +104,7 @@ typedef struct px_check px_check;
 /* One configured endpoint of a route (spec.upstream.endpoints[i] or the
  * address): an IP address is one slot of the pool; a DNS name is one slot
  * per address it resolves to, looked up again every resolveEvery off the
- * worker's loop (uv_getaddrinfo). */
+ * worker's loop (getaddrinfo on a thread of its own). */
 typedef struct {
     char *host;
     uint16_t port;
@@ -114,7 +114,7 @@ typedef struct {
     uint64_t next_ns;      /* when the next lookup starts */
     uint64_t resolved_ns;  /* the last good answer (0: none yet) */
     uint64_t lookups_failed;
-    void *gai;             /* the lookup in flight, or NULL */
+    void *gai;             /* the lookup in flight (px_lookup), or NULL */
 } px_src;
 
 /* One slot of a route's pool as a worker serves it (see endpoints.h): its
@@ -148,7 +148,7 @@ struct px_route {
     size_t nsrcs;
     int has_names;
     uint64_t resolve_every_ns;
-    size_t n_lookups; /* uv_getaddrinfo in flight */
+    size_t n_lookups; /* lookups in flight */
     int is_pool;   /* spec.upstream.endpoints (else the one address) */
     td_ep_pool pool; /* choice, ejection: this worker's view */
     td_critqueue *q; /* capacity cap * active endpoints (qcap_now), at most qcap_max */

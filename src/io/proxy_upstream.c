@@ -85,13 +85,14 @@ static void close_slot(px_route *rs, size_t i)
         check_done(rs->eps[i].sc, 0);
 }
 
+static void lookup_abandon(px_route *rs, size_t src);
+
 static void close_idle(px_route *rs)
 {
     for (size_t i = 0; i < rs->pool.n; i++)
         close_slot(rs, i);
     for (size_t i = 0; i < rs->nsrcs; i++)
-        if (rs->srcs[i].gai)
-            uv_cancel((uv_req_t *)rs->srcs[i].gai); /* its callback still runs */
+        lookup_abandon(rs, i);
 }
 
 static void retire(px_route *rs)
@@ -256,22 +257,93 @@ static int pending(const px_route *rs, size_t slot)
     return s->is_name && !s->resolved_ns && !s->failing;
 }
 
+/* One lookup, on a thread of its own: a resolver that never answers holds
+ * that thread only. libuv's thread pool would do, but it runs at most two
+ * lookups at once (half the pool), so two names stuck on a dead DNS
+ * server would hold every other name's lookups back. The answer comes
+ * back to the worker's loop through the async handle; the loop and the
+ * thread each hold a reference, and a loop that stops waiting (the
+ * route state retired, the worker stopping) abandons it: the thread then
+ * only frees. */
 typedef struct {
-    uv_getaddrinfo_t req;
-    px_route *rs;
+    uv_async_t async;
+    pthread_mutex_t mu;
+    int refs;      /* the thread's and the loop's (until the handle closed) */
+    int abandoned; /* the loop no longer waits for the answer */
+    px_route *rs;  /* NULL once abandoned */
     size_t src;
+    char *host;
+    int status; /* getaddrinfo's */
+    struct addrinfo *res;
 } px_lookup;
 
-static void on_lookup(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+static void lookup_unref(px_lookup *l)
 {
-    px_lookup *l = req->data;
-    px_route *rs = l->rs;
+    pthread_mutex_lock(&l->mu);
+    int left = --l->refs;
+    pthread_mutex_unlock(&l->mu);
+    if (left)
+        return;
+    if (l->res)
+        freeaddrinfo(l->res);
+    pthread_mutex_destroy(&l->mu);
+    free(l->host);
+    free(l);
+}
+
+static void on_lookup_closed(uv_handle_t *h)
+{
+    lookup_unref(h->data);
+}
+
+static void *lookup_thread(void *arg)
+{
+    px_lookup *l = arg;
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(l->host, NULL, &hints, &res);
+    pthread_mutex_lock(&l->mu);
+    l->status = rc;
+    l->res = res;
+    if (!l->abandoned)
+        uv_async_send(&l->async);
+    pthread_mutex_unlock(&l->mu);
+    lookup_unref(l);
+    return NULL;
+}
+
+/* The loop stops waiting for source src's lookup. */
+static void lookup_abandon(px_route *rs, size_t src)
+{
+    px_lookup *l = rs->srcs[src].gai;
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->abandoned = 1;
+    l->rs = NULL;
+    pthread_mutex_unlock(&l->mu);
+    uv_close((uv_handle_t *)&l->async, on_lookup_closed);
+    rs->srcs[src].gai = NULL;
+    rs->n_lookups--;
+}
+
+static void on_lookup(uv_async_t *h)
+{
+    px_lookup *l = h->data;
+    pthread_mutex_lock(&l->mu);
+    px_route *rs = l->abandoned ? NULL : l->rs;
+    int status = l->status;
+    pthread_mutex_unlock(&l->mu);
+    if (!rs)
+        return;
     px_src *s = &rs->srcs[l->src];
     s->gai = NULL;
     rs->n_lookups--;
-    if (!rs->retired && !rs->w->stopping && status != UV_ECANCELED) {
+    if (!rs->retired && !rs->w->stopping) {
         struct sockaddr_storage addrs[PX_ADDRS_MAX];
-        size_t n = status == 0 ? answer_addrs(res, s->port, addrs, PX_ADDRS_MAX) : 0;
+        size_t n = status == 0 ? answer_addrs(l->res, s->port, addrs, PX_ADDRS_MAX) : 0;
         if (n) {
             apply_answer(rs, l->src, addrs, n);
             s->resolved_ns = px_now();
@@ -284,16 +356,14 @@ static void on_lookup(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
                       : "tenantd: gateway: Route %s: looking up %s:%u failed (%s); keeping its "
                         "last addresses\n",
                     rs->name, s->host, s->port,
-                    n ? "" : uv_strerror(status ? status : UV_EAI_NODATA));
+                    n ? "" : status ? gai_strerror(status) : "no address");
         s->failing = !n;
     }
-    if (res)
-        uv_freeaddrinfo(res);
-    free(l);
+    uv_close((uv_handle_t *)&l->async, on_lookup_closed);
     maybe_free(rs);
 }
 
-/* Looks source src up again on libuv's thread pool: the worker's loop
+/* Looks source src up again on a thread of its own: the worker's loop
  * never waits for a resolver. */
 static void start_lookup(px_route *rs, size_t src, uint64_t now_ns)
 {
@@ -302,18 +372,30 @@ static void start_lookup(px_route *rs, size_t src, uint64_t now_ns)
     px_lookup *l = calloc(1, sizeof *l);
     if (!l)
         return;
-    l->rs = rs;
-    l->src = src;
-    l->req.data = l;
-    struct addrinfo hints;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    if (uv_getaddrinfo(&rs->w->loop, &l->req, on_lookup, s->host, NULL, &hints) < 0) {
+    l->host = strdup(s->host);
+    if (!l->host || uv_async_init(&rs->w->loop, &l->async, on_lookup) < 0) {
+        free(l->host);
         free(l);
         return;
     }
-    s->gai = &l->req;
+    pthread_mutex_init(&l->mu, NULL);
+    l->rs = rs;
+    l->src = src;
+    l->async.data = l;
+    l->refs = 2;
+    pthread_attr_t at;
+    pthread_t t;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 256 * 1024);
+    int rc = pthread_create(&t, &at, lookup_thread, l);
+    pthread_attr_destroy(&at);
+    if (rc != 0) {
+        l->refs = 1; /* no thread: the handle's close frees it */
+        uv_close((uv_handle_t *)&l->async, on_lookup_closed);
+        return;
+    }
+    s->gai = l;
     rs->n_lookups++;
 }
 

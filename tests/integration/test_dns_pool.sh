@@ -7,7 +7,9 @@
 # names. An address removed from the file is drained under load with no
 # client error (its requests in flight finish, its connections close, it
 # gets no new ones); a lookup that fails keeps the last set; the address
-# put back gets traffic again.
+# put back gets traffic again. A name whose DNS server never answers (a
+# UDP sink as tenantd's nameserver) stalls no worker: the other Routes
+# keep their latency and its own requests are answered at once.
 . "$(dirname "$0")/lib.sh"
 LOAD="$(dirname "$0")/pools_load.py"
 if [ "$(id -u)" != 0 ] || ! command -v unshare >/dev/null ||
@@ -26,6 +28,17 @@ got=$(unshare --mount sh -c 'mount --bind "$0" /etc/hosts && getent ahosts fleet
     awk '/STREAM/ {print $1}' | sort | tr '\n' ' ')
 [ "$got" = "127.0.0.2 127.0.0.3 127.0.0.4 " ] && ok "the hosts file gives fleet.test three addresses" ||
     { not_ok "getent ahosts fleet.test through the bind mount: '$got'"; finish; exit 1; }
+
+# the nameserver of tenantd's resolv.conf: reads queries, answers none
+printf 'nameserver 127.0.0.77\noptions timeout:3 attempts:1\n' > "$TMP/resolv.conf"
+python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.77", 53))
+while True:
+    s.recvfrom(4096)
+' &
+PIDS+=("$!")
 
 P=$(free_port)
 declare -A SIMPID
@@ -61,6 +74,17 @@ spec:
 ---
 apiVersion: tenantd.dev/v1alpha1
 kind: Route
+metadata: {name: stuck}
+spec:
+  match: {pathPrefix: /v1/embeddings}
+  upstream:
+    endpoints: [{address: "nowhere.test:$P"}]
+    resolveEvery: 200ms
+  cost: {model: requests}
+  timeout: 10s
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Route
 metadata: {name: narrow}
 spec:
   match: {pathPrefix: /v1/completions}
@@ -73,10 +97,11 @@ Y
 cat > "$TMP/wrap.sh" <<'W'
 #!/bin/sh
 # tenantd with $HOSTS over /etc/hosts, in a mount namespace of its own
-exec unshare --mount sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$TD_HOSTS" "$TD_REAL" "$@"
+exec unshare --mount sh -c 'mount --bind "$0" /etc/hosts && mount --bind "$1" /etc/resolv.conf &&
+    shift && exec "$@"' "$TD_HOSTS" "$TD_RESOLV" "$TD_REAL" "$@"
 W
 chmod +x "$TMP/wrap.sh"
-export TD_HOSTS="$HOSTS" TD_REAL="$TENANTD"
+export TD_HOSTS="$HOSTS" TD_RESOLV="$TMP/resolv.conf" TD_REAL="$TENANTD"
 TENANTD="$TMP/wrap.sh"
 printf 'admin-secret-0123456789\n' > "$TMP/admin.token"
 start_tenantd "$TMP/data" --config "$TMP/platform.yaml" --admin-token-file "$TMP/admin.token" ||
@@ -151,9 +176,10 @@ n4=$(conns_to 4)
 [ "$n4" = 0 ] && ok "the connections to .4 are closed" || not_ok "$n4 connections to .4 left open"
 expect_grep "the change is logged" "$TMP/tenantd.log" "Route chat: fleet.test:$P now gives 2 address(es): 0 joined, 1 draining"
 
-# 3. a lookup that fails keeps the last good set
+# 3. a lookup that fails keeps the last good set (not in the file, the
+# name goes to the nameserver that never answers: 3 s, then a failure)
 hosts
-sleep 0.6
+sleep 4
 spread
 out=$(python3 "$LOAD" "$GW" /v1/chat/completions key-alpha 4 1 0 20 2>"$TMP/load3.err")
 d2=$(($(served 2) - S2)); d3=$(($(served 3) - S3)); d4=$(($(served 4) - S4))
@@ -176,9 +202,10 @@ grep -q "tenantd_gateway_dns_lookup_failures_total{route=\"chat\",name=\"fleet.t
 nfail=$(grep -c "Route chat: looking up fleet.test:$P failed" "$TMP/tenantd.log")
 [ "$nfail" = 1 ] && ok "logged once per Route, not once per lookup" || not_ok "the failure logged $nfail times"
 
-# 4. .4 back: it joins and gets traffic again
+# 4. .4 back: it joins and gets traffic again (after the lookup still
+# waiting on the nameserver gives up)
 hosts 127.0.0.2 127.0.0.3 127.0.0.4
-sleep 0.6
+sleep 4
 spread
 out=$(python3 "$LOAD" "$GW" /v1/chat/completions key-alpha 8 2 0 20 2>"$TMP/load4.err")
 d4=$(($(served 4) - S4))
@@ -186,6 +213,23 @@ echo "# .4 back: $out; .4 served $d4"
 case "$out" in *" errors=0 "*) ok "back: no errors" ;; *) not_ok "back: $out" ;; esac
 [ "$d4" -gt 20 ] && ok ".4 gets traffic again ($d4)" || not_ok ".4 served $d4 after it came back"
 expect_grep "recovery is logged" "$TMP/tenantd.log" "Route chat: fleet.test:$P resolves again"
+
+# 5. nowhere.test is asked of a nameserver that never answers (3 s per
+# lookup, one always under way): the workers do not wait for it
+worst=0
+for _ in $(seq 1 20); do
+    t=$(curl -s -o /dev/null -w '%{time_total}' --max-time 5 -H 'Authorization: Bearer key-alpha' \
+        -H 'Content-Type: application/json' --data '{"messages":[{"role":"user","content":"hi"}],"max_tokens":20}' \
+        "http://$GW/v1/chat/completions")
+    worst=$(awk -v a="$worst" -v b="$t" 'BEGIN { print (b > a ? b : a) }')
+done
+awk -v w="$worst" 'BEGIN { exit !(w < 1.0) }' && ok "lookups hanging on another Route: chat's slowest of 20 took ${worst}s" ||
+    not_ok "a hanging lookup held a worker: chat took ${worst}s"
+code=$(curl -s -o "$TMP/stuck.body" -w '%{http_code} %{time_total}' --max-time 5 \
+    -H 'Authorization: Bearer key-alpha' --data '{"input":"hi"}' "http://$GW/v1/embeddings")
+case "$code" in 50[23]\ 0.[0-4]*) ok "the unresolved Route answers at once ($code s)" ;;
+    *) not_ok "the unresolved Route: $code $(cat "$TMP/stuck.body")" ;; esac
+expect_grep "the hanging name's failure is logged" "$TMP/tenantd.log" "Route stuck: looking up nowhere.test:$P failed"
 
 stop_tenantd
 finish

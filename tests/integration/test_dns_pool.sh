@@ -90,6 +90,7 @@ spec:
   match: {pathPrefix: /v1/completions}
   upstream:
     endpoints: [{address: "fleet.test:$P"}]
+    resolveEvery: 200ms
     capacity: 2
   cost: {model: tokens}
   timeout: 10s

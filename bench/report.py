@@ -716,6 +716,51 @@ def pg_section():
 
 pg_section()
 
+# ---- fleet (bench/fleet.sh, issue 19): three endpoints, one slow ----
+# scripts/bench.sh's fleet block exports TD_BENCH_FLEET (its JSON lines).
+def fleet_section():
+    import os
+    path = os.environ.get("TD_BENCH_FLEET", "")
+    if not path:
+        return
+    try:
+        recs = [json.loads(l) for l in open(path) if l.strip()]
+    except (OSError, ValueError) as e:
+        failures.append("fleet: %s" % e)
+        return
+    fl = {}
+    for r in recs:
+        fl.setdefault(r["system"], []).append(r)
+    result["fleet"] = {s: {k: stat([r[k] for r in rs]) for k in
+                           ("rps", "p50_ms", "p99_ms", "slow_share", "cpu_us_per_req", "errors", "non2xx")}
+                       for s, rs in fl.items()}
+    rows = []
+    for s in ("tenantd", "nginx", "haproxy"):
+        a = result["fleet"].get(s)
+        if not a or not a["rps"]:
+            failures.append("fleet %s produced no result" % s)
+            continue
+        share = a["slow_share"]
+        rows.append([s, fmt_rng(a["rps"]), fmt_rng(a["p50_ms"], "%.1f"), fmt_rng(a["p99_ms"], "%.1f"),
+                     "%.1f%% [%.1f-%.1f]" % (100 * share["median"], 100 * share["min"], 100 * share["max"]),
+                     fmt_rng(a["cpu_us_per_req"], "%.1f"),
+                     "%d" % (a["errors"]["max"] + a["non2xx"]["max"])])
+    t = result["fleet"].get("tenantd")
+    ratios = ", ".join("%.2fx %s's req/s" % (t["rps"]["median"] / result["fleet"][s]["rps"]["median"], s)
+                       for s in ("nginx", "haproxy") if t and t["rps"] and result["fleet"].get(s)
+                       and result["fleet"][s]["rps"])
+    table("Serving a fleet: three endpoints, one slow (bench/fleet.sh)",
+          ["system", "req/s", "p50 ms", "p99 ms", "slow one's share", "CPU us/req", "errors (max)"], rows,
+          "simmodel A and B at 1 ms a token, C at 8 ms, 16-token completions, wrk -c32 closed loop; "
+          "tenantd `balance: leastRequests` (default), nginx `least_conn` with keepalive 64, haproxy "
+          "`balance leastconn` with http-reuse always; each at its defaults (workers = cores), "
+          "nothing pinned. An even spread would give C a third; as many requests in flight at "
+          "each endpoint gives it 1/17 (its requests take 8x as long). tenantd: %s. CPU per request counts the "
+          "proxy's processes only." % (ratios or "n/a"))
+
+
+fleet_section()
+
 doc_limits = limits_section()
 
 for s in systems:

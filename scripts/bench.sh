@@ -539,6 +539,16 @@ else
 fi
 section_done postgres
 
+# ---- 7. serving a fleet (bench/fleet.sh): tenantd's pool of three, one
+# slow, vs nginx least_conn and haproxy leastconn; report.py reads the
+# lines from TD_BENCH_FLEET ----
+if QUICK=$QUICK REPS=$REPS bash bench/fleet.sh "$BUILD" "$TMP/fleet.jsonl"; then
+    export TD_BENCH_FLEET="$TMP/fleet.jsonl"
+else
+    echo "bench: the fleet bench failed" >&2
+fi
+section_done fleet
+
 VERSIONS="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), haproxy $(haproxy -v | awk 'NR==1 {print $3}'), $(wrk -v 2>&1 | awk 'NR==1 {print $1, $2}'), redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
 python3 bench/report.py --records "$REC" --limiter "$TMP/limiter.json" --shared "$TMP/shared.jsonl" \
     --queue "$TMP/queue.jsonl" --submit "$TMP/submit.jsonl" --ledger "$TMP/ledger.jsonl" --admit "$TMP/admit.jsonl" \

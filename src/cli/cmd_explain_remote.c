@@ -55,6 +55,77 @@ static int explain_parse(const explain_flags *f, int argc, char **argv, td_remot
 
 /* `tenantctl explain request [--tenant T] [-o table|json]`: the tenant's
  * limits as the running gateway enforces them and its latest refusals. */
+/* The latest refusals, each with the model the request named. */
+static void print_refusals(const json_t *o)
+{
+    json_t *list = json_object_get(o, "recentRefusals"), *x;
+    size_t i;
+    if (!json_array_size(list))
+        printf("no recent refusals\n");
+    else
+        printf("recent refusals, newest first (%s):\n", td_json_str(o, "sampling"));
+    json_array_foreach(list, i, x)
+    {
+        const char *model = td_json_str(x, "model");
+        printf("  %s  %lld %-19s %-7s %s%s%s", td_json_str(x, "time"),
+               (long long)json_integer_value(json_object_get(x, "status")),
+               td_json_str(x, "reason"), td_json_str(x, "mode"), model ? "model " : "",
+               model ? model : "", model ? ": " : "");
+        printf("%s\n", td_json_str(x, "detail"));
+    }
+}
+
+/* Each Route's endpoints with their state, summed over the gateway's
+ * workers (and each worker's state when they differ). */
+static void print_routes(const json_t *o)
+{
+    json_t *routes = json_object_get(o, "routes"), *rt, *e;
+    size_t i, j;
+    if (!json_array_size(routes))
+        return;
+    printf("routes (%s):\n", td_json_str(o, "endpointState"));
+    json_array_foreach(routes, i, rt)
+    {
+        printf("  %s (%s, capacity %lld per endpoint)%s%s\n", td_json_str(rt, "route"),
+               td_json_str(rt, "balance"),
+               (long long)json_integer_value(json_object_get(rt, "capacityPerEndpoint")),
+               td_json_str(rt, "note") ? ": " : "",
+               td_json_str(rt, "note") ? td_json_str(rt, "note") : "");
+        json_array_foreach(json_object_get(rt, "endpoints"), j, e)
+        {
+            printf("    %-22s %-9s in flight %lld, requests %lld, ejections %lld",
+                   td_json_str(e, "address"), td_json_str(e, "state"),
+                   (long long)json_integer_value(json_object_get(e, "inFlight")),
+                   (long long)json_integer_value(json_object_get(e, "requests")),
+                   (long long)json_integer_value(json_object_get(e, "ejections")));
+            if (json_object_get(e, "ejectedForMs"))
+                printf(", ejected for %lld ms more",
+                       (long long)json_integer_value(json_object_get(e, "ejectedForMs")));
+            json_t *sc = json_object_get(e, "lastScrape");
+            if (sc)
+                printf(", waiting %g, KV cache %.0f%% (%lld ms ago)",
+                       json_number_value(json_object_get(sc, "waiting")),
+                       100 * json_number_value(json_object_get(sc, "kvCacheUsage")),
+                       (long long)json_integer_value(json_object_get(sc, "msAgo")));
+            if (td_json_str(e, "resolvedFrom"))
+                printf(", from %s%s", td_json_str(e, "resolvedFrom"),
+                       json_is_true(json_object_get(e, "lookupFailing"))
+                           ? " (lookups failing: last addresses kept)"
+                           : "");
+            size_t k;
+            json_t *w;
+            json_array_foreach(json_object_get(e, "workers"), k, w)
+            {
+                if (strcmp(td_json_str(w, "state"), td_json_str(e, "state")) != 0)
+                    printf("; worker %lld: %s",
+                           (long long)json_integer_value(json_object_get(w, "worker")),
+                           td_json_str(w, "state"));
+            }
+            printf("\n");
+        }
+    }
+}
+
 int td_cmd_explain_request(int argc, char **argv)
 {
     static const struct option longopts[] = {{"tenant", required_argument, NULL, 't'},
@@ -66,8 +137,9 @@ int td_cmd_explain_request(int argc, char **argv)
         "Why were a tenant's requests refused? Prints the tenant's gateway limits as\n"
         "the running tenantd enforces them (mode enforce or shadow), what it could\n"
         "spend right now, its money budgets (spent, left, when they reset), its\n"
-        "keys' own limits, and its latest refusals with the rule, the level (key or\n"
-        "tenant) and the numbers.\n"
+        "keys' own limits, its latest refusals with the rule, the level (key or\n"
+        "tenant), the model and the numbers, and each Route's endpoints (state,\n"
+        "in flight, ejections, last scrape, the DNS name they came from).\n"
         "With a tenant's API key (--token-file) the tenant is the key's own.\n\n"
         "  -t, --tenant T       the Tenant (default: the caller's, for a tenant key)\n"
         "  -o, --output FMT     table (default) or json\n%s";
@@ -156,17 +228,8 @@ int td_cmd_explain_request(int argc, char **argv)
                    td_json_str(b, "enforcement"), td_json_str(b, "resetsAt"));
         }
     }
-    json_t *list = json_object_get(o, "recentRefusals");
-    if (!json_array_size(list))
-        printf("no recent refusals\n");
-    else
-        printf("recent refusals, newest first (%s):\n", td_json_str(o, "sampling"));
-    json_array_foreach(list, i, x)
-    {
-        printf("  %s  %lld %-19s %-7s %s\n", td_json_str(x, "time"),
-               (long long)json_integer_value(json_object_get(x, "status")),
-               td_json_str(x, "reason"), td_json_str(x, "mode"), td_json_str(x, "detail"));
-    }
+    print_refusals(o);
+    print_routes(o);
     json_decref(o);
     return TD_EXIT_OK;
 }

@@ -46,6 +46,79 @@ static json_t *budgets_json(td_gateway *g, const td_gw_tenant *t, const td_gw_ke
     return list;
 }
 
+/* One endpoint (merged over the workers, m) with each worker's own state
+ * from raw[0..n) (the same route and address). */
+static json_t *endpoint_json(const td_ep_view *m, const td_ep_view *raw, size_t n)
+{
+    json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:I, s:i}", "address", m->address, "state",
+                          td_ep_view_state(m), "inFlight", (json_int_t)m->inflight, "requests",
+                          (json_int_t)m->requests, "ejections", (json_int_t)m->ejections,
+                          "consecutiveFailures", (json_int_t)m->failures);
+    if (!o)
+        return NULL;
+    if (m->ejected_for_ns)
+        json_object_set_new(o, "ejectedForMs",
+                            json_integer((json_int_t)(m->ejected_for_ns / 1000000)));
+    if (m->from_name) {
+        json_object_set_new(o, "resolvedFrom", json_string(m->source));
+        if (m->resolved_age_ns)
+            json_object_set_new(o, "resolvedMsAgo",
+                                json_integer((json_int_t)(m->resolved_age_ns / 1000000)));
+        json_object_set_new(o, "lookupFailing", json_boolean(m->lookup_failing));
+    }
+    if (m->scraped)
+        json_object_set_new(o, "lastScrape",
+                            json_pack("{s:f, s:f, s:I}", "waiting", m->waiting, "kvCacheUsage",
+                                      m->kv_usage, "msAgo",
+                                      (json_int_t)(m->scrape_age_ns / 1000000)));
+    json_t *ws = json_array();
+    for (size_t i = 0; ws && i < n; i++) {
+        if (raw[i].route != m->route || strcmp(raw[i].address, m->address) != 0)
+            continue;
+        json_t *w = json_pack("{s:i, s:s, s:i, s:I}", "worker", (int)raw[i].worker, "state",
+                              td_ep_view_state(&raw[i]), "inFlight", (json_int_t)raw[i].inflight,
+                              "asOfMsAgo", (json_int_t)(raw[i].snapshot_age_ns / 1000000));
+        if (w && raw[i].ejected_for_ns)
+            json_object_set_new(w, "ejectedForMs",
+                                json_integer((json_int_t)(raw[i].ejected_for_ns / 1000000)));
+        json_array_append_new(ws, w);
+    }
+    json_object_set_new(o, "workers", ws ? ws : json_null());
+    return o;
+}
+
+/* Every Route of c with its endpoints as the gateway's workers see them
+ * (state is per worker: merged, and per worker under "workers"). */
+static json_t *routes_json(td_gateway *g, const td_gw_config *c)
+{
+    td_ep_view *raw = NULL;
+    size_t n = td_gateway_endpoint_view(g, &raw);
+    td_ep_view *m = n ? malloc(n * sizeof *m) : NULL;
+    size_t nm = 0;
+    if (m) {
+        memcpy(m, raw, n * sizeof *m);
+        nm = td_ep_views_merge(m, n);
+    }
+    json_t *list = json_array();
+    for (size_t r = 0; list && r < c->nroutes; r++) {
+        const td_gw_route *rt = &c->routes[r];
+        json_t *eps = json_array();
+        for (size_t i = 0; eps && i < nm; i++)
+            if (m[i].route == rt->slot)
+                json_array_append_new(eps, endpoint_json(&m[i], raw, n));
+        json_t *o = json_pack("{s:s, s:s, s:i, s:o}", "route", rt->name, "balance",
+                              td_balance_name(rt->balance), "capacityPerEndpoint",
+                              (json_int_t)rt->capacity, "endpoints", eps ? eps : json_array());
+        if (o && json_array_size(json_object_get(o, "endpoints")) == 0)
+            json_object_set_new(o, "note",
+                                json_string("no gateway worker has served this Route yet"));
+        json_array_append_new(list, o);
+    }
+    free(raw);
+    free(m);
+    return list;
+}
+
 td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns, json_t **out,
                              td_err *err)
 {
@@ -144,6 +217,8 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
                       "detail", rs[i].detail);
         if (x && rs[i].key[0])
             json_object_set_new(x, "key", json_string(rs[i].key));
+        if (x && rs[i].model[0])
+            json_object_set_new(x, "model", json_string(rs[i].model));
         json_array_append_new(list, x);
     }
     td_gw_config_unref(held);
@@ -153,6 +228,17 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
     }
     json_object_set_new(o, "sampling",
                         json_string("refusals are kept at most 100 per second per tenant"));
+    held = NULL;
+    c = td_gateway_config(g, &held);
+    json_t *routes = routes_json(g, c);
+    td_gw_config_unref(held);
+    if (routes)
+        json_object_set_new(o, "routes", routes);
+    json_object_set_new(o, "endpointState",
+                        json_string("endpoint state is kept per gateway worker and published "
+                                    "every 250 ms: counts are summed over the workers, the "
+                                    "state is the worst any worker holds, each worker's under "
+                                    "workers"));
     *out = o;
     return TD_OK;
 }

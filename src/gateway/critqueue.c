@@ -66,6 +66,7 @@ typedef struct {
 
 struct td_critqueue {
     uint32_t capacity, queue_max;
+    uint32_t capacity_max; /* as created: the tenant table is sized for it */
     uint32_t inflight, queued;
     uint32_t depth[TD_CRIT_COUNT];
     uint32_t head[TD_CRIT_COUNT], tail[TD_CRIT_COUNT];
@@ -378,6 +379,14 @@ static void start(td_critqueue *q, uint32_t tenant, double weight)
     tenant_changed(q, ix);
 }
 
+td_status td_critqueue_set_capacity(td_critqueue *q, uint32_t capacity)
+{
+    if (capacity == 0 || capacity > q->capacity_max)
+        return TD_EINVAL;
+    q->capacity = capacity;
+    return TD_OK;
+}
+
 td_status td_critqueue_create(uint32_t capacity, uint32_t queue_max, td_critqueue **out)
 {
     if (capacity == 0 || capacity > (1u << 28) || queue_max > (1u << 28))
@@ -385,7 +394,7 @@ td_status td_critqueue_create(uint32_t capacity, uint32_t queue_max, td_critqueu
     td_critqueue *q = calloc(1, sizeof *q);
     if (!q)
         return TD_ENOMEM;
-    q->capacity = capacity;
+    q->capacity = q->capacity_max = capacity;
     q->queue_max = queue_max;
     q->per_tenant_inflight = 1;
     q->ntenants = capacity + queue_max;

@@ -49,6 +49,13 @@ typedef struct td_critqueue td_critqueue;
 td_status td_critqueue_create(uint32_t capacity, uint32_t queue_max, td_critqueue **out);
 void td_critqueue_destroy(td_critqueue *q);
 
+/* Changes how many may be in flight to capacity, 1 up to the capacity q
+ * was created with (a pool whose endpoints come and go): a larger one
+ * starts nothing by itself (the caller pumps with td_critqueue_next); a
+ * smaller one lets the requests in flight finish. TD_EINVAL out of range,
+ * nothing changed. */
+td_status td_critqueue_set_capacity(td_critqueue *q, uint32_t capacity);
+
 /* Offers it at now_ns. On TD_CQ_QUEUED, *evicted (if evicted is not NULL
  * and *had_eviction is set true) is a queued item shed to make room, which
  * the caller must answer 503. */

@@ -13,7 +13,12 @@
  * Ejection is Envoy's outlier detection reduced to its core: consecutive
  * failures eject for a back-off that doubles with each ejection in a row,
  * and at most half the pool is out at once, so that a fault of the checks
- * themselves (or a wave of client errors) cannot empty the pool. */
+ * themselves (or a wave of client errors) cannot empty the pool.
+ *
+ * Membership follows a name's addresses as a Kubernetes headless Service
+ * gives them: a surviving address keeps its slot and so its state (a
+ * re-resolution must not forgive an ejected endpoint or forget its load),
+ * a vanished one drains rather than cutting the requests it is serving. */
 #include "gateway/endpoints.h"
 
 #include <stdlib.h>
@@ -53,8 +58,10 @@ td_status td_ep_pool_init(td_ep_pool *p, size_t n, const uint32_t *w, td_balance
     memset(p, 0, sizeof *p);
     p->n = n;
     p->balance = b;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         p->ep[i].weight = w && w[i] ? w[i] : 1;
+        p->ep[i].src = (uint32_t)i;
+    }
     if (pol)
         p->policy = *pol;
     if (!p->policy.consecutive_failures)
@@ -90,14 +97,23 @@ static bool ejected(const td_ep *e, uint64_t now_ns)
 
 bool td_ep_available(const td_ep_pool *p, size_t i, uint64_t now_ns)
 {
-    return i < p->n && !p->ep[i].unhealthy && !ejected(&p->ep[i], now_ns);
+    return i < p->n && p->ep[i].member == TD_EP_ACTIVE && !p->ep[i].unhealthy &&
+           !ejected(&p->ep[i], now_ns);
 }
 
 size_t td_ep_ejected(const td_ep_pool *p, uint64_t now_ns)
 {
     size_t k = 0;
     for (size_t i = 0; i < p->n; i++)
-        k += ejected(&p->ep[i], now_ns);
+        k += p->ep[i].member == TD_EP_ACTIVE && ejected(&p->ep[i], now_ns);
+    return k;
+}
+
+size_t td_ep_members(const td_ep_pool *p)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < p->n; i++)
+        k += p->ep[i].member == TD_EP_ACTIVE;
     return k;
 }
 
@@ -212,8 +228,10 @@ int td_ep_pick(td_ep_pool *p, uint64_t now_ns, int exclude, bool allow_same, uin
 
 void td_ep_start(td_ep_pool *p, size_t i)
 {
-    if (i < p->n)
+    if (i < p->n) {
         p->ep[i].inflight++;
+        p->ep[i].requests++;
+    }
 }
 
 void td_ep_finish(td_ep_pool *p, size_t i)
@@ -230,6 +248,7 @@ static void eject(td_ep_pool *p, td_ep *e, uint64_t now_ns)
     if (d > p->policy.max_ejection_ns)
         d = p->policy.max_ejection_ns;
     e->ejections++;
+    e->ejections_total++;
     e->ejected_until_ns = now_ns + d;
     e->probation = true;
     e->failures = 0;
@@ -237,7 +256,7 @@ static void eject(td_ep_pool *p, td_ep *e, uint64_t now_ns)
 
 bool td_ep_report(td_ep_pool *p, size_t i, bool ok, uint64_t now_ns)
 {
-    if (i >= p->n)
+    if (i >= p->n || p->ep[i].member != TD_EP_ACTIVE)
         return false;
     td_ep *e = &p->ep[i];
     if (ok) {
@@ -251,7 +270,7 @@ bool td_ep_report(td_ep_pool *p, size_t i, bool ok, uint64_t now_ns)
     e->failures++;
     if (e->failures < p->policy.consecutive_failures && !e->probation)
         return false;
-    if (td_ep_ejected(p, now_ns) + 1 > p->n / 2)
+    if (td_ep_ejected(p, now_ns) + 1 > td_ep_members(p) / 2)
         return false;
     eject(p, e, now_ns);
     return true;
@@ -260,7 +279,7 @@ bool td_ep_report(td_ep_pool *p, size_t i, bool ok, uint64_t now_ns)
 bool td_ep_check(td_ep_pool *p, size_t i, bool ok, uint64_t now_ns)
 {
     (void)now_ns;
-    if (i >= p->n)
+    if (i >= p->n || p->ep[i].member != TD_EP_ACTIVE)
         return false;
     td_ep *e = &p->ep[i];
     if (ok) {
@@ -292,7 +311,7 @@ uint64_t td_ep_wait_ns(const td_ep_pool *p, uint64_t now_ns)
     uint64_t best = UINT64_MAX;
     for (size_t i = 0; i < p->n; i++) {
         const td_ep *e = &p->ep[i];
-        if (e->unhealthy)
+        if (e->unhealthy || e->member != TD_EP_ACTIVE)
             continue;
         if (!ejected(e, now_ns))
             return 0;
@@ -310,6 +329,84 @@ void td_ep_scraped(td_ep_pool *p, size_t i, double waiting, double kv_usage)
     e->waiting = waiting >= 0 ? waiting : 0;
     e->kv_usage = kv_usage >= 0 ? kv_usage : 0;
     e->inflight_at_scrape = e->inflight;
+}
+
+void td_ep_set_key(td_ep_pool *p, size_t i, const td_ep_key *key)
+{
+    if (i < p->n)
+        p->ep[i].key = *key;
+}
+
+static bool key_in(const td_ep_key *k, const td_ep_key *keys, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        if (memcmp(k->b, keys[j].b, TD_EP_KEY) == 0)
+            return true;
+    return false;
+}
+
+/* The slot of source src in state m holding key k, or -1. */
+static int slot_of(const td_ep_pool *p, uint32_t src, td_ep_member m, const td_ep_key *k)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->ep[i].member == m && p->ep[i].src == src &&
+            memcmp(p->ep[i].key.b, k->b, TD_EP_KEY) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* A free slot for a new member (the lowest, else one more), or -1. */
+static int free_slot(td_ep_pool *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->ep[i].member == TD_EP_FREE)
+            return (int)i;
+    if (p->n < TD_EP_MAX)
+        return (int)p->n++;
+    return -1;
+}
+
+td_status td_ep_resolved(td_ep_pool *p, uint32_t src, uint32_t w, const td_ep_key *keys, size_t n,
+                         td_ep_change *ch)
+{
+    memset(ch, 0, sizeof *ch);
+    if (n == 0 || !keys)
+        return TD_EINVAL;
+    for (size_t i = 0; i < p->n; i++) {
+        td_ep *e = &p->ep[i];
+        if (e->member == TD_EP_ACTIVE && e->src == src && !key_in(&e->key, keys, n)) {
+            e->member = TD_EP_DRAINING;
+            ch->drained[ch->ndrained++] = i;
+        }
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (key_in(&keys[k], keys, k) || slot_of(p, src, TD_EP_ACTIVE, &keys[k]) >= 0)
+            continue; /* a repeat, or a member that stays */
+        int i = slot_of(p, src, TD_EP_DRAINING, &keys[k]);
+        if (i < 0 && (i = free_slot(p)) >= 0) {
+            memset(&p->ep[i], 0, sizeof p->ep[i]);
+            p->ep[i].weight = w ? w : 1;
+            p->ep[i].src = src;
+            p->ep[i].key = keys[k];
+        }
+        if (i < 0) {
+            ch->dropped++;
+            continue;
+        }
+        p->ep[i].member = TD_EP_ACTIVE;
+        ch->joined[ch->njoined++] = (size_t)i;
+    }
+    return TD_OK;
+}
+
+bool td_ep_reclaim(td_ep_pool *p, size_t i)
+{
+    if (i >= p->n || p->ep[i].member != TD_EP_DRAINING || p->ep[i].inflight)
+        return false;
+    p->ep[i].member = TD_EP_FREE;
+    while (p->n > 1 && p->ep[p->n - 1].member == TD_EP_FREE)
+        p->n--;
+    return true;
 }
 
 /* The sample value of line l[0..n) if its metric name is name (followed by
@@ -378,4 +475,57 @@ td_status td_ep_parse_metrics(const char *text, size_t len, const char *waiting_
     *waiting = w;
     *kv = u;
     return found ? TD_OK : TD_ENOTFOUND;
+}
+
+const char *td_ep_view_state(const td_ep_view *v)
+{
+    return v->member != TD_EP_ACTIVE ? "draining"
+           : v->unhealthy            ? "unhealthy"
+           : v->ejected_for_ns       ? "ejected"
+                                     : "healthy";
+}
+
+/* Folds b (another worker's view of the same endpoint) into a. */
+static void merge_into(td_ep_view *a, const td_ep_view *b)
+{
+    a->workers += b->workers ? b->workers : 1;
+    a->inflight += b->inflight;
+    a->requests += b->requests;
+    a->ejections += b->ejections;
+    a->lookups_failed += b->lookups_failed;
+    a->unhealthy |= b->unhealthy;
+    a->lookup_failing |= b->lookup_failing;
+    if (b->member != TD_EP_ACTIVE)
+        a->member = b->member;
+    if (b->ejected_for_ns > a->ejected_for_ns)
+        a->ejected_for_ns = b->ejected_for_ns;
+    if (b->failures > a->failures)
+        a->failures = b->failures;
+    if (b->scraped && (!a->scraped || b->scrape_age_ns < a->scrape_age_ns)) {
+        a->scraped = true;
+        a->waiting = b->waiting;
+        a->kv_usage = b->kv_usage;
+        a->scrape_age_ns = b->scrape_age_ns;
+    }
+    if (b->resolved_age_ns && (!a->resolved_age_ns || b->resolved_age_ns < a->resolved_age_ns))
+        a->resolved_age_ns = b->resolved_age_ns;
+}
+
+size_t td_ep_views_merge(td_ep_view *v, size_t n)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < m && !(v[j].route == v[i].route && strcmp(v[j].address, v[i].address) == 0))
+            j++;
+        if (j == m) {
+            v[m] = v[i];
+            if (!v[m].workers)
+                v[m].workers = 1;
+            m++;
+        } else {
+            merge_into(&v[j], &v[i]);
+        }
+    }
+    return m;
 }

@@ -72,6 +72,10 @@ struct td_gateway {
      * lock): td_gateway_budget_catch_up */
     added_budget *added;
     size_t nadded, added_cap;
+    /* the proxy's endpoint views (td_gateway_set_endpoint_view) */
+    pthread_mutex_t view_lock;
+    td_ep_view_fn view_fn;
+    void *view_ctx;
 };
 
 /* ---- slots ------------------------------------------------------------- */
@@ -475,6 +479,11 @@ static td_status route_balance(td_gw_route *r, const char *name, json_t *s, td_e
                           "Route %s: spec.upstream.balance \"%s\" is not leastRequests, "
                           "roundRobin or queueDepth",
                           name, bal);
+    int64_t re = 5000000000LL; /* spec.upstream.resolveEvery: names looked up again */
+    const char *res = td_json_str(s, "upstream.resolveEvery");
+    if (res && td_duration_parse(res, &re, err) != TD_OK)
+        return td_err_prefix(err, TD_EINVAL, "Route %s: spec.upstream.resolveEvery", name);
+    r->resolve_every_ns = re > 0 ? (uint64_t)re : 5000000000ULL;
     if (r->balance == TD_BALANCE_QUEUE_DEPTH) {
         int64_t se = 1000000000LL;
         const char *ses = td_json_str(s, "upstream.scrapeEvery");
@@ -870,6 +879,7 @@ td_status td_gateway_create(const td_config *cfg, const td_gateway_opts *o, td_g
     if (!g)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     pthread_mutex_init(&g->lock, NULL);
+    pthread_mutex_init(&g->view_lock, NULL);
     atomic_init(&g->generation, 0);
     g->allow_x_tenant = o && o->allow_x_tenant;
     td_status st = slots_init(&g->tenants, TD_GW_MAX_TENANTS);
@@ -935,6 +945,7 @@ void td_gateway_destroy(td_gateway *g)
     if (g->keys.names)
         slots_fini(&g->keys);
     pthread_mutex_destroy(&g->lock);
+    pthread_mutex_destroy(&g->view_lock);
     free(g);
 }
 
@@ -1001,6 +1012,80 @@ uint32_t td_gateway_conn_count(td_gateway *g, uint32_t slot)
 td_recent *td_gateway_recent(td_gateway *g)
 {
     return g->recent;
+}
+
+void td_gateway_set_endpoint_view(td_gateway *g, td_ep_view_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&g->view_lock);
+    g->view_fn = fn;
+    g->view_ctx = ctx;
+    pthread_mutex_unlock(&g->view_lock);
+}
+
+size_t td_gateway_endpoint_view(td_gateway *g, td_ep_view **out)
+{
+    size_t n = 0;
+    *out = NULL;
+    pthread_mutex_lock(&g->view_lock);
+    if (g->view_fn)
+        n = g->view_fn(g->view_ctx, out);
+    pthread_mutex_unlock(&g->view_lock);
+    return n;
+}
+
+/* Per-endpoint series, summed over the workers (each keeps its own view
+ * of a pool): in flight, requests, ejections, healthy (1 when no worker
+ * has it ejected or unhealthy), and failed lookups per DNS name. */
+static void endpoint_metrics(td_gateway *g, td_metrics_text *b)
+{
+    td_ep_view *v = NULL;
+    size_t n = td_gateway_endpoint_view(g, &v);
+    n = td_ep_views_merge(v, n);
+    static const struct {
+        const char *name, *type, *help;
+    } fam[] = {
+        {"tenantd_gateway_endpoint_inflight", "gauge",
+         "Requests in flight at an endpoint of a Route's pool, over all workers."},
+        {"tenantd_gateway_endpoint_requests_total", "counter",
+         "Requests sent to an endpoint (retries count again); reset when it leaves the pool."},
+        {"tenantd_gateway_endpoint_ejections_total", "counter",
+         "Passive outlier ejections of an endpoint, summed over the workers."},
+        {"tenantd_gateway_endpoint_healthy", "gauge",
+         "1 when no worker has the endpoint ejected, unhealthy or draining."},
+    };
+    for (size_t f = 0; f < 4; f++) {
+        td_metrics_text_family(b, fam[f].name, fam[f].type, fam[f].help);
+        for (size_t i = 0; i < n; i++) {
+            const char *route = td_gateway_slot_name(g, 'r', v[i].route);
+            if (!route)
+                continue;
+            uint64_t x = f == 0   ? v[i].inflight
+                         : f == 1 ? v[i].requests
+                         : f == 2 ? v[i].ejections
+                                  : strcmp(td_ep_view_state(&v[i]), "healthy") == 0;
+            td_metrics_text_puts(b, fam[f].name);
+            td_metrics_text_puts(b, "{");
+            td_metrics_text_label(b, "route", route, true);
+            td_metrics_text_label(b, "endpoint", v[i].address, false);
+            td_metrics_text_printf(b, "} %llu\n", (unsigned long long)x);
+        }
+    }
+    td_metrics_text_family(b, "tenantd_gateway_dns_lookup_failures_total", "counter",
+                           "Failed lookups of an endpoint's DNS name (the last addresses "
+                           "are kept), summed over the workers.");
+    for (size_t i = 0; i < n; i++) {
+        const char *route = td_gateway_slot_name(g, 'r', v[i].route);
+        size_t j = 0; /* once per route and name */
+        while (j < i && !(v[j].route == v[i].route && strcmp(v[j].source, v[i].source) == 0))
+            j++;
+        if (!route || !v[i].from_name || j < i)
+            continue;
+        td_metrics_text_puts(b, "tenantd_gateway_dns_lookup_failures_total{");
+        td_metrics_text_label(b, "route", route, true);
+        td_metrics_text_label(b, "name", v[i].source, false);
+        td_metrics_text_printf(b, "} %llu\n", (unsigned long long)v[i].lookups_failed);
+    }
+    free(v);
 }
 
 td_status td_gateway_set_backends(td_gateway *g, const td_gw_backends *b, td_err *err)
@@ -1286,6 +1371,7 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
             tb->degraded(tb->ctx) || kb->degraded(kb->ctx),
             (unsigned long long)(tb->fallbacks(tb->ctx) + kb->fallbacks(kb->ctx)),
             (unsigned long long)(tb->calls(tb->ctx) + kb->calls(kb->ctx)));
+    endpoint_metrics(g, &b);
     td_gw_config_unref(held);
     if (b.oom) {
         free(b.p);

@@ -126,6 +126,9 @@ typedef struct {
     /* balance queueDepth: spec.upstream.scrapeEvery (default 1 s) and
      * spec.upstream.metrics {path, waiting, kvCache} (vLLM's by default) */
     uint64_t scrape_every_ns;
+    /* spec.upstream.resolveEvery (default 5 s): how often an endpoint whose
+     * host is a DNS name is looked up again (each address an endpoint) */
+    uint64_t resolve_every_ns;
     char *metrics_path, *waiting_metric, *kv_metric;
     uint32_t queue;      /* waiting behind them (default 256) */
     td_cost_model cost_model;
@@ -288,6 +291,14 @@ td_metrics *td_gateway_metrics(td_gateway *g);
 /* The tenants' shared rate backend, NULL without one (--redis). */
 const td_gw_rate_backend *td_gateway_shared(td_gateway *g);
 td_recent *td_gateway_recent(td_gateway *g);
+
+/* The endpoint state of the gateway's workers (see td_ep_view): fn is set
+ * by the proxy when it starts and unset (NULL) before it stops; ctx is
+ * borrowed. td_gateway_endpoint_view calls it under a lock, so that an
+ * unset waits for a reader: a malloc'd array in *out and its length (0
+ * and NULL when no proxy runs). Any thread. */
+void td_gateway_set_endpoint_view(td_gateway *g, td_ep_view_fn fn, void *ctx);
+size_t td_gateway_endpoint_view(td_gateway *g, td_ep_view **out);
 
 /* Client connections per tenant (counted from a connection's first request
  * of the tenant until it closes): true and counted if slot had fewer than

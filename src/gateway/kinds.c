@@ -763,7 +763,7 @@ static td_status route_upstream(td_vctx *v, const json_t *s)
 {
     static const char *const up[] = {
         "address",       "endpoints",   "balance",     "capacity", "queue",
-        "authorization", "healthCheck", "scrapeEvery", "metrics",  NULL};
+        "authorization", "healthCheck", "scrapeEvery", "metrics",  "resolveEvery", NULL};
     json_t *u = json_object_get(s, "upstream");
     TD_TRY(td_v_fields(v, u, "spec.upstream", up));
     TD_TRY(route_endpoints(v, s, u));
@@ -778,6 +778,8 @@ static td_status route_upstream(td_vctx *v, const json_t *s)
                         "must be leastRequests (the default), roundRobin or queueDepth");
     TD_TRY(td_v_duration(v, u ? json_object_get(u, "scrapeEvery") : NULL,
                          "spec.upstream.scrapeEvery"));
+    TD_TRY(td_v_duration(v, u ? json_object_get(u, "resolveEvery") : NULL,
+                         "spec.upstream.resolveEvery"));
     json_t *mt = u ? json_object_get(u, "metrics") : NULL;
     if (mt)
         TD_TRY(route_metrics(v, mt));

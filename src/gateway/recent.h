@@ -18,6 +18,7 @@ typedef struct {
     bool shadow;       /* a shadow limit: it would have been refused and went on */
     char reason[32];   /* rate_limited, concurrency_limited, budget_exceeded, shed, ... */
     char key[48];      /* the key whose own limit refused ("" = the tenant's limit) */
+    char model[64];    /* the body's "model" ("" when it named none or was not read) */
     char detail[160];  /* the numbers: "cost 120 > available 35 of burst 600 (600 per 1m)" */
 } td_rejection;
 

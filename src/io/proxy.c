@@ -1062,7 +1062,7 @@ static td_status worker_init(px_worker *w, td_err *err)
     w->stop_async.data = w;
     uv_timer_init(&w->loop, &w->tick);
     w->tick.data = w;
-    uv_timer_start(&w->tick, on_tick, PX_METER_FLUSH_MS, PX_METER_FLUSH_MS);
+    uv_timer_start(&w->tick, on_tick, 0, PX_METER_FLUSH_MS); /* at once: DNS routes warm up */
     uv_check_init(&w->loop, &w->log_check);
     w->log_check.data = w;
     if (w->p->access_log)
@@ -1190,6 +1190,10 @@ td_status td_proxy_start(td_gateway *g, const td_proxy_opts *o, td_proxy **out, 
             return TD_EIO;
         }
     }
+    if (px_views_start(p) != TD_OK) {
+        td_proxy_stop(p);
+        return td_err_set(err, TD_ENOMEM, "out of memory starting the gateway");
+    }
     /* Signals go to the daemon's main thread, not to a worker. */
     sigset_t all, old;
     sigfillset(&all);
@@ -1222,6 +1226,7 @@ void td_proxy_stop(td_proxy *p)
 {
     if (!p)
         return;
+    px_views_unhook(p);
     for (unsigned i = 0; i < p->nworkers; i++) {
         px_worker *w = p->workers[i];
         if (w && w->thread_started)
@@ -1244,6 +1249,7 @@ void td_proxy_stop(td_proxy *p)
         free(w);
     }
     free(p->workers);
+    px_views_free(p);
     SSL_CTX_free(p->tls);
     px_addrs_destroy(p->addrs);
     free(p);

@@ -85,6 +85,7 @@ struct td_proxy {
     uint64_t auth_timeout_ms;
     size_t conn_limit;           /* over all workers */
     td_flood_opts flood;         /* what retrying 429s at once costs a connection */
+    struct px_views *views;      /* endpoint state published by the workers (proxy_upstream.c) */
 };
 
 /* A worker's reference to one config view, counted per request without
@@ -102,34 +103,58 @@ struct px_cfg {
  * the old one lives on (retired) until its requests and connections end. */
 typedef struct px_check px_check;
 
-/* One endpoint of a route's pool as a worker serves it: its address
- * (resolved once, when the route state is made), its idle connections and
- * its active health check. */
+/* One configured endpoint of a route (spec.upstream.endpoints[i] or the
+ * address): an IP address is one slot of the pool; a DNS name is one slot
+ * per address it resolves to, looked up again every resolveEvery off the
+ * worker's loop (getaddrinfo on a thread of its own). */
 typedef struct {
     char *host;
+    uint16_t port;
+    uint32_t weight;
+    int is_name;           /* host is not an IP address: re-resolved */
+    int failing;           /* its last lookup failed (logged once per transition) */
+    uint64_t next_ns;      /* when the next lookup starts */
+    uint64_t resolved_ns;  /* the last good answer (0: none yet) */
+    uint64_t lookups_failed;
+    void *gai;             /* the lookup in flight (px_lookup), or NULL */
+} px_src;
+
+/* One slot of a route's pool as a worker serves it (see endpoints.h): its
+ * address, its idle connections and its active health check. */
+typedef struct {
+    const char *host; /* its source's */
     uint16_t port;
     uint32_t weight;
     struct sockaddr_storage addr;
     int addr_ok;
     px_up *idle; /* most recently used first */
     size_t n_idle;
+    size_t n_conns;      /* open to it, idle or busy */
     px_check *hc;       /* the check in flight, or NULL */
     uint64_t hc_next_ns; /* when the next check starts */
     px_check *sc;       /* the metrics scrape in flight (queueDepth), or NULL */
     uint64_t sc_next_ns;
+    uint64_t scraped_ns; /* the last scrape that answered (0: none) */
 } px_ep;
 
 struct px_route {
     px_worker *w;
+    char *name; /* the Route's, for the log */
     uint32_t slot;
     uint64_t generation; /* the config generation it was last matched against */
     uint32_t route_capacity, route_queue; /* as configured, to notice changes */
     uint32_t cap;                         /* this worker's share of an endpoint's capacity */
-    px_ep *eps;    /* neps, as the route's endpoints */
+    px_ep *eps;    /* neps slots (TD_EP_MAX when a source is a name); pool.n in use */
     size_t neps;
+    px_src *srcs;  /* nsrcs, as the route's endpoints */
+    size_t nsrcs;
+    int has_names;
+    uint64_t resolve_every_ns;
+    size_t n_lookups; /* lookups in flight */
     int is_pool;   /* spec.upstream.endpoints (else the one address) */
     td_ep_pool pool; /* choice, ejection: this worker's view */
-    td_critqueue *q; /* capacity cap * neps */
+    td_critqueue *q; /* capacity cap * active endpoints (qcap_now), at most qcap_max */
+    uint32_t qcap_now, qcap_max;
     size_t n_idle;  /* over all endpoints */
     size_t n_conns; /* upstream connections open, idle or busy */
     size_t n_checks; /* health-check connections open */
@@ -348,6 +373,7 @@ struct px_worker {
     uv_async_t stop_async;
     uv_timer_t tick;
     unsigned ticks;
+    uint64_t warm_generation; /* the config whose DNS routes were made ahead (proxy_upstream.c) */
     uv_check_t log_check;
     int fd;
     int stopping;
@@ -452,6 +478,13 @@ void px_routes_check(px_worker *w, uint64_t now_ns);
 void px_forward(px_conn *c);
 /* Detaches and closes the request's upstream connection, if any. */
 void px_up_abandon(px_conn *c);
+/* Endpoint views (see td_ep_view): each worker publishes its pools' state
+ * every tick; the gateway reads them through td_gateway_endpoint_view.
+ * start after the workers exist, unhook before they stop, free after. */
+td_status px_views_start(td_proxy *p);
+void px_views_unhook(td_proxy *p);
+void px_views_free(td_proxy *p);
+
 /* The request no longer counts in flight at its endpoint (its end). */
 void px_ep_release(px_conn *c);
 /* The client's backlog drained: read the upstream again. */

@@ -187,6 +187,11 @@ static void note_refusal(px_conn *c, uint16_t status, const char *reason, bool s
     snprintf(x.reason, sizeof x.reason, "%s", reason);
     if (k)
         snprintf(x.key, sizeof x.key, "%s", k->name);
+    /* the model, read here when the decision did not need it (sampled:
+     * at most 100 refusals a second per tenant pay for the parse) */
+    if (r->model[0] || !r->body.len ||
+        td_gw_body_model(r->body.p, r->body.len, x.model, sizeof x.model, NULL) != TD_OK)
+        snprintf(x.model, sizeof x.model, "%s", r->model);
     const char *route = r->route ? r->route->name : "";
     td_limiter *kl = td_gateway_key_limiter(p->g);
     if (detail)

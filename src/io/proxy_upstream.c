@@ -45,8 +45,10 @@ static void up_close(px_up *u);
 static void route_free(px_route *rs)
 {
     td_critqueue_destroy(rs->q);
-    for (size_t i = 0; rs->eps && i < rs->neps; i++)
-        free(rs->eps[i].host);
+    free(rs->name);
+    for (size_t i = 0; rs->srcs && i < rs->nsrcs; i++)
+        free(rs->srcs[i].host);
+    free(rs->srcs);
     free(rs->eps);
     free(rs->hc_path);
     free(rs->metrics_path);
@@ -59,7 +61,7 @@ static void check_done(px_check *k, int ok);
 
 static void maybe_free(px_route *rs)
 {
-    if (!rs->retired || rs->refs || rs->n_conns || rs->n_checks || rs->pumping)
+    if (!rs->retired || rs->refs || rs->n_conns || rs->n_checks || rs->n_lookups || rs->pumping)
         return;
     px_worker *w = rs->w;
     for (px_route **pp = &w->retired; *pp; pp = &(*pp)->next_retired)
@@ -70,18 +72,27 @@ static void maybe_free(px_route *rs)
     route_free(rs);
 }
 
-/* Closes the idle connections, and the health checks in flight (their
- * results no longer matter: the state is retired or the worker stops). */
+/* Closes slot i's idle connections and its checks in flight (their
+ * results no longer matter: it drains, the state is retired or the worker
+ * stops). */
+static void close_slot(px_route *rs, size_t i)
+{
+    while (rs->eps[i].idle)
+        up_close(rs->eps[i].idle);
+    if (rs->eps[i].hc)
+        check_done(rs->eps[i].hc, 0);
+    if (rs->eps[i].sc)
+        check_done(rs->eps[i].sc, 0);
+}
+
+static void lookup_abandon(px_route *rs, size_t src);
+
 static void close_idle(px_route *rs)
 {
-    for (size_t i = 0; i < rs->neps; i++) {
-        while (rs->eps[i].idle)
-            up_close(rs->eps[i].idle);
-        if (rs->eps[i].hc)
-            check_done(rs->eps[i].hc, 0);
-        if (rs->eps[i].sc)
-            check_done(rs->eps[i].sc, 0);
-    }
+    for (size_t i = 0; i < rs->pool.n; i++)
+        close_slot(rs, i);
+    for (size_t i = 0; i < rs->nsrcs; i++)
+        lookup_abandon(rs, i);
 }
 
 static void retire(px_route *rs)
@@ -96,32 +107,355 @@ static void retire(px_route *rs)
     maybe_free(rs);
 }
 
-/* Resolves host once, when the route state is made. A name costs one
- * blocking getaddrinfo on the worker's loop (an IP address costs none). */
-static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss)
+#define PX_ADDRS_MAX 128 /* addresses of one lookup looked at */
+
+/* The address key of sa (family, port, address bytes) for endpoints.c. */
+static td_ep_key addr_key(const struct sockaddr_storage *sa)
+{
+    td_ep_key k;
+    memset(&k, 0, sizeof k);
+    k.b[0] = (uint8_t)sa->ss_family;
+    if (sa->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
+        memcpy(k.b + 1, &a->sin6_port, 2);
+        memcpy(k.b + 3, &a->sin6_addr, 16);
+    } else {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
+        memcpy(k.b + 1, &a->sin_port, 2);
+        memcpy(k.b + 3, &a->sin_addr, 4);
+    }
+    return k;
+}
+
+/* An IP address literal: its one address, no lookup. */
+static int ip_literal(const char *host, uint16_t port, struct sockaddr_storage *ss)
 {
     memset(ss, 0, sizeof *ss);
-    if (uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0 ||
-        uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss) == 0)
-        return 0;
+    return uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0 ||
+           uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss) == 0;
+}
+
+/* The TCP addresses of a getaddrinfo answer with the port set, at most
+ * max, repeats left out; how many. */
+static size_t answer_addrs(const struct addrinfo *res, uint16_t port, struct sockaddr_storage *out,
+                           size_t max)
+{
+    size_t n = 0;
+    for (const struct addrinfo *a = res; a && n < max; a = a->ai_next) {
+        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof out[n])
+            continue;
+        memset(&out[n], 0, sizeof out[n]);
+        memcpy(&out[n], a->ai_addr, a->ai_addrlen);
+        if (out[n].ss_family == AF_INET6)
+            ((struct sockaddr_in6 *)&out[n])->sin6_port = htons(port);
+        else
+            ((struct sockaddr_in *)&out[n])->sin_port = htons(port);
+        td_ep_key k = addr_key(&out[n]);
+        size_t j = 0;
+        while (j < n && memcmp(addr_key(&out[j]).b, k.b, TD_EP_KEY) != 0)
+            j++;
+        if (j == n)
+            n++;
+    }
+    return n;
+}
+
+/* The queue admits each endpoint's share of the capacity times the
+ * active endpoints (capacity is per endpoint); when that grew, requests
+ * waiting may start now. */
+static void pool_resized(px_route *rs)
+{
+    size_t m = td_ep_members(&rs->pool);
+    uint64_t want = (uint64_t)rs->cap * (m ? m : 1);
+    uint32_t before = rs->qcap_now;
+    if (want > rs->qcap_max)
+        want = rs->qcap_max;
+    if (want == before || td_critqueue_set_capacity(rs->q, (uint32_t)want) != TD_OK)
+        return;
+    rs->qcap_now = (uint32_t)want;
+    if (want > before)
+        px_route_pump(rs);
+}
+
+/* Source src answered addrs[0..n): the pool's membership follows (see
+ * td_ep_resolved); slots that join get their address, slots that start
+ * draining lose their idle connections and checks. */
+static void apply_answer(px_route *rs, size_t src, const struct sockaddr_storage *addrs, size_t n)
+{
+    td_ep_key keys[PX_ADDRS_MAX];
+    for (size_t i = 0; i < n; i++)
+        keys[i] = addr_key(&addrs[i]);
+    px_src *s = &rs->srcs[src];
+    /* the source's own slot, made before any answer: the first address */
+    for (size_t i = 0; i < rs->pool.n; i++)
+        if (rs->pool.ep[i].src == src && rs->pool.ep[i].member == TD_EP_ACTIVE &&
+            !rs->eps[i].addr_ok && rs->eps[i].host) {
+            rs->eps[i].addr = addrs[0];
+            rs->eps[i].addr_ok = 1;
+            td_ep_set_key(&rs->pool, i, &keys[0]);
+        }
+    td_ep_change ch;
+    if (td_ep_resolved(&rs->pool, (uint32_t)src, s->weight, keys, n, &ch) != TD_OK)
+        return;
+    for (size_t k = 0; k < ch.njoined; k++) {
+        px_ep *e = &rs->eps[ch.joined[k]];
+        size_t a = 0;
+        while (a < n && memcmp(keys[a].b, rs->pool.ep[ch.joined[k]].key.b, TD_EP_KEY) != 0)
+            a++;
+        if (a == n)
+            continue;
+        if (!e->host) /* a fresh slot (a draining one that rejoins keeps its timers) */
+            memset(e, 0, sizeof *e);
+        e->host = s->host;
+        e->port = s->port;
+        e->weight = s->weight;
+        e->addr = addrs[a];
+        e->addr_ok = 1;
+    }
+    for (size_t k = 0; k < ch.ndrained; k++)
+        close_slot(rs, ch.drained[k]);
+    if (rs->w->index == 0 && (ch.njoined || ch.ndrained || ch.dropped) && s->resolved_ns)
+        fprintf(stderr,
+                "tenantd: gateway: Route %s: %s:%u now gives %zu address(es): %zu joined, "
+                "%zu draining%s\n",
+                rs->name, s->host, s->port, n, ch.njoined, ch.ndrained,
+                ch.dropped ? ", some left out (at most 64 endpoints per Route)" : "");
+    pool_resized(rs);
+}
+
+/* A replaced route state's answers (a reload that changed the Route) for
+ * the new one's names: no lookup to wait for, state of the addresses
+ * starts afresh. */
+static void inherit_answers(px_route *n, const px_route *old)
+{
+    for (size_t j = 0; j < n->nsrcs; j++) {
+        px_src *s = &n->srcs[j];
+        for (size_t k = 0; s->is_name && k < old->nsrcs; k++) {
+            const px_src *o = &old->srcs[k];
+            if (!o->resolved_ns || o->port != s->port || strcmp(o->host, s->host) != 0)
+                continue;
+            struct sockaddr_storage addrs[TD_EP_MAX];
+            size_t na = 0;
+            for (size_t i = 0; i < old->pool.n; i++)
+                if (old->pool.ep[i].src == k && old->pool.ep[i].member == TD_EP_ACTIVE &&
+                    old->eps[i].addr_ok)
+                    addrs[na++] = old->eps[i].addr;
+            if (!na)
+                continue;
+            apply_answer(n, j, addrs, na);
+            s->resolved_ns = o->resolved_ns;
+            s->next_ns = o->next_ns;
+            break;
+        }
+    }
+}
+
+/* A source whose first lookup has not answered yet. */
+static int pending(const px_route *rs, size_t slot)
+{
+    const px_src *s = &rs->srcs[rs->pool.ep[slot].src];
+    return s->is_name && !s->resolved_ns && !s->failing;
+}
+
+/* One lookup, on a thread of its own: a resolver that never answers holds
+ * that thread only. libuv's thread pool would do, but it runs at most two
+ * lookups at once (half the pool), so two names stuck on a dead DNS
+ * server would hold every other name's lookups back. The answer comes
+ * back to the worker's loop through the async handle; the loop and the
+ * thread each hold a reference, and a loop that stops waiting (the
+ * route state retired, the worker stopping) abandons it: the thread then
+ * only frees. */
+typedef struct {
+    uv_async_t async;
+    pthread_mutex_t mu;
+    int refs;      /* the thread's and the loop's (until the handle closed) */
+    int abandoned; /* the loop no longer waits for the answer */
+    px_route *rs;  /* NULL once abandoned */
+    size_t src;
+    char *host;
+    int status; /* getaddrinfo's */
+    struct addrinfo *res;
+} px_lookup;
+
+static void lookup_unref(px_lookup *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int left = --l->refs;
+    pthread_mutex_unlock(&l->mu);
+    if (left)
+        return;
+    if (l->res)
+        freeaddrinfo(l->res);
+    pthread_mutex_destroy(&l->mu);
+    free(l->host);
+    free(l);
+}
+
+static void on_lookup_closed(uv_handle_t *h)
+{
+    lookup_unref(h->data);
+}
+
+static void *lookup_thread(void *arg)
+{
+    px_lookup *l = arg;
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
-        return -1;
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    if (ss->ss_family == AF_INET6)
-        ((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-    else
-        ((struct sockaddr_in *)ss)->sin_port = htons(port);
-    freeaddrinfo(res);
-    return 0;
+    int rc = getaddrinfo(l->host, NULL, &hints, &res);
+    pthread_mutex_lock(&l->mu);
+    l->status = rc;
+    l->res = res;
+    if (!l->abandoned)
+        uv_async_send(&l->async);
+    pthread_mutex_unlock(&l->mu);
+    lookup_unref(l);
+    return NULL;
+}
+
+/* The loop stops waiting for source src's lookup. */
+static void lookup_abandon(px_route *rs, size_t src)
+{
+    px_lookup *l = rs->srcs[src].gai;
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->abandoned = 1;
+    l->rs = NULL;
+    pthread_mutex_unlock(&l->mu);
+    uv_close((uv_handle_t *)&l->async, on_lookup_closed);
+    rs->srcs[src].gai = NULL;
+    rs->n_lookups--;
+}
+
+static void on_lookup(uv_async_t *h)
+{
+    px_lookup *l = h->data;
+    pthread_mutex_lock(&l->mu);
+    px_route *rs = l->abandoned ? NULL : l->rs;
+    int status = l->status;
+    pthread_mutex_unlock(&l->mu);
+    if (!rs)
+        return;
+    px_src *s = &rs->srcs[l->src];
+    s->gai = NULL;
+    rs->n_lookups--;
+    if (!rs->retired && !rs->w->stopping) {
+        struct sockaddr_storage addrs[PX_ADDRS_MAX];
+        size_t n = status == 0 ? answer_addrs(l->res, s->port, addrs, PX_ADDRS_MAX) : 0;
+        if (n) {
+            apply_answer(rs, l->src, addrs, n);
+            s->resolved_ns = px_now();
+        } else {
+            s->lookups_failed++;
+        }
+        if (s->failing != !n && rs->w->index == 0)
+            fprintf(stderr,
+                    n ? "tenantd: gateway: Route %s: %s:%u resolves again%s\n"
+                      : "tenantd: gateway: Route %s: looking up %s:%u failed (%s); keeping its "
+                        "last addresses\n",
+                    rs->name, s->host, s->port,
+                    n ? "" : status ? gai_strerror(status) : "no address");
+        s->failing = !n;
+    }
+    uv_close((uv_handle_t *)&l->async, on_lookup_closed);
+    maybe_free(rs);
+}
+
+/* Looks source src up again on a thread of its own: the worker's loop
+ * never waits for a resolver. */
+static void start_lookup(px_route *rs, size_t src, uint64_t now_ns)
+{
+    px_src *s = &rs->srcs[src];
+    s->next_ns = now_ns + rs->resolve_every_ns;
+    px_lookup *l = calloc(1, sizeof *l);
+    if (!l)
+        return;
+    l->host = strdup(s->host);
+    if (!l->host || uv_async_init(&rs->w->loop, &l->async, on_lookup) < 0) {
+        free(l->host);
+        free(l);
+        return;
+    }
+    pthread_mutex_init(&l->mu, NULL);
+    l->rs = rs;
+    l->src = src;
+    l->async.data = l;
+    l->refs = 2;
+    pthread_attr_t at;
+    pthread_t t;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 256 * 1024);
+    int rc = pthread_create(&t, &at, lookup_thread, l);
+    pthread_attr_destroy(&at);
+    if (rc != 0) {
+        l->refs = 1; /* no thread: the handle's close frees it */
+        uv_close((uv_handle_t *)&l->async, on_lookup_closed);
+        return;
+    }
+    s->gai = l;
+    rs->n_lookups++;
+}
+
+/* Lookups due, and draining slots with nothing left freed. */
+static void resolve_tick(px_route *rs, uint64_t now_ns)
+{
+    for (size_t i = 0; i < rs->nsrcs; i++)
+        if (rs->srcs[i].is_name && !rs->srcs[i].gai && now_ns >= rs->srcs[i].next_ns)
+            start_lookup(rs, i, now_ns);
+    for (size_t i = 0; i < rs->pool.n; i++) {
+        px_ep *e = &rs->eps[i];
+        if (rs->pool.ep[i].member == TD_EP_DRAINING && !e->n_conns && !e->hc && !e->sc &&
+            td_ep_reclaim(&rs->pool, i)) {
+            e->host = NULL;
+            e->addr_ok = 0;
+        }
+    }
 }
 
 static uint32_t share(uint32_t total, unsigned workers)
 {
     return (uint32_t)(((uint64_t)total + workers - 1) / workers);
+}
+
+/* The route's sources and their first slots (slot i is source i's). */
+static int route_sources(px_route *rs, const td_gw_route *r, size_t ne, uint32_t *weights)
+{
+    int ok = 1;
+    for (size_t i = 0; i < ne; i++) {
+        px_src *s = &rs->srcs[i];
+        const td_gw_endpoint *ge = r->nendpoints ? &r->endpoints[i] : NULL;
+        s->host = strdup(ge ? ge->host : r->upstream_host ? r->upstream_host : "");
+        s->port = ge ? ge->port : r->upstream_port;
+        s->weight = ge && ge->weight ? ge->weight : 1;
+        weights[i] = s->weight;
+        if (!s->host) {
+            ok = 0;
+            continue;
+        }
+        px_ep *e = &rs->eps[i];
+        e->host = s->host;
+        e->port = s->port;
+        e->weight = s->weight;
+        e->addr_ok = ip_literal(s->host, s->port, &e->addr);
+        s->is_name = !e->addr_ok;
+        rs->has_names |= s->is_name;
+    }
+    return ok;
+}
+
+/* Whether any source of r is a name (its pool may grow to TD_EP_MAX). */
+static int route_has_names(const td_gw_route *r, size_t ne)
+{
+    struct sockaddr_storage ss;
+    for (size_t i = 0; i < ne; i++) {
+        const char *h = r->nendpoints ? r->endpoints[i].host : r->upstream_host;
+        if (!ip_literal(h ? h : "", 0, &ss))
+            return 1;
+    }
+    return 0;
 }
 
 static px_route *route_new(px_worker *w, const td_gw_route *r)
@@ -137,31 +471,22 @@ static px_route *route_new(px_worker *w, const td_gw_route *r)
     uint32_t queue = share(r->queue, n);
     rs->w = w;
     rs->slot = r->slot;
+    rs->name = strdup(r->name ? r->name : "");
     rs->route_capacity = r->capacity;
     rs->route_queue = r->queue;
     rs->cap = cap ? cap : 1;
     rs->is_pool = r->pool;
-    rs->eps = calloc(ne, sizeof *rs->eps);
-    if (!rs->eps) {
-        free(rs);
+    rs->resolve_every_ns = r->resolve_every_ns > 100000000ULL ? r->resolve_every_ns : 100000000ULL;
+    rs->neps = route_has_names(r, ne) ? TD_EP_MAX : ne;
+    rs->eps = calloc(rs->neps, sizeof *rs->eps);
+    rs->srcs = calloc(ne, sizeof *rs->srcs);
+    if (!rs->eps || !rs->srcs || !rs->name) {
+        route_free(rs);
         return NULL;
     }
-    rs->neps = ne;
+    rs->nsrcs = ne;
     uint32_t weights[TD_EP_MAX];
-    int ok = 1;
-    for (size_t i = 0; i < ne; i++) {
-        px_ep *e = &rs->eps[i];
-        const td_gw_endpoint *ge = r->nendpoints ? &r->endpoints[i] : NULL;
-        e->host = strdup(ge ? ge->host : r->upstream_host ? r->upstream_host : "");
-        e->port = ge ? ge->port : r->upstream_port;
-        e->weight = ge ? ge->weight : 1;
-        weights[i] = e->weight;
-        if (!e->host)
-            ok = 0;
-    }
-    /* the route's queue admits up to each endpoint's share times the
-     * endpoints: capacity is per endpoint (issue 19 item 3) */
-    uint64_t qcap = (uint64_t)rs->cap * ne;
+    int ok = route_sources(rs, r, ne, weights);
     td_ep_policy pol = {0};
     if (r->health_check) {
         rs->hc_path = strdup(r->hc_path ? r->hc_path : "/health");
@@ -181,24 +506,40 @@ static px_route *route_new(px_worker *w, const td_gw_route *r)
         if (!rs->metrics_path || !rs->waiting_metric || !rs->kv_metric)
             ok = 0;
     }
-    if (!ok || qcap > UINT32_MAX ||
-        td_ep_pool_init(&rs->pool, ne, weights, r->balance, &pol,
-                        px_now() ^ ((uint64_t)w->index << 32) ^ r->slot) != TD_OK ||
-        td_critqueue_create((uint32_t)qcap, queue, &rs->q) != TD_OK) {
+    if (!ok || td_ep_pool_init(&rs->pool, ne, weights, r->balance, &pol,
+                               px_now() ^ ((uint64_t)w->index << 32) ^ r->slot) != TD_OK) {
         route_free(rs);
         return NULL;
     }
-    for (size_t i = 0; i < ne; i++)
-        rs->eps[i].addr_ok = resolve(rs->eps[i].host, rs->eps[i].port, &rs->eps[i].addr) == 0;
+    for (size_t i = 0; i < ne; i++) {
+        td_ep_key k = addr_key(&rs->eps[i].addr);
+        if (rs->eps[i].addr_ok)
+            td_ep_set_key(&rs->pool, i, &k);
+    }
+    /* the route's queue admits up to each endpoint's share times the
+     * endpoints: capacity is per endpoint (issue 19 item 3); with names,
+     * as many as their addresses (made for the most, set as they come) */
+    uint64_t qmax = (uint64_t)rs->cap * rs->neps;
+    if (qmax > (1u << 28))
+        qmax = 1u << 28;
+    rs->qcap_max = (uint32_t)qmax;
+    rs->qcap_now = (uint32_t)((uint64_t)rs->cap * ne < qmax ? (uint64_t)rs->cap * ne : qmax);
+    if (td_critqueue_create(rs->qcap_max, queue, &rs->q) != TD_OK ||
+        td_critqueue_set_capacity(rs->q, rs->qcap_now) != TD_OK) {
+        route_free(rs);
+        return NULL;
+    }
     return rs;
 }
 
 static int same_route(const px_route *rs, const td_gw_route *r)
 {
     size_t ne = r->nendpoints ? r->nendpoints : 1;
-    if (rs->route_capacity != r->capacity || rs->route_queue != r->queue || rs->neps != ne ||
+    if (rs->route_capacity != r->capacity || rs->route_queue != r->queue || rs->nsrcs != ne ||
         rs->is_pool != (int)r->pool || rs->pool.balance != r->balance ||
-        (rs->hc_path != NULL) != r->health_check)
+        (rs->hc_path != NULL) != r->health_check ||
+        rs->resolve_every_ns !=
+            (r->resolve_every_ns > 100000000ULL ? r->resolve_every_ns : 100000000ULL))
         return 0;
     if (rs->hc_path &&
         (strcmp(rs->hc_path, r->hc_path ? r->hc_path : "/health") != 0 ||
@@ -216,8 +557,9 @@ static int same_route(const px_route *rs, const td_gw_route *r)
     for (size_t i = 0; i < ne; i++) {
         const td_gw_endpoint *ge = r->nendpoints ? &r->endpoints[i] : NULL;
         const char *host = ge ? ge->host : r->upstream_host ? r->upstream_host : "";
-        if (rs->eps[i].port != (ge ? ge->port : r->upstream_port) ||
-            rs->eps[i].weight != (ge ? ge->weight : 1) || strcmp(rs->eps[i].host, host) != 0)
+        uint32_t weight = ge && ge->weight ? ge->weight : 1;
+        if (rs->srcs[i].port != (ge ? ge->port : r->upstream_port) ||
+            rs->srcs[i].weight != weight || strcmp(rs->srcs[i].host, host) != 0)
             return 0;
     }
     return 1;
@@ -240,6 +582,10 @@ px_route *px_route_get(px_worker *w, const td_gw_config *cfg, const td_gw_route 
     if (!n)
         return NULL;
     n->generation = cfg->generation;
+    if (rs && n->has_names)
+        inherit_answers(n, rs);
+    if (n->has_names)
+        resolve_tick(n, px_now()); /* the lookups not inherited start now */
     if (rs)
         retire(rs);
     w->routes[r->slot] = n;
@@ -279,7 +625,7 @@ void px_routes_free(px_worker *w)
 
 static void sweep(px_route *rs, uint64_t now_ns)
 {
-    for (size_t i = 0; i < rs->neps; i++) {
+    for (size_t i = 0; i < rs->pool.n; i++) {
         px_up *u = rs->eps[i].idle;
         while (u) {
             px_up *next = u->next;
@@ -351,8 +697,10 @@ static void scrape_result(px_check *k, int ok)
         return;
     double waiting, kv;
     if (td_ep_parse_metrics(end, k->body.len - (size_t)(end - p), rs->waiting_metric, rs->kv_metric,
-                            &waiting, &kv) == TD_OK)
+                            &waiting, &kv) == TD_OK) {
         td_ep_scraped(&rs->pool, (size_t)k->ep, waiting, kv);
+        rs->eps[k->ep].scraped_ns = px_now();
+    }
 }
 
 /* The check's result (once): counted unless the state is retired. */
@@ -442,7 +790,7 @@ static void check_start(px_route *rs, size_t i, int scrape, uint64_t now_ns)
 {
     px_ep *e = &rs->eps[i];
     if (!e->addr_ok) {
-        if (!scrape)
+        if (!scrape && !pending(rs, i)) /* a name that does not resolve fails its checks */
             td_ep_check(&rs->pool, i, false, now_ns);
         return;
     }
@@ -477,14 +825,41 @@ static void check_start(px_route *rs, size_t i, int scrape, uint64_t now_ns)
         check_done(k, 0);
 }
 
+static void views_publish(px_worker *w, uint64_t now_ns);
+
+/* Route states for every Route of a new config whose endpoints include a
+ * DNS name, made ahead of their first request: their lookups start now,
+ * so that requests find addresses rather than a lookup under way. */
+static void warm_up(px_worker *w)
+{
+    const td_gw_config *c = td_gateway_config(w->p->g, &w->held);
+    if (!c || c->generation == w->warm_generation)
+        return;
+    w->warm_generation = c->generation;
+    for (size_t i = 0; i < c->nroutes; i++) {
+        const td_gw_route *r = &c->routes[i];
+        size_t ne = r->nendpoints ? r->nendpoints : 1;
+        if (r->slot >= TD_GW_MAX_ROUTES || !route_has_names(r, ne))
+            continue;
+        px_route *rs = px_route_get(w, c, r);
+        if (rs)
+            px_route_unref(rs);
+    }
+}
+
 void px_routes_check(px_worker *w, uint64_t now_ns)
 {
+    warm_up(w);
     for (size_t r = 0; r < TD_GW_MAX_ROUTES; r++) {
         px_route *rs = w->routes[r];
-        if (!rs || (!rs->hc_path && !rs->metrics_path))
+        if (!rs || (!rs->hc_path && !rs->metrics_path && !rs->has_names))
             continue;
-        for (size_t i = 0; i < rs->neps; i++) {
+        if (rs->has_names)
+            resolve_tick(rs, now_ns);
+        for (size_t i = 0; i < rs->pool.n; i++) {
             px_ep *e = &rs->eps[i];
+            if (rs->pool.ep[i].member != TD_EP_ACTIVE)
+                continue;
             if (rs->hc_path) {
                 if (e->hc && now_ns >= e->hc->deadline_ns)
                     check_done(e->hc, 0);
@@ -503,6 +878,172 @@ void px_routes_check(px_worker *w, uint64_t now_ns)
             }
         }
     }
+    views_publish(w, now_ns);
+}
+
+/* ---- endpoint views (explain, /metrics) ---- */
+
+typedef struct {
+    pthread_mutex_t mu;
+    td_ep_view *v;
+    size_t n;
+    uint64_t at_ns;
+} px_view_slot;
+
+struct px_views {
+    unsigned n;
+    px_view_slot *w; /* one per worker */
+};
+
+static void fmt_addr(const struct sockaddr_storage *ss, char *out, size_t cap)
+{
+    char ip[INET6_ADDRSTRLEN] = "";
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        uv_ip6_name(a, ip, sizeof ip);
+        snprintf(out, cap, "[%s]:%u", ip, ntohs(a->sin6_port));
+    } else {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        uv_ip4_name(a, ip, sizeof ip);
+        snprintf(out, cap, "%s:%u", ip, ntohs(a->sin_port));
+    }
+}
+
+/* Endpoint slot i of rs as a view at now_ns. */
+static void view_of(const px_route *rs, size_t i, uint64_t now_ns, td_ep_view *v)
+{
+    const px_ep *e = &rs->eps[i];
+    const td_ep *p = &rs->pool.ep[i];
+    const px_src *s = p->src < rs->nsrcs ? &rs->srcs[p->src] : NULL;
+    memset(v, 0, sizeof *v);
+    v->route = rs->slot;
+    v->worker = rs->w->index;
+    if (e->addr_ok)
+        fmt_addr(&e->addr, v->address, sizeof v->address);
+    else
+        snprintf(v->address, sizeof v->address, "%s:%u (unresolved)", e->host ? e->host : "",
+                 e->port);
+    if (s) {
+        snprintf(v->source, sizeof v->source, "%s:%u", s->host, s->port);
+        v->from_name = s->is_name != 0;
+        v->resolved_age_ns = s->is_name && s->resolved_ns ? now_ns - s->resolved_ns : 0;
+        v->lookups_failed = s->lookups_failed;
+        v->lookup_failing = s->failing != 0;
+    }
+    v->member = p->member;
+    v->unhealthy = p->unhealthy;
+    v->ejected_for_ns = p->ejected_until_ns > now_ns ? p->ejected_until_ns - now_ns : 0;
+    v->inflight = p->inflight;
+    v->failures = p->failures;
+    v->requests = p->requests;
+    v->ejections = p->ejections_total;
+    v->scraped = e->scraped_ns != 0;
+    v->waiting = p->waiting;
+    v->kv_usage = p->kv_usage;
+    v->scrape_age_ns = e->scraped_ns ? now_ns - e->scraped_ns : 0;
+}
+
+/* This worker's pools as views, replacing what it published last. */
+static void views_publish(px_worker *w, uint64_t now_ns)
+{
+    struct px_views *vs = w->p->views;
+    if (!vs || w->index >= vs->n)
+        return;
+    size_t n = 0;
+    for (size_t r = 0; r < TD_GW_MAX_ROUTES; r++)
+        if (w->routes[r])
+            for (size_t i = 0; i < w->routes[r]->pool.n; i++)
+                n += w->routes[r]->pool.ep[i].member != TD_EP_FREE;
+    td_ep_view *v = n ? malloc(n * sizeof *v) : NULL;
+    if (n && !v)
+        return; /* the last view stays */
+    size_t k = 0;
+    for (size_t r = 0; r < TD_GW_MAX_ROUTES; r++)
+        for (size_t i = 0; w->routes[r] && i < w->routes[r]->pool.n; i++)
+            if (w->routes[r]->pool.ep[i].member != TD_EP_FREE)
+                view_of(w->routes[r], i, now_ns, &v[k++]);
+    px_view_slot *s = &vs->w[w->index];
+    pthread_mutex_lock(&s->mu);
+    td_ep_view *old = s->v;
+    s->v = v;
+    s->n = k;
+    s->at_ns = now_ns;
+    pthread_mutex_unlock(&s->mu);
+    free(old);
+}
+
+/* td_ep_view_fn: every worker's last views, aged to now. */
+static size_t views_read(void *ctx, td_ep_view **out)
+{
+    struct px_views *vs = ctx;
+    size_t n = 0, cap = 0;
+    td_ep_view *all = NULL;
+    uint64_t now = px_now();
+    for (unsigned i = 0; i < vs->n; i++) {
+        px_view_slot *s = &vs->w[i];
+        pthread_mutex_lock(&s->mu);
+        if (n + s->n > cap) {
+            size_t nc = n + s->n + 16;
+            td_ep_view *g = realloc(all, nc * sizeof *g);
+            if (!g) {
+                pthread_mutex_unlock(&s->mu);
+                break;
+            }
+            all = g;
+            cap = nc;
+        }
+        uint64_t age = now > s->at_ns ? now - s->at_ns : 0;
+        for (size_t k = 0; k < s->n; k++) {
+            td_ep_view *v = &all[n++];
+            *v = s->v[k];
+            v->snapshot_age_ns = age;
+            v->ejected_for_ns = v->ejected_for_ns > age ? v->ejected_for_ns - age : 0;
+            if (v->scraped)
+                v->scrape_age_ns += age;
+            if (v->resolved_age_ns)
+                v->resolved_age_ns += age;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    *out = all;
+    return n;
+}
+
+td_status px_views_start(td_proxy *p)
+{
+    struct px_views *vs = calloc(1, sizeof *vs);
+    if (vs)
+        vs->w = calloc(p->nworkers, sizeof *vs->w);
+    if (!vs || !vs->w) {
+        free(vs);
+        return TD_ENOMEM;
+    }
+    vs->n = p->nworkers;
+    for (unsigned i = 0; i < vs->n; i++)
+        pthread_mutex_init(&vs->w[i].mu, NULL);
+    p->views = vs;
+    td_gateway_set_endpoint_view(p->g, views_read, vs);
+    return TD_OK;
+}
+
+void px_views_unhook(td_proxy *p)
+{
+    if (p->views)
+        td_gateway_set_endpoint_view(p->g, NULL, NULL);
+}
+
+void px_views_free(td_proxy *p)
+{
+    struct px_views *vs = p->views;
+    if (!vs)
+        return;
+    for (unsigned i = 0; i < vs->n; i++) {
+        pthread_mutex_destroy(&vs->w[i].mu);
+        free(vs->w[i].v);
+    }
+    free(vs->w);
+    free(vs);
+    p->views = NULL;
 }
 
 /* ---- upstream connections ---- */
@@ -530,6 +1071,7 @@ static void on_up_closed(uv_handle_t *h)
     px_up *u = h->data;
     px_route *rs = u->rs;
     td_hresp_fini(&u->resp);
+    rs->eps[u->ep].n_conns--;
     free(u);
     rs->n_conns--;
     maybe_free(rs);
@@ -571,6 +1113,7 @@ static px_up *up_new(px_route *rs, int ep)
     u->tcp.data = u;
     u->connect_req.data = u;
     rs->n_conns++;
+    rs->eps[ep].n_conns++;
     return u;
 }
 
@@ -622,7 +1165,7 @@ void px_ep_release(px_conn *c)
 /* A passive outcome of endpoint ep of rs (see endpoints.h). */
 static void ep_report(px_route *rs, int ep, int ok)
 {
-    if (ep >= 0 && (size_t)ep < rs->neps)
+    if (ep >= 0 && (size_t)ep < rs->pool.n)
         td_ep_report(&rs->pool, (size_t)ep, ok != 0, px_now());
 }
 
@@ -717,8 +1260,8 @@ static void up_complete(px_up *u)
     r->up = NULL;
     c->up_paused = 0;
     px_ep *e = &rs->eps[u->ep];
-    int reuse =
-        u->resp.keep_alive && !u->bad && !rs->retired && !rs->w->stopping && e->n_idle < (size_t)rs->cap + 4;
+    int reuse = u->resp.keep_alive && !u->bad && !rs->retired && !rs->w->stopping &&
+                e->n_idle < (size_t)rs->cap + 4 && rs->pool.ep[u->ep].member == TD_EP_ACTIVE;
     if (reuse) {
         u->reused = 1;
         u->idle = 1;
@@ -910,8 +1453,8 @@ static int r_head(td_hresp *resp, void *user)
     /* a pool endpoint that answers 502 or 503 (overloaded, or a gateway of
      * its own that failed) before the client heard anything: the request
      * goes to another endpoint if it has not been retried (on_up_read) */
-    if ((status == 502 || status == 503) && u->rs->is_pool && !r->retried && u->rs->neps > 1 &&
-        px_now() < r->deadline_ns) {
+    if ((status == 502 || status == 503) && u->rs->is_pool && !r->retried &&
+        td_ep_members(&u->rs->pool) > 1 && px_now() < r->deadline_ns) {
         u->retry_5xx = 1;
         return 1;
     }
@@ -1376,10 +1919,15 @@ void px_forward(px_conn *c)
     }
     /* a retry leaves the endpoint that failed, unless it is the only one
      * (a stale pooled connection is retried on the same endpoint) */
-    uint32_t cap = rs->neps > 1 ? rs->cap : 0;
+    uint32_t cap = td_ep_members(&rs->pool) > 1 ? rs->cap : 0;
     int ep = td_ep_pick(&rs->pool, now, r->ep_failed, true, cap);
+    if (ep >= 0 && pending(rs, (size_t)ep)) /* a name not looked up yet: another */
+        ep = td_ep_pick(&rs->pool, now, ep, false, cap);
+    if (ep >= 0 && pending(rs, (size_t)ep))
+        ep = -1;
     if (ep < 0) {
-        respond_unavailable(c, td_ep_wait_ns(&rs->pool, now));
+        /* nothing to send to; a name's first lookup is due in milliseconds */
+        respond_unavailable(c, rs->has_names ? 1 : td_ep_wait_ns(&rs->pool, now));
         return;
     }
     px_ep *e = &rs->eps[ep];

@@ -293,7 +293,7 @@ cat "$TMP/metrics.q" >>"$TMP/metrics"
 EXTERNAL="up apiserver_admission_webhook_admission_duration_seconds_bucket apiserver_admission_webhook_rejection_count"
 # Served by tenantd only when the event happened (none here): their names
 # must be in the source.
-CONDITIONAL="tenantd_queue_preemptions_total"
+CONDITIONAL="tenantd_queue_preemptions_total tenantd_gateway_dns_lookup_failures_total"
 # served NAME: "live" when a sample of NAME is in the scrape, "conditional"
 # when it is a conditional name that the source prints, "external", else
 # "missing".

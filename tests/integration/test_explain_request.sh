@@ -43,6 +43,10 @@ for key in key-strict key-shadowy; do
     done
 done
 
+# a refusal of a request naming its model: the refusal names it too
+sleep 0.02
+curl -s -o /dev/null --max-time 5 -H "Authorization: Bearer key-strict" -d '{"model":"llama-70b"}' "$GW/v1/completions"
+
 get() { curl -s -o "$TMP/body" -w '%{http_code}' --max-time 5 -H "Authorization: Bearer $1" "$2"; }
 [ "$(get admin-secret-0123456789 "$API?tenant=strict")" = 200 ] && ok "admin explains strict" || not_ok "admin: $(cat "$TMP/body")"
 python3 - "$TMP/body" <<'P' && ok "strict: limits, nothing available, refusals with rule and numbers" || not_ok "strict body: $(cat "$TMP/body")"
@@ -53,7 +57,9 @@ assert o["tenant"] == "strict" and r["burst"] == 3 and r["enforcement"] == "enfo
 assert r["availableNow"] < 1, r
 assert o["limits"]["concurrency"]["limit"] == 5, o
 ref = o["recentRefusals"]
-assert 1 <= len(ref) <= 2, ref
+assert 2 <= len(ref) <= 3, ref
+assert ref[0].get("model") == "llama-70b", ref[0]
+assert all("model" not in x for x in ref[1:]), ref
 for x in ref:
     assert x["reason"] == "rate_limited" and x["status"] == 429 and x["mode"] == "enforce", x
     assert "route any: cost 1 over the 0 available (rate 1 per 3600s, burst 3)" in x["detail"], x
@@ -77,6 +83,18 @@ expect_rc "tenantctl explain request (tenant key, own tenant)" 0 "$TENANTCTL" ex
     --server "http://127.0.0.1:$TD_PORT" --token-file "$TMP/strict.key"
 expect_grep "the table names the rate limit and mode" "$TMP/out" "rate         1 per 3600s, burst 3, enforce; available now:"
 expect_grep "the table lists a refusal with its numbers" "$TMP/out" "429 rate_limited        enforce route any: cost 1 over the 0 available"
+expect_grep "the table names a refusal's model" "$TMP/out" "429 rate_limited        enforce model llama-70b: route any: cost 1"
+expect_no_grep "a tenant's key is not shown the fleet's endpoints" "$TMP/out" "$SIM"
+curl -s -o "$TMP/adm.json" --max-time 5 -H "Authorization: Bearer admin-secret-0123456789" "$API?tenant=strict"
+python3 - "$TMP/adm.json" "$SIM" <<'P' && ok "the admin sees route any with its endpoint, requests counted" || not_ok "routes: $(cat "$TMP/adm.json")"
+import json, sys
+o = json.load(open(sys.argv[1]))
+r = [x for x in o["routes"] if x["route"] == "any"][0]
+e = r["endpoints"][0]
+assert e["address"] == sys.argv[2] and e["state"] == "healthy" and e["inFlight"] == 0, e
+assert e["requests"] >= 5 and e["ejections"] == 0 and "resolvedFrom" not in e, e
+assert r["balance"] == "leastRequests" and e["workers"], r
+P
 expect_rc "tenantctl explain request for another tenant is refused" 2 "$TENANTCTL" explain request \
     --tenant shadowy --server "http://127.0.0.1:$TD_PORT" --token-file "$TMP/strict.key"
 expect_grep "403 is reported" "$TMP/err" "HTTP 403"

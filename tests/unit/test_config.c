@@ -207,6 +207,15 @@ static const struct {
      "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
      "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'h:1', scrapeEvery: soon}}\n",
      TD_EINVAL, "spec.upstream.scrapeEvery: must be a duration"},
+    {"route resolveEvery bad",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {address: 'svc.ns:1', resolveEvery: often}}\n",
+     TD_EINVAL, "spec.upstream.resolveEvery: must be a duration"},
+    {"route resolveEvery accepted",
+     "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: r}\n"
+     "spec: {match: {pathPrefix: /v1/}, upstream: {endpoints: [{address: 'vllm.ml.svc:8000', "
+     "weight: 2}], resolveEvery: 2s}}\n",
+     TD_OK, NULL},
     {"kueue v1beta2 accepted",
      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec: {}\n",
      TD_OK, NULL},

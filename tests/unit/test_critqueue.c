@@ -95,6 +95,45 @@ static void test_criticality_names(void **state)
     assert_string_equal(td_criticality_name((td_criticality)9), "unknown");
 }
 
+/* A pool that grows and shrinks: the capacity follows, within what the
+ * queue was made for; growing lets queued requests start on the next pop,
+ * shrinking lets those in flight finish and starts none until under it. */
+static void test_set_capacity(void **state)
+{
+    (void)state;
+    td_critqueue *q = make(4, 8);
+    assert_int_equal(td_critqueue_set_capacity(q, 0), TD_EINVAL);
+    assert_int_equal(td_critqueue_set_capacity(q, 5), TD_EINVAL);
+    assert_int_equal(td_critqueue_set_capacity(q, 1), TD_OK);
+    static const struct {
+        int op;       /* 0 offer, 1 set capacity, 2 finish one and pop */
+        uint32_t arg; /* request id or capacity */
+        int want;     /* outcome, or the id started (-1 none) */
+    } rows[] = {
+        {0, 1, TD_CQ_START}, {0, 2, TD_CQ_QUEUED}, {0, 3, TD_CQ_QUEUED}, {0, 4, TD_CQ_QUEUED},
+        {1, 3, 0},  /* grown: two start at the next pops */
+        {2, 0, 2},  /* 1 finished: 2 starts, and 3 as well below */
+        {1, 1, 0},  /* shrunk under the 2 in flight */
+        {2, 0, -1}, /* one finished: still 1 in flight, at capacity */
+        {2, 0, 4},  /* none in flight: 4 starts */
+    };
+    td_cq_item it;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        int got;
+        if (rows[i].op == 0)
+            got = offer(q, (int)rows[i].arg, S, 7);
+        else if (rows[i].op == 1)
+            got = td_critqueue_set_capacity(q, rows[i].arg);
+        else
+            got = finish_and_next(q, 7);
+        if (got != rows[i].want)
+            fail_msg("row %zu: got %d, want %d", i, got, rows[i].want);
+        if (i == 5) /* the second free slot of the grown capacity */
+            assert_int_equal(td_critqueue_next(q, 0, &it) == 1 ? ID(it.req) : -1, 3);
+    }
+    td_critqueue_destroy(q);
+}
+
 static void test_create_invalid(void **state)
 {
     (void)state;
@@ -554,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_expired_pop),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_set_capacity),
         cmocka_unit_test(test_plain_done_stops_counting_inflight),
         cmocka_unit_test(test_random_against_model),
     };

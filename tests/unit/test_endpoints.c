@@ -3,7 +3,8 @@
  * loaded endpoint), smooth weighted round robin, exclusion for a retry,
  * the cap preference, ejection after consecutive failures with a back-off
  * that doubles and is capped, probation, at most half the pool ejected,
- * health thresholds, and the wait until an endpoint is back. */
+ * health thresholds, the wait until an endpoint is back, and membership as
+ * a name's addresses change (state kept for those that stay, draining). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -342,6 +343,199 @@ static void test_wait(void **st)
     assert_int_equal(td_ep_pick(&p, T0 + S, -1, false, 0), 0);
 }
 
+/* ---- membership: a name's addresses (td_ep_resolved) ---- */
+
+static td_ep_key key(int a)
+{
+    td_ep_key k;
+    memset(&k, 0, sizeof k);
+    k.b[0] = 4;
+    k.b[TD_EP_KEY - 1] = (uint8_t)a;
+    return k;
+}
+
+/* The pool as a string, one letter per slot: A active, D draining, . free;
+ * each followed by the address number. */
+static void shape(const td_ep_pool *p, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const td_ep *e = &p->ep[i];
+        out[o++] = e->member == TD_EP_ACTIVE ? 'A' : e->member == TD_EP_DRAINING ? 'D' : '.';
+        out[o++] = e->member == TD_EP_FREE ? '.' : (char)('0' + e->key.b[TD_EP_KEY - 1]);
+    }
+    out[o] = '\0';
+}
+
+/* Each row: source 0 (slot 0 starts with address 1) answers addrs (0 ends
+ * the list; none at all: a lookup that found nothing), then the slots
+ * listed in reclaim are reclaimed (-1 ends); the pool must read want
+ * and the change count joined/drained/dropped. */
+static void test_membership_table(void **st)
+{
+    (void)st;
+    static const struct {
+        int addrs[6];
+        int reclaim[3];
+        const char *want;
+        size_t joined, drained;
+    } rows[] = {
+        {{1, 2, 3, 0}, {-1}, "A1A2A3", 2, 0},    /* a headless Service of three */
+        {{1, 2, 3, 0}, {-1}, "A1A2A3", 0, 0},    /* same answer: nothing moves */
+        {{3, 1, 0}, {-1}, "A1D2A3", 0, 1},       /* 2 vanished: draining, order ignored */
+        {{0}, {-1}, "A1D2A3", 0, 0},             /* a failed lookup keeps the last set */
+        {{1, 2, 3, 0}, {-1}, "A1A2A3", 1, 0},    /* 2 back before it drained: its slot */
+        {{1, 3, 0}, {1, -1}, "A1..A3", 0, 1},    /* 2 vanished and drained: slot free */
+        {{1, 3, 4, 4, 0}, {-1}, "A1A4A3", 1, 0}, /* 4 takes the free slot, once */
+        {{5, 0}, {0, 1, -1}, "....D3A5", 1, 3},  /* all change; 3 still busy (in flight) */
+    };
+    td_ep_pool p = pool(1, NULL, TD_BALANCE_LEAST_REQUESTS);
+    td_ep_key k1 = key(1);
+    td_ep_set_key(&p, 0, &k1);
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        td_ep_key keys[6];
+        size_t n = 0;
+        while (n < 6 && rows[r].addrs[n])
+            keys[n] = key(rows[r].addrs[n]), n++;
+        if (r == 7)
+            td_ep_start(&p, 2); /* address 3 has a request in flight */
+        td_ep_change ch;
+        td_status s = td_ep_resolved(&p, 0, 1, keys, n, &ch);
+        assert_int_equal(s, n ? TD_OK : TD_EINVAL);
+        for (size_t k = 0; rows[r].reclaim[k] >= 0; k++)
+            td_ep_reclaim(&p, (size_t)rows[r].reclaim[k]);
+        char got[2 * TD_EP_MAX + 1];
+        shape(&p, got);
+        assert_string_equal(got, rows[r].want);
+        assert_int_equal(ch.njoined, rows[r].joined);
+        assert_int_equal(ch.ndrained, rows[r].drained);
+    }
+    /* the busy draining slot is freed once its request ends */
+    assert_false(td_ep_reclaim(&p, 2));
+    td_ep_finish(&p, 2);
+    assert_true(td_ep_reclaim(&p, 2));
+    assert_int_equal(td_ep_members(&p), 1);
+}
+
+/* A re-resolution keeps the ejection, health and load of the addresses
+ * that stay; a draining slot is never picked; a new one starts fresh; the
+ * half-the-pool rule counts active members only; other sources untouched. */
+static void test_membership_keeps_state(void **st)
+{
+    (void)st;
+    uint32_t w[2] = {1, 7};
+    td_ep_pool p = pool(2, w, TD_BALANCE_LEAST_REQUESTS); /* 0: a name, 1: an IP */
+    td_ep_key k[4] = {key(1), key(2), key(3), key(4)};
+    td_ep_set_key(&p, 0, &k[0]);
+    td_ep_change ch;
+    assert_int_equal(td_ep_resolved(&p, 0, 3, k, 3, &ch), TD_OK); /* slots 0, 2, 3 */
+    assert_int_equal(p.n, 4);
+    assert_int_equal(p.ep[2].weight, 3); /* the source's weight */
+    assert_int_equal(p.ep[2].src, 0);
+    for (int i = 0; i < 3; i++)
+        td_ep_report(&p, 0, false, T0); /* slot 0 ejected */
+    td_ep_check(&p, 2, false, T0);
+    td_ep_check(&p, 2, false, T0); /* slot 2 unhealthy */
+    td_ep_start(&p, 3);
+    td_ep_start(&p, 3);
+    uint64_t until = p.ep[0].ejected_until_ns;
+    assert_true(until > T0);
+    /* address 2 (slot 2) vanishes, 4 joins */
+    td_ep_key again[3] = {key(3), key(1), key(4)};
+    assert_int_equal(td_ep_resolved(&p, 0, 3, again, 3, &ch), TD_OK);
+    assert_int_equal(ch.ndrained, 1);
+    assert_int_equal(ch.drained[0], 2);
+    assert_int_equal(ch.njoined, 1);
+    assert_int_equal(ch.joined[0], 4);
+    assert_int_equal(p.ep[0].ejected_until_ns, until);
+    assert_int_equal(p.ep[0].ejections_total, 1);
+    assert_int_equal(p.ep[3].inflight, 2);
+    assert_int_equal(p.ep[4].inflight, 0);
+    assert_false(p.ep[4].unhealthy);
+    assert_int_equal(p.ep[1].weight, 7); /* the IP endpoint as it was */
+    assert_int_equal(p.ep[1].member, TD_EP_ACTIVE);
+    for (int r = 0; r < 200; r++) {
+        int e = td_ep_pick(&p, T0 + S / 2, -1, false, 0);
+        assert_true(e == 1 || e == 3 || e == 4);
+    }
+    assert_int_equal(td_ep_members(&p), 4);
+    /* 4 members: a second ejection is allowed (2 of 4), a third is not */
+    for (int i = 0; i < 3; i++)
+        td_ep_report(&p, 4, false, T0);
+    assert_int_equal(td_ep_ejected(&p, T0), 2);
+    for (int i = 0; i < 3; i++)
+        td_ep_report(&p, 1, false, T0);
+    assert_int_equal(td_ep_ejected(&p, T0), 2);
+    /* outcomes of a draining slot's last requests change nothing */
+    assert_false(td_ep_report(&p, 2, false, T0));
+    assert_false(td_ep_check(&p, 2, true, T0));
+    /* a full pool drops what does not fit */
+    td_ep_key many[TD_EP_MAX + 2];
+    for (int i = 0; i < TD_EP_MAX + 2; i++) {
+        memset(&many[i], 0, sizeof many[i]);
+        many[i].b[1] = (uint8_t)(i + 10);
+    }
+    assert_int_equal(td_ep_resolved(&p, 0, 1, many, TD_EP_MAX + 2, &ch), TD_OK);
+    assert_int_equal(p.n, TD_EP_MAX);
+    assert_true(ch.dropped > 0);
+    assert_int_equal(ch.ndrained, 3); /* slots 0, 3, 4; 2 was draining already */
+    assert_int_equal(ch.njoined + ch.dropped, TD_EP_MAX + 2);
+    assert_int_equal(td_ep_members(&p), 1 + ch.njoined); /* the IP endpoint stays */
+}
+
+/* Views of two workers merge per route and address: counts summed, the
+ * worst state and the freshest scrape kept, other routes apart. */
+static void test_views_merge(void **st)
+{
+    (void)st;
+    td_ep_view v[5];
+    memset(v, 0, sizeof v);
+    static const struct {
+        uint32_t route, worker;
+        const char *addr;
+        uint32_t inflight;
+        uint64_t requests, ejected_for, scrape_age;
+        bool unhealthy;
+    } rows[] = {
+        {1, 0, "10.0.0.1:80", 2, 10, 0, 300, false},
+        {1, 0, "10.0.0.2:80", 1, 5, 0, 0, false},
+        {1, 1, "10.0.0.1:80", 3, 7, 2 * S, 100, false},
+        {2, 1, "10.0.0.1:80", 4, 1, 0, 0, false}, /* another route */
+        {1, 1, "10.0.0.2:80", 0, 6, 0, 0, true},
+    };
+    for (size_t i = 0; i < 5; i++) {
+        v[i].route = rows[i].route;
+        v[i].worker = rows[i].worker;
+        snprintf(v[i].address, sizeof v[i].address, "%s", rows[i].addr);
+        v[i].inflight = rows[i].inflight;
+        v[i].requests = rows[i].requests;
+        v[i].ejected_for_ns = rows[i].ejected_for;
+        v[i].scraped = rows[i].scrape_age != 0;
+        v[i].scrape_age_ns = rows[i].scrape_age;
+        v[i].waiting = (double)i;
+        v[i].unhealthy = rows[i].unhealthy;
+    }
+    assert_string_equal(td_ep_view_state(&v[0]), "healthy");
+    assert_string_equal(td_ep_view_state(&v[2]), "ejected");
+    assert_string_equal(td_ep_view_state(&v[4]), "unhealthy");
+    assert_int_equal(td_ep_views_merge(v, 5), 3);
+    assert_string_equal(v[0].address, "10.0.0.1:80");
+    assert_int_equal(v[0].workers, 2);
+    assert_int_equal(v[0].inflight, 5);
+    assert_int_equal(v[0].requests, 17);
+    assert_int_equal(v[0].ejected_for_ns, 2 * S);
+    assert_int_equal(v[0].scrape_age_ns, 100); /* worker 1's, the freshest */
+    assert_true(v[0].waiting == 2);
+    assert_string_equal(td_ep_view_state(&v[0]), "ejected");
+    assert_string_equal(v[1].address, "10.0.0.2:80");
+    assert_int_equal(v[1].requests, 11);
+    assert_string_equal(td_ep_view_state(&v[1]), "unhealthy");
+    assert_int_equal(v[2].route, 2);
+    assert_int_equal(v[2].inflight, 4);
+    v[1].member = TD_EP_DRAINING;
+    assert_string_equal(td_ep_view_state(&v[1]), "draining");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +550,9 @@ int main(void)
         cmocka_unit_test(test_queue_depth),
         cmocka_unit_test(test_parse_metrics),
         cmocka_unit_test(test_wait),
+        cmocka_unit_test(test_membership_table),
+        cmocka_unit_test(test_membership_keeps_state),
+        cmocka_unit_test(test_views_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

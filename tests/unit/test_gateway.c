@@ -501,7 +501,8 @@ static void test_route_pools(void **state)
         "    balance: queueDepth\n    scrapeEvery: 250ms\n    metrics: {waiting: w_total}\n"
         "    healthCheck: {interval: 2s, unhealthyThreshold: 4}\n    capacity: 8\n---\n"
         "apiVersion: tenantd.dev/v1alpha1\nkind: Route\nmetadata: {name: one}\n"
-        "spec: {match: {pathPrefix: /x/}, upstream: {address: 'h:9', balance: roundRobin}}\n";
+        "spec: {match: {pathPrefix: /x/}, upstream: {address: 'h:9', balance: roundRobin, "
+        "resolveEvery: 750ms}}\n";
     td_config *c = load(y);
     td_gateway *g = NULL;
     td_err err;
@@ -521,6 +522,7 @@ static void test_route_pools(void **state)
     assert_int_equal(r->balance, TD_BALANCE_QUEUE_DEPTH);
     assert_int_equal(r->capacity, 8);
     assert_int_equal(r->scrape_every_ns, 250000000ULL);
+    assert_int_equal(r->resolve_every_ns, 5000000000ULL); /* the default */
     assert_string_equal(r->metrics_path, "/metrics");
     assert_string_equal(r->waiting_metric, "w_total");
     assert_string_equal(r->kv_metric, "vllm:gpu_cache_usage_perc");
@@ -536,6 +538,7 @@ static void test_route_pools(void **state)
     assert_string_equal(r->endpoints[0].host, "h");
     assert_int_equal(r->endpoints[0].port, 9);
     assert_int_equal(r->balance, TD_BALANCE_ROUND_ROBIN);
+    assert_int_equal(r->resolve_every_ns, 750000000ULL);
     assert_false(r->health_check);
     assert_null(r->metrics_path);
     td_gw_config_unref(held);

@@ -98,7 +98,7 @@ start_rendered() {
     while IFS= read -r a; do
         local orig=$a
         while read -r name path; do
-            case $orig in "$path"/*) a="$root$orig" ;; esac
+            case $orig in "$path" | "$path"/*) a="$root$orig" ;; esac
         done <"$TMP/$o/mounts"
         case $a in
         0.0.0.0:*) a=127.0.0.1:0 ;;

@@ -538,6 +538,7 @@ static void build_rec(px_conn *c, td_outcome outcome, uint64_t now, td_ledger_re
     copy_label(rec.environment, sizeof rec.environment, t->environment);
     copy_label(rec.route, sizeof rec.route, r->route ? r->route->name : "");
     copy_label(rec.api_key, sizeof rec.api_key, r->key && r->key->name ? r->key->name : "");
+    copy_label(rec.model, sizeof rec.model, r->model);
     rec.workload[0] = rec.cluster_queue[0] = rec.flavor[0] = 0;
     /* "client_closed" and "cut" are charged what they were delivered
      * (settle_early); "cancelled" never reached the upstream */
@@ -588,7 +589,7 @@ void px_meter_flush(px_worker *w)
     }
 }
 
-/* Adds the request's record to its tenant, route, key and outcome's
+/* Adds the request's record to its tenant, route, key, model and outcome's
  * aggregate (count, tokens and GPU-seconds summed; the earliest start, the
  * latest end), which the worker's tick appends to the ledger every
  * PX_METER_FLUSH_MS: the ledger writes a record per aggregate, not one per
@@ -607,7 +608,8 @@ static void meter(px_conn *c, const td_ledger_rec *rec)
                 free_slot = a;
         } else if (a->tenant_slot == tenant_slot && a->route_slot == route_slot &&
                    strcmp(a->rec.outcome, rec->outcome) == 0 &&
-                   strcmp(a->rec.api_key, rec->api_key) == 0) {
+                   strcmp(a->rec.api_key, rec->api_key) == 0 &&
+                   strcmp(a->rec.model, rec->model) == 0) {
             a->rec.count++;
             a->rec.tokens_in += rec->tokens_in;
             a->rec.tokens_out += rec->tokens_out;

@@ -360,8 +360,8 @@ static void money_str(int64_t nano, char *buf, size_t cap)
 
 /* 429 budget_exceeded: the budget (the tenant's, or the key k's own), what
  * is spent of it, when it starts over (also as Retry-After). */
-static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k, int64_t spent,
-                           int64_t now_s)
+static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k,
+                           const td_gw_model_budget *mb, int64_t spent, int64_t now_s)
 {
     px_req *r = &c->rq;
     int64_t start, end;
@@ -375,6 +375,8 @@ static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k
     who[0] = '\0';
     if (k)
         snprintf(who, sizeof who, "key %s, ", k->name);
+    else if (mb)
+        snprintf(who, sizeof who, "model %.80s (budget for %.60s), ", r->model, mb->name);
     snprintf(detail, sizeof detail,
              "%sroute %s: %s budget %s %s, spent %s, this request's estimate %s; resets at %s", who,
              r->route->name, td_period_name(b->period), amount, cur, sp, est, resets);
@@ -382,15 +384,20 @@ static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k
     td_json_escape_to(esc, sizeof esc, r->tenant->name);
     level_tail(tail, sizeof tail, k);
     tail[strlen(tail) - 2] = '\0'; /* without its closing braces */
-    char body[1400], extra[120], msg[500];
+    char body[1700], extra[120], msg[500], model[300] = "";
+    if (mb) {
+        char m[200];
+        td_json_escape_to(m, sizeof m, r->model);
+        snprintf(model, sizeof model, ",\"model\":\"%s\"", m);
+    }
     int64_t wait_s = end - now_s > 0 ? end - now_s : 1;
     td_json_escape_to(msg, sizeof msg, detail);
     snprintf(body, sizeof body,
              "{\"error\":{\"message\":\"budget exceeded: %s\",\"type\":\"insufficient_quota\","
-             "\"code\":\"budget_exceeded\",\"param\":null,\"tenant\":\"%s\"%s,"
+             "\"code\":\"budget_exceeded\",\"param\":null,\"tenant\":\"%s\"%s%s,"
              "\"period\":\"%s\",\"budget\":%s,\"spent\":%s,\"estimate\":%s,"
              "\"currency\":\"%s\",\"resetsAt\":\"%s\",\"retry_after_ms\":%lld}}",
-             msg, esc, tail, td_period_name(b->period), amount, sp, est, cur, resets,
+             msg, esc, tail, model, td_period_name(b->period), amount, sp, est, cur, resets,
              (long long)wait_s * 1000);
     /* A reset more than a minute away is not worth a client's wait (the
      * OpenAI SDKs would sleep it): x-should-retry: false says so. */
@@ -413,6 +420,8 @@ static void note_shadow_budget(px_conn *c, const td_gw_budget_note *n)
     who[0] = '\0';
     if (n->key)
         snprintf(who, sizeof who, "key %s, ", n->key->name);
+    else if (n->model)
+        snprintf(who, sizeof who, "model %.40s (budget for %.40s), ", r->model, n->model->name);
     snprintf(detail, sizeof detail, "%sroute %s: %s budget %s, spent %s (shadow)", who,
              r->route->name, td_period_name(n->budget->period), amount, sp);
     note_refusal(c, 429, "budget_exceeded", true, n->key, detail);
@@ -636,7 +645,7 @@ int px_budget_extend(px_conn *c, double tokens)
     px_req *r = &c->rq;
     if (tokens <= r->covered_tokens)
         return 0;
-    if (!r->bud.n && !r->bud.nkey)
+    if (!r->bud.n && !r->bud.nkey && !r->bud.nmodel)
         return 0;
     /* A quarter of the reservation's tokens more at a time keeps a long
      * stream to a few reservations and pricings (a stream's events come
@@ -652,12 +661,12 @@ int px_budget_extend(px_conn *c, double tokens)
     clock_gettime(CLOCK_REALTIME, &wall);
     td_gateway *g = c->w->p->g;
     for (int i = 0; i < 2; i++) {
-        int64_t ask = td_gw_price_units(r->cfg->c, r->route, r->tenant, want[i]) - held;
+        int64_t ask = td_gw_price_units(r->cfg->c, r->route, r->tenant, r->model, want[i]) - held;
         if (ask > 0) {
             td_gw_budget_hold h;
             td_gw_budget_verdict v;
-            if (td_gateway_budget_reserve(g, r->tenant, r->key, ask, (int64_t)wall.tv_sec, &h,
-                                          &v) != TD_OK)
+            if (td_gateway_budget_reserve(g, r->tenant, r->key, r->model, ask,
+                                          (int64_t)wall.tv_sec, &h, &v) != TD_OK)
                 continue;
             td_gateway_budget_settle(g, r->tenant, r->key, &h, ask);
             r->bud_extra_nano += ask;
@@ -761,10 +770,10 @@ void px_req_end(px_conn *c, int outcome)
                         r->route ? r->route->slot : TD_METRICS_NONE, r->crit);
     if (p->access_log && r->headers_done)
         log_line(c, outcome >= 0 ? td_outcome_name((td_outcome)outcome) : "client_closed", cost);
-    if (t && ((p->ledger && outcome >= 0) || r->bud.n || r->bud.nkey)) {
+    if (t && ((p->ledger && outcome >= 0) || r->bud.n || r->bud.nkey || r->bud.nmodel)) {
         td_ledger_rec rec;
         build_rec(c, outcome >= 0 ? (td_outcome)outcome : TD_OUT_UPSTREAM_ERROR, now, &rec);
-        if (r->bud.n || r->bud.nkey) {
+        if (r->bud.n || r->bud.nkey || r->bud.nmodel) {
             /* settle the reservations (the tenant's and the key's) to the
              * price of what the ledger records: completed requests cost
              * their usage, those ended early what they were delivered
@@ -1016,7 +1025,7 @@ void px_req_headers(px_conn *c)
     r->cq_started = r->queued = 0;
     r->key = NULL;
     memset(&r->ch, 0, sizeof r->ch);
-    r->bud.n = r->bud.nkey = 0;
+    r->bud.n = r->bud.nkey = r->bud.nmodel = 0;
     r->bud.reserved_nano = 0;
     r->prompt_est = 0;
     r->reserve_tokens = r->covered_tokens = 0;
@@ -1170,7 +1179,7 @@ static void respond_refusal(px_conn *c, const td_gw_verdict *v, int64_t now_s)
         break;
     case TD_GW_FORM_BUDGET:
         respond_budget(c, v->budget.refused.budget, v->budget.refused.key,
-                       v->budget.refused.spent_nano, now_s);
+                       v->budget.refused.model, v->budget.refused.spent_nano, now_s);
         break;
     }
 }

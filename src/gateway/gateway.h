@@ -265,6 +265,13 @@ td_gw_model_access td_gw_model_access_check(const td_gw_tenant *t, const td_gw_k
  * NULL (model NULL: none). */
 const td_gw_model_limit *td_gw_model_limit_for(const td_gw_tenant *t, const char *model);
 
+/* The value of a metrics series' model label for model (bounded by the
+ * configuration): model itself when a Route's spec.match.models lists it
+ * by name; else the longest Route prefix pattern matching it ("llama-*");
+ * else "other"; "" for no model. Points into c (or is static): copy it
+ * before c is released. */
+const char *td_gw_model_label(const td_gw_config *c, const char *model);
+
 /* The body's "model" string into out (cap bytes, NUL-terminated); "" when
  * the body is empty or names none. TD_EINVAL with a message when the body
  * is not a JSON object, "model" is not a string, or it is longer than

@@ -113,10 +113,13 @@ typedef enum {
     TD_BY_TEAM,
     TD_BY_PROJECT,
     TD_BY_ENVIRONMENT,
-    TD_BY_NAMESPACE /* intervals by their workload's namespace; requests by tenant */
+    TD_BY_NAMESPACE, /* intervals by their workload's namespace; requests by tenant */
+    TD_BY_MODEL      /* requests by their model ("(none)" when they name none, and
+                        intervals) */
 } td_chargeback_by;
 
-/* "tenant"|"team"|"project"|"environment"|"namespace"; TD_EINVAL otherwise. */
+/* "tenant"|"team"|"project"|"environment"|"namespace"|"model"; TD_EINVAL
+ * otherwise. */
 td_status td_chargeback_by_parse(const char *s, td_chargeback_by *by, td_err *err);
 
 /* The owner key of r under by: its label, or "(none)" when it is empty. */

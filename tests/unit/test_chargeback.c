@@ -382,6 +382,44 @@ static void test_price_choice(void **state)
     td_costpolicy_destroy(p);
 }
 
+/* --by model: requests grouped by their model at their model's price;
+ * records naming none (and intervals) under "(none)". */
+static void test_report_by_model(void **state)
+{
+    (void)state;
+    td_status st;
+    td_err err;
+    td_costpolicy *p = parse_yaml("kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+                                  "  - {route: chat, per1kTokens: \"0.001\"}\n"
+                                  "  - {model: big, per1kTokens: \"0.1\"}\n",
+                                  &st, &err);
+    assert_int_equal(st, TD_OK);
+    td_ledger_rec r[4];
+    r[0] = request("a", "chat", 10, 100000, 0); /* big: 10.00 */
+    snprintf(r[0].model, sizeof r[0].model, "big");
+    r[1] = request("b", "chat", 20, 50000, 0); /* big: 5.00 */
+    snprintf(r[1].model, sizeof r[1].model, "big");
+    r[2] = request("a", "chat", 30, 1000000, 0); /* small: 1.00 */
+    snprintf(r[2].model, sizeof r[2].model, "small");
+    r[3] = request("a", "chat", 40, 2000000, 0); /* none: 2.00 */
+    td_chargeback_by by;
+    assert_int_equal(td_chargeback_by_parse("model", &by, &err), TD_OK);
+    assert_int_equal(by, TD_BY_MODEL);
+    td_chargeback_report *rep = NULL;
+    assert_int_equal(td_chargeback_compute(p, r, 4, 0, HOUR, by, NULL, 0, &rep, &err), TD_OK);
+    assert_int_equal(rep->nowners, 3);
+    assert_string_equal(rep->owners[0].owner, "(none)");
+    assert_int_equal(rep->owners[0].direct_cents, 200);
+    assert_string_equal(rep->owners[1].owner, "big");
+    assert_int_equal(rep->owners[1].direct_cents, 1500);
+    assert_int_equal(rep->owners[1].tokens_in, 150000);
+    assert_string_equal(rep->owners[2].owner, "small");
+    assert_int_equal(rep->owners[2].direct_cents, 100);
+    assert_int_equal(rep->total_cents, 1800);
+    td_chargeback_report_destroy(rep);
+    td_costpolicy_destroy(p);
+}
+
 static void test_missing_prices(void **state)
 {
     (void)state;
@@ -808,6 +846,7 @@ int main(void)
         cmocka_unit_test(test_price_records),
         cmocka_unit_test(test_missing_prices),
         cmocka_unit_test(test_price_choice),
+        cmocka_unit_test(test_report_by_model),
         cmocka_unit_test(test_allocate_cases),
         cmocka_unit_test(test_allocate_random),
         cmocka_unit_test(test_report_hand),

@@ -477,7 +477,7 @@ static double ms_between(uint64_t a, uint64_t b)
     return b > a ? (double)(b - a) / 1e6 : 0;
 }
 
-static void log_line(px_conn *c, const char *outcome, double cost)
+static void log_line(px_conn *c, const char *outcome, double cost, int ep)
 {
     px_req *r = &c->rq;
     td__buf *b = &c->w->log;
@@ -504,13 +504,24 @@ static void log_line(px_conn *c, const char *outcome, double cost)
         td__buf_append(b, "/", 1);
     td__buf_printf(b,
                    " status=%d outcome=%s%s%s cost_est=%g cost=%g queue_ms=%.3f upstream_ms=%.3f "
-                   "total_ms=%.3f peer=%s%s\n",
+                   "total_ms=%.3f peer=%s%s",
                    r->status ? r->status : 499, outcome, r->shadow ? " shadow_would=" : "",
                    r->shadow ? r->shadow : "", r->estimate, cost,
                    r->t_decided ? ms_between(r->t_decided, queue_end) : 0.0,
                    r->t_started ? ms_between(r->t_started, r->t_end) : 0.0,
                    ms_between(r->t_start, r->t_end), c->peer,
                    r->usage_counted ? " usage=counted" : "");
+    /* the model and the endpoint it was sent to, after the fields readers
+     * already split on ("-": none) */
+    td__buf_append(b, " model=", 7);
+    if (r->model[0])
+        log_value(b, r->model, strlen(r->model));
+    else
+        td__buf_append(b, "-", 1);
+    if (r->rs && ep >= 0 && (size_t)ep < r->rs->neps)
+        td__buf_printf(b, " endpoint=%s:%u\n", r->rs->eps[ep].host, (unsigned)r->rs->eps[ep].port);
+    else
+        td__buf_append(b, " endpoint=-\n", 12);
     if (b->len > 32 * 1024)
         px_log_flush(c->w);
 }
@@ -745,6 +756,7 @@ void px_req_end(px_conn *c, int outcome)
         settle_early(c, (td_outcome)outcome);
     if (r->up)
         px_up_abandon(c);
+    int sent_ep = r->ep; /* for the access log */
     px_ep_release(c);
     if (r->queued && rs) {
         td_critqueue_cancel(rs->q, c);
@@ -769,7 +781,8 @@ void px_req_end(px_conn *c, int outcome)
         td_metrics_shed(p->metrics, t ? t->slot : TD_METRICS_NONE,
                         r->route ? r->route->slot : TD_METRICS_NONE, r->crit);
     if (p->access_log && r->headers_done)
-        log_line(c, outcome >= 0 ? td_outcome_name((td_outcome)outcome) : "client_closed", cost);
+        log_line(c, outcome >= 0 ? td_outcome_name((td_outcome)outcome) : "client_closed", cost,
+                 sent_ep);
     if (t && ((p->ledger && outcome >= 0) || r->bud.n || r->bud.nkey || r->bud.nmodel)) {
         td_ledger_rec rec;
         build_rec(c, outcome >= 0 ? (td_outcome)outcome : TD_OUT_UPSTREAM_ERROR, now, &rec);

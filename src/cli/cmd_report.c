@@ -29,7 +29,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tenantctl report --data DIR [-c PLATFORM.yaml... | --database URL]\n"
             "                        [--from TIME] [--to TIME]\n"
-            "                        [--by tenant|team|project|environment]\n"
+            "                        [--by tenant|team|project|environment|model]\n"
             "                        [--format table|csv|json|html] [-o FILE]\n\n"
             "Showback and chargeback of the usage ledger in DIR/ledger.db under the\n"
             "platform's CostPolicy: usage and cost per owner, shared costs allocated by\n"
@@ -45,7 +45,7 @@ static void usage(FILE *f)
             "  --from, --to TIME  the period [from, to): RFC 3339 (2026-12-01T00:00:00Z) or a\n"
             "                     date (2026-12-01 = its midnight UTC); default: this month\n"
             "                     so far\n"
-            "  --by KEY           owner: tenant (default), team, project or environment\n"
+            "  --by KEY           owner: tenant (default), team, project, environment or model\n"
             "  --format FMT       table (default), csv (chargeback: one line per owner per\n"
             "                     item, then a total line), json or html\n"
             "  -o, --output FILE  write there instead of standard output\n\n"
@@ -250,7 +250,8 @@ static void csv_field(FILE *f, const char *s)
 
 static const char *by_name(td_chargeback_by by)
 {
-    static const char *const names[] = {"tenant", "team", "project", "environment", "namespace"};
+    static const char *const names[] = {"tenant",      "team",      "project",
+                                        "environment", "namespace", "model"};
     return names[by];
 }
 
@@ -271,7 +272,11 @@ static void write_csv(FILE *f, const td_chargeback_report *rep)
     char from[40], to[40], q[64], a[40];
     td_report_time_format(rep->from_ns, from, sizeof from);
     td_report_time_format(rep->to_ns, to, sizeof to);
-    fputs("period_start,period_end,tenant,team,project,environment,item,quantity,unit,amount\n", f);
+    /* by model: the model in a last column (the others keep their places) */
+    bool by_model = rep->by == TD_BY_MODEL;
+    fprintf(f, "period_start,period_end,tenant,team,project,environment,item,quantity,unit,"
+               "amount%s\n",
+            by_model ? ",model" : "");
     for (size_t i = 0; i < rep->nlines; i++) {
         const td_chargeback_line *l = &rep->lines[i];
         const char *cols[4];
@@ -284,10 +289,15 @@ static void write_csv(FILE *f, const td_chargeback_report *rep)
         csv_field(f, l->item);
         fixed(q, sizeof q, l->quantity_micro, 1000000, 6);
         money(a, sizeof a, l->amount_cents);
-        fprintf(f, ",%s,%s,%s\n", q, l->unit, a);
+        fprintf(f, ",%s,%s,%s", q, l->unit, a);
+        if (by_model) {
+            fputc(',', f);
+            csv_field(f, l->owner);
+        }
+        fputc('\n', f);
     }
     money(a, sizeof a, rep->total_cents);
-    fprintf(f, "%s,%s,,,,,total,,%s,%s\n", from, to, rep->currency, a);
+    fprintf(f, "%s,%s,,,,,total,,%s,%s%s\n", from, to, rep->currency, a, by_model ? "," : "");
 }
 
 static void pctl_cell(char *buf, size_t len, td_pctl2 p, int64_t scale)
@@ -842,8 +852,8 @@ int td_cmd_report(int argc, char **argv)
     td_err err;
     td_chargeback_by by;
     if (td_chargeback_by_parse(by_s, &by, &err) != TD_OK || by == TD_BY_NAMESPACE) {
-        fprintf(stderr, "tenantctl report: --by \"%s\": must be tenant, team, project or "
-                        "environment\n",
+        fprintf(stderr, "tenantctl report: --by \"%s\": must be tenant, team, project, "
+                        "environment or model\n",
                 by_s);
         return TD_EXIT_USAGE;
     }

@@ -14,6 +14,7 @@ typedef enum {
 } td_ledger_kind;
 
 #define TD_LEDGER_STR 64
+#define TD_LEDGER_MODEL 128 /* model names are longer than labels ("org/Model-70B-Instruct") */
 
 typedef struct {
     td_ledger_kind kind;
@@ -25,6 +26,7 @@ typedef struct {
     char environment[TD_LEDGER_STR];
     char route[TD_LEDGER_STR];          /* request: Route name */
     char api_key[TD_LEDGER_STR];        /* request: the API key's name ("" for an unnamed key) */
+    char model[TD_LEDGER_MODEL];        /* request: the body's "model" ("" if none, or an older ledger) */
     char workload[2 * TD_LEDGER_STR];   /* interval: "namespace/name" */
     char cluster_queue[TD_LEDGER_STR];  /* interval */
     char flavor[TD_LEDGER_STR];         /* interval: ResourceFlavor of these resources */

@@ -38,7 +38,9 @@ typedef struct td_costpolicy td_costpolicy;
  * "platform.yaml:12: CostPolicy default: spec.prices[1].perHour: \"1.2.3\" is
  * not a decimal amount". Rejects unknown fields, negative or malformed
  * prices, duplicate prices, discounts outside [0,1], shared items without an
- * amount or a source, unknown allocation rules. */
+ * amount or a source, unknown allocation rules. A price names exactly one
+ * of resource, route or model; a model is an exact name or a prefix ending
+ * in '*' (not "*" alone: {route: "*"} is the default price). */
 td_status td_costpolicy_parse(const json_t *obj, const td_manifest *src, td_costpolicy **out,
                               td_err *err);
 void td_costpolicy_destroy(td_costpolicy *p);
@@ -50,8 +52,16 @@ td_status td_costpolicy_from_config(const td_config *c, td_costpolicy **out, td_
 const char *td_costpolicy_currency(const td_costpolicy *p);
 
 /* true when p has a price (per1kTokens, perRequest or perGPUHour) for the
- * Route named route. */
+ * Route named route: its own, or the default ({route: "*"}). */
 bool td_costpolicy_prices_route(const td_costpolicy *p, const char *route);
+
+/* true when every model that pattern (an exact name, or a prefix ending in
+ * '*') matches has a price of its own ({model: M}: an equal name, or a
+ * prefix price covering it), whatever its route. */
+bool td_costpolicy_prices_model(const td_costpolicy *p, const char *pattern);
+
+/* true when p has at least one price by model (p may be NULL: false). */
+bool td_costpolicy_has_model_prices(const td_costpolicy *p);
 
 /* Parses a non-negative decimal ("2.50", "0.0042", "730") into nano-units.
  * At most 9 decimals; TD_EINVAL otherwise. Exposed for tests and callers
@@ -75,7 +85,10 @@ typedef struct {
 /* Prices the part of r that lies in [from_ns, to_ns) (pass INT64_MIN and
  * INT64_MAX for the whole record). An interval yields up to four charges
  * (GPU of its flavor, CPU, memory, storage; discounted when interruptible),
- * a request one per priced measure of its route. Zero quantities, and
+ * a request one per priced measure of its price: the most specific of its
+ * model's (exact name, then the longest prefix), its route's, the default
+ * (route "*"). Items of a price by model name the model too
+ * ("tokens/ROUTE/MODEL"). Zero quantities, and
  * requests whose outcome is rejected or shed (the upstream did no work),
  * yield no charge. A used resource, flavor or route without a price is TD_EINVAL
  * naming it ("no price for nvidia.com/gpu flavor h100"); nothing is counted
@@ -100,10 +113,13 @@ typedef enum {
     TD_BY_TEAM,
     TD_BY_PROJECT,
     TD_BY_ENVIRONMENT,
-    TD_BY_NAMESPACE /* intervals by their workload's namespace; requests by tenant */
+    TD_BY_NAMESPACE, /* intervals by their workload's namespace; requests by tenant */
+    TD_BY_MODEL      /* requests by their model ("(none)" when they name none, and
+                        intervals) */
 } td_chargeback_by;
 
-/* "tenant"|"team"|"project"|"environment"|"namespace"; TD_EINVAL otherwise. */
+/* "tenant"|"team"|"project"|"environment"|"namespace"|"model"; TD_EINVAL
+ * otherwise. */
 td_status td_chargeback_by_parse(const char *s, td_chargeback_by *by, td_err *err);
 
 /* The owner key of r under by: its label, or "(none)" when it is empty. */

@@ -12,8 +12,12 @@ typedef struct {
     int64_t per_hour;           /* nano-units per GPU-hour */
 } gpu_price;
 
+/* A price of requests: by route (route set, model ""), by model (model
+ * set: an exact name, or a prefix ending in '*'; route ""), or the default
+ * (route "*"). */
 typedef struct {
     char route[TD_LEDGER_STR];
+    char model[TD_LEDGER_MODEL];
     int64_t per_1k_in, per_1k_out; /* nano-units per 1k tokens; -1 none */
     int64_t per_request, per_gpu_hour; /* -1 none */
 } route_price;
@@ -37,8 +41,9 @@ struct td_costpolicy {
     gpu_price *gpu;
     size_t ngpu;
     int64_t cpu_per_hour, memory_per_gib_hour, storage_per_gib_month; /* -1 none */
-    route_price *routes;
+    route_price *routes; /* by route, by model and the default */
     size_t nroutes;
+    size_t nmodel_prices; /* of routes, those by model */
     int64_t discount_nano; /* fraction of TD_MONEY_NANO taken off interruptible intervals */
     char **interruptible_pcs;
     size_t ninterruptible_pcs;
@@ -65,6 +70,10 @@ td_i128 td__mul(td_i128 a, td_i128 b);
 td_i128 td__div_round(td_i128 num, td_i128 den);
 const gpu_price *td__gpu_price(const td_costpolicy *p, const char *flavor);
 const route_price *td__route_price(const td_costpolicy *p, const char *route);
+/* The price of a request of route for model (may be "" or NULL): the most
+ * specific one, exact model > longest model prefix > route > default
+ * (route "*"). NULL: none. */
+const route_price *td__request_price(const td_costpolicy *p, const char *route, const char *model);
 td_status td__measures(const td_costpolicy *p, const td_ledger_rec *r, int64_t from_ns,
                        int64_t to_ns, measure out[TD_CHARGE_MAX], size_t *n, td_err *err);
 td_status td__measure_nano(const measure *m, td_i128 *nano, td_err *err);

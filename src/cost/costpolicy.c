@@ -160,9 +160,66 @@ const char *td_costpolicy_currency(const td_costpolicy *p)
 
 /* ---- prices ---- */
 
+/* A price of requests: {route: R} or {model: M} with per1kTokens (or
+ * per1kTokensIn and per1kTokensOut), perRequest, perGPUHour. have/val:
+ * the per* fields in parse_price's order. */
+static td_status parse_request_price(td_vctx *v, td_costpolicy *p, const json_t *e, const char *f,
+                                     const int *have, const int64_t *val, int nhave)
+{
+    char ff[128];
+    route_price rp;
+    memset(&rp, 0, sizeof rp);
+    json_t *route = json_object_get(e, "route"), *model = json_object_get(e, "model");
+    const char *who;
+    if (model) {
+        snprintf(ff, sizeof ff, "%s.model", f);
+        TD_TRY(copy_name(v, model, ff, rp.model, sizeof rp.model));
+        const char *star = strchr(rp.model, '*');
+        if (strcmp(rp.model, "*") == 0)
+            return td_vfail(v, model, ff, "\"*\" alone is no model; the default price of "
+                                          "every request is {route: \"*\", ...}");
+        if (star && star[1])
+            return td_vfail(v, model, ff, "\"%s\": '*' may only end a model prefix "
+                                          "(\"llama-3-*\")",
+                            rp.model);
+        who = rp.model;
+    } else {
+        snprintf(ff, sizeof ff, "%s.route", f);
+        TD_TRY(copy_name(v, route, ff, rp.route, sizeof rp.route));
+        who = rp.route;
+    }
+    const char *what = model ? "model" : "route";
+    if (have[0] || have[1] || have[2])
+        return td_vfail(v, e, f, "a %s takes per1kTokens, per1kTokensIn/per1kTokensOut, "
+                              "perRequest or perGPUHour", what);
+    if (nhave == 0)
+        return td_vfail(v, e, f, "%s %s has no price (per1kTokens, per1kTokensIn/"
+                              "per1kTokensOut, perRequest or perGPUHour)",
+                        what, who);
+    if (have[3] && (have[4] || have[5]))
+        return td_vfail(v, e, f, "per1kTokens and per1kTokensIn/per1kTokensOut exclude each other");
+    if (have[4] != have[5])
+        return td_vfail(v, e, f, "per1kTokensIn and per1kTokensOut go together");
+    rp.per_1k_in = have[3] ? val[3] : have[4] ? val[4] : -1;
+    rp.per_1k_out = have[3] ? val[3] : have[5] ? val[5] : -1;
+    rp.per_request = have[6] ? val[6] : -1;
+    rp.per_gpu_hour = have[7] ? val[7] : -1;
+    for (size_t j = 0; j < p->nroutes; j++)
+        if (strcmp(p->routes[j].route, rp.route) == 0 && strcmp(p->routes[j].model, rp.model) == 0)
+            return td_vfail(v, e, f, "a second price for %s %s", what, who);
+    route_price *rr = realloc(p->routes, (p->nroutes + 1) * sizeof *rr);
+    if (!rr)
+        return td_err_set(v->err, TD_ENOMEM, "out of memory");
+    p->routes = rr;
+    rr[p->nroutes++] = rp;
+    if (rp.model[0])
+        p->nmodel_prices++;
+    return TD_OK;
+}
+
 static td_status parse_price(td_vctx *v, td_costpolicy *p, const json_t *e, size_t i)
 {
-    static const char *const fields[] = {"resource", "flavor", "route", "perHour",
+    static const char *const fields[] = {"resource", "flavor", "route", "model", "perHour",
                                          "perGiBHour", "perGiBMonth", "per1kTokens",
                                          "per1kTokensIn", "per1kTokensOut", "perRequest",
                                          "perGPUHour", NULL};
@@ -170,9 +227,10 @@ static td_status parse_price(td_vctx *v, td_costpolicy *p, const json_t *e, size
     snprintf(f, sizeof f, "spec.prices[%zu]", i);
     TD_TRY(check_fields(v, e, f, fields));
     json_t *res = json_object_get(e, "resource"), *route = json_object_get(e, "route");
-    if (!!res == !!route)
+    json_t *model = json_object_get(e, "model");
+    if (!!res + !!route + !!model != 1)
         return td_vfail(v, e, f, "needs exactly one of resource (nvidia.com/gpu, cpu, memory, "
-                              "storage) or route");
+                              "storage), route or model");
     const char *const per_keys[] = {"perHour", "perGiBHour", "perGiBMonth", "per1kTokens",
                                     "per1kTokensIn", "per1kTokensOut", "perRequest",
                                     "perGPUHour"};
@@ -241,34 +299,7 @@ static td_status parse_price(td_vctx *v, td_costpolicy *p, const json_t *e, size
         *slot = val[wk];
         return TD_OK;
     }
-    route_price rp;
-    memset(&rp, 0, sizeof rp);
-    snprintf(ff, sizeof ff, "%s.route", f);
-    TD_TRY(copy_name(v, route, ff, rp.route, sizeof rp.route));
-    if (have[0] || have[1] || have[2])
-        return td_vfail(v, e, f, "a route takes per1kTokens, per1kTokensIn/per1kTokensOut, "
-                              "perRequest or perGPUHour");
-    if (nhave == 0)
-        return td_vfail(v, e, f, "route %s has no price (per1kTokens, per1kTokensIn/"
-                              "per1kTokensOut, perRequest or perGPUHour)",
-                     rp.route);
-    if (have[3] && (have[4] || have[5]))
-        return td_vfail(v, e, f, "per1kTokens and per1kTokensIn/per1kTokensOut exclude each other");
-    if (have[4] != have[5])
-        return td_vfail(v, e, f, "per1kTokensIn and per1kTokensOut go together");
-    rp.per_1k_in = have[3] ? val[3] : have[4] ? val[4] : -1;
-    rp.per_1k_out = have[3] ? val[3] : have[5] ? val[5] : -1;
-    rp.per_request = have[6] ? val[6] : -1;
-    rp.per_gpu_hour = have[7] ? val[7] : -1;
-    for (size_t j = 0; j < p->nroutes; j++)
-        if (strcmp(p->routes[j].route, rp.route) == 0)
-            return td_vfail(v, e, f, "a second price for route %s", rp.route);
-    route_price *rr = realloc(p->routes, (p->nroutes + 1) * sizeof *rr);
-    if (!rr)
-        return td_err_set(v->err, TD_ENOMEM, "out of memory");
-    p->routes = rr;
-    rr[p->nroutes++] = rp;
-    return TD_OK;
+    return parse_request_price(v, p, e, f, have, val, nhave);
 }
 
 /* ---- shared items ---- */
@@ -521,10 +552,70 @@ bool td_costpolicy_prices_route(const td_costpolicy *p, const char *route)
 
 const route_price *td__route_price(const td_costpolicy *p, const char *route)
 {
-    for (size_t i = 0; i < p->nroutes; i++)
+    const route_price *any = NULL;
+    for (size_t i = 0; i < p->nroutes; i++) {
+        if (!p->routes[i].route[0])
+            continue; /* a model's */
         if (strcmp(p->routes[i].route, route) == 0)
             return &p->routes[i];
-    return NULL;
+        if (strcmp(p->routes[i].route, "*") == 0)
+            any = &p->routes[i];
+    }
+    return any;
+}
+
+/* The length of pattern's prefix when it matches model ("llama-*" matches
+ * "llama-3": 6), SIZE_MAX for an exact match, 0 when it does not match. A
+ * prefix "x*" of length 1 and more; "*" alone is refused by the parser. */
+static size_t model_specificity(const char *pattern, const char *model)
+{
+    size_t n = strlen(pattern);
+    if (n && pattern[n - 1] == '*')
+        return strncmp(pattern, model, n - 1) == 0 ? n - 1 : 0;
+    return strcmp(pattern, model) == 0 ? SIZE_MAX : 0;
+}
+
+const route_price *td__request_price(const td_costpolicy *p, const char *route, const char *model)
+{
+    const route_price *best = NULL;
+    size_t best_n = 0;
+    for (size_t i = 0; model && model[0] && i < p->nroutes; i++) {
+        if (!p->routes[i].model[0])
+            continue;
+        size_t n = model_specificity(p->routes[i].model, model);
+        if (n > best_n) {
+            best = &p->routes[i];
+            best_n = n;
+        }
+    }
+    return best ? best : td__route_price(p, route);
+}
+
+bool td_costpolicy_has_model_prices(const td_costpolicy *p)
+{
+    return p && p->nmodel_prices > 0;
+}
+
+bool td_costpolicy_prices_model(const td_costpolicy *p, const char *pattern)
+{
+    if (!p || !pattern || !pattern[0])
+        return false;
+    size_t n = strlen(pattern);
+    bool prefix = pattern[n - 1] == '*';
+    for (size_t i = 0; i < p->nroutes; i++) {
+        const char *m = p->routes[i].model;
+        size_t mn = strlen(m);
+        if (!mn)
+            continue;
+        if (m[mn - 1] == '*') {
+            /* a prefix price covers every model pattern starting with it */
+            if (strncmp(m, pattern, mn - 1) == 0 && (prefix ? n - 1 : n) >= mn - 1)
+                return true;
+        } else if (!prefix && strcmp(m, pattern) == 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Splits r (clipped to the period) into measures, each an exact numerator
@@ -547,15 +638,24 @@ td_status td__measures(const td_costpolicy *p, const td_ledger_rec *r, int64_t f
         if (r->tokens_in == 0 && r->tokens_out == 0 && r->gpu_milli_seconds == 0 &&
             r->count == 0)
             return TD_OK;
-        const route_price *rp = td__route_price(p, r->route);
+        const route_price *rp = td__request_price(p, r->route, r->model);
         if (!rp)
             return td_err_set(err, TD_EINVAL,
-                              "CostPolicy: no price for route %s (used by tenant %s, record %s)",
-                              r->route[0] ? r->route : "\"\"", r->tenant, r->id);
+                              "CostPolicy: no price for route %s%s%s (used by tenant %s, record "
+                              "%s)",
+                              r->route[0] ? r->route : "\"\"", r->model[0] ? ", model " : "",
+                              r->model, r->tenant, r->id);
+        /* a model's price names the model in its items: one line per
+         * model and price in a chargeback */
+        char what[TD_ITEM_MAX];
+        if (rp->model[0])
+            snprintf(what, sizeof what, "%s/%s", r->route, r->model);
+        else
+            snprintf(what, sizeof what, "%s", r->route);
         int priced = 0;
         if (rp->per_1k_in >= 0 && (r->tokens_in || r->tokens_out)) {
             measure *m = &out[(*n)++];
-            snprintf(m->item, sizeof m->item, "tokens/%s", r->route);
+            snprintf(m->item, sizeof m->item, "tokens/%s", what);
             strcpy(m->unit, "1k-tokens");
             /* in and out may have different prices: fold both into one numerator */
             m->q = (td_i128)r->tokens_in * rp->per_1k_in + (td_i128)r->tokens_out * rp->per_1k_out;
@@ -567,7 +667,7 @@ td_status td__measures(const td_costpolicy *p, const td_ledger_rec *r, int64_t f
         }
         if (rp->per_request >= 0 && r->count > 0) {
             measure *m = &out[(*n)++];
-            snprintf(m->item, sizeof m->item, "requests/%s", r->route);
+            snprintf(m->item, sizeof m->item, "requests/%s", what);
             strcpy(m->unit, "requests");
             m->q = r->count;
             m->price = rp->per_request;
@@ -578,7 +678,7 @@ td_status td__measures(const td_costpolicy *p, const td_ledger_rec *r, int64_t f
         }
         if (rp->per_gpu_hour >= 0 && r->gpu_milli_seconds > 0) {
             measure *m = &out[(*n)++];
-            snprintf(m->item, sizeof m->item, "gpu-seconds/%s", r->route);
+            snprintf(m->item, sizeof m->item, "gpu-seconds/%s", what);
             strcpy(m->unit, "gpu-hour");
             m->q = r->gpu_milli_seconds;
             m->price = rp->per_gpu_hour;
@@ -589,9 +689,10 @@ td_status td__measures(const td_costpolicy *p, const td_ledger_rec *r, int64_t f
         }
         if (!priced && (r->tokens_in || r->tokens_out || r->gpu_milli_seconds))
             return td_err_set(err, TD_EINVAL,
-                              "CostPolicy: route %s has no price for what record %s used "
+                              "CostPolicy: %s %s has no price for what record %s used "
                               "(%s)",
-                              r->route, r->id,
+                              rp->model[0] ? "model" : "route",
+                              rp->model[0] ? rp->model : rp->route, r->id,
                               (r->tokens_in || r->tokens_out) ? "tokens" : "GPU-seconds");
         return TD_OK;
     }

@@ -72,17 +72,18 @@ td_status td_chargeback_allocate(int64_t total, const int64_t *weights, const ch
 
 /* ---- grouping ---- */
 
-static const char *const by_names[] = {"tenant", "team", "project", "environment", "namespace"};
+static const char *const by_names[] = {"tenant",      "team",      "project",
+                                       "environment", "namespace", "model"};
 
 td_status td_chargeback_by_parse(const char *s, td_chargeback_by *by, td_err *err)
 {
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (s && strcmp(s, by_names[i]) == 0) {
             *by = (td_chargeback_by)i;
             return TD_OK;
         }
-    return td_err_set(err, TD_EINVAL, "--by \"%s\": must be tenant, team, project, environment "
-                                      "or namespace",
+    return td_err_set(err, TD_EINVAL, "--by \"%s\": must be tenant, team, project, environment, "
+                                      "namespace or model",
                       s ? s : "");
 }
 
@@ -113,6 +114,9 @@ const char *td_chargeback_owner(const td_ledger_rec *r, td_chargeback_by by, cha
             return buf;
         }
         v = r->tenant;
+        break;
+    case TD_BY_MODEL:
+        v = r->kind == TD_LEDGER_REQUEST ? r->model : "";
         break;
     }
     snprintf(buf, len, "%s", v[0] ? v : "(none)");

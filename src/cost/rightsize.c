@@ -212,6 +212,8 @@ static int ns_of_owner(const td_config *c, td_chargeback_by by, const char *owne
 {
     if (by == TD_BY_NAMESPACE)
         return strcmp(ns, owner) == 0;
+    if (by == TD_BY_MODEL)
+        return 0; /* a model owns no namespace */
     json_t *t = td_config_tenant_for_namespace(c, ns);
     if (by == TD_BY_TENANT)
         return t && strcmp(td_json_str(t, "metadata.name"), owner) == 0;
@@ -275,7 +277,7 @@ static void owner_quota(const td_config *c, td_chargeback_by by, td_rightsize_ro
 /* Owners the configuration knows even when they used nothing. */
 static int config_owners(const td_config *c, td_chargeback_by by, series_set *ss)
 {
-    if (!c)
+    if (!c || by == TD_BY_MODEL)
         return 0;
     json_t *const *objs;
     if (by == TD_BY_NAMESPACE) {

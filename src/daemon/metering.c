@@ -29,8 +29,16 @@
 typedef struct {
     char team[TD_LEDGER_STR], project[TD_LEDGER_STR], environment[TD_LEDGER_STR];
     char item[TD_ITEM_MAX];
+    char model[TD_LEDGER_MODEL]; /* td_gw_model_label: bounded by the Routes */
     int64_t nano; /* since start: tenantd_cost_total */
 } cost_line;
+
+/* A tenant's tokens this period for one model label: tenantd_usage_tokens. */
+typedef struct {
+    char tenant[TD_LEDGER_STR];
+    char model[TD_LEDGER_MODEL];
+    int64_t tokens_in, tokens_out;
+} model_sum;
 
 typedef struct {
     char name[TD_LEDGER_STR];
@@ -56,6 +64,8 @@ struct td_metering {
     int64_t period_start_ns;
     cost_line *lines;
     size_t nlines, caplines;
+    model_sum *msums;
+    size_t nmsums, capmsums;
     tenant_sum *tenants;
     size_t ntenants, captenants;
     uint64_t unpriced;
@@ -109,12 +119,14 @@ static tenant_sum *tenant_get(td_metering *m, const char *name)
     return t;
 }
 
-static cost_line *line_get(td_metering *m, const td_ledger_rec *r, const char *item)
+static cost_line *line_get(td_metering *m, const td_ledger_rec *r, const char *item,
+                           const char *model)
 {
     for (size_t i = 0; i < m->nlines; i++) {
         cost_line *l = &m->lines[i];
         if (!strcmp(l->item, item) && !strcmp(l->team, r->team) &&
-            !strcmp(l->project, r->project) && !strcmp(l->environment, r->environment))
+            !strcmp(l->project, r->project) && !strcmp(l->environment, r->environment) &&
+            !strcmp(l->model, model))
             return l;
     }
     if (m->nlines == MAX_TENANTS_SHOWN * 8)
@@ -133,16 +145,62 @@ static cost_line *line_get(td_metering *m, const td_ledger_rec *r, const char *i
     snprintf(l->project, sizeof l->project, "%s", r->project);
     snprintf(l->environment, sizeof l->environment, "%s", r->environment);
     snprintf(l->item, sizeof l->item, "%s", item);
+    snprintf(l->model, sizeof l->model, "%s", model);
     return l;
+}
+
+/* With mu held. NULL when out of memory or too many. */
+static model_sum *msum_get(td_metering *m, const char *tenant, const char *model)
+{
+    for (size_t i = 0; i < m->nmsums; i++)
+        if (!strcmp(m->msums[i].tenant, tenant) && !strcmp(m->msums[i].model, model))
+            return &m->msums[i];
+    if (m->nmsums == MAX_TENANTS_SHOWN * 8)
+        return NULL;
+    if (m->nmsums == m->capmsums) {
+        size_t cap = m->capmsums ? 2 * m->capmsums : 32;
+        model_sum *p = realloc(m->msums, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        m->msums = p;
+        m->capmsums = cap;
+    }
+    model_sum *x = &m->msums[m->nmsums++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->tenant, sizeof x->tenant, "%s", tenant);
+    snprintf(x->model, sizeof x->model, "%s", model);
+    return x;
+}
+
+/* r's model as a bounded label (td_gw_model_label over the gateway's
+ * Routes; "other" without a gateway) into buf. */
+static const char *model_label(td_metering *m, const td_ledger_rec *r, char *buf, size_t cap)
+{
+    if (!r->model[0])
+        return "";
+    td_gateway *g = m->c ? m->c->gateway : NULL;
+    td_gw_config *held = NULL;
+    const td_gw_config *gc = g ? td_gateway_config(g, &held) : NULL;
+    snprintf(buf, cap, "%s", gc ? td_gw_model_label(gc, r->model) : "other");
+    if (held)
+        td_gw_config_unref(held);
+    return buf;
 }
 
 /* With mu held: adds r's part in [period start, now) to the sums. */
 static void account(td_metering *m, const td_ledger_rec *r, bool counters)
 {
     tenant_sum *t = tenant_get(m, r->tenant);
+    char lbuf[TD_LEDGER_MODEL];
+    const char *label = model_label(m, r, lbuf, sizeof lbuf);
     if (t && r->end_ns >= m->period_start_ns) {
         t->tokens_in += r->tokens_in;
         t->tokens_out += r->tokens_out;
+        model_sum *ms = r->kind == TD_LEDGER_REQUEST ? msum_get(m, r->tenant, label) : NULL;
+        if (ms) {
+            ms->tokens_in += r->tokens_in;
+            ms->tokens_out += r->tokens_out;
+        }
         t->gpu_milli_seconds += r->gpu_milli_seconds;
         if (r->kind == TD_LEDGER_INTERVAL) {
             int64_t from = r->start_ns > m->period_start_ns ? r->start_ns : m->period_start_ns;
@@ -165,7 +223,7 @@ static void account(td_metering *m, const td_ledger_rec *r, bool counters)
     for (size_t i = 0; i < n; i++) {
         if (t)
             t->period_nano += ch[i].amount_nano;
-        cost_line *l = counters ? line_get(m, r, ch[i].item) : NULL;
+        cost_line *l = counters ? line_get(m, r, ch[i].item, label) : NULL;
         if (l)
             l->nano += ch[i].amount_nano;
     }
@@ -388,6 +446,7 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
             t->period_nano = t->tokens_in = t->tokens_out = t->gpu_milli_seconds = 0;
             t->interval_gpu_milli_s = t->unpriced = 0;
         }
+        m->nmsums = 0;
         pthread_mutex_unlock(&m->mu);
     }
     const td_queue *q = NULL;
@@ -510,6 +569,7 @@ void td_metering_destroy(td_metering *m)
     td_config_unref(m->cfg_seen);
     td_config_unref(m->cfg_replayed);
     free(m->lines);
+    free(m->msums);
     free(m->tenants);
     free(m->running);
     td_history_destroy(m->history);
@@ -697,6 +757,8 @@ td_status td_metering_metrics(td_metering *m, char **text, size_t *len)
             owner_labels(f, l->team, l->project, l->environment);
             fputs(",item=\"", f);
             label_value(f, l->item);
+            fputs("\",model=\"", f);
+            label_value(f, l->model);
             fprintf(f, "\"} %.9f\n", money(l->nano));
         }
         fprintf(f, "# HELP tenantd_cost_unpriced_total Records the CostPolicy has no price "
@@ -733,12 +795,28 @@ td_status td_metering_metrics(td_metering *m, char **text, size_t *len)
     fputs("# HELP tenantd_usage_tokens Tokens of a tenant's requests committed to the ledger "
           "this period (calendar month, UTC).\n# TYPE tenantd_usage_tokens gauge\n",
           f);
+    /* a tenant with no request this period still has its series, at 0 */
     for (size_t i = 0; i < m->ntenants; i++) {
+        size_t k = 0;
+        while (k < m->nmsums && strcmp(m->msums[k].tenant, m->tenants[i].name) != 0)
+            k++;
+        if (k < m->nmsums)
+            continue;
         for (int d = 0; d < 2; d++) {
             fputs("tenantd_usage_tokens{tenant=\"", f);
             label_value(f, m->tenants[i].name);
-            fprintf(f, "\",direction=\"%s\"} %lld\n", d ? "out" : "in",
+            fprintf(f, "\",model=\"\",direction=\"%s\"} %lld\n", d ? "out" : "in",
                     (long long)(d ? m->tenants[i].tokens_out : m->tenants[i].tokens_in));
+        }
+    }
+    for (size_t i = 0; i < m->nmsums; i++) {
+        for (int d = 0; d < 2; d++) {
+            fputs("tenantd_usage_tokens{tenant=\"", f);
+            label_value(f, m->msums[i].tenant);
+            fputs("\",model=\"", f);
+            label_value(f, m->msums[i].model);
+            fprintf(f, "\",direction=\"%s\"} %lld\n", d ? "out" : "in",
+                    (long long)(d ? m->msums[i].tokens_out : m->msums[i].tokens_in));
         }
     }
     pthread_mutex_unlock(&m->mu);

@@ -1,5 +1,6 @@
-/* budget_levels.c - a request's budgets at two levels, its key's own and
- * its tenant's: reserved at all or at none, settled at all. On this
+/* budget_levels.c - a request's budgets at three levels, its key's own,
+ * its tenant's model budgets that list its model, and its tenant's:
+ * reserved at all or at none, settled at all. On this
  * process's spend counters, or with --redis on the budgets shared through
  * Redis (a td_gw_budget_backend); time comes in as an argument. */
 #include "gateway/gateway.h"
@@ -43,6 +44,7 @@ static td_status reserve_level(const level *l, const td_gw_budget *bud, size_t n
             *nres = 0;
             v->refused.budget = b;
             v->refused.key = k;
+            v->refused.model = NULL;
             v->refused.spent_nano = spent;
             return TD_EQUOTA;
         }
@@ -54,6 +56,7 @@ static td_status reserve_level(const level *l, const td_gw_budget *bud, size_t n
             td_gw_budget_note *s = &v->shadow[v->nshadow++];
             s->budget = b;
             s->key = k;
+            s->model = NULL;
             s->spent_nano = spent;
         }
     }
@@ -78,14 +81,75 @@ static level key_level(td_gateway *g, const td_gw_key *k)
     return l;
 }
 
+/* A model budget's spend: a key slot of its own, named in Redis
+ * "tenant/budget:MODELS". */
+static level model_level(td_gateway *g, const td_gw_model_budget *m)
+{
+    level l = {td_gateway_key_budgets(g), td_gateway_key_budget_shared(g), m->slot,
+               td_gateway_slot_name(g, 'k', m->slot)};
+    if (!l.name)
+        l.sh = NULL;
+    return l;
+}
+
+bool td_gw_model_budget_applies(const td_gw_model_budget *b, const char *model)
+{
+    return model && model[0] && td_gw_model_listed(b->models, b->nmodels, model);
+}
+
+/* Gives back the model budgets' reservations of h. */
+static void model_release(td_gateway *g, const td_gw_tenant *t, td_gw_budget_hold *h,
+                          int64_t delta)
+{
+    for (int i = 0; i < h->nmodel; i++)
+        for (size_t j = 0; j < t->nmodel_budgets; j++)
+            if (t->model_budgets[j].slot == h->model_slot[i]) {
+                level ml = model_level(g, &t->model_budgets[j]);
+                level_settle(&ml, h->model_period[i], h->model_start[i], delta,
+                             h->model_leased[i]);
+                break;
+            }
+}
+
+/* Reserves cost at each of t's model budgets listing model, into h. A
+ * refusal gives back what this call reserved (not the key's) and is noted
+ * in v with its model budget. */
+static td_status reserve_models(td_gateway *g, const td_gw_tenant *t, const char *model,
+                                int64_t cost, int64_t now_s, td_gw_budget_hold *h,
+                                td_gw_budget_verdict *v)
+{
+    h->nmodel = 0;
+    for (size_t j = 0; j < t->nmodel_budgets && h->nmodel < TD_GW_MODEL_BUDGETS; j++) {
+        const td_gw_model_budget *m = &t->model_budgets[j];
+        if (!td_gw_model_budget_applies(m, model))
+            continue;
+        level ml = model_level(g, m);
+        int i = h->nmodel, got = 0;
+        size_t shadow_before = v->nshadow;
+        if (reserve_level(&ml, &m->b, 1, NULL, cost, now_s, &h->model_period[i],
+                          &h->model_start[i], &h->model_leased[i], &got, v) != TD_OK) {
+            v->refused.model = m;
+            model_release(g, t, h, -cost);
+            h->nmodel = 0;
+            return TD_EQUOTA;
+        }
+        if (v->nshadow > shadow_before)
+            v->shadow[v->nshadow - 1].model = m;
+        h->model_slot[i] = m->slot;
+        h->nmodel++;
+    }
+    return TD_OK;
+}
+
 td_status td_gateway_budget_reserve(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,
-                                    int64_t cost_nano, int64_t now_s, td_gw_budget_hold *h,
-                                    td_gw_budget_verdict *v)
+                                    const char *model, int64_t cost_nano, int64_t now_s,
+                                    td_gw_budget_hold *h, td_gw_budget_verdict *v)
 {
     h->reserved_nano = cost_nano;
-    h->n = h->nkey = 0;
+    h->n = h->nkey = h->nmodel = 0;
     v->refused.budget = NULL;
     v->refused.key = NULL;
+    v->refused.model = NULL;
     v->refused.spent_nano = 0;
     v->nshadow = 0;
     if (cost_nano < 0)
@@ -95,11 +159,13 @@ td_status td_gateway_budget_reserve(td_gateway *g, const td_gw_tenant *t, const 
         reserve_level(&kl, k->budgets, k->nbudgets, k, cost_nano, now_s, h->key_period,
                       h->key_start, h->key_leased, &h->nkey, v) != TD_OK)
         return TD_EQUOTA;
-    if (reserve_level(&tl, t->budgets, t->nbudgets, NULL, cost_nano, now_s, h->period, h->start,
+    if (reserve_models(g, t, model, cost_nano, now_s, h, v) != TD_OK ||
+        reserve_level(&tl, t->budgets, t->nbudgets, NULL, cost_nano, now_s, h->period, h->start,
                       h->leased, &h->n, v) != TD_OK) {
         for (int j = 0; j < h->nkey; j++)
             level_settle(&kl, h->key_period[j], h->key_start[j], -cost_nano, h->key_leased[j]);
-        h->nkey = 0;
+        model_release(g, t, h, -cost_nano);
+        h->nkey = h->nmodel = 0;
         return TD_EQUOTA;
     }
     return TD_OK;
@@ -114,7 +180,17 @@ void td_gateway_budget_settle(td_gateway *g, const td_gw_tenant *t, const td_gw_
         level_settle(&tl, h->period[i], h->start[i], delta, h->leased[i]);
     for (int i = 0; k && i < h->nkey; i++)
         level_settle(&kl, h->key_period[i], h->key_start[i], delta, h->key_leased[i]);
-    h->n = h->nkey = 0;
+    model_release(g, t, h, delta);
+    h->n = h->nkey = h->nmodel = 0;
+}
+
+int64_t td_gateway_model_budget_spent(td_gateway *g, const td_gw_model_budget *m, int64_t now_s,
+                                      bool refresh)
+{
+    level l = model_level(g, m);
+    if (l.sh)
+        return l.sh->spent(l.sh->ctx, l.slot, l.name, m->b.period, now_s, refresh);
+    return td_budgets_spent(l.bs, l.slot, m->b.period, now_s);
 }
 
 int64_t td_gateway_budget_spent(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,

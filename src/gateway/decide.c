@@ -157,9 +157,12 @@ static bool decide_model(const td_gw_request *rq, bool bodyless, td_gw_verdict *
     const td_gw_key *k = rq->key;
     td_err err;
     bool listed = t->models || (k && k->models);
-    /* for a model limit alone, a body that names no model (or is not
-     * JSON: a requests route's upload) is held to the tenant's limits */
-    if ((rq->by_model || listed || t->nmodel_limits) && rq->body_len &&
+    /* for a model limit, budget or price alone, a body that names no
+     * model (or is not JSON: a requests route's upload) is held to the
+     * tenant's limits and priced by its route */
+    bool wanted = t->nmodel_limits || t->nmodel_budgets ||
+                  td_costpolicy_has_model_prices(rq->cfg->cost_policy);
+    if ((rq->by_model || listed || wanted) && rq->body_len &&
         td_gw_body_model(rq->body, rq->body_len, rq->model, rq->model_cap, &err) != TD_OK) {
         if (rq->by_model || listed) {
             bad_request(v, err.msg);
@@ -423,10 +426,11 @@ static bool decide_budget(td_gateway *g, const td_gw_request *rq, td_gw_budget_h
 {
     const td_gw_tenant *t = rq->tenant;
     const td_gw_key *k = rq->key;
-    if (!(t->nbudgets || (k && k->nbudgets)) || !rq->cfg->cost_policy)
+    if (!(t->nbudgets || t->nmodel_budgets || (k && k->nbudgets)) || !rq->cfg->cost_policy)
         return true;
-    int64_t price = td_gw_price_units(rq->cfg, v->route, t, v->reserve_tokens);
-    td_status st = td_gateway_budget_reserve(g, t, k, price, rq->now_s, hold, &v->budget);
+    int64_t price = td_gw_price_units(rq->cfg, v->route, t, rq->model, v->reserve_tokens);
+    td_status st =
+        td_gateway_budget_reserve(g, t, k, rq->model, price, rq->now_s, hold, &v->budget);
     if (v->budget.nshadow && !v->shadow)
         v->shadow = "budget_exceeded";
     if (st == TD_OK)
@@ -502,13 +506,14 @@ void td_gw_charges_release(td_gateway *g, const td_gw_tenant *t, const td_gw_key
 }
 
 int64_t td_gw_price_units(const td_gw_config *c, const td_gw_route *route, const td_gw_tenant *t,
-                          double units)
+                          const char *model, double units)
 {
     td_ledger_rec rec;
     memset(&rec, 0, sizeof rec);
     rec.kind = TD_LEDGER_REQUEST;
     snprintf(rec.route, sizeof rec.route, "%s", route->name);
     snprintf(rec.tenant, sizeof rec.tenant, "%s", t->name);
+    snprintf(rec.model, sizeof rec.model, "%s", model ? model : "");
     snprintf(rec.outcome, sizeof rec.outcome, "ok");
     rec.count = 1;
     rec.gpu_used_milli = -1;

@@ -173,11 +173,12 @@ void td_gw_decide(td_gateway *g, const td_gw_request *rq, td_gw_budget_hold *hol
 void td_gw_charges_release(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,
                            td_gw_charges *ch, double estimate, double actual, uint64_t now_ns);
 
-/* The price in nano-units of a request of tenant t on route r using units
- * (tokens, GPU seconds or requests, as the route counts) under c's
- * CostPolicy; tokens at the dearer of the input and output prices. 0
- * without a price. */
+/* The price in nano-units of a request of tenant t on route r for model
+ * (the body's; NULL or "" when it names none) using units (tokens, GPU
+ * seconds or requests, as the route counts) under c's CostPolicy (the
+ * model's price before the route's); tokens at the dearer of the input and
+ * output prices. 0 without a price. */
 int64_t td_gw_price_units(const td_gw_config *c, const td_gw_route *r, const td_gw_tenant *t,
-                          double units);
+                          const char *model, double units);
 
 #endif

@@ -52,6 +52,7 @@ typedef struct {
     td_period period;
     int64_t since_ns;
     char *tenant, *key_name;
+    char *models; /* a model budget's (key slot, key_name NULL): its models joined by ',' */
 } added_budget;
 
 struct td_gateway {
@@ -171,6 +172,12 @@ static void view_free(view *v)
         for (size_t k = 0; k < v->pub.tenants[i].nmodel_limits; k++)
             free(v->pub.tenants[i].model_limits[k].model);
         free(v->pub.tenants[i].model_limits);
+        for (size_t k = 0; k < v->pub.tenants[i].nmodel_budgets; k++) {
+            models_free(v->pub.tenants[i].model_budgets[k].models,
+                        v->pub.tenants[i].model_budgets[k].nmodels);
+            free(v->pub.tenants[i].model_budgets[k].name);
+        }
+        free(v->pub.tenants[i].model_budgets);
         free(v->pub.tenants[i].keys);
         free(v->pub.tenants[i].team);
         free(v->pub.tenants[i].project);
@@ -245,6 +252,67 @@ static td_status parse_rate(const json_t *rate, td_rate *r, td_err *err)
     return TD_OK;
 }
 
+/* spec.budgets[] with models (validated by the config) into t's model
+ * budgets, each with the key slot of "tenant/budget:MODELS". */
+static td_status build_model_budgets(td_gateway *g, const json_t *obj, td_gw_tenant *t,
+                                     td_err *err)
+{
+    const json_t *bs = td_json_path(obj, "spec.budgets");
+    size_t n = 0, i;
+    json_t *b;
+    json_array_foreach((json_t *)bs, i, b)
+    {
+        n += json_object_get(b, "models") != NULL;
+    }
+    if (!n)
+        return TD_OK;
+    t->model_budgets = calloc(n, sizeof *t->model_budgets);
+    if (!t->model_budgets)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    json_array_foreach((json_t *)bs, i, b)
+    {
+        const json_t *ms = json_object_get(b, "models");
+        if (!ms)
+            continue;
+        td_gw_model_budget *m = &t->model_budgets[t->nmodel_budgets++];
+        /* one budget, as td__gw_budgets reads it */
+        json_t *one = json_array();
+        json_t *copy = json_copy(b);
+        if (!one || !copy || json_object_del(copy, "models") != 0 ||
+            json_array_append_new(one, copy) != 0) {
+            json_decref(one);
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        }
+        size_t got = 0;
+        char f[64];
+        snprintf(f, sizeof f, "spec.budgets[%zu]", i);
+        td_status st = parse_budgets(obj, one, f, &m->b, &got, err);
+        json_decref(one);
+        if (st != TD_OK)
+            return st;
+        if (parse_models(ms, &m->models, &m->nmodels) != TD_OK)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        size_t len = 1;
+        for (size_t k = 0; k < m->nmodels; k++)
+            len += strlen(m->models[k]) + 1;
+        m->name = calloc(1, len);
+        if (!m->name)
+            return td_err_set(err, TD_ENOMEM, "out of memory");
+        for (size_t k = 0; k < m->nmodels; k++) {
+            if (k)
+                strcat(m->name, ",");
+            strcat(m->name, m->models[k]);
+        }
+        char full[1200];
+        snprintf(full, sizeof full, "%s/budget:%s", t->name, m->name);
+        st = slot_of(&g->keys, full, &m->slot);
+        if (st != TD_OK)
+            return td_err_set(err, st, "Tenant %s: more than %d named keys and model limits",
+                              t->name, TD_GW_MAX_KEYS);
+    }
+    return TD_OK;
+}
+
 static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_err *err)
 {
     const char *name = td_json_str(obj, "metadata.name");
@@ -289,6 +357,8 @@ static td_status build_tenant(td_gateway *g, json_t *obj, td_gw_tenant *t, td_er
     if (parse_budgets(obj, td_json_path(obj, "spec.budgets"), "spec.budgets", t->budgets,
                       &t->nbudgets, err) != TD_OK)
         return TD_EINVAL;
+    if ((st = build_model_budgets(g, obj, t, err)) != TD_OK)
+        return st;
     t->criticality = TD_CRIT_CRITICAL;
     const char *crit = json_string_value(json_object_get(gw, "criticality"));
     if (crit && td_criticality_parse(crit, &t->criticality) != TD_OK)
@@ -777,7 +847,7 @@ static bool has_period(const td_gw_budget *b, size_t n, td_period p)
 }
 
 static void note_added(td_gateway *g, bool key, uint32_t slot, td_period p, int64_t now_ns,
-                       const char *tenant, const char *key_name)
+                       const char *tenant, const char *key_name, const char *models)
 {
     /* noted already (added, removed and added again before a catch-up):
      * one entry, or the ledger would count twice */
@@ -798,9 +868,11 @@ static void note_added(td_gateway *g, bool key, uint32_t slot, td_period p, int6
     added_budget *a = &g->added[g->nadded];
     a->tenant = strdup(tenant);
     a->key_name = key_name ? strdup(key_name) : NULL;
-    if (!a->tenant || (key_name && !a->key_name)) {
+    a->models = models ? strdup(models) : NULL;
+    if (!a->tenant || (key_name && !a->key_name) || (models && !a->models)) {
         free(a->tenant);
         free(a->key_name);
+        free(a->models);
         return;
     }
     a->key = key;
@@ -827,7 +899,16 @@ static void note_added_budgets(td_gateway *g, const td_gw_config *old, const td_
         const td_gw_tenant *was = td_gw_tenant_by_name(old, t->name);
         for (size_t b = 0; !g->be.tenant_budget.ctx && b < t->nbudgets; b++)
             if (!was || !has_period(was->budgets, was->nbudgets, t->budgets[b].period))
-                note_added(g, false, t->slot, t->budgets[b].period, now_ns, t->name, NULL);
+                note_added(g, false, t->slot, t->budgets[b].period, now_ns, t->name, NULL, NULL);
+        for (size_t b = 0; !g->be.key_budget.ctx && b < t->nmodel_budgets; b++) {
+            const td_gw_model_budget *m = &t->model_budgets[b];
+            bool had = false;
+            for (size_t j = 0; was && j < was->nmodel_budgets && !had; j++)
+                had = was->model_budgets[j].slot == m->slot &&
+                      was->model_budgets[j].b.period == m->b.period;
+            if (!had)
+                note_added(g, true, m->slot, m->b.period, now_ns, t->name, NULL, m->name);
+        }
         for (size_t k = 0; !g->be.key_budget.ctx && t->keys && k < t->nkeys; k++) {
             const td_gw_key *key = &t->keys[k];
             const td_gw_key *wk = NULL;
@@ -837,7 +918,7 @@ static void note_added_budgets(td_gateway *g, const td_gw_config *old, const td_
             for (size_t b = 0; key->name && b < key->nbudgets; b++)
                 if (!wk || !has_period(wk->budgets, wk->nbudgets, key->budgets[b].period))
                     note_added(g, true, key->slot, key->budgets[b].period, now_ns, t->name,
-                               key->name);
+                               key->name, NULL);
         }
     }
 }
@@ -931,6 +1012,7 @@ void td_gateway_destroy(td_gateway *g)
     for (size_t i = 0; i < g->nadded; i++) {
         free(g->added[i].tenant);
         free(g->added[i].key_name);
+        free(g->added[i].models);
     }
     free(g->added);
     td_metrics_destroy(g->metrics);
@@ -1178,8 +1260,31 @@ void td_gateway_budget_replay(td_gateway *g, const td_ledger_rec *r, int64_t now
                 td_budgets_replay(g->key_budgets, k->slot, (td_period)p, start_s, nano,
                                   now_ns / 1000000000LL);
         }
+        for (size_t i = 0; i < t->nmodel_budgets; i++)
+            if (td_gw_model_budget_applies(&t->model_budgets[i], r->model))
+                td_budgets_replay(g->key_budgets, t->model_budgets[i].slot,
+                                  t->model_budgets[i].b.period, start_s, nano,
+                                  now_ns / 1000000000LL);
     }
     td_gw_config_unref(held);
+}
+
+/* true if model matches one of the ','-separated patterns of joined (a
+ * model budget's name). */
+static bool joined_match(const char *joined, const char *model)
+{
+    char one[256];
+    for (const char *p = joined; model[0] && *p;) {
+        size_t n = strcspn(p, ",");
+        if (n < sizeof one) {
+            memcpy(one, p, n);
+            one[n] = '\0';
+            if (td_gw_model_match(one, model))
+                return true;
+        }
+        p += n + (p[n] == ',');
+    }
+    return false;
 }
 
 typedef struct {
@@ -1207,7 +1312,8 @@ static int catch_up_one(const td_ledger_rec *r, void *ud)
         const added_budget *a = &cx->a[i];
         /* started after the reload: reserved at the new budget itself */
         if (r->start_ns >= a->since_ns || strncmp(a->tenant, r->tenant, sizeof r->tenant) != 0 ||
-            (a->key && strncmp(a->key_name, r->api_key, sizeof r->api_key) != 0))
+            (a->key && a->key_name && strncmp(a->key_name, r->api_key, sizeof r->api_key) != 0) ||
+            (a->models && !joined_match(a->models, r->model)))
             continue;
         if (!priced) {
             if (td_gw_price(c, r, &nano, NULL) != TD_OK)
@@ -1243,6 +1349,7 @@ td_status td_gateway_budget_catch_up(td_gateway *g, td_gw_ledger_scan scan, void
         for (size_t i = 0; i < na; i++) {
             free(a[i].tenant);
             free(a[i].key_name);
+            free(a[i].models);
         }
         free(a);
         return TD_OK;
@@ -1264,6 +1371,7 @@ td_status td_gateway_budget_catch_up(td_gateway *g, td_gw_ledger_scan scan, void
     for (size_t i = 0; i < na; i++) {
         free(a[i].tenant);
         free(a[i].key_name);
+        free(a[i].models);
     }
     free(a);
     return st;
@@ -1277,13 +1385,15 @@ bool td_gateway_allow_x_tenant(const td_gateway *g)
 /* One budget gauge sample: name{tenant,[key,]period} and the money v
  * (nano units) as an exact decimal. */
 static void budget_sample(td_metrics_text *b, const char *name, const td_gw_tenant *t,
-                          const td_gw_key *k, td_period p, int64_t v)
+                          const td_gw_key *k, const char *models, td_period p, int64_t v)
 {
     td_metrics_text_puts(b, name);
     td_metrics_text_puts(b, "{");
     td_metrics_text_label(b, "tenant", t->name, true);
     if (k)
         td_metrics_text_label(b, "key", k->name, false);
+    if (models)
+        td_metrics_text_label(b, "models", models, false);
     td_metrics_text_label(b, "period", td_period_name(p), false);
     uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     uint64_t frac = a % TD_MONEY_NANO;
@@ -1317,7 +1427,7 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
                            "A tenant's money budget of a period, in the CostPolicy's currency.");
     for (size_t i = 0; c && i < c->ntenants; i++)
         for (size_t k = 0; k < c->tenants[i].nbudgets; k++)
-            budget_sample(&b, "tenantd_budget_amount", &c->tenants[i], NULL,
+            budget_sample(&b, "tenantd_budget_amount", &c->tenants[i], NULL, NULL,
                           c->tenants[i].budgets[k].period, c->tenants[i].budgets[k].amount_nano);
     td_metrics_text_family(&b, "tenantd_budget_spent", "gauge",
                            "Spend of a tenant's budget in its current period, in the "
@@ -1325,7 +1435,7 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
     for (size_t i = 0; c && i < c->ntenants; i++) {
         const td_gw_tenant *t = &c->tenants[i];
         for (size_t k = 0; k < t->nbudgets; k++)
-            budget_sample(&b, "tenantd_budget_spent", t, NULL, t->budgets[k].period,
+            budget_sample(&b, "tenantd_budget_spent", t, NULL, NULL, t->budgets[k].period,
                           td_gateway_budget_spent(g, t, NULL, t->budgets[k].period,
                                                   (int64_t)ts.tv_sec, false));
     }
@@ -1336,7 +1446,7 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
         const td_gw_tenant *t = &c->tenants[i];
         for (size_t j = 0; t->keys && j < t->nkeys; j++)
             for (size_t q = 0; t->keys[j].name && q < t->keys[j].nbudgets; q++)
-                budget_sample(&b, "tenantd_key_budget_amount", t, &t->keys[j],
+                budget_sample(&b, "tenantd_key_budget_amount", t, &t->keys[j], NULL,
                               t->keys[j].budgets[q].period, t->keys[j].budgets[q].amount_nano);
     }
     td_metrics_text_family(&b, "tenantd_key_budget_spent", "gauge",
@@ -1347,11 +1457,30 @@ td_status td_gateway_metrics_text(td_gateway *g, char **out, size_t *len)
         for (size_t j = 0; t->keys && j < t->nkeys; j++) {
             const td_gw_key *k = &t->keys[j];
             for (size_t q = 0; k->name && q < k->nbudgets; q++)
-                budget_sample(&b, "tenantd_key_budget_spent", t, k, k->budgets[q].period,
+                budget_sample(&b, "tenantd_key_budget_spent", t, k, NULL, k->budgets[q].period,
                               td_gateway_budget_spent(g, t, k, k->budgets[q].period,
                                                       (int64_t)ts.tv_sec, false));
         }
     }
+    td_metrics_text_family(&b, "tenantd_model_budget_amount", "gauge",
+                           "A tenant's money budget of a period for the requests naming its "
+                           "models, in the CostPolicy's currency.");
+    for (size_t i = 0; c && i < c->ntenants; i++)
+        for (size_t q = 0; q < c->tenants[i].nmodel_budgets; q++) {
+            const td_gw_model_budget *m = &c->tenants[i].model_budgets[q];
+            budget_sample(&b, "tenantd_model_budget_amount", &c->tenants[i], NULL, m->name,
+                          m->b.period, m->b.amount_nano);
+        }
+    td_metrics_text_family(&b, "tenantd_model_budget_spent", "gauge",
+                           "Spend of a tenant's budget for models in its current period, in the "
+                           "CostPolicy's currency (reserved estimates included).");
+    for (size_t i = 0; c && i < c->ntenants; i++)
+        for (size_t q = 0; q < c->tenants[i].nmodel_budgets; q++) {
+            const td_gw_model_budget *m = &c->tenants[i].model_budgets[q];
+            budget_sample(&b, "tenantd_model_budget_spent", &c->tenants[i], NULL, m->name,
+                          m->b.period,
+                          td_gateway_model_budget_spent(g, m, (int64_t)ts.tv_sec, false));
+        }
     const td_gw_budget_backend *tb = &g->be.tenant_budget, *kb = &g->be.key_budget;
     if (tb->ctx)
         td_metrics_text_printf(

@@ -39,6 +39,18 @@ typedef struct {
     bool shadow;         /* counted and noted, never refused */
 } td_gw_budget;
 
+/* spec.budgets[] with models: a budget held only by the requests naming
+ * one of its models, beside the tenant's budgets (a 70B model with a money
+ * budget of its own). Spend by key slot, as a named key's. */
+#define TD_GW_MODEL_BUDGETS 16 /* per tenant */
+typedef struct {
+    td_gw_budget b;
+    char **models;  /* exact names, or prefixes ending in '*' */
+    size_t nmodels;
+    char *name;     /* "m1,m2": the models as the config lists them */
+    uint32_t slot;  /* key slot of "tenant/budget:m1,m2" (stable across reloads) */
+} td_gw_model_budget;
+
 /* spec.apiKeys[]: a key, with limits of its own when it has a name. */
 typedef struct {
     char *name;           /* NULL: unnamed, only the tenant's limits apply */
@@ -92,6 +104,8 @@ typedef struct {
     bool customer; /* spec.tenancy customer: a model it may not use reads as unknown */
     td_gw_model_limit *model_limits; /* spec.gateway.models[], in order */
     size_t nmodel_limits;
+    td_gw_model_budget *model_budgets; /* spec.budgets[] with models, in order */
+    size_t nmodel_budgets;
 } td_gw_tenant;
 
 /* One endpoint of a Route's pool (spec.upstream.endpoints[], or
@@ -262,6 +276,13 @@ td_gw_model_access td_gw_model_access_check(const td_gw_tenant *t, const td_gw_k
  * NULL (model NULL: none). */
 const td_gw_model_limit *td_gw_model_limit_for(const td_gw_tenant *t, const char *model);
 
+/* The value of a metrics series' model label for model (bounded by the
+ * configuration): model itself when a Route's spec.match.models lists it
+ * by name; else the longest Route prefix pattern matching it ("llama-*");
+ * else "other"; "" for no model. Points into c (or is static): copy it
+ * before c is released. */
+const char *td_gw_model_label(const td_gw_config *c, const char *model);
+
 /* The body's "model" string into out (cap bytes, NUL-terminated); "" when
  * the body is empty or names none. TD_EINVAL with a message when the body
  * is not a JSON object, "model" is not a string, or it is longer than
@@ -327,37 +348,49 @@ const td_gw_budget_backend *td_gateway_key_budget_shared(td_gateway *g);
 /* What a request holds of its budgets until it ends. */
 typedef struct {
     int64_t reserved_nano; /* the estimate's price, reserved at each */
-    int n, nkey;           /* periods held at the tenant's budgets, at the key's */
+    int n, nkey, nmodel;   /* held at the tenant's budgets, the key's, the model budgets */
     td_period period[TD_PERIOD_COUNT], key_period[TD_PERIOD_COUNT];
     int64_t start[TD_PERIOD_COUNT], key_start[TD_PERIOD_COUNT];
     bool leased[TD_PERIOD_COUNT], key_leased[TD_PERIOD_COUNT]; /* from a Redis lease */
+    /* model budgets: each its own key slot */
+    uint32_t model_slot[TD_GW_MODEL_BUDGETS];
+    td_period model_period[TD_GW_MODEL_BUDGETS];
+    int64_t model_start[TD_GW_MODEL_BUDGETS];
+    bool model_leased[TD_GW_MODEL_BUDGETS];
 } td_gw_budget_hold;
 
 /* A budget that refused, or in shadow would have: which one, at which
- * level (key NULL: the tenant's), and its spend before the request. */
+ * level (key NULL: the tenant's; model set: a model budget of the
+ * tenant's, budget then &model->b), and its spend before the request. */
 typedef struct {
     const td_gw_budget *budget;
     const td_gw_key *key;
+    const td_gw_model_budget *model;
     int64_t spent_nano;
 } td_gw_budget_note;
 
 typedef struct {
     td_gw_budget_note refused; /* .budget NULL when the request was admitted */
-    td_gw_budget_note shadow[2 * TD_PERIOD_COUNT]; /* shadow budgets over, checked before */
+    td_gw_budget_note shadow[2 * TD_PERIOD_COUNT + TD_GW_MODEL_BUDGETS]; /* over, checked before */
     size_t nshadow;
 } td_gw_budget_verdict;
 
+/* The model budgets of t that hold a request naming model (NULL or "":
+ * none): those listing it (exact, or a prefix). */
+bool td_gw_model_budget_applies(const td_gw_model_budget *b, const char *model);
+
 /* Reserves cost_nano (>= 0) at the key k's own budgets (k may be NULL or
- * have none), then at t's, at now_s. TD_OK: every reservation is in *h
- * (borrowed storage, overwritten) for td_gateway_budget_settle. TD_EQUOTA:
- * an enforced budget had no room: v->refused names it and its level, and
- * nothing stays reserved at either level (*h is empty). Shadow budgets
+ * have none), then at t's model budgets that list model (NULL or "": none),
+ * then at t's, at now_s. TD_OK: every reservation is in *h (borrowed
+ * storage, overwritten) for td_gateway_budget_settle. TD_EQUOTA: an
+ * enforced budget had no room: v->refused names it and its level, and
+ * nothing stays reserved at any level (*h is empty). Shadow budgets
  * always reserve; those that would have refused (of the levels checked
  * before any refusal) are listed in v->shadow. Key budgets come first, so
- * a key's tighter budget is the one named. Any thread. */
+ * a key's tighter budget is the one named, then the model's. Any thread. */
 td_status td_gateway_budget_reserve(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,
-                                    int64_t cost_nano, int64_t now_s, td_gw_budget_hold *h,
-                                    td_gw_budget_verdict *v);
+                                    const char *model, int64_t cost_nano, int64_t now_s,
+                                    td_gw_budget_hold *h, td_gw_budget_verdict *v);
 /* Settles every reservation of h (t's and k's, the same t and k as the
  * reserve) to price_nano, the request's real price (0 when it used
  * nothing), and empties h. A settle of an empty hold does nothing. */
@@ -369,12 +402,16 @@ void td_gateway_budget_settle(td_gateway *g, const td_gw_tenant *t, const td_gw_
  * asked now when refresh), else this process's. */
 int64_t td_gateway_budget_spent(td_gateway *g, const td_gw_tenant *t, const td_gw_key *k,
                                 td_period p, int64_t now_s, bool refresh);
+/* The same for t's model budget m. */
+int64_t td_gateway_model_budget_spent(td_gateway *g, const td_gw_model_budget *m, int64_t now_s,
+                                      bool refresh);
 
 /* Start-up: counts the priced cost of ledger record r (a completed
  * request, outcome "ok", or one charged for ending early, "client_closed"
  * or "cut") toward its tenant's spend in every period kind
- * current at now_ns, and toward its key's when r->api_key names one of the
- * tenant's named keys, so a restart keeps the period's spend. Records of
+ * current at now_ns, toward its key's when r->api_key names one of the
+ * tenant's named keys, and toward each model budget listing r->model, so
+ * a restart keeps the period's spend. Records of
  * unknown tenants, other outcomes or unpriced routes are skipped. */
 void td_gateway_budget_replay(td_gateway *g, const td_ledger_rec *r, int64_t now_ns);
 

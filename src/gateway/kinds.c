@@ -94,12 +94,50 @@ static td_status budget_amount(td_vctx *v, const json_t *a, const char *f, int64
     return TD_OK;
 }
 
+static td_status check_models(td_vctx *v, const json_t *a, const char *field);
+
+/* spec.budgets[i].models (at f): a model list as spec.models, no ',' in a
+ * name (the budget's spend is kept under its models joined by ','); no
+ * two budgets of one period with the same list; at most
+ * TD_GW_MODEL_BUDGETS of them; a tenant's only (a key's budget holds all
+ * the key's requests). */
+static td_status budget_models(td_vctx *v, const json_t *bs, const json_t *b,
+                               const json_t *models, const char *f, size_t i, td_period p,
+                               size_t *nmodel)
+{
+    if (strncmp(f, "spec.budgets[", 13) != 0)
+        return td_vfail(v, models, f, "a key's budget holds all its requests; a budget for "
+                                      "models belongs in the tenant's spec.budgets");
+    TD_TRY(check_models(v, models, f));
+    size_t k;
+    json_t *x;
+    json_array_foreach((json_t *)models, k, x)
+    {
+        if (strchr(json_string_value(x), ','))
+            return td_vfail(v, x, f, "item %zu \"%s\": a ',' has no place in a budget's model",
+                            k, json_string_value(x));
+    }
+    if (++*nmodel > TD_GW_MODEL_BUDGETS)
+        return td_vfail(v, models, f, "more than %d budgets with models", TD_GW_MODEL_BUDGETS);
+    for (size_t j = 0; j < i; j++) {
+        const json_t *o = json_array_get(bs, j);
+        td_period op;
+        if (td_period_parse(td_json_str(o, "period"), &op) == TD_OK && op == p &&
+            json_equal(json_object_get(o, "models"), (json_t *)models))
+            return td_vfail(v, models, f, "a second %s budget for these models (spec.budgets[%zu])",
+                            td_period_name(p), j);
+    }
+    (void)b;
+    return TD_OK;
+}
+
 td_status td__gw_budgets(td_vctx *v, const json_t *bs, const char *field, td_gw_budget *out,
                          size_t *n)
 {
-    static const char *const fields[] = {"amount", "period", "enforcement", NULL};
+    static const char *const fields[] = {"amount", "period", "enforcement", "models", NULL};
     if (n)
         *n = 0;
+    size_t nmodel = 0;
     if (!bs)
         return TD_OK;
     if (!json_is_array(bs))
@@ -129,16 +167,23 @@ td_status td__gw_budgets(td_vctx *v, const json_t *bs, const char *field, td_gw_
                             json_is_string(per) ? json_string_value(per)
                                                 : (per ? "this" : "(none)"),
                             json_is_string(per) ? "\"" : "");
-        if (seen[p])
-            return td_vfail(v, per, f, "a second budget for the period %s; one budget per period",
+        json_t *models = json_object_get(b, "models");
+        if (models) {
+            snprintf(f, sizeof f, "%s[%zu].models", field, i);
+            TD_TRY(budget_models(v, bs, b, models, f, i, p, &nmodel));
+        } else if (seen[p]) {
+            return td_vfail(v, per, f, "a second budget for the period %s; one budget per period "
+                                       "(and per list of models)",
                             td_period_name(p));
-        seen[p] = true;
+        }
+        if (!models)
+            seen[p] = true;
         json_t *e = json_object_get(b, "enforcement");
         snprintf(f, sizeof f, "%s[%zu].enforcement", field, i);
         const char *m = json_string_value(e);
         if (e && !td_v_is_mode(e))
             return td_vfail(v, e, f, "must be enforce or shadow");
-        if (out && n)
+        if (out && n && !models)
             out[(*n)++] = (td_gw_budget){p, nano, m && strcmp(m, "shadow") == 0};
     }
     return TD_OK;
@@ -184,7 +229,8 @@ static td_status key_budgets_within(td_vctx *v, const json_t *spec, const json_t
         {
             td_period tp;
             int64_t tn;
-            if (td_period_parse(td_json_str(t, "period"), &tp) != TD_OK || tp != p)
+            if (td_period_parse(td_json_str(t, "period"), &tp) != TD_OK || tp != p ||
+                json_object_get(t, "models"))
                 continue;
             char tf[64];
             snprintf(tf, sizeof tf, "spec.budgets[%zu].amount", j);
@@ -931,7 +977,12 @@ static td_status budget_cross_check(json_t *const *objs, size_t n, td_err *err)
         if (!td_kind_is(objs[i], "Route"))
             continue;
         const char *rn = td_json_str(objs[i], "metadata.name");
-        if (!td_costpolicy_prices_route(cp, rn))
+        /* a route serving listed models, each with a price of its own, is priced */
+        const json_t *ms = td_json_path(objs[i], "spec.match.models");
+        bool by_models = json_array_size(ms) > 0;
+        for (size_t j = 0; by_models && j < json_array_size(ms); j++)
+            by_models = td_costpolicy_prices_model(cp, json_string_value(json_array_get(ms, j)));
+        if (!by_models && !td_costpolicy_prices_route(cp, rn))
             st = td_err_set(err, TD_EINVAL,
                             "Tenant %s: %s: CostPolicy %s has no price for Route %s, "
                             "which the tenant can use; add {route: %s, per1kTokens: ...} (or "

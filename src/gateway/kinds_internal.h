@@ -11,9 +11,10 @@
 #include "core/validate.h"
 
 /* spec.budgets (or a key's, named by field): [{amount: "500", period:
- * day|week|month, enforcement: enforce|shadow}], one budget per period.
+ * day|week|month, enforcement: enforce|shadow, models: [..]}], one budget
+ * per period, and one per period and list of models (a tenant's only).
  * bs may be NULL (none). On TD_OK, when out is not NULL, out[0..*n) holds
- * them in order (out has room for TD_PERIOD_COUNT). Fails through
+ * those without models in order (out has room for TD_PERIOD_COUNT). Fails through
  * td_vfail naming field[i].amount, .period or .enforcement. Prices are
  * checked across objects (the Tenant's cross-check). */
 td_status td__gw_budgets(td_vctx *v, const json_t *bs, const char *field, td_gw_budget *out,

@@ -190,3 +190,25 @@ const char *td_gw_error_type(int status, const char *code)
         return "server_error";
     return "invalid_request_error";
 }
+
+const char *td_gw_model_label(const td_gw_config *c, const char *model)
+{
+    if (!model || !model[0])
+        return "";
+    const char *best = NULL;
+    size_t best_n = 0;
+    for (size_t i = 0; c && i < c->nroutes; i++)
+        for (size_t j = 0; j < c->routes[i].nmodels; j++) {
+            const char *p = c->routes[i].models[j];
+            size_t n = strlen(p);
+            if (!td_gw_model_match(p, model))
+                continue;
+            if (p[n - 1] != '*')
+                return p; /* a name a Route lists */
+            if (!best || n > best_n) {
+                best = p;
+                best_n = n;
+            }
+        }
+    return best ? best : "other";
+}

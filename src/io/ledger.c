@@ -83,7 +83,7 @@ static const char schema_sql[] =
     "  gpu_milli_seconds INTEGER NOT NULL, gpu_milli INTEGER NOT NULL,"
     "  cpu_milli INTEGER NOT NULL, memory_bytes INTEGER NOT NULL,"
     "  storage_bytes INTEGER NOT NULL, gpu_used_milli INTEGER NOT NULL,"
-    "  api_key TEXT NOT NULL DEFAULT '') WITHOUT ROWID;"
+    "  api_key TEXT NOT NULL DEFAULT '', model TEXT NOT NULL DEFAULT '') WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS records_start ON records(start_ns);";
 
 /* The shared ledger's outbox: what the shipper has yet to send, oldest
@@ -102,17 +102,24 @@ static const char spool_sql[] =
     "  gpu_milli_seconds INTEGER NOT NULL, gpu_milli INTEGER NOT NULL,"
     "  cpu_milli INTEGER NOT NULL, memory_bytes INTEGER NOT NULL,"
     "  storage_bytes INTEGER NOT NULL, gpu_used_milli INTEGER NOT NULL,"
-    "  api_key TEXT NOT NULL);";
+    "  api_key TEXT NOT NULL, model TEXT NOT NULL DEFAULT '');";
 
 const char td__ledger_cols[] =
     "id, kind, rollup, start_ns, end_ns, tenant, team, project, environment, route, workload,"
     " cluster_queue, flavor, outcome, interruptible, count, tokens_in, tokens_out,"
-    " gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes, storage_bytes, gpu_used_milli, api_key";
-/* A version-1 ledger has no api_key column: the reader selects "" instead. */
+    " gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes, storage_bytes, gpu_used_milli, api_key,"
+    " model";
+/* A version-1 ledger has no api_key column, a version-2 one no model: the
+ * reader selects "" instead. */
 static const char cols_v1[] =
     "id, kind, rollup, start_ns, end_ns, tenant, team, project, environment, route, workload,"
     " cluster_queue, flavor, outcome, interruptible, count, tokens_in, tokens_out,"
-    " gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes, storage_bytes, gpu_used_milli, ''";
+    " gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes, storage_bytes, gpu_used_milli, '', ''";
+static const char cols_v2[] =
+    "id, kind, rollup, start_ns, end_ns, tenant, team, project, environment, route, workload,"
+    " cluster_queue, flavor, outcome, interruptible, count, tokens_in, tokens_out,"
+    " gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes, storage_bytes, gpu_used_milli,"
+    " api_key, ''";
 
 static td_status db_err(sqlite3 *db, const char *path, td_err *err, const char *what)
 {
@@ -174,21 +181,34 @@ static int64_t meta_get(sqlite3 *db, const char *key)
     return v;
 }
 
-/* Brings a version-1 ledger to version 2 in one transaction: the new
- * column (api_key, "" for every existing record) and the version number
- * together, or neither. */
-static td_status migrate_v1(sqlite3 *db, const char *path, td_err *err)
+/* Brings a version-1 or -2 ledger to version 3 in one transaction: the
+ * new columns (api_key from version 1, model from 2; "" for every existing
+ * record, in the records and in a shared ledger's spool) and the version
+ * number together, or neither. */
+static td_status migrate(sqlite3 *db, const char *path, int64_t from, td_err *err)
 {
     char *msg = NULL;
-    if (sqlite3_exec(db,
-                     "BEGIN IMMEDIATE;"
-                     "ALTER TABLE records ADD COLUMN api_key TEXT NOT NULL DEFAULT '';"
-                     "UPDATE meta SET value = 2 WHERE key = 'schema';"
-                     "COMMIT;",
-                     NULL, NULL, &msg) != SQLITE_OK) {
+    int spool = 0;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='spool'",
+                           -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        spool = 1;
+    sqlite3_finalize(q);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "BEGIN IMMEDIATE;%s"
+             "ALTER TABLE records ADD COLUMN model TEXT NOT NULL DEFAULT '';%s"
+             "UPDATE meta SET value = %d WHERE key = 'schema';"
+             "COMMIT;",
+             from == 1 ? "ALTER TABLE records ADD COLUMN api_key TEXT NOT NULL DEFAULT '';" : "",
+             spool ? "ALTER TABLE spool ADD COLUMN model TEXT NOT NULL DEFAULT '';" : "",
+             TD_LEDGER_SCHEMA);
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
         td_status st = td_err_set(err, TD_EIO, "%s: cannot migrate the ledger from schema version "
-                                               "1 to 2: %s",
-                                  path, msg ? msg : sqlite3_errmsg(db));
+                                               "%lld to %d: %s",
+                                  path, (long long)from, TD_LEDGER_SCHEMA,
+                                  msg ? msg : sqlite3_errmsg(db));
         sqlite3_free(msg);
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         return st;
@@ -210,7 +230,7 @@ static td_status open_spool(td_ledger *l, td_err *err)
     }
     char sql[1024];
     snprintf(sql, sizeof sql,
-             "INSERT INTO spool(%s) VALUES (?,?,0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+             "INSERT INTO spool(%s) VALUES (?,?,0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
              td__ledger_cols);
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(l->db, sql, -1, &l->spool_ins, NULL) != SQLITE_OK ||
@@ -276,7 +296,7 @@ td_status td_ledger_open(const char *dir, const td_ledger_opts *opts, td_ledger 
                      NULL, NULL, &msg) != SQLITE_OK ||
         sqlite3_exec(l->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK ||
         sqlite3_exec(l->db,
-                     "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', 2);"
+                     "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', " TD_LEDGER_SCHEMA_STR ");"
                      "INSERT OR IGNORE INTO meta(key, value) VALUES ('horizon_ns', 0);",
                      NULL, NULL, &msg) != SQLITE_OK) {
         st = td_err_set(err, TD_EIO, "%s: cannot initialise: %s", l->path,
@@ -284,13 +304,14 @@ td_status td_ledger_open(const char *dir, const td_ledger_opts *opts, td_ledger 
         sqlite3_free(msg);
         goto fail;
     }
-    if (version == 1 && (st = migrate_v1(l->db, l->path, err)) != TD_OK)
+    if (version >= 1 && version < TD_LEDGER_SCHEMA &&
+        (st = migrate(l->db, l->path, version, err)) != TD_OK)
         goto fail;
     l->horizon_ns = meta_get(l->db, "horizon_ns");
     char sql[1024];
     snprintf(sql, sizeof sql,
              "INSERT OR IGNORE INTO records(%s) VALUES "
-             "(?,?,0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+             "(?,?,0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
              td__ledger_cols);
     if (sqlite3_prepare_v2(l->db, sql, -1, &l->ins, NULL) != SQLITE_OK) {
         st = db_err(l->db, l->path, err, "cannot prepare");
@@ -385,6 +406,7 @@ void td__ledger_bind(sqlite3_stmt *s, const td_ledger_rec *r)
     sqlite3_bind_int64(s, k++, r->storage_bytes);
     sqlite3_bind_int64(s, k++, r->gpu_used_milli);
     bind_text(s, k++, r->api_key, sizeof r->api_key);
+    bind_text(s, k++, r->model, sizeof r->model);
 }
 
 static void col_text(sqlite3_stmt *st, int i, char *dst, size_t n)
@@ -422,6 +444,7 @@ void td__ledger_row(sqlite3_stmt *q, td_ledger_rec *r)
     r->storage_bytes = sqlite3_column_int64(q, k++);
     r->gpu_used_milli = sqlite3_column_int64(q, k++);
     col_text(q, k++, r->api_key, sizeof r->api_key);
+    col_text(q, k++, r->model, sizeof r->model);
 }
 
 /* Writes the pending run, ring[head, head + pending), in one transaction.
@@ -636,20 +659,24 @@ static td_status compact_locked(td_ledger *l, int64_t now_ns, td_err *err)
     sqlite3 *db = l->db;
     /* The rollup id names its group; label values, tenant, route and key
      * names are DNS-label or Kubernetes-label shaped and cannot hold '|'.
-     * Records of unnamed keys keep the version-1 id (no key part). */
+     * Records of unnamed keys keep the version-1 id (no key part), those
+     * without a model the version-2 id; a model may hold '|', so its part
+     * is the last and marked "m=". */
     static const char rollup_sql[] =
         "INSERT INTO records(id, kind, rollup, start_ns, end_ns, tenant, team, project,"
         " environment, route, workload, cluster_queue, flavor, outcome, interruptible, count,"
         " tokens_in, tokens_out, gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes,"
-        " storage_bytes, gpu_used_milli, api_key)"
+        " storage_bytes, gpu_used_milli, api_key, model)"
         " SELECT 'h' || h || '|' || tenant || '|' || team || '|' || project || '|' ||"
         "  environment || '|' || route || '|' || outcome ||"
-        "  CASE WHEN api_key = '' THEN '' ELSE '|' || api_key END, 0, 1, h, h + 3600000000000,"
+        "  CASE WHEN api_key = '' THEN '' ELSE '|' || api_key END ||"
+        "  CASE WHEN model = '' THEN '' ELSE '|m=' || model END, 0, 1, h, h + 3600000000000,"
         "  tenant, team, project, environment, route, '', '', '', outcome, 0, SUM(count),"
-        "  SUM(tokens_in), SUM(tokens_out), SUM(gpu_milli_seconds), 0, 0, 0, 0, -1, api_key"
+        "  SUM(tokens_in), SUM(tokens_out), SUM(gpu_milli_seconds), 0, 0, 0, 0, -1, api_key,"
+        "  model"
         " FROM (SELECT (start_ns / 3600000000000) * 3600000000000 AS h, * FROM records"
         "       WHERE rollup = 0 AND kind = 0 AND start_ns < ?1)"
-        " WHERE 1 GROUP BY h, tenant, team, project, environment, route, api_key, outcome"
+        " WHERE 1 GROUP BY h, tenant, team, project, environment, route, api_key, model, outcome"
         " ON CONFLICT(id) DO UPDATE SET count = count + excluded.count,"
         "  tokens_in = tokens_in + excluded.tokens_in,"
         "  tokens_out = tokens_out + excluded.tokens_out,"
@@ -756,7 +783,7 @@ td_status td_ledger_read(const char *dir, int64_t from_ns, int64_t to_ns, td_led
     char sql[1024];
     snprintf(sql, sizeof sql,
              "SELECT %s FROM records WHERE start_ns < ?1 AND end_ns >= ?2 ORDER BY start_ns, id",
-             version >= 2 ? td__ledger_cols : cols_v1);
+             version >= 3 ? td__ledger_cols : version == 2 ? cols_v2 : cols_v1);
     if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
         st = db_err(db, path, err, "cannot read records");
         goto out;

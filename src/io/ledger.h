@@ -22,8 +22,10 @@
  * newer version is refused (TD_EINVAL naming both versions). Version 2
  * added records.api_key; a version-1 ledger is migrated in place when the
  * writer opens it (its records get api_key ""), and read as is by the
- * reader (api_key "" too). */
-#define TD_LEDGER_SCHEMA 2
+ * reader (api_key "" too). Version 3 added records.model (the request's
+ * model), migrated and read the same way (model ""). */
+#define TD_LEDGER_SCHEMA 3
+#define TD_LEDGER_SCHEMA_STR "3"
 
 
 /* ---- the writer (the daemon; one per data dir) ---- */

@@ -15,6 +15,7 @@
 /* The columns of a record, in the order td__ledger_bind binds them
  * (rollup given in the SQL as a constant) and td__ledger_row reads them. */
 extern const char td__ledger_cols[];
+#define TD__LEDGER_NCOLS 26 /* how many td__ledger_cols names */
 void td__ledger_bind(sqlite3_stmt *s, const td_ledger_rec *r);
 void td__ledger_row(sqlite3_stmt *q, td_ledger_rec *r);
 

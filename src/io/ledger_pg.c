@@ -44,10 +44,10 @@ static const char insert_sql[] =
     "INSERT INTO tenantd_ledger(id, replica, kind, rollup, start_ns, end_ns, tenant, team, "
     "project, environment, route, workload, cluster_queue, flavor, outcome, interruptible, "
     "count, tokens_in, tokens_out, gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes, "
-    "storage_bytes, gpu_used_milli, api_key) VALUES ($1, $2, $3::smallint, 0, $4::bigint, "
+    "storage_bytes, gpu_used_milli, api_key, model) VALUES ($1, $2, $3::smallint, 0, $4::bigint, "
     "$5::bigint, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::smallint, $16::bigint, "
     "$17::bigint, $18::bigint, $19::bigint, $20::bigint, $21::bigint, $22::bigint, "
-    "$23::bigint, $24::bigint, $25) ON CONFLICT (id) DO NOTHING";
+    "$23::bigint, $24::bigint, $25, $26) ON CONFLICT (id) DO NOTHING";
 
 /* The record's row in tenantd_ledger: a request's id carries the replica's
  * name (the local id carries its boot: a restart never reuses one); an
@@ -72,12 +72,13 @@ static td_status insert_one(td__ledger_ship *s, const td_ledger_rec *r, td_err *
     char used[24];
     snprintf(used, sizeof used, "%lld", (long long)r->gpu_used_milli);
     make_id(s, r, id, sizeof id);
-    const char *p[25] = {id,          s->replica,  num[0],   num[1],        num[2],
+    const char *p[26] = {id,          s->replica,  num[0],   num[1],        num[2],
                          r->tenant,   r->team,     r->project, r->environment, r->route,
                          r->workload, r->cluster_queue, r->flavor, r->outcome, num[3],
                          num[4],      num[5],      num[6],   num[7],        num[8],
-                         num[9],      num[10],     num[11],  used,          r->api_key};
-    PGresult *res = PQexecParams(s->conn, insert_sql, 25, NULL, p, NULL, NULL, 0);
+                         num[9],      num[10],     num[11],  used,          r->api_key,
+                         r->model};
+    PGresult *res = PQexecParams(s->conn, insert_sql, 26, NULL, p, NULL, NULL, 0);
     td_status st = TD_OK;
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         char line[200];
@@ -102,7 +103,7 @@ static td_status read_spool(td__ledger_ship *s, size_t *n, td_err *err)
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW && *n < BATCH) {
         td__ledger_row(q, &s->batch[*n]);
-        s->seqs[(*n)++] = sqlite3_column_int64(q, 25);
+        s->seqs[(*n)++] = sqlite3_column_int64(q, TD__LEDGER_NCOLS);
     }
     td_status st = TD_OK;
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -389,6 +390,7 @@ td_status td__ledger_pg_read(const char *url, int64_t from_ns, int64_t to_ns, td
         NUM(storage_bytes);
         NUM(gpu_used_milli);
         TXT(api_key);
+        TXT(model);
 #undef TXT
 #undef NUM
         if (cb(&rec, ud) != 0)

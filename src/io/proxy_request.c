@@ -374,8 +374,8 @@ static void money_str(int64_t nano, char *buf, size_t cap)
 
 /* 429 budget_exceeded: the budget (the tenant's, or the key k's own), what
  * is spent of it, when it starts over (also as Retry-After). */
-static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k, int64_t spent,
-                           int64_t now_s)
+static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k,
+                           const td_gw_model_budget *mb, int64_t spent, int64_t now_s)
 {
     px_req *r = &c->rq;
     int64_t start, end;
@@ -389,6 +389,8 @@ static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k
     who[0] = '\0';
     if (k)
         snprintf(who, sizeof who, "key %s, ", k->name);
+    else if (mb)
+        snprintf(who, sizeof who, "model %.80s (budget for %.60s), ", r->model, mb->name);
     snprintf(detail, sizeof detail,
              "%sroute %s: %s budget %s %s, spent %s, this request's estimate %s; resets at %s", who,
              r->route->name, td_period_name(b->period), amount, cur, sp, est, resets);
@@ -396,15 +398,20 @@ static void respond_budget(px_conn *c, const td_gw_budget *b, const td_gw_key *k
     td_json_escape_to(esc, sizeof esc, r->tenant->name);
     level_tail(tail, sizeof tail, k);
     tail[strlen(tail) - 2] = '\0'; /* without its closing braces */
-    char body[1400], extra[120], msg[500];
+    char body[1700], extra[120], msg[500], model[300] = "";
+    if (mb) {
+        char m[200];
+        td_json_escape_to(m, sizeof m, r->model);
+        snprintf(model, sizeof model, ",\"model\":\"%s\"", m);
+    }
     int64_t wait_s = end - now_s > 0 ? end - now_s : 1;
     td_json_escape_to(msg, sizeof msg, detail);
     snprintf(body, sizeof body,
              "{\"error\":{\"message\":\"budget exceeded: %s\",\"type\":\"insufficient_quota\","
-             "\"code\":\"budget_exceeded\",\"param\":null,\"tenant\":\"%s\"%s,"
+             "\"code\":\"budget_exceeded\",\"param\":null,\"tenant\":\"%s\"%s%s,"
              "\"period\":\"%s\",\"budget\":%s,\"spent\":%s,\"estimate\":%s,"
              "\"currency\":\"%s\",\"resetsAt\":\"%s\",\"retry_after_ms\":%lld}}",
-             msg, esc, tail, td_period_name(b->period), amount, sp, est, cur, resets,
+             msg, esc, tail, model, td_period_name(b->period), amount, sp, est, cur, resets,
              (long long)wait_s * 1000);
     /* A reset more than a minute away is not worth a client's wait (the
      * OpenAI SDKs would sleep it): x-should-retry: false says so. */
@@ -427,6 +434,8 @@ static void note_shadow_budget(px_conn *c, const td_gw_budget_note *n)
     who[0] = '\0';
     if (n->key)
         snprintf(who, sizeof who, "key %s, ", n->key->name);
+    else if (n->model)
+        snprintf(who, sizeof who, "model %.40s (budget for %.40s), ", r->model, n->model->name);
     snprintf(detail, sizeof detail, "%sroute %s: %s budget %s, spent %s (shadow)", who,
              r->route->name, td_period_name(n->budget->period), amount, sp);
     note_refusal(c, 429, "budget_exceeded", true, n->key, detail);
@@ -482,7 +491,7 @@ static double ms_between(uint64_t a, uint64_t b)
     return b > a ? (double)(b - a) / 1e6 : 0;
 }
 
-static void log_line(px_conn *c, const char *outcome, double cost)
+static void log_line(px_conn *c, const char *outcome, double cost, int ep)
 {
     px_req *r = &c->rq;
     td__buf *b = &c->w->log;
@@ -509,13 +518,24 @@ static void log_line(px_conn *c, const char *outcome, double cost)
         td__buf_append(b, "/", 1);
     td__buf_printf(b,
                    " status=%d outcome=%s%s%s cost_est=%g cost=%g queue_ms=%.3f upstream_ms=%.3f "
-                   "total_ms=%.3f peer=%s%s\n",
+                   "total_ms=%.3f peer=%s%s",
                    r->status ? r->status : 499, outcome, r->shadow ? " shadow_would=" : "",
                    r->shadow ? r->shadow : "", r->estimate, cost,
                    r->t_decided ? ms_between(r->t_decided, queue_end) : 0.0,
                    r->t_started ? ms_between(r->t_started, r->t_end) : 0.0,
                    ms_between(r->t_start, r->t_end), c->peer,
                    r->usage_counted ? " usage=counted" : "");
+    /* the model and the endpoint it was sent to, after the fields readers
+     * already split on ("-": none) */
+    td__buf_append(b, " model=", 7);
+    if (r->model[0])
+        log_value(b, r->model, strlen(r->model));
+    else
+        td__buf_append(b, "-", 1);
+    if (r->rs && ep >= 0 && (size_t)ep < r->rs->neps)
+        td__buf_printf(b, " endpoint=%s:%u\n", r->rs->eps[ep].host, (unsigned)r->rs->eps[ep].port);
+    else
+        td__buf_append(b, " endpoint=-\n", 12);
     if (b->len > 32 * 1024)
         px_log_flush(c->w);
 }
@@ -552,6 +572,7 @@ static void build_rec(px_conn *c, td_outcome outcome, uint64_t now, td_ledger_re
     copy_label(rec.environment, sizeof rec.environment, t->environment);
     copy_label(rec.route, sizeof rec.route, r->route ? r->route->name : "");
     copy_label(rec.api_key, sizeof rec.api_key, r->key && r->key->name ? r->key->name : "");
+    copy_label(rec.model, sizeof rec.model, r->model);
     rec.workload[0] = rec.cluster_queue[0] = rec.flavor[0] = 0;
     /* "client_closed" and "cut" are charged what they were delivered
      * (settle_early); "cancelled" never reached the upstream */
@@ -602,7 +623,7 @@ void px_meter_flush(px_worker *w)
     }
 }
 
-/* Adds the request's record to its tenant, route, key and outcome's
+/* Adds the request's record to its tenant, route, key, model and outcome's
  * aggregate (count, tokens and GPU-seconds summed; the earliest start, the
  * latest end), which the worker's tick appends to the ledger every
  * PX_METER_FLUSH_MS: the ledger writes a record per aggregate, not one per
@@ -621,7 +642,8 @@ static void meter(px_conn *c, const td_ledger_rec *rec)
                 free_slot = a;
         } else if (a->tenant_slot == tenant_slot && a->route_slot == route_slot &&
                    strcmp(a->rec.outcome, rec->outcome) == 0 &&
-                   strcmp(a->rec.api_key, rec->api_key) == 0) {
+                   strcmp(a->rec.api_key, rec->api_key) == 0 &&
+                   strcmp(a->rec.model, rec->model) == 0) {
             a->rec.count++;
             a->rec.tokens_in += rec->tokens_in;
             a->rec.tokens_out += rec->tokens_out;
@@ -648,7 +670,7 @@ int px_budget_extend(px_conn *c, double tokens)
     px_req *r = &c->rq;
     if (tokens <= r->covered_tokens)
         return 0;
-    if (!r->bud.n && !r->bud.nkey)
+    if (!r->bud.n && !r->bud.nkey && !r->bud.nmodel)
         return 0;
     /* A quarter of the reservation's tokens more at a time keeps a long
      * stream to a few reservations and pricings (a stream's events come
@@ -664,12 +686,12 @@ int px_budget_extend(px_conn *c, double tokens)
     clock_gettime(CLOCK_REALTIME, &wall);
     td_gateway *g = c->w->p->g;
     for (int i = 0; i < 2; i++) {
-        int64_t ask = td_gw_price_units(r->cfg->c, r->route, r->tenant, want[i]) - held;
+        int64_t ask = td_gw_price_units(r->cfg->c, r->route, r->tenant, r->model, want[i]) - held;
         if (ask > 0) {
             td_gw_budget_hold h;
             td_gw_budget_verdict v;
-            if (td_gateway_budget_reserve(g, r->tenant, r->key, ask, (int64_t)wall.tv_sec, &h,
-                                          &v) != TD_OK)
+            if (td_gateway_budget_reserve(g, r->tenant, r->key, r->model, ask,
+                                          (int64_t)wall.tv_sec, &h, &v) != TD_OK)
                 continue;
             td_gateway_budget_settle(g, r->tenant, r->key, &h, ask);
             r->bud_extra_nano += ask;
@@ -748,6 +770,7 @@ void px_req_end(px_conn *c, int outcome)
         settle_early(c, (td_outcome)outcome);
     if (r->up)
         px_up_abandon(c);
+    int sent_ep = r->ep; /* for the access log */
     px_ep_release(c);
     if (r->queued && rs) {
         td_critqueue_cancel(rs->q, c);
@@ -772,11 +795,12 @@ void px_req_end(px_conn *c, int outcome)
         td_metrics_shed(p->metrics, t ? t->slot : TD_METRICS_NONE,
                         r->route ? r->route->slot : TD_METRICS_NONE, r->crit);
     if (p->access_log && r->headers_done)
-        log_line(c, outcome >= 0 ? td_outcome_name((td_outcome)outcome) : "client_closed", cost);
-    if (t && ((p->ledger && outcome >= 0) || r->bud.n || r->bud.nkey)) {
+        log_line(c, outcome >= 0 ? td_outcome_name((td_outcome)outcome) : "client_closed", cost,
+                 sent_ep);
+    if (t && ((p->ledger && outcome >= 0) || r->bud.n || r->bud.nkey || r->bud.nmodel)) {
         td_ledger_rec rec;
         build_rec(c, outcome >= 0 ? (td_outcome)outcome : TD_OUT_UPSTREAM_ERROR, now, &rec);
-        if (r->bud.n || r->bud.nkey) {
+        if (r->bud.n || r->bud.nkey || r->bud.nmodel) {
             /* settle the reservations (the tenant's and the key's) to the
              * price of what the ledger records: completed requests cost
              * their usage, those ended early what they were delivered
@@ -1099,7 +1123,7 @@ void px_req_headers(px_conn *c)
     r->cq_started = r->queued = 0;
     r->key = NULL;
     memset(&r->ch, 0, sizeof r->ch);
-    r->bud.n = r->bud.nkey = 0;
+    r->bud.n = r->bud.nkey = r->bud.nmodel = 0;
     r->bud.reserved_nano = 0;
     r->prompt_est = 0;
     r->reserve_tokens = r->covered_tokens = 0;
@@ -1263,7 +1287,7 @@ static void respond_refusal(px_conn *c, const td_gw_verdict *v, int64_t now_s)
         break;
     case TD_GW_FORM_BUDGET:
         respond_budget(c, v->budget.refused.budget, v->budget.refused.key,
-                       v->budget.refused.spent_nano, now_s);
+                       v->budget.refused.model, v->budget.refused.spent_nano, now_s);
         break;
     }
 }

@@ -16,7 +16,7 @@ typedef struct td_store td_store;
 
 /* PostgreSQL's schema version this build writes (tenantd_schema); an older
  * tenantd refuses a newer one, a newer one migrates in a transaction. */
-#define TD_STORE_PG_SCHEMA 3
+#define TD_STORE_PG_SCHEMA 4
 
 /* 1 if where is a PostgreSQL URL (postgres:// or postgresql://). */
 bool td_store_is_url(const char *where);

@@ -42,7 +42,7 @@ typedef struct {
  * that also records the new version. Version 2: the generation of each
  * row's last write (a scheduling pass writes only over rows it read) and
  * the scheduling lease (leader_pg.c). Version 3: the shared ledger
- * (ledger_pg.c). */
+ * (ledger_pg.c). Version 4: the ledger's model column. */
 static const char *const migrations[TD_STORE_PG_SCHEMA] = {
     "CREATE TABLE tenantd_objects ("
     "  id bigserial NOT NULL,"
@@ -68,6 +68,7 @@ static const char *const migrations[TD_STORE_PG_SCHEMA] = {
     "  storage_bytes bigint NOT NULL, gpu_used_milli bigint NOT NULL, api_key text NOT NULL,"
     "  stored_at timestamptz NOT NULL DEFAULT now());"
     "CREATE INDEX tenantd_ledger_start ON tenantd_ledger(start_ns);",
+    "ALTER TABLE tenantd_ledger ADD COLUMN model text NOT NULL DEFAULT '';",
 };
 
 static int64_t mono_ns(void)

@@ -1,6 +1,7 @@
 /* fuzz_costpolicy.c - libFuzzer target for the CostPolicy parser: any bytes
  * as a YAML manifest, every document through td_costpolicy_parse; a policy
- * that parses then prices fixed ledger records and computes a report over
+ * that parses then prices fixed ledger records (one naming a model) and
+ * computes a report (by tenant or by model) over
  * them with a fixed pool, whose lines must add up to its total. Nothing may
  * crash or leak, and every failure leaves a message. */
 #include <assert.h>
@@ -15,9 +16,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define HOUR (3600LL * 1000000000LL)
 
-static void records(td_ledger_rec r[3])
+static void records(td_ledger_rec r[4])
 {
-    memset(r, 0, 3 * sizeof *r);
+    memset(r, 0, 4 * sizeof *r);
     r[0].kind = TD_LEDGER_INTERVAL;
     strcpy(r[0].tenant, "team-a");
     strcpy(r[0].flavor, "a100");
@@ -40,6 +41,8 @@ static void records(td_ledger_rec r[3])
     r[2].tokens_in = 1000;
     r[2].tokens_out = 250;
     r[2].count = 1;
+    r[3] = r[2]; /* a request naming a model: its price by model, if any */
+    strcpy(r[3].model, "llama-3-70b");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -51,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         assert(err.msg[0] != '\0');
         return 0;
     }
-    td_ledger_rec recs[3];
+    td_ledger_rec recs[4];
     records(recs);
     td_pool_gpus pools[] = {{"a100", "a100", 16}, {"h100", "h100", 8}};
     for (size_t i = 0; i < td_manifest_count(m); i++) {
@@ -61,14 +64,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             assert(err.msg[0] != '\0' && p == NULL);
             continue;
         }
-        for (size_t k = 0; k < 3; k++) {
+        for (size_t k = 0; k < 4; k++) {
             td_charge c[TD_CHARGE_MAX];
             size_t n;
             (void)td_chargeback_price(p, &recs[k], INT64_MIN, INT64_MAX, c, &n, &err);
         }
+        (void)td_costpolicy_prices_model(p, "llama-3-70b");
+        (void)td_costpolicy_prices_model(p, "llama-*");
         td_chargeback_report *rep = NULL;
-        if (td_chargeback_compute(p, recs, 3, 0, 4 * HOUR, TD_BY_TENANT, pools, 2, &rep, &err) ==
-            TD_OK) {
+        td_chargeback_by by = size % 2 ? TD_BY_MODEL : TD_BY_TENANT;
+        if (td_chargeback_compute(p, recs, 4, 0, 4 * HOUR, by, pools, 2, &rep, &err) == TD_OK) {
             int64_t sum = 0;
             for (size_t k = 0; k < rep->nlines; k++)
                 sum += rep->lines[k].amount_cents;

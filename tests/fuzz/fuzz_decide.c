@@ -3,7 +3,7 @@
  * (Authorization, method, path, X-Criticality, X-Request-Timeout-Ms,
  * X-Tenantd-Gpu-Seconds; an empty line is an absent header) and then its
  * body, decided by a gateway with keys, models, model limits, shadow
- * limits and budgets, on a fake clock, through the steps io takes. Nothing
+ * limits and budgets (one for models, a price by model), on a fake clock, through the steps io takes. Nothing
  * may crash or leak; a verdict is a forward to a route with a finite
  * estimate or a refusal with a known status and a code; what it holds is
  * given back. */
@@ -28,7 +28,8 @@ static const char platform_fmt[] =
     "spec:\n  apiKeys: [{sha256: '%s'}]\n"
     "  gateway: {rate: {cost: 1000, per: 1s, burst: 2000}, concurrency: 4}\n---\n"
     "apiVersion: tenantd.dev/v1alpha1\nkind: Tenant\nmetadata: {name: keyed}\n"
-    "spec:\n  models: ['llama-*', bge-m3]\n  budgets: [{amount: 5, period: day}]\n"
+    "spec:\n  models: ['llama-*', bge-m3]\n"
+    "  budgets: [{amount: 5, period: day}, {amount: 1, period: day, models: ['llama-3-*']}]\n"
     "  apiKeys: [{sha256: '%s', name: ci, models: [llama-3-8b], concurrency: 2,"
     " rate: {cost: 50, per: 1m, burst: 100}, criticality: sheddable_plus,"
     " budgets: [{amount: 1, period: day}, {amount: 2, period: month, enforcement: shadow}]}]\n"
@@ -53,6 +54,7 @@ static const char platform_fmt[] =
     " cost: {model: gpuSeconds}}\n---\n"
     "apiVersion: tenantd.dev/v1alpha1\nkind: CostPolicy\nmetadata: {name: default}\n"
     "spec: {currency: EUR, prices: [{route: big, per1kTokens: '1'},"
+    " {model: llama-3-70b, per1kTokensIn: '2', per1kTokensOut: '6'},"
     " {route: small, per1kTokens: '0.1'}, {route: emb, per1kTokens: '0.01'},"
     " {route: files, perRequest: '0.001'}, {route: gpu, perGPUHour: '2'}]}\n---\n"
     "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gvisor}\nhandler: runsc\n";

@@ -165,7 +165,7 @@ expect_rc "the dashboard is JSON" 0 python3 -m json.tool "$MON/tenantd-dashboard
 checked runbooks "$MON/tenantd-rules.yaml" "$TD_SOURCE_DIR/docs/operations.md"
 
 # A tenantd with every kind of series: gateway traffic (accepted, 429 by
-# rate, by budget), budgets of a tenant and of a named key, a CostPolicy,
+# rate, by budget), budgets of a tenant, of a named key and for a model, a CostPolicy,
 # the ledger, a ClusterQueue with an admitted and a pending workload, an
 # admission review, requests waiting in a route's queue, and --redis to a
 # port where nothing listens (so the shared budgets' series exist).
@@ -179,7 +179,7 @@ spec:
   labels: {team: alpha, project: search, environment: prod}
   apiKeys: [{sha256: "$(sha key-alpha)", name: ci, budgets: [{amount: "50", period: day}]}]
   gateway: {rate: {cost: 1000000, per: 1s, burst: 1000000}, concurrency: 64}
-  budgets: [{amount: "100", period: day}]
+  budgets: [{amount: "100", period: day}, {amount: "90", period: day, models: [m]}]
 ---
 apiVersion: tenantd.dev/v1alpha1
 kind: Tenant

@@ -231,9 +231,9 @@ TOTAL=$(sql "$DATA" "select count(*) from records")
 # ---- prices: tenantd_cost_total is exact ----
 WANT=$(python3 -c "print('%.9f' % (($ALPHA_IN * 0.002 + $ALPHA_OUT * 0.006) / 1000))")
 expect_grep "tenantd_cost_total prices alpha's tokens exactly" "$TMP/metrics" \
-    "tenantd_cost_total{team=\"alpha\",project=\"search\",environment=\"prod\",item=\"tokens/chat\"} $WANT"
+    "tenantd_cost_total{team=\"alpha\",project=\"search\",environment=\"prod\",item=\"tokens/chat\",model=\"\"} $WANT"
 expect_grep "the workload's GPU-hours are priced for its labels" "$TMP/metrics" \
-    'tenantd_cost_total{team="alpha",project="training",environment="prod",item="gpu/a100"}'
+    'tenantd_cost_total{team="alpha",project="training",environment="prod",item="gpu/a100",model=""}'
 expect_grep "ledger records counted" "$TMP/metrics" "tenantd_ledger_records_total $TOTAL"
 expect_grep "nothing dropped" "$TMP/metrics" "tenantd_ledger_dropped_total 0"
 

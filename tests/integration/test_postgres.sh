@@ -80,7 +80,7 @@ expect_grep "A names the server it keeps objects in" "$TMP/A/log" "objects kept 
 expect_grep "C took the database from \$TENANTD_DATABASE" "$TMP/C/log" "objects kept in PostgreSQL 127.0.0.1:$PG_PORT/postgres"
 has x "$PORT_B" ResourceQuota team-a-prod team-a-compute && ok "B serves A's --config objects from the database" || not_ok "B lacks team-a-compute"
 has x "$PORT_C" ResourceQuota team-a-prod team-a-compute && ok "C too" || not_ok "C lacks team-a-compute"
-[ "$(psql_q 'SELECT version FROM tenantd_schema')" = 3 ] && ok "schema version 3 recorded in tenantd_schema" || not_ok "schema version: $(psql_q 'SELECT version FROM tenantd_schema')"
+[ "$(psql_q 'SELECT version FROM tenantd_schema')" = 4 ] && ok "schema version 4 recorded in tenantd_schema" || not_ok "schema version: $(psql_q 'SELECT version FROM tenantd_schema')"
 [ ! -e "$TMP/B/data/tenantd.db" ] && ok "no SQLite object store with --database" || not_ok "B wrote tenantd.db"
 
 # --- an apply on A, seen on B and C within the bound (1 s) ---
@@ -257,11 +257,11 @@ psql_q "UPDATE tenantd_schema SET version = 99" >/dev/null
 before=$(psql_q "SELECT count(*), max(tenantd_generation.generation) FROM tenantd_objects, tenantd_generation")
 expect_rc "a tenantd meeting schema version 99 refuses to start" 1 "$TENANTD" --data "$TMP/D" \
     --database "$PG_URL" --admin-listen 127.0.0.1:0 --listen 127.0.0.1:0 --ledger off --config "$EX/platform.yaml"
-expect_grep "naming both versions" "$TMP/err" "schema version 99 was written by a newer tenantd; this build reads version 3"
+expect_grep "naming both versions" "$TMP/err" "schema version 99 was written by a newer tenantd; this build reads version 4"
 expect_grep "and the server" "$TMP/err" "PostgreSQL 127.0.0.1:$PG_PORT/postgres"
 [ "$(psql_q 'SELECT version FROM tenantd_schema')" = 99 ] && [ "$(psql_q "SELECT count(*), max(tenantd_generation.generation) FROM tenantd_objects, tenantd_generation")" = "$before" ] &&
     ok "nothing changed in the database" || not_ok "the refused start changed the database"
-psql_q "UPDATE tenantd_schema SET version = 3" >/dev/null
+psql_q "UPDATE tenantd_schema SET version = 4" >/dev/null
 
 # --- a migration that fails changes nothing: a database holding a table
 # of tenantd's name but not its schema ---
@@ -286,8 +286,8 @@ for r in E F; do
 done
 wait_file "$TMP/E/port" 100 "$PID_E" && wait_file "$TMP/F/port" 100 "$PID_F" && ok "both start" ||
     { not_ok "concurrent first start"; tail -3 "$TMP/E/log" "$TMP/F/log"; }
-[ "$(psql -X -A -t "$FRESH_URL" -c "SELECT count(*) || ' ' || max(version) FROM tenantd_schema")" = "1 3" ] &&
-    ok "one schema row, version 3" || not_ok "schema rows: $(psql -X -A -t "$FRESH_URL" -c "SELECT * FROM tenantd_schema")"
+[ "$(psql -X -A -t "$FRESH_URL" -c "SELECT count(*) || ' ' || max(version) FROM tenantd_schema")" = "1 4" ] &&
+    ok "one schema row, version 4" || not_ok "schema rows: $(psql -X -A -t "$FRESH_URL" -c "SELECT * FROM tenantd_schema")"
 
 # --- bad URLs and an unreachable server ---
 expect_rc "--database that is not a URL" 2 "$TENANTD" --data "$TMP/D" --database /var/lib/x --admin-listen 127.0.0.1:0 --listen 127.0.0.1:0

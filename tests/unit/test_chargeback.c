@@ -143,6 +143,35 @@ static void test_parse_errors(void **state)
          "an idleGpu item is priced from the pools"},
         {"bad currency", "kind: CostPolicy\nmetadata: {name: p}\nspec:\n  currency: \"U$\"\n",
          "policy.yaml:4: CostPolicy p: spec.currency: must be a currency code"},
+        {"route and model", "kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+                            "  - {route: r, model: m, perRequest: \"1\"}\n",
+         "policy.yaml:5: CostPolicy p: spec.prices[0]: needs exactly one of resource"},
+        {"model star alone", "kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+                             "  - {route: r, perRequest: \"1\"}\n"
+                             "  - {model: \"*\", perRequest: \"1\"}\n",
+         "policy.yaml:6: CostPolicy p: spec.prices[1].model: \"*\" alone is no model"},
+        {"model star inside", "kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+                              "  - {model: \"llama-*-70b\", perRequest: \"1\"}\n",
+         "spec.prices[0].model: \"llama-*-70b\": '*' may only end a model prefix"},
+        {"model empty", "kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+                        "  - {model: \"\", perRequest: \"1\"}\n",
+         "spec.prices[0].model: required: a non-empty string"},
+        {"model without price", "kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+                                "  - {model: llama-70b}\n",
+         "spec.prices[0]: model llama-70b has no price"},
+        {"model per hour", "kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+                           "  - {model: llama-70b, perHour: \"1\"}\n",
+         "spec.prices[0]: a model takes per1kTokens"},
+        {"model in without out", "kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+                                 "  - {model: llama-70b, per1kTokensIn: \"1\"}\n",
+         "spec.prices[0]: per1kTokensIn and per1kTokensOut go together"},
+        {"model twice", "kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+                        "  - {model: \"llama-*\", perRequest: \"1\"}\n"
+                        "  - {model: \"llama-*\", perRequest: \"2\"}\n",
+         "policy.yaml:6: CostPolicy p: spec.prices[1]: a second price for model llama-*"},
+        {"model bad price", "kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+                            "  - {model: m, per1kTokensIn: \"x\", per1kTokensOut: \"1\"}\n",
+         "spec.prices[0].per1kTokensIn: \"x\" is not a decimal amount"},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -255,6 +284,139 @@ static void test_price_records(void **state)
     snprintf(e.outcome, sizeof e.outcome, "error"); /* reached the upstream: charged */
     assert_int_equal(td_chargeback_price(p, &e, INT64_MIN, INT64_MAX, c, &n, &err), TD_OK);
     assert_int_equal(c[0].amount_nano, 40 * 100000LL);
+    td_costpolicy_destroy(p);
+}
+
+/* The most specific price wins: exact model > longest model prefix > the
+ * route's > the default (route "*"); a request naming no model is priced
+ * by its route. One row per case, amounts exact in nano-units. */
+static void test_price_choice(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+        "  - {route: chat, per1kTokensIn: \"0.001\", per1kTokensOut: \"0.002\"}\n"
+        "  - {route: \"*\", per1kTokens: \"0.0005\"}\n"
+        "  - {model: \"llama-*\", per1kTokensIn: \"0.01\", per1kTokensOut: \"0.03\"}\n"
+        "  - {model: \"llama-3-*\", per1kTokensIn: \"0.02\", per1kTokensOut: \"0.06\"}\n"
+        "  - {model: llama-3-70b, per1kTokensIn: \"0.5\", per1kTokensOut: \"1.5\"}\n"
+        "  - {model: embed-small, perRequest: \"0.0001\"}\n";
+    static const struct {
+        const char *name, *route, *model;
+        int64_t in, out;
+        const char *item;
+        int64_t nano;
+    } rows[] = {
+        {"exact model beats its prefixes and the route", "chat", "llama-3-70b", 1000, 1000,
+         "tokens/chat/llama-3-70b", 2000000000LL},
+        {"longest prefix", "chat", "llama-3-8b", 1000, 1000, "tokens/chat/llama-3-8b",
+         80000000LL},
+        {"shorter prefix", "chat", "llama-2-7b", 1000, 2000, "tokens/chat/llama-2-7b",
+         70000000LL},
+        {"prefix, other route", "other", "llama-2-7b", 1000, 0, "tokens/other/llama-2-7b",
+         10000000LL},
+        {"exact name is not a prefix", "chat", "llama-3-70b-instruct", 1000, 0,
+         "tokens/chat/llama-3-70b-instruct", 20000000LL},
+        {"no model price: the route's", "chat", "mistral-7b", 1000, 1000, "tokens/chat",
+         3000000LL},
+        {"no model: the route's", "chat", "", 2000, 0, "tokens/chat", 2000000LL},
+        {"no route price: the default", "other", "mistral-7b", 1000, 1000, "tokens/other",
+         1000000LL},
+        {"prefix needs the whole prefix", "chat", "llama", 1000, 0, "tokens/chat", 1000000LL},
+        {"model priced per request", "chat", "embed-small", 5, 0, "requests/chat/embed-small",
+         100000LL},
+    };
+    td_status st;
+    td_err err;
+    td_costpolicy *p = parse_yaml(yaml, &st, &err);
+    if (st != TD_OK)
+        fail_msg("policy: %s", err.msg);
+    int bad = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        td_ledger_rec r = request("a", rows[i].route, 10, rows[i].in, rows[i].out);
+        snprintf(r.model, sizeof r.model, "%s", rows[i].model);
+        td_charge c[TD_CHARGE_MAX];
+        size_t n = 0;
+        st = td_chargeback_price(p, &r, INT64_MIN, INT64_MAX, c, &n, &err);
+        if (st != TD_OK || n != 1 || strcmp(c[0].item, rows[i].item) != 0 ||
+            c[0].amount_nano != rows[i].nano) {
+            print_error("%s: st %d n %zu item %s amount %lld (%s)\n", rows[i].name, st, n,
+                        n ? c[0].item : "-", n ? (long long)c[0].amount_nano : 0LL,
+                        st ? err.msg : "");
+            bad++;
+        }
+    }
+    assert_int_equal(bad, 0);
+    assert_true(td_costpolicy_prices_route(p, "anything")); /* the default */
+    /* which model patterns are priced by model alone */
+    static const struct {
+        const char *pattern;
+        bool priced;
+    } pats[] = {{"llama-3-70b", true}, {"llama-3-*", true}, {"llama-*", true},
+                {"llama-2-7b", true}, {"llam*", false}, {"mistral-7b", false},
+                {"embed-small", true}, {"embed-*", false}, {"", false}};
+    for (size_t i = 0; i < sizeof pats / sizeof pats[0]; i++)
+        if (td_costpolicy_prices_model(p, pats[i].pattern) != pats[i].priced) {
+            print_error("prices_model(%s) != %d\n", pats[i].pattern, pats[i].priced);
+            bad++;
+        }
+    assert_int_equal(bad, 0);
+    td_costpolicy_destroy(p);
+
+    /* a model with only a per-request price, used with tokens and no count */
+    p = parse_yaml("kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+                   "  - {model: m, perRequest: \"1\"}\n",
+                   &st, &err);
+    assert_int_equal(st, TD_OK);
+    td_ledger_rec r = request("a", "chat", 10, 5, 5);
+    r.count = 0;
+    snprintf(r.model, sizeof r.model, "m");
+    td_charge c[TD_CHARGE_MAX];
+    size_t n;
+    assert_int_equal(td_chargeback_price(p, &r, INT64_MIN, INT64_MAX, c, &n, &err), TD_EINVAL);
+    assert_non_null(strstr(err.msg, "model m has no price for what record"));
+    snprintf(r.model, sizeof r.model, "other");
+    assert_int_equal(td_chargeback_price(p, &r, INT64_MIN, INT64_MAX, c, &n, &err), TD_EINVAL);
+    assert_non_null(strstr(err.msg, "no price for route chat, model other"));
+    assert_false(td_costpolicy_prices_route(p, "chat"));
+    td_costpolicy_destroy(p);
+}
+
+/* --by model: requests grouped by their model at their model's price;
+ * records naming none (and intervals) under "(none)". */
+static void test_report_by_model(void **state)
+{
+    (void)state;
+    td_status st;
+    td_err err;
+    td_costpolicy *p = parse_yaml("kind: CostPolicy\nmetadata: {name: p}\nspec:\n  prices:\n"
+                                  "  - {route: chat, per1kTokens: \"0.001\"}\n"
+                                  "  - {model: big, per1kTokens: \"0.1\"}\n",
+                                  &st, &err);
+    assert_int_equal(st, TD_OK);
+    td_ledger_rec r[4];
+    r[0] = request("a", "chat", 10, 100000, 0); /* big: 10.00 */
+    snprintf(r[0].model, sizeof r[0].model, "big");
+    r[1] = request("b", "chat", 20, 50000, 0); /* big: 5.00 */
+    snprintf(r[1].model, sizeof r[1].model, "big");
+    r[2] = request("a", "chat", 30, 1000000, 0); /* small: 1.00 */
+    snprintf(r[2].model, sizeof r[2].model, "small");
+    r[3] = request("a", "chat", 40, 2000000, 0); /* none: 2.00 */
+    td_chargeback_by by;
+    assert_int_equal(td_chargeback_by_parse("model", &by, &err), TD_OK);
+    assert_int_equal(by, TD_BY_MODEL);
+    td_chargeback_report *rep = NULL;
+    assert_int_equal(td_chargeback_compute(p, r, 4, 0, HOUR, by, NULL, 0, &rep, &err), TD_OK);
+    assert_int_equal(rep->nowners, 3);
+    assert_string_equal(rep->owners[0].owner, "(none)");
+    assert_int_equal(rep->owners[0].direct_cents, 200);
+    assert_string_equal(rep->owners[1].owner, "big");
+    assert_int_equal(rep->owners[1].direct_cents, 1500);
+    assert_int_equal(rep->owners[1].tokens_in, 150000);
+    assert_string_equal(rep->owners[2].owner, "small");
+    assert_int_equal(rep->owners[2].direct_cents, 100);
+    assert_int_equal(rep->total_cents, 1800);
+    td_chargeback_report_destroy(rep);
     td_costpolicy_destroy(p);
 }
 
@@ -683,6 +845,8 @@ int main(void)
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_price_records),
         cmocka_unit_test(test_missing_prices),
+        cmocka_unit_test(test_price_choice),
+        cmocka_unit_test(test_report_by_model),
         cmocka_unit_test(test_allocate_cases),
         cmocka_unit_test(test_allocate_random),
         cmocka_unit_test(test_report_hand),

@@ -481,7 +481,7 @@ static void test_price_units(void **state)
             if (strcmp(v->routes[j].name, cases[i].route) == 0)
                 r = &v->routes[j];
         assert_non_null(r);
-        int64_t got = td_gw_price_units(v, r, t, cases[i].units);
+        int64_t got = td_gw_price_units(v, r, t, NULL, cases[i].units);
         if (got != cases[i].nano)
             fail_msg("case %zu: %s %g units: %lld, want %lld", i, cases[i].route, cases[i].units,
                      (long long)got, (long long)cases[i].nano);

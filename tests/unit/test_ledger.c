@@ -1,7 +1,7 @@
 /* test_ledger.c - the usage ledger on a real SQLite file in a temp dir:
  * round trip, idempotent replay (also after reopening), two appending
  * threads, compaction that keeps totals exactly (and keys apart), a newer
- * schema refused, a version-1 ledger read as is and migrated to version 2,
+ * schema refused, version-1 and -2 ledgers read as is and migrated to version 3,
  * and a full buffer that drops and counts. */
 /* cmocka.h needs these before it */
 #include <setjmp.h>
@@ -130,6 +130,7 @@ static void assert_rec_equal(const td_ledger_rec *a, const td_ledger_rec *b)
     assert_int_equal(a->storage_bytes, b->storage_bytes);
     assert_int_equal(a->gpu_used_milli, b->gpu_used_milli);
     assert_string_equal(a->api_key, b->api_key);
+    assert_string_equal(a->model, b->model);
 }
 
 static td_ledger *open_ledger(const td_ledger_opts *o)
@@ -147,6 +148,7 @@ static void test_round_trip(void **state)
     (void)state;
     td_ledger *l = open_ledger(NULL);
     td_ledger_rec a = request("r-1", T0 + 5 * S, "team-a", "ok", 200, 100);
+    snprintf(a.model, sizeof a.model, "meta-llama/Llama-3.1-70B-Instruct|x");
     td_ledger_rec b = request("r-2", T0 + 2 * S, "team-b", "rejected", 0, 0);
     td_ledger_rec w;
     memset(&w, 0, sizeof w);
@@ -363,7 +365,7 @@ static void test_newer_schema(void **state)
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     assert_int_equal(
-        sqlite3_exec(db, "UPDATE meta SET value = 3 WHERE key = 'schema'", NULL, NULL, NULL),
+        sqlite3_exec(db, "UPDATE meta SET value = 4 WHERE key = 'schema'", NULL, NULL, NULL),
         SQLITE_OK);
     sqlite3_close(db);
 
@@ -371,7 +373,8 @@ static void test_newer_schema(void **state)
     l = NULL;
     assert_int_equal(td_ledger_open(dir, NULL, &l, &e), TD_EINVAL);
     assert_null(l);
-    assert_non_null(strstr(e.msg, "schema version 3"));
+    assert_non_null(strstr(e.msg, "schema version 4"));
+    assert_non_null(strstr(e.msg, "reads version 3"));
     assert_non_null(strstr(e.msg, "newer"));
     collected c;
     memset(&c, 0, sizeof c);
@@ -441,7 +444,7 @@ static void test_migrate_v1(void **state)
 
     /* the writer migrates it in place; old records read back with key "" */
     td_ledger *l = open_ledger(NULL);
-    assert_int_equal(schema_of(), 2);
+    assert_int_equal(schema_of(), TD_LEDGER_SCHEMA);
     td_ledger_rec k = request("v2-k", T0 + 3 * S, "team-a", "ok", 7, 8);
     snprintf(k.api_key, sizeof k.api_key, "ci-bot");
     assert_true(td_ledger_append(l, &k));
@@ -460,11 +463,85 @@ static void test_migrate_v1(void **state)
     assert_string_equal(c.recs[1].api_key, "");
     assert_rec_equal(&c.recs[2], &k);
 
-    /* reopening a version-2 ledger changes nothing */
+    /* reopening a current ledger changes nothing */
     l = open_ledger(NULL);
     td_ledger_close(l);
-    assert_int_equal(schema_of(), 2);
+    assert_int_equal(schema_of(), TD_LEDGER_SCHEMA);
     assert_int_equal(read_all().n, 3);
+}
+
+/* A version-2 ledger (api_key, no model), with a shared ledger's spool
+ * holding a record not yet shipped: read as is with model "", then
+ * migrated in place (records and spool) in one step. */
+static void test_migrate_v2(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/ledger.db", dir);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, v1_sql, NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(db,
+                     "ALTER TABLE records ADD COLUMN api_key TEXT NOT NULL DEFAULT '';"
+                     "UPDATE records SET api_key = 'ci-bot' WHERE id = 'v1-a';"
+                     "UPDATE meta SET value = 2 WHERE key = 'schema';"
+                     "CREATE TABLE spool (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                     "  id TEXT NOT NULL, kind INTEGER NOT NULL, rollup INTEGER NOT NULL,"
+                     "  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+                     "  tenant TEXT NOT NULL, team TEXT NOT NULL, project TEXT NOT NULL,"
+                     "  environment TEXT NOT NULL, route TEXT NOT NULL, workload TEXT NOT NULL,"
+                     "  cluster_queue TEXT NOT NULL, flavor TEXT NOT NULL, outcome TEXT NOT NULL,"
+                     "  interruptible INTEGER NOT NULL, count INTEGER NOT NULL,"
+                     "  tokens_in INTEGER NOT NULL, tokens_out INTEGER NOT NULL,"
+                     "  gpu_milli_seconds INTEGER NOT NULL, gpu_milli INTEGER NOT NULL,"
+                     "  cpu_milli INTEGER NOT NULL, memory_bytes INTEGER NOT NULL,"
+                     "  storage_bytes INTEGER NOT NULL, gpu_used_milli INTEGER NOT NULL,"
+                     "  api_key TEXT NOT NULL);"
+                     "INSERT INTO spool(id, kind, rollup, start_ns, end_ns, tenant, team, project,"
+                     "  environment, route, workload, cluster_queue, flavor, outcome,"
+                     "  interruptible, count, tokens_in, tokens_out, gpu_milli_seconds, gpu_milli,"
+                     "  cpu_milli, memory_bytes, storage_bytes, gpu_used_milli, api_key)"
+                     "  SELECT id, kind, rollup, start_ns, end_ns, tenant, team, project,"
+                     "  environment, route, workload, cluster_queue, flavor, outcome,"
+                     "  interruptible, count, tokens_in, tokens_out, gpu_milli_seconds, gpu_milli,"
+                     "  cpu_milli, memory_bytes, storage_bytes, gpu_used_milli, api_key"
+                     "  FROM records WHERE id = 'v1-a';",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+
+    collected c = read_all();
+    assert_int_equal(c.n, 2);
+    assert_string_equal(c.recs[0].api_key, "ci-bot");
+    assert_string_equal(c.recs[0].model, "");
+    assert_int_equal(schema_of(), 2);
+
+    td_ledger *l = open_ledger(NULL);
+    assert_int_equal(schema_of(), 3);
+    td_ledger_rec m = request("v3-m", T0 + 3 * S, "team-a", "ok", 7, 8);
+    snprintf(m.model, sizeof m.model, "llama-70b");
+    assert_true(td_ledger_append(l, &m));
+    assert_int_equal(td_ledger_flush(l, NULL), TD_OK);
+    td_ledger_close(l);
+    c = read_all();
+    assert_int_equal(c.n, 3);
+    assert_string_equal(c.recs[0].id, "v1-a");
+    assert_string_equal(c.recs[0].api_key, "ci-bot");
+    assert_string_equal(c.recs[0].model, "");
+    assert_int_equal(c.recs[0].tokens_in, 100);
+    assert_rec_equal(&c.recs[2], &m);
+
+    /* the spool got the column too; its waiting record reads model "" */
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT id, model FROM spool", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 0), "v1-a");
+    assert_string_equal((const char *)sqlite3_column_text(st, 1), "");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
 }
 
 /* Rollups keep keys apart: two keys of one tenant in one hour stay two
@@ -474,23 +551,28 @@ static void test_compaction_keys(void **state)
     (void)state;
     td_ledger_opts o = {.retention_ns = HOUR, .flush_ms = 50};
     td_ledger *l = open_ledger(&o);
-    const char *keys[] = {"", "ci-bot", "web", "ci-bot"};
-    for (int i = 0; i < 4; i++) {
+    const char *keys[] = {"", "ci-bot", "web", "ci-bot", "ci-bot"};
+    const char *models[] = {"", "", "", "", "llama|70b"};
+    for (int i = 0; i < 5; i++) {
         char id[16];
         snprintf(id, sizeof id, "k-%d", i);
         td_ledger_rec r = request(id, T0 + i * S, "team-a", "ok", 10 * (i + 1), 1);
         snprintf(r.api_key, sizeof r.api_key, "%s", keys[i]);
+        snprintf(r.model, sizeof r.model, "%s", models[i]);
         assert_true(td_ledger_append(l, &r));
     }
     assert_int_equal(td_ledger_flush(l, NULL), TD_OK);
     assert_int_equal(td_ledger_compact(l, T0 + 3 * HOUR, NULL), TD_OK);
     td_ledger_close(l);
     collected c = read_all();
-    assert_int_equal(c.n, 3);
-    assert_int_equal(c.rollups, 3);
-    int64_t none = -1, ci = -1, web = -1;
+    assert_int_equal(c.n, 4);
+    assert_int_equal(c.rollups, 4);
+    int64_t none = -1, ci = -1, web = -1, llama = -1;
     for (size_t i = 0; i < c.n; i++) {
-        if (strcmp(c.recs[i].api_key, "") == 0)
+        if (strcmp(c.recs[i].model, "llama|70b") == 0) {
+            llama = c.recs[i].tokens_in;
+            assert_string_equal(c.recs[i].api_key, "ci-bot");
+        } else if (strcmp(c.recs[i].api_key, "") == 0)
             none = c.recs[i].tokens_in;
         else if (strcmp(c.recs[i].api_key, "ci-bot") == 0) {
             ci = c.recs[i].tokens_in;
@@ -502,6 +584,7 @@ static void test_compaction_keys(void **state)
     assert_int_equal(none, 10);
     assert_int_equal(ci, 20 + 40);
     assert_int_equal(web, 30);
+    assert_int_equal(llama, 50);
 }
 
 static void test_buffer_full(void **state)
@@ -576,6 +659,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_newer_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_buffer_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_keys, setup, teardown),
         cmocka_unit_test(test_vec_push),
     };

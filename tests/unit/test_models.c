@@ -202,6 +202,37 @@ static void test_select_and_access(void **state)
     td_config_unref(c);
 }
 
+/* The model label of metrics series: bounded by the Routes' lists. */
+static void test_model_label(void **state)
+{
+    (void)state;
+    td_config *c = test_config("fleet.yaml", fleet);
+    td_gateway *g = NULL;
+    td_err err;
+    assert_int_equal(td_gateway_create(c, NULL, &g, &err), TD_OK);
+    td_gw_config *held = NULL;
+    const td_gw_config *v = td_gateway_config(g, &held);
+    static const struct {
+        const char *name, *model, *label;
+    } rows[] = {
+        {"a name a Route lists", "llama-3-70b", "llama-3-70b"},
+        {"another", "bge-m3", "bge-m3"},
+        {"matched by a prefix: the pattern", "qwen-2-7b", "qwen-*"},
+        {"the pattern itself", "qwen-", "qwen-*"},
+        {"no Route lists it", "mistral-7b", "other"},
+        {"a longer name is not the name", "llama-3-70b-instruct", "other"},
+        {"no model", "", ""},
+        {"NULL", NULL, ""},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (strcmp(td_gw_model_label(v, rows[i].model), rows[i].label) != 0)
+            fail_msg("%s: %s", rows[i].name, td_gw_model_label(v, rows[i].model));
+    assert_string_equal(td_gw_model_label(NULL, "x"), "other");
+    td_gw_config_unref(held);
+    td_gateway_destroy(g);
+    td_config_unref(c);
+}
+
 static void test_body_model(void **state)
 {
     (void)state;
@@ -334,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_pattern),
         cmocka_unit_test(test_select_and_access),
         cmocka_unit_test(test_body_model),
+        cmocka_unit_test(test_model_label),
         cmocka_unit_test(test_error_type),
         cmocka_unit_test(test_config_checks),
     };

@@ -40,14 +40,27 @@ struct td__ledger_ship {
     int64_t *seqs;
 };
 
-static const char insert_sql[] =
+#define NPARAM 26  /* parameters per row */
+#define ROWS   100 /* rows per INSERT: 2,600 parameters, well under 65,535 */
+
+static const char insert_head[] =
     "INSERT INTO tenantd_ledger(id, replica, kind, rollup, start_ns, end_ns, tenant, team, "
     "project, environment, route, workload, cluster_queue, flavor, outcome, interruptible, "
     "count, tokens_in, tokens_out, gpu_milli_seconds, gpu_milli, cpu_milli, memory_bytes, "
-    "storage_bytes, gpu_used_milli, api_key, model) VALUES ($1, $2, $3::smallint, 0, $4::bigint, "
-    "$5::bigint, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::smallint, $16::bigint, "
-    "$17::bigint, $18::bigint, $19::bigint, $20::bigint, $21::bigint, $22::bigint, "
-    "$23::bigint, $24::bigint, $25, $26) ON CONFLICT (id) DO NOTHING";
+    "storage_bytes, gpu_used_milli, api_key, model) VALUES ";
+
+/* The type of each parameter of a row; rollup (0) follows the third. */
+static const char *const param_cast[NPARAM] = {
+    "",         "",         "::smallint", "::bigint", "::bigint", "",         "",
+    "",         "",         "",           "",         "",         "",         "",
+    "::smallint", "::bigint", "::bigint", "::bigint", "::bigint", "::bigint", "::bigint",
+    "::bigint", "::bigint", "::bigint", "",         ""};
+
+/* The text of one record's parameters (libpq sends text). */
+typedef struct {
+    char id[512];
+    char num[13][24];
+} row_text;
 
 /* The record's row in tenantd_ledger: a request's id carries the replica's
  * name (the local id carries its boot: a restart never reuses one); an
@@ -60,32 +73,72 @@ static void make_id(const td__ledger_ship *s, const td_ledger_rec *r, char *id, 
         snprintf(id, n, "%s", r->id);
 }
 
-static td_status insert_one(td__ledger_ship *s, const td_ledger_rec *r, td_err *err)
+/* Points p[0..NPARAM) at r's values, formatted into t. */
+static void row_params(const td__ledger_ship *s, const td_ledger_rec *r, row_text *t,
+                       const char **p)
 {
-    char id[512], num[12][24];
-    const int64_t v[12] = {r->kind,          r->start_ns,  r->end_ns,     r->interruptible,
+    const int64_t v[13] = {r->kind,          r->start_ns,  r->end_ns,     r->interruptible,
                            r->count > 0 ? r->count : 1, r->tokens_in, r->tokens_out,
                            r->gpu_milli_seconds, r->gpu_milli,   r->cpu_milli,
-                           r->memory_bytes,  r->storage_bytes};
-    for (int i = 0; i < 12; i++)
-        snprintf(num[i], sizeof num[i], "%lld", (long long)v[i]);
-    char used[24];
-    snprintf(used, sizeof used, "%lld", (long long)r->gpu_used_milli);
-    make_id(s, r, id, sizeof id);
-    const char *p[26] = {id,          s->replica,  num[0],   num[1],        num[2],
-                         r->tenant,   r->team,     r->project, r->environment, r->route,
-                         r->workload, r->cluster_queue, r->flavor, r->outcome, num[3],
-                         num[4],      num[5],      num[6],   num[7],        num[8],
-                         num[9],      num[10],     num[11],  used,          r->api_key,
-                         r->model};
-    PGresult *res = PQexecParams(s->conn, insert_sql, 26, NULL, p, NULL, NULL, 0);
+                           r->memory_bytes,  r->storage_bytes, r->gpu_used_milli};
+    for (int i = 0; i < 13; i++)
+        snprintf(t->num[i], sizeof t->num[i], "%lld", (long long)v[i]);
+    make_id(s, r, t->id, sizeof t->id);
+    const char *q[NPARAM] = {t->id,       s->replica,  t->num[0], t->num[1],      t->num[2],
+                             r->tenant,   r->team,     r->project, r->environment, r->route,
+                             r->workload, r->cluster_queue, r->flavor, r->outcome, t->num[3],
+                             t->num[4],   t->num[5],   t->num[6], t->num[7],      t->num[8],
+                             t->num[9],   t->num[10],  t->num[11], t->num[12],    r->api_key,
+                             r->model};
+    memcpy(p, q, sizeof q);
+}
+
+/* "INSERT ... VALUES ($1, ...), (...) ON CONFLICT ..." for n rows into sql
+ * (SQL_SIZE bytes hold ROWS rows). */
+#define SQL_SIZE (sizeof insert_head + ROWS * 512 + 64)
+static void insert_sql(size_t n, char *sql)
+{
+    size_t off = (size_t)snprintf(sql, SQL_SIZE, "%s", insert_head);
+    for (size_t row = 0; row < n; row++) {
+        off += (size_t)snprintf(sql + off, SQL_SIZE - off, "%s(", row ? ", " : "");
+        for (int i = 0; i < NPARAM; i++) {
+            off += (size_t)snprintf(sql + off, SQL_SIZE - off, "%s$%zu%s", i ? ", " : "",
+                                    row * NPARAM + (size_t)i + 1, param_cast[i]);
+            if (i == 2)
+                off += (size_t)snprintf(sql + off, SQL_SIZE - off, ", 0");
+        }
+        off += (size_t)snprintf(sql + off, SQL_SIZE - off, ")");
+    }
+    snprintf(sql + off, SQL_SIZE - off, " ON CONFLICT (id) DO NOTHING");
+}
+
+/* Sends recs[0..n) (n <= ROWS) as one INSERT, bounded by the shipper's
+ * wait as BEGIN and COMMIT are: one round trip per ROWS records. */
+static td_status insert_rows(td__ledger_ship *s, const td_ledger_rec *recs, size_t n,
+                             td_err *err)
+{
+    row_text *t = malloc(n * sizeof *t);
+    const char **p = malloc(n * NPARAM * sizeof *p);
+    char *sql = malloc(SQL_SIZE);
     td_status st = TD_OK;
+    if (!t || !p || !sql) {
+        st = td_err_set(err, TD_ENOMEM, "%s: out of memory for a ledger batch", s->name);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        row_params(s, &recs[i], &t[i], p + i * NPARAM);
+    insert_sql(n, sql);
+    PGresult *res = td__pg_exec(s->conn, sql, (int)(n * NPARAM), p, s->wait_ms);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         char line[200];
-        st = td_err_set(err, TD_EIO, "%s: cannot store a ledger record: %s", s->name,
-                        td__pg_one_line(PQresultErrorMessage(res), line, sizeof line));
+        st = td_err_set(err, TD_EIO, "%s: cannot store ledger records: %s", s->name,
+                        td__pg_res_msg(s->conn, res, s->wait_ms, line, sizeof line));
     }
     PQclear(res);
+out:
+    free(t);
+    free(p);
+    free(sql);
     return st;
 }
 
@@ -150,8 +203,8 @@ static td_status ship_batch(td__ledger_ship *s, size_t *n, td_err *err)
             return TD_EIO;
     }
     st = pg_exec(s, "BEGIN", err);
-    for (size_t i = 0; st == TD_OK && i < *n; i++)
-        st = insert_one(s, &s->batch[i], err);
+    for (size_t i = 0; st == TD_OK && i < *n; i += ROWS)
+        st = insert_rows(s, &s->batch[i], *n - i < ROWS ? *n - i : ROWS, err);
     if (st == TD_OK)
         st = pg_exec(s, "COMMIT", err);
     if (st != TD_OK) {

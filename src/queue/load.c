@@ -205,6 +205,7 @@ static void free_wl(workload *w)
     free(w->assignment);
     free(w->use);
     free(w->reason);
+    free(w->why);
     free(w->flavors);
     free(w->evicted);
 }
@@ -286,6 +287,12 @@ void td_queue_destroy(td_queue *q)
     free(q->flavor_max_cap);
     free(q->scratch_place);
     free(q->tree_version);
+    free(q->borrowers);
+    free(q->borrow_n);
+    free(q->borrow_pos);
+    free(q->borrow_base);
+    free(q->cohort_h);
+    free(q->cohort_root);
     free(q->events);
     free(q->acc);
     free(q->scratch_assign);
@@ -1483,6 +1490,8 @@ td_status td_queue_seal(td_queue *q, td_err *err)
     st = build_nodes(q, err);
     if (st != TD_OK)
         return st;
+    if (td__queue_index_cohorts(q) != 0)
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
     q->sealed = true;
     return TD_OK;
 }

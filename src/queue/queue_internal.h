@@ -154,6 +154,21 @@ typedef struct {
     int64_t pods;
 } placed;
 
+/* One reason a flavor was not taken, kept as numbers so that a pending
+ * workload's reason is worded only when read (sched.c): WHY_QUOTA
+ * "insufficient quota" (a previously considered, b current request, c
+ * maximum capacity), WHY_UNUSED "insufficient unused quota" (a more
+ * needed), WHY_TAINT (tn: the flavor's taint), WHY_TEXT (worded already:
+ * off, len in the assigner's text buffer; never kept on a workload). */
+typedef enum { WHY_QUOTA = 0, WHY_UNUSED, WHY_TAINT, WHY_TEXT } why_kind;
+
+typedef struct {
+    uint8_t kind;
+    int16_t f, r;
+    uint32_t tn, off, len;
+    int64_t a, b, c;
+} why_item;
+
 typedef struct {
     char *key; /* namespace/name */
     char *local_queue; /* namespace/name */
@@ -181,6 +196,13 @@ typedef struct {
     size_t nuse;
     size_t admitted_pos;
     char *reason;
+    /* reason_lazy: the reason is "couldn't assign flavors to pod set
+     * <why_ps>: <why>", not worded yet (reason stale); sched.c words it
+     * when read */
+    bool reason_lazy;
+    uint8_t nwhy, capwhy;
+    size_t why_ps;
+    why_item *why;
     char *flavors;
     char *evicted; /* "Evicted by ns/x (Level) at Ts; requeued" until admitted again */
     bool shadow_noted; /* its shadow preemption is recorded (until admitted) */
@@ -246,6 +268,15 @@ struct td_queue {
      * or ncohorts + ClusterQueue index without a cohort), and for nodes */
     uint64_t *tree_version;
     uint64_t node_version;
+    /* per cohort and flavor-resource (co * nfr + fr): its member
+     * ClusterQueues above their nominal quota of fr, in any order, kept by
+     * sched.c's add_usage: borrowers[borrow_off[co]*nfr... ] see sched.c */
+    size_t *borrowers;      /* per cohort, nfr lists of nmembers slots */
+    uint32_t *borrow_n;     /* ncohorts * nfr: length of each list */
+    uint32_t *borrow_pos;   /* ncqs * nfr: a queue's index in its list */
+    size_t *borrow_base;    /* ncohorts: first slot of the cohort's lists */
+    int *cohort_h;          /* ncohorts: Kueue's node height */
+    size_t *cohort_root;    /* ncohorts: the root of its tree */
     td_queue_event *events;
     size_t nevents, capevents;
     /* scratch of the flavor assigner */
@@ -268,6 +299,10 @@ char *td__qstrdup(const char *s);
 
 /* Puts pending workload id into its ClusterQueue's heap. -1 out of memory. */
 int td__queue_push_pending(td_queue *q, size_t id);
+
+/* After seal: the cohorts' borrower lists (all empty: nothing is used)
+ * and heights. -1 out of memory. */
+int td__queue_index_cohorts(td_queue *q);
 
 /* Prints milli-units of resource r in its own quantity format. */
 void td__queue_fmt(const td_queue *q, int r, int64_t milli, char *buf, size_t n);

@@ -94,12 +94,80 @@ static size_t heap_pop(td_queue *q, idvec *h)
 
 /* ---- quota arithmetic ---------------------------------------------------- */
 
+/* Kueue's getNodeHeight: the distance from cohort at to its furthest leaf. */
+static int cohort_height_of(const td_queue *q, size_t at)
+{
+    int h = q->cohorts[at].nmembers ? 1 : 0;
+    for (size_t ch = 0; ch < q->ncohorts; ch++)
+        if (q->cohorts[ch].parent == at) {
+            int k = cohort_height_of(q, ch) + 1;
+            h = k > h ? k : h;
+        }
+    return h;
+}
+
+int td__queue_index_cohorts(td_queue *q)
+{
+    size_t nfr = q->nfr ? q->nfr : 1, slots = 0, nco = q->ncohorts ? q->ncohorts : 1;
+    for (size_t i = 0; i < q->ncohorts; i++)
+        slots += q->cohorts[i].nmembers * nfr;
+    q->borrowers = malloc((slots ? slots : 1) * sizeof *q->borrowers);
+    q->borrow_n = calloc(nco * nfr, sizeof *q->borrow_n);
+    q->borrow_pos = malloc((q->ncqs ? q->ncqs : 1) * nfr * sizeof *q->borrow_pos);
+    q->borrow_base = malloc(nco * sizeof *q->borrow_base);
+    q->cohort_h = malloc(nco * sizeof *q->cohort_h);
+    q->cohort_root = malloc(nco * sizeof *q->cohort_root);
+    if (!q->borrowers || !q->borrow_n || !q->borrow_pos || !q->borrow_base || !q->cohort_h ||
+        !q->cohort_root)
+        return -1;
+    for (size_t i = 0; i < q->ncqs * nfr; i++)
+        q->borrow_pos[i] = UINT32_MAX;
+    slots = 0;
+    for (size_t i = 0; i < q->ncohorts; i++) {
+        q->borrow_base[i] = slots;
+        slots += q->cohorts[i].nmembers * nfr;
+        q->cohort_h[i] = cohort_height_of(q, i);
+        size_t r = i;
+        while (q->cohorts[r].parent != QNONE)
+            r = q->cohorts[r].parent;
+        q->cohort_root[i] = r;
+    }
+    return 0;
+}
+
+/* The list of c's cohort's members above their nominal quota of fr. */
+static size_t *borrow_list(const td_queue *q, size_t co, int fr, uint32_t **n)
+{
+    size_t nfr = q->nfr;
+    *n = &q->borrow_n[co * nfr + (size_t)fr];
+    return q->borrowers + q->borrow_base[co] + (size_t)fr * q->cohorts[co].nmembers;
+}
+
+/* c went above (on) or back within its nominal quota of fr. */
+static void borrow_flip(td_queue *q, const cluster_queue *c, int fr, bool on)
+{
+    uint32_t *n;
+    size_t ci = (size_t)(c - q->cqs), *v = borrow_list(q, c->cohort, fr, &n);
+    uint32_t *pos = &q->borrow_pos[ci * q->nfr + (size_t)fr];
+    if (on) {
+        *pos = *n;
+        v[(*n)++] = ci;
+    } else {
+        size_t last = v[--*n];
+        v[*pos] = last;
+        q->borrow_pos[last * q->nfr + (size_t)fr] = *pos;
+        *pos = UINT32_MAX;
+    }
+}
+
 /* Kueue's resource-node arithmetic over the cohort tree: what a node uses
  * beyond what it keeps (guaranteed) is stored in its parent, and so on up. */
 static void add_usage(td_queue *q, cluster_queue *c, int fr, int64_t delta)
 {
     int64_t old = c->usage[fr];
     c->usage[fr] += delta;
+    if ((old > c->nominal[fr]) != (c->usage[fr] > c->nominal[fr]) && c->cohort != QNONE)
+        borrow_flip(q, c, fr, c->usage[fr] > c->nominal[fr]);
     int64_t g = c->guaranteed[fr];
     delta = max0(c->usage[fr] - g) - max0(old - g);
     for (size_t at = c->cohort; at != QNONE && delta != 0;) {
@@ -233,10 +301,28 @@ static int64_t drs_with(td_queue *q, cluster_queue *c, const fr_use *use, size_t
 
 /* ---- flavor assignment --------------------------------------------------- */
 
+/* Why the flavors of one resource group were not taken, in the order
+ * found: numbers, worded when read (word_why). More items than fit in a
+ * 1024-byte reason never show, so WHY_MAX bounds them. */
+#define WHY_MAX 32
+
+typedef struct {
+    why_item item[WHY_MAX];
+    size_t n;
+    char text[1024]; /* the words of WHY_TEXT items */
+    size_t ntext;
+    bool has_text;
+} why_list;
+
 typedef struct {
     fit_mode mode;
     bool borrowing;
     int borrow_level; /* Kueue's Assignment.Borrowing: the largest of its flavors' levels */
+    /* the reason: lazy: "couldn't assign flavors to pod set <ps>: <why>",
+     * else reason (worded) */
+    bool lazy;
+    size_t ps;
+    why_list why;
     char reason[600];
     fr_use *use; /* q-owned scratch */
     size_t nuse;
@@ -280,6 +366,90 @@ static void append(char *buf, size_t n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf + len, n - len, fmt, ap);
     va_end(ap);
+}
+
+static void why_add(why_list *l, why_item it)
+{
+    if (l->n < WHY_MAX)
+        l->item[l->n++] = it;
+}
+
+/* Adds text (worded, without a separator) as the next item of l. */
+static void why_text(why_list *l, const char *text)
+{
+    size_t len = strlen(text), room = sizeof l->text - l->ntext;
+    if (l->n >= WHY_MAX || !len)
+        return;
+    len = len < room ? len : room;
+    why_add(l, (why_item){.kind = WHY_TEXT, .off = (uint32_t)l->ntext, .len = (uint32_t)len});
+    memcpy(l->text + l->ntext, text, len);
+    l->ntext += len;
+    l->has_text = true;
+}
+
+/* Words items (text: the words of WHY_TEXT ones) into why, sorted and
+ * joined as Kueue's Status.Message gives them: byte for byte what
+ * appending each reason as it was found into a buffer of cap gives. */
+static void word_why(const td_queue *q, const why_item *it, size_t n, const char *text, char *why,
+                     size_t cap)
+{
+    why[0] = '\0';
+    for (size_t k = 0; k < n; k++) {
+        char a[TD_QUANTITY_STR_MAX], b[TD_QUANTITY_STR_MAX], d[TD_QUANTITY_STR_MAX];
+        const char *sep = *why ? RSEP : "";
+        const char *rn = it[k].kind <= WHY_UNUSED ? q->resource_names[it[k].r] : "";
+        const char *fn = it[k].kind != WHY_TEXT ? q->flavor_names[it[k].f] : "";
+        if (it[k].kind == WHY_QUOTA) {
+            td__queue_fmt(q, it[k].r, it[k].a, a, sizeof a);
+            td__queue_fmt(q, it[k].r, it[k].b, b, sizeof b);
+            td__queue_fmt(q, it[k].r, it[k].c, d, sizeof d);
+            append(why, cap,
+                   "%sinsufficient quota for %s in flavor %s, previously considered "
+                   "podsets requests (%s) + current podset request (%s) > maximum "
+                   "capacity (%s)",
+                   sep, rn, fn, a, b, d);
+        } else if (it[k].kind == WHY_UNUSED) {
+            td__queue_fmt(q, it[k].r, it[k].a, a, sizeof a);
+            append(why, cap, "%sinsufficient unused quota for %s in flavor %s, %s more needed",
+                   sep, rn, fn, a);
+        } else if (it[k].kind == WHY_TAINT) {
+            const taint *tn = &q->flavor_specs[it[k].f].taints[it[k].tn];
+            append(why, cap, "%suntolerated taint {%s %s %s <nil>} in flavor %s", sep, tn->key,
+                   tn->value ? tn->value : "", tn->effect, fn);
+        } else {
+            append(why, cap, "%s%.*s", sep, (int)it[k].len, text + it[k].off);
+        }
+    }
+    finish_reasons(why, cap);
+}
+
+/* The reason of a pod set ps of w whose flavors could not be assigned. */
+static void word_assign(const td_queue *q, const workload *w, size_t ps, const why_item *it,
+                        size_t n, const char *text, char *out, size_t outn)
+{
+    char why[1024];
+    word_why(q, it, n, text, why, sizeof why);
+    snprintf(out, outn, "couldn't assign flavors to pod set %s: %s", w->podset_names[ps], why);
+}
+
+/* w's reason, worded now if it was kept as numbers (park_assign): as the
+ * pass would have worded it, after "<evicted>: " while w is requeued
+ * after an eviction. Out of memory leaves it unworded and gives "". */
+static const char *reason_of(const td_queue *q, workload *w)
+{
+    if (!w->reason_lazy)
+        return w->reason ? w->reason : "";
+    char r[600];
+    word_assign(q, w, w->why_ps, w->why, w->nwhy, "", r, sizeof r);
+    size_t n = (w->evicted ? strlen(w->evicted) + 2 : 0) + strlen(r) + 1;
+    char *p = malloc(n);
+    if (!p)
+        return "";
+    snprintf(p, n, "%s%s%s", w->evicted ? w->evicted : "", w->evicted ? ": " : "", r);
+    free(w->reason);
+    w->reason = p;
+    w->reason_lazy = false;
+    return p;
 }
 
 /* ---- placement on NodePools ----------------------------------------------- */
@@ -602,16 +772,9 @@ static bool try_next_flavor(gmode m, const cluster_queue *c)
     return m.borrow > 0 && c->try_next_when_borrow;
 }
 
-/* Kueue's getNodeHeight: the distance from cohort at to its furthest leaf. */
 static int cohort_height(const td_queue *q, size_t at)
 {
-    int h = q->cohorts[at].nmembers ? 1 : 0;
-    for (size_t ch = 0; ch < q->ncohorts; ch++)
-        if (q->cohorts[ch].parent == at) {
-            int k = cohort_height(q, ch) + 1;
-            h = k > h ? k : h;
-        }
-    return h;
+    return q->cohort_h[at];
 }
 
 /* Kueue's FindHeightOfLowestSubtreeThatFits: the borrowing level of val
@@ -695,34 +858,26 @@ static bool assign_refused(const td_queue *q, const workload *w, const cluster_q
  * (after what earlier pod sets of w took, q->acc): no fit past the
  * potential, a fit (with its borrowing height) within what is unused,
  * else preemption as the oracle says, where preemption may make room.
- * Appends the reason to why (cap bytes). -1 out of memory. */
+ * Adds the reason to why. -1 out of memory. */
 static int resource_mode(td_queue *q, workload *w, cluster_queue *c, int f, int r, int64_t need,
-                         bool skip_oracle, assign_out *o, char *why, size_t cap, gmode *m)
+                         bool skip_oracle, assign_out *o, why_list *why, gmode *m)
 {
     int fr = f * (int)q->nres + r;
     int64_t val = sat_add(q->acc[fr], need);
     int64_t pot = potential(q, c, fr), avail = available(q, c, fr);
-    char a[TD_QUANTITY_STR_MAX], b[TD_QUANTITY_STR_MAX], d[TD_QUANTITY_STR_MAX];
     bool may_reclaim;
     if (val > pot) {
         *m = (gmode){PM_NOFIT, 0};
-        td__queue_fmt(q, r, q->acc[fr], a, sizeof a);
-        td__queue_fmt(q, r, need, b, sizeof b);
-        td__queue_fmt(q, r, pot, d, sizeof d);
-        append(why, cap,
-               "%sinsufficient quota for %s in flavor %s, previously considered "
-               "podsets requests (%s) + current podset request (%s) > maximum "
-               "capacity (%s)",
-               *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a, b, d);
+        why_add(why, (why_item){.kind = WHY_QUOTA, .f = (int16_t)f, .r = (int16_t)r,
+                                .a = q->acc[fr], .b = need, .c = pot});
         return 0;
     }
     m->pm = PM_FIT;
     m->borrow = borrow_height(q, c, fr, val, &may_reclaim);
     if (val <= avail)
         return 0;
-    td__queue_fmt(q, r, val - avail, a, sizeof a);
-    append(why, cap, "%sinsufficient unused quota for %s in flavor %s, %s more needed",
-           *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a);
+    why_add(why, (why_item){.kind = WHY_UNUSED, .f = (int16_t)f, .r = (int16_t)r,
+                            .a = val - avail});
     if (!(c->nominal[fr] >= val || may_reclaim || can_preempt_while_borrowing(q, c))) {
         m->pm = PM_NOFIT;
         return 0;
@@ -741,23 +896,26 @@ static int resource_mode(td_queue *q, workload *w, cluster_queue *c, int f, int 
  * never fit), with why appended; -1 out of memory. */
 static int flavor_mode(td_queue *q, workload *w, cluster_queue *c, size_t i, const int64_t *req,
                        const resource_group *grp, int f, bool skip_oracle, assign_out *o,
-                       char *why, size_t cap, gmode *rep)
+                       why_list *why, gmode *rep)
 {
     const taint *tn = untolerated(q, w, i, f);
+    char text[1024] = "";
     if (tn) {
-        append(why, cap, "%suntolerated taint {%s %s %s <nil>} in flavor %s", *why ? RSEP : "",
-               tn->key, tn->value ? tn->value : "", tn->effect, q->flavor_names[f]);
+        why_add(why, (why_item){.kind = WHY_TAINT, .f = (int16_t)f,
+                                .tn = (uint32_t)(tn - q->flavor_specs[f].taints)});
         return 0;
     }
-    if (q->flavor_node_n[f] && never_fits(q, w, i, grp, f, why, cap))
+    if (q->flavor_node_n[f] && never_fits(q, w, i, grp, f, text, sizeof text)) {
+        why_text(why, text);
         return 0;
+    }
     *rep = (gmode){PM_FIT, 0};
     for (size_t k = 0; k < grp->nresources && rep->pm != PM_NOFIT; k++) {
         int r = grp->resources[k];
         gmode m;
         if (req[r] == 0)
             continue;
-        if (resource_mode(q, w, c, f, r, req[r], skip_oracle, o, why, cap, &m) != 0)
+        if (resource_mode(q, w, c, f, r, req[r], skip_oracle, o, why, &m) != 0)
             return -1;
         if (preferred(*rep, m, c->preference))
             *rep = m;
@@ -765,8 +923,11 @@ static int flavor_mode(td_queue *q, workload *w, cluster_queue *c, size_t i, con
     /* With NodePools a flavor fits only if the pods have room now, as
      * Kueue's topology-aware assignment decides: else preemption may make
      * room, or the next flavor has it. */
-    if (rep->pm == PM_FIT && q->flavor_node_n[f] && !group_room_now(q, w, i, grp, f, why, cap))
+    if (rep->pm == PM_FIT && q->flavor_node_n[f] &&
+        !group_room_now(q, w, i, grp, f, text, sizeof text)) {
+        why_text(why, text);
         rep->pm = PM_PREEMPT;
+    }
     return 1;
 }
 
@@ -775,15 +936,14 @@ static int flavor_mode(td_queue *q, workload *w, cluster_queue *c, size_t i, con
  * *best is its index in grp->flavors (-1: none could be tried). -1 out of
  * memory. */
 static int pick_flavor(td_queue *q, workload *w, cluster_queue *c, size_t i, const int64_t *req,
-                       const resource_group *grp, bool skip_oracle, assign_out *o, char *why,
-                       size_t cap, int *best, gmode *best_mode)
+                       const resource_group *grp, bool skip_oracle, assign_out *o,
+                       why_list *why, int *best, gmode *best_mode)
 {
     *best = -1;
     *best_mode = (gmode){PM_NOFIT, INT32_MAX};
     for (size_t fi = 0; fi < grp->nflavors; fi++) {
         gmode rep;
-        int st = flavor_mode(q, w, c, i, req, grp, grp->flavors[fi], skip_oracle, o, why, cap,
-                             &rep);
+        int st = flavor_mode(q, w, c, i, req, grp, grp->flavors[fi], skip_oracle, o, why, &rep);
         if (st < 0)
             return -1;
         if (st == 0)
@@ -865,6 +1025,7 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
     o->borrowing = false;
     o->borrow_level = 0;
     o->oracle_skipped = false;
+    o->lazy = false;
     o->reason[0] = '\0';
     o->nuse = 0;
     if (assign_scratch(q, w, o) != 0)
@@ -885,9 +1046,11 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
                 continue;
             int best;
             gmode best_mode;
-            char why[1024] = "";
-            if (pick_flavor(q, w, c, i, req, grp, skip_oracle, o, why, sizeof why, &best,
-                            &best_mode) != 0)
+            /* the first group that does not fit gives the reason */
+            why_list scratch, *why = o->mode == MODE_FIT ? &o->why : &scratch;
+            why->n = why->ntext = 0;
+            why->has_text = false;
+            if (pick_flavor(q, w, c, i, req, grp, skip_oracle, o, why, &best, &best_mode) != 0)
                 return -1;
             fit_mode gm = best_mode.pm == PM_FIT     ? MODE_FIT
                           : best_mode.pm == PM_NOFIT ? MODE_NOFIT
@@ -896,9 +1059,8 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
                 gm = MODE_NOFIT;
             if (gm != MODE_FIT) {
                 if (o->mode == MODE_FIT) {
-                    finish_reasons(why, sizeof why);
-                    snprintf(o->reason, sizeof o->reason, "couldn't assign flavors to pod set %s: %s",
-                             w->podset_names[i], why);
+                    o->lazy = true;
+                    o->ps = i;
                 }
                 if (gm < o->mode)
                     o->mode = gm;
@@ -927,6 +1089,14 @@ static int set_str(char **dst, const char *s)
         return -1;
     free(*dst);
     *dst = p;
+    return 0;
+}
+
+static int set_reason(workload *w, const char *s)
+{
+    if (set_str(&w->reason, s) != 0)
+        return -1;
+    w->reason_lazy = false;
     return 0;
 }
 
@@ -1109,7 +1279,7 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
                  q->cohorts[c->cohort].name);
     else
         snprintf(e->reason, sizeof e->reason, "Quota reserved in ClusterQueue %s", c->name);
-    if (set_str(&w->flavors, fl) != 0 || set_str(&w->reason, e->reason) != 0)
+    if (set_str(&w->flavors, fl) != 0 || set_reason(w, e->reason) != 0)
         return -1;
     return 0;
 }
@@ -1159,7 +1329,7 @@ static int evict(td_queue *q, size_t id, size_t by, int level, uint64_t now_ns)
         snprintf(ts, sizeof ts, "%.3fs", (double)now_ns / 1e9);
     snprintf(ev, sizeof ev, "Evicted by %s (%s) at %s; requeued", q->wls[by].key,
              level_names[level], ts);
-    if (set_str(&w->evicted, ev) != 0 || set_str(&w->reason, ev) != 0 ||
+    if (set_str(&w->evicted, ev) != 0 || set_reason(w, ev) != 0 ||
         set_str(&w->flavors, "") != 0)
         return -1;
     td_queue_event *r = new_event(q);
@@ -1849,18 +2019,21 @@ static void collect_subtree(hctx *x, size_t cur, size_t lca, size_t skip)
         if (q->cohorts[ch].parent == cur && ch != skip &&
             !cohort_within_nominal(q, &q->cohorts[ch], x->need))
             collect_subtree(x, ch, lca, skip);
-    const cohort *co = &q->cohorts[cur];
-    for (size_t k = 0; k < co->nmembers && !x->oom; k++) {
-        size_t m = co->members[k];
-        const cluster_queue *mc = &q->cqs[m];
-        if (m == x->w->cq || !mc->admitted.n)
-            continue; /* from_cq would add nothing */
-        /* cq_within_nominal over the needed flavor-resources only */
-        bool within = true;
-        for (size_t i = 0; i < x->nn && within; i++)
-            within = mc->usage[x->nf[i]] <= mc->nominal[x->nf[i]];
-        if (!within)
+    /* the members above their nominal quota in a needed flavor-resource
+     * (not cq_within_nominal), each once: the order of the runs does not
+     * matter, candidates are merged in candidatesOrdering */
+    for (size_t i = 0; i < x->nn && !x->oom; i++) {
+        uint32_t *n;
+        const size_t *v = borrow_list(q, cur, x->nf[i], &n);
+        for (size_t k = 0; k < *n && !x->oom; k++) {
+            size_t m = v[k];
+            bool seen = false;
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = q->borrow_pos[m * q->nfr + (size_t)x->nf[j]] != UINT32_MAX;
+            if (seen || m == x->w->cq || !q->cqs[m].admitted.n)
+                continue; /* from_cq would add nothing */
             from_cq(x, m, lca, x->out[x->adv]);
+        }
     }
 }
 
@@ -2179,15 +2352,21 @@ static bool any_candidate(const td_queue *q, const workload *w, int fr)
         }
     if (c->cohort == QNONE || c->reclaim == RECLAIM_NEVER)
         return false;
-    const cohort *root = &q->cohorts[c->root];
-    for (size_t i = 0; i < root->nall; i++) {
-        const cluster_queue *m = &q->cqs[root->all_members[i]];
-        if (m == c || m->usage[fr] <= m->nominal[fr])
+    /* the queues of c's tree above their nominal quota of fr */
+    for (size_t co = 0; co < q->ncohorts; co++) {
+        if (q->cohort_root[co] != c->root)
             continue;
-        for (size_t k = 0; k < m->admitted.n; k++) {
-            const workload *v = &q->wls[m->admitted.v[k]];
-            if (uses_fr(v, fr) && (c->reclaim == RECLAIM_ANY || v->priority < w->priority))
-                return true;
+        uint32_t *n;
+        const size_t *list = borrow_list(q, co, fr, &n);
+        for (size_t i = 0; i < *n; i++) {
+            const cluster_queue *m = &q->cqs[list[i]];
+            if (m == c)
+                continue;
+            for (size_t k = 0; k < m->admitted.n; k++) {
+                const workload *v = &q->wls[m->admitted.v[k]];
+                if (uses_fr(v, fr) && (c->reclaim == RECLAIM_ANY || v->priority < w->priority))
+                    return true;
+            }
         }
     }
     return false;
@@ -2464,11 +2643,25 @@ static int cmp_heads(const void *pa, const void *pb)
     return before(sort_q, a->id, b->id) ? -1 : (before(sort_q, b->id, a->id) ? 1 : 0);
 }
 
-static int park(td_queue *q, size_t id, const char *reason)
+/* Parks pending id (its reason set): StrictFIFO blocks its queue, else
+ * it waits with the inadmissible. -1 out of memory. */
+static int park_tail(td_queue *q, size_t id)
 {
     workload *w = &q->wls[id];
     cluster_queue *c = &q->cqs[w->cq];
+    if (c->strict_fifo) {
+        c->blocked = true;
+        return td__queue_push_pending(q, id);
+    }
+    w->inadmissible = true;
+    return td__idvec_push(&c->inadmissible, id);
+}
+
+static int park(td_queue *q, size_t id, const char *reason)
+{
+    workload *w = &q->wls[id];
     if (q->on_release && !w->touched) {
+        reason_of(q, w);
         size_t ne = w->evicted ? strlen(w->evicted) : 0;
         bool same = w->evicted ? strncmp(w->reason, w->evicted, ne) == 0 &&
                                      strncmp(w->reason + ne, ": ", 2) == 0 &&
@@ -2485,15 +2678,52 @@ static int park(td_queue *q, size_t id, const char *reason)
         snprintf(r, n, "%s: %s", w->evicted, reason);
         free(w->reason);
         w->reason = r;
-    } else if (set_str(&w->reason, reason) != 0) {
+        w->reason_lazy = false;
+    } else if (set_reason(w, reason) != 0) {
         return -1;
     }
-    if (c->strict_fifo) {
-        c->blocked = true;
-        return td__queue_push_pending(q, id);
+    return park_tail(q, id);
+}
+
+static bool same_items(const why_item *a, const why_item *b, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (a[k].kind != b[k].kind || a[k].f != b[k].f || a[k].r != b[k].r ||
+            a[k].tn != b[k].tn || a[k].a != b[k].a || a[k].b != b[k].b || a[k].c != b[k].c)
+            return false;
+    return true;
+}
+
+/* park with o's reason: kept as numbers on w (worded when read) unless
+ * some of it is words already. -1 out of memory. */
+static int park_assign(td_queue *q, size_t id, const assign_out *o)
+{
+    workload *w = &q->wls[id];
+    char r[600];
+    if (!o->lazy || o->why.has_text) {
+        if (o->lazy)
+            word_assign(q, w, o->ps, o->why.item, o->why.n, o->why.text, r, sizeof r);
+        return park(q, id, o->lazy ? r : o->reason);
     }
-    w->inadmissible = true;
-    return td__idvec_push(&c->inadmissible, id);
+    if (q->on_release && !w->touched &&
+        !(w->reason_lazy && w->why_ps == o->ps && w->nwhy == o->why.n &&
+          same_items(w->why, o->why.item, o->why.n))) {
+        /* changed unless the words come out the same */
+        word_assign(q, w, o->ps, o->why.item, o->why.n, o->why.text, r, sizeof r);
+        return park(q, id, r);
+    }
+    if (o->why.n > w->capwhy) {
+        why_item *p = realloc(w->why, o->why.n * sizeof *p);
+        if (!p)
+            return -1;
+        w->why = p;
+        w->capwhy = (uint8_t)o->why.n;
+    }
+    memcpy(w->why, o->why.item, o->why.n * sizeof *w->why);
+    w->nwhy = (uint8_t)o->why.n;
+    w->why_ps = o->ps;
+    w->reason_lazy = true;
+    return park_tail(q, id);
 }
 
 /* Tries head id: h (may be NULL) holds its assignment from the ordering
@@ -2514,15 +2744,19 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, 
             return -1;
     }
     if (o.mode == MODE_NOFIT)
-        return park(q, id, o.reason);
+        return park_assign(q, id, &o);
+    /* why: the reason, once it is no longer o's (lazy false) */
     char why[600];
-    snprintf(why, sizeof why, "%s", o.reason);
+    bool lazy = o.lazy;
+    if (!lazy)
+        snprintf(why, sizeof why, "%s", o.reason);
     if (o.mode == MODE_FIT) {
         int rc = needs_nodes(q, w, q->scratch_assign) ? place(q, w, q->scratch_assign, why,
                                                               sizeof why)
                                                         : 1;
         if (rc < 0)
             return -1;
+        lazy &= rc != 0; /* no room on the nodes: why says so */
         if (rc == 1) {
             if (admit(q, id, q->scratch_assign, o.use, o.nuse, o.borrowing, now_ns) != 0) {
                 unplace_scratch(q, w, q->scratch_assign, 0);
@@ -2551,6 +2785,7 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, 
         for (size_t k = 0; k < nuse; k++)
             borrowing |= c->usage[use[k].fr] + use[k].v > c->nominal[use[k].fr];
         rc = needs_nodes(q, w, as) ? place(q, w, as, why, sizeof why) : 1;
+        lazy &= rc != 0;
         if (rc == 1 && admit(q, id, as, use, nuse, borrowing, now_ns) != 0) {
             unplace_scratch(q, w, as, 0);
             rc = -1;
@@ -2572,6 +2807,10 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, 
     free(use);
     if (rc != 0)
         return rc < 0 ? -1 : 0;
+    if (lazy && !q->shadow_note[0])
+        return park_assign(q, id, &o);
+    if (lazy)
+        word_assign(q, w, o.ps, o.why.item, o.why.n, o.why.text, why, sizeof why);
     if (q->shadow_note[0]) {
         size_t n = strlen(why);
         snprintf(why + n, sizeof why - n, "; %s", q->shadow_note);
@@ -2770,7 +3009,7 @@ td_status td_queue_finish(td_queue *q, size_t id, uint64_t now_ns, td_err *err)
     w->placement_text = NULL;
     snprintf(e->reason, sizeof e->reason, "Workload finished in ClusterQueue %s",
              q->cqs[w->cq].name);
-    set_str(&w->reason, "");
+    set_reason(w, "");
     return TD_OK;
 }
 
@@ -2785,7 +3024,7 @@ td_status td_queue_withdraw(td_queue *q, size_t id, uint64_t now_ns, td_err *err
     w->inadmissible = false;
     free(w->evicted);
     w->evicted = NULL;
-    set_str(&w->reason, "");
+    set_reason(w, "");
     return TD_OK;
 }
 
@@ -2819,7 +3058,7 @@ int32_t td_queue_workload_priority(const td_queue *q, size_t id)
 
 const char *td_queue_workload_reason(const td_queue *q, size_t id)
 {
-    return q->wls[id].reason ? q->wls[id].reason : "";
+    return reason_of(q, &q->wls[id]);
 }
 
 const char *td_queue_workload_placement(const td_queue *q, size_t id)
@@ -3102,6 +3341,7 @@ td_status td_queue_restore_pending(td_queue *q, size_t id, const char *evicted,
     w->evicted = e;
     free(w->reason);
     w->reason = r;
+    w->reason_lazy = false;
     return TD_OK;
 }
 

@@ -293,6 +293,8 @@ void td_queue_destroy(td_queue *q)
     free(q->borrow_base);
     free(q->cohort_h);
     free(q->cohort_root);
+    free(q->fr_version);
+    free(q->omemo);
     free(q->events);
     free(q->acc);
     free(q->scratch_assign);

@@ -207,16 +207,21 @@ typedef struct {
     char *evicted; /* "Evicted by ns/x (Level) at Ts; requeued" until admitted again */
     bool shadow_noted; /* its shadow preemption is recorded (until admitted) */
     bool touched;      /* in td_queue.touched: its reason changed without an event */
-    /* the preemption oracle's last answers for it (sched.c): valid while
-     * its cohort tree's version is the one recorded */
-    struct {
-        uint64_t tree_v;
-        int fr;
-        int64_t val;
-        int pm, borrow;
-    } memo[4];
-    unsigned nmemo;
 } workload;
+
+/* One answer of the preemption oracle (sched.c), shared by the workloads
+ * of a ClusterQueue that ask the same: valid while the version it was
+ * computed at holds. */
+typedef struct {
+    uint64_t ver; /* 0: empty */
+    size_t who;   /* the workload (fair sharing), else QNONE */
+    uint64_t queue_ns; /* withinClusterQueue LowerOrNewerEqualPriority only */
+    int64_t val;
+    int32_t fr, priority;
+    int8_t pm, borrow;
+} oracle_memo;
+
+#define ORACLE_MEMO 16 /* per ClusterQueue */
 
 /* Kueue Configuration fairSharing.preemptionStrategies */
 typedef enum { FS_LE_FINAL_SHARE = 0, FS_LT_INITIAL_SHARE } fs_strategy;
@@ -268,6 +273,10 @@ struct td_queue {
      * or ncohorts + ClusterQueue index without a cohort), and for nodes */
     uint64_t *tree_version;
     uint64_t node_version;
+    /* bumped with tree_version, per flavor-resource of the workload
+     * admitted or released: (tree * nfr + fr) */
+    uint64_t *fr_version;
+    oracle_memo *omemo; /* ncqs * ORACLE_MEMO */
     /* per cohort and flavor-resource (co * nfr + fr): its member
      * ClusterQueues above their nominal quota of fr, in any order, kept by
      * sched.c's add_usage: borrowers[borrow_off[co]*nfr... ] see sched.c */
@@ -301,7 +310,7 @@ char *td__qstrdup(const char *s);
 int td__queue_push_pending(td_queue *q, size_t id);
 
 /* After seal: the cohorts' borrower lists (all empty: nothing is used)
- * and heights. -1 out of memory. */
+ * and heights, the oracle's memo and versions. -1 out of memory. */
 int td__queue_index_cohorts(td_queue *q);
 
 /* Prints milli-units of resource r in its own quantity format. */

@@ -117,8 +117,10 @@ int td__queue_index_cohorts(td_queue *q)
     q->borrow_base = malloc(nco * sizeof *q->borrow_base);
     q->cohort_h = malloc(nco * sizeof *q->cohort_h);
     q->cohort_root = malloc(nco * sizeof *q->cohort_root);
+    q->fr_version = calloc((q->ncohorts + q->ncqs + 1) * nfr, sizeof *q->fr_version);
+    q->omemo = calloc((q->ncqs ? q->ncqs : 1) * ORACLE_MEMO, sizeof *q->omemo);
     if (!q->borrowers || !q->borrow_n || !q->borrow_pos || !q->borrow_base || !q->cohort_h ||
-        !q->cohort_root)
+        !q->cohort_root || !q->fr_version || !q->omemo)
         return -1;
     for (size_t i = 0; i < q->ncqs * nfr; i++)
         q->borrow_pos[i] = UINT32_MAX;
@@ -1127,14 +1129,21 @@ static void books(td_queue *q, const workload *w, int64_t sign)
         node_adjust(q, w, w->assignment, &w->placement[k], -sign);
 }
 
-/* What a flavor assignment of a workload of c depends on changed: its
- * cohort tree's books (or c's alone), and the nodes when pods move. */
-static void bump_version(td_queue *q, const cluster_queue *c, bool nodes)
+static size_t tree_of(const td_queue *q, const cluster_queue *c)
 {
-    if (q->tree_version) {
-        size_t t = c->cohort != QNONE ? c->root : q->ncohorts + (size_t)(c - q->cqs);
+    return c->cohort != QNONE ? c->root : q->ncohorts + (size_t)(c - q->cqs);
+}
+
+/* What a flavor assignment of a workload of c depends on changed: its
+ * cohort tree's books (or c's alone), per flavor-resource w uses, and the
+ * nodes when pods move. */
+static void bump_version(td_queue *q, const cluster_queue *c, const workload *w, bool nodes)
+{
+    size_t t = tree_of(q, c);
+    if (q->tree_version)
         q->tree_version[t]++;
-    }
+    for (size_t k = 0; k < w->nuse; k++)
+        q->fr_version[t * q->nfr + (size_t)w->use[k].fr]++;
     if (nodes)
         q->node_version++;
 }
@@ -1181,7 +1190,7 @@ static void touch(td_queue *q, size_t id)
 static void remove_admitted(td_queue *q, workload *w)
 {
     cluster_queue *c = &q->cqs[w->cq];
-    bump_version(q, c, w->nplacement > 0);
+    bump_version(q, c, w, w->nplacement > 0);
     books(q, w, -1);
     w->nplacement = 0;
     size_t pos = w->admitted_pos;
@@ -1246,7 +1255,7 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     memcpy(w->assignment, assignment, w->npodsets * nres * sizeof *assignment);
     for (size_t k = 0; k < nuse; k++)
         add_usage(q, c, use[k].fr, use[k].v);
-    bump_version(q, c, np > 0);
+    bump_version(q, c, w, np > 0);
     w->admitted_pos = c->admitted.n - 1;
     w->state = TD_WL_ADMITTED;
     w->admitted_ns = now_ns;
@@ -2374,27 +2383,37 @@ static bool any_candidate(const td_queue *q, const workload *w, int fr)
 
 static int oracle_run(td_queue *q, const workload *w, int fr, int64_t val, gmode *out);
 
+/* The oracle's answer for w depends on w only through its ClusterQueue,
+ * priority (and queue time under LowerOrNewerEqualPriority), and, without
+ * fair sharing, on the books of fr alone in w's cohort tree: the queues'
+ * and cohorts' usage of fr and the admitted workloads that use it, which
+ * change only with an admission or release of a workload using fr there
+ * (fr_version). Fair sharing weighs every resource: there the answer is
+ * w's own, valid while its tree's version holds. So the workloads of one
+ * queue asking the same share an answer across unrelated admissions. */
 static int oracle(td_queue *q, const workload *w, int fr, int64_t val, gmode *out)
 {
     cluster_queue *c = &q->cqs[w->cq];
-    /* the tree version starts at 1 once scheduling runs: 0 never matches */
-    uint64_t tv = tree_version_of(q, c) + 1;
-    workload *mw = &q->wls[(size_t)(w - q->wls)];
-    for (unsigned k = 0; k < mw->nmemo && k < 4; k++)
-        if (mw->memo[k].tree_v == tv && mw->memo[k].fr == fr && mw->memo[k].val == val) {
-            out->pm = (pmode)mw->memo[k].pm;
-            out->borrow = mw->memo[k].borrow;
-            return 0;
-        }
-    int rc = oracle_run(q, w, fr, val, out);
-    if (rc == 0) {
-        unsigned k = mw->nmemo++ % 4;
-        mw->memo[k].tree_v = tv;
-        mw->memo[k].fr = fr;
-        mw->memo[k].val = val;
-        mw->memo[k].pm = out->pm;
-        mw->memo[k].borrow = out->borrow;
+    size_t t = tree_of(q, c);
+    /* versions count from 1 here: 0 marks an empty entry */
+    uint64_t ver = 1 + (q->fair_sharing ? tree_version_of(q, c)
+                                        : q->fr_version[t * q->nfr + (size_t)fr]);
+    size_t who = q->fair_sharing ? (size_t)(w - q->wls) : QNONE;
+    uint64_t qns = c->within == WITHIN_LOWER_OR_NEWER ? w->queue_ns : 0;
+    uint64_t h = ((uint64_t)(uint32_t)fr * 0x9e3779b97f4a7c15ull) ^
+                 ((uint64_t)val * 0xbf58476d1ce4e5b9ull) ^
+                 ((uint64_t)(uint32_t)w->priority * 0x94d049bb133111ebull) ^ qns ^ who;
+    oracle_memo *m = &q->omemo[w->cq * ORACLE_MEMO + (size_t)((h ^ (h >> 29)) % ORACLE_MEMO)];
+    if (m->ver == ver && m->who == who && m->queue_ns == qns && m->val == val && m->fr == fr &&
+        m->priority == w->priority) {
+        out->pm = (pmode)m->pm;
+        out->borrow = m->borrow;
+        return 0;
     }
+    int rc = oracle_run(q, w, fr, val, out);
+    if (rc == 0)
+        *m = (oracle_memo){ver, who, qns, val, fr, w->priority, (int8_t)out->pm,
+                           (int8_t)out->borrow};
     return rc;
 }
 

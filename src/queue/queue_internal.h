@@ -47,6 +47,8 @@ typedef struct {
     size_t ntaints;
     toleration *tols;
     size_t ntols;
+    char **label_keys, **label_vals; /* spec.nodeLabels */
+    size_t nlabels;
 } flavor_spec;
 
 /* spec.flavorFungibility: whenCanBorrow, whenCanPreempt (MayStopSearch or
@@ -158,9 +160,10 @@ typedef struct {
  * workload's reason is worded only when read (sched.c): WHY_QUOTA
  * "insufficient quota" (a previously considered, b current request, c
  * maximum capacity), WHY_UNUSED "insufficient unused quota" (a more
- * needed), WHY_TAINT (tn: the flavor's taint), WHY_TEXT (worded already:
+ * needed), WHY_TAINT (tn: the flavor's taint), WHY_AFFINITY (the flavor's
+ * nodeLabels contradict the pod set's node selection), WHY_TEXT (worded already:
  * off, len in the assigner's text buffer; never kept on a workload). */
-typedef enum { WHY_QUOTA = 0, WHY_UNUSED, WHY_TAINT, WHY_TEXT } why_kind;
+typedef enum { WHY_QUOTA = 0, WHY_UNUSED, WHY_TAINT, WHY_AFFINITY, WHY_TEXT } why_kind;
 
 typedef struct {
     uint8_t kind;
@@ -190,6 +193,10 @@ typedef struct {
     char *unknown_resource;
     char *misconfigured; /* Kueue's "resources validation failed: ..." or NULL */
     toleration **tols;   /* npodsets: the pod template's tolerations */
+    /* npodsets * nflavors: true where the flavor's nodeLabels contradict the
+     * pod template's nodeSelector or required node affinity (Kueue's
+     * flavorSelector); NULL when no pod set selects nodes */
+    bool *flavor_unmatched;
     size_t *ntols;
     int16_t *assignment; /* npodsets * nres: flavor index or -1 */
     fr_use *use;

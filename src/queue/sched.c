@@ -414,6 +414,8 @@ static void word_why(const td_queue *q, const why_item *it, size_t n, const char
             td__queue_fmt(q, it[k].r, it[k].a, a, sizeof a);
             append(why, cap, "%sinsufficient unused quota for %s in flavor %s, %s more needed",
                    sep, rn, fn, a);
+        } else if (it[k].kind == WHY_AFFINITY) {
+            append(why, cap, "%sflavor %s doesn't match node affinity", sep, fn);
         } else if (it[k].kind == WHY_TAINT) {
             const taint *tn = &q->flavor_specs[it[k].f].taints[it[k].tn];
             append(why, cap, "%suntolerated taint {%s %s %s <nil>} in flavor %s", sep, tn->key,
@@ -894,7 +896,8 @@ static int resource_mode(td_queue *q, workload *w, cluster_queue *c, int f, int 
 
 /* The mode of group grp's resources of pod set i (requests req) in flavor
  * f, the worst of them by c's preference, into *rep: 1; 0 when the flavor
- * is skipped (a taint the pod set does not tolerate, or nodes its pods
+ * is skipped (a taint the pod set does not tolerate, nodeLabels its node
+ * selection contradicts, or nodes its pods
  * never fit), with why appended; -1 out of memory. */
 static int flavor_mode(td_queue *q, workload *w, cluster_queue *c, size_t i, const int64_t *req,
                        const resource_group *grp, int f, bool skip_oracle, assign_out *o,
@@ -905,6 +908,10 @@ static int flavor_mode(td_queue *q, workload *w, cluster_queue *c, size_t i, con
     if (tn) {
         why_add(why, (why_item){.kind = WHY_TAINT, .f = (int16_t)f,
                                 .tn = (uint32_t)(tn - q->flavor_specs[f].taints)});
+        return 0;
+    }
+    if (w->flavor_unmatched && w->flavor_unmatched[i * q->nflavors + (size_t)f]) {
+        why_add(why, (why_item){.kind = WHY_AFFINITY, .f = (int16_t)f});
         return 0;
     }
     if (q->flavor_node_n[f] && never_fits(q, w, i, grp, f, text, sizeof text)) {

@@ -1650,17 +1650,11 @@ td_status td_queue_seal(td_queue *q, td_err *err)
         if (!(c->inactive = td__qstrdup(why)))
             return td_err_set(err, TD_ENOMEM, "queue: out of memory");
     }
-    for (size_t i = 0; i < q->ncohort_defs; i++) {
-        cluster_queue *c = &q->cohort_defs[i];
-        for (size_t g = 0; g < c->ngroups; g++)
-            for (size_t f = 0; f < c->groups[g].nflavors; f++)
-                if (!q->flavor_defined[c->groups[g].flavors[f]])
-                    return td_err_set(err, TD_EINVAL,
-                                      "%sCohort %s: spec.resourceGroups[%zu].flavors[%zu].name: "
-                                      "ResourceFlavor \"%s\" does not exist",
-                                      c->groups[g].flavor_where[f], c->name, g, f,
-                                      q->flavor_names[c->groups[g].flavors[f]]);
-    }
+    /* A Cohort naming a ResourceFlavor that does not exist is no error, as
+     * in Kueue (its cache builds a cohort's quotas whatever the flavors; a
+     * Cohort has no active state): the quota is kept, and only a
+     * ClusterQueue that names the flavor, inactive until it exists, could
+     * use it. */
     size_t nres = q->nres, nfr = q->nflavors * q->nres;
     q->nfr = nfr;
     if (!(q->acc = calloc(nfr ? nfr : 1, sizeof *q->acc)))

@@ -662,6 +662,21 @@ static void test_inactive_cluster_queue(void **state)
     assert_int_equal(td_queue_workload_state(q, find(q, "in-c-small")), TD_WL_ADMITTED);
     td_queue_destroy(q);
 
+    /* a Cohort naming a missing flavor loads (Kueue keeps its quota; a
+     * Cohort has no active state) and lends what it has of the others */
+    td_queue *cq = load_platform(
+        RF("default") "kind: Cohort\nmetadata: {name: all}\nspec:\n  resourceGroups:\n"
+                      "  - coveredResources: [cpu]\n    flavors:\n" FQ1("default", "cpu", "6")
+                          FQ1("missing", "cpu", "6") "---\n"
+                      CQ("d", "  cohort: all\n", "cpu", FQ1("default", "cpu", "0")));
+    assert_null(td_queue_cq_inactive(cq, 0));
+    json_t *w4 = scenario_workload("in-d", "d", 0, "1*cpu=6");
+    assert_int_equal(td_queue_submit(cq, w4, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_schedule(cq, 0, NULL), TD_OK);
+    assert_int_equal(td_queue_workload_state(cq, find(cq, "in-d")), TD_WL_ADMITTED);
+    json_decref(w4);
+    td_queue_destroy(cq);
+
     /* the flavor applied: active, admits */
     char *with = malloc(strlen(yaml) + 64);
     sprintf(with, "%s%s", RF("missing"), yaml);

@@ -304,6 +304,14 @@ void td_queue_destroy(td_queue *q)
     free(q->cohort_root);
     free(q->fr_version);
     free(q->omemo);
+    for (int k = 0; k < 3; k++) {
+        free(q->cs_runs[k]);
+        free(q->cs_heap[k]);
+    }
+    free(q->cs_nf);
+    free(q->cs_rem);
+    free(q->or_need);
+    free(q->or_as);
     free(q->events);
     free(q->acc);
     free(q->scratch_assign);

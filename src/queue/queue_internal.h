@@ -284,6 +284,18 @@ struct td_queue {
      * admitted or released: (tree * nfr + fr) */
     uint64_t *fr_version;
     oracle_memo *omemo; /* ncqs * ORACLE_MEMO */
+    /* scratch kept between calls (sched.c): classical_set's candidate
+     * lists (runs, heaps) and flavor-resource lists, the oracle's marks
+     * (all false between calls) and assignment */
+    void *cs_runs[3];
+    size_t cs_runs_cap[3];
+    size_t *cs_heap[3];
+    size_t cs_heap_cap[3];
+    int *cs_nf;
+    fr_use *cs_rem;
+    bool *or_need;
+    int16_t *or_as;
+    size_t or_as_cap;
     /* per cohort and flavor-resource (co * nfr + fr): its member
      * ClusterQueues above their nominal quota of fr, in any order, kept by
      * sched.c's add_usage: borrowers[borrow_off[co]*nfr... ] see sched.c */

@@ -119,8 +119,11 @@ int td__queue_index_cohorts(td_queue *q)
     q->cohort_root = malloc(nco * sizeof *q->cohort_root);
     q->fr_version = calloc((q->ncohorts + q->ncqs + 1) * nfr, sizeof *q->fr_version);
     q->omemo = calloc((q->ncqs ? q->ncqs : 1) * ORACLE_MEMO, sizeof *q->omemo);
+    q->cs_nf = malloc(nfr * sizeof *q->cs_nf);
+    q->cs_rem = malloc(nfr * sizeof *q->cs_rem);
+    q->or_need = calloc(nfr, sizeof *q->or_need);
     if (!q->borrowers || !q->borrow_n || !q->borrow_pos || !q->borrow_base || !q->cohort_h ||
-        !q->cohort_root || !q->fr_version || !q->omemo)
+        !q->cohort_root || !q->fr_version || !q->omemo || !q->cs_nf || !q->cs_rem || !q->or_need)
         return -1;
     for (size_t i = 0; i < q->ncqs * nfr; i++)
         q->borrow_pos[i] = UINT32_MAX;
@@ -904,7 +907,8 @@ static int flavor_mode(td_queue *q, workload *w, cluster_queue *c, size_t i, con
                        why_list *why, gmode *rep)
 {
     const taint *tn = untolerated(q, w, i, f);
-    char text[1024] = "";
+    char text[1024];
+    text[0] = '\0';
     if (tn) {
         why_add(why, (why_item){.kind = WHY_TAINT, .f = (int16_t)f,
                                 .tn = (uint32_t)(tn - q->flavor_specs[f].taints)});
@@ -1813,7 +1817,7 @@ typedef struct {
     hrun *runs;
     size_t nruns, cap;
     size_t *heap; /* indices in runs */
-    size_t nheap;
+    size_t nheap, heapcap;
     bool started; /* heap built */
 } hlist;
 
@@ -1975,9 +1979,13 @@ static int hlist_start(hctx *x, hlist *l)
     l->nheap = 0;
     if (!l->nruns)
         return 0;
-    l->heap = malloc(l->nruns * sizeof *l->heap);
-    if (!l->heap)
-        return -1;
+    if (l->nruns > l->heapcap) {
+        size_t *p = realloc(l->heap, l->nruns * sizeof *p);
+        if (!p)
+            return -1;
+        l->heap = p;
+        l->heapcap = l->nruns;
+    }
     for (size_t k = 0; k < l->nruns; k++) {
         hrun_skip(x, &l->runs[k]);
         if (l->runs[k].pos < l->runs[k].n)
@@ -2105,24 +2113,26 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
                          size_t nuse, const bool *need, target_set *t)
 {
     cluster_queue *c = &q->cqs[w->cq];
-    hlist lists[3]; /* prio, hier, same */
+    hlist lists[3]; /* prio, hier, same: runs and heaps kept in q */
     memset(lists, 0, sizeof lists);
-    int *nf = malloc((q->nfr ? q->nfr : 1) * sizeof *nf);
+    for (int k = 0; k < 3; k++) {
+        lists[k].runs = q->cs_runs[k];
+        lists[k].cap = q->cs_runs_cap[k];
+        lists[k].heap = q->cs_heap[k];
+        lists[k].heapcap = q->cs_heap_cap[k];
+    }
+    int *nf = q->cs_nf;
     size_t nn = 0;
-    for (size_t fr = 0; nf && fr < q->nfr; fr++)
+    for (size_t fr = 0; fr < q->nfr; fr++)
         if (need[fr])
             nf[nn++] = (int)fr;
     hctx x = {q, w, need, false, {&lists[0], &lists[1]}, 0, nf, nn};
-    fr_use *rem = nf ? malloc((nuse ? nuse : 1) * sizeof *rem) : NULL;
+    fr_use *rem = q->cs_rem; /* nuse <= nfr: one entry per flavor-resource */
     hcand *all = NULL;
     int rc = 0;
     t->n = 0;
     t->v = NULL;
     t->lv = NULL;
-    if (!rem) {
-        free(nf);
-        return -1;
-    }
     if (c->within != WITHIN_NEVER)
         from_cq(&x, w->cq, QNONE, &lists[2]);
     if (c->cohort != QNONE && c->reclaim != RECLAIM_NEVER) {
@@ -2219,12 +2229,12 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
         }
     }
 out:
-    free(nf);
-    free(rem);
     free(all);
     for (int k = 0; k < 3; k++) {
-        free(lists[k].runs);
-        free(lists[k].heap);
+        q->cs_runs[k] = lists[k].runs;
+        q->cs_runs_cap[k] = lists[k].cap;
+        q->cs_heap[k] = lists[k].heap;
+        q->cs_heap_cap[k] = lists[k].heapcap;
     }
     return rc;
 }
@@ -2434,17 +2444,22 @@ static int oracle_run(td_queue *q, const workload *w, int fr, int64_t val, gmode
         return 0;
     }
     size_t na = w->npodsets * (q->nres ? q->nres : 1);
-    bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
-    int16_t *as = malloc(na * sizeof *as);
+    if (na > q->or_as_cap) {
+        int16_t *p = realloc(q->or_as, na * sizeof *p);
+        if (!p)
+            return -1;
+        q->or_as = p;
+        q->or_as_cap = na;
+    }
+    bool *need = q->or_need; /* all false between calls */
+    int16_t *as = q->or_as;
     target_set t = {NULL, NULL, 0};
     fr_use use = {fr, val};
-    int rc = -1;
-    if (need && as) {
-        for (size_t k = 0; k < na; k++)
-            as[k] = -1; /* quota only, as Kueue's oracle: no placement */
-        need[fr] = true;
-        rc = find_targets(q, w, as, &use, 1, need, &t);
-    }
+    for (size_t k = 0; k < na; k++)
+        as[k] = -1; /* quota only, as Kueue's oracle: no placement */
+    need[fr] = true;
+    int rc = find_targets(q, w, as, &use, 1, need, &t);
+    need[fr] = false;
     if (rc == 0) {
         bool own = false;
         for (size_t k = 0; k < t.n; k++) {
@@ -2456,8 +2471,6 @@ static int oracle_run(td_queue *q, const workload *w, int fr, int64_t val, gmode
             books(q, &q->wls[t.v[k]], 1);
         out->pm = t.n == 0 ? PM_NOCAND : own ? PM_PREEMPT : PM_RECLAIM;
     }
-    free(need);
-    free(as);
     free(t.v);
     free(t.lv);
     return rc;

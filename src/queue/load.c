@@ -312,6 +312,11 @@ void td_queue_destroy(td_queue *q)
     free(q->cs_rem);
     free(q->or_need);
     free(q->or_as);
+    free(q->hc_as);
+    free(q->hc_use);
+    free(q->pr_need);
+    free(q->pr_as);
+    free(q->pr_use);
     free(q->events);
     free(q->acc);
     free(q->scratch_assign);

@@ -296,6 +296,16 @@ struct td_queue {
     bool *or_need;
     int16_t *or_as;
     size_t or_as_cap;
+    /* the pass's head cache: each head's assignment and usage (sched.c) */
+    int16_t *hc_as;
+    size_t hc_as_cap;
+    fr_use *hc_use;
+    size_t hc_use_cap;
+    /* a preemption attempt's marks, assignment and usage (sched.c) */
+    bool *pr_need;
+    int16_t *pr_as;
+    size_t pr_as_cap;
+    fr_use *pr_use;
     /* per cohort and flavor-resource (co * nfr + fr): its member
      * ClusterQueues above their nominal quota of fr, in any order, kept by
      * sched.c's add_usage: borrowers[borrow_off[co]*nfr... ] see sched.c */

@@ -122,8 +122,11 @@ int td__queue_index_cohorts(td_queue *q)
     q->cs_nf = malloc(nfr * sizeof *q->cs_nf);
     q->cs_rem = malloc(nfr * sizeof *q->cs_rem);
     q->or_need = calloc(nfr, sizeof *q->or_need);
+    q->pr_need = calloc(nfr, sizeof *q->pr_need);
+    q->pr_use = malloc(nfr * sizeof *q->pr_use);
     if (!q->borrowers || !q->borrow_n || !q->borrow_pos || !q->borrow_base || !q->cohort_h ||
-        !q->cohort_root || !q->fr_version || !q->omemo || !q->cs_nf || !q->cs_rem || !q->or_need)
+        !q->cohort_root || !q->fr_version || !q->omemo || !q->cs_nf || !q->cs_rem || !q->or_need ||
+        !q->pr_need || !q->pr_use)
         return -1;
     for (size_t i = 0; i < q->ncqs * nfr; i++)
         q->borrow_pos[i] = UINT32_MAX;
@@ -2485,16 +2488,13 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
 {
     workload *w = &q->wls[id];
     cluster_queue *c = &q->cqs[w->cq];
-    bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
+    bool *need = q->pr_need;
     target_set t = {NULL, NULL, 0};
     int rc = 0;
-    if (!need)
-        return -1;
+    memset(need, 0, (q->nfr ? q->nfr : 1) * sizeof *need);
     int nodes_ok = needs_nodes(q, w, as) ? place(q, w, as, NULL, 0) : 1;
-    if (nodes_ok < 0) {
-        free(need);
+    if (nodes_ok < 0)
         return -1;
-    }
     if (nodes_ok == 1)
         unplace_scratch(q, w, as, 0);
     bool any_need = false;
@@ -2545,7 +2545,6 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     }
     rc = 1;
 out:
-    free(need);
     free(t.v);
     free(t.lv);
     return rc;
@@ -2572,11 +2571,34 @@ typedef struct {
 
 static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, const head *h);
 
+/* Room in q's head cache for the assignments and usage of heads[0, n);
+ * false out of memory (then no head is cached: try_head assigns again). */
+static bool head_cache_room(td_queue *q, const head *heads, size_t n)
+{
+    size_t nres = q->nres ? q->nres : 1, nfr = q->nfr ? q->nfr : 1, na = 0;
+    for (size_t k = 0; k < n; k++)
+        na += q->wls[heads[k].id].npodsets * nres;
+    if (na > q->hc_as_cap) {
+        int16_t *p = realloc(q->hc_as, na * sizeof *p);
+        if (!p)
+            return false;
+        q->hc_as = p;
+        q->hc_as_cap = na;
+    }
+    if (n * nfr > q->hc_use_cap) {
+        fr_use *p = realloc(q->hc_use, n * nfr * sizeof *p);
+        if (!p)
+            return false;
+        q->hc_use = p;
+        q->hc_use_cap = n * nfr;
+    }
+    return true;
+}
+
+/* The heads' cache entries (in q's head cache) are void from here. */
 static void free_head_cache(head *heads, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
-        free(heads[k].as);
-        free(heads[k].ause);
         heads[k].as = NULL;
         heads[k].ause = NULL;
         heads[k].cached = false;
@@ -2807,13 +2829,15 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, 
     }
     /* Quota short, or no nodes for the pods: preemption may free both. */
     size_t nres = q->nres ? q->nres : 1, na = w->npodsets * nres;
-    int16_t *as = malloc(na * sizeof *as);
-    fr_use *use = malloc((o.nuse ? o.nuse : 1) * sizeof *use);
-    if (!as || !use) {
-        free(as);
-        free(use);
-        return -1;
+    if (na > q->pr_as_cap) {
+        int16_t *p = realloc(q->pr_as, na * sizeof *p);
+        if (!p)
+            return -1;
+        q->pr_as = p;
+        q->pr_as_cap = na;
     }
+    int16_t *as = q->pr_as;
+    fr_use *use = q->pr_use; /* o.nuse <= nfr */
     memcpy(as, q->scratch_assign, na * sizeof *as);
     memcpy(use, o.use, o.nuse * sizeof *use);
     size_t nuse = o.nuse;
@@ -2842,8 +2866,6 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, 
             wake(q, c, as, w->npodsets);
         }
     }
-    free(as);
-    free(use);
     if (rc != 0)
         return rc < 0 ? -1 : 0;
     if (lazy && !q->shadow_note[0])
@@ -2941,6 +2963,8 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
             }
             if (n == 0)
                 break;
+            bool room = head_cache_room(q, heads, n);
+            size_t as_off = 0;
             for (size_t k = 0; k < n; k++) {
                 assign_out o;
                 o.order_only = true;
@@ -2966,18 +2990,11 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                 /* exact unless the oracle was skipped for a workload that
                  * does not fit (then its level, not its mode, was redone) */
                 size_t na = w->npodsets * (q->nres ? q->nres : 1);
-                heads[k].cached = !(o.oracle_skipped && o.mode != MODE_FIT);
-                heads[k].as = heads[k].cached ? malloc(na * sizeof *heads[k].as) : NULL;
-                heads[k].ause = heads[k].cached ? malloc((o.nuse ? o.nuse : 1) * sizeof *o.use)
-                                                : NULL;
-                if (heads[k].cached && (!heads[k].as || !heads[k].ause)) {
-                    free(heads[k].as);
-                    free(heads[k].ause);
-                    heads[k].as = NULL;
-                    heads[k].ause = NULL;
-                    heads[k].cached = false; /* recomputed by try_head */
-                }
+                heads[k].cached = room && !(o.oracle_skipped && o.mode != MODE_FIT);
                 if (heads[k].cached) {
+                    heads[k].as = q->hc_as + as_off;
+                    heads[k].ause = q->hc_use + k * (q->nfr ? q->nfr : 1);
+                    as_off += na;
                     memcpy(heads[k].as, q->scratch_assign, na * sizeof *heads[k].as);
                     memcpy(heads[k].ause, o.use, o.nuse * sizeof *o.use);
                     heads[k].a = o;

@@ -2,6 +2,8 @@
  * LocalQueue, Cohort, PriorityClass, WorkloadPriorityClass and Workload,
  * validated field by field. What tenantd does not implement is rejected by
  * field name rather than ignored, so a user never runs on a silent guess. */
+#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +156,12 @@ static void free_flavor_spec(flavor_spec *f)
     }
     free(f->taints);
     free_tols(f->tols, f->ntols);
+    for (size_t i = 0; i < f->nlabels; i++) {
+        free(f->label_keys[i]);
+        free(f->label_vals[i]);
+    }
+    free(f->label_keys);
+    free(f->label_vals);
     memset(f, 0, sizeof *f);
 }
 
@@ -198,6 +206,7 @@ static void free_wl(workload *w)
     free(w->placement_text);
     free(w->unknown_resource);
     free(w->misconfigured);
+    free(w->flavor_unmatched);
     for (size_t i = 0; w->tols && i < w->npodsets; i++)
         free_tols(w->tols[i], w->ntols[i]);
     free(w->tols);
@@ -205,6 +214,7 @@ static void free_wl(workload *w)
     free(w->assignment);
     free(w->use);
     free(w->reason);
+    free(w->why);
     free(w->flavors);
     free(w->evicted);
 }
@@ -286,6 +296,27 @@ void td_queue_destroy(td_queue *q)
     free(q->flavor_max_cap);
     free(q->scratch_place);
     free(q->tree_version);
+    free(q->borrowers);
+    free(q->borrow_n);
+    free(q->borrow_pos);
+    free(q->borrow_base);
+    free(q->cohort_h);
+    free(q->cohort_root);
+    free(q->fr_version);
+    free(q->omemo);
+    for (int k = 0; k < 3; k++) {
+        free(q->cs_runs[k]);
+        free(q->cs_heap[k]);
+    }
+    free(q->cs_nf);
+    free(q->cs_rem);
+    free(q->or_need);
+    free(q->or_as);
+    free(q->hc_as);
+    free(q->hc_use);
+    free(q->pr_need);
+    free(q->pr_as);
+    free(q->pr_use);
     free(q->events);
     free(q->acc);
     free(q->scratch_assign);
@@ -528,9 +559,203 @@ static td_status parse_tolerations(lctx *l, const json_t *list, const char *fiel
     return TD_OK;
 }
 
+/* ---- node labels against a pod's node selection (Kueue's flavorSelector) -- */
+
+/* spec.nodeLabels of a ResourceFlavor (a mapping of strings) into fs. */
+static td_status parse_node_labels(lctx *l, const json_t *o, flavor_spec *fs)
+{
+    if (!o || json_is_null(o))
+        return TD_OK;
+    if (!json_is_object(o))
+        return lfail(l, o, "spec.nodeLabels", "must be a mapping of label to value");
+    size_t n = json_object_size(o);
+    fs->label_keys = calloc(n ? n : 1, sizeof *fs->label_keys);
+    fs->label_vals = calloc(n ? n : 1, sizeof *fs->label_vals);
+    if (!fs->label_keys || !fs->label_vals)
+        return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v)
+    {
+        if (!json_is_string(v))
+            return lfail(l, v, "spec.nodeLabels", "label %s: the value must be a string", k);
+        fs->label_keys[fs->nlabels] = td__qstrdup(k);
+        fs->label_vals[fs->nlabels] = td__qstrdup(json_string_value(v));
+        fs->nlabels++;
+        if (!fs->label_keys[fs->nlabels - 1] || !fs->label_vals[fs->nlabels - 1])
+            return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+    }
+    return TD_OK;
+}
+
+static const char *label_of(const flavor_spec *fs, const char *key)
+{
+    for (size_t i = 0; i < fs->nlabels; i++)
+        if (strcmp(fs->label_keys[i], key) == 0)
+            return fs->label_vals[i];
+    return NULL;
+}
+
+/* Go's strconv.ParseInt(s, 10, 64), as Kubernetes reads Gt and Lt. */
+static bool parse_i64(const char *s, long long *out)
+{
+    char *end;
+    if (!*s || (!isdigit((unsigned char)s[0]) && s[0] != '-' && s[0] != '+'))
+        return false;
+    errno = 0;
+    *out = strtoll(s, &end, 10);
+    return errno == 0 && *end == '\0' && end != s;
+}
+
+/* One matchExpression (validated) against the value v of its key. */
+static bool expr_matches(const json_t *e, const char *v)
+{
+    const char *op = json_string_value(json_object_get(e, "operator"));
+    const json_t *vals = json_object_get(e, "values");
+    if (strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0)
+        return op[0] == 'E'; /* the key is one of the flavor's: present */
+    if (strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) {
+        long long have, want = 0;
+        parse_i64(json_string_value(json_array_get(vals, 0)), &want);
+        if (!parse_i64(v, &have))
+            return false;
+        return op[0] == 'G' ? have > want : have < want;
+    }
+    bool in = false;
+    for (size_t i = 0; i < json_array_size(vals) && !in; i++)
+        in = strcmp(json_string_value(json_array_get(vals, i)), v) == 0;
+    return strcmp(op, "In") == 0 ? in : !in;
+}
+
+/* Whether a pod (spec pod, validated) may run on fs's nodes, as Kueue's
+ * flavorSelector and kube-scheduler's NodeAffinity decide it against the
+ * flavor's nodeLabels, with only the flavor's own label keys considered:
+ * every nodeSelector entry of those keys equals the label; and when every
+ * required affinity term names one of them, some term's expressions of
+ * those keys all hold (a term naming none of them matches any flavor). */
+static bool flavor_matches(const flavor_spec *fs, const json_t *pod)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(pod, "nodeSelector"), k, v)
+    {
+        const char *have = label_of(fs, k);
+        if (have && strcmp(have, json_string_value(v)) != 0)
+            return false;
+    }
+    const json_t *terms = td_json_path(pod, "affinity.nodeAffinity."
+                                            "requiredDuringSchedulingIgnoredDuringExecution."
+                                            "nodeSelectorTerms");
+    size_t nt = json_array_size(terms);
+    for (size_t t = 0; t < nt; t++) {
+        size_t named = 0;
+        const json_t *ex = json_object_get(json_array_get(terms, t), "matchExpressions");
+        for (size_t i = 0; i < json_array_size(ex); i++)
+            named += label_of(fs, json_string_value(json_object_get(json_array_get(ex, i),
+                                                                     "key"))) != NULL;
+        if (!named)
+            return true;
+    }
+    for (size_t t = 0; t < nt; t++) {
+        const json_t *ex = json_object_get(json_array_get(terms, t), "matchExpressions");
+        bool all = true;
+        for (size_t i = 0; i < json_array_size(ex) && all; i++) {
+            const json_t *e = json_array_get(ex, i);
+            const char *have = label_of(fs, json_string_value(json_object_get(e, "key")));
+            all = !have || expr_matches(e, have);
+        }
+        if (all)
+            return true;
+    }
+    return nt == 0;
+}
+
+/* One nodeSelectorRequirement at field, as the API server validates it:
+ * a key, an operator of Kubernetes', values for In and NotIn, none for
+ * Exists and DoesNotExist, one integer for Gt and Lt. */
+static td_status check_expr(lctx *l, const json_t *e, const char *field)
+{
+    static const char *const ek[] = {"key", "operator", "values", NULL};
+    if (!json_is_object(e))
+        return lfail(l, e, field, "must be a mapping");
+    TD_TRY(only_fields(l, e, field, ek));
+    const char *key = td_json_str(e, "key"), *op = td_json_str(e, "operator");
+    const json_t *vals = json_object_get(e, "values");
+    size_t nv = json_array_size(vals);
+    if (!key || !*key)
+        return lfail(l, e, field, "key: required");
+    if (vals && !json_is_null(vals) && !json_is_array(vals))
+        return lfail(l, vals, field, "values: must be a list of strings");
+    for (size_t i = 0; i < nv; i++)
+        if (!json_is_string(json_array_get(vals, i)))
+            return lfail(l, json_array_get(vals, i), field, "values: must be a list of strings");
+    bool set = op && (strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0);
+    bool ex = op && (strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0);
+    bool num = op && (strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0);
+    long long x;
+    if (!set && !ex && !num)
+        return lfail(l, e, field, "operator: must be In, NotIn, Exists, DoesNotExist, Gt or Lt");
+    if (set && nv == 0)
+        return lfail(l, e, field, "values: must be non-empty for operator %s", op);
+    if (ex && nv != 0)
+        return lfail(l, e, field, "values: must be empty for operator %s", op);
+    if (num && (nv != 1 || !parse_i64(json_string_value(json_array_get(vals, 0)), &x)))
+        return lfail(l, e, field, "values: must be one integer for operator %s", op);
+    return TD_OK;
+}
+
+/* Validates pod's nodeSelector and required node affinity (field: the pod
+ * spec's place); *selects: whether it has either. */
+static td_status check_node_selection(lctx *l, const json_t *pod, const char *field,
+                                      bool *selects)
+{
+    char f[256];
+    const json_t *sel = json_object_get(pod, "nodeSelector");
+    const char *k;
+    json_t *v;
+    *selects = false;
+    snprintf(f, sizeof f, "%s.nodeSelector", field);
+    if (sel && !json_is_null(sel) && !json_is_object(sel))
+        return lfail(l, sel, f, "must be a mapping of label to value");
+    json_object_foreach((json_t *)sel, k, v)
+    {
+        if (!json_is_string(v))
+            return lfail(l, v, f, "label %s: the value must be a string", k);
+        *selects = true;
+    }
+    const json_t *terms = td_json_path(pod, "affinity.nodeAffinity."
+                                            "requiredDuringSchedulingIgnoredDuringExecution."
+                                            "nodeSelectorTerms");
+    snprintf(f, sizeof f,
+             "%s.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+             "nodeSelectorTerms",
+             field);
+    if (terms && !json_is_null(terms) && !json_is_array(terms))
+        return lfail(l, terms, f, "must be a list of terms");
+    for (size_t t = 0; t < json_array_size(terms); t++) {
+        const json_t *term = json_array_get(terms, t), *ex;
+        char tf[320];
+        snprintf(tf, sizeof tf, "%s[%zu].matchExpressions", f, t);
+        if (!json_is_object(term))
+            return lfail(l, term, tf, "the term must be a mapping");
+        ex = json_object_get(term, "matchExpressions");
+        if (ex && !json_is_null(ex) && !json_is_array(ex))
+            return lfail(l, ex, tf, "must be a list");
+        for (size_t i = 0; i < json_array_size(ex); i++) {
+            char ef[340];
+            snprintf(ef, sizeof ef, "%s[%zu]", tf, i);
+            TD_TRY(check_expr(l, json_array_get(ex, i), ef));
+        }
+        *selects = true;
+    }
+    return TD_OK;
+}
+
 /* ResourceFlavor: spec.nodeTaints and spec.tolerations count in flavor
  * assignment (a pod set that does not tolerate the taints is not given the
- * flavor); nodeLabels and topologyName are accepted. */
+ * flavor), and spec.nodeLabels (a pod set whose nodeSelector or required
+ * node affinity contradicts them is not given it); topologyName is
+ * accepted. */
 static td_status add_resource_flavor(lctx *l)
 {
     td_queue *q = l->q;
@@ -570,6 +795,8 @@ static td_status add_resource_flavor(lctx *l)
     if (st == TD_OK)
         st = parse_tolerations(l, json_object_get(spec, "tolerations"), "spec.tolerations",
                                &fs.tols, &fs.ntols);
+    if (st == TD_OK)
+        st = parse_node_labels(l, json_object_get(spec, "nodeLabels"), &fs);
     int id;
     if (st == TD_OK && intern_flavor(q, l->name, &id) != 0)
         st = td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
@@ -1436,17 +1663,11 @@ td_status td_queue_seal(td_queue *q, td_err *err)
         if (!(c->inactive = td__qstrdup(why)))
             return td_err_set(err, TD_ENOMEM, "queue: out of memory");
     }
-    for (size_t i = 0; i < q->ncohort_defs; i++) {
-        cluster_queue *c = &q->cohort_defs[i];
-        for (size_t g = 0; g < c->ngroups; g++)
-            for (size_t f = 0; f < c->groups[g].nflavors; f++)
-                if (!q->flavor_defined[c->groups[g].flavors[f]])
-                    return td_err_set(err, TD_EINVAL,
-                                      "%sCohort %s: spec.resourceGroups[%zu].flavors[%zu].name: "
-                                      "ResourceFlavor \"%s\" does not exist",
-                                      c->groups[g].flavor_where[f], c->name, g, f,
-                                      q->flavor_names[c->groups[g].flavors[f]]);
-    }
+    /* A Cohort naming a ResourceFlavor that does not exist is no error, as
+     * in Kueue (its cache builds a cohort's quotas whatever the flavors; a
+     * Cohort has no active state): the quota is kept, and only a
+     * ClusterQueue that names the flavor, inactive until it exists, could
+     * use it. */
     size_t nres = q->nres, nfr = q->nflavors * q->nres;
     q->nfr = nfr;
     if (!(q->acc = calloc(nfr ? nfr : 1, sizeof *q->acc)))
@@ -1483,6 +1704,8 @@ td_status td_queue_seal(td_queue *q, td_err *err)
     st = build_nodes(q, err);
     if (st != TD_OK)
         return st;
+    if (td__queue_index_cohorts(q) != 0)
+        return td_err_set(err, TD_ENOMEM, "queue: out of memory");
     q->sealed = true;
     return TD_OK;
 }
@@ -1695,6 +1918,14 @@ static td_status parse_workload(lctx *l, workload *w)
         snprintf(field, sizeof field, "spec.podSets[%zu].template.spec.tolerations", i);
         TD_TRY(parse_tolerations(l, json_object_get(pod, "tolerations"), field, &w->tols[i],
                                  &w->ntols[i]));
+        snprintf(field, sizeof field, "spec.podSets[%zu].template.spec", i);
+        bool selects;
+        TD_TRY(check_node_selection(l, pod, field, &selects));
+        if (selects && !w->flavor_unmatched &&
+            !(w->flavor_unmatched = calloc(n * (q->nflavors ? q->nflavors : 1), sizeof(bool))))
+            return td_err_set(l->err, TD_ENOMEM, "queue: out of memory");
+        for (size_t f = 0; selects && f < q->nflavors && f < q->nflavor_specs; f++)
+            w->flavor_unmatched[i * q->nflavors + f] = !flavor_matches(&q->flavor_specs[f], pod);
         w->counts[i] = count;
         for (size_t r = 0; r < q->nres; r++) {
             int64_t v = per[r] > init[r] ? per[r] : init[r];

@@ -47,6 +47,8 @@ typedef struct {
     size_t ntaints;
     toleration *tols;
     size_t ntols;
+    char **label_keys, **label_vals; /* spec.nodeLabels */
+    size_t nlabels;
 } flavor_spec;
 
 /* spec.flavorFungibility: whenCanBorrow, whenCanPreempt (MayStopSearch or
@@ -154,6 +156,22 @@ typedef struct {
     int64_t pods;
 } placed;
 
+/* One reason a flavor was not taken, kept as numbers so that a pending
+ * workload's reason is worded only when read (sched.c): WHY_QUOTA
+ * "insufficient quota" (a previously considered, b current request, c
+ * maximum capacity), WHY_UNUSED "insufficient unused quota" (a more
+ * needed), WHY_TAINT (tn: the flavor's taint), WHY_AFFINITY (the flavor's
+ * nodeLabels contradict the pod set's node selection), WHY_TEXT (worded already:
+ * off, len in the assigner's text buffer; never kept on a workload). */
+typedef enum { WHY_QUOTA = 0, WHY_UNUSED, WHY_TAINT, WHY_AFFINITY, WHY_TEXT } why_kind;
+
+typedef struct {
+    uint8_t kind;
+    int16_t f, r;
+    uint32_t tn, off, len;
+    int64_t a, b, c;
+} why_item;
+
 typedef struct {
     char *key; /* namespace/name */
     char *local_queue; /* namespace/name */
@@ -175,26 +193,42 @@ typedef struct {
     char *unknown_resource;
     char *misconfigured; /* Kueue's "resources validation failed: ..." or NULL */
     toleration **tols;   /* npodsets: the pod template's tolerations */
+    /* npodsets * nflavors: true where the flavor's nodeLabels contradict the
+     * pod template's nodeSelector or required node affinity (Kueue's
+     * flavorSelector); NULL when no pod set selects nodes */
+    bool *flavor_unmatched;
     size_t *ntols;
     int16_t *assignment; /* npodsets * nres: flavor index or -1 */
     fr_use *use;
     size_t nuse;
     size_t admitted_pos;
     char *reason;
+    /* reason_lazy: the reason is "couldn't assign flavors to pod set
+     * <why_ps>: <why>", not worded yet (reason stale); sched.c words it
+     * when read */
+    bool reason_lazy;
+    uint8_t nwhy, capwhy;
+    size_t why_ps;
+    why_item *why;
     char *flavors;
     char *evicted; /* "Evicted by ns/x (Level) at Ts; requeued" until admitted again */
     bool shadow_noted; /* its shadow preemption is recorded (until admitted) */
     bool touched;      /* in td_queue.touched: its reason changed without an event */
-    /* the preemption oracle's last answers for it (sched.c): valid while
-     * its cohort tree's version is the one recorded */
-    struct {
-        uint64_t tree_v;
-        int fr;
-        int64_t val;
-        int pm, borrow;
-    } memo[4];
-    unsigned nmemo;
 } workload;
+
+/* One answer of the preemption oracle (sched.c), shared by the workloads
+ * of a ClusterQueue that ask the same: valid while the version it was
+ * computed at holds. */
+typedef struct {
+    uint64_t ver; /* 0: empty */
+    size_t who;   /* the workload (fair sharing), else QNONE */
+    uint64_t queue_ns; /* withinClusterQueue LowerOrNewerEqualPriority only */
+    int64_t val;
+    int32_t fr, priority;
+    int8_t pm, borrow;
+} oracle_memo;
+
+#define ORACLE_MEMO 16 /* per ClusterQueue */
 
 /* Kueue Configuration fairSharing.preemptionStrategies */
 typedef enum { FS_LE_FINAL_SHARE = 0, FS_LT_INITIAL_SHARE } fs_strategy;
@@ -246,6 +280,41 @@ struct td_queue {
      * or ncohorts + ClusterQueue index without a cohort), and for nodes */
     uint64_t *tree_version;
     uint64_t node_version;
+    /* bumped with tree_version, per flavor-resource of the workload
+     * admitted or released: (tree * nfr + fr) */
+    uint64_t *fr_version;
+    oracle_memo *omemo; /* ncqs * ORACLE_MEMO */
+    /* scratch kept between calls (sched.c): classical_set's candidate
+     * lists (runs, heaps) and flavor-resource lists, the oracle's marks
+     * (all false between calls) and assignment */
+    void *cs_runs[3];
+    size_t cs_runs_cap[3];
+    size_t *cs_heap[3];
+    size_t cs_heap_cap[3];
+    int *cs_nf;
+    fr_use *cs_rem;
+    bool *or_need;
+    int16_t *or_as;
+    size_t or_as_cap;
+    /* the pass's head cache: each head's assignment and usage (sched.c) */
+    int16_t *hc_as;
+    size_t hc_as_cap;
+    fr_use *hc_use;
+    size_t hc_use_cap;
+    /* a preemption attempt's marks, assignment and usage (sched.c) */
+    bool *pr_need;
+    int16_t *pr_as;
+    size_t pr_as_cap;
+    fr_use *pr_use;
+    /* per cohort and flavor-resource (co * nfr + fr): its member
+     * ClusterQueues above their nominal quota of fr, in any order, kept by
+     * sched.c's add_usage: borrowers[borrow_off[co]*nfr... ] see sched.c */
+    size_t *borrowers;      /* per cohort, nfr lists of nmembers slots */
+    uint32_t *borrow_n;     /* ncohorts * nfr: length of each list */
+    uint32_t *borrow_pos;   /* ncqs * nfr: a queue's index in its list */
+    size_t *borrow_base;    /* ncohorts: first slot of the cohort's lists */
+    int *cohort_h;          /* ncohorts: Kueue's node height */
+    size_t *cohort_root;    /* ncohorts: the root of its tree */
     td_queue_event *events;
     size_t nevents, capevents;
     /* scratch of the flavor assigner */
@@ -268,6 +337,10 @@ char *td__qstrdup(const char *s);
 
 /* Puts pending workload id into its ClusterQueue's heap. -1 out of memory. */
 int td__queue_push_pending(td_queue *q, size_t id);
+
+/* After seal: the cohorts' borrower lists (all empty: nothing is used)
+ * and heights, the oracle's memo and versions. -1 out of memory. */
+int td__queue_index_cohorts(td_queue *q);
 
 /* Prints milli-units of resource r in its own quantity format. */
 void td__queue_fmt(const td_queue *q, int r, int64_t milli, char *buf, size_t n);

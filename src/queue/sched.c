@@ -94,12 +94,88 @@ static size_t heap_pop(td_queue *q, idvec *h)
 
 /* ---- quota arithmetic ---------------------------------------------------- */
 
+/* Kueue's getNodeHeight: the distance from cohort at to its furthest leaf. */
+static int cohort_height_of(const td_queue *q, size_t at)
+{
+    int h = q->cohorts[at].nmembers ? 1 : 0;
+    for (size_t ch = 0; ch < q->ncohorts; ch++)
+        if (q->cohorts[ch].parent == at) {
+            int k = cohort_height_of(q, ch) + 1;
+            h = k > h ? k : h;
+        }
+    return h;
+}
+
+int td__queue_index_cohorts(td_queue *q)
+{
+    size_t nfr = q->nfr ? q->nfr : 1, slots = 0, nco = q->ncohorts ? q->ncohorts : 1;
+    for (size_t i = 0; i < q->ncohorts; i++)
+        slots += q->cohorts[i].nmembers * nfr;
+    q->borrowers = malloc((slots ? slots : 1) * sizeof *q->borrowers);
+    q->borrow_n = calloc(nco * nfr, sizeof *q->borrow_n);
+    q->borrow_pos = malloc((q->ncqs ? q->ncqs : 1) * nfr * sizeof *q->borrow_pos);
+    q->borrow_base = malloc(nco * sizeof *q->borrow_base);
+    q->cohort_h = malloc(nco * sizeof *q->cohort_h);
+    q->cohort_root = malloc(nco * sizeof *q->cohort_root);
+    q->fr_version = calloc((q->ncohorts + q->ncqs + 1) * nfr, sizeof *q->fr_version);
+    q->omemo = calloc((q->ncqs ? q->ncqs : 1) * ORACLE_MEMO, sizeof *q->omemo);
+    q->cs_nf = malloc(nfr * sizeof *q->cs_nf);
+    q->cs_rem = malloc(nfr * sizeof *q->cs_rem);
+    q->or_need = calloc(nfr, sizeof *q->or_need);
+    q->pr_need = calloc(nfr, sizeof *q->pr_need);
+    q->pr_use = malloc(nfr * sizeof *q->pr_use);
+    if (!q->borrowers || !q->borrow_n || !q->borrow_pos || !q->borrow_base || !q->cohort_h ||
+        !q->cohort_root || !q->fr_version || !q->omemo || !q->cs_nf || !q->cs_rem || !q->or_need ||
+        !q->pr_need || !q->pr_use)
+        return -1;
+    for (size_t i = 0; i < q->ncqs * nfr; i++)
+        q->borrow_pos[i] = UINT32_MAX;
+    slots = 0;
+    for (size_t i = 0; i < q->ncohorts; i++) {
+        q->borrow_base[i] = slots;
+        slots += q->cohorts[i].nmembers * nfr;
+        q->cohort_h[i] = cohort_height_of(q, i);
+        size_t r = i;
+        while (q->cohorts[r].parent != QNONE)
+            r = q->cohorts[r].parent;
+        q->cohort_root[i] = r;
+    }
+    return 0;
+}
+
+/* The list of c's cohort's members above their nominal quota of fr. */
+static size_t *borrow_list(const td_queue *q, size_t co, int fr, uint32_t **n)
+{
+    size_t nfr = q->nfr;
+    *n = &q->borrow_n[co * nfr + (size_t)fr];
+    return q->borrowers + q->borrow_base[co] + (size_t)fr * q->cohorts[co].nmembers;
+}
+
+/* c went above (on) or back within its nominal quota of fr. */
+static void borrow_flip(td_queue *q, const cluster_queue *c, int fr, bool on)
+{
+    uint32_t *n;
+    size_t ci = (size_t)(c - q->cqs), *v = borrow_list(q, c->cohort, fr, &n);
+    uint32_t *pos = &q->borrow_pos[ci * q->nfr + (size_t)fr];
+    if (on) {
+        *pos = *n;
+        v[(*n)++] = ci;
+    } else {
+        size_t last = v[--*n];
+        v[*pos] = last;
+        q->borrow_pos[last * q->nfr + (size_t)fr] = *pos;
+        *pos = UINT32_MAX;
+    }
+}
+
 /* Kueue's resource-node arithmetic over the cohort tree: what a node uses
  * beyond what it keeps (guaranteed) is stored in its parent, and so on up. */
 static void add_usage(td_queue *q, cluster_queue *c, int fr, int64_t delta)
 {
     int64_t old = c->usage[fr];
     c->usage[fr] += delta;
+    if ((old > c->nominal[fr]) != (c->usage[fr] > c->nominal[fr]) && c->cohort != QNONE)
+        borrow_flip(q, c, fr, c->usage[fr] > c->nominal[fr]);
     int64_t g = c->guaranteed[fr];
     delta = max0(c->usage[fr] - g) - max0(old - g);
     for (size_t at = c->cohort; at != QNONE && delta != 0;) {
@@ -233,10 +309,28 @@ static int64_t drs_with(td_queue *q, cluster_queue *c, const fr_use *use, size_t
 
 /* ---- flavor assignment --------------------------------------------------- */
 
+/* Why the flavors of one resource group were not taken, in the order
+ * found: numbers, worded when read (word_why). More items than fit in a
+ * 1024-byte reason never show, so WHY_MAX bounds them. */
+#define WHY_MAX 32
+
+typedef struct {
+    why_item item[WHY_MAX];
+    size_t n;
+    char text[1024]; /* the words of WHY_TEXT items */
+    size_t ntext;
+    bool has_text;
+} why_list;
+
 typedef struct {
     fit_mode mode;
     bool borrowing;
     int borrow_level; /* Kueue's Assignment.Borrowing: the largest of its flavors' levels */
+    /* the reason: lazy: "couldn't assign flavors to pod set <ps>: <why>",
+     * else reason (worded) */
+    bool lazy;
+    size_t ps;
+    why_list why;
     char reason[600];
     fr_use *use; /* q-owned scratch */
     size_t nuse;
@@ -280,6 +374,92 @@ static void append(char *buf, size_t n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf + len, n - len, fmt, ap);
     va_end(ap);
+}
+
+static void why_add(why_list *l, why_item it)
+{
+    if (l->n < WHY_MAX)
+        l->item[l->n++] = it;
+}
+
+/* Adds text (worded, without a separator) as the next item of l. */
+static void why_text(why_list *l, const char *text)
+{
+    size_t len = strlen(text), room = sizeof l->text - l->ntext;
+    if (l->n >= WHY_MAX || !len)
+        return;
+    len = len < room ? len : room;
+    why_add(l, (why_item){.kind = WHY_TEXT, .off = (uint32_t)l->ntext, .len = (uint32_t)len});
+    memcpy(l->text + l->ntext, text, len);
+    l->ntext += len;
+    l->has_text = true;
+}
+
+/* Words items (text: the words of WHY_TEXT ones) into why, sorted and
+ * joined as Kueue's Status.Message gives them: byte for byte what
+ * appending each reason as it was found into a buffer of cap gives. */
+static void word_why(const td_queue *q, const why_item *it, size_t n, const char *text, char *why,
+                     size_t cap)
+{
+    why[0] = '\0';
+    for (size_t k = 0; k < n; k++) {
+        char a[TD_QUANTITY_STR_MAX], b[TD_QUANTITY_STR_MAX], d[TD_QUANTITY_STR_MAX];
+        const char *sep = *why ? RSEP : "";
+        const char *rn = it[k].kind <= WHY_UNUSED ? q->resource_names[it[k].r] : "";
+        const char *fn = it[k].kind != WHY_TEXT ? q->flavor_names[it[k].f] : "";
+        if (it[k].kind == WHY_QUOTA) {
+            td__queue_fmt(q, it[k].r, it[k].a, a, sizeof a);
+            td__queue_fmt(q, it[k].r, it[k].b, b, sizeof b);
+            td__queue_fmt(q, it[k].r, it[k].c, d, sizeof d);
+            append(why, cap,
+                   "%sinsufficient quota for %s in flavor %s, previously considered "
+                   "podsets requests (%s) + current podset request (%s) > maximum "
+                   "capacity (%s)",
+                   sep, rn, fn, a, b, d);
+        } else if (it[k].kind == WHY_UNUSED) {
+            td__queue_fmt(q, it[k].r, it[k].a, a, sizeof a);
+            append(why, cap, "%sinsufficient unused quota for %s in flavor %s, %s more needed",
+                   sep, rn, fn, a);
+        } else if (it[k].kind == WHY_AFFINITY) {
+            append(why, cap, "%sflavor %s doesn't match node affinity", sep, fn);
+        } else if (it[k].kind == WHY_TAINT) {
+            const taint *tn = &q->flavor_specs[it[k].f].taints[it[k].tn];
+            append(why, cap, "%suntolerated taint {%s %s %s <nil>} in flavor %s", sep, tn->key,
+                   tn->value ? tn->value : "", tn->effect, fn);
+        } else {
+            append(why, cap, "%s%.*s", sep, (int)it[k].len, text + it[k].off);
+        }
+    }
+    finish_reasons(why, cap);
+}
+
+/* The reason of a pod set ps of w whose flavors could not be assigned. */
+static void word_assign(const td_queue *q, const workload *w, size_t ps, const why_item *it,
+                        size_t n, const char *text, char *out, size_t outn)
+{
+    char why[1024];
+    word_why(q, it, n, text, why, sizeof why);
+    snprintf(out, outn, "couldn't assign flavors to pod set %s: %s", w->podset_names[ps], why);
+}
+
+/* w's reason, worded now if it was kept as numbers (park_assign): as the
+ * pass would have worded it, after "<evicted>: " while w is requeued
+ * after an eviction. Out of memory leaves it unworded and gives "". */
+static const char *reason_of(const td_queue *q, workload *w)
+{
+    if (!w->reason_lazy)
+        return w->reason ? w->reason : "";
+    char r[600];
+    word_assign(q, w, w->why_ps, w->why, w->nwhy, "", r, sizeof r);
+    size_t n = (w->evicted ? strlen(w->evicted) + 2 : 0) + strlen(r) + 1;
+    char *p = malloc(n);
+    if (!p)
+        return "";
+    snprintf(p, n, "%s%s%s", w->evicted ? w->evicted : "", w->evicted ? ": " : "", r);
+    free(w->reason);
+    w->reason = p;
+    w->reason_lazy = false;
+    return p;
 }
 
 /* ---- placement on NodePools ----------------------------------------------- */
@@ -602,16 +782,9 @@ static bool try_next_flavor(gmode m, const cluster_queue *c)
     return m.borrow > 0 && c->try_next_when_borrow;
 }
 
-/* Kueue's getNodeHeight: the distance from cohort at to its furthest leaf. */
 static int cohort_height(const td_queue *q, size_t at)
 {
-    int h = q->cohorts[at].nmembers ? 1 : 0;
-    for (size_t ch = 0; ch < q->ncohorts; ch++)
-        if (q->cohorts[ch].parent == at) {
-            int k = cohort_height(q, ch) + 1;
-            h = k > h ? k : h;
-        }
-    return h;
+    return q->cohort_h[at];
 }
 
 /* Kueue's FindHeightOfLowestSubtreeThatFits: the borrowing level of val
@@ -695,34 +868,26 @@ static bool assign_refused(const td_queue *q, const workload *w, const cluster_q
  * (after what earlier pod sets of w took, q->acc): no fit past the
  * potential, a fit (with its borrowing height) within what is unused,
  * else preemption as the oracle says, where preemption may make room.
- * Appends the reason to why (cap bytes). -1 out of memory. */
+ * Adds the reason to why. -1 out of memory. */
 static int resource_mode(td_queue *q, workload *w, cluster_queue *c, int f, int r, int64_t need,
-                         bool skip_oracle, assign_out *o, char *why, size_t cap, gmode *m)
+                         bool skip_oracle, assign_out *o, why_list *why, gmode *m)
 {
     int fr = f * (int)q->nres + r;
     int64_t val = sat_add(q->acc[fr], need);
     int64_t pot = potential(q, c, fr), avail = available(q, c, fr);
-    char a[TD_QUANTITY_STR_MAX], b[TD_QUANTITY_STR_MAX], d[TD_QUANTITY_STR_MAX];
     bool may_reclaim;
     if (val > pot) {
         *m = (gmode){PM_NOFIT, 0};
-        td__queue_fmt(q, r, q->acc[fr], a, sizeof a);
-        td__queue_fmt(q, r, need, b, sizeof b);
-        td__queue_fmt(q, r, pot, d, sizeof d);
-        append(why, cap,
-               "%sinsufficient quota for %s in flavor %s, previously considered "
-               "podsets requests (%s) + current podset request (%s) > maximum "
-               "capacity (%s)",
-               *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a, b, d);
+        why_add(why, (why_item){.kind = WHY_QUOTA, .f = (int16_t)f, .r = (int16_t)r,
+                                .a = q->acc[fr], .b = need, .c = pot});
         return 0;
     }
     m->pm = PM_FIT;
     m->borrow = borrow_height(q, c, fr, val, &may_reclaim);
     if (val <= avail)
         return 0;
-    td__queue_fmt(q, r, val - avail, a, sizeof a);
-    append(why, cap, "%sinsufficient unused quota for %s in flavor %s, %s more needed",
-           *why ? RSEP : "", q->resource_names[r], q->flavor_names[f], a);
+    why_add(why, (why_item){.kind = WHY_UNUSED, .f = (int16_t)f, .r = (int16_t)r,
+                            .a = val - avail});
     if (!(c->nominal[fr] >= val || may_reclaim || can_preempt_while_borrowing(q, c))) {
         m->pm = PM_NOFIT;
         return 0;
@@ -737,27 +902,36 @@ static int resource_mode(td_queue *q, workload *w, cluster_queue *c, int f, int 
 
 /* The mode of group grp's resources of pod set i (requests req) in flavor
  * f, the worst of them by c's preference, into *rep: 1; 0 when the flavor
- * is skipped (a taint the pod set does not tolerate, or nodes its pods
+ * is skipped (a taint the pod set does not tolerate, nodeLabels its node
+ * selection contradicts, or nodes its pods
  * never fit), with why appended; -1 out of memory. */
 static int flavor_mode(td_queue *q, workload *w, cluster_queue *c, size_t i, const int64_t *req,
                        const resource_group *grp, int f, bool skip_oracle, assign_out *o,
-                       char *why, size_t cap, gmode *rep)
+                       why_list *why, gmode *rep)
 {
     const taint *tn = untolerated(q, w, i, f);
+    char text[1024];
+    text[0] = '\0';
     if (tn) {
-        append(why, cap, "%suntolerated taint {%s %s %s <nil>} in flavor %s", *why ? RSEP : "",
-               tn->key, tn->value ? tn->value : "", tn->effect, q->flavor_names[f]);
+        why_add(why, (why_item){.kind = WHY_TAINT, .f = (int16_t)f,
+                                .tn = (uint32_t)(tn - q->flavor_specs[f].taints)});
         return 0;
     }
-    if (q->flavor_node_n[f] && never_fits(q, w, i, grp, f, why, cap))
+    if (w->flavor_unmatched && w->flavor_unmatched[i * q->nflavors + (size_t)f]) {
+        why_add(why, (why_item){.kind = WHY_AFFINITY, .f = (int16_t)f});
         return 0;
+    }
+    if (q->flavor_node_n[f] && never_fits(q, w, i, grp, f, text, sizeof text)) {
+        why_text(why, text);
+        return 0;
+    }
     *rep = (gmode){PM_FIT, 0};
     for (size_t k = 0; k < grp->nresources && rep->pm != PM_NOFIT; k++) {
         int r = grp->resources[k];
         gmode m;
         if (req[r] == 0)
             continue;
-        if (resource_mode(q, w, c, f, r, req[r], skip_oracle, o, why, cap, &m) != 0)
+        if (resource_mode(q, w, c, f, r, req[r], skip_oracle, o, why, &m) != 0)
             return -1;
         if (preferred(*rep, m, c->preference))
             *rep = m;
@@ -765,8 +939,11 @@ static int flavor_mode(td_queue *q, workload *w, cluster_queue *c, size_t i, con
     /* With NodePools a flavor fits only if the pods have room now, as
      * Kueue's topology-aware assignment decides: else preemption may make
      * room, or the next flavor has it. */
-    if (rep->pm == PM_FIT && q->flavor_node_n[f] && !group_room_now(q, w, i, grp, f, why, cap))
+    if (rep->pm == PM_FIT && q->flavor_node_n[f] &&
+        !group_room_now(q, w, i, grp, f, text, sizeof text)) {
+        why_text(why, text);
         rep->pm = PM_PREEMPT;
+    }
     return 1;
 }
 
@@ -775,15 +952,14 @@ static int flavor_mode(td_queue *q, workload *w, cluster_queue *c, size_t i, con
  * *best is its index in grp->flavors (-1: none could be tried). -1 out of
  * memory. */
 static int pick_flavor(td_queue *q, workload *w, cluster_queue *c, size_t i, const int64_t *req,
-                       const resource_group *grp, bool skip_oracle, assign_out *o, char *why,
-                       size_t cap, int *best, gmode *best_mode)
+                       const resource_group *grp, bool skip_oracle, assign_out *o,
+                       why_list *why, int *best, gmode *best_mode)
 {
     *best = -1;
     *best_mode = (gmode){PM_NOFIT, INT32_MAX};
     for (size_t fi = 0; fi < grp->nflavors; fi++) {
         gmode rep;
-        int st = flavor_mode(q, w, c, i, req, grp, grp->flavors[fi], skip_oracle, o, why, cap,
-                             &rep);
+        int st = flavor_mode(q, w, c, i, req, grp, grp->flavors[fi], skip_oracle, o, why, &rep);
         if (st < 0)
             return -1;
         if (st == 0)
@@ -865,6 +1041,7 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
     o->borrowing = false;
     o->borrow_level = 0;
     o->oracle_skipped = false;
+    o->lazy = false;
     o->reason[0] = '\0';
     o->nuse = 0;
     if (assign_scratch(q, w, o) != 0)
@@ -885,9 +1062,11 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
                 continue;
             int best;
             gmode best_mode;
-            char why[1024] = "";
-            if (pick_flavor(q, w, c, i, req, grp, skip_oracle, o, why, sizeof why, &best,
-                            &best_mode) != 0)
+            /* the first group that does not fit gives the reason */
+            why_list scratch, *why = o->mode == MODE_FIT ? &o->why : &scratch;
+            why->n = why->ntext = 0;
+            why->has_text = false;
+            if (pick_flavor(q, w, c, i, req, grp, skip_oracle, o, why, &best, &best_mode) != 0)
                 return -1;
             fit_mode gm = best_mode.pm == PM_FIT     ? MODE_FIT
                           : best_mode.pm == PM_NOFIT ? MODE_NOFIT
@@ -896,9 +1075,8 @@ static int assign_flavors(td_queue *q, workload *w, cluster_queue *c, assign_out
                 gm = MODE_NOFIT;
             if (gm != MODE_FIT) {
                 if (o->mode == MODE_FIT) {
-                    finish_reasons(why, sizeof why);
-                    snprintf(o->reason, sizeof o->reason, "couldn't assign flavors to pod set %s: %s",
-                             w->podset_names[i], why);
+                    o->lazy = true;
+                    o->ps = i;
                 }
                 if (gm < o->mode)
                     o->mode = gm;
@@ -930,6 +1108,14 @@ static int set_str(char **dst, const char *s)
     return 0;
 }
 
+static int set_reason(workload *w, const char *s)
+{
+    if (set_str(&w->reason, s) != 0)
+        return -1;
+    w->reason_lazy = false;
+    return 0;
+}
+
 static td_queue_event *new_event(td_queue *q)
 {
     if (q->nevents == q->capevents) {
@@ -957,14 +1143,21 @@ static void books(td_queue *q, const workload *w, int64_t sign)
         node_adjust(q, w, w->assignment, &w->placement[k], -sign);
 }
 
-/* What a flavor assignment of a workload of c depends on changed: its
- * cohort tree's books (or c's alone), and the nodes when pods move. */
-static void bump_version(td_queue *q, const cluster_queue *c, bool nodes)
+static size_t tree_of(const td_queue *q, const cluster_queue *c)
 {
-    if (q->tree_version) {
-        size_t t = c->cohort != QNONE ? c->root : q->ncohorts + (size_t)(c - q->cqs);
+    return c->cohort != QNONE ? c->root : q->ncohorts + (size_t)(c - q->cqs);
+}
+
+/* What a flavor assignment of a workload of c depends on changed: its
+ * cohort tree's books (or c's alone), per flavor-resource w uses, and the
+ * nodes when pods move. */
+static void bump_version(td_queue *q, const cluster_queue *c, const workload *w, bool nodes)
+{
+    size_t t = tree_of(q, c);
+    if (q->tree_version)
         q->tree_version[t]++;
-    }
+    for (size_t k = 0; k < w->nuse; k++)
+        q->fr_version[t * q->nfr + (size_t)w->use[k].fr]++;
     if (nodes)
         q->node_version++;
 }
@@ -1011,7 +1204,7 @@ static void touch(td_queue *q, size_t id)
 static void remove_admitted(td_queue *q, workload *w)
 {
     cluster_queue *c = &q->cqs[w->cq];
-    bump_version(q, c, w->nplacement > 0);
+    bump_version(q, c, w, w->nplacement > 0);
     books(q, w, -1);
     w->nplacement = 0;
     size_t pos = w->admitted_pos;
@@ -1076,7 +1269,7 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
     memcpy(w->assignment, assignment, w->npodsets * nres * sizeof *assignment);
     for (size_t k = 0; k < nuse; k++)
         add_usage(q, c, use[k].fr, use[k].v);
-    bump_version(q, c, np > 0);
+    bump_version(q, c, w, np > 0);
     w->admitted_pos = c->admitted.n - 1;
     w->state = TD_WL_ADMITTED;
     w->admitted_ns = now_ns;
@@ -1109,7 +1302,7 @@ static int admit(td_queue *q, size_t id, const int16_t *assignment, const fr_use
                  q->cohorts[c->cohort].name);
     else
         snprintf(e->reason, sizeof e->reason, "Quota reserved in ClusterQueue %s", c->name);
-    if (set_str(&w->flavors, fl) != 0 || set_str(&w->reason, e->reason) != 0)
+    if (set_str(&w->flavors, fl) != 0 || set_reason(w, e->reason) != 0)
         return -1;
     return 0;
 }
@@ -1159,7 +1352,7 @@ static int evict(td_queue *q, size_t id, size_t by, int level, uint64_t now_ns)
         snprintf(ts, sizeof ts, "%.3fs", (double)now_ns / 1e9);
     snprintf(ev, sizeof ev, "Evicted by %s (%s) at %s; requeued", q->wls[by].key,
              level_names[level], ts);
-    if (set_str(&w->evicted, ev) != 0 || set_str(&w->reason, ev) != 0 ||
+    if (set_str(&w->evicted, ev) != 0 || set_reason(w, ev) != 0 ||
         set_str(&w->flavors, "") != 0)
         return -1;
     td_queue_event *r = new_event(q);
@@ -1627,7 +1820,7 @@ typedef struct {
     hrun *runs;
     size_t nruns, cap;
     size_t *heap; /* indices in runs */
-    size_t nheap;
+    size_t nheap, heapcap;
     bool started; /* heap built */
 } hlist;
 
@@ -1789,9 +1982,13 @@ static int hlist_start(hctx *x, hlist *l)
     l->nheap = 0;
     if (!l->nruns)
         return 0;
-    l->heap = malloc(l->nruns * sizeof *l->heap);
-    if (!l->heap)
-        return -1;
+    if (l->nruns > l->heapcap) {
+        size_t *p = realloc(l->heap, l->nruns * sizeof *p);
+        if (!p)
+            return -1;
+        l->heap = p;
+        l->heapcap = l->nruns;
+    }
     for (size_t k = 0; k < l->nruns; k++) {
         hrun_skip(x, &l->runs[k]);
         if (l->runs[k].pos < l->runs[k].n)
@@ -1849,18 +2046,21 @@ static void collect_subtree(hctx *x, size_t cur, size_t lca, size_t skip)
         if (q->cohorts[ch].parent == cur && ch != skip &&
             !cohort_within_nominal(q, &q->cohorts[ch], x->need))
             collect_subtree(x, ch, lca, skip);
-    const cohort *co = &q->cohorts[cur];
-    for (size_t k = 0; k < co->nmembers && !x->oom; k++) {
-        size_t m = co->members[k];
-        const cluster_queue *mc = &q->cqs[m];
-        if (m == x->w->cq || !mc->admitted.n)
-            continue; /* from_cq would add nothing */
-        /* cq_within_nominal over the needed flavor-resources only */
-        bool within = true;
-        for (size_t i = 0; i < x->nn && within; i++)
-            within = mc->usage[x->nf[i]] <= mc->nominal[x->nf[i]];
-        if (!within)
+    /* the members above their nominal quota in a needed flavor-resource
+     * (not cq_within_nominal), each once: the order of the runs does not
+     * matter, candidates are merged in candidatesOrdering */
+    for (size_t i = 0; i < x->nn && !x->oom; i++) {
+        uint32_t *n;
+        const size_t *v = borrow_list(q, cur, x->nf[i], &n);
+        for (size_t k = 0; k < *n && !x->oom; k++) {
+            size_t m = v[k];
+            bool seen = false;
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = q->borrow_pos[m * q->nfr + (size_t)x->nf[j]] != UINT32_MAX;
+            if (seen || m == x->w->cq || !q->cqs[m].admitted.n)
+                continue; /* from_cq would add nothing */
             from_cq(x, m, lca, x->out[x->adv]);
+        }
     }
 }
 
@@ -1916,24 +2116,26 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
                          size_t nuse, const bool *need, target_set *t)
 {
     cluster_queue *c = &q->cqs[w->cq];
-    hlist lists[3]; /* prio, hier, same */
+    hlist lists[3]; /* prio, hier, same: runs and heaps kept in q */
     memset(lists, 0, sizeof lists);
-    int *nf = malloc((q->nfr ? q->nfr : 1) * sizeof *nf);
+    for (int k = 0; k < 3; k++) {
+        lists[k].runs = q->cs_runs[k];
+        lists[k].cap = q->cs_runs_cap[k];
+        lists[k].heap = q->cs_heap[k];
+        lists[k].heapcap = q->cs_heap_cap[k];
+    }
+    int *nf = q->cs_nf;
     size_t nn = 0;
-    for (size_t fr = 0; nf && fr < q->nfr; fr++)
+    for (size_t fr = 0; fr < q->nfr; fr++)
         if (need[fr])
             nf[nn++] = (int)fr;
     hctx x = {q, w, need, false, {&lists[0], &lists[1]}, 0, nf, nn};
-    fr_use *rem = nf ? malloc((nuse ? nuse : 1) * sizeof *rem) : NULL;
+    fr_use *rem = q->cs_rem; /* nuse <= nfr: one entry per flavor-resource */
     hcand *all = NULL;
     int rc = 0;
     t->n = 0;
     t->v = NULL;
     t->lv = NULL;
-    if (!rem) {
-        free(nf);
-        return -1;
-    }
     if (c->within != WITHIN_NEVER)
         from_cq(&x, w->cq, QNONE, &lists[2]);
     if (c->cohort != QNONE && c->reclaim != RECLAIM_NEVER) {
@@ -2030,12 +2232,12 @@ static int classical_set(td_queue *q, const workload *w, const int16_t *as, cons
         }
     }
 out:
-    free(nf);
-    free(rem);
     free(all);
     for (int k = 0; k < 3; k++) {
-        free(lists[k].runs);
-        free(lists[k].heap);
+        q->cs_runs[k] = lists[k].runs;
+        q->cs_runs_cap[k] = lists[k].cap;
+        q->cs_heap[k] = lists[k].heap;
+        q->cs_heap_cap[k] = lists[k].heapcap;
     }
     return rc;
 }
@@ -2179,15 +2381,21 @@ static bool any_candidate(const td_queue *q, const workload *w, int fr)
         }
     if (c->cohort == QNONE || c->reclaim == RECLAIM_NEVER)
         return false;
-    const cohort *root = &q->cohorts[c->root];
-    for (size_t i = 0; i < root->nall; i++) {
-        const cluster_queue *m = &q->cqs[root->all_members[i]];
-        if (m == c || m->usage[fr] <= m->nominal[fr])
+    /* the queues of c's tree above their nominal quota of fr */
+    for (size_t co = 0; co < q->ncohorts; co++) {
+        if (q->cohort_root[co] != c->root)
             continue;
-        for (size_t k = 0; k < m->admitted.n; k++) {
-            const workload *v = &q->wls[m->admitted.v[k]];
-            if (uses_fr(v, fr) && (c->reclaim == RECLAIM_ANY || v->priority < w->priority))
-                return true;
+        uint32_t *n;
+        const size_t *list = borrow_list(q, co, fr, &n);
+        for (size_t i = 0; i < *n; i++) {
+            const cluster_queue *m = &q->cqs[list[i]];
+            if (m == c)
+                continue;
+            for (size_t k = 0; k < m->admitted.n; k++) {
+                const workload *v = &q->wls[m->admitted.v[k]];
+                if (uses_fr(v, fr) && (c->reclaim == RECLAIM_ANY || v->priority < w->priority))
+                    return true;
+            }
         }
     }
     return false;
@@ -2195,27 +2403,37 @@ static bool any_candidate(const td_queue *q, const workload *w, int fr)
 
 static int oracle_run(td_queue *q, const workload *w, int fr, int64_t val, gmode *out);
 
+/* The oracle's answer for w depends on w only through its ClusterQueue,
+ * priority (and queue time under LowerOrNewerEqualPriority), and, without
+ * fair sharing, on the books of fr alone in w's cohort tree: the queues'
+ * and cohorts' usage of fr and the admitted workloads that use it, which
+ * change only with an admission or release of a workload using fr there
+ * (fr_version). Fair sharing weighs every resource: there the answer is
+ * w's own, valid while its tree's version holds. So the workloads of one
+ * queue asking the same share an answer across unrelated admissions. */
 static int oracle(td_queue *q, const workload *w, int fr, int64_t val, gmode *out)
 {
     cluster_queue *c = &q->cqs[w->cq];
-    /* the tree version starts at 1 once scheduling runs: 0 never matches */
-    uint64_t tv = tree_version_of(q, c) + 1;
-    workload *mw = &q->wls[(size_t)(w - q->wls)];
-    for (unsigned k = 0; k < mw->nmemo && k < 4; k++)
-        if (mw->memo[k].tree_v == tv && mw->memo[k].fr == fr && mw->memo[k].val == val) {
-            out->pm = (pmode)mw->memo[k].pm;
-            out->borrow = mw->memo[k].borrow;
-            return 0;
-        }
-    int rc = oracle_run(q, w, fr, val, out);
-    if (rc == 0) {
-        unsigned k = mw->nmemo++ % 4;
-        mw->memo[k].tree_v = tv;
-        mw->memo[k].fr = fr;
-        mw->memo[k].val = val;
-        mw->memo[k].pm = out->pm;
-        mw->memo[k].borrow = out->borrow;
+    size_t t = tree_of(q, c);
+    /* versions count from 1 here: 0 marks an empty entry */
+    uint64_t ver = 1 + (q->fair_sharing ? tree_version_of(q, c)
+                                        : q->fr_version[t * q->nfr + (size_t)fr]);
+    size_t who = q->fair_sharing ? (size_t)(w - q->wls) : QNONE;
+    uint64_t qns = c->within == WITHIN_LOWER_OR_NEWER ? w->queue_ns : 0;
+    uint64_t h = ((uint64_t)(uint32_t)fr * 0x9e3779b97f4a7c15ull) ^
+                 ((uint64_t)val * 0xbf58476d1ce4e5b9ull) ^
+                 ((uint64_t)(uint32_t)w->priority * 0x94d049bb133111ebull) ^ qns ^ who;
+    oracle_memo *m = &q->omemo[w->cq * ORACLE_MEMO + (size_t)((h ^ (h >> 29)) % ORACLE_MEMO)];
+    if (m->ver == ver && m->who == who && m->queue_ns == qns && m->val == val && m->fr == fr &&
+        m->priority == w->priority) {
+        out->pm = (pmode)m->pm;
+        out->borrow = m->borrow;
+        return 0;
     }
+    int rc = oracle_run(q, w, fr, val, out);
+    if (rc == 0)
+        *m = (oracle_memo){ver, who, qns, val, fr, w->priority, (int8_t)out->pm,
+                           (int8_t)out->borrow};
     return rc;
 }
 
@@ -2229,17 +2447,22 @@ static int oracle_run(td_queue *q, const workload *w, int fr, int64_t val, gmode
         return 0;
     }
     size_t na = w->npodsets * (q->nres ? q->nres : 1);
-    bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
-    int16_t *as = malloc(na * sizeof *as);
+    if (na > q->or_as_cap) {
+        int16_t *p = realloc(q->or_as, na * sizeof *p);
+        if (!p)
+            return -1;
+        q->or_as = p;
+        q->or_as_cap = na;
+    }
+    bool *need = q->or_need; /* all false between calls */
+    int16_t *as = q->or_as;
     target_set t = {NULL, NULL, 0};
     fr_use use = {fr, val};
-    int rc = -1;
-    if (need && as) {
-        for (size_t k = 0; k < na; k++)
-            as[k] = -1; /* quota only, as Kueue's oracle: no placement */
-        need[fr] = true;
-        rc = find_targets(q, w, as, &use, 1, need, &t);
-    }
+    for (size_t k = 0; k < na; k++)
+        as[k] = -1; /* quota only, as Kueue's oracle: no placement */
+    need[fr] = true;
+    int rc = find_targets(q, w, as, &use, 1, need, &t);
+    need[fr] = false;
     if (rc == 0) {
         bool own = false;
         for (size_t k = 0; k < t.n; k++) {
@@ -2251,8 +2474,6 @@ static int oracle_run(td_queue *q, const workload *w, int fr, int64_t val, gmode
             books(q, &q->wls[t.v[k]], 1);
         out->pm = t.n == 0 ? PM_NOCAND : own ? PM_PREEMPT : PM_RECLAIM;
     }
-    free(need);
-    free(as);
     free(t.v);
     free(t.lv);
     return rc;
@@ -2267,16 +2488,13 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
 {
     workload *w = &q->wls[id];
     cluster_queue *c = &q->cqs[w->cq];
-    bool *need = calloc(q->nfr ? q->nfr : 1, sizeof *need);
+    bool *need = q->pr_need;
     target_set t = {NULL, NULL, 0};
     int rc = 0;
-    if (!need)
-        return -1;
+    memset(need, 0, (q->nfr ? q->nfr : 1) * sizeof *need);
     int nodes_ok = needs_nodes(q, w, as) ? place(q, w, as, NULL, 0) : 1;
-    if (nodes_ok < 0) {
-        free(need);
+    if (nodes_ok < 0)
         return -1;
-    }
     if (nodes_ok == 1)
         unplace_scratch(q, w, as, 0);
     bool any_need = false;
@@ -2327,7 +2545,6 @@ static int preempt(td_queue *q, size_t id, const int16_t *as, const fr_use *use,
     }
     rc = 1;
 out:
-    free(need);
     free(t.v);
     free(t.lv);
     return rc;
@@ -2354,11 +2571,34 @@ typedef struct {
 
 static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, const head *h);
 
+/* Room in q's head cache for the assignments and usage of heads[0, n);
+ * false out of memory (then no head is cached: try_head assigns again). */
+static bool head_cache_room(td_queue *q, const head *heads, size_t n)
+{
+    size_t nres = q->nres ? q->nres : 1, nfr = q->nfr ? q->nfr : 1, na = 0;
+    for (size_t k = 0; k < n; k++)
+        na += q->wls[heads[k].id].npodsets * nres;
+    if (na > q->hc_as_cap) {
+        int16_t *p = realloc(q->hc_as, na * sizeof *p);
+        if (!p)
+            return false;
+        q->hc_as = p;
+        q->hc_as_cap = na;
+    }
+    if (n * nfr > q->hc_use_cap) {
+        fr_use *p = realloc(q->hc_use, n * nfr * sizeof *p);
+        if (!p)
+            return false;
+        q->hc_use = p;
+        q->hc_use_cap = n * nfr;
+    }
+    return true;
+}
+
+/* The heads' cache entries (in q's head cache) are void from here. */
 static void free_head_cache(head *heads, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
-        free(heads[k].as);
-        free(heads[k].ause);
         heads[k].as = NULL;
         heads[k].ause = NULL;
         heads[k].cached = false;
@@ -2464,11 +2704,25 @@ static int cmp_heads(const void *pa, const void *pb)
     return before(sort_q, a->id, b->id) ? -1 : (before(sort_q, b->id, a->id) ? 1 : 0);
 }
 
-static int park(td_queue *q, size_t id, const char *reason)
+/* Parks pending id (its reason set): StrictFIFO blocks its queue, else
+ * it waits with the inadmissible. -1 out of memory. */
+static int park_tail(td_queue *q, size_t id)
 {
     workload *w = &q->wls[id];
     cluster_queue *c = &q->cqs[w->cq];
+    if (c->strict_fifo) {
+        c->blocked = true;
+        return td__queue_push_pending(q, id);
+    }
+    w->inadmissible = true;
+    return td__idvec_push(&c->inadmissible, id);
+}
+
+static int park(td_queue *q, size_t id, const char *reason)
+{
+    workload *w = &q->wls[id];
     if (q->on_release && !w->touched) {
+        reason_of(q, w);
         size_t ne = w->evicted ? strlen(w->evicted) : 0;
         bool same = w->evicted ? strncmp(w->reason, w->evicted, ne) == 0 &&
                                      strncmp(w->reason + ne, ": ", 2) == 0 &&
@@ -2485,15 +2739,52 @@ static int park(td_queue *q, size_t id, const char *reason)
         snprintf(r, n, "%s: %s", w->evicted, reason);
         free(w->reason);
         w->reason = r;
-    } else if (set_str(&w->reason, reason) != 0) {
+        w->reason_lazy = false;
+    } else if (set_reason(w, reason) != 0) {
         return -1;
     }
-    if (c->strict_fifo) {
-        c->blocked = true;
-        return td__queue_push_pending(q, id);
+    return park_tail(q, id);
+}
+
+static bool same_items(const why_item *a, const why_item *b, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (a[k].kind != b[k].kind || a[k].f != b[k].f || a[k].r != b[k].r ||
+            a[k].tn != b[k].tn || a[k].a != b[k].a || a[k].b != b[k].b || a[k].c != b[k].c)
+            return false;
+    return true;
+}
+
+/* park with o's reason: kept as numbers on w (worded when read) unless
+ * some of it is words already. -1 out of memory. */
+static int park_assign(td_queue *q, size_t id, const assign_out *o)
+{
+    workload *w = &q->wls[id];
+    char r[600];
+    if (!o->lazy || o->why.has_text) {
+        if (o->lazy)
+            word_assign(q, w, o->ps, o->why.item, o->why.n, o->why.text, r, sizeof r);
+        return park(q, id, o->lazy ? r : o->reason);
     }
-    w->inadmissible = true;
-    return td__idvec_push(&c->inadmissible, id);
+    if (q->on_release && !w->touched &&
+        !(w->reason_lazy && w->why_ps == o->ps && w->nwhy == o->why.n &&
+          same_items(w->why, o->why.item, o->why.n))) {
+        /* changed unless the words come out the same */
+        word_assign(q, w, o->ps, o->why.item, o->why.n, o->why.text, r, sizeof r);
+        return park(q, id, r);
+    }
+    if (o->why.n > w->capwhy) {
+        why_item *p = realloc(w->why, o->why.n * sizeof *p);
+        if (!p)
+            return -1;
+        w->why = p;
+        w->capwhy = (uint8_t)o->why.n;
+    }
+    memcpy(w->why, o->why.item, o->why.n * sizeof *w->why);
+    w->nwhy = (uint8_t)o->why.n;
+    w->why_ps = o->ps;
+    w->reason_lazy = true;
+    return park_tail(q, id);
 }
 
 /* Tries head id: h (may be NULL) holds its assignment from the ordering
@@ -2514,15 +2805,19 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, 
             return -1;
     }
     if (o.mode == MODE_NOFIT)
-        return park(q, id, o.reason);
+        return park_assign(q, id, &o);
+    /* why: the reason, once it is no longer o's (lazy false) */
     char why[600];
-    snprintf(why, sizeof why, "%s", o.reason);
+    bool lazy = o.lazy;
+    if (!lazy)
+        snprintf(why, sizeof why, "%s", o.reason);
     if (o.mode == MODE_FIT) {
         int rc = needs_nodes(q, w, q->scratch_assign) ? place(q, w, q->scratch_assign, why,
                                                               sizeof why)
                                                         : 1;
         if (rc < 0)
             return -1;
+        lazy &= rc != 0; /* no room on the nodes: why says so */
         if (rc == 1) {
             if (admit(q, id, q->scratch_assign, o.use, o.nuse, o.borrowing, now_ns) != 0) {
                 unplace_scratch(q, w, q->scratch_assign, 0);
@@ -2534,13 +2829,15 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, 
     }
     /* Quota short, or no nodes for the pods: preemption may free both. */
     size_t nres = q->nres ? q->nres : 1, na = w->npodsets * nres;
-    int16_t *as = malloc(na * sizeof *as);
-    fr_use *use = malloc((o.nuse ? o.nuse : 1) * sizeof *use);
-    if (!as || !use) {
-        free(as);
-        free(use);
-        return -1;
+    if (na > q->pr_as_cap) {
+        int16_t *p = realloc(q->pr_as, na * sizeof *p);
+        if (!p)
+            return -1;
+        q->pr_as = p;
+        q->pr_as_cap = na;
     }
+    int16_t *as = q->pr_as;
+    fr_use *use = q->pr_use; /* o.nuse <= nfr */
     memcpy(as, q->scratch_assign, na * sizeof *as);
     memcpy(use, o.use, o.nuse * sizeof *use);
     size_t nuse = o.nuse;
@@ -2551,6 +2848,7 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, 
         for (size_t k = 0; k < nuse; k++)
             borrowing |= c->usage[use[k].fr] + use[k].v > c->nominal[use[k].fr];
         rc = needs_nodes(q, w, as) ? place(q, w, as, why, sizeof why) : 1;
+        lazy &= rc != 0;
         if (rc == 1 && admit(q, id, as, use, nuse, borrowing, now_ns) != 0) {
             unplace_scratch(q, w, as, 0);
             rc = -1;
@@ -2568,10 +2866,12 @@ static int try_head(td_queue *q, size_t id, uint64_t now_ns, size_t *nadmitted, 
             wake(q, c, as, w->npodsets);
         }
     }
-    free(as);
-    free(use);
     if (rc != 0)
         return rc < 0 ? -1 : 0;
+    if (lazy && !q->shadow_note[0])
+        return park_assign(q, id, &o);
+    if (lazy)
+        word_assign(q, w, o.ps, o.why.item, o.why.n, o.why.text, why, sizeof why);
     if (q->shadow_note[0]) {
         size_t n = strlen(why);
         snprintf(why + n, sizeof why - n, "; %s", q->shadow_note);
@@ -2663,6 +2963,8 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
             }
             if (n == 0)
                 break;
+            bool room = head_cache_room(q, heads, n);
+            size_t as_off = 0;
             for (size_t k = 0; k < n; k++) {
                 assign_out o;
                 o.order_only = true;
@@ -2688,18 +2990,11 @@ td_status td_queue_schedule(td_queue *q, uint64_t now_ns, size_t *nadmitted)
                 /* exact unless the oracle was skipped for a workload that
                  * does not fit (then its level, not its mode, was redone) */
                 size_t na = w->npodsets * (q->nres ? q->nres : 1);
-                heads[k].cached = !(o.oracle_skipped && o.mode != MODE_FIT);
-                heads[k].as = heads[k].cached ? malloc(na * sizeof *heads[k].as) : NULL;
-                heads[k].ause = heads[k].cached ? malloc((o.nuse ? o.nuse : 1) * sizeof *o.use)
-                                                : NULL;
-                if (heads[k].cached && (!heads[k].as || !heads[k].ause)) {
-                    free(heads[k].as);
-                    free(heads[k].ause);
-                    heads[k].as = NULL;
-                    heads[k].ause = NULL;
-                    heads[k].cached = false; /* recomputed by try_head */
-                }
+                heads[k].cached = room && !(o.oracle_skipped && o.mode != MODE_FIT);
                 if (heads[k].cached) {
+                    heads[k].as = q->hc_as + as_off;
+                    heads[k].ause = q->hc_use + k * (q->nfr ? q->nfr : 1);
+                    as_off += na;
                     memcpy(heads[k].as, q->scratch_assign, na * sizeof *heads[k].as);
                     memcpy(heads[k].ause, o.use, o.nuse * sizeof *o.use);
                     heads[k].a = o;
@@ -2770,7 +3065,7 @@ td_status td_queue_finish(td_queue *q, size_t id, uint64_t now_ns, td_err *err)
     w->placement_text = NULL;
     snprintf(e->reason, sizeof e->reason, "Workload finished in ClusterQueue %s",
              q->cqs[w->cq].name);
-    set_str(&w->reason, "");
+    set_reason(w, "");
     return TD_OK;
 }
 
@@ -2785,7 +3080,7 @@ td_status td_queue_withdraw(td_queue *q, size_t id, uint64_t now_ns, td_err *err
     w->inadmissible = false;
     free(w->evicted);
     w->evicted = NULL;
-    set_str(&w->reason, "");
+    set_reason(w, "");
     return TD_OK;
 }
 
@@ -2819,7 +3114,7 @@ int32_t td_queue_workload_priority(const td_queue *q, size_t id)
 
 const char *td_queue_workload_reason(const td_queue *q, size_t id)
 {
-    return q->wls[id].reason ? q->wls[id].reason : "";
+    return reason_of(q, &q->wls[id]);
 }
 
 const char *td_queue_workload_placement(const td_queue *q, size_t id)
@@ -3102,6 +3397,7 @@ td_status td_queue_restore_pending(td_queue *q, size_t id, const char *evicted,
     w->evicted = e;
     free(w->reason);
     w->reason = r;
+    w->reason_lazy = false;
     return TD_OK;
 }
 

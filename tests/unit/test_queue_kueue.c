@@ -69,6 +69,8 @@ typedef struct {
 } row;
 
 #define RF(n) "kind: ResourceFlavor\nmetadata: {name: " n "}\n---\n"
+#define RF_LABELS(n, labels)                                                                       \
+    "kind: ResourceFlavor\nmetadata: {name: " n "}\nspec: {nodeLabels: " labels "}\n---\n"
 #define RF_TAINT(n, k, v)                                                                          \
     "kind: ResourceFlavor\nmetadata: {name: " n "}\n"                                             \
     "spec: {nodeTaints: [{key: " k ", value: " v ", effect: NoSchedule}]}\n---\n"
@@ -143,9 +145,92 @@ static const row rows[] = {
      RF_TAINT("tainted", "instance", "spot") RF("two")
          CQ("test-clusterqueue", "", "cpu", FQ1("tainted", "cpu", "4") FQ1("two", "cpu", "4")),
      {"@0 sub wl test-clusterqueue 0 1*cpu=3", "want wl:A", "flavors wl main: cpu=two"}},
-    /* Not ported: the node-selector and affinity rows (a flavor's nodeLabels
-     * against the pod's nodeSelector/affinity): tenantd's queue does not
-     * match node labels; admission enforces a NodePool's nodeSelector. */
+    /* ---- flavor nodeLabels against the pod's nodeSelector and required
+     * node affinity: TestAssignFlavors' rows of flavorassigner_test.go at
+     * kubernetes-sigs/kueue b197f2f8fb68250341fad7c6b748fcf139220da0, the
+     * selector as flavorassigner.go's checkFlavorForPodSets/flavorSelector
+     * at 003722419b984db84107b513905656c4be81631c builds it (only the
+     * flavor's own label keys count). Flavors: one (type=one), two
+     * (type=two), label-x-a (x=a), label-xy-b (x=b, y=k), default (none). */
+    {"assign: multiple flavors, fits a node selector",
+     RF_LABELS("one", "{type: one}") RF_LABELS("two", "{type: two}")
+         CQ("test-clusterqueue", "", "cpu", FQ1("one", "cpu", "4") FQ1("two", "cpu", "4")),
+     {"@0 wl " WL("wl", "test-clusterqueue", "0",
+                  "{nodeSelector: {type: two, ignored1: foo}, affinity: {nodeAffinity: "
+                  "{requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+                  "[{matchExpressions: [{key: ignored2, operator: In, values: [bar]}]}]}}}, "
+                  "containers: [{name: c, resources: {requests: {cpu: '1'}}}]}"),
+      "want wl:A", "flavors wl main: cpu=two"}},
+    {"assign: multiple flavors, fits with node affinity",
+     RF_LABELS("one", "{type: one}") RF_LABELS("two", "{type: two}")
+         CQ("test-clusterqueue", "", "cpu, memory",
+            FQ2("one", "cpu", "4", "memory", "1Gi") FQ2("two", "cpu", "4", "memory", "1Gi")),
+     {"@0 wl " WL("wl", "test-clusterqueue", "0",
+                  "{nodeSelector: {ignored1: foo}, affinity: {nodeAffinity: "
+                  "{requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+                  "[{matchExpressions: [{key: type, operator: In, values: [two]}]}]}}}, "
+                  "containers: [{name: c, resources: {requests: {cpu: '1', memory: 1Mi}}}]}"),
+      "want wl:A", "flavors wl main: cpu=two, memory=two"}},
+    {"assign: multiple flavors, node affinity fits any flavor",
+     RF_LABELS("one", "{type: one}") RF_LABELS("two", "{type: two}")
+         CQ("test-clusterqueue", "", "cpu", FQ1("one", "cpu", "4") FQ1("two", "cpu", "4")),
+     {"@0 wl " WL("wl", "test-clusterqueue", "0",
+                  "{affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                  "{nodeSelectorTerms: [{matchExpressions: [{key: ignored2, operator: In, "
+                  "values: [bar]}]}, {matchExpressions: [{key: cpuType, operator: In, values: "
+                  "[two]}]}]}}}, containers: [{name: c, resources: {requests: {cpu: '1'}}}]}"),
+      "want wl:A", "flavors wl main: cpu=one"}},
+    {"assign: multiple flavors with different label keys, selector only uses flavor's own keys",
+     RF_LABELS("label-x-a", "{x: a}") RF_LABELS("label-xy-b", "{x: b, y: k}")
+         CQ("test-clusterqueue", "", "cpu",
+            FQ1("label-x-a", "cpu", "4") FQ1("label-xy-b", "cpu", "4")),
+     {"@0 wl " WL("wl", "test-clusterqueue", "0",
+                  "{nodeSelector: {x: a, y: g}, containers: [{name: c, resources: {requests: "
+                  "{cpu: '1'}}}]}"),
+      "want wl:A", "flavors wl main: cpu=label-x-a"}},
+    {"assign: labelless flavor in group with labeled flavor, workload uses labeled selector",
+     RF("default") RF_LABELS("two", "{type: two}")
+         CQ("test-clusterqueue", "", "cpu", FQ1("default", "cpu", "4") FQ1("two", "cpu", "4")),
+     {"@0 wl " WL("wl", "test-clusterqueue", "0",
+                  "{nodeSelector: {type: two}, containers: [{name: c, resources: {requests: "
+                  "{cpu: '1'}}}]}"),
+      "want wl:A", "flavors wl main: cpu=default"}},
+    {"assign: multiple flavors, doesn't fit node affinity",
+     RF_LABELS("one", "{type: one}") RF_LABELS("two", "{type: two}")
+         CQ("test-clusterqueue", "", "cpu", FQ1("one", "cpu", "4") FQ1("two", "cpu", "4")),
+     {"@0 wl " WL("wl", "test-clusterqueue", "0",
+                  "{affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                  "{nodeSelectorTerms: [{matchExpressions: [{key: type, operator: In, values: "
+                  "[three]}]}]}}}, containers: [{name: c, resources: {requests: {cpu: '1'}}}]}"),
+      "want wl:P",
+      "reason wl couldn't assign flavors to pod set main: flavor one doesn't match node "
+      "affinity, flavor two doesn't match node affinity"}},
+    /* tenantd's own rows, Kubernetes' operators against a flavor's labels
+     * (kube-scheduler's NodeAffinity; Gt and Lt compare integers, a label
+     * that is not one matches neither) */
+    {"tenantd: NotIn, DoesNotExist and Gt against flavor labels",
+     RF_LABELS("small", "{type: gpu, mem: '40'}") RF_LABELS("big", "{type: gpu, mem: '80'}")
+         RF_LABELS("odd", "{type: cpu, mem: lots}")
+         CQ("test-clusterqueue", "", "cpu",
+            FQ1("small", "cpu", "4") FQ1("big", "cpu", "4") FQ1("odd", "cpu", "4")),
+     {"@0 wl " WL("gt", "test-clusterqueue", "0",
+                  "{affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                  "{nodeSelectorTerms: [{matchExpressions: [{key: mem, operator: Gt, values: "
+                  "['50']}]}]}}}, containers: [{name: c, resources: {requests: {cpu: '1'}}}]}"),
+      "@0 wl " WL("notin", "test-clusterqueue", "0",
+                  "{affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                  "{nodeSelectorTerms: [{matchExpressions: [{key: type, operator: NotIn, "
+                  "values: [gpu]}]}]}}}, containers: [{name: c, resources: {requests: {cpu: "
+                  "'1'}}}]}"),
+      "@0 wl " WL("none", "test-clusterqueue", "0",
+                  "{affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                  "{nodeSelectorTerms: [{matchExpressions: [{key: type, operator: "
+                  "DoesNotExist}]}]}}}, containers: [{name: c, resources: {requests: {cpu: "
+                  "'1'}}}]}"),
+      "want gt:A notin:A none:P", "flavors gt main: cpu=big", "flavors notin main: cpu=odd",
+      "reason none couldn't assign flavors to pod set main: flavor big doesn't match node "
+      "affinity, flavor odd doesn't match node affinity, flavor small doesn't match node "
+      "affinity"}},
 
     /* ---- item 4: preemption only within nominal quota, unless borrowWithinCohort ---- */
     {"sched: A workload is only eligible to do preemptions if it fits fully within nominal quota",
@@ -577,6 +662,21 @@ static void test_inactive_cluster_queue(void **state)
     assert_int_equal(td_queue_workload_state(q, find(q, "in-c-small")), TD_WL_ADMITTED);
     td_queue_destroy(q);
 
+    /* a Cohort naming a missing flavor loads (Kueue keeps its quota; a
+     * Cohort has no active state) and lends what it has of the others */
+    td_queue *cq = load_platform(
+        RF("default") "kind: Cohort\nmetadata: {name: all}\nspec:\n  resourceGroups:\n"
+                      "  - coveredResources: [cpu]\n    flavors:\n" FQ1("default", "cpu", "6")
+                          FQ1("missing", "cpu", "6") "---\n"
+                      CQ("d", "  cohort: all\n", "cpu", FQ1("default", "cpu", "0")));
+    assert_null(td_queue_cq_inactive(cq, 0));
+    json_t *w4 = scenario_workload("in-d", "d", 0, "1*cpu=6");
+    assert_int_equal(td_queue_submit(cq, w4, NULL, 0, NULL, &err), TD_OK);
+    assert_int_equal(td_queue_schedule(cq, 0, NULL), TD_OK);
+    assert_int_equal(td_queue_workload_state(cq, find(cq, "in-d")), TD_WL_ADMITTED);
+    json_decref(w4);
+    td_queue_destroy(cq);
+
     /* the flavor applied: active, admits */
     char *with = malloc(strlen(yaml) + 64);
     sprintf(with, "%s%s", RF("missing"), yaml);
@@ -639,6 +739,46 @@ static void test_bad_fields(void **state)
                      bad[r].want);
         td_queue_destroy(q);
         td_manifest_destroy(m);
+    }
+    /* a Workload whose node affinity the API server would refuse is refused */
+    static const struct {
+        const char *podspec, *want;
+    } badsel[] = {
+        {"{containers: [{name: c}], nodeSelector: {a: [b]}}",
+         "spec.podSets[0].template.spec.nodeSelector: label a: the value must be a string"},
+        {"{containers: [{name: c}], affinity: {nodeAffinity: "
+         "{requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+         "[{matchExpressions: [{key: a, operator: Near, values: [b]}]}]}}}}",
+         "nodeSelectorTerms[0].matchExpressions[0]: operator: must be In, NotIn, Exists, "
+         "DoesNotExist, Gt or Lt"},
+        {"{containers: [{name: c}], affinity: {nodeAffinity: "
+         "{requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+         "[{matchExpressions: [{key: a, operator: In}]}]}}}}",
+         "matchExpressions[0]: values: must be non-empty for operator In"},
+        {"{containers: [{name: c}], affinity: {nodeAffinity: "
+         "{requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+         "[{matchExpressions: [{key: a, operator: Gt, values: ['1', '2']}]}]}}}}",
+         "matchExpressions[0]: values: must be one integer for operator Gt"},
+        {"{containers: [{name: c}], affinity: {nodeAffinity: "
+         "{requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+         "[{matchExpressions: [{key: a, operator: Exists, values: [x]}]}]}}}}",
+         "matchExpressions[0]: values: must be empty for operator Exists"},
+    };
+    for (size_t r = 0; r < sizeof badsel / sizeof badsel[0]; r++) {
+        td_queue *bq = load_platform(RF_LABELS("default", "{a: b}")
+                                         CQ("a", "", "cpu", FQ1("default", "cpu", "1")));
+        char y[1024];
+        snprintf(y, sizeof y, WL("w", "a", "0", "%s"), badsel[r].podspec);
+        td_manifest *bm;
+        td_err berr;
+        assert_int_equal(td_manifest_parse("w.yaml", y, strlen(y), &bm, &berr), TD_OK);
+        td_status s = td_queue_submit(bq, td_manifest_doc(bm, 0), bm, 0, NULL, &berr);
+        if (s != TD_EINVAL || !strstr(berr.msg, badsel[r].want))
+            fail_msg("selection row %zu: status %d, message \"%s\", want \"%s\"", r, s,
+                     s ? berr.msg : "", badsel[r].want);
+        assert_int_equal(td_queue_workload_count(bq), 0);
+        td_manifest_destroy(bm);
+        td_queue_destroy(bq);
     }
     /* a Workload whose toleration has an unknown operator is refused whole */
     td_queue *q = load_platform(RF("default") CQ("a", "", "cpu", FQ1("default", "cpu", "1")));

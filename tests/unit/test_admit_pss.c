@@ -225,14 +225,14 @@ static void test_workloads(void **state)
     (void)state;
     td_config *c = load();
     static const char *const objs[] = {
-        "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"d\","
+        ("{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"d\","
         "\"namespace\":\"latest\"},\"spec\":{\"template\":{\"spec\":{\"containers\":"
-        "[{\"name\":\"c\"}]}}}}",
-        "{\"apiVersion\":\"batch/v1\",\"kind\":\"CronJob\",\"metadata\":{\"name\":\"cj\","
+        "[{\"name\":\"c\"}]}}}}"),
+        ("{\"apiVersion\":\"batch/v1\",\"kind\":\"CronJob\",\"metadata\":{\"name\":\"cj\","
         "\"namespace\":\"latest\"},\"spec\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":"
-        "{\"containers\":[{\"name\":\"c\"}]}}}}}}",
-        "{\"apiVersion\":\"v1\",\"kind\":\"PodTemplate\",\"metadata\":{\"name\":\"t\","
-        "\"namespace\":\"latest\"},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}",
+        "{\"containers\":[{\"name\":\"c\"}]}}}}}}"),
+        ("{\"apiVersion\":\"v1\",\"kind\":\"PodTemplate\",\"metadata\":{\"name\":\"t\","
+        "\"namespace\":\"latest\"},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}"),
     };
     for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
         json_t *out = review(c, objs[i], TD_REVIEW_VALIDATE);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench_pg.py - tenantd on PostgreSQL (issue 22) beside SQLite, on a real
+"""bench_pg.py - tenantd on PostgreSQL beside SQLite, on a real
 server this script starts (initdb + pg_ctl, as the postgres user when root,
 as tests/integration/lib.sh does) on a free loopback port:
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench_submit.py - the batch queue daemon at scale (issue 24): a real
+"""bench_submit.py - the batch queue daemon at scale: a real
 tenantd on 127.0.0.1 with 1,000 ClusterQueues in 10 cohorts (bench_queue's
 platform, plus one ClusterQueue "solo" of 1 GPU for the finish figure),
 N Workloads stored (submitted in batches first), then over HTTP/1.1

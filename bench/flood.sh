@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# flood.sh BUILD_DIR SYS [SECS] [WORKERS] - the flood phase (issue 26): three
+# flood.sh BUILD_DIR SYS [SECS] [WORKERS] - the flood phase: three
 # well-behaved tenants at 20 requests/s (tenantctl loadtest, client library)
 # through SYS (tenantd, nginx or haproxy) to simmodel at 50 ms a request
 # (Route capacity 8), alone (the baseline) and then beside an abuser

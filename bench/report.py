@@ -249,7 +249,7 @@ table("Gateway at defaults: as many workers as cores, nothing pinned (phase A's 
       "`worker_processes auto`, haproxy `nbthread` = cores; wrk, simmodel and the proxy share "
       "the cores unpinned, so req/s is the whole machine's; CPU per request (utime + stime of "
       "all the proxy's threads and processes / requests) is the proxy's own cost. Ratios as in "
-      "phase A. Targets (issue 26): >= 1.3x nginx and >= 1.1x haproxy req/s, CPU per request "
+      "phase A. Targets: >= 1.3x nginx and >= 1.1x haproxy req/s, CPU per request "
       "<= 0.75x nginx's, p99 <= both.")
 
 FLOOD_SYS = [("tenantd", "tenantd (defaults)"), ("tenantd-off", "tenantd --tarpit-after 0"),
@@ -284,7 +284,7 @@ table("Flood: an abuser with 64 connections retrying every 429 at once beside th
       "`max_conns`: open-source nginx has no upstream queue and would answer 502); haproxy "
       "stick-table `http_req_rate(1s)` > 20 denied with 429, server `maxconn 8`. p50/p99: the "
       "worst of the three tenants; CPU per attempt: the system's CPU over the abuser's run less "
-      "the others' share measured alone, per abuser attempt. Target (issue 26): the others' p99 "
+      "the others' share measured alone, per abuser attempt. Target: the others' p99 "
       "<= 1.2x alone and 100% success.")
 
 # ---- limiter ----
@@ -503,7 +503,7 @@ if on and off:
 else:
     failures.append("gateway metering on/off produced no result")
 
-# ---- the batch queue daemon: submits, finishes, restart (issue 24) ----
+# ---- the batch queue daemon: submits, finishes, restart ----
 sr = []
 try:
     sr = [json.loads(l) for l in open(o.submit) if l.strip()] if o.submit else []
@@ -535,7 +535,7 @@ elif sr:
           "admits the next, checked), VmRSS, and restart (exec to the first submit's answer); "
           "CPU columns are tenantd's own CPU time per operation (/proc, 10 ms ticks), which a "
           "busy machine (load column) does not inflate as it does latencies. "
-          "Targets (issue 24, at 100k stored): submit p99 <= 10 ms, >= 1,000 submits/s "
+          "Targets (at 100k stored): submit p99 <= 10 ms, >= 1,000 submits/s "
           "batched, finish -> admission <= 10 ms, restart <= 2 s. The queue is kept in "
           "memory between commits; the full pass of the next table is what a start, an "
           "apply of the queue's objects or a delete costs.")
@@ -716,7 +716,7 @@ def pg_section():
 
 pg_section()
 
-# ---- fleet (bench/fleet.sh, issue 19): three endpoints, one slow ----
+# ---- fleet (bench/fleet.sh): three endpoints, one slow ----
 # scripts/bench.sh's fleet block exports TD_BENCH_FLEET (its JSON lines).
 def fleet_section():
     import os

@@ -43,7 +43,7 @@ fi
 for t in wrk nginx haproxy redis-server cc curl; do
     command -v $t >/dev/null || { echo "bench: $t is missing and could not be installed" >&2; exit 1; }
 done
-# s-flood: never time a sanitizer build (issue 26: a benchmark that picked up
+# s-flood: never time a sanitizer build (a benchmark that picked up
 # the ASan binary read 0.55-0.75x nginx); checked before configuring, so that
 # a sanitizer build directory is left as it is; say which binary is timed
 BENCH_SAN=$(awk -F= '/^TD_SANITIZE:/ {print $2}' "$BUILD/CMakeCache.txt" 2>/dev/null)
@@ -410,7 +410,7 @@ done
 section_done redis
 
 # ---- 4. admission webhook ----
-# As issue 8 states it: HTTPS keep-alive on loopback (a throwaway
+# HTTPS keep-alive on loopback (a throwaway
 # self-signed certificate), bench/fixtures/review.json (a Deployment's Pod)
 # against bench/fixtures/webhook-platform.yaml (10 ResourceQuotas, a
 # LimitRange, PSS baseline). Saturation with wrk (closed loop, c=16) over
@@ -512,7 +512,7 @@ done
 
 section_done queue
 
-# ---- 6. the batch queue daemon: submit latency at N stored (issue 24) ----
+# ---- 6. the batch queue daemon: submit latency at N stored ----
 echo "queue daemon: submits, finish -> admission, RSS and restart with N stored workloads"
 : > "$TMP/submit.jsonl"
 if [ "$QUICK" = 1 ]; then SUBMIT_NS="1000"; SUBMIT_Q=--quick; else SUBMIT_NS="1000 10000 100000"; SUBMIT_Q=; fi
@@ -522,7 +522,7 @@ for n in $SUBMIT_NS; do
 done
 section_done queue-daemon
 
-# ---- 7. tenantd on PostgreSQL beside SQLite (issue 22; bench/bench_pg.py,
+# ---- 7. tenantd on PostgreSQL beside SQLite (bench/bench_pg.py,
 # its own real server; s-pg's block) ----
 echo "postgres: gateway on a PostgreSQL store vs SQLite, ledger shipped, spool drain, takeover"
 bash scripts/install-deps.sh postgresql postgresql-client >/dev/null 2>&1 || true

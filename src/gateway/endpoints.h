@@ -1,5 +1,5 @@
 /* endpoints.h - which endpoint of a Route's pool a request goes to, and
- * when an endpoint is out of it (issue 19 items 3-5): weighted power of two
+ * when an endpoint is out of it: weighted power of two
  * choices over requests in flight (leastRequests) or smooth weighted round
  * robin (roundRobin), among the endpoints neither ejected nor marked
  * unhealthy; passive outlier ejection (consecutive connect failures or

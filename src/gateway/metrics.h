@@ -72,7 +72,7 @@ void td_metrics_limit_rejection(td_metrics *m, uint32_t tenant, td_limit_kind li
 /* Counter of shared-limit (Redis) degradations and of reconciliations. */
 void td_metrics_shared_degraded(td_metrics *m, int degraded);
 
-/* The data listener's client connections (issue 17 item 6): open now and,
+/* The data listener's client connections: open now and,
  * of those, not yet authenticated (no request with a valid key yet), the
  * cap on them set at start, and connections the gateway ended because of
  * the caps: tenantd_gateway_connections_closed_total{reason}. */

@@ -1,5 +1,5 @@
-/* proxy_conns.c - who may hold the gateway's client connections (issue 17
- * item 6): a cap on them below the open-file limit, so that the admin
+/* proxy_conns.c - who may hold the gateway's client connections:
+ * a cap on them below the open-file limit, so that the admin
  * listener and upstream connections always find descriptors; per client
  * address, a cap on connections that have not yet shown a valid key; the
  * oldest of those evicted when a worker is full; and the list the

@@ -48,7 +48,7 @@
 #define PX_WRITE_HIGH        ((size_t)1 << 20) /* stop reading the upstream above this backlog */
 #define PX_WRITE_LOW         ((size_t)256 << 10)
 #define PX_MAX_CONNS         16384u /* client connections per worker */
-/* Descriptors (issue 17 item 6): connections that have shown no valid key
+/* Descriptors: connections that have shown no valid key
  * are closed this long after accept, and each client address (an IPv4
  * address, an IPv6 /64) may hold PX_UNAUTH_PER_ADDR of them by default.
  * Client connections are capped at the open-file limit less a reserve of

@@ -517,7 +517,7 @@ static px_route *route_new(px_worker *w, const td_gw_route *r)
             td_ep_set_key(&rs->pool, i, &k);
     }
     /* the route's queue admits up to each endpoint's share times the
-     * endpoints: capacity is per endpoint (issue 19 item 3); with names,
+     * endpoints: capacity is per endpoint; with names,
      * as many as their addresses (made for the most, set as they come) */
     uint64_t qmax = (uint64_t)rs->cap * rs->neps;
     if (qmax > (1u << 28))

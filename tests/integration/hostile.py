@@ -138,7 +138,7 @@ def cases(rnd, listener, key):
         ctl = rnd.choice(["\x00", "\x01", "\x7f", "\x1b", "\r"])
         return "control byte in value", ("GET / HTTP/1.1\r\nHost: x\r\nX-A: a%sb\r\n\r\n" % ctl).encode("latin1"), {"400"}
     if kind == 12:
-        # lenient chunk framing (issue 17 item 10): each is read otherwise
+        # lenient chunk framing: each is read otherwise
         # by a strict parser in front, so each must get 400 (a path with
         # nothing behind it: read leniently, it would get 404)
         chunk = rnd.choice(["f;a=b\n0123456789abcde\r\n0\r\n\r\n",   # bare LF after an extension

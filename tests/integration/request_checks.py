@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""request_checks.py - helpers of test_request_checks.sh (issue 17 items 4, 7, 9).
+"""request_checks.py - helpers of test_request_checks.sh.
 
   request_checks.py echo PORTFILE
       an upstream that answers every request, whatever its method, with

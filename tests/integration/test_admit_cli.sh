@@ -47,7 +47,7 @@ expect_grep "PSS message" "$TMP/out" 'violates PodSecurity \"baseline:latest\": 
 expect_rc "restricted namespace denies root pod" 1 "$TENANTCTL" admit -c "$P" -f "$A/missing-label.yaml"
 expect_grep "restricted PSS" "$TMP/out" 'violates PodSecurity \"restricted:latest\"'
 
-# Workloads (issue 21 item 11): never denied, their pod template warned
+# Workloads: never denied, their pod template warned
 # on as kube-apiserver's PodSecurity does (warn follows enforce); a kind
 # that is neither is named as itself.
 cat > "$TMP/deploy.yaml" <<'Y'

@@ -1,4 +1,4 @@
-# test_budget_overspend.sh - issue 17 item 8: a request without max_tokens
+# test_budget_overspend.sh - a request without max_tokens
 # reserves the Route's spec.cost.maxOutputTokens (default 4096) of its
 # budget, and a stream that passes what it holds is cut, with a last SSE
 # error event in OpenAI's shape, when the budget has no room for more. The

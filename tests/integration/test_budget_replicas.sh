@@ -10,7 +10,7 @@
 # Redis when it is back; a restart of both replicas, and a third replica
 # with an empty data dir, keep the spend (it lives in Redis); 20 streams of
 # 100,001 tokens over both replicas are cut when the shared budget of 0.50
-# has no room for more (issue 17 item 8).
+# has no room for more.
 . "$(dirname "$0")/lib.sh"
 command -v redis-server >/dev/null || { echo "redis-server is required"; echo "0 passed, 1 failed"; exit 1; }
 command -v redis-cli >/dev/null || { echo "redis-cli is required"; echo "0 passed, 1 failed"; exit 1; }
@@ -206,7 +206,7 @@ echo "# Redis calls for budgets: $c1 + $c2 for 120 requests ($CROWD served)"
     ok "leases keep Redis off most requests: $((c1 + c2)) calls for 120 requests (at most 1 in 3)" ||
     not_ok "redis calls: '$c1' '$c2'"
 
-# 1b. Streams held to a shared budget (issue 17 item 8): 20 streams without
+# 1b. Streams held to a shared budget: 20 streams without
 # max_tokens, alternating between the replicas, each answered with
 # 100,001 tokens ($0.17) against a $0.50 month budget. Each reserves
 # $0.0069683 and extends its holds through Redis as it goes; a stream the

@@ -66,7 +66,7 @@ a.close()
 import time; time.sleep(0.2)
 d = conn()
 print("d", ask(d, "key-capped")[0])
-# the deadline to show a valid key (issue 17 item 6): a connection whose
+# the deadline to show a valid key: a connection whose
 # requests had a wrong key or none is closed 10 s after accept, however
 # busy; one that showed a valid key keeps the 60 s idle timeout
 def noauth(s):

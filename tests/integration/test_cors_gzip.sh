@@ -1,5 +1,5 @@
-# test_cors_gzip.sh - what browsers and compressing clients send (issue 19
-# item 7), against the real tenantd, a real simmodel and a Python upstream
+# test_cors_gzip.sh - what browsers and compressing clients send,
+# against the real tenantd, a real simmodel and a Python upstream
 # that records what reached it: CORS preflights answered by tenantd per
 # Route (allowed, denied, no key needed, never forwarded, not counted for
 # a tenant), Access-Control-* on 200, 401 and 429 answers (the upstream's

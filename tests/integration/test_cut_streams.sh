@@ -1,4 +1,4 @@
-# test_cut_streams.sh - issue 17 item 2: a request that ends before its
+# test_cut_streams.sh - a request that ends before its
 # response does is charged what it was delivered (the tokens counted in the
 # body forwarded, or its reservation if higher), and is in the ledger and
 # /metrics like any other, however it ends: three ~2,000-token streams the

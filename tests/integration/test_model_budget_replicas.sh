@@ -1,5 +1,5 @@
 # test_model_budget_replicas.sh - a budget for one model shared by two real
-# tenantd replicas through a real redis-server (issue 19 item 8): the
+# tenantd replicas through a real redis-server: the
 # model big-70b is priced 1 per 1k tokens by the CostPolicy, its day
 # budget is 0.50; 60 requests for it, 20 at a time over both replicas,
 # spend at most 0.50 together (the budget's hash in Redis says so), while

@@ -1,4 +1,4 @@
-# test_model_prices.sh - prices and budgets per model (issue 19 item 8),
+# test_model_prices.sh - prices and budgets per model,
 # against the real tenantd and two real simmodels serving two models on two
 # Routes of one path: each request is charged at its model's price (exact
 # model > route), a budget for the 70B model refuses it (429

@@ -1,4 +1,4 @@
-# test_models.sh - a fleet behind one path (issue 19 items 1, 2, 6), against
+# test_models.sh - a fleet behind one path, against
 # the real tenantd and two real simmodels: examples/fleet.yaml's two Routes
 # serve different models on /v1/, the body's "model" picks the upstream;
 # tenants and named keys limited by spec.models get 403 model_not_allowed

@@ -1,6 +1,6 @@
 # test_openai_sdk.sh - the official OpenAI Node SDK (npm "openai", pinned in
 # tests/integration/sdk/package-lock.json) against the real tenantd and
-# simmodel (issue 19 item 6): non-streaming and streaming with
+# simmodel: non-streaming and streaming with
 # stream_options.include_usage, models.list(), a 429 seen as RateLimitError
 # with tenantd's message, code and type, retries that wait retry-after-ms
 # rather than Retry-After's whole second, and refusals waiting cannot cure

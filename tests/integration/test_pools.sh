@@ -1,5 +1,5 @@
-# test_pools.sh - a Route in front of three real simmodel processes
-# (issue 19 items 3-5): leastRequests gives the endpoint made slow by its
+# test_pools.sh - a Route in front of three real simmodel processes:
+# leastRequests gives the endpoint made slow by its
 # per-token latency measurably less traffic, roundRobin spreads evenly; a
 # simmodel killed with SIGKILL mid-run costs no client an error (requests
 # that had not started streaming go to another endpoint), and it gets

@@ -42,7 +42,7 @@ review "$EX/pods/privileged.yaml" CREATE > "$TMP/priv.json"
 review "$EX/pods/defaulted.yaml" CREATE > "$TMP/defaulted.json"
 review "$EX/pods/over-quota.yaml" CREATE > "$TMP/over.json"
 review "$EX/pods/allowed.yaml" DELETE > "$TMP/delete.json"
-# Pod Security warn and audit (issue 21 item 9): a pod baseline allows and
+# Pod Security warn and audit: a pod baseline allows and
 # restricted does not; a Deployment with it as its template (item 11)
 cat > "$TMP/warned.yaml" <<'Y'
 apiVersion: v1

@@ -474,7 +474,7 @@ static void test_actual_table(void **state)
     assert_int_equal(failed, 0);
 }
 
-/* ---- the reservation (issue 17 item 8) ---- */
+/* ---- the reservation ---- */
 
 static void test_reserve_table(void **state)
 {
@@ -529,7 +529,7 @@ static void test_reserve_table(void **state)
     assert_int_equal(failed, 0);
 }
 
-/* ---- what a request ended early is charged (issue 17 item 2) ---- */
+/* ---- what a request ended early is charged ---- */
 
 static void test_settle_cut_table(void **state)
 {

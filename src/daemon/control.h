@@ -85,6 +85,14 @@ td_config *td_control_snapshot(td_control *c);
  * commits (the control API writes the store and swaps the snapshot). */
 void td_control_handle(const td_http_request *req, td_http_response *resp, void *user);
 
+/* td_http_multi_opts.handle_batch for td_control_handle: a turn's
+ * requests; consecutive submits (POST /v1/workloads) are checked one by
+ * one, then committed together (one store transaction, one scheduling
+ * pass), each answered after that commit; a refused one fails alone.
+ * Every other request as td_control_handle. Loop thread. */
+void td_control_handle_batch(const td_http_request *const *reqs, td_http_response *resps,
+                             size_t n, void *user);
+
 /* Copies the value of query parameter key of query (a request's raw
  * query) into out, n bytes at most, percent-decoded; 0 if absent. */
 int td_control_query_param(const char *query, const char *key, char *out, size_t n);

@@ -840,7 +840,8 @@ static int start_admin(daemon_opts *o, tenantd *t)
                                 td_control_wants_prepare,
                                 td_control_prepare,
                                 td_control_release,
-                                2};
+                                2,
+                                td_control_handle_batch};
     if (td_http_multi_start(&t->loop, o->listen, &hopts, &t->d.server, &err) != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
         return 1;

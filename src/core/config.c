@@ -487,14 +487,13 @@ static json_t *key_ref(char *key)
     return k;
 }
 
-td_status td_config_builder_add(td_config_builder *b, json_t *obj, const td_manifest *src,
+/* Adds obj (validated) as copy (a new reference, taken over). */
+static td_status builder_add_as(td_config_builder *b, const json_t *obj, json_t *copy,
                                 td_err *err)
 {
-    TD_TRY(validate_object(obj, src, err));
     td_object_id id = td_object_identity(obj);
-    json_t *kref = key_ref(make_key(id.kind, id.namespace_, id.name));
-    json_t *copy = json_deep_copy(obj);
-    if (!kref || !copy || builder_put(b, (entry){json_string_value(kref), kref, copy}) != 0) {
+    json_t *kref = copy ? key_ref(make_key(id.kind, id.namespace_, id.name)) : NULL;
+    if (!kref || builder_put(b, (entry){json_string_value(kref), kref, copy}) != 0) {
         json_decref(kref);
         json_decref(copy);
         return td_err_set(err, TD_ENOMEM, "out of memory");
@@ -502,6 +501,21 @@ td_status td_config_builder_add(td_config_builder *b, json_t *obj, const td_mani
     if (strcmp(id.kind, "Workload") != 0)
         b->others_changed = true;
     return TD_OK;
+}
+
+td_status td_config_builder_add(td_config_builder *b, json_t *obj, const td_manifest *src,
+                                td_err *err)
+{
+    /* validated first: validation may fill in a default name */
+    TD_TRY(validate_object(obj, src, err));
+    return builder_add_as(b, obj, json_deep_copy(obj), err);
+}
+
+td_status td_config_builder_put(td_config_builder *b, json_t *obj, const td_manifest *src,
+                                td_err *err)
+{
+    TD_TRY(validate_object(obj, src, err));
+    return builder_add_as(b, obj, json_incref(obj), err);
 }
 
 td_status td_config_builder_add_manifest(td_config_builder *b, const td_manifest *m, td_err *err)

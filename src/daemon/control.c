@@ -246,6 +246,35 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
     return commit_unscheduled(c, next, objs, nobjs, dels, ndels, err);
 }
 
+td_status td_control_commit_pass(td_control *c, td_queue *q, json_t *changed, td_err *err)
+{
+    if (td_leader_term(c->leader) >= 0) {
+        /* a scheduling leader (or a follower): the fenced commit decides */
+        td_queue_destroy(q);
+        return td_control_commit(c, td_control_snapshot(c), NULL, 0, NULL, 0, err);
+    }
+    td_config *cur = td_control_snapshot(c), *final = NULL;
+    json_t **all = NULL;
+    td_status st = with_statuses(cur, NULL, 0, changed, &final, &all, err);
+    if (st == TD_OK)
+        st = td_store_write(c->store, all, json_array_size(changed), NULL, 0, err);
+    free(all);
+    td_config_unref(cur);
+    if (st != TD_OK) {
+        td_queue_destroy(q);
+        td_config_unref(final);
+        return st;
+    }
+    /* q is what final's records say: kept, not rebuilt by the next commit */
+    td_wlqueue *lq = td_workloads_live();
+    td_workloads_adopt(lq, final, q);
+    td_err qerr;
+    if (td_queueview_attach_live(final, lq, &qerr) != TD_OK)
+        fprintf(stderr, "tenantd: batch queue view: %s\n", qerr.msg);
+    serve(c, final);
+    return TD_OK;
+}
+
 void td_control_adopt(td_control *c, td_config *next)
 {
     /* another replica's commit (or a reload): its records are not what the

@@ -15,6 +15,7 @@
 #include "gateway/gateway.h"
 #include "tenantd/http.h"
 #include "io/store.h"
+#include "queue/queue.h"
 
 struct td_metering;
 struct td_leader;
@@ -66,6 +67,14 @@ void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway 
  * changed and next is released. Loop thread only. */
 td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,
                             const td_object_id *dels, size_t ndels, td_err *err);
+
+/* The records a pass over the snapshot served decided (td_workloads_pass:
+ * changed, borrowed; q, taken over, its queue afterwards) stored in one
+ * transaction and served, q kept as the queue between commits: the pass
+ * at start, stored without a second pass. Under a scheduling leader
+ * (--database) the ordinary commit of nothing instead (its fenced pass).
+ * On error nothing is stored and q is freed. Loop thread. */
+td_status td_control_commit_pass(td_control *c, td_queue *q, json_t *changed, td_err *err);
 
 /* Makes next (taken over), just loaded from the store after another
  * replica committed, the snapshot everyone sees and reloads the gateway

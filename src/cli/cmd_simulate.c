@@ -263,7 +263,7 @@ static int write_ledger(const td_queue *q, const arrival *arr, const size_t *ids
     td_ledger_opts lo = {.max_buffered = 4096, .flush_ms = 50, .on_commit = count_new,
                          .on_commit_ud = &fresh};
     td_status st = td_ledger_open(lg->dir, &lo, &l, &err);
-    td_intervals_opts io = {wls, narr, lg->cfg, lg->start_ns, (int64_t)t, true};
+    td_intervals_opts io = {wls, narr, lg->cfg, lg->start_ns, (int64_t)t, true, 0};
     if (st == TD_OK)
         st = td_ledger_intervals(q, &io, append_rec, l, &err);
     if (st == TD_OK)

@@ -21,21 +21,39 @@
 
 typedef struct {
     const char *key; /* "Kind\x1fnamespace\x1fname": sorts as (kind, ns, name) */
-    json_t *kref;    /* the JSON string holding key: shared, not copied, by snapshots */
+    json_t *kref;    /* the JSON string holding key */
     json_t *obj;
 } entry;
 
+/* Objects live in chunks of consecutive keys, shared by every snapshot
+ * (and builder) that holds them, and copied only by a builder that changes
+ * one: a commit of a few objects over n stored copies O(log n) chunks'
+ * worth of pointers (the directory) and the chunks it touches, never the
+ * n objects. A chunk holds one reference on each key and object. */
+#define CHUNK_MAX 256
+
+typedef struct {
+    atomic_int refs;
+    size_t n;
+    entry items[CHUNK_MAX];   /* in key order */
+    json_t *objs[CHUNK_MAX];  /* items' objects, for borrowed runs */
+} chunk;
+
 struct td_config_builder {
-    entry *items;
-    size_t n, cap;
-    size_t nsorted; /* items[0, nsorted) are in key order (the base's) */
+    chunk **ch; /* in key order, none empty; one reference each */
+    size_t nch, cap;
+    size_t n;
+    /* an object of another kind than Workload added or deleted (or no
+     * base): the cross-checks, which read no Workload, run again */
+    bool others_changed;
 };
 
 struct td_config {
     atomic_int refs;
-    entry *items;  /* sorted by key */
-    json_t **objs; /* same order, for borrowed runs */
-    size_t n;
+    chunk **ch;    /* one reference each */
+    size_t *first; /* index of each chunk's first object; first[nch] == n */
+    size_t nch, n;
+    _Atomic(json_t **) flat; /* every object in order, made by the first reader that needs it */
     /* Derived values built lazily by readers: the snapshot is immutable, so
      * they never go stale; freed with it. */
     _Atomic(td_config_attachment *) attach[TD_CONFIG_ATTACH_MAX];
@@ -278,31 +296,89 @@ static td_status validate_object(json_t *obj, const td_manifest *src, td_err *er
     return k->validate ? k->validate(&v) : TD_OK;
 }
 
-/* ---- builder ----------------------------------------------------------- */
+/* ---- chunks ------------------------------------------------------------ */
 
-static int entry_cmp(const void *a, const void *b)
+static chunk *chunk_ref(chunk *k)
 {
-    return strcmp(((const entry *)a)->key, ((const entry *)b)->key);
+    atomic_fetch_add_explicit(&k->refs, 1, memory_order_relaxed);
+    return k;
 }
+
+static void chunk_unref(chunk *k)
+{
+    if (!k || atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (size_t i = 0; i < k->n; i++) {
+        json_decref(k->items[i].kref);
+        json_decref(k->items[i].obj);
+    }
+    free(k);
+}
+
+/* A new chunk holding references to k's entries [from, to). */
+static chunk *chunk_copy(const chunk *k, size_t from, size_t to)
+{
+    chunk *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    atomic_init(&c->refs, 1);
+    c->n = to - from;
+    for (size_t i = 0; i < c->n; i++) {
+        c->items[i] = k->items[from + i];
+        c->objs[i] = c->items[i].obj;
+        json_incref(c->items[i].kref);
+        json_incref(c->items[i].obj);
+    }
+    return c;
+}
+
+/* The first of k's entries whose key is not below key. */
+static size_t chunk_lower_bound(const chunk *k, const char *key)
+{
+    size_t lo = 0, hi = k->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(k->items[mid].key, key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The chunk of ch[0, nch) where key is or would go: the last whose first
+ * key is not above key (0 when key is below them all). */
+static size_t chunk_for(chunk *const *ch, size_t nch, const char *key)
+{
+    size_t lo = 1, hi = nch; /* chunk 0 takes what is below them all */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ch[mid]->items[0].key, key) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - 1;
+}
+
+/* ---- builder ----------------------------------------------------------- */
 
 td_status td_config_builder_create(const td_config *base, td_config_builder **out, td_err *err)
 {
     td_config_builder *b = calloc(1, sizeof *b);
     if (!b)
         return td_err_set(err, TD_ENOMEM, "out of memory");
-    if (base && base->n) {
-        b->items = calloc(base->n, sizeof *b->items);
-        if (!b->items) {
+    b->others_changed = !base;
+    if (base && base->nch) {
+        b->ch = malloc(base->nch * sizeof *b->ch);
+        if (!b->ch) {
             free(b);
             return td_err_set(err, TD_ENOMEM, "out of memory");
         }
-        b->cap = base->n;
-        for (size_t i = 0; i < base->n; i++) {
-            b->items[i] = base->items[i];
-            json_incref(b->items[i].kref);
-            json_incref(b->items[i].obj);
-        }
-        b->n = b->nsorted = base->n;
+        for (size_t i = 0; i < base->nch; i++)
+            b->ch[i] = chunk_ref(base->ch[i]);
+        b->nch = b->cap = base->nch;
+        b->n = base->n;
     }
     *out = b;
     return TD_OK;
@@ -312,64 +388,95 @@ void td_config_builder_destroy(td_config_builder *b)
 {
     if (!b)
         return;
-    for (size_t i = 0; i < b->n; i++) {
-        json_decref(b->items[i].kref);
-        json_decref(b->items[i].obj);
-    }
-    free(b->items);
+    for (size_t i = 0; i < b->nch; i++)
+        chunk_unref(b->ch[i]);
+    free(b->ch);
     free(b);
 }
 
-/* The first of items[0, n) (in key order) whose key is not below key. */
-static size_t entry_lower_bound(const entry *items, size_t n, const char *key)
+/* Makes b's chunk i its own (copied if a snapshot shares it): 0, or -1 out
+ * of memory (then nothing changed). */
+static int chunk_own(td_config_builder *b, size_t i)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(items[mid].key, key) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Sorts what was added into the sorted part once it outgrows it (a load
- * that adds every object): adds stay O(log n) amortized. 0, or -1 out of
- * memory (then nothing changed). */
-static int builder_compact(td_config_builder *b)
-{
-    size_t m = b->n - b->nsorted;
-    if (m <= 64 || m <= b->nsorted)
+    if (atomic_load_explicit(&b->ch[i]->refs, memory_order_acquire) == 1)
         return 0;
-    entry *tmp = malloc(b->n * sizeof *tmp);
-    if (!tmp)
+    chunk *c = chunk_copy(b->ch[i], 0, b->ch[i]->n);
+    if (!c)
         return -1;
-    qsort(b->items + b->nsorted, m, sizeof *b->items, entry_cmp);
-    size_t i = 0, j = b->nsorted, k = 0;
-    while (i < b->nsorted && j < b->n)
-        tmp[k++] = strcmp(b->items[i].key, b->items[j].key) <= 0 ? b->items[i++] : b->items[j++];
-    while (i < b->nsorted)
-        tmp[k++] = b->items[i++];
-    while (j < b->n)
-        tmp[k++] = b->items[j++];
-    memcpy(b->items, tmp, b->n * sizeof *tmp);
-    free(tmp);
-    b->nsorted = b->n;
+    chunk_unref(b->ch[i]);
+    b->ch[i] = c;
     return 0;
 }
 
-/* Binary search over the base's part, a scan of what was added since:
- * a commit of a few objects over a large snapshot stays cheap. */
-static size_t builder_find(const td_config_builder *b, const char *key)
+/* Room for one more chunk in b's directory: 0, or -1 out of memory. */
+static int dir_reserve(td_config_builder *b)
 {
-    size_t i = entry_lower_bound(b->items, b->nsorted, key);
-    if (i < b->nsorted && strcmp(b->items[i].key, key) == 0)
-        return i;
-    for (i = b->nsorted; i < b->n; i++)
-        if (strcmp(b->items[i].key, key) == 0)
-            return i;
-    return (size_t)-1;
+    if (b->nch < b->cap)
+        return 0;
+    size_t ncap = b->cap ? b->cap * 2 : 8;
+    chunk **nc = realloc(b->ch, ncap * sizeof *nc);
+    if (!nc)
+        return -1;
+    b->ch = nc;
+    b->cap = ncap;
+    return 0;
+}
+
+/* Puts e (its references taken over) at its place in b: a new key goes
+ * into its chunk, split in two when full. 0, or -1 out of memory (then
+ * nothing changed and e is still the caller's). */
+static int builder_put(td_config_builder *b, entry e)
+{
+    if (dir_reserve(b) != 0)
+        return -1;
+    if (b->nch == 0) {
+        chunk *c = malloc(sizeof *c);
+        if (!c)
+            return -1;
+        atomic_init(&c->refs, 1);
+        c->n = 1;
+        c->items[0] = e;
+        c->objs[0] = e.obj;
+        b->ch[b->nch++] = c;
+        b->n++;
+        return 0;
+    }
+    size_t ci = chunk_for(b->ch, b->nch, e.key);
+    if (chunk_own(b, ci) != 0)
+        return -1;
+    chunk *k = b->ch[ci];
+    size_t at = chunk_lower_bound(k, e.key);
+    if (at < k->n && strcmp(k->items[at].key, e.key) == 0) {
+        json_decref(e.kref);
+        json_decref(k->items[at].obj);
+        k->items[at].obj = k->objs[at] = e.obj;
+        return 0;
+    }
+    if (k->n == CHUNK_MAX) {
+        /* split: the upper half into a new chunk after k */
+        chunk *hi = chunk_copy(k, CHUNK_MAX / 2, CHUNK_MAX);
+        if (!hi)
+            return -1;
+        for (size_t i = CHUNK_MAX / 2; i < CHUNK_MAX; i++) {
+            json_decref(k->items[i].kref);
+            json_decref(k->items[i].obj);
+        }
+        k->n = CHUNK_MAX / 2;
+        memmove(&b->ch[ci + 2], &b->ch[ci + 1], (b->nch - ci - 1) * sizeof *b->ch);
+        b->ch[ci + 1] = hi;
+        b->nch++;
+        if (at > k->n) {
+            k = hi;
+            at -= CHUNK_MAX / 2;
+        }
+    }
+    memmove(&k->items[at + 1], &k->items[at], (k->n - at) * sizeof *k->items);
+    memmove(&k->objs[at + 1], &k->objs[at], (k->n - at) * sizeof *k->objs);
+    k->items[at] = e;
+    k->objs[at] = e.obj;
+    k->n++;
+    b->n++;
+    return 0;
 }
 
 /* The key as a shared JSON string (make_key's buffer freed). */
@@ -380,46 +487,35 @@ static json_t *key_ref(char *key)
     return k;
 }
 
+/* Adds obj (validated) as copy (a new reference, taken over). */
+static td_status builder_add_as(td_config_builder *b, const json_t *obj, json_t *copy,
+                                td_err *err)
+{
+    td_object_id id = td_object_identity(obj);
+    json_t *kref = copy ? key_ref(make_key(id.kind, id.namespace_, id.name)) : NULL;
+    if (!kref || builder_put(b, (entry){json_string_value(kref), kref, copy}) != 0) {
+        json_decref(kref);
+        json_decref(copy);
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
+    if (strcmp(id.kind, "Workload") != 0)
+        b->others_changed = true;
+    return TD_OK;
+}
+
 td_status td_config_builder_add(td_config_builder *b, json_t *obj, const td_manifest *src,
                                 td_err *err)
 {
+    /* validated first: validation may fill in a default name */
     TD_TRY(validate_object(obj, src, err));
-    td_object_id id = td_object_identity(obj);
-    json_t *kref = key_ref(make_key(id.kind, id.namespace_, id.name));
-    json_t *copy = json_deep_copy(obj);
-    if (!kref || !copy) {
-        json_decref(kref);
-        json_decref(copy);
-        return td_err_set(err, TD_ENOMEM, "out of memory");
-    }
-    size_t at = builder_compact(b) == 0 ? builder_find(b, json_string_value(kref)) : (size_t)-1;
-    if (at == (size_t)-1 && b->n - b->nsorted > 64 && b->n - b->nsorted > b->nsorted) {
-        json_decref(kref); /* no memory to keep the search fast */
-        json_decref(copy);
-        return td_err_set(err, TD_ENOMEM, "out of memory");
-    }
-    if (at != (size_t)-1) {
-        json_decref(kref);
-        json_decref(b->items[at].obj);
-        b->items[at].obj = copy;
-        return TD_OK;
-    }
-    if (b->n == b->cap) {
-        size_t ncap = b->cap ? b->cap * 2 : 16;
-        entry *ni = realloc(b->items, ncap * sizeof *ni);
-        if (!ni) {
-            json_decref(kref);
-            json_decref(copy);
-            return td_err_set(err, TD_ENOMEM, "out of memory");
-        }
-        b->items = ni;
-        b->cap = ncap;
-    }
-    b->items[b->n].key = json_string_value(kref);
-    b->items[b->n].kref = kref;
-    b->items[b->n].obj = copy;
-    b->n++;
-    return TD_OK;
+    return builder_add_as(b, obj, json_deep_copy(obj), err);
+}
+
+td_status td_config_builder_put(td_config_builder *b, json_t *obj, const td_manifest *src,
+                                td_err *err)
+{
+    TD_TRY(validate_object(obj, src, err));
+    return builder_add_as(b, obj, json_incref(obj), err);
 }
 
 td_status td_config_builder_add_manifest(td_config_builder *b, const td_manifest *m, td_err *err)
@@ -441,16 +537,28 @@ td_status td_config_builder_delete(td_config_builder *b, const char *kind, const
     char *key = make_key(k, ns, name);
     if (!key)
         return td_err_set(err, TD_ENOMEM, "out of memory");
-    size_t at = builder_find(b, key);
+    size_t ci = b->nch ? chunk_for(b->ch, b->nch, key) : 0;
+    size_t at = b->nch ? chunk_lower_bound(b->ch[ci], key) : 0;
+    bool found = b->nch && at < b->ch[ci]->n && strcmp(b->ch[ci]->items[at].key, key) == 0;
     free(key);
-    if (at == (size_t)-1)
+    if (!found)
         return td_err_set(err, TD_ENOTFOUND, "%s %s%s%s not found", k, ns, *ns ? "/" : "", name);
-    json_decref(b->items[at].kref);
-    json_decref(b->items[at].obj);
-    memmove(&b->items[at], &b->items[at + 1], (b->n - at - 1) * sizeof *b->items);
+    if (chunk_own(b, ci) != 0)
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    chunk *c = b->ch[ci];
+    json_decref(c->items[at].kref);
+    json_decref(c->items[at].obj);
+    memmove(&c->items[at], &c->items[at + 1], (c->n - at - 1) * sizeof *c->items);
+    memmove(&c->objs[at], &c->objs[at + 1], (c->n - at - 1) * sizeof *c->objs);
+    c->n--;
     b->n--;
-    if (at < b->nsorted)
-        b->nsorted--;
+    if (c->n == 0) {
+        chunk_unref(c);
+        memmove(&b->ch[ci], &b->ch[ci + 1], (b->nch - ci - 1) * sizeof *b->ch);
+        b->nch--;
+    }
+    if (strcmp(k, "Workload") != 0)
+        b->others_changed = true;
     return TD_OK;
 }
 
@@ -476,58 +584,57 @@ static td_status cross_check(json_t *const *objs, size_t n, td_err *err)
     return TD_OK;
 }
 
+static size_t lower_bound(const td_config *c, const char *prefix);
+static json_t *const *flat_objs(const td_config *c);
+
+/* The cross-checks over c's objects but its Workloads (no registered
+ * cross-check reads one, kind.h: they are one run of the sorted keys,
+ * skipped whatever their number). */
+static td_status check_all_but_workloads(const td_config *c, td_err *err)
+{
+    size_t ws = lower_bound(c, "Workload\x1f"), we = lower_bound(c, "Workload\x20");
+    json_t *const *all = flat_objs(c);
+    json_t **rest = malloc((c->n - (we - ws) + 1) * sizeof *rest);
+    if (!rest || (c->n && !all)) {
+        free(rest);
+        return td_err_set(err, TD_ENOMEM, "out of memory");
+    }
+    if (c->n) {
+        memcpy(rest, all, ws * sizeof *rest);
+        memcpy(rest + ws, all + we, (c->n - we) * sizeof *rest);
+    }
+    td_status st = cross_check(rest, c->n - (we - ws), err);
+    free(rest);
+    return st;
+}
+
 td_status td_config_builder_finish(td_config_builder *b, td_config **out, td_err *err)
 {
     td_config *c = calloc(1, sizeof *c);
     if (!c)
         return td_err_set(err, TD_ENOMEM, "out of memory");
     atomic_init(&c->refs, 1);
+    atomic_init(&c->flat, NULL);
     for (int i = 0; i < TD_CONFIG_ATTACH_MAX; i++)
         atomic_init(&c->attach[i], NULL);
-    if (b->n) {
-        c->items = calloc(b->n, sizeof *c->items);
-        c->objs = calloc(b->n, sizeof *c->objs);
-        if (!c->items || !c->objs) {
-            free(c->items);
-            free(c->objs);
-            free(c);
-            return td_err_set(err, TD_ENOMEM, "out of memory");
-        }
-        /* what was added, sorted, merged into the base's sorted part */
-        qsort(b->items + b->nsorted, b->n - b->nsorted, sizeof *b->items, entry_cmp);
-        size_t i = 0, j = b->nsorted;
-        while (i < b->nsorted || j < b->n) {
-            size_t run = b->nsorted - i;
-            if (j < b->n)
-                run = entry_lower_bound(b->items + i, b->nsorted - i, b->items[j].key);
-            memcpy(c->items + c->n, b->items + i, run * sizeof *c->items);
-            c->n += run;
-            i += run;
-            if (j < b->n)
-                c->items[c->n++] = b->items[j++];
-        }
-        for (size_t k = 0; k < c->n; k++) {
-            json_incref(c->items[k].kref);
-            json_incref(c->items[k].obj);
-            c->objs[k] = c->items[k].obj;
-        }
-    }
-    /* No registered cross-check reads a Workload (kind.h): the checks run
-     * over the other objects, whatever the number of Workloads stored. The
-     * Workloads are one run of the sorted snapshot. */
-    size_t ws = entry_lower_bound(c->items, c->n, "Workload\x1f");
-    size_t we = entry_lower_bound(c->items, c->n, "Workload\x20");
-    json_t **rest = malloc((c->n - (we - ws) + 1) * sizeof *rest);
-    if (!rest) {
-        td_config_unref(c);
+    c->ch = malloc((b->nch ? b->nch : 1) * sizeof *c->ch);
+    c->first = malloc((b->nch + 1) * sizeof *c->first);
+    if (!c->ch || !c->first) {
+        free(c->ch);
+        free(c->first);
+        free(c);
         return td_err_set(err, TD_ENOMEM, "out of memory");
     }
-    if (c->n) {
-        memcpy(rest, c->objs, ws * sizeof *rest);
-        memcpy(rest + ws, c->objs + we, (c->n - we) * sizeof *rest);
+    for (size_t i = 0; i < b->nch; i++) {
+        c->ch[i] = chunk_ref(b->ch[i]);
+        c->first[i] = c->n;
+        c->n += b->ch[i]->n;
     }
-    td_status st = cross_check(rest, c->n - (we - ws), err);
-    free(rest);
+    c->nch = b->nch;
+    c->first[c->nch] = c->n;
+    /* A builder over a snapshot (already checked) that changed only
+     * Workloads changed nothing a cross-check reads. */
+    td_status st = b->others_changed ? check_all_but_workloads(c, err) : TD_OK;
     if (st != TD_OK) {
         td_config_unref(c);
         return st;
@@ -547,12 +654,11 @@ void td_config_unref(td_config *c)
 {
     if (!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
         return;
-    for (size_t i = 0; i < c->n; i++) {
-        json_decref(c->items[i].kref);
-        json_decref(c->items[i].obj);
-    }
-    free(c->items);
-    free(c->objs);
+    for (size_t i = 0; i < c->nch; i++)
+        chunk_unref(c->ch[i]);
+    free(c->ch);
+    free(c->first);
+    free(atomic_load_explicit(&c->flat, memory_order_acquire));
     for (int i = 0; i < TD_CONFIG_ATTACH_MAX; i++) {
         td_config_attachment *a = atomic_load_explicit(&c->attach[i], memory_order_acquire);
         if (a)
@@ -636,18 +742,60 @@ td_status td_config_load_text(const char *name, const char *text, size_t len, td
     return st;
 }
 
-/* First index whose key starts with prefix (keys are sorted). */
-static size_t lower_bound(const td_config *c, const char *prefix)
+/* The chunk holding object index i of c (i < c->n). */
+static size_t chunk_of_index(const td_config *c, size_t i)
 {
-    size_t lo = 0, hi = c->n;
-    while (lo < hi) {
+    size_t lo = 0, hi = c->nch;
+    while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(c->items[mid].key, prefix) < 0)
-            lo = mid + 1;
+        if (c->first[mid] <= i)
+            lo = mid;
         else
             hi = mid;
     }
     return lo;
+}
+
+/* First index whose key is not below prefix (keys are sorted). */
+static size_t lower_bound(const td_config *c, const char *prefix)
+{
+    if (!c->nch)
+        return 0;
+    size_t ci = chunk_for(c->ch, c->nch, prefix);
+    return c->first[ci] + chunk_lower_bound(c->ch[ci], prefix);
+}
+
+/* Every object of c in key order, one array made by the first reader
+ * that needs a run across chunks (NULL out of memory, or when c is
+ * empty). Thread-safe: racing readers both build, one array is kept. */
+static json_t *const *flat_objs(const td_config *c)
+{
+    _Atomic(json_t **) *slot = (_Atomic(json_t **) *)&c->flat;
+    json_t **f = atomic_load_explicit(slot, memory_order_acquire);
+    if (f || !c->n)
+        return f;
+    json_t **mine = malloc(c->n * sizeof *mine);
+    if (!mine)
+        return NULL;
+    for (size_t i = 0; i < c->nch; i++)
+        memcpy(mine + c->first[i], c->ch[i]->objs, c->ch[i]->n * sizeof *mine);
+    json_t **expected = NULL;
+    if (atomic_compare_exchange_strong_explicit(slot, &expected, mine, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return mine;
+    free(mine);
+    return expected;
+}
+
+/* Objects [i, j) of c as one borrowed array: inside one chunk, the
+ * chunk's own; across chunks, the flat array (NULL out of memory). */
+static json_t *const *run_of(const td_config *c, size_t i, size_t j)
+{
+    size_t ci = chunk_of_index(c, i);
+    if (j <= c->first[ci + 1])
+        return &c->ch[ci]->objs[i - c->first[ci]];
+    json_t *const *f = flat_objs(c);
+    return f ? f + i : NULL;
 }
 
 /* Appends s (and the \x1f separator if sep) to key[*len], truncating as
@@ -669,39 +817,43 @@ size_t td_config_list(const td_config *c, const char *kind, const char *namespac
                       json_t *const **out)
 {
     *out = NULL;
-    if (!c || !kind)
+    if (!c || !kind || !c->n)
         return 0;
     char prefix[512];
     size_t plen = 0;
     key_append(prefix, sizeof prefix, &plen, kind, 1);
     if (namespace_ && td_kind_namespaced(kind))
         key_append(prefix, sizeof prefix, &plen, namespace_, 1);
-    size_t i = lower_bound(c, prefix), j = i;
-    while (j < c->n && strncmp(c->items[j].key, prefix, plen) == 0)
-        j++;
-    if (j > i)
-        *out = &c->objs[i];
-    return j - i;
+    size_t i = lower_bound(c, prefix);
+    /* the keys with the prefix end before the prefix whose last separator
+     * is the next byte up (names hold no byte below it) */
+    prefix[plen - 1] = '\x20';
+    size_t j = lower_bound(c, prefix);
+    if (j <= i)
+        return 0;
+    *out = run_of(c, i, j);
+    return *out ? j - i : 0;
 }
 
 size_t td_config_all(const td_config *c, json_t *const **out)
 {
-    *out = c && c->n ? c->objs : NULL;
-    return c ? c->n : 0;
+    *out = c && c->n ? flat_objs(c) : NULL;
+    return *out ? c->n : 0;
 }
 
 json_t *td_config_get(const td_config *c, const char *kind, const char *namespace_,
                       const char *name)
 {
-    if (!c || !kind || !name)
+    if (!c || !kind || !name || !c->nch)
         return NULL;
     char key[1024];
     size_t klen = 0;
     key_append(key, sizeof key, &klen, kind, 1);
     key_append(key, sizeof key, &klen, td_kind_namespaced(kind) && namespace_ ? namespace_ : "", 1);
     key_append(key, sizeof key, &klen, name, 0);
-    size_t i = lower_bound(c, key);
-    return i < c->n && strcmp(c->items[i].key, key) == 0 ? c->items[i].obj : NULL;
+    const chunk *k = c->ch[chunk_for(c->ch, c->nch, key)];
+    size_t i = chunk_lower_bound(k, key);
+    return i < k->n && strcmp(k->items[i].key, key) == 0 ? k->items[i].obj : NULL;
 }
 
 json_t *td_config_tenant_for_namespace(const td_config *c, const char *ns)

@@ -39,6 +39,12 @@ void td_config_builder_destroy(td_config_builder *b);
 td_status td_config_builder_add(td_config_builder *b, json_t *obj, const td_manifest *src,
                                 td_err *err);
 
+/* td_config_builder_add without the copy: obj itself is kept (a new
+ * reference), so its owner must never change it afterwards (a document
+ * parsed for this alone: the store's rows at start). */
+td_status td_config_builder_put(td_config_builder *b, json_t *obj, const td_manifest *src,
+                                td_err *err);
+
 /* Adds every document of m, stopping at the first invalid one. */
 td_status td_config_builder_add_manifest(td_config_builder *b, const td_manifest *m, td_err *err);
 

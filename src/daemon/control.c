@@ -246,6 +246,35 @@ td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs,
     return commit_unscheduled(c, next, objs, nobjs, dels, ndels, err);
 }
 
+td_status td_control_commit_pass(td_control *c, td_queue *q, json_t *changed, td_err *err)
+{
+    if (td_leader_term(c->leader) >= 0) {
+        /* a scheduling leader (or a follower): the fenced commit decides */
+        td_queue_destroy(q);
+        return td_control_commit(c, td_control_snapshot(c), NULL, 0, NULL, 0, err);
+    }
+    td_config *cur = td_control_snapshot(c), *final = NULL;
+    json_t **all = NULL;
+    td_status st = with_statuses(cur, NULL, 0, changed, &final, &all, err);
+    if (st == TD_OK)
+        st = td_store_write(c->store, all, json_array_size(changed), NULL, 0, err);
+    free(all);
+    td_config_unref(cur);
+    if (st != TD_OK) {
+        td_queue_destroy(q);
+        td_config_unref(final);
+        return st;
+    }
+    /* q is what final's records say: kept, not rebuilt by the next commit */
+    td_wlqueue *lq = td_workloads_live();
+    td_workloads_adopt(lq, final, q);
+    td_err qerr;
+    if (td_queueview_attach_live(final, lq, &qerr) != TD_OK)
+        fprintf(stderr, "tenantd: batch queue view: %s\n", qerr.msg);
+    serve(c, final);
+    return TD_OK;
+}
+
 void td_control_adopt(td_control *c, td_config *next)
 {
     /* another replica's commit (or a reload): its records are not what the
@@ -347,6 +376,10 @@ static int append_text(char **text, size_t *len, const char *line)
     return 0;
 }
 
+/* Group commits (two submits or more in one commit) and the submits they
+ * held, since start: loop thread only. */
+static unsigned long long submit_groups, submits_grouped;
+
 /* Appends the batch queue's series to text: those of the snapshot's queue
  * view (made by the commit that published it), and how many times a queue
  * was rebuilt from records, which a scrape never does. */
@@ -359,13 +392,24 @@ static int append_queue_metrics(td_control *c, char **text, size_t *len)
                  ? append_text(text, len, td_queueview_metrics(v))
                  : 0;
     td_config_unref(cur);
-    char line[512];
+    char line[768];
     snprintf(line, sizeof line,
              "# HELP tenantd_queue_rebuilds_total Times the batch queue was rebuilt from the "
              "stored Workload records (once per commit; never per read).\n"
              "# TYPE tenantd_queue_rebuilds_total counter\n"
              "tenantd_queue_rebuilds_total %llu\n",
              td_workloads_rebuilds());
+    if (rc >= 0)
+        rc = append_text(text, len, line);
+    snprintf(line, sizeof line,
+             "# HELP tenantd_submit_groups_total Commits that stored two submits or more "
+             "(requests that arrived together: one transaction, one pass).\n"
+             "# TYPE tenantd_submit_groups_total counter\n"
+             "tenantd_submit_groups_total %llu\n"
+             "# HELP tenantd_submits_grouped_total Submit requests committed in such a group.\n"
+             "# TYPE tenantd_submits_grouped_total counter\n"
+             "tenantd_submits_grouped_total %llu\n",
+             submit_groups, submits_grouped);
     if (rc >= 0)
         rc = append_text(text, len, line);
     /* the scheduling leader (leader.h): loop thread, as /metrics is */
@@ -944,6 +988,177 @@ static void handle_apply_or_submit(td_control *c, const td_http_request *req,
         reply_error(resp, st == TD_EIO ? 503 : st == TD_EEXIST ? 409 : 400, err.msg);
     json_decref(result);
     td_manifest_destroy(m);
+}
+
+/* ---- group commit: a turn's submits in one transaction ---------------- */
+
+typedef struct {
+    const td_http_request *req;
+    td_http_response *resp;
+    td_principal p; /* borrows from the group's snapshot */
+    td_manifest *m; /* NULL: answered already (refused) */
+} group_submit;
+
+static bool is_submit(const td_http_request *req)
+{
+    return strcmp(req->method, "POST") == 0 && strcmp(req->path, "/v1/workloads") == 0;
+}
+
+/* The checks of a submit alone (credential, body, the daemon's records,
+ * namespaces, priority) against prev: g->m set, or g answered. */
+static void group_check(td_control *c, const td_config *prev, group_submit *g)
+{
+    td_authz_identify(prev, c->has_admin_token ? c->admin_token_sha256 : NULL,
+                      td_http_header(g->req, "Authorization"), &g->p);
+    td_err err;
+    int code = td_authz_check(&g->p, TD_AUTHZ_TENANT, NULL, &err);
+    if (code) {
+        reply_error(g->resp, code, err.msg);
+        return;
+    }
+    td_manifest *m = take_manifest(g->req, g->resp, 1);
+    if (!m)
+        return;
+    if (keep_statuses(prev, m, &g->p, 1, g->resp) != 0 ||
+        check_submission(prev, m, &g->p, g->resp) != 0) {
+        td_manifest_destroy(m);
+        return;
+    }
+    g->m = m;
+}
+
+/* The answer to a submit whose commit gave st. */
+static void reply_commit(td_control *c, td_status st, const group_submit *g, const td_err *err)
+{
+    if (st == TD_OK)
+        reply_submitted(c, g->m, &g->p, g->resp);
+    else if (st == TD_ENOMEM)
+        reply_error(g->resp, 500, "out of memory");
+    else
+        reply_error(g->resp, st == TD_EIO ? 503 : 400, err->msg);
+}
+
+/* Every checked submit of g[0, k) added over base, each whole or not at
+ * all: one whose object the builder refuses is answered and left out, the
+ * others stay. *next (the caller's) holds the rest; *objs (malloc'd, *nobjs)
+ * their documents, borrowed from the manifests. */
+static td_status group_build(td_control *c, td_config *base, group_submit *g, size_t k,
+                             td_config **next, json_t ***objs, size_t *nobjs, td_err *err)
+{
+    size_t total = 0;
+    for (size_t s = 0; s < k; s++)
+        total += g[s].m ? td_manifest_count(g[s].m) : 0;
+    json_t **o = malloc((total ? total : 1) * sizeof *o);
+    td_config *good = td_config_ref(base);
+    td_config_builder *b = NULL;
+    td_status st = o ? td_config_builder_create(good, &b, err)
+                     : td_err_set(err, TD_ENOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t s = 0; st == TD_OK && s < k; s++) {
+        if (!g[s].m)
+            continue;
+        td_err e;
+        td_status as = TD_OK;
+        for (size_t i = 0; as == TD_OK && i < td_manifest_count(g[s].m); i++)
+            as = td_config_builder_add(b, td_manifest_doc(g[s].m, i), g[s].m, &e);
+        /* a snapshot per submit: the point a refused one goes back to
+         * (over a snapshot, a builder of Workloads copies a few chunks) */
+        td_config *snap = NULL;
+        if (as == TD_OK)
+            as = td_config_builder_finish(b, &snap, &e);
+        if (as != TD_OK) {
+            reply_commit(c, as, &g[s], &e);
+            td_manifest_destroy(g[s].m);
+            g[s].m = NULL;
+            td_config_builder_destroy(b);
+            b = NULL;
+            st = td_config_builder_create(good, &b, err);
+            continue;
+        }
+        td_config_unref(good);
+        good = snap;
+        for (size_t i = 0; i < td_manifest_count(g[s].m); i++)
+            o[n++] = td_manifest_doc(g[s].m, i);
+    }
+    td_config_builder_destroy(b);
+    if (st != TD_OK) {
+        td_config_unref(good);
+        free(o);
+        return st;
+    }
+    *next = good;
+    *objs = o;
+    *nobjs = n;
+    return TD_OK;
+}
+
+/* Submits g[0, k) (k > 1, concurrent: from different connections) checked
+ * one by one, then committed together: one store transaction and one
+ * scheduling pass, each answered only after it (the caller writes the
+ * answers when the turn's batch returns). A refused one is answered alone
+ * and the others go on; if the pass refuses the group as a whole (TD_EINVAL:
+ * one workload the queue cannot take), each is committed alone instead, so
+ * that only that one fails. */
+static void submit_group(td_control *c, group_submit *g, size_t k)
+{
+    td_config *prev = td_control_snapshot(c); /* the principals borrow from it */
+    for (size_t s = 0; s < k; s++)
+        group_check(c, prev, &g[s]);
+    td_err err;
+    td_config *next = NULL;
+    json_t **objs = NULL;
+    size_t nobjs = 0;
+    td_status st = group_build(c, prev, g, k, &next, &objs, &nobjs, &err);
+    size_t live = 0;
+    for (size_t s = 0; s < k; s++)
+        live += g[s].m != NULL;
+    if (st == TD_OK && nobjs)
+        st = td_control_commit(c, next, objs, nobjs, NULL, 0, &err);
+    else
+        td_config_unref(next);
+    free(objs);
+    if (st == TD_OK && live > 1) {
+        submit_groups++;
+        submits_grouped += live;
+    }
+    for (size_t s = 0; s < k; s++) {
+        if (!g[s].m)
+            continue;
+        if (st == TD_EINVAL && live > 1) {
+            json_t *result = json_array();
+            td_status one = commit_manifest(c, g[s].m, result, &err);
+            json_decref(result);
+            reply_commit(c, one, &g[s], &err);
+        } else {
+            reply_commit(c, st, &g[s], &err);
+        }
+        td_manifest_destroy(g[s].m);
+    }
+    td_config_unref(prev);
+}
+
+void td_control_handle_batch(const td_http_request *const *reqs, td_http_response *resps,
+                             size_t n, void *user)
+{
+    td_control *c = user;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && is_submit(reqs[j]))
+            j++;
+        group_submit *g = j - i > 1 ? calloc(j - i, sizeof *g) : NULL;
+        if (!g) { /* one request (or no memory to group them): alone */
+            td_control_handle(reqs[i], &resps[i], user);
+            i++;
+            continue;
+        }
+        for (size_t s = 0; s < j - i; s++) {
+            g[s].req = reqs[i + s];
+            g[s].resp = &resps[i + s];
+        }
+        submit_group(c, g, j - i);
+        free(g);
+        i = j;
+    }
 }
 
 static void handle_objects(td_control *c, const td_http_request *req, td_http_response *resp,

@@ -15,6 +15,7 @@
 #include "gateway/gateway.h"
 #include "io/http_server.h"
 #include "io/store.h"
+#include "queue/queue.h"
 
 struct td_metering;
 struct td_leader;
@@ -67,6 +68,14 @@ void td_control_init(td_control *c, td_config *cfg, td_store *store, td_gateway 
 td_status td_control_commit(td_control *c, td_config *next, json_t *const *objs, size_t nobjs,
                             const td_object_id *dels, size_t ndels, td_err *err);
 
+/* The records a pass over the snapshot served decided (td_workloads_pass:
+ * changed, borrowed; q, taken over, its queue afterwards) stored in one
+ * transaction and served, q kept as the queue between commits: the pass
+ * at start, stored without a second pass. Under a scheduling leader
+ * (--database) the ordinary commit of nothing instead (its fenced pass).
+ * On error nothing is stored and q is freed. Loop thread. */
+td_status td_control_commit_pass(td_control *c, td_queue *q, json_t *changed, td_err *err);
+
 /* Makes next (taken over), just loaded from the store after another
  * replica committed, the snapshot everyone sees and reloads the gateway
  * from it, as td_control_commit does, but stores nothing and runs no
@@ -84,6 +93,14 @@ td_config *td_control_snapshot(td_control *c);
  * run on any thread, concurrently; everything else on the loop thread that
  * commits (the control API writes the store and swaps the snapshot). */
 void td_control_handle(const td_http_request *req, td_http_response *resp, void *user);
+
+/* td_http_multi_opts.handle_batch for td_control_handle: a turn's
+ * requests; consecutive submits (POST /v1/workloads) are checked one by
+ * one, then committed together (one store transaction, one scheduling
+ * pass), each answered after that commit; a refused one fails alone.
+ * Every other request as td_control_handle. Loop thread. */
+void td_control_handle_batch(const td_http_request *const *reqs, td_http_response *resps,
+                             size_t n, void *user);
 
 /* Copies the value of query parameter key of query (a request's raw
  * query) into out, n bytes at most, percent-decoded; 0 if absent. */

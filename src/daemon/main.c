@@ -859,7 +859,8 @@ static int start_admin(daemon_opts *o, tenantd *t)
                                 td_control_wants_prepare,
                                 td_control_prepare,
                                 td_control_release,
-                                2};
+                                2,
+                                td_control_handle_batch};
     if (td_http_multi_start(&t->loop, o->listen, &hopts, &t->d.server, &err) != TD_OK) {
         fprintf(stderr, "tenantd: %s\n", err.msg);
         return 1;
@@ -898,8 +899,7 @@ static void pass_at_start(td_control *control)
     if (ps == TD_OK && json_array_size(changed)) {
         fprintf(stderr, "tenantd: batch queue: the pass at start updates %zu Workloads\n",
                 json_array_size(changed));
-        td_queue_destroy(q);
-        ps = td_control_commit(control, td_config_ref(cur), NULL, 0, NULL, 0, &err);
+        ps = td_control_commit_pass(control, q, changed, &err); /* no second pass */
     } else if (ps == TD_OK) {
         /* nothing changed: its queue is what cur's records say, and
          * the readers (the first metering tick next) need no rebuild */

@@ -465,7 +465,9 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
     if (st == TD_OK) {
         q = td_queueview_queue(view);
         wls = td_queueview_workloads(view, &nw);
-        td_intervals_opts io = {(const json_t *const *)wls, nw, cfg, 0, now_ns, true};
+        /* the closed intervals older than the window below are stored */
+        td_intervals_opts io = {(const json_t *const *)wls, nw, cfg, 0, now_ns, true,
+                                m->last_tick_ns ? m->last_tick_ns - 10000000000LL : 0};
         st = td_ledger_intervals(q, &io, td_ledger_vec_push, &v, &e);
         if (st == TD_OK && v.full)
             st = td_err_set(&e, TD_ENOMEM, "out of memory");
@@ -533,6 +535,8 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
         if (t)
             t->gpus_in_use_milli += m->running[i].gpu_milli;
     }
+    char last_ns[TD_LEDGER_STR] = "\x01"; /* one tenant lookup per run of a namespace */
+    tenant_sum *last_t = NULL;
     for (size_t id = 0; id < td_queue_workload_count(q); id++) {
         if (td_queue_workload_state(q, id) != TD_WL_PENDING)
             continue;
@@ -540,10 +544,13 @@ void td_metering_tick(td_metering *m, int64_t now_ns)
         const char *slash = strchr(key, '/');
         char ns[TD_LEDGER_STR];
         snprintf(ns, sizeof ns, "%.*s", slash ? (int)(slash - key) : 0, key);
-        const char *tn = td_json_str(td_config_tenant_for_namespace(cfg, ns), "metadata.name");
-        tenant_sum *t = tenant_get(m, tn ? tn : "");
-        if (t)
-            t->pending++;
+        if (strcmp(ns, last_ns) != 0) {
+            const char *tn = td_json_str(td_config_tenant_for_namespace(cfg, ns), "metadata.name");
+            last_t = tenant_get(m, tn ? tn : "");
+            memcpy(last_ns, ns, sizeof ns);
+        }
+        if (last_t)
+            last_t->pending++;
     }
     pthread_mutex_unlock(&m->mu);
 out:

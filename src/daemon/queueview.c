@@ -249,10 +249,8 @@ static td_status view_ready(td_queueview *v, td_err *err)
     }
     if (!v->wls && !(v->wls = by_queue_id(v->cfg, v->q, &v->nwls)))
         return td_err_set(err, TD_ENOMEM, "out of memory");
-    if (!v->cq_status && !(v->cq_status = cq_status_of(v->q)))
-        return td_err_set(err, TD_ENOMEM, "out of memory");
-    if (!v->metrics && metrics_of(v->q, v->cq_status, &v->metrics) != TD_OK)
-        return td_err_set(err, TD_ENOMEM, "out of memory");
+    /* the ClusterQueues' status and the series wait for their first
+     * reader: the metering tick reads neither */
     return TD_OK;
 }
 
@@ -316,10 +314,17 @@ json_t *const *td_queueview_workloads(const td_queueview *v, size_t *n)
 
 const json_t *td_queueview_cq_status(const td_queueview *v)
 {
-    return v->cq_status;
+    td_queueview *w = (td_queueview *)v; /* computed once, on the loop thread */
+    if (!w->cq_status)
+        w->cq_status = cq_status_of(w->q);
+    return w->cq_status;
 }
 
 const char *td_queueview_metrics(const td_queueview *v)
 {
-    return v->metrics;
+    td_queueview *w = (td_queueview *)v;
+    const json_t *cqs = td_queueview_cq_status(v);
+    if (!w->metrics && (!cqs || metrics_of(w->q, cqs, &w->metrics) != TD_OK))
+        return ""; /* out of memory: no series this time */
+    return w->metrics;
 }

@@ -46,12 +46,14 @@ json_t *const *td_queueview_workloads(const td_queueview *v, size_t *n);
 
 /* Kueue's ClusterQueue status by ClusterQueue name: {pendingWorkloads,
  * reservingWorkloads, admittedWorkloads, usage: {RESOURCE: {nominal, used,
- * borrowed}}} (quantities as numbers, in units: 1.5 = 1500m). Borrowed. */
+ * borrowed}}} (quantities as numbers, in units: 1.5 = 1500m). Borrowed.
+ * Computed by its first reader (loop thread); NULL out of memory. */
 const json_t *td_queueview_cq_status(const td_queueview *v);
 
 /* The queue's series in Prometheus text (NUL-terminated, borrowed):
  * tenantd_queue_pending_workloads, tenantd_queue_admitted_workloads and
- * tenantd_queue_preemptions_total by ClusterQueue. */
+ * tenantd_queue_preemptions_total by ClusterQueue. Computed by its first
+ * reader (loop thread); "" out of memory. */
 const char *td_queueview_metrics(const td_queueview *v);
 
 #endif

@@ -219,8 +219,81 @@ static void *prep_main(void *arg)
     return NULL;
 }
 
-/* On the caller's loop: answers the requests handed over, and hands each
- * answer back to its connection's loop. */
+/* On the caller's loop: j's answer r (its body taken over) to j's
+ * connection, on its own loop; j is then freed (here or there). */
+static void deliver(td_http_multi *m, job *j, td_http_response r)
+{
+    if (j->prepared && j->req.prepared && m->o.release)
+        m->o.release(j->req.prepared, m->o.user);
+    j->req.prepared = NULL;
+    if (j->owner == 0) {
+        /* a request of the caller's own loop, prepared on a thread:
+         * answered here (the content type and headers are copied out
+         * at once); not once the handler has stopped the servers */
+        pthread_mutex_lock(&m->mu);
+        int stopping = m->stopping;
+        pthread_mutex_unlock(&m->mu);
+        if (stopping)
+            free(r.body);
+        else
+            td__http_later_resume(j->later, &r); /* takes the body */
+        free_job(m, j);
+        return;
+    }
+    j->resp = r;
+    /* borrowed until the handler returned: copied for the other loop */
+    if (r.content_type && !(j->content_type = strdup(r.content_type)))
+        j->resp.status = 500;
+    if (r.extra_headers && !(j->extra_headers = strdup(r.extra_headers)))
+        j->resp.status = 500;
+    j->resp.content_type = j->content_type;
+    j->resp.extra_headers = j->extra_headers;
+    mloop *ow = &m->loops[j->owner];
+    pthread_mutex_lock(&m->mu);
+    int closed = ow->closed;
+    if (!closed) {
+        *ow->answers_tail = j;
+        ow->answers_tail = &j->next;
+        uv_async_send(&ow->async); /* under the lock: see stop_threads */
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (closed)
+        free_job(m, j);
+}
+
+/* The jobs of list (n of them) answered together by o.handle_batch, each
+ * delivered once it returned: 0, or -1 out of memory (then list is
+ * untouched, for one at a time). */
+static int answer_batch(td_http_multi *m, job *list, size_t n)
+{
+    const td_http_request **reqs = malloc(n * sizeof *reqs);
+    td_http_response *resps = calloc(n, sizeof *resps);
+    job **jobs = malloc(n * sizeof *jobs);
+    if (!reqs || !resps || !jobs) {
+        free(reqs);
+        free(resps);
+        free(jobs);
+        return -1;
+    }
+    size_t k = 0;
+    for (job *j = list; j; j = j->next, k++) {
+        jobs[k] = j;
+        reqs[k] = &j->req;
+    }
+    m->o.handle_batch(reqs, resps, n, m->o.user);
+    for (k = 0; k < n; k++) {
+        jobs[k]->next = NULL;
+        deliver(m, jobs[k], resps[k]);
+    }
+    free(reqs);
+    free(resps);
+    free(jobs);
+    return 0;
+}
+
+/* On the caller's loop: answers the requests handed over (a turn's
+ * together when o.handle_batch says how), and hands each answer back to
+ * its connection's loop. */
 static void on_jobs(uv_async_t *a)
 {
     td_http_multi *m = a->data;
@@ -229,48 +302,18 @@ static void on_jobs(uv_async_t *a)
     m->jobs = NULL;
     m->jobs_tail = &m->jobs;
     pthread_mutex_unlock(&m->mu);
+    size_t n = 0;
+    for (job *j = list; j; j = j->next)
+        n++;
+    if (n > 1 && m->o.handle_batch && answer_batch(m, list, n) == 0)
+        return;
     while (list) {
         job *j = list;
         list = j->next;
         j->next = NULL;
         td_http_response r = {0};
         m->o.handler(&j->req, &r, m->o.user);
-        if (j->prepared && j->req.prepared && m->o.release)
-            m->o.release(j->req.prepared, m->o.user);
-        j->req.prepared = NULL;
-        if (j->owner == 0) {
-            /* a request of the caller's own loop, prepared on a thread:
-             * answered here (the content type and headers are copied out
-             * at once); not once the handler has stopped the servers */
-            pthread_mutex_lock(&m->mu);
-            int stopping = m->stopping;
-            pthread_mutex_unlock(&m->mu);
-            if (stopping)
-                free(r.body);
-            else
-                td__http_later_resume(j->later, &r); /* takes the body */
-            free_job(m, j);
-            continue;
-        }
-        j->resp = r;
-        /* borrowed until the handler returned: copied for the other loop */
-        if (r.content_type && !(j->content_type = strdup(r.content_type)))
-            j->resp.status = 500;
-        if (r.extra_headers && !(j->extra_headers = strdup(r.extra_headers)))
-            j->resp.status = 500;
-        j->resp.content_type = j->content_type;
-        j->resp.extra_headers = j->extra_headers;
-        mloop *ow = &m->loops[j->owner];
-        pthread_mutex_lock(&m->mu);
-        int closed = ow->closed;
-        if (!closed) {
-            *ow->answers_tail = j;
-            ow->answers_tail = &j->next;
-            uv_async_send(&ow->async); /* under the lock: see stop_threads */
-        }
-        pthread_mutex_unlock(&m->mu);
-        if (closed)
-            free_job(m, j);
+        deliver(m, j, r);
     }
 }
 

@@ -131,6 +131,13 @@ typedef struct {
     void *(*prepare)(const td_http_request *req, void *user);
     void (*release)(void *prepared, void *user);
     unsigned prepare_threads; /* 0: 2 */
+    /* The requests handed to the caller's loop in one turn (n > 1, in
+     * arrival order; from different connections, so concurrent), answered
+     * in one call: resps[i] (zeroed) is reqs[i]'s answer, each handed to
+     * its connection only once the call returns (tenantd commits a turn's
+     * submits in one transaction). NULL: the handler, once per request. */
+    void (*handle_batch)(const td_http_request *const *reqs, td_http_response *resps, size_t n,
+                         void *user);
 } td_http_multi_opts;
 
 typedef struct td_http_multi td_http_multi;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonfast.h"
 #include "io/store_internal.h"
 
 /* One expectation of td_store_expect. */
@@ -77,11 +78,11 @@ static td_status load_row(const td__store_row *row, void *ud, td_err *err)
 {
     load_ctx *c = ud;
     json_error_t je;
-    json_t *obj = json_loads(row->body, 0, &je);
+    json_t *obj = td_json_loadb(row->body, strlen(row->body), &je);
     if (!obj)
         return td_err_set(err, TD_EIO, "%s: stored %s %s/%s is not JSON: %s", td_store_name(c->s),
                           row->kind, row->namespace_, row->name, je.text);
-    td_status rc = td_config_builder_add(c->b, obj, NULL, err);
+    td_status rc = td_config_builder_put(c->b, obj, NULL, err); /* parsed for it: no copy */
     json_decref(obj);
     if (rc != TD_OK)
         td_err_prefix(err, rc, "%s: stored object", td_store_name(c->s));

@@ -14,7 +14,7 @@
 typedef struct {
     int64_t admitted; /* queue time, -1: not admitted */
     size_t cq;
-    char flavors[256];
+    const char *flavors; /* the Admitted event's (the queue's events outlive the walk) */
 } open_iv;
 
 static bool is_gpu(const char *r)
@@ -215,11 +215,12 @@ td_status td_ledger_intervals(const td_queue *q, const td_intervals_opts *o, td_
         if (e->type == TD_QEV_ADMITTED) {
             v->admitted = (int64_t)e->t_ns;
             v->cq = e->cluster_queue;
-            copy(v->flavors, sizeof v->flavors, e->flavors);
+            v->flavors = e->flavors;
         } else if (v->admitted >= 0 &&
                    (e->type == TD_QEV_PREEMPTED || e->type == TD_QEV_FINISHED)) {
-            stop = emit(q, o, e->workload, v, (int64_t)e->t_ns,
-                        e->type == TD_QEV_PREEMPTED ? "evicted" : "finished", cb, ud);
+            if (!o->closed_since_ns || (int64_t)e->t_ns >= o->closed_since_ns)
+                stop = emit(q, o, e->workload, v, (int64_t)e->t_ns,
+                            e->type == TD_QEV_PREEMPTED ? "evicted" : "finished", cb, ud);
             v->admitted = -1;
         }
     }

@@ -21,6 +21,8 @@ typedef struct {
     int64_t offset_ns;    /* added to the queue's times (a virtual clock's start) */
     int64_t now_ns;       /* queue time; intervals still open end here */
     bool running;         /* also emit open intervals (outcome "running", end = now) */
+    int64_t closed_since_ns; /* 0: every closed interval; else only those that closed at
+                                or after it (queue time): a tick's new ones, not the past */
 } td_intervals_opts;
 
 /* Calls cb for each interval record, in event order. Record ids are

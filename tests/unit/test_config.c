@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kinds/builtin.h"
@@ -442,6 +444,111 @@ static void test_json_int(void **state)
     assert_int_equal(td_json_int(NULL, 0, 1, &x, NULL), TD_EINVAL); /* absent: not a number */
 }
 
+/* A namespace object named ns-<i>, or a quota q-<i> in namespace a or b. */
+static json_t *chunk_obj(int quota, int i)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%s-%04d", quota ? "q" : "ns", i);
+    if (!quota)
+        return json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+                         "metadata", "name", name);
+    return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{s:s}}}", "apiVersion", "v1", "kind",
+                     "ResourceQuota", "metadata", "name", name, "namespace", i % 2 ? "b" : "a",
+                     "spec", "hard", "pods", "10");
+}
+
+/* c holds exactly the objects present[] says, in key order, each found by
+ * td_config_get, each kind's (and namespace's) run contiguous. */
+static void chunk_check(const td_config *c, const bool *present, int n)
+{
+    json_t *const *list;
+    /* the base's Namespace "a" first, then ns-0000... */
+    size_t nn = td_config_list(c, "Namespace", NULL, &list), k = 1;
+    assert_true(nn >= 1);
+    assert_string_equal(td_json_str(list[0], "metadata.name"), "a");
+    size_t nb = 0, nq = 0;
+    json_t *const *qb;
+    size_t nqb = td_config_list(c, "ResourceQuota", "b", &qb);
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "ns-%04d", i);
+        json_t *got = td_config_get(c, "Namespace", NULL, name);
+        assert_int_equal(got != NULL, present[i]);
+        if (present[i]) {
+            assert_true(k < nn);
+            assert_ptr_equal(list[k++], got);
+        }
+        snprintf(name, sizeof name, "q-%04d", i);
+        got = td_config_get(c, "ResourceQuota", i % 2 ? "b" : "a", name);
+        assert_int_equal(got != NULL, present[n + i]);
+        if (present[n + i] && i % 2) {
+            assert_true(nb < nqb);
+            assert_ptr_equal(qb[nb++], got);
+        }
+        nq += present[n + i];
+    }
+    assert_int_equal(k, nn);
+    assert_int_equal(nb, nqb);
+    json_t *const *all;
+    assert_int_equal(td_config_all(c, &all), nn + nq + 1); /* and the Tenant */
+    json_t *const *qs;
+    assert_int_equal(td_config_list(c, "ResourceQuota", NULL, &qs), nq);
+}
+
+/* Snapshots share their chunks: thousands of adds and deletes (seeded),
+ * a snapshot every 40 steps, each checked against what it should hold,
+ * and the one before it unchanged by the builder over it. */
+static void test_shared_chunks(void **state)
+{
+    (void)state;
+    enum { N = 1500, STEPS = 4000 };
+    static bool want[2 * N], prev_want[2 * N];
+    memset(want, 0, sizeof want);
+    td_err err;
+    td_config *cur = NULL, *prev = NULL;
+    assert_int_equal(td_config_load_text("c.yaml", base_yaml, strlen(base_yaml), &cur, &err),
+                     TD_OK);
+    memcpy(prev_want, want, sizeof want);
+    unsigned seed = 24;
+    td_config_builder *b = NULL;
+    for (int step = 0; step < STEPS; step++) {
+        if (!b)
+            assert_int_equal(td_config_builder_create(cur, &b, &err), TD_OK);
+        seed = seed * 1103515245u + 12345u;
+        int quota = (seed >> 8) & 1, i = (int)((seed >> 10) % N);
+        /* mostly adds early, as many deletes as adds later */
+        bool del = ((seed >> 20) % 4) < (step < STEPS / 2 ? 1u : 2u);
+        char name[32];
+        snprintf(name, sizeof name, "%s-%04d", quota ? "q" : "ns", i);
+        if (del) {
+            td_status st = td_config_builder_delete(b, quota ? "ResourceQuota" : "Namespace",
+                                                    i % 2 ? "b" : "a", name, &err);
+            assert_int_equal(st, want[quota * N + i] ? TD_OK : TD_ENOTFOUND);
+            want[quota * N + i] = false;
+        } else {
+            json_t *o = chunk_obj(quota, i);
+            assert_int_equal(td_config_builder_add(b, o, NULL, &err), TD_OK);
+            json_decref(o);
+            want[quota * N + i] = true;
+        }
+        if (step % 40 != 39)
+            continue;
+        td_config *next = NULL;
+        assert_int_equal(td_config_builder_finish(b, &next, &err), TD_OK);
+        td_config_builder_destroy(b);
+        b = NULL;
+        td_config_unref(prev);
+        prev = cur;
+        cur = next;
+        chunk_check(prev, prev_want, N);
+        chunk_check(cur, want, N);
+        memcpy(prev_want, want, sizeof want);
+    }
+    td_config_builder_destroy(b);
+    td_config_unref(prev);
+    td_config_unref(cur);
+}
+
 int main(void)
 {
     if (td_kinds_register_builtin(NULL) != TD_OK)
@@ -453,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_unknown_field),
         cmocka_unit_test(test_load_text),
         cmocka_unit_test(test_attachment_offer),
+        cmocka_unit_test(test_shared_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

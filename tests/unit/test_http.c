@@ -1630,7 +1630,7 @@ static void test_multi_handover(void **state)
     assert_int_equal(uv_async_init(&f->loop, &f->stop_async, on_multi_stop), 0);
     f->stop_async.data = f;
     td_http_multi_opts o = {3,    NULL, MAX_BODY, multi_handler, NULL, multi_anywhere,
-                            NULL, NULL, NULL,     NULL,          0};
+                            NULL, NULL, NULL,     NULL,          0, NULL};
     td_err err = {{0}};
     if (td_http_multi_start(&f->loop, "127.0.0.1:0", &o, &f->m, &err) != TD_OK)
         fail_msg("multi start: %s", err.msg);
@@ -1750,7 +1750,7 @@ static void test_multi_prepare(void **state)
         f->stop_async.data = f;
         td_http_multi_opts o = {loops[li],  NULL,           MAX_BODY, prep_handler,
                                 NULL,       multi_anywhere, NULL,     prep_wants,
-                                prep_parse, prep_release,   2};
+                                prep_parse, prep_release,   2, NULL};
         td_err err = {{0}};
         if (td_http_multi_start(&f->loop, "127.0.0.1:0", &o, &f->m, &err) != TD_OK)
             fail_msg("multi start: %s", err.msg);

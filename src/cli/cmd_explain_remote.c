@@ -158,9 +158,9 @@ int td_cmd_explain_request(int argc, char **argv)
         "the running tenantd enforces them (mode enforce or shadow), what it could\n"
         "spend right now, its money budgets and its budgets for models (spent,\n"
         "left, when they reset), its keys' own limits, its latest refusals with\n"
-        "the rule, the level (key or\n"
-        "tenant), the model and the numbers, and each Route's endpoints (state,\n"
-        "in flight, ejections, last scrape, the DNS name they came from).\n"
+        "the rule, the level (key or tenant), the model and the numbers, and\n"
+        "each Route's endpoints (state, in flight, ejections, last scrape, the\n"
+        "DNS name they came from).\n"
         "With a tenant's API key (--token-file) the tenant is the key's own.\n\n"
         "  -t, --tenant T       the Tenant (default: the caller's, for a tenant key)\n"
         "  -o, --output FMT     table (default) or json\n%s";

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "admission/admindex.h"
+#include "admission/apparmor_internal.h"
 #include "core/jsondump.h"
 #include "core/jsonpatch.h"
 #include "admission/limitrange_internal.h"
@@ -363,10 +364,14 @@ static bool volume_has_source(const json_t *vol)
 
 /* The API server's defaulting that the checks after it read, beyond the
  * resources (podres.c): SetDefaults_Volume (pkg/apis/core/v1/defaults.go)
- * makes a volume without a source an emptyDir, which restricted allows.
+ * makes a volume without a source an emptyDir, which restricted allows;
+ * its pod create's AppArmor version skew (apparmor.c) copies the AppArmor
+ * annotations and fields into each other, which Pod Security words.
  * An AdmissionReview's pods come defaulted already (opts->api_defaulted:
- * not done again); `tenantctl admit` of a bare pod gets them as written. Copies spec.volumes and each volume it
- * changes (pod shares the rest with the caller's). TD_OK or TD_ENOMEM. */
+ * not done again); `tenantctl admit` of a bare pod gets them as written.
+ * Copies spec.volumes and each volume it changes, and each container list
+ * and container the skew changes (pod shares the rest with the caller's).
+ * TD_OK or TD_ENOMEM. */
 static td_status pod_api_defaults(json_t *pod, td_err *err)
 {
     json_t *spec = json_object_get(pod, "spec");
@@ -391,7 +396,7 @@ static td_status pod_api_defaults(json_t *pod, td_err *err)
             goto nomem;
         }
     }
-    return TD_OK;
+    return td__pod_apparmor_skew(pod, err);
 nomem:
     return td_err_set(err, TD_ENOMEM, "out of memory");
 }

@@ -126,6 +126,26 @@ static void print_routes(const json_t *o)
     }
 }
 
+/* The strings of array a joined by ',' into buf (n bytes), cut short
+ * with "..." when they do not fit. */
+static void join_strings(const json_t *a, char *buf, size_t n)
+{
+    size_t i, len = 0;
+    json_t *v;
+    buf[0] = '\0';
+    json_array_foreach(a, i, v)
+    {
+        int w = snprintf(buf + len, n - len, "%s%s", i ? "," : "",
+                         json_string_value(v) ? json_string_value(v) : "");
+        if (w < 0 || (size_t)w >= n - len) {
+            if (n > 4)
+                memcpy(buf + n - 4, "...", 4);
+            return;
+        }
+        len += (size_t)w;
+    }
+}
+
 int td_cmd_explain_request(int argc, char **argv)
 {
     static const struct option longopts[] = {{"tenant", required_argument, NULL, 't'},
@@ -136,10 +156,11 @@ int td_cmd_explain_request(int argc, char **argv)
         "usage: tenantctl explain request [--tenant T] [-o table|json] [remote flags]\n\n"
         "Why were a tenant's requests refused? Prints the tenant's gateway limits as\n"
         "the running tenantd enforces them (mode enforce or shadow), what it could\n"
-        "spend right now, its money budgets (spent, left, when they reset), its\n"
-        "keys' own limits, its latest refusals with the rule, the level (key or\n"
-        "tenant), the model and the numbers, and each Route's endpoints (state,\n"
-        "in flight, ejections, last scrape, the DNS name they came from).\n"
+        "spend right now, its money budgets and its budgets for models (spent,\n"
+        "left, when they reset), its keys' own limits, its latest refusals with\n"
+        "the rule, the level (key or tenant), the model and the numbers, and\n"
+        "each Route's endpoints (state, in flight, ejections, last scrape, the\n"
+        "DNS name they came from).\n"
         "With a tenant's API key (--token-file) the tenant is the key's own.\n\n"
         "  -t, --tenant T       the Tenant (default: the caller's, for a tenant key)\n"
         "  -o, --output FMT     table (default) or json\n%s";
@@ -194,6 +215,17 @@ int td_cmd_explain_request(int argc, char **argv)
     {
         printf("  budget       %s: %.9g of %.9g %s spent (%.9g left), %s; resets at %s\n",
                td_json_str(x, "period"), json_number_value(json_object_get(x, "spent")),
+               json_number_value(json_object_get(x, "amount")), td_json_str(x, "currency"),
+               json_number_value(json_object_get(x, "remaining")), td_json_str(x, "enforcement"),
+               td_json_str(x, "resetsAt"));
+    }
+    json_array_foreach(json_object_get(lim, "modelBudgets"), i, x)
+    {
+        char models[256] = "";
+        join_strings(json_object_get(x, "models"), models, sizeof models);
+        printf("  budget       %s for models %s: %.9g of %.9g %s spent (%.9g left), %s; resets "
+               "at %s\n",
+               td_json_str(x, "period"), models, json_number_value(json_object_get(x, "spent")),
                json_number_value(json_object_get(x, "amount")), td_json_str(x, "currency"),
                json_number_value(json_object_get(x, "remaining")), td_json_str(x, "enforcement"),
                td_json_str(x, "resetsAt"));

@@ -16,6 +16,24 @@ static const char *mode_name(bool shadow)
     return shadow ? "shadow" : "enforce";
 }
 
+/* One budget of amount_nano in period p with spent of it in the period
+ * current at now_s; NULL out of memory. */
+static json_t *budget_json(td_period p, int64_t amount_nano, int64_t spent, bool shadow,
+                           const char *cur, int64_t now_s)
+{
+    int64_t start, end;
+    td_period_bounds(p, now_s, &start, &end);
+    char from[32], resets[32];
+    td_rfc3339(start, from, sizeof from);
+    td_rfc3339(end, resets, sizeof resets);
+    return json_pack("{s:s, s:f, s:f, s:f, s:s, s:s, s:s, s:s}", "period", td_period_name(p),
+                     "amount", (double)amount_nano / TD_MONEY_NANO, "spent",
+                     (double)spent / TD_MONEY_NANO, "remaining",
+                     (double)(amount_nano > spent ? amount_nano - spent : 0) / TD_MONEY_NANO,
+                     "currency", cur, "periodStart", from, "resetsAt", resets, "enforcement",
+                     mode_name(shadow));
+}
+
 /* A list of budgets with the spend of their current periods at now_s
  * (t's, or its key k's when k is not NULL; with --redis across replicas,
  * asked of Redis now); NULL out of memory. */
@@ -25,19 +43,42 @@ static json_t *budgets_json(td_gateway *g, const td_gw_tenant *t, const td_gw_ke
     json_t *list = json_array();
     for (size_t i = 0; list && i < n; i++) {
         const td_gw_budget *b = &bud[i];
-        int64_t start, end;
-        td_period_bounds(b->period, now_s, &start, &end);
         int64_t spent = td_gateway_budget_spent(g, t, k, b->period, now_s, true);
-        char from[32], resets[32];
-        td_rfc3339(start, from, sizeof from);
-        td_rfc3339(end, resets, sizeof resets);
-        json_t *x =
-            json_pack("{s:s, s:f, s:f, s:f, s:s, s:s, s:s, s:s}", "period",
-                      td_period_name(b->period), "amount", (double)b->amount_nano / TD_MONEY_NANO,
-                      "spent", (double)spent / TD_MONEY_NANO, "remaining",
-                      (double)(b->amount_nano > spent ? b->amount_nano - spent : 0) / TD_MONEY_NANO,
-                      "currency", cur, "periodStart", from, "resetsAt", resets, "enforcement",
-                      mode_name(b->shadow));
+        json_t *x = budget_json(b->period, b->amount_nano, spent, b->shadow, cur, now_s);
+        if (!x || json_array_append_new(list, x) < 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+/* t's budgets for models (spec.budgets[] with models), each as a budget
+ * of budgets_json with its "models" first; NULL out of memory. */
+static json_t *model_budgets_json(td_gateway *g, const td_gw_tenant *t, const char *cur,
+                                  int64_t now_s)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < t->nmodel_budgets; i++) {
+        const td_gw_model_budget *m = &t->model_budgets[i];
+        int64_t spent = td_gateway_model_budget_spent(g, m, now_s, true);
+        json_t *models = json_array();
+        for (size_t j = 0; models && j < m->nmodels; j++)
+            if (json_array_append_new(models, json_string(m->models[j])) < 0) {
+                json_decref(models);
+                models = NULL;
+            }
+        json_t *b = budget_json(m->b.period, m->b.amount_nano, spent, m->b.shadow, cur, now_s);
+        json_t *x = json_object();
+        /* set_new and append_new take their value over even when they fail */
+        if (!x || json_object_set_new(x, "models", models) < 0 || !models || !b ||
+            json_object_update(x, b) < 0) {
+            if (!x)
+                json_decref(models);
+            json_decref(x);
+            x = NULL;
+        }
+        json_decref(b);
         if (!x || json_array_append_new(list, x) < 0) {
             json_decref(list);
             return NULL;
@@ -159,6 +200,7 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
     const char *cur = c->cost_policy ? td_costpolicy_currency(c->cost_policy) : "";
     json_t *budgets =
         budgets_json(g, t, NULL, t->budgets, t->nbudgets, cur, (int64_t)wall.tv_sec);
+    json_t *mbudgets = model_budgets_json(g, t, cur, (int64_t)wall.tv_sec);
     /* keys with limits of their own (the tenant's apply to every key too) */
     json_t *keys = json_array();
     td_limiter *kl = td_gateway_key_limiter(g);
@@ -184,16 +226,19 @@ td_status td_explain_request(td_gateway *g, const char *tenant, uint64_t now_ns,
         json_array_append_new(keys, json_pack("{s:s, s:o, s:o, s:o}", "name", k->name, "rate", kr,
                                               "concurrency", kc, "budgets", kb));
     }
-    if (o && budgets && keys) {
+    if (o && budgets && mbudgets && keys) {
         json_object_set_new(json_object_get(o, "limits"), "budgets", budgets);
+        json_object_set_new(json_object_get(o, "limits"), "modelBudgets", mbudgets);
         json_object_set_new(json_object_get(o, "limits"), "keys", keys);
         json_object_set_new(json_object_get(o, "limits"), "precedence",
                             json_string("a request passes its key's own concurrency, then the "
                                         "tenant's; its key's own rate, then the tenant's; its "
-                                        "key's own budgets, then the tenant's (reserved in all "
-                                        "or none); the first enforced refusal answers"));
+                                        "key's own budgets, then the tenant's for its model, "
+                                        "then the tenant's for all models (reserved in all or "
+                                        "none); the first enforced refusal answers"));
     } else {
         json_decref(budgets);
+        json_decref(mbudgets);
         json_decref(keys);
     }
     json_t *list = json_array();

@@ -1,7 +1,8 @@
 # test_explain_request.sh - "which limit did I hit?": GET /v1/explain/request
 # shows a tenant's limits as enforced now, what it could spend this instant,
-# and its latest refusals with the rule and the numbers; a tenant's key
-# explains its own tenant and no other.
+# and its latest refusals with the rule and the numbers, its budgets and
+# its budgets for models with their spend; a tenant's key explains its own
+# tenant and no other.
 . "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || { echo "curl is required"; echo "0 passed, 1 failed"; exit 1; }
 
@@ -22,6 +23,26 @@ spec:
   namespaces: [shadowy-prod]
   apiKeys: [{sha256: "$(sha key-shadowy)"}]
   gateway: {rate: {cost: 1, per: 1h, burst: 1}, enforcement: {rate: shadow}}
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: Tenant
+metadata: {name: priced}
+spec:
+  namespaces: [priced-prod]
+  apiKeys: [{sha256: "$(sha key-priced)"}]
+  budgets:
+  - {amount: 100, period: month}
+  - {amount: "50", period: day, models: [llama-70b, "qwen-*"]}
+  - {amount: "5", period: month, models: [mistral-7b], enforcement: shadow}
+---
+apiVersion: tenantd.dev/v1alpha1
+kind: CostPolicy
+metadata: {name: default}
+spec:
+  currency: USD
+  prices:
+  - {model: llama-70b, perRequest: "0.5"}
+  - {route: any, perRequest: "0.001"}
 ---
 apiVersion: tenantd.dev/v1alpha1
 kind: Route
@@ -46,6 +67,13 @@ done
 # a refusal of a request naming its model: the refusal names it too
 sleep 0.02
 curl -s -o /dev/null --max-time 5 -H "Authorization: Bearer key-strict" -d '{"model":"llama-70b"}' "$GW/v1/completions"
+
+# the tenant with budgets for models spends at the 70B one only
+for _ in 1 2; do
+    curl -s -o /dev/null --max-time 5 -H "Authorization: Bearer key-priced" -H 'Content-Type: application/json' \
+        -d '{"model":"llama-70b","messages":[{"role":"user","content":"hello there"}],"max_tokens":8}' \
+        "$GW/v1/chat/completions"
+done
 
 get() { curl -s -o "$TMP/body" -w '%{http_code}' --max-time 5 -H "Authorization: Bearer $1" "$2"; }
 [ "$(get admin-secret-0123456789 "$API?tenant=strict")" = 200 ] && ok "admin explains strict" || not_ok "admin: $(cat "$TMP/body")"
@@ -95,6 +123,40 @@ assert e["address"] == sys.argv[2] and e["state"] == "healthy" and e["inFlight"]
 assert e["requests"] >= 5 and e["ejections"] == 0 and "resolvedFrom" not in e, e
 assert r["balance"] == "leastRequests" and e["workers"], r
 P
+[ "$(get key-priced "$API")" = 200 ] && cp "$TMP/body" "$TMP/priced.json"
+python3 - "$TMP/priced.json" <<'P' && ok "priced: each budget for models with models, period, amount, spent, remaining, enforcement" || not_ok "priced body: $(cat "$TMP/priced.json")"
+import json, sys
+o = json.load(open(sys.argv[1]))
+lim = o["limits"]
+assert [b["period"] for b in lim["budgets"]] == ["month"], lim["budgets"]
+mb = lim["modelBudgets"]
+assert [m["models"] for m in mb] == [["llama-70b", "qwen-*"], ["mistral-7b"]], mb
+big, small = mb
+assert big["period"] == "day" and big["amount"] == 50 and big["currency"] == "USD", big
+# two requests at 0.5 each
+assert abs(big["spent"] - 1) < 1e-9 and abs(big["remaining"] - 49) < 1e-9, big
+assert big["enforcement"] == "enforce" and big["resetsAt"] > big["periodStart"], big
+# the 70B requests were held by the budget for all models too, at the same price
+assert abs(lim["budgets"][0]["spent"] - big["spent"]) < 1e-9, lim["budgets"]
+assert small["period"] == "month" and small["amount"] == 5 and small["spent"] == 0, small
+assert small["remaining"] == 5 and small["enforcement"] == "shadow", small
+assert "for its model" in lim["precedence"], lim["precedence"]
+P
+python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["limits"]["modelBudgets"] != [])' "$TMP/adm.json" &&
+    ok "a tenant without budgets for models shows an empty modelBudgets" || not_ok "strict modelBudgets: $(cat "$TMP/adm.json")"
+printf 'key-priced\n' > "$TMP/priced.key"
+expect_rc "tenantctl explain request (budgets for models)" 0 "$TENANTCTL" explain request \
+    --server "http://127.0.0.1:$TD_PORT" --token-file "$TMP/priced.key"
+expect_grep "the table shows a budget for models, its spend and enforcement" "$TMP/out" \
+    "budget       day for models llama-70b,qwen-*: 1 of 50 USD spent (49 left), enforce; resets at 20"
+expect_grep "the table shows a shadow budget for models, nothing spent" "$TMP/out" \
+    "budget       month for models mistral-7b: 0 of 5 USD spent (5 left), shadow; resets at 20"
+expect_grep "the table still shows the budget for all models" "$TMP/out" \
+    "budget       month: 1 of 100 USD spent (99 left), enforce"
+expect_rc "tenantctl explain request -o json (budgets for models)" 0 "$TENANTCTL" explain request \
+    -o json --server "http://127.0.0.1:$TD_PORT" --token-file "$TMP/priced.key"
+python3 -c 'import json,sys; m = json.load(open(sys.argv[1]))["limits"]["modelBudgets"]; sys.exit(m[0]["models"] != ["llama-70b", "qwen-*"])' "$TMP/out" &&
+    ok "-o json carries modelBudgets" || not_ok "json: $(cat "$TMP/out")"
 expect_rc "tenantctl explain request for another tenant is refused" 2 "$TENANTCTL" explain request \
     --tenant shadowy --server "http://127.0.0.1:$TD_PORT" --token-file "$TMP/strict.key"
 expect_grep "403 is reported" "$TMP/err" "HTTP 403"

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "admission/admit.h"
+#include "admission/apparmor_internal.h"
 
 #include "testutil.h"
 
@@ -74,6 +75,32 @@ static const admit_case rows[] = {
     {"a volume with a source keeps it", VOL_POD("latest", "[{\"name\":\"n\",\"nfs\":{\"server\":\"h\",\"path\":\"/\"}}]"),
      403, "PodSecurity",
      "restricted volume types (volume \"n\" uses restricted volume type \"nfs\")", NULL},
+
+    /* kube-apiserver's pod create copies AppArmor fields and annotations
+     * into each other before Pod Security (apparmor.c): a bare pod is
+     * worded with both, as on a cluster */
+    {"bare pod: an Unconfined field is worded with the annotation it gets",
+     "{\"metadata\":{\"name\":\"x\",\"namespace\":\"unlabelled\"},\"spec\":{\"containers\":"
+     "[{\"name\":\"c\",\"securityContext\":{\"appArmorProfile\":{\"type\":\"Unconfined\"}}}]}}",
+     403, "PodSecurity",
+     "forbidden AppArmor profiles (container \"c\" and annotation must not set AppArmor profile "
+     "type to \"Unconfined\", \"container.apparmor.security.beta.kubernetes.io/c=\"unconfined\"\")",
+     NULL},
+    {"bare pod: an unconfined annotation is worded with the field it gets",
+     "{\"metadata\":{\"name\":\"x\",\"namespace\":\"unlabelled\",\"annotations\":{"
+     "\"container.apparmor.security.beta.kubernetes.io/c\":\"unconfined\"}},\"spec\":"
+     "{\"containers\":[{\"name\":\"c\"}]}}",
+     403, "PodSecurity",
+     "forbidden AppArmor profiles (container \"c\" and annotation must not set AppArmor profile "
+     "type to \"Unconfined\", \"container.apparmor.security.beta.kubernetes.io/c=\"unconfined\"\")",
+     NULL},
+    {"bare pod: a runtime/default annotation becomes the container's field",
+     "{\"metadata\":{\"name\":\"x\",\"namespace\":\"warnonly\",\"annotations\":{"
+     "\"container.apparmor.security.beta.kubernetes.io/c\":\"runtime/default\"}},\"spec\":"
+     "{\"containers\":[{\"name\":\"c\"}]}}",
+     200, NULL, NULL,
+     "{\"spec\":{\"containers\":[{\"name\":\"c\",\"securityContext\":{\"appArmorProfile\":"
+     "{\"type\":\"RuntimeDefault\"}}}]}}"},
 
     {"enforce-version v1.22: runAsUser=0 is not yet checked", ROOT_POD("pinned"), 200, NULL, NULL,
      NULL},
@@ -319,12 +346,227 @@ static void test_workloads(void **state)
     td_config_unref(c);
 }
 
+/* ---- the API server's AppArmor version skew (apparmor.c) ---- */
+
+#define AA "container.apparmor.security.beta.kubernetes.io/"
+#define UNCONF "{\"type\":\"Unconfined\"}"
+#define RTDEF "{\"type\":\"RuntimeDefault\"}"
+#define LOCAL(p) "{\"type\":\"Localhost\",\"localhostProfile\":\"" p "\"}"
+#define PSC(prof) "\"securityContext\":{\"appArmorProfile\":" prof "}"
+#define ANN(kvs) "\"metadata\":{\"annotations\":{" kvs "}}"
+
+typedef struct {
+    const char *name;
+    const char *pod;  /* in */
+    const char *want; /* the whole pod after the skew */
+} skew_case;
+
+/* Ported from kubernetes pkg/registry/core/pod/strategy_test.go
+ * TestApplyAppArmorVersionSkew, one row per upstream case (its
+ * assertions as the whole pod after), and a few of our own at the end. */
+static const skew_case skew_rows[] = {
+    {"Security context nil",
+     "{\"spec\":{\"initContainers\":[{\"name\":\"init\"}],\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{\"spec\":{\"initContainers\":[{\"name\":\"init\"}],\"containers\":[{\"name\":\"ctr\"}]}}"},
+    {"Security context not nil",
+     "{\"spec\":{\"securityContext\":{},\"initContainers\":[{\"name\":\"init\"}],"
+     "\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{\"spec\":{\"securityContext\":{},\"initContainers\":[{\"name\":\"init\"}],"
+     "\"containers\":[{\"name\":\"ctr\"}]}}"},
+    {"Pod field unconfined and no annotation present",
+     "{\"spec\":{" PSC(UNCONF) ",\"initContainers\":[{\"name\":\"init\"}],"
+     "\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{" ANN("\"" AA "init\":\"unconfined\",\"" AA "ctr\":\"unconfined\"") ",\"spec\":{" PSC(
+         UNCONF) ",\"initContainers\":[{\"name\":\"init\"}],\"containers\":[{\"name\":\"ctr\"}]}}"},
+    {"Pod field default and no annotation present",
+     "{\"spec\":{" PSC(RTDEF) ",\"initContainers\":[{\"name\":\"init\"}],"
+     "\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{" ANN("\"" AA "init\":\"runtime/default\",\"" AA "ctr\":\"runtime/default\"") ",\"spec\":{" PSC(
+         RTDEF) ",\"initContainers\":[{\"name\":\"init\"}],\"containers\":[{\"name\":\"ctr\"}]}}"},
+    {"Pod field localhost and no annotation present",
+     "{\"spec\":{" PSC(LOCAL("test")) ",\"initContainers\":[{\"name\":\"init\"}],"
+     "\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{" ANN("\"" AA "init\":\"localhost/test\",\"" AA "ctr\":\"localhost/test\"") ",\"spec\":{" PSC(
+         LOCAL("test")) ",\"initContainers\":[{\"name\":\"init\"}],\"containers\":[{\"name\":\"ctr\"}]}}"},
+    {"Pod field localhost but profile is nil",
+     "{\"spec\":{" PSC("{\"type\":\"Localhost\"}") ",\"initContainers\":[{\"name\":\"init\"}],"
+     "\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{\"spec\":{" PSC("{\"type\":\"Localhost\"}") ",\"initContainers\":[{\"name\":\"init\"}],"
+     "\"containers\":[{\"name\":\"ctr\"}]}}"},
+    {"Container security context not nil",
+     "{\"spec\":{\"containers\":[{\"name\":\"ctr\",\"securityContext\":{}}]}}",
+     "{\"spec\":{\"containers\":[{\"name\":\"ctr\",\"securityContext\":{}}]}}"},
+    {"Container field RuntimeDefault and no annotation present",
+     "{\"spec\":{\"containers\":[{\"name\":\"ctr\"," PSC(RTDEF) "}]}}",
+     "{" ANN("\"" AA "ctr\":\"runtime/default\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"," PSC(
+         RTDEF) "}]}}"},
+    {"Container field localhost and no annotation present",
+     "{\"spec\":{\"containers\":[{\"name\":\"ctr\"," PSC(LOCAL("test")) "}]}}",
+     "{" ANN("\"" AA "ctr\":\"localhost/test\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"," PSC(
+         LOCAL("test")) "}]}}"},
+    {"Container overrides pod profile",
+     "{\"spec\":{" PSC(RTDEF) ",\"containers\":[{\"name\":\"ctr\"," PSC(UNCONF) "}]}}",
+     "{" ANN("\"" AA "ctr\":\"unconfined\"") ",\"spec\":{" PSC(
+         RTDEF) ",\"containers\":[{\"name\":\"ctr\"," PSC(UNCONF) "}]}}"},
+    {"Multiple containers with fields (container)",
+     "{\"spec\":{\"initContainers\":[{\"name\":\"init\"," PSC(LOCAL("test")) "}],"
+     "\"containers\":[{\"name\":\"a\"," PSC(UNCONF) "},{\"name\":\"b\"},{\"name\":\"c\"," PSC(
+         RTDEF) "}]}}",
+     "{" ANN("\"" AA "init\":\"localhost/test\",\"" AA "a\":\"unconfined\",\"" AA
+             "c\":\"runtime/default\"") ",\"spec\":{\"initContainers\":[{\"name\":\"init\"," PSC(
+         LOCAL("test")) "}],\"containers\":[{\"name\":\"a\"," PSC(UNCONF) "},{\"name\":\"b\"},"
+                        "{\"name\":\"c\"," PSC(RTDEF) "}]}}"},
+    {"Annotation 'unconfined' and no fields present",
+     "{" ANN("\"" AA "ctr\":\"unconfined\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{" ANN("\"" AA "ctr\":\"unconfined\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"," PSC(
+         UNCONF) "}]}}"},
+    {"Annotation for non-existent container",
+     "{" ANN("\"" AA "foo-bar\":\"unconfined\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{" ANN("\"" AA "foo-bar\":\"unconfined\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"}]}}"},
+    {"Annotation 'runtime/default' and no fields present",
+     "{" ANN("\"" AA "ctr\":\"runtime/default\"") ",\"spec\":{" PSC(
+         UNCONF) ",\"containers\":[{\"name\":\"ctr\",\"securityContext\":{}}]}}",
+     "{" ANN("\"" AA "ctr\":\"runtime/default\"") ",\"spec\":{" PSC(
+         UNCONF) ",\"containers\":[{\"name\":\"ctr\"," PSC(RTDEF) "}]}}"},
+    {"Multiple containers by annotations",
+     "{" ANN("\"" AA "init\":\"unconfined\",\"" AA "a\":\"localhost/test\",\"" AA
+             "c\":\"runtime/default\"") ",\"spec\":{" PSC(
+         RTDEF) ",\"initContainers\":[{\"name\":\"init\"}],\"containers\":[{\"name\":\"a\"},"
+                "{\"name\":\"b\"},{\"name\":\"c\"}]}}",
+     "{" ANN("\"" AA "init\":\"unconfined\",\"" AA "a\":\"localhost/test\",\"" AA
+             "c\":\"runtime/default\",\"" AA "b\":\"runtime/default\"") ",\"spec\":{" PSC(
+         RTDEF) ",\"initContainers\":[{\"name\":\"init\"," PSC(UNCONF) "}],\"containers\":[{"
+                "\"name\":\"a\"," PSC(LOCAL("test")) "},{\"name\":\"b\"},{\"name\":\"c\"}]}}"},
+    {"Conflicting field and annotations",
+     "{" ANN("\"" AA "ctr\":\"localhost/test\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"," PSC(
+         RTDEF) "}]}}",
+     "{" ANN("\"" AA "ctr\":\"localhost/test\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"," PSC(
+         RTDEF) "}]}}"},
+    {"Pod field and matching annotations",
+     "{" ANN("\"" AA "ctr\":\"runtime/default\"") ",\"spec\":{" PSC(
+         RTDEF) ",\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{" ANN("\"" AA "ctr\":\"runtime/default\"") ",\"spec\":{" PSC(
+         RTDEF) ",\"containers\":[{\"name\":\"ctr\"}]}}"},
+    {"Annotation overrides pod field",
+     "{" ANN("\"" AA "ctr\":\"unconfined\"") ",\"spec\":{" PSC(
+         RTDEF) ",\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{" ANN("\"" AA "ctr\":\"unconfined\"") ",\"spec\":{" PSC(
+         RTDEF) ",\"containers\":[{\"name\":\"ctr\"," PSC(UNCONF) "}]}}"},
+    {"Mixed annotations and fields",
+     "{" ANN("\"" AA "unconf-annot\":\"unconfined\"") ",\"spec\":{" PSC(
+         RTDEF) ",\"containers\":[{\"name\":\"unconf-annot\"},{\"name\":\"unconf-field\"," PSC(
+         UNCONF) "},{\"name\":\"default-pod\"}]}}",
+     "{" ANN("\"" AA "unconf-annot\":\"unconfined\",\"" AA "unconf-field\":\"unconfined\",\"" AA
+             "default-pod\":\"runtime/default\"") ",\"spec\":{" PSC(
+         RTDEF) ",\"containers\":[{\"name\":\"unconf-annot\"," PSC(
+         UNCONF) "},{\"name\":\"unconf-field\"," PSC(UNCONF) "},{\"name\":\"default-pod\"}]}}"},
+    {"Invalid annotation value",
+     "{" ANN("\"" AA "ctr\":\"localhost/\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{" ANN("\"" AA "ctr\":\"localhost/\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"}]}}"},
+    /* "Invalid localhost annotation" (a 4096-byte profile) is test_apparmor_skew_long */
+    {"Invalid field type",
+     "{\"spec\":{" PSC("{\"type\":\"invalid-type\"}") ",\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{\"spec\":{" PSC("{\"type\":\"invalid-type\"}") ",\"containers\":[{\"name\":\"ctr\"}]}}"},
+    {"Ignore annotations on windows",
+     "{" ANN("\"" AA "ctr\":\"runtime/default\"") ",\"spec\":{\"os\":{\"name\":\"windows\"},"
+                                                 "\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{" ANN("\"" AA "ctr\":\"runtime/default\"") ",\"spec\":{\"os\":{\"name\":\"windows\"},"
+                                                 "\"containers\":[{\"name\":\"ctr\"}]}}"},
+    /* ours: the API server's validation refuses a padded profile, so it is not copied */
+    {"a localhost annotation padded with whitespace is not copied",
+     "{" ANN("\"" AA "ctr\":\"localhost/ x\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{" ANN("\"" AA "ctr\":\"localhost/ x\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"}]}}"},
+    {"an unknown annotation value is not copied",
+     "{" ANN("\"" AA "ctr\":\"bogus\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"}]}}",
+     "{" ANN("\"" AA "ctr\":\"bogus\"") ",\"spec\":{\"containers\":[{\"name\":\"ctr\"}]}}"},
+    {"an ephemeral container is visited too",
+     "{\"spec\":{\"containers\":[{\"name\":\"c\"}],\"ephemeralContainers\":[{\"name\":\"e\"," PSC(
+         UNCONF) "}]}}",
+     "{" ANN("\"" AA "e\":\"unconfined\"") ",\"spec\":{\"containers\":[{\"name\":\"c\"}],"
+                                          "\"ephemeralContainers\":[{\"name\":\"e\"," PSC(UNCONF) "}]}}"},
+    {"no metadata, no spec: nothing to do", "{}", "{}"},
+    {"containers not a list, metadata not a map: left alone",
+     "{\"metadata\":[],\"spec\":{" PSC(RTDEF) ",\"containers\":{\"name\":\"c\"}}}",
+     "{\"metadata\":[],\"spec\":{" PSC(RTDEF) ",\"containers\":{\"name\":\"c\"}}}"},
+};
+
+static void test_apparmor_skew(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof skew_rows / sizeof skew_rows[0]; i++) {
+        const skew_case *t = &skew_rows[i];
+        json_t *pod = json_loads(t->pod, 0, NULL), *want = json_loads(t->want, 0, NULL);
+        if (!pod || !want)
+            fail_msg("%s: bad JSON in the test", t->name);
+        td_err err;
+        assert_int_equal(td__pod_apparmor_skew(pod, &err), TD_OK);
+        if (!json_equal(pod, want)) {
+            char *s = json_dumps(pod, JSON_COMPACT);
+            fail_msg("%s: got %s", t->name, s);
+        }
+        json_decref(pod);
+        json_decref(want);
+    }
+}
+
+/* upstream's "Invalid localhost annotation": a profile over 4095 bytes is
+ * not copied; 4095 is */
+static void test_apparmor_skew_long(void **state)
+{
+    (void)state;
+    for (size_t len = 4095; len <= 4096; len++) {
+        char *v = malloc(len + sizeof "localhost/");
+        assert_non_null(v);
+        memcpy(v, "localhost/", 10);
+        memset(v + 10, 'a', len);
+        v[10 + len] = '\0';
+        json_t *pod = json_pack("{s:{s:{s:s}}, s:{s:[{s:s}]}}", "metadata", "annotations",
+                                AA "ctr", v, "spec", "containers", "name", "ctr");
+        assert_non_null(pod);
+        td_err err;
+        assert_int_equal(td__pod_apparmor_skew(pod, &err), TD_OK);
+        const json_t *c = json_array_get(td_json_path(pod, "spec.containers"), 0);
+        const json_t *f = td_json_path(c, "securityContext.appArmorProfile");
+        if (len == 4095)
+            assert_int_equal(strlen(td_json_str(f, "localhostProfile")), 4095);
+        else
+            assert_null(json_object_get(c, "securityContext"));
+        json_decref(pod);
+        free(v);
+    }
+}
+
+/* A pod in an AdmissionReview comes from the API server, which did the
+ * AppArmor version skew already: it is judged as sent, not skewed again
+ * (what reaches a webhook has both; this one, hand-made, has one). */
+static void test_apparmor_review_as_sent(void **state)
+{
+    (void)state;
+    td_config *c = load();
+    json_t *out = review(c,
+                         "{\"metadata\":{\"name\":\"x\",\"namespace\":\"unlabelled\","
+                         "\"annotations\":{\"container.apparmor.security.beta.kubernetes.io/c\":"
+                         "\"unconfined\"}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+                         TD_REVIEW_VALIDATE);
+    assert_false(json_is_true(td_json_path(out, "response.allowed")));
+    assert_string_equal(td_json_str(out, "response.status.message"),
+                        "violates PodSecurity \"baseline:latest\": "
+                        "forbidden AppArmor profile (annotation must not set AppArmor profile "
+                        "type to \"container.apparmor.security.beta.kubernetes.io/c="
+                        "\"unconfined\"\")");
+    json_decref(out);
+    td_config_unref(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_warn_and_audit),
         cmocka_unit_test(test_workloads),
+        cmocka_unit_test(test_apparmor_skew),
+        cmocka_unit_test(test_apparmor_skew_long),
+        cmocka_unit_test(test_apparmor_review_as_sent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
